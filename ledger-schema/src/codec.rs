@@ -1,0 +1,272 @@
+//! The canonical codec: the only module that touches `serde_cbor`.
+//!
+//! Canonical means RFC 8949 §4.2.1 core deterministic encoding: definite lengths,
+//! shortest-form arguments, map keys in bytewise order of their encodings, no floats, no
+//! tags, no duplicate keys. `serde_cbor` writes shortest forms and definite lengths, and
+//! struct fields in *declaration* order, so every encoded struct declares its fields in
+//! canonical key order (proved by `tests/key_order.rs`). On input `serde_cbor` accepts far
+//! more than that, so [`decode`] first runs [`check_canonical`] — a bounded, allocation-free
+//! walk of the raw bytes — then decodes with unknown fields denied, and finally re-encodes
+//! and compares, so exactly one byte string stands for each value.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Largest encoded entry (format v1). Checked before anything is decoded or allocated.
+pub const MAX_ENTRY_BYTES: usize = 1 << 20;
+/// Most entries one frame (one group commit) may hold.
+pub const MAX_FRAME_ENTRIES: usize = 4096;
+/// Largest encoded frame. A frame of [`MAX_FRAME_ENTRIES`] maximal entries would not fit:
+/// writers must also respect this byte bound.
+pub const MAX_FRAME_BYTES: usize = 16 << 20;
+/// Deepest nesting of arrays and maps the decoder walks (v1 records nest far less).
+pub const MAX_DEPTH: u32 = 32;
+
+const _: () = assert!(MAX_ENTRY_BYTES <= MAX_FRAME_BYTES);
+const _: () = assert!(MAX_FRAME_ENTRIES >= 1);
+
+/// Why bytes were refused. Offsets are byte positions in the refused input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    #[error("input of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge { len: usize, max: usize },
+    #[error("input ends inside an item at byte {offset}")]
+    Truncated { offset: usize },
+    #[error("trailing bytes after the item, from byte {offset}")]
+    TrailingBytes { offset: usize },
+    #[error("non-shortest integer or length at byte {offset}")]
+    NonShortest { offset: usize },
+    #[error("indefinite-length item at byte {offset}")]
+    Indefinite { offset: usize },
+    #[error("tag at byte {offset} (tags are not allowed)")]
+    Tag { offset: usize },
+    #[error("float at byte {offset} (floats are not allowed)")]
+    Float { offset: usize },
+    #[error("simple value at byte {offset} (only false and true are allowed)")]
+    Simple { offset: usize },
+    #[error("reserved or malformed initial byte at {offset}")]
+    Malformed { offset: usize },
+    #[error("map key at byte {offset} is out of canonical order")]
+    KeyOrder { offset: usize },
+    #[error("duplicate map key at byte {offset}")]
+    DuplicateKey { offset: usize },
+    #[error("nesting deeper than {max} at byte {offset}")]
+    TooDeep { offset: usize, max: u32 },
+    #[error("unknown field or variant: {0}")]
+    UnknownField(String),
+    #[error("does not match the schema: {0}")]
+    Schema(String),
+    #[error("format version {found} is not supported (this build reads version 1)")]
+    UnsupportedVersion { found: u64 },
+    #[error("a frame must hold 1 to {max} entries, this one holds {n}")]
+    FrameEntries { n: usize, max: usize },
+    #[error("not in canonical form: re-encoding differs from byte {offset}")]
+    NonCanonical { offset: usize },
+}
+
+/// Encodes a record canonically.
+///
+/// Every encoded type in this crate is plain data with fields in canonical key order, so
+/// serialization into a `Vec` cannot fail.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    encode_into(value, &mut out);
+    out
+}
+
+/// Encodes a record canonically, appending to `out`.
+pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
+    #[expect(
+        clippy::expect_used,
+        reason = "writing derived plain-data records into a Vec has no failure path"
+    )]
+    serde_cbor::to_writer(&mut *out, value).expect("encoding a plain record into a Vec");
+}
+
+/// Strictly decodes one canonical record that must occupy all of `bytes`.
+///
+/// Refuses, in this order: input over `max_bytes` (before reading anything); anything
+/// [`check_canonical`] refuses; unknown fields and schema mismatches; and any input whose
+/// re-encoding is not byte-identical.
+pub fn decode<T: DeserializeOwned + Serialize>(
+    bytes: &[u8],
+    max_bytes: usize,
+) -> Result<T, DecodeError> {
+    decode_borrowed(bytes, max_bytes)
+}
+
+fn classify(error: serde_cbor::Error) -> DecodeError {
+    let message = error.to_string();
+    if message.contains("unknown field") || message.contains("unknown variant") {
+        DecodeError::UnknownField(message)
+    } else {
+        DecodeError::Schema(message)
+    }
+}
+
+/// Checks that `bytes` is exactly one well-formed item in the canonical profile.
+pub fn check_canonical(bytes: &[u8]) -> Result<(), DecodeError> {
+    let end = item_end(bytes, 0)?;
+    if end == bytes.len() {
+        Ok(())
+    } else {
+        Err(DecodeError::TrailingBytes { offset: end })
+    }
+}
+
+/// Where the canonical item starting at `start` ends. [`DecodeError::Truncated`] means the
+/// bytes end inside the item (a reader of a CBOR sequence uses it to find a torn tail).
+pub fn item_end(bytes: &[u8], start: usize) -> Result<usize, DecodeError> {
+    scan(bytes, start, 0)
+}
+
+fn read_be(bytes: &[u8], from: usize, n: usize) -> Result<u64, DecodeError> {
+    let end = from
+        .checked_add(n)
+        .ok_or(DecodeError::Truncated { offset: from })?;
+    let slice = bytes
+        .get(from..end)
+        .ok_or(DecodeError::Truncated { offset: from })?;
+    Ok(slice.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
+}
+
+/// Walks one item without allocating; recursion is bounded by [`MAX_DEPTH`] and every
+/// declared length is checked against the bytes that remain before it is trusted.
+fn scan(bytes: &[u8], pos: usize, depth: u32) -> Result<usize, DecodeError> {
+    let initial = *bytes
+        .get(pos)
+        .ok_or(DecodeError::Truncated { offset: pos })?;
+    let major = initial >> 5;
+    let info = initial & 0x1f;
+    if major == 7 {
+        return match info {
+            20 | 21 => Ok(pos + 1),
+            25..=27 => Err(DecodeError::Float { offset: pos }),
+            31 => Err(DecodeError::Malformed { offset: pos }),
+            _ => Err(DecodeError::Simple { offset: pos }),
+        };
+    }
+    if major == 6 {
+        return Err(DecodeError::Tag { offset: pos });
+    }
+    let (arg, mut next) = match info {
+        0..=23 => (u64::from(info), pos + 1),
+        24 => (read_be(bytes, pos + 1, 1)?, pos + 2),
+        25 => (read_be(bytes, pos + 1, 2)?, pos + 3),
+        26 => (read_be(bytes, pos + 1, 4)?, pos + 5),
+        27 => (read_be(bytes, pos + 1, 8)?, pos + 9),
+        31 if matches!(major, 2..=5) => return Err(DecodeError::Indefinite { offset: pos }),
+        _ => return Err(DecodeError::Malformed { offset: pos }),
+    };
+    let shortest = match info {
+        24 => arg >= 24,
+        25 => arg > 0xff,
+        26 => arg > 0xffff,
+        27 => arg > 0xffff_ffff,
+        _ => true,
+    };
+    if !shortest {
+        return Err(DecodeError::NonShortest { offset: pos });
+    }
+    let remaining = (bytes.len() - next.min(bytes.len())) as u64;
+    match major {
+        0 | 1 => Ok(next),
+        2 | 3 => {
+            if arg > remaining {
+                return Err(DecodeError::Truncated { offset: pos });
+            }
+            Ok(next + arg as usize)
+        }
+        4 | 5 => {
+            let per_entry = if major == 4 { 1 } else { 2 };
+            if arg.saturating_mul(per_entry) > remaining {
+                return Err(DecodeError::Truncated { offset: pos });
+            }
+            if depth >= MAX_DEPTH {
+                return Err(DecodeError::TooDeep {
+                    offset: pos,
+                    max: MAX_DEPTH,
+                });
+            }
+            let mut previous_key: Option<(usize, usize)> = None;
+            for _ in 0..arg {
+                if major == 4 {
+                    next = scan(bytes, next, depth + 1)?;
+                    continue;
+                }
+                let key_start = next;
+                let key_end = scan(bytes, key_start, depth + 1)?;
+                if let Some((prev_start, prev_end)) = previous_key {
+                    // Bytewise order of the encoded keys (RFC 8949 §4.2.1).
+                    let prev = bytes.get(prev_start..prev_end);
+                    let this = bytes.get(key_start..key_end);
+                    match this.cmp(&prev) {
+                        std::cmp::Ordering::Less => {
+                            return Err(DecodeError::KeyOrder { offset: key_start });
+                        }
+                        std::cmp::Ordering::Equal => {
+                            return Err(DecodeError::DuplicateKey { offset: key_start });
+                        }
+                        std::cmp::Ordering::Greater => {}
+                    }
+                }
+                previous_key = Some((key_start, key_end));
+                next = scan(bytes, key_end, depth + 1)?;
+            }
+            Ok(next)
+        }
+        _ => Err(DecodeError::Malformed { offset: pos }),
+    }
+}
+
+/// A borrowed byte string that encodes as a CBOR byte string (not an array of integers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawBytes<'a>(pub &'a [u8]);
+
+impl Serialize for RawBytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.0)
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for RawBytes<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = RawBytes<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a borrowed byte string")
+            }
+            fn visit_borrowed_bytes<E: serde::de::Error>(
+                self,
+                v: &'de [u8],
+            ) -> Result<Self::Value, E> {
+                Ok(RawBytes(v))
+            }
+        }
+        deserializer.deserialize_bytes(V(std::marker::PhantomData))
+    }
+}
+
+/// Strictly decodes a record that borrows from `bytes` (used for frames, whose entries
+/// are borrowed byte strings). Same checks as [`decode`].
+pub fn decode_borrowed<'a, T: serde::Deserialize<'a> + Serialize>(
+    bytes: &'a [u8],
+    max_bytes: usize,
+) -> Result<T, DecodeError> {
+    if bytes.len() > max_bytes {
+        return Err(DecodeError::TooLarge {
+            len: bytes.len(),
+            max: max_bytes,
+        });
+    }
+    check_canonical(bytes)?;
+    let value: T = serde_cbor::from_slice(bytes).map_err(classify)?;
+    let again = encode(&value);
+    if again != bytes {
+        let offset = again.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+        return Err(DecodeError::NonCanonical { offset });
+    }
+    Ok(value)
+}

@@ -1,0 +1,225 @@
+//! BLAKE3 digests and the one place that owns every `derive_key` context string.
+//!
+//! Every digest kind hashes under its own context, so a digest of one kind can never stand
+//! in for another (a package digest is not a manifest digest, even over the same bytes).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A 32-byte BLAKE3 digest; printed and parsed as `b3:` + 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, arbitrary::Arbitrary)]
+pub struct Digest(pub [u8; 32]);
+
+/// What a digest is a digest *of*. Each kind owns one `derive_key` context string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DigestKind {
+    /// A sealed ledger entry (the chain link).
+    Entry,
+    /// A journal/sled frame (reserved: frames are not hashed in format v1).
+    Frame,
+    /// A Context Package's canonical bytes (the dispatch payload).
+    Package,
+    /// A Context Manifest's semantic content.
+    Manifest,
+    /// A Policy Bundle's canonical content.
+    Policy,
+    /// An Execution Profile's canonical content.
+    Profile,
+    /// A set of Evidence records bound by an Acceptance decision.
+    EvidenceSet,
+    /// One Evidence record.
+    Evidence,
+    /// An Acceptance decision (excluding its envelope).
+    Decision,
+    /// An Acceptance Input Manifest.
+    InputManifest,
+    /// A Repair record.
+    Repair,
+    /// The bounded prior-attempt feedback projection.
+    Feedback,
+    /// A Worker event's canonical payload.
+    WorkerPayload,
+    /// A capability grant.
+    CapabilityGrant,
+    /// A response contract.
+    ResponseContract,
+    /// Rendered content of one manifest entry.
+    Rendered,
+    /// Source content (Goal revision, Fact, project source, ...).
+    Source,
+    /// The canonical encoding of the whole runtime projection.
+    State,
+    /// A checkpoint file's identity.
+    Checkpoint,
+}
+
+impl DigestKind {
+    /// The BLAKE3 `derive_key` context string of this kind. Never change one: every
+    /// recorded digest of that kind depends on it.
+    pub const fn context(self) -> &'static str {
+        match self {
+            DigestKind::Entry => "closure-ledger v1 entry",
+            DigestKind::Frame => "closure-ledger v1 frame",
+            DigestKind::Package => "closure-ledger v1 context package",
+            DigestKind::Manifest => "closure-ledger v1 context manifest",
+            DigestKind::Policy => "closure-ledger v1 policy bundle",
+            DigestKind::Profile => "closure-ledger v1 execution profile",
+            DigestKind::EvidenceSet => "closure-ledger v1 evidence set",
+            DigestKind::Evidence => "closure-ledger v1 evidence record",
+            DigestKind::Decision => "closure-ledger v1 acceptance decision",
+            DigestKind::InputManifest => "closure-ledger v1 acceptance input manifest",
+            DigestKind::Repair => "closure-ledger v1 repair record",
+            DigestKind::Feedback => "closure-ledger v1 prior attempt feedback",
+            DigestKind::WorkerPayload => "closure-ledger v1 worker payload",
+            DigestKind::CapabilityGrant => "closure-ledger v1 capability grant",
+            DigestKind::ResponseContract => "closure-ledger v1 response contract",
+            DigestKind::Rendered => "closure-ledger v1 rendered entry",
+            DigestKind::Source => "closure-ledger v1 source",
+            DigestKind::State => "closure-ledger v1 state",
+            DigestKind::Checkpoint => "closure-ledger v1 checkpoint",
+        }
+    }
+
+    /// Every kind, for tests that check the context strings are distinct.
+    pub const ALL: [DigestKind; 19] = [
+        DigestKind::Entry,
+        DigestKind::Frame,
+        DigestKind::Package,
+        DigestKind::Manifest,
+        DigestKind::Policy,
+        DigestKind::Profile,
+        DigestKind::EvidenceSet,
+        DigestKind::Evidence,
+        DigestKind::Decision,
+        DigestKind::InputManifest,
+        DigestKind::Repair,
+        DigestKind::Feedback,
+        DigestKind::WorkerPayload,
+        DigestKind::CapabilityGrant,
+        DigestKind::ResponseContract,
+        DigestKind::Rendered,
+        DigestKind::Source,
+        DigestKind::State,
+        DigestKind::Checkpoint,
+    ];
+}
+
+/// Two digests that should have been equal were not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("digest mismatch: expected {expected}, found {found}")]
+pub struct DigestMismatch {
+    pub expected: Digest,
+    pub found: Digest,
+}
+
+impl Digest {
+    /// The all-zero digest: `prev` of the genesis entry.
+    pub const ZERO: Digest = Digest([0; 32]);
+
+    /// Hash `bytes` under the context of `kind`.
+    pub fn of(kind: DigestKind, bytes: &[u8]) -> Digest {
+        let mut hasher = blake3::Hasher::new_derive_key(kind.context());
+        hasher.update(bytes);
+        Digest(*hasher.finalize().as_bytes())
+    }
+
+    /// `Ok` when `self` equals `expected`; otherwise the typed mismatch carrying both.
+    pub fn check(self, expected: Digest) -> Result<(), DigestMismatch> {
+        if self == expected {
+            Ok(())
+        } else {
+            Err(DigestMismatch {
+                expected,
+                found: self,
+            })
+        }
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("b3:")?;
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A string that is not `b3:` followed by 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a digest (want b3: and 64 lowercase hex digits): {0:?}")]
+pub struct ParseDigestError(pub String);
+
+impl FromStr for Digest {
+    type Err = ParseDigestError;
+
+    fn from_str(text: &str) -> Result<Digest, ParseDigestError> {
+        let fail = || ParseDigestError(text.chars().take(80).collect());
+        let hex = text.strip_prefix("b3:").ok_or_else(fail)?;
+        if hex.len() != 64 {
+            return Err(fail());
+        }
+        let mut out = [0u8; 32];
+        for (byte, pair) in out.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+            let [hi, lo] = pair else { return Err(fail()) };
+            *byte = (nibble(*hi).ok_or_else(fail)? << 4) | nibble(*lo).ok_or_else(fail)?;
+        }
+        Ok(Digest(out))
+    }
+}
+
+/// Lowercase hex only: uppercase would give one digest two spellings.
+fn nibble(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// In CBOR a digest is a 32-byte byte string; in JSON (human-readable) its `b3:` text.
+impl Serialize for Digest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.collect_str(self)
+        } else {
+            serializer.serialize_bytes(&self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Digest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Digest, D::Error> {
+        struct DigestVisitor;
+        impl Visitor<'_> for DigestVisitor {
+            type Value = Digest;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a 32-byte digest")
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Digest, E> {
+                <[u8; 32]>::try_from(v)
+                    .map(Digest)
+                    .map_err(|_| E::invalid_length(v.len(), &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Digest, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_str(DigestVisitor)
+        } else {
+            deserializer.deserialize_bytes(DigestVisitor)
+        }
+    }
+}

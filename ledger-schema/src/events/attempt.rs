@@ -1,0 +1,65 @@
+//! Attempts: started with their full Context Manifest, dispatch-claimed, then finished,
+//! failed or cancelled.
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::ContextManifest;
+use crate::types::{Binding, Phase, ResultKind, ThreadChoice};
+use crate::{Digest, Id};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttemptStarted {
+    pub phase: Phase,
+    pub thread: ThreadChoice,
+    pub manifest: ContextManifest,
+    pub attempt_id: Id,
+    pub workflow_id: Id,
+    /// The exact active MUTABLE generation (IMPLEMENT only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_id: Option<Id>,
+    /// `Digest::of(Manifest, encode(manifest))`.
+    pub manifest_digest: Digest,
+    pub worker_session_id: Id,
+    /// The workflow version the Attempt is bound to; any later advance makes it stale.
+    pub workflow_version: u32,
+}
+
+/// The immutable dispatch claim: revalidates the workflow version, the bound profile and
+/// every request digest right before the worker is invoked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DispatchClaimed {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Binding>,
+    pub profile: Binding,
+    pub attempt_id: Id,
+    pub package_digest: Digest,
+    pub manifest_digest: Digest,
+    pub workflow_version: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttemptFinished {
+    pub summary: String,
+    pub attempt_id: Id,
+    /// Must be allowed by the phase's response contract.
+    pub result_kind: ResultKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttemptFailed {
+    pub reason: String,
+    pub attempt_id: Id,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttemptCancelled {
+    pub reason: String,
+    pub attempt_id: Id,
+    /// Cancellation and dispatch serialize on the workflow version.
+    pub workflow_version: u32,
+}

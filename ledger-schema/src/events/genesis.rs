@@ -1,0 +1,13 @@
+//! The genesis entry (seq 0) of every ledger.
+
+use serde::{Deserialize, Serialize};
+
+/// Opens a ledger. Always and only at seq 0; the entry's `ledger` field fixes the ledger id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LedgerInitialized {
+    /// Free-form human label.
+    pub label: String,
+    /// Event catalog version the ledger was created with (1).
+    pub catalog: u16,
+}

@@ -1,0 +1,93 @@
+//! Durable sources the Context Compiler may select: Facts, Human Decisions, project
+//! sources, scenarios, verification obligations and blockers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Digest, Id};
+
+/// A Fact enters as PROPOSED; it is never used as confirmed until a `FactConfirmed` for
+/// the same revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FactProposed {
+    pub fact_id: Id,
+    pub goal_id: Id,
+    pub revision: u32,
+    pub statement: String,
+    /// Where the statement came from (a worker event, a human, a tool run).
+    pub provenance: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FactConfirmed {
+    pub fact_id: Id,
+    pub revision: u32,
+    pub confirmed_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FactInvalidated {
+    pub fact_id: Id,
+    pub reason: String,
+    pub revision: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HumanDecisionRecorded {
+    pub answer: String,
+    pub goal_id: Id,
+    pub question: String,
+    pub decided_by: String,
+    pub decision_id: Id,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProjectSourceRecorded {
+    pub path: String,
+    /// `Digest::of(Source, content bytes)`.
+    pub digest: Digest,
+    pub goal_id: Id,
+    /// Bounded content (the entry size limit bounds it).
+    pub content: String,
+    /// The project revision (e.g. a commit) the content was read at.
+    pub revision: String,
+    pub source_id: Id,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScenarioRecorded {
+    pub title: String,
+    pub goal_id: Id,
+    pub scenario_id: Id,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObligationRecorded {
+    pub goal_id: Id,
+    pub check_spec_id: Id,
+    pub description: String,
+    pub obligation_id: Id,
+    pub check_spec_digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BlockerRaised {
+    pub blocker_id: Id,
+    pub workflow_id: Id,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BlockerResolved {
+    pub blocker_id: Id,
+    pub resolution: String,
+}

@@ -1,0 +1,87 @@
+//! Worker events: admitted with a closed payload, or recorded as an ignored delivery.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Digest, Id};
+
+/// A current Worker event, admitted. Its `payloadDigest` covers every payload field,
+/// including the observed time, so a redelivery that differs in any byte is a conflict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkerEventAdmitted {
+    pub payload: WorkerPayload,
+    pub attempt_id: Id,
+    /// `Digest::of(WorkerPayload, encode(payload))`.
+    pub payload_digest: Digest,
+    pub worker_event_id: Id,
+    pub manifest_digest: Digest,
+}
+
+/// The durable receipt of a stale or mismatched delivery: nothing else changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkerDeliveryIgnored {
+    pub reason: IgnoredReason,
+    pub attempt_id: Id,
+    pub payload_digest: Digest,
+    pub worker_event_id: Id,
+    pub manifest_digest: Digest,
+}
+
+/// The closed Worker event payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkerPayload {
+    pub kind: WorkerEventKind,
+    pub text: String,
+    pub items: Vec<String>,
+    pub observed_at_ms: u64,
+}
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    arbitrary::Arbitrary,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum WorkerEventKind {
+    Progress,
+    ToolActivity,
+    CompactionStarted,
+    CompactionCompleted,
+    Proposals,
+    CompletionRequest,
+}
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    arbitrary::Arbitrary,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum IgnoredReason {
+    /// The Attempt is no longer the workflow's current one.
+    StaleAttempt,
+    /// The Attempt has finished, failed or been cancelled.
+    AttemptEnded,
+    /// The event names a manifest other than the Attempt's.
+    ManifestMismatch,
+    /// The workflow advanced after the Attempt was bound.
+    WorkflowVersionChanged,
+}

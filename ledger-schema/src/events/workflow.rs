@@ -1,0 +1,30 @@
+//! Workflows: started bound to an exact Goal revision and authority, then advanced phase by
+//! phase (each advance is workflow version + 1).
+
+use serde::{Deserialize, Serialize};
+
+use crate::Id;
+use crate::types::{Binding, Phase};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkflowStarted {
+    /// The AcceptanceCriticalVerificationPlan id/digest pair: present exactly when the
+    /// profile is protected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Binding>,
+    pub goal_id: Id,
+    pub policy: Binding,
+    pub profile: Binding,
+    pub workflow_id: Id,
+    pub goal_revision: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhaseAdvanced {
+    pub phase: Phase,
+    /// The workflow version after this advance: exactly the previous one + 1.
+    pub version: u32,
+    pub workflow_id: Id,
+}

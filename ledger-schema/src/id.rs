@@ -1,0 +1,87 @@
+//! Identifiers: ULIDs produced outside the pure core and written into events.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A ULID. 16 bytes (big-endian) in CBOR, its 26-character Crockford text in JSON.
+///
+/// Any 128-bit value is a valid ULID, so decoding cannot produce an invalid id.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, arbitrary::Arbitrary)]
+pub struct Id(pub u128);
+
+impl Id {
+    /// Wraps a ULID.
+    pub fn from_ulid(ulid: ulid::Ulid) -> Id {
+        Id(ulid.0)
+    }
+
+    /// The big-endian bytes, as stored.
+    pub fn to_bytes(self) -> [u8; 16] {
+        self.0.to_be_bytes()
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&ulid::Ulid(self.0), f)
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Text that is not a 26-character ULID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a ULID: {0:?}")]
+pub struct ParseIdError(pub String);
+
+impl FromStr for Id {
+    type Err = ParseIdError;
+
+    fn from_str(text: &str) -> Result<Id, ParseIdError> {
+        ulid::Ulid::from_string(text)
+            .map(Id::from_ulid)
+            .map_err(|_| ParseIdError(text.chars().take(40).collect()))
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.collect_str(self)
+        } else {
+            serializer.serialize_bytes(&self.to_bytes())
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Id, D::Error> {
+        struct IdVisitor;
+        impl Visitor<'_> for IdVisitor {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a 16-byte ULID")
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Id, E> {
+                <[u8; 16]>::try_from(v)
+                    .map(|b| Id(u128::from_be_bytes(b)))
+                    .map_err(|_| E::invalid_length(v.len(), &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_str(IdVisitor)
+        } else {
+            deserializer.deserialize_bytes(IdVisitor)
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! Deterministic sample events: one or more per kind of catalog v1. Used for the golden
+//! vectors, the demo-free tests of other crates, benches and fuzz seeds. Pure data.
+
+use crate::events::*;
+use crate::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
+use crate::types::*;
+use crate::{Digest, DigestKind, Entry, FORMAT_VERSION, Id, SealedEntry};
+
+fn id(n: u128) -> Id {
+    Id(0x0190_0000_0000_0000_0000_0000_0000_0000 | n)
+}
+
+fn dg(label: &str) -> Digest {
+    Digest::of(DigestKind::Source, label.as_bytes())
+}
+
+fn s(text: &str) -> String {
+    text.to_owned()
+}
+
+/// The ledger id every sample entry carries.
+pub const LEDGER: Id = Id(0x0190_0000_0000_0000_0000_0000_0000_0001);
+
+/// `(name, event)` for every sample, covering every kind and both shapes of each
+/// optional group.
+pub fn events() -> Vec<(&'static str, Event)> {
+    let policy = Binding {
+        id: id(10),
+        digest: dg("policy"),
+    };
+    let profile = Binding {
+        id: id(11),
+        digest: dg("profile"),
+    };
+    let plan = Binding {
+        id: id(12),
+        digest: dg("plan"),
+    };
+    let manifest = ContextManifest {
+        schema_version: 1,
+        compiler_version: s("closure-ledger-compiler/1"),
+        goal_id: id(20),
+        goal_revision: 2,
+        workflow_id: id(30),
+        workflow_version: 3,
+        phase: Phase::Implement,
+        attempt_id: id(40),
+        generation_id: Some(id(50)),
+        candidate_digest: Some(dg("base")),
+        plan: Some(plan),
+        profile,
+        policy,
+        capability_grant_digest: dg("grant"),
+        response_contract_digest: dg("contract"),
+        feedback_digest: Some(dg("feedback")),
+        entries: vec![ManifestEntry {
+            kind: s("goal"),
+            source_ref: s("goal/01"),
+            source_revision: 2,
+            source_digest: Some(dg("goal r2")),
+            authority_class: AuthorityClass::Goal,
+            rendered_digest: dg("rendered goal"),
+        }],
+        omissions: vec![OmissionDecision {
+            source_ref: s("feedback/3"),
+            rule: s("feedback.maxItems"),
+            reason: s("optional working context over budget"),
+        }],
+        package_digest: dg("package"),
+    };
+    let plain_manifest = ContextManifest {
+        generation_id: None,
+        candidate_digest: None,
+        plan: None,
+        feedback_digest: None,
+        phase: Phase::Discovery,
+        entries: vec![ManifestEntry {
+            kind: s("goal"),
+            source_ref: s("goal/01"),
+            source_revision: 1,
+            source_digest: None,
+            authority_class: AuthorityClass::Goal,
+            rendered_digest: dg("rendered goal r1"),
+        }],
+        omissions: vec![],
+        ..manifest.clone()
+    };
+    let content = GoalContent {
+        objective: s("Make the parser reject trailing bytes"),
+        success_criteria: vec![s("trailing byte test passes"), s("no regression")],
+        scope: vec![s("src/parser")],
+        non_goals: vec![s("performance")],
+        preservation_constraints: vec![s("public API unchanged")],
+    };
+    let payload = WorkerPayload {
+        kind: WorkerEventKind::Progress,
+        observed_at_ms: 1_700_000_000_500,
+        text: s("ran the tests"),
+        items: vec![s("cargo test")],
+    };
+    let input_manifest = AcceptanceInputManifest {
+        goal_id: id(20),
+        goal_revision: 2,
+        workflow_version: 5,
+        policy,
+        evidence: vec![EvidenceRef {
+            evidence_id: id(70),
+            record_digest: dg("evidence 70"),
+        }],
+    };
+    vec![
+        (
+            "ledger_initialized",
+            Event::LedgerInitialized(LedgerInitialized {
+                catalog: 1,
+                label: s("sample"),
+            }),
+        ),
+        (
+            "policy_bundle_installed",
+            Event::PolicyBundleInstalled(PolicyBundleInstalled {
+                policy_id: id(10),
+                digest: dg("policy"),
+                bundle: PolicyBundle {
+                    budgets: vec![
+                        ClassBudget {
+                            class: InputClass::Identity,
+                            max_bytes: 4096,
+                        },
+                        ClassBudget {
+                            class: InputClass::Working,
+                            max_bytes: 16384,
+                        },
+                    ],
+                    feedback: FeedbackLimits {
+                        max_items: 16,
+                        max_item_bytes: 4096,
+                        max_total_bytes: 32768,
+                    },
+                    phases: vec![PhasePolicy {
+                        phase: Phase::Implement,
+                        objective: s("implement the plan"),
+                        capabilities: vec![s("edit"), s("run tests")],
+                        required: vec![InputClass::Identity, InputClass::Goal],
+                        optional: vec![InputClass::Working],
+                    }],
+                    max_event_bytes: 65_536,
+                    invariants: vec![s("never weaken a check")],
+                },
+            }),
+        ),
+        (
+            "execution_profile_installed",
+            Event::ExecutionProfileInstalled(ExecutionProfileInstalled {
+                profile_id: id(11),
+                digest: dg("profile"),
+                profile: ExecutionProfile {
+                    name: s("bounded-m2"),
+                    protected: true,
+                    compaction: CompactionMode::Manual,
+                    repair_thread: ThreadChoice::Fresh,
+                    attempt_thread: ThreadChoice::Resume,
+                },
+            }),
+        ),
+        (
+            "goal_created",
+            Event::GoalCreated(GoalCreated {
+                goal_id: id(20),
+                content: content.clone(),
+            }),
+        ),
+        (
+            "goal_revised",
+            Event::GoalRevised(GoalRevised {
+                goal_id: id(20),
+                revision: 2,
+                content,
+            }),
+        ),
+        (
+            "workflow_started_plain",
+            Event::WorkflowStarted(WorkflowStarted {
+                workflow_id: id(31),
+                goal_id: id(20),
+                goal_revision: 2,
+                policy,
+                profile,
+                plan: None,
+            }),
+        ),
+        (
+            "workflow_started_protected",
+            Event::WorkflowStarted(WorkflowStarted {
+                workflow_id: id(30),
+                goal_id: id(20),
+                goal_revision: 2,
+                policy,
+                profile,
+                plan: Some(plan),
+            }),
+        ),
+        (
+            "phase_advanced",
+            Event::PhaseAdvanced(PhaseAdvanced {
+                workflow_id: id(30),
+                phase: Phase::Plan,
+                version: 2,
+            }),
+        ),
+        (
+            "fact_proposed",
+            Event::FactProposed(FactProposed {
+                fact_id: id(60),
+                goal_id: id(20),
+                revision: 1,
+                statement: s("the parser is in src/parser/mod.rs"),
+                provenance: s("worker event 01"),
+            }),
+        ),
+        (
+            "fact_confirmed",
+            Event::FactConfirmed(FactConfirmed {
+                fact_id: id(60),
+                revision: 1,
+                confirmed_by: s("human:alice"),
+            }),
+        ),
+        (
+            "fact_invalidated",
+            Event::FactInvalidated(FactInvalidated {
+                fact_id: id(60),
+                revision: 1,
+                reason: s("file moved"),
+            }),
+        ),
+        (
+            "human_decision_recorded",
+            Event::HumanDecisionRecorded(HumanDecisionRecorded {
+                decision_id: id(61),
+                goal_id: id(20),
+                question: s("keep the old error type?"),
+                answer: s("yes"),
+                decided_by: s("human:alice"),
+            }),
+        ),
+        (
+            "project_source_recorded",
+            Event::ProjectSourceRecorded(ProjectSourceRecorded {
+                source_id: id(62),
+                goal_id: id(20),
+                path: s("src/parser/mod.rs"),
+                revision: s("9f1c2e0"),
+                digest: Digest::of(DigestKind::Source, b"fn parse() {}\n"),
+                content: s("fn parse() {}\n"),
+            }),
+        ),
+        (
+            "scenario_recorded",
+            Event::ScenarioRecorded(ScenarioRecorded {
+                scenario_id: id(63),
+                goal_id: id(20),
+                title: s("trailing byte"),
+                description: s("a document with one trailing byte is refused"),
+            }),
+        ),
+        (
+            "obligation_recorded",
+            Event::ObligationRecorded(ObligationRecorded {
+                obligation_id: id(64),
+                goal_id: id(20),
+                description: s("the trailing byte test passes"),
+                check_spec_id: id(65),
+                check_spec_digest: dg("check spec"),
+            }),
+        ),
+        (
+            "blocker_raised",
+            Event::BlockerRaised(BlockerRaised {
+                blocker_id: id(66),
+                workflow_id: id(30),
+                description: s("CI is red"),
+            }),
+        ),
+        (
+            "blocker_resolved",
+            Event::BlockerResolved(BlockerResolved {
+                blocker_id: id(66),
+                resolution: s("CI fixed"),
+            }),
+        ),
+        (
+            "generation_opened_first",
+            Event::GenerationOpened(GenerationOpened {
+                generation_id: id(50),
+                workflow_id: id(30),
+                sequence: 1,
+                base_digest: dg("base"),
+                parent: None,
+                repair_id: None,
+            }),
+        ),
+        (
+            "generation_opened_repair",
+            Event::GenerationOpened(GenerationOpened {
+                generation_id: id(51),
+                workflow_id: id(30),
+                sequence: 2,
+                base_digest: dg("frozen 50"),
+                parent: Some(id(50)),
+                repair_id: Some(id(90)),
+            }),
+        ),
+        (
+            "generation_frozen",
+            Event::GenerationFrozen(GenerationFrozen {
+                generation_id: id(50),
+                candidate_digest: dg("frozen 50"),
+                change_set_digest: dg("change set 50"),
+            }),
+        ),
+        (
+            "attempt_started_implement",
+            Event::AttemptStarted(Box::new(AttemptStarted {
+                attempt_id: id(40),
+                workflow_id: id(30),
+                workflow_version: 3,
+                phase: Phase::Implement,
+                worker_session_id: id(41),
+                thread: ThreadChoice::Fresh,
+                generation_id: Some(id(50)),
+                manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&manifest)),
+                manifest,
+            })),
+        ),
+        (
+            "attempt_started_discovery",
+            Event::AttemptStarted(Box::new(AttemptStarted {
+                attempt_id: id(42),
+                workflow_id: id(31),
+                workflow_version: 1,
+                phase: Phase::Discovery,
+                worker_session_id: id(43),
+                thread: ThreadChoice::Fresh,
+                generation_id: None,
+                manifest_digest: Digest::of(
+                    DigestKind::Manifest,
+                    &crate::codec::encode(&plain_manifest),
+                ),
+                manifest: plain_manifest,
+            })),
+        ),
+        (
+            "dispatch_claimed",
+            Event::DispatchClaimed(DispatchClaimed {
+                attempt_id: id(40),
+                workflow_version: 3,
+                profile,
+                manifest_digest: dg("manifest"),
+                package_digest: dg("package"),
+                plan: Some(plan),
+            }),
+        ),
+        (
+            "attempt_finished",
+            Event::AttemptFinished(AttemptFinished {
+                attempt_id: id(40),
+                result_kind: ResultKind::CompletionRequest,
+                summary: s("done"),
+            }),
+        ),
+        (
+            "attempt_failed",
+            Event::AttemptFailed(AttemptFailed {
+                attempt_id: id(44),
+                reason: s("worker crashed"),
+            }),
+        ),
+        (
+            "attempt_cancelled",
+            Event::AttemptCancelled(AttemptCancelled {
+                attempt_id: id(45),
+                workflow_version: 4,
+                reason: s("goal revised"),
+            }),
+        ),
+        (
+            "worker_event_admitted",
+            Event::WorkerEventAdmitted(WorkerEventAdmitted {
+                attempt_id: id(40),
+                worker_event_id: id(80),
+                manifest_digest: dg("manifest"),
+                payload_digest: Digest::of(
+                    DigestKind::WorkerPayload,
+                    &crate::codec::encode(&payload),
+                ),
+                payload,
+            }),
+        ),
+        (
+            "worker_delivery_ignored",
+            Event::WorkerDeliveryIgnored(WorkerDeliveryIgnored {
+                attempt_id: id(44),
+                worker_event_id: id(81),
+                manifest_digest: dg("old manifest"),
+                payload_digest: dg("payload 81"),
+                reason: IgnoredReason::AttemptEnded,
+            }),
+        ),
+        (
+            "evidence_recorded",
+            Event::EvidenceRecorded(EvidenceRecorded {
+                evidence_id: id(70),
+                workflow_id: id(30),
+                generation_id: id(50),
+                candidate_digest: dg("frozen 50"),
+                obligation_id: id(64),
+                check_spec_id: id(65),
+                check_spec_digest: dg("check spec"),
+                result: CheckResult::Fail,
+                eligibility_version: 1,
+                eligibility_state: Eligibility::Eligible,
+                detail: s("1 test failed"),
+            }),
+        ),
+        (
+            "acceptance_decided",
+            Event::AcceptanceDecided(Box::new(AcceptanceDecided {
+                decision_id: id(85),
+                workflow_id: id(30),
+                generation_id: id(50),
+                candidate_digest: dg("frozen 50"),
+                verdict: Verdict::RejectRepairable,
+                input_manifest_digest: Digest::of(
+                    DigestKind::InputManifest,
+                    &crate::codec::encode(&input_manifest),
+                ),
+                evidence_set_digest: Digest::of(
+                    DigestKind::EvidenceSet,
+                    &crate::codec::encode(&input_manifest.evidence),
+                ),
+                input_manifest,
+                decision_digest: dg("decision 85"),
+                reasons: vec![s("check 65 failed")],
+            })),
+        ),
+        (
+            "repair_recorded",
+            Event::RepairRecorded(RepairRecorded {
+                repair_id: id(90),
+                workflow_id: id(30),
+                decision_id: id(85),
+                decision_digest: dg("decision 85"),
+                input_manifest_digest: dg("input manifest 85"),
+                evidence_set_digest: dg("evidence set 85"),
+                parent_generation_id: id(50),
+                parent_candidate_digest: dg("frozen 50"),
+                child_generation_id: id(51),
+                constraints_to_preserve: vec![s("public API unchanged")],
+                repair_digest: dg("repair 90"),
+            }),
+        ),
+    ]
+}
+
+/// The samples sealed as one valid chain from genesis: `(name, sealed entry)`.
+pub fn chain() -> Vec<(&'static str, SealedEntry)> {
+    let mut prev = Digest::ZERO;
+    let mut out = Vec::new();
+    for (seq, (name, event)) in (0u64..).zip(events()) {
+        let sealed = SealedEntry::seal(Entry {
+            v: FORMAT_VERSION,
+            seq,
+            prev,
+            event,
+            ledger: LEDGER,
+            time_ms: 1_700_000_000_000 + seq,
+        });
+        prev = sealed.hash;
+        out.push((name, sealed));
+    }
+    out
+}
