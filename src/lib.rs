@@ -1,1 +1,13 @@
+//! closure-ledger: an append-only, hash-chained, canonically encoded ledger of what an AI
+//! coding agent was asked, given, did and was judged on.
+//!
+//! Layers, in dependency order (nothing points back up): `ledger_schema` (types, codec,
+//! digests) → [`store`] (journal + sled, chain, strict reopen, checkpoints) → … → [`cli`].
 
+#![forbid(unsafe_code)]
+
+pub mod cli;
+mod demo;
+pub mod store;
+
+pub use ledger_schema as schema;

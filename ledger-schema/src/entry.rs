@@ -59,23 +59,23 @@ impl Entry {
 /// Reads the version from a record whose first key is `"v"` (true of every canonical
 /// entry and frame: `"v"` is the shortest key).
 fn peek_version(bytes: &[u8]) -> Result<u64, DecodeError> {
-    if let [map, 0x61, b'v', rest @ ..] = bytes {
-        if map & 0xe0 == 0xa0 {
-            let arg = |n: usize| {
-                rest.get(1..=n)
-                    .map(|b| b.iter().fold(0u64, |a, x| a << 8 | u64::from(*x)))
-            };
-            let version = match rest.first() {
-                Some(info @ 0..=23) => Some(u64::from(*info)),
-                Some(24) => arg(1),
-                Some(25) => arg(2),
-                Some(26) => arg(4),
-                Some(27) => arg(8),
-                _ => None,
-            };
-            if let Some(version) = version {
-                return Ok(version);
-            }
+    if let [map, 0x61, b'v', rest @ ..] = bytes
+        && map & 0xe0 == 0xa0
+    {
+        let arg = |n: usize| {
+            rest.get(1..=n)
+                .map(|b| b.iter().fold(0u64, |a, x| a << 8 | u64::from(*x)))
+        };
+        let version = match rest.first() {
+            Some(info @ 0..=23) => Some(u64::from(*info)),
+            Some(24) => arg(1),
+            Some(25) => arg(2),
+            Some(26) => arg(4),
+            Some(27) => arg(8),
+            _ => None,
+        };
+        if let Some(version) = version {
+            return Ok(version);
         }
     }
     codec::check_canonical(bytes)?;

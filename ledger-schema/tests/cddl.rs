@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 //! `ledger.cddl` describes every golden vector: each positive vector validates against the
 //! `entry` rule with the `cddl` crate (an implementation independent of ours), and a
 //! schema-breaking mutation does not.

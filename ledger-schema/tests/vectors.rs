@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 //! Golden vectors: frozen canonical bytes and entry hashes for every event kind, and
 //! frozen non-canonical inputs that the strict decoder must refuse.
 //!
@@ -36,7 +37,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Vec<u8> {
-    assert!(text.len() % 2 == 0, "odd hex length");
+    assert!(text.len().is_multiple_of(2), "odd hex length");
     (0..text.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())

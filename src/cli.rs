@@ -1,0 +1,403 @@
+//! The `ledger` command line. Every error is one line on stderr; exit codes are
+//! 0 = verified / ok, 1 = verification failed, 2 = usage or I/O error.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use ledger_schema::{Id, SealedEntry};
+use serde_json::json;
+
+use crate::store::{self, Checkpoint, DiskStore, OpenError, ReadError, Store};
+
+/// Exit code: success (verified, or the command did what it said).
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the ledger (or a checkpoint) failed verification.
+pub const EXIT_VERIFY_FAILED: u8 = 1;
+/// Exit code: usage error or I/O error.
+pub const EXIT_USAGE_OR_IO: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ledger",
+    version,
+    about = "closure-ledger: a hash-chained, canonically encoded ledger of AI coding-agent work"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create a new ledger directory holding its genesis entry.
+    Init {
+        dir: PathBuf,
+        /// Human label recorded in the genesis entry.
+        #[arg(long, default_value = "closure-ledger")]
+        label: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify both copies (journal and sled) without writing; optionally against a checkpoint.
+    Verify {
+        dir: PathBuf,
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebuild sled from a journal that verifies; the old sled/ is moved aside, never deleted.
+    Recover {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a checkpoint `{ledgerId, seq, hash}` of the head (or of --seq) as JSON.
+    Checkpoint {
+        dir: PathBuf,
+        #[arg(long)]
+        seq: Option<u64>,
+    },
+    /// Show one entry (SEQ) or a range (A..B, inclusive).
+    Show {
+        dir: PathBuf,
+        range: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export every entry as JSON lines.
+    Export { dir: PathBuf },
+    /// A scripted run of the storage layer on a fresh ledger (in DIR, or a temp dir).
+    Demo { dir: Option<PathBuf> },
+}
+
+/// A failure to report: its one-line message and exit code.
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl From<OpenError> for Failure {
+    fn from(e: OpenError) -> Failure {
+        let code = if e.is_verification_failure() {
+            EXIT_VERIFY_FAILED
+        } else {
+            EXIT_USAGE_OR_IO
+        };
+        Failure {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<ReadError> for Failure {
+    fn from(e: ReadError) -> Failure {
+        let code = match e {
+            ReadError::Corrupt { .. } => EXIT_VERIFY_FAILED,
+            _ => EXIT_USAGE_OR_IO,
+        };
+        Failure {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        code: EXIT_USAGE_OR_IO,
+        message: message.into(),
+    }
+}
+
+/// Entry point of the `ledger` binary.
+pub fn main() -> ExitCode {
+    // A panic is a bug of ours; never show a backtrace to a user, just one line.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("ledger: internal error: {info}");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                EXIT_USAGE_OR_IO
+            } else {
+                EXIT_OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    match run(cli.command, &mut out) {
+        Ok(()) => ExitCode::from(EXIT_OK),
+        Err(f) => {
+            let _ = out.flush();
+            eprintln!("ledger: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {
+    writeln!(out, "{line}").map_err(|e| usage(format!("write to stdout: {e}")))
+}
+
+fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
+    match command {
+        Command::Init { dir, label, json } => {
+            let ledger = Id::from_ulid(ulid::Ulid::new());
+            let store = store::init(&dir, &label, ledger, now_ms())?;
+            let head = store.head();
+            if json {
+                emit(
+                    out,
+                    json!({"ledgerId": ledger, "path": dir, "headHash": head.hash}),
+                )
+            } else {
+                emit(
+                    out,
+                    format!(
+                        "initialized ledger {ledger} at {} (genesis {})",
+                        dir.display(),
+                        head.hash
+                    ),
+                )
+            }
+        }
+        Command::Verify {
+            dir,
+            checkpoint,
+            json,
+        } => verify(&dir, checkpoint.as_deref(), json, out),
+        Command::Recover { dir, json } => {
+            let report = store::recover(&dir)?;
+            if json {
+                emit(
+                    out,
+                    json!({
+                        "ok": true, "entries": report.entries, "frames": report.frames,
+                        "headSeq": report.head.seq, "headHash": report.head.hash,
+                        "movedAside": report.moved_aside, "tornTail": report.torn_tail,
+                    }),
+                )
+            } else {
+                emit(
+                    out,
+                    format!(
+                        "rebuilt sled from the journal: {} entries in {} frames, head seq {} {}",
+                        report.entries, report.frames, report.head.seq, report.head.hash
+                    ),
+                )?;
+                if let Some(aside) = &report.moved_aside {
+                    emit(
+                        out,
+                        format!(
+                            "the previous sled database was moved to {}",
+                            aside.display()
+                        ),
+                    )?;
+                }
+                if let Some(t) = &report.torn_tail {
+                    emit(
+                        out,
+                        format!(
+                            "cut a torn frame of {} bytes at the journal's tail (never acknowledged)",
+                            t.bytes
+                        ),
+                    )?;
+                }
+                Ok(())
+            }
+        }
+        Command::Checkpoint { dir, seq } => {
+            let (store, _) = DiskStore::open(&dir)?;
+            let sealed = store.read(seq.unwrap_or(store.head().seq))?;
+            emit(out, Checkpoint::of(&sealed).to_json())
+        }
+        Command::Show { dir, range, json } => {
+            let (from, to) = parse_range(&range)?;
+            let (store, _) = DiskStore::open(&dir)?;
+            if from > store.head().seq {
+                return Err(usage(format!(
+                    "seq {from} is beyond the head (seq {})",
+                    store.head().seq
+                )));
+            }
+            for sealed in store.read_range(from, to)? {
+                if json {
+                    emit(out, entry_json(&sealed))?;
+                } else {
+                    let e = &sealed.entry;
+                    emit(
+                        out,
+                        format!(
+                            "seq {} {} time {} ms\n  hash {}\n  prev {}",
+                            e.seq,
+                            e.event.kind(),
+                            e.time_ms,
+                            sealed.hash,
+                            e.prev
+                        ),
+                    )?;
+                    let event = serde_json::to_string_pretty(&e.event).unwrap_or_default();
+                    emit(out, indent(&event))?;
+                }
+            }
+            Ok(())
+        }
+        Command::Export { dir } => {
+            let (store, _) = DiskStore::open(&dir)?;
+            let head = store.head().seq;
+            let mut from = 0u64;
+            while from <= head {
+                let to = from.saturating_add(1023).min(head);
+                for sealed in store.read_range(from, to)? {
+                    emit(out, entry_json(&sealed))?;
+                }
+                from = to + 1;
+            }
+            Ok(())
+        }
+        Command::Demo { dir } => crate::demo::run(dir.as_deref(), out),
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One entry as an export object: `seq`, `kind`, `hash`, `prev`, `timeMs`, `ledgerId`, `event`.
+pub fn entry_json(sealed: &SealedEntry) -> serde_json::Value {
+    let e = &sealed.entry;
+    json!({
+        "seq": e.seq, "kind": e.event.kind(), "hash": sealed.hash, "prev": e.prev,
+        "timeMs": e.time_ms, "ledgerId": e.ledger, "event": e.event,
+    })
+}
+
+fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
+    let num = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|_| usage(format!("not a seq or A..B range: {text:?}")))
+    };
+    match text.split_once("..") {
+        Some((a, b)) => {
+            let (a, b) = (num(a)?, num(b)?);
+            if a > b {
+                return Err(usage(format!("empty range {text:?}")));
+            }
+            Ok((a, b))
+        }
+        None => {
+            let n = num(text)?;
+            Ok((n, n))
+        }
+    }
+}
+
+fn verify(
+    dir: &Path,
+    checkpoint: Option<&Path>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let checkpoint = match checkpoint {
+        None => None,
+        Some(path) => {
+            let meta = std::fs::metadata(path)
+                .map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
+            if meta.len() > store::MAX_CHECKPOINT_BYTES as u64 {
+                return Err(usage(format!(
+                    "checkpoint {} is larger than {} bytes",
+                    path.display(),
+                    store::MAX_CHECKPOINT_BYTES
+                )));
+            }
+            let bytes = std::fs::read(path)
+                .map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
+            Some(
+                Checkpoint::parse(&bytes)
+                    .map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?,
+            )
+        }
+    };
+    match store::verify(dir, checkpoint.as_ref()) {
+        Ok(r) => {
+            if json {
+                return emit(
+                    out,
+                    json!({
+                        "ok": true, "entries": r.entries, "frames": r.frames, "ledgerId": r.head.ledger,
+                        "headSeq": r.head.seq, "headHash": r.head.hash, "tornTail": r.torn_tail,
+                        "sledLagFrames": r.sled_lag_frames, "checkpointVerified": r.checkpoint.is_some(),
+                    }),
+                );
+            }
+            emit(
+                out,
+                format!(
+                    "verified: {} entries in {} frames; head seq {} {}",
+                    r.entries, r.frames, r.head.seq, r.head.hash
+                ),
+            )?;
+            if let Some(cp) = r.checkpoint {
+                emit(
+                    out,
+                    format!("checkpoint verified: seq {} {}", cp.seq, cp.hash),
+                )?;
+            }
+            if let Some(t) = r.torn_tail {
+                emit(
+                    out,
+                    format!(
+                        "recoverable: a torn, never-acknowledged frame of {} bytes at the tail of {} (the next open cuts it off)",
+                        t.bytes,
+                        t.segment.display()
+                    ),
+                )?;
+            }
+            if r.sled_lag_frames > 0 {
+                emit(
+                    out,
+                    format!(
+                        "recoverable: sled lags the journal by {} frame(s) (the next open restores them)",
+                        r.sled_lag_frames
+                    ),
+                )?;
+            }
+            Ok(())
+        }
+        Err(e) => {
+            if json {
+                let (seq, copy, reason) = match &e {
+                    OpenError::Corrupt {
+                        seq,
+                        replica,
+                        reason,
+                    } => (Some(*seq), Some(*replica), reason.to_string()),
+                    other => (None, None, other.to_string()),
+                };
+                emit(
+                    out,
+                    json!({"ok": false, "seq": seq, "copy": copy, "reason": reason}),
+                )?;
+            }
+            Err(e.into())
+        }
+    }
+}

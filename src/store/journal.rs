@@ -1,0 +1,204 @@
+//! The journal: append-only segment files `<first seq, 20 digits>.cborseq`, each a CBOR
+//! sequence of frames. Appending a frame and `fdatasync`-ing it is the commit point.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use ledger_schema::DecodeError;
+use ledger_schema::codec::{MAX_FRAME_BYTES, item_end};
+
+use super::{IoError, OpenError, SEGMENT_TARGET_BYTES};
+
+/// Largest segment file a reader accepts: the target plus one maximal frame.
+pub const MAX_SEGMENT_BYTES: u64 = SEGMENT_TARGET_BYTES + MAX_FRAME_BYTES as u64;
+/// Every v1 frame begins with a map of two pairs.
+const FRAME_FIRST_BYTE: u8 = 0xa2;
+
+pub fn segment_name(first_seq: u64) -> String {
+    format!("{first_seq:020}.cborseq")
+}
+
+pub fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> IoError + 'a {
+    move |source| IoError {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The segment files of `dir`, sorted by first seq. Any other file is an error: nothing
+/// unexplained may sit in the journal.
+pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, OpenError> {
+    let mut out = Vec::new();
+    for item in std::fs::read_dir(dir).map_err(io("read directory", dir))? {
+        let item = item.map_err(io("read directory", dir))?;
+        let path = item.path();
+        let name = item.file_name();
+        let parsed = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".cborseq"))
+            .filter(|digits| digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<u64>().ok());
+        match parsed {
+            Some(seq) if path.is_file() => out.push((seq, path)),
+            _ => return Err(OpenError::UnexpectedFile(path)),
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads a whole segment, refusing one larger than [`MAX_SEGMENT_BYTES`] before reading.
+pub fn read_segment(path: &Path) -> Result<Vec<u8>, OpenError> {
+    let mut file = File::open(path).map_err(io("open", path))?;
+    let len = file.metadata().map_err(io("stat", path))?.len();
+    if len > MAX_SEGMENT_BYTES {
+        return Err(OpenError::Io(IoError {
+            op: "read",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(format!(
+                "segment of {len} bytes exceeds {MAX_SEGMENT_BYTES}"
+            )),
+        }));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(io("read", path))?;
+    Ok(bytes)
+}
+
+/// One step of splitting a segment into frames.
+pub enum Split {
+    Frame(Range<usize>),
+    /// The bytes from here to the end are the prefix of a frame whose write never
+    /// completed (only legal at the end of the last segment).
+    Torn,
+    /// The bytes here are not a frame.
+    Garbage(DecodeError),
+}
+
+/// Finds the frame starting at `pos`.
+pub fn split(bytes: &[u8], pos: usize) -> Split {
+    match item_end(bytes, pos) {
+        Ok(end) => Split::Frame(pos..end),
+        Err(DecodeError::Truncated { .. }) if bytes.get(pos) == Some(&FRAME_FIRST_BYTE) => {
+            Split::Torn
+        }
+        Err(e) => Split::Garbage(e),
+    }
+}
+
+/// fsync a directory, so a created or renamed entry in it survives a power loss.
+pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("fsync directory", dir))
+}
+
+/// The writable end of the journal.
+#[derive(Debug)]
+pub struct JournalWriter {
+    dir: PathBuf,
+    path: PathBuf,
+    file: File,
+    len: u64,
+}
+
+impl JournalWriter {
+    /// Continues the segment at `path` whose verified content is `len` bytes long.
+    pub fn resume(dir: &Path, path: PathBuf, len: u64) -> Result<JournalWriter, IoError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io("open", &path))?;
+        Ok(JournalWriter {
+            dir: dir.to_path_buf(),
+            path,
+            file,
+            len,
+        })
+    }
+
+    /// Creates the segment for `first_seq` (and fsyncs the directory).
+    pub fn create(dir: &Path, first_seq: u64) -> Result<JournalWriter, IoError> {
+        let path = dir.join(segment_name(first_seq));
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io("create", &path))?;
+        sync_dir(dir)?;
+        Ok(JournalWriter {
+            dir: dir.to_path_buf(),
+            path,
+            file,
+            len: 0,
+        })
+    }
+
+    /// Starts a new segment when the current one has reached its target size.
+    pub fn roll_if_full(&mut self, next_first_seq: u64) -> Result<(), IoError> {
+        if self.len >= SEGMENT_TARGET_BYTES {
+            *self = JournalWriter::create(&self.dir, next_first_seq)?;
+        }
+        Ok(())
+    }
+
+    /// Appends `bytes` and makes them durable. `fail_write` / `fail_sync` inject faults (a
+    /// write that stops half-way; an fdatasync that fails). On any error the segment is cut
+    /// back to its previous length, so a later reopen sees the previous head.
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        fail_write: bool,
+        fail_sync: bool,
+    ) -> Result<(), IoError> {
+        let before = self.len;
+        let result = self.write_and_sync(bytes, fail_write, fail_sync);
+        match result {
+            Ok(()) => {
+                self.len = before + bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Best effort: the caller poisons the store whatever happens here.
+                let _ = self
+                    .file
+                    .set_len(before)
+                    .and_then(|()| self.file.sync_data());
+                Err(e)
+            }
+        }
+    }
+
+    fn write_and_sync(
+        &mut self,
+        bytes: &[u8],
+        fail_write: bool,
+        fail_sync: bool,
+    ) -> Result<(), IoError> {
+        if fail_write {
+            let half = bytes.get(..bytes.len() / 2).unwrap_or_default();
+            self.file
+                .write_all(half)
+                .map_err(io("append", &self.path))?;
+            return Err(IoError {
+                op: "append",
+                path: self.path.clone(),
+                source: std::io::Error::other("injected fault: journal write"),
+            });
+        }
+        self.file
+            .write_all(bytes)
+            .map_err(io("append", &self.path))?;
+        if fail_sync {
+            return Err(IoError {
+                op: "fdatasync",
+                path: self.path.clone(),
+                source: std::io::Error::other("injected fault: fdatasync"),
+            });
+        }
+        self.file.sync_data().map_err(io("fdatasync", &self.path))
+    }
+}

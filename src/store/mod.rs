@@ -1,0 +1,292 @@
+//! Storage: the hash chain, the journal + sled backend, strict reopen, recovery and
+//! checkpoints. No domain rules live here.
+//!
+//! A commit is a [`Frame`]: the consecutive sealed entries of one group commit. Every
+//! backend implements [`Store`]; [`DiskStore`] is the real one (journal = commit point,
+//! sled = index), [`MemStore`] serves tests and fuzzing, and [`DiskStore::open_with_faults`]
+//! injects failures for fault-injection tests.
+
+mod chain;
+mod checkpoint;
+mod disk;
+mod journal;
+mod memory;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use ledger_schema::codec::{MAX_FRAME_BYTES, MAX_FRAME_ENTRIES};
+use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
+
+pub use chain::{Chain, Head};
+pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
+pub use disk::{
+    DiskStore, FaultPlan, FaultPoint, OpenReport, RecoverReport, TornTail, VerifyReport, init,
+    recover, verify,
+};
+pub use memory::MemStore;
+
+/// Frames per journal segment file before a new one is started (the bound is in bytes).
+pub const SEGMENT_TARGET_BYTES: u64 = 64 << 20;
+
+/// The consecutive sealed entries of one commit, with the frame's canonical bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    entries: Vec<SealedEntry>,
+    bytes: Vec<u8>,
+}
+
+/// A frame that would break a frame bound.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    #[error("a frame must hold 1 to {max} entries, not {n}")]
+    Entries { n: usize, max: usize },
+    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge { len: usize, max: usize },
+}
+
+impl Frame {
+    /// Builds a frame from consecutive sealed entries.
+    pub fn new(entries: Vec<SealedEntry>) -> Result<Frame, FrameError> {
+        if entries.is_empty() || entries.len() > MAX_FRAME_ENTRIES {
+            return Err(FrameError::Entries {
+                n: entries.len(),
+                max: MAX_FRAME_ENTRIES,
+            });
+        }
+        let bytes = encode_frame(entries.iter().map(|e| e.bytes.as_slice()));
+        if bytes.len() > MAX_FRAME_BYTES {
+            return Err(FrameError::TooLarge {
+                len: bytes.len(),
+                max: MAX_FRAME_BYTES,
+            });
+        }
+        Ok(Frame { entries, bytes })
+    }
+
+    pub fn entries(&self) -> &[SealedEntry] {
+        &self.entries
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn into_entries(self) -> Vec<SealedEntry> {
+        self.entries
+    }
+
+    /// Seq of the first entry (the frame's sled key).
+    pub fn first_seq(&self) -> u64 {
+        self.entries.first().map_or(0, |e| e.entry.seq)
+    }
+
+    /// Seq of the last entry.
+    pub fn last_seq(&self) -> u64 {
+        self.entries.last().map_or(0, |e| e.entry.seq)
+    }
+}
+
+/// Which of the two copies a finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replica {
+    Journal,
+    Sled,
+}
+
+impl fmt::Display for Replica {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Replica::Journal => "journal",
+            Replica::Sled => "sled",
+        })
+    }
+}
+
+/// Why stored bytes do not verify. Each names what was expected and what was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Corruption {
+    #[error("undecodable: {0}")]
+    Decode(DecodeError),
+    #[error("seq gap: expected seq {expected}, found {found}")]
+    SeqGap { expected: u64, found: u64 },
+    #[error("prev link mismatch: expected {expected}, found {found}")]
+    PrevMismatch { expected: Digest, found: Digest },
+    #[error("entry belongs to ledger {found}, not {expected}")]
+    LedgerMismatch { expected: Id, found: Id },
+    #[error("time goes backwards: {found_ms} ms after {previous_ms} ms")]
+    TimeBackwards { previous_ms: u64, found_ms: u64 },
+    #[error("genesis must be the ledgerInitialized entry at seq 0, and only there")]
+    Genesis,
+    #[error("frame stored under key {key} begins at seq {first_seq}")]
+    KeyMismatch { key: u64, first_seq: u64 },
+    #[error("frame bytes differ from the journal copy")]
+    Differs,
+    #[error("frame is missing from sled while later frames are present")]
+    MissingInSled,
+    #[error("frame is present in sled but missing from the journal")]
+    MissingInJournal,
+    #[error("not a frame: {bytes} bytes at offset {offset} of {segment} ({detail})")]
+    Garbage {
+        segment: String,
+        offset: u64,
+        bytes: u64,
+        detail: String,
+    },
+    #[error("journal segment {segment} is named for seq {named} but begins at seq {found}")]
+    SegmentName {
+        segment: String,
+        named: u64,
+        found: u64,
+    },
+    #[error("meta tree disagrees with genesis: {0}")]
+    Meta(String),
+    #[error("checkpoint mismatch: expected {expected}, found {found}")]
+    Checkpoint { expected: Digest, found: Digest },
+    #[error("the ledger ends at seq {head}, before the checkpointed seq")]
+    Truncated { head: u64 },
+}
+
+/// An I/O failure, with the path it happened on.
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {path}: {source}")]
+pub struct IoError {
+    pub op: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Why a ledger could not be opened (or verified, or recovered).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error("{0} is not a ledger directory (no journal/)")]
+    NotALedger(PathBuf),
+    #[error("{0} already exists and is not empty")]
+    AlreadyExists(PathBuf),
+    #[error("the ledger is in use by another process (lock held on {0})")]
+    Locked(PathBuf),
+    #[error("unexpected file in journal/: {0}")]
+    UnexpectedFile(PathBuf),
+    #[error("the ledger has no entries (no genesis)")]
+    Empty,
+    #[error(
+        "the sled database will not open ({0}); rebuild it from the journal with `ledger recover`"
+    )]
+    Sled(String),
+    #[error("verification failed at seq {seq} in the {replica} copy: {reason}")]
+    Corrupt {
+        seq: u64,
+        replica: Replica,
+        reason: Corruption,
+    },
+    #[error("cannot create the genesis entry: {0}")]
+    Genesis(String),
+}
+
+impl OpenError {
+    /// True when the failure is about the stored bytes (exit 1), not about I/O or usage.
+    pub fn is_verification_failure(&self) -> bool {
+        matches!(
+            self,
+            OpenError::Corrupt { .. } | OpenError::Sled(_) | OpenError::Empty
+        )
+    }
+}
+
+/// Why a commit failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    #[error("frame begins at seq {found} but the ledger expects seq {expected}")]
+    NotNext { expected: u64, found: u64 },
+    #[error("frame's first prev link does not match the head: {0}")]
+    PrevMismatch(Digest),
+    /// The frame is NOT committed: it was not durably appended to the journal. The store
+    /// refuses further commits until it is reopened.
+    #[error("not committed: the journal append or fdatasync failed: {0}")]
+    NotDurable(#[source] IoError),
+    #[error("the store refuses commits after an earlier durability failure; reopen it")]
+    Poisoned,
+    #[error("the store is read-only")]
+    ReadOnly,
+}
+
+/// A durable commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitReceipt {
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Hash of the frame's last entry.
+    pub hash: Digest,
+    /// `None` when the sled copy was written; otherwise why the index lags. The commit
+    /// stands either way: it is durable in the journal and the next open restores sled.
+    pub sled_lag: Option<String>,
+}
+
+/// Why a read failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    #[error("seq {seq} is beyond the head (seq {head})")]
+    NotFound { seq: u64, head: u64 },
+    #[error("sled read failed: {0}")]
+    Sled(String),
+    #[error("stored frame at seq {seq} does not verify: {reason}")]
+    Corrupt { seq: u64, reason: Corruption },
+}
+
+/// Every backend: append frames durably, read entries back.
+pub trait Store {
+    /// The verified head (every store holds at least genesis).
+    fn head(&self) -> Head;
+
+    /// Commits a frame. `Ok` means durable.
+    fn commit(&mut self, frame: &Frame) -> Result<CommitReceipt, CommitError>;
+
+    /// Reads one entry.
+    fn read(&self, seq: u64) -> Result<SealedEntry, ReadError>;
+
+    /// Reads the entries `from..=to` (clamped to the head), in order.
+    fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError>;
+
+    /// The chain state to seal the next frame against.
+    fn chain(&self) -> Chain {
+        Chain::from_head(self.head())
+    }
+}
+
+/// The checks every backend makes before writing: the frame continues the head.
+fn check_next(head: Head, frame: &Frame) -> Result<(), CommitError> {
+    let expected = head.seq + 1;
+    if frame.first_seq() != expected {
+        return Err(CommitError::NotNext {
+            expected,
+            found: frame.first_seq(),
+        });
+    }
+    let prev = frame
+        .entries
+        .first()
+        .map(|e| e.entry.prev)
+        .unwrap_or_default();
+    if prev != head.hash {
+        return Err(CommitError::PrevMismatch(prev));
+    }
+    Ok(())
+}
+
+fn receipt(frame: &Frame, sled_lag: Option<String>) -> CommitReceipt {
+    CommitReceipt {
+        first_seq: frame.first_seq(),
+        last_seq: frame.last_seq(),
+        hash: frame.entries.last().map(|e| e.hash).unwrap_or_default(),
+        sled_lag,
+    }
+}
