@@ -119,7 +119,19 @@ pub fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("ledger: internal error: {info}");
     }));
-    let cli = match Cli::try_parse() {
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    ExitCode::from(run_args(std::env::args_os(), &mut out, &mut err))
+}
+
+/// Runs the CLI on `args` (the first is the program name), writing the report to `out`
+/// and any error, as one line, to `err`. Returns the exit code.
+pub fn run_args<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -127,17 +139,17 @@ pub fn main() -> ExitCode {
             } else {
                 EXIT_OK
             };
-            let _ = e.print();
-            return ExitCode::from(code);
+            let target: &mut dyn Write = if e.use_stderr() { err } else { out };
+            let _ = write!(target, "{}", e.render());
+            return code;
         }
     };
-    let mut out = std::io::stdout().lock();
-    match run(cli.command, &mut out) {
-        Ok(()) => ExitCode::from(EXIT_OK),
+    match run(cli.command, out) {
+        Ok(()) => EXIT_OK,
         Err(f) => {
             let _ = out.flush();
-            eprintln!("ledger: {}", f.message);
-            ExitCode::from(f.code)
+            let _ = writeln!(err, "ledger: {}", f.message);
+            f.code
         }
     }
 }

@@ -270,6 +270,10 @@ fn scan(
     let mut chain = Chain::empty();
     let mut sled_iter = sled.map(|t| t.iter());
     let mut sled_lagging = false;
+    // A sled frame that differs from the journal is only pinned on sled once the journal's
+    // version is authenticated by the next entry's `prev` link; until then a journal
+    // failure takes precedence. `(last seq of the frame, the finding)`.
+    let mut held: Option<(u64, OpenError)> = None;
     let mut out = Scan {
         head: Head {
             ledger: Id::default(),
@@ -356,7 +360,11 @@ fn scan(
                         }
                     }
                     Some(Err(e)) => return Err(OpenError::Sled(e.to_string())),
-                    Some(Ok((k, v))) => compare_sled(first_seq, frame_bytes, &k, &v)?,
+                    Some(Ok((k, v))) => {
+                        if let Err(finding) = compare_sled(first_seq, frame_bytes, &k, &v) {
+                            held.get_or_insert((chain.next_seq().saturating_sub(1), finding));
+                        }
+                    }
                 }
             }
             pos = range.end;
@@ -365,6 +373,9 @@ fn scan(
             let valid_len = out.torn.as_ref().map_or(bytes.len() as u64, |t| t.offset);
             out.last_segment = Some((path, valid_len));
         }
+    }
+    if let Some((_, finding)) = held {
+        return Err(finding);
     }
     if let Some(iter) = sled_iter.as_mut().filter(|_| !sled_lagging) {
         match iter.next() {

@@ -1,0 +1,339 @@
+//! Tamper detection on real ledger files, in both copies: every edit of stored bytes is
+//! found by `ledger verify` (exit 1) and by strict open, naming the right seq and copy.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+
+use closure_ledger::store::{Checkpoint, DiskStore, OpenError, Replica};
+use replay_tests::*;
+
+const N_FRAMES: usize = 12;
+const PER_FRAME: usize = 3;
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    template: PathBuf,
+    checkpoint: PathBuf,
+    cp: Checkpoint,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    let cp = make_ledger(&template, N_FRAMES, PER_FRAME);
+    let checkpoint = tmp.path().join("checkpoint.json");
+    std::fs::write(&checkpoint, cp.to_json()).unwrap();
+    Fixture {
+        _tmp: tmp,
+        template,
+        checkpoint,
+        cp,
+    }
+}
+
+/// A fresh copy of the template ledger.
+fn fresh(fx: &Fixture, name: &str) -> PathBuf {
+    let dir = fx.template.with_file_name(name);
+    copy_dir(&fx.template, &dir);
+    dir
+}
+
+/// `verify` exits 1 naming `copy` and a seq in `seqs`; strict open fails the same way and
+/// leaves the journal untouched.
+fn check_detected(dir: &Path, checkpoint: Option<&Path>, copy: Replica, seqs: RangeInclusive<u64>) {
+    let (code, report) = verify_json(dir, checkpoint);
+    assert_eq!(code, 1, "{}: not detected: {report}", dir.display());
+    assert_eq!(report["ok"], false);
+    assert_eq!(
+        report["copy"],
+        copy.to_string(),
+        "{}: {report}",
+        dir.display()
+    );
+    let seq = report["seq"].as_u64().unwrap();
+    assert!(
+        seqs.contains(&seq),
+        "{}: seq {seq} not in {seqs:?}: {report}",
+        dir.display()
+    );
+    if checkpoint.is_none() {
+        let journal_before = std::fs::read(segment(dir)).ok();
+        match DiskStore::open(dir) {
+            Err(OpenError::Corrupt {
+                seq: s, replica, ..
+            }) => {
+                assert_eq!((s, replica), (seq, copy), "open and verify disagree");
+            }
+            other => panic!(
+                "{}: open did not fail as verify did: {:?}",
+                dir.display(),
+                other.map(|_| ())
+            ),
+        }
+        assert_eq!(
+            std::fs::read(segment(dir)).ok(),
+            journal_before,
+            "open changed the journal"
+        );
+    }
+}
+
+/// A random byte flip anywhere in any stored frame but the last is detected in the copy
+/// that was edited (the chain after it authenticates the journal's version).
+#[test]
+fn random_byte_flips_in_either_copy_are_detected() {
+    let fx = fixture();
+    let frames = journal_frames(&fx.template);
+    let mut rng = Rng(0x5eed_f11b);
+    let (mut tried, mut detected) = (0, 0);
+    for case in 0..120 {
+        let fi = rng.below(frames.len() as u64 - 1) as usize;
+        let frame = &frames[fi];
+        let mask = 1u8 << rng.below(8);
+        let dir = fresh(&fx, &format!("flip-{case}"));
+        if case % 2 == 0 {
+            let mut bytes = std::fs::read(segment(&dir)).unwrap();
+            let at = frame.range.start + rng.below(frame.range.len() as u64) as usize;
+            bytes[at] ^= mask;
+            std::fs::write(segment(&dir), bytes).unwrap();
+            check_detected(
+                &dir,
+                None,
+                Replica::Journal,
+                frame.first_seq..=frame.first_seq + frame.n_entries,
+            );
+        } else {
+            with_sled(&dir, |t| {
+                let key = frame.first_seq.to_be_bytes();
+                let mut v = t.get(key).unwrap().unwrap().to_vec();
+                let at = rng.below(v.len() as u64) as usize;
+                v[at] ^= mask;
+                t.insert(key, v).unwrap();
+            });
+            check_detected(&dir, None, Replica::Sled, frame.first_seq..=frame.first_seq);
+        }
+        tried += 1;
+        detected += 1;
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    println!("tamper: random byte flips tried {tried} detected {detected}");
+}
+
+/// A flip in the last frame — which no later entry authenticates — is pinned on the right
+/// copy by a checkpoint of the head.
+#[test]
+fn flips_in_the_last_frame_are_detected_against_a_checkpoint() {
+    let fx = fixture();
+    let last = journal_frames(&fx.template).pop().unwrap();
+    let mut rng = Rng(0x1a57);
+    for case in 0..20 {
+        let dir = fresh(&fx, &format!("last-{case}"));
+        let mask = 1u8 << rng.below(8);
+        if case % 2 == 0 {
+            let mut bytes = std::fs::read(segment(&dir)).unwrap();
+            let at = last.range.start + rng.below(last.range.len() as u64) as usize;
+            bytes[at] ^= mask;
+            std::fs::write(segment(&dir), bytes).unwrap();
+            check_detected(
+                &dir,
+                Some(&fx.checkpoint),
+                Replica::Journal,
+                last.first_seq..=fx.cp.seq + 1,
+            );
+        } else {
+            with_sled(&dir, |t| {
+                let key = last.first_seq.to_be_bytes();
+                let mut v = t.get(key).unwrap().unwrap().to_vec();
+                let at = rng.below(v.len() as u64) as usize;
+                v[at] ^= mask;
+                t.insert(key, v).unwrap();
+            });
+            check_detected(
+                &dir,
+                Some(&fx.checkpoint),
+                Replica::Sled,
+                last.first_seq..=last.first_seq,
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Deleting a frame in the middle of either copy is detected at that frame's seq.
+#[test]
+fn a_deleted_middle_frame_is_detected() {
+    let fx = fixture();
+    let frames = journal_frames(&fx.template);
+    let gone = &frames[5];
+    let dir = fresh(&fx, "delete-journal");
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes.drain(gone.range.clone());
+    std::fs::write(segment(&dir), bytes).unwrap();
+    check_detected(
+        &dir,
+        None,
+        Replica::Journal,
+        gone.first_seq..=gone.first_seq,
+    );
+
+    let dir = fresh(&fx, "delete-sled");
+    with_sled(&dir, |t| t.remove(gone.first_seq.to_be_bytes()).unwrap());
+    check_detected(&dir, None, Replica::Sled, gone.first_seq..=gone.first_seq);
+}
+
+/// Swapping two frames in either copy is detected at the first of them.
+#[test]
+fn swapped_frames_are_detected() {
+    let fx = fixture();
+    let frames = journal_frames(&fx.template);
+    let (a, b) = (&frames[3], &frames[7]);
+    let dir = fresh(&fx, "swap-journal");
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let mut swapped = bytes[..a.range.start].to_vec();
+    swapped.extend_from_slice(&bytes[b.range.clone()]);
+    swapped.extend_from_slice(&bytes[a.range.end..b.range.start]);
+    swapped.extend_from_slice(&bytes[a.range.clone()]);
+    swapped.extend_from_slice(&bytes[b.range.end..]);
+    std::fs::write(segment(&dir), swapped).unwrap();
+    check_detected(&dir, None, Replica::Journal, a.first_seq..=a.first_seq);
+
+    let dir = fresh(&fx, "swap-sled");
+    with_sled(&dir, |t| {
+        let (ka, kb) = (a.first_seq.to_be_bytes(), b.first_seq.to_be_bytes());
+        let (va, vb) = (t.get(ka).unwrap().unwrap(), t.get(kb).unwrap().unwrap());
+        t.insert(ka, vb).unwrap();
+        t.insert(kb, va).unwrap();
+    });
+    check_detected(&dir, None, Replica::Sled, a.first_seq..=a.first_seq);
+}
+
+/// A trailing byte after the journal's last frame, or after a sled frame, is detected.
+#[test]
+fn a_trailing_byte_is_detected() {
+    let fx = fixture();
+    let frames = journal_frames(&fx.template);
+    let dir = fresh(&fx, "trailing-journal");
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes.push(0x00); // a complete CBOR item that is not a frame
+    std::fs::write(segment(&dir), bytes).unwrap();
+    check_detected(&dir, None, Replica::Journal, fx.cp.seq + 1..=fx.cp.seq + 1);
+
+    let dir = fresh(&fx, "trailing-sled");
+    let f = &frames[4];
+    with_sled(&dir, |t| {
+        let mut v = t.get(f.first_seq.to_be_bytes()).unwrap().unwrap().to_vec();
+        v.push(0x00);
+        t.insert(f.first_seq.to_be_bytes(), v).unwrap();
+    });
+    check_detected(&dir, None, Replica::Sled, f.first_seq..=f.first_seq);
+}
+
+/// The same value re-encoded non-canonically (long-form integer, reversed map keys,
+/// indefinite length) is refused in either copy.
+#[test]
+fn non_canonical_re_encodings_are_detected() {
+    let fx = fixture();
+    let frames = journal_frames(&fx.template);
+    let f = &frames[6];
+    for how in RECODES {
+        let dir = fresh(&fx, &format!("recode-journal-{how:?}"));
+        let bytes = std::fs::read(segment(&dir)).unwrap();
+        let mut edited = bytes[..f.range.start].to_vec();
+        edited.extend_from_slice(&recode_frame(&bytes[f.range.clone()], 1, how));
+        edited.extend_from_slice(&bytes[f.range.end..]);
+        std::fs::write(segment(&dir), edited).unwrap();
+        check_detected(
+            &dir,
+            None,
+            Replica::Journal,
+            f.first_seq + 1..=f.first_seq + 1,
+        );
+
+        let dir = fresh(&fx, &format!("recode-sled-{how:?}"));
+        with_sled(&dir, |t| {
+            let key = f.first_seq.to_be_bytes();
+            let v = t.get(key).unwrap().unwrap();
+            t.insert(key, recode_frame(&v, 1, how)).unwrap();
+        });
+        check_detected(&dir, None, Replica::Sled, f.first_seq..=f.first_seq);
+    }
+}
+
+/// Dropping or cutting the journal's last frame while sled still holds it is detected:
+/// sled can never be ahead of the journal, because the journal is written first.
+#[test]
+fn a_journal_missing_its_last_frame_is_detected() {
+    let fx = fixture();
+    let last = journal_frames(&fx.template).pop().unwrap();
+    for (name, keep) in [
+        ("drop", last.range.start),
+        ("cut", last.range.start + last.range.len() / 2),
+    ] {
+        let dir = fresh(&fx, &format!("{name}-last"));
+        let bytes = std::fs::read(segment(&dir)).unwrap();
+        std::fs::write(segment(&dir), &bytes[..keep]).unwrap();
+        check_detected(
+            &dir,
+            None,
+            Replica::Journal,
+            last.first_seq..=last.first_seq,
+        );
+    }
+}
+
+/// Truncating both copies consistently verifies on its own, but not against a checkpoint.
+#[test]
+fn truncation_of_both_copies_is_detected_against_a_checkpoint() {
+    let fx = fixture();
+    let frames = journal_frames(&fx.template);
+    let dir = fresh(&fx, "truncate-both");
+    let keep = &frames[frames.len() - 2];
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    std::fs::write(segment(&dir), &bytes[..keep.range.start]).unwrap();
+    with_sled(&dir, |t| {
+        for f in &frames[frames.len() - 2..] {
+            t.remove(f.first_seq.to_be_bytes()).unwrap();
+        }
+    });
+    let (code, _) = verify_json(&dir, None);
+    assert_eq!(code, 0, "a consistent prefix verifies without a checkpoint");
+    check_detected(
+        &dir,
+        Some(&fx.checkpoint),
+        Replica::Journal,
+        fx.cp.seq..=fx.cp.seq,
+    );
+}
+
+/// A chain rewritten in both copies with recomputed hashes verifies on its own, but a
+/// checkpoint taken before the rewrite exposes it.
+#[test]
+fn a_rewritten_chain_is_detected_against_a_checkpoint() {
+    let fx = fixture();
+    let dir = fx.template.with_file_name("rewritten");
+    // Same ledger id, same shape, one event different at seq 10, every hash recomputed.
+    let mut store = closure_ledger::store::init(&dir, "test", LEDGER, T0).unwrap();
+    use closure_ledger::store::{Frame, Store};
+    let mut chain = store.chain();
+    for f in 0..N_FRAMES {
+        let entries = (0..PER_FRAME)
+            .map(|i| {
+                let n = f * PER_FRAME + i;
+                let event = if n == 9 { event(n + 1) } else { event(n) };
+                chain.seal(event, T0 + n as u64, LEDGER).unwrap()
+            })
+            .collect();
+        store.commit(&Frame::new(entries).unwrap()).unwrap();
+    }
+    drop(store);
+    let (code, _) = verify_json(&dir, None);
+    assert_eq!(code, 0, "a rewritten chain is internally consistent");
+    check_detected(
+        &dir,
+        Some(&fx.checkpoint),
+        Replica::Journal,
+        fx.cp.seq..=fx.cp.seq,
+    );
+}
