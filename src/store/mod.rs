@@ -195,7 +195,10 @@ impl OpenError {
     pub fn is_verification_failure(&self) -> bool {
         matches!(
             self,
-            OpenError::Corrupt { .. } | OpenError::Sled(_) | OpenError::Empty
+            OpenError::Corrupt { .. }
+                | OpenError::Sled(_)
+                | OpenError::Empty
+                | OpenError::UnexpectedFile(_)
         )
     }
 }
