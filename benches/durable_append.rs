@@ -55,7 +55,10 @@ fn main() {
             attempt_id: Id(7),
             worker_event_id: Id(1000 + i as u128),
             manifest_digest: Digest::of(DigestKind::Manifest, b"m"),
-            payload_digest: Digest::of(DigestKind::WorkerPayload, &closure_ledger::schema::codec::encode(&payload)),
+            payload_digest: Digest::of(
+                DigestKind::WorkerPayload,
+                &closure_ledger::schema::codec::encode(&payload),
+            ),
             payload,
         });
         let t = Instant::now();
@@ -72,7 +75,10 @@ fn main() {
     ledger_us.sort_by(f64::total_cmp);
     let (raw_p50, led_p50) = (percentile(&raw_us, 0.5), percentile(&ledger_us, 0.5));
     println!("durable append, {n} iterations each, in {}", base.display());
-    println!("  raw 4 KiB append + fdatasync : p50 {raw_p50:8.1} us  p99 {:8.1} us", percentile(&raw_us, 0.99));
+    println!(
+        "  raw 4 KiB append + fdatasync : p50 {raw_p50:8.1} us  p99 {:8.1} us",
+        percentile(&raw_us, 0.99)
+    );
     println!(
         "  ledger single-entry frame    : p50 {led_p50:8.1} us  p99 {:8.1} us  ({frame_bytes} B frame)",
         percentile(&ledger_us, 0.99)

@@ -81,15 +81,8 @@ pub struct Failure {
 
 impl From<OpenError> for Failure {
     fn from(e: OpenError) -> Failure {
-        let code = if e.is_verification_failure() {
-            EXIT_VERIFY_FAILED
-        } else {
-            EXIT_USAGE_OR_IO
-        };
-        Failure {
-            code,
-            message: e.to_string(),
-        }
+        let code = if e.is_verification_failure() { EXIT_VERIFY_FAILED } else { EXIT_USAGE_OR_IO };
+        Failure { code, message: e.to_string() }
     }
 }
 
@@ -99,18 +92,12 @@ impl From<ReadError> for Failure {
             ReadError::Corrupt { .. } => EXIT_VERIFY_FAILED,
             _ => EXIT_USAGE_OR_IO,
         };
-        Failure {
-            code,
-            message: e.to_string(),
-        }
+        Failure { code, message: e.to_string() }
     }
 }
 
 fn usage(message: impl Into<String>) -> Failure {
-    Failure {
-        code: EXIT_USAGE_OR_IO,
-        message: message.into(),
-    }
+    Failure { code: EXIT_USAGE_OR_IO, message: message.into() }
 }
 
 /// Entry point of the `ledger` binary.
@@ -134,11 +121,7 @@ where
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() {
-                EXIT_USAGE_OR_IO
-            } else {
-                EXIT_OK
-            };
+            let code = if e.use_stderr() { EXIT_USAGE_OR_IO } else { EXIT_OK };
             let target: &mut dyn Write = if e.use_stderr() { err } else { out };
             let _ = write!(target, "{}", e.render());
             return code;
@@ -172,26 +155,12 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
             let store = store::init(&dir, &label, ledger, now_ms())?;
             let head = store.head();
             if json {
-                emit(
-                    out,
-                    json!({"ledgerId": ledger, "path": dir, "headHash": head.hash}),
-                )
+                emit(out, json!({"ledgerId": ledger, "path": dir, "headHash": head.hash}))
             } else {
-                emit(
-                    out,
-                    format!(
-                        "initialized ledger {ledger} at {} (genesis {})",
-                        dir.display(),
-                        head.hash
-                    ),
-                )
+                emit(out, format!("initialized ledger {ledger} at {} (genesis {})", dir.display(), head.hash))
             }
         }
-        Command::Verify {
-            dir,
-            checkpoint,
-            json,
-        } => verify(&dir, checkpoint.as_deref(), json, out),
+        Command::Verify { dir, checkpoint, json } => verify(&dir, checkpoint.as_deref(), json, out),
         Command::Recover { dir, json } => {
             let report = store::recover(&dir)?;
             if json {
@@ -212,13 +181,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
                     ),
                 )?;
                 if let Some(aside) = &report.moved_aside {
-                    emit(
-                        out,
-                        format!(
-                            "the previous sled database was moved to {}",
-                            aside.display()
-                        ),
-                    )?;
+                    emit(out, format!("the previous sled database was moved to {}", aside.display()))?;
                 }
                 if let Some(t) = &report.torn_tail {
                     emit(
@@ -241,10 +204,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
             let (from, to) = parse_range(&range)?;
             let (store, _) = DiskStore::open(&dir)?;
             if from > store.head().seq {
-                return Err(usage(format!(
-                    "seq {from} is beyond the head (seq {})",
-                    store.head().seq
-                )));
+                return Err(usage(format!("seq {from} is beyond the head (seq {})", store.head().seq)));
             }
             for sealed in store.read_range(from, to)? {
                 if json {
@@ -286,10 +246,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
 }
 
 fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("  {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
 }
 
 /// One entry as an export object: `seq`, `kind`, `hash`, `prev`, `timeMs`, `ledgerId`, `event`.
@@ -302,11 +259,8 @@ pub fn entry_json(sealed: &SealedEntry) -> serde_json::Value {
 }
 
 fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
-    let num = |s: &str| {
-        s.trim()
-            .parse::<u64>()
-            .map_err(|_| usage(format!("not a seq or A..B range: {text:?}")))
-    };
+    let num =
+        |s: &str| s.trim().parse::<u64>().map_err(|_| usage(format!("not a seq or A..B range: {text:?}")));
     match text.split_once("..") {
         Some((a, b)) => {
             let (a, b) = (num(a)?, num(b)?);
@@ -322,17 +276,12 @@ fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
     }
 }
 
-fn verify(
-    dir: &Path,
-    checkpoint: Option<&Path>,
-    json: bool,
-    out: &mut dyn Write,
-) -> Result<(), Failure> {
+fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
     let checkpoint = match checkpoint {
         None => None,
         Some(path) => {
-            let meta = std::fs::metadata(path)
-                .map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
+            let meta =
+                std::fs::metadata(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
             if meta.len() > store::MAX_CHECKPOINT_BYTES as u64 {
                 return Err(usage(format!(
                     "checkpoint {} is larger than {} bytes",
@@ -340,8 +289,8 @@ fn verify(
                     store::MAX_CHECKPOINT_BYTES
                 )));
             }
-            let bytes = std::fs::read(path)
-                .map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
+            let bytes =
+                std::fs::read(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
             Some(
                 Checkpoint::parse(&bytes)
                     .map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?,
@@ -368,10 +317,7 @@ fn verify(
                 ),
             )?;
             if let Some(cp) = r.checkpoint {
-                emit(
-                    out,
-                    format!("checkpoint verified: seq {} {}", cp.seq, cp.hash),
-                )?;
+                emit(out, format!("checkpoint verified: seq {} {}", cp.seq, cp.hash))?;
             }
             if let Some(t) = r.torn_tail {
                 emit(
@@ -397,17 +343,12 @@ fn verify(
         Err(e) => {
             if json {
                 let (seq, copy, reason) = match &e {
-                    OpenError::Corrupt {
-                        seq,
-                        replica,
-                        reason,
-                    } => (Some(*seq), Some(*replica), reason.to_string()),
+                    OpenError::Corrupt { seq, replica, reason } => {
+                        (Some(*seq), Some(*replica), reason.to_string())
+                    }
                     other => (None, None, other.to_string()),
                 };
-                emit(
-                    out,
-                    json!({"ok": false, "seq": seq, "copy": copy, "reason": reason}),
-                )?;
+                emit(out, json!({"ok": false, "seq": seq, "copy": copy, "reason": reason}))?;
             }
             Err(e.into())
         }

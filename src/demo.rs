@@ -11,10 +11,7 @@ use crate::cli::Failure;
 use crate::store::{self, Checkpoint, DiskStore, Frame, OpenError, Store};
 
 fn fail(message: impl Into<String>) -> Failure {
-    Failure {
-        code: crate::cli::EXIT_USAGE_OR_IO,
-        message: message.into(),
-    }
+    Failure { code: crate::cli::EXIT_USAGE_OR_IO, message: message.into() }
 }
 
 fn say(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {
@@ -43,10 +40,7 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     let ledger = Id::from_ulid(ulid::Ulid::new());
     let t0 = 1_760_000_000_000u64;
     let mut store = store::init(&dir, "demo", ledger, t0)?;
-    say(
-        out,
-        format!("1. initialized ledger {ledger} in {}", dir.display()),
-    )?;
+    say(out, format!("1. initialized ledger {ledger} in {}", dir.display()))?;
 
     // Every sample event of catalog v1 (after genesis), committed in frames of up to 4.
     let events: Vec<_> = samples::events().into_iter().skip(1).collect();
@@ -56,11 +50,7 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
         let mut sealed = Vec::new();
         for (i, (_, event)) in chunk.iter().enumerate() {
             let clock = t0 + 1000 * (chunk_idx * 4 + i) as u64;
-            sealed.push(
-                chain
-                    .seal(event.clone(), clock, ledger)
-                    .map_err(|e| fail(e.to_string()))?,
-            );
+            sealed.push(chain.seal(event.clone(), clock, ledger).map_err(|e| fail(e.to_string()))?);
         }
         let frame = Frame::new(sealed).map_err(|e| fail(e.to_string()))?;
         let receipt = store.commit(&frame).map_err(|e| fail(e.to_string()))?;
@@ -97,31 +87,19 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     drop(store);
 
     let verified = store::verify(&dir, Some(&checkpoint))?;
-    say(
-        out,
-        format!(
-            "4. verify against checkpoint {} at seq {}: ok",
-            checkpoint.hash, verified.head.seq
-        ),
-    )?;
+    say(out, format!("4. verify against checkpoint {} at seq {}: ok", checkpoint.hash, verified.head.seq))?;
 
     let tampered = dir.with_extension("tampered");
     copy_dir(&dir, &tampered).map_err(|e| fail(format!("copy {}: {e}", dir.display())))?;
     let segment = tampered.join("journal").join(format!("{:020}.cborseq", 0));
-    let mut bytes =
-        std::fs::read(&segment).map_err(|e| fail(format!("read {}: {e}", segment.display())))?;
+    let mut bytes = std::fs::read(&segment).map_err(|e| fail(format!("read {}: {e}", segment.display())))?;
     let middle = bytes.len() / 2;
     if let Some(b) = bytes.get_mut(middle) {
         *b ^= 0x01;
     }
-    std::fs::write(&segment, &bytes)
-        .map_err(|e| fail(format!("write {}: {e}", segment.display())))?;
+    std::fs::write(&segment, &bytes).map_err(|e| fail(format!("write {}: {e}", segment.display())))?;
     match store::verify(&tampered, Some(&checkpoint)) {
-        Err(OpenError::Corrupt {
-            seq,
-            replica,
-            reason,
-        }) => {
+        Err(OpenError::Corrupt { seq, replica, reason }) => {
             say(
                 out,
                 format!(

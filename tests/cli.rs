@@ -7,11 +7,8 @@ use std::path::Path;
 use std::process::Command;
 
 fn ledger(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ledger"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_ledger")).args(args).env("RUST_BACKTRACE", "1").output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -20,16 +17,9 @@ fn ledger(args: &[&str]) -> (i32, String, String) {
 }
 
 fn one_line_error(stderr: &str) {
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "not one line: {stderr:?}"
-    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "not one line: {stderr:?}");
     assert!(stderr.starts_with("ledger: "), "{stderr:?}");
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("backtrace"),
-        "{stderr:?}"
-    );
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr:?}");
 }
 
 /// init, verify, checkpoint, show and export work end to end and exit 0.
@@ -86,20 +76,13 @@ fn hostile_input_never_panics() {
     let d = dir.to_str().unwrap();
     assert_eq!(ledger(&["init", d]).0, 0);
     let bad_cp = tmp.path().join("bad.json");
-    for content in [
-        &b"{}"[..],
-        b"not json",
-        &[b'x'; 10_000],
-        br#"{"ledgerId":"x","seq":0,"hash":"b3:00"}"#,
-    ] {
+    for content in [&b"{}"[..], b"not json", &[b'x'; 10_000], br#"{"ledgerId":"x","seq":0,"hash":"b3:00"}"#] {
         std::fs::write(&bad_cp, content).unwrap();
         let (code, _, err) = ledger(&["verify", d, "--checkpoint", bad_cp.to_str().unwrap()]);
         assert_eq!(code, 2);
         one_line_error(&err);
     }
-    let seg = Path::new(d)
-        .join("journal")
-        .join(format!("{:020}.cborseq", 0));
+    let seg = Path::new(d).join("journal").join(format!("{:020}.cborseq", 0));
     let original = std::fs::read(&seg).unwrap();
     let mut rng = 0x9e37_79b9_u64;
     for round in 0..40 {
@@ -123,9 +106,6 @@ fn hostile_input_never_panics() {
     }
     std::fs::write(Path::new(d).join("journal").join("stray.txt"), b"hello").unwrap();
     let (code, _, err) = ledger(&["verify", d]);
-    assert_eq!(
-        code, 1,
-        "an unexplained file in journal/ fails verification"
-    );
+    assert_eq!(code, 1, "an unexplained file in journal/ fails verification");
     one_line_error(&err);
 }

@@ -89,10 +89,7 @@ pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
 /// Refuses, in this order: input over `max_bytes` (before reading anything); anything
 /// [`check_canonical`] refuses; unknown fields and schema mismatches; and any input whose
 /// re-encoding is not byte-identical.
-pub fn decode<T: DeserializeOwned + Serialize>(
-    bytes: &[u8],
-    max_bytes: usize,
-) -> Result<T, DecodeError> {
+pub fn decode<T: DeserializeOwned + Serialize>(bytes: &[u8], max_bytes: usize) -> Result<T, DecodeError> {
     decode_borrowed(bytes, max_bytes)
 }
 
@@ -108,11 +105,7 @@ fn classify(error: serde_cbor::Error) -> DecodeError {
 /// Checks that `bytes` is exactly one well-formed item in the canonical profile.
 pub fn check_canonical(bytes: &[u8]) -> Result<(), DecodeError> {
     let end = item_end(bytes, 0)?;
-    if end == bytes.len() {
-        Ok(())
-    } else {
-        Err(DecodeError::TrailingBytes { offset: end })
-    }
+    if end == bytes.len() { Ok(()) } else { Err(DecodeError::TrailingBytes { offset: end }) }
 }
 
 /// Where the canonical item starting at `start` ends. [`DecodeError::Truncated`] means the
@@ -122,21 +115,15 @@ pub fn item_end(bytes: &[u8], start: usize) -> Result<usize, DecodeError> {
 }
 
 fn read_be(bytes: &[u8], from: usize, n: usize) -> Result<u64, DecodeError> {
-    let end = from
-        .checked_add(n)
-        .ok_or(DecodeError::Truncated { offset: from })?;
-    let slice = bytes
-        .get(from..end)
-        .ok_or(DecodeError::Truncated { offset: from })?;
+    let end = from.checked_add(n).ok_or(DecodeError::Truncated { offset: from })?;
+    let slice = bytes.get(from..end).ok_or(DecodeError::Truncated { offset: from })?;
     Ok(slice.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
 }
 
 /// Walks one item without allocating; recursion is bounded by [`MAX_DEPTH`] and every
 /// declared length is checked against the bytes that remain before it is trusted.
 fn scan(bytes: &[u8], pos: usize, depth: u32) -> Result<usize, DecodeError> {
-    let initial = *bytes
-        .get(pos)
-        .ok_or(DecodeError::Truncated { offset: pos })?;
+    let initial = *bytes.get(pos).ok_or(DecodeError::Truncated { offset: pos })?;
     let major = initial >> 5;
     let info = initial & 0x1f;
     if major == 7 {
@@ -184,10 +171,7 @@ fn scan(bytes: &[u8], pos: usize, depth: u32) -> Result<usize, DecodeError> {
                 return Err(DecodeError::Truncated { offset: pos });
             }
             if depth >= MAX_DEPTH {
-                return Err(DecodeError::TooDeep {
-                    offset: pos,
-                    max: MAX_DEPTH,
-                });
+                return Err(DecodeError::TooDeep { offset: pos, max: MAX_DEPTH });
             }
             let mut previous_key: Option<(usize, usize)> = None;
             for _ in 0..arg {
@@ -238,10 +222,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for RawBytes<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a borrowed byte string")
             }
-            fn visit_borrowed_bytes<E: serde::de::Error>(
-                self,
-                v: &'de [u8],
-            ) -> Result<Self::Value, E> {
+            fn visit_borrowed_bytes<E: serde::de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
                 Ok(RawBytes(v))
             }
         }
@@ -256,10 +237,7 @@ pub fn decode_borrowed<'a, T: serde::Deserialize<'a> + Serialize>(
     max_bytes: usize,
 ) -> Result<T, DecodeError> {
     if bytes.len() > max_bytes {
-        return Err(DecodeError::TooLarge {
-            len: bytes.len(),
-            max: max_bytes,
-        });
+        return Err(DecodeError::TooLarge { len: bytes.len(), max: max_bytes });
     }
     check_canonical(bytes)?;
     let value: T = serde_cbor::from_slice(bytes).map_err(classify)?;

@@ -129,14 +129,7 @@ impl Digest {
 
     /// `Ok` when `self` equals `expected`; otherwise the typed mismatch carrying both.
     pub fn check(self, expected: Digest) -> Result<(), DigestMismatch> {
-        if self == expected {
-            Ok(())
-        } else {
-            Err(DigestMismatch {
-                expected,
-                found: self,
-            })
-        }
+        if self == expected { Ok(()) } else { Err(DigestMismatch { expected, found: self }) }
     }
 }
 
@@ -208,9 +201,7 @@ impl<'de> Deserialize<'de> for Digest {
                 f.write_str("a 32-byte digest")
             }
             fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Digest, E> {
-                <[u8; 32]>::try_from(v)
-                    .map(Digest)
-                    .map_err(|_| E::invalid_length(v.len(), &self))
+                <[u8; 32]>::try_from(v).map(Digest).map_err(|_| E::invalid_length(v.len(), &self))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Digest, E> {
                 v.parse().map_err(E::custom)

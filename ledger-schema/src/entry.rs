@@ -2,9 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{
-    self, DecodeError, MAX_ENTRY_BYTES, MAX_FRAME_BYTES, MAX_FRAME_ENTRIES, RawBytes,
-};
+use crate::codec::{self, DecodeError, MAX_ENTRY_BYTES, MAX_FRAME_BYTES, MAX_FRAME_ENTRIES, RawBytes};
 use crate::events::Event;
 use crate::{Digest, DigestKind, Id};
 
@@ -44,10 +42,7 @@ impl Entry {
     /// Strictly decodes one entry, dispatching on its format version.
     pub fn decode(bytes: &[u8]) -> Result<Entry, DecodeError> {
         if bytes.len() > MAX_ENTRY_BYTES {
-            return Err(DecodeError::TooLarge {
-                len: bytes.len(),
-                max: MAX_ENTRY_BYTES,
-            });
+            return Err(DecodeError::TooLarge { len: bytes.len(), max: MAX_ENTRY_BYTES });
         }
         match peek_version(bytes)? {
             1 => codec::decode(bytes, MAX_ENTRY_BYTES),
@@ -62,10 +57,7 @@ fn peek_version(bytes: &[u8]) -> Result<u64, DecodeError> {
     if let [map, 0x61, b'v', rest @ ..] = bytes
         && map & 0xe0 == 0xa0
     {
-        let arg = |n: usize| {
-            rest.get(1..=n)
-                .map(|b| b.iter().fold(0u64, |a, x| a << 8 | u64::from(*x)))
-        };
+        let arg = |n: usize| rest.get(1..=n).map(|b| b.iter().fold(0u64, |a, x| a << 8 | u64::from(*x)));
         let version = match rest.first() {
             Some(info @ 0..=23) => Some(u64::from(*info)),
             Some(24) => arg(1),
@@ -79,9 +71,7 @@ fn peek_version(bytes: &[u8]) -> Result<u64, DecodeError> {
         }
     }
     codec::check_canonical(bytes)?;
-    Err(DecodeError::Schema(
-        "record does not begin with its format version `v`".into(),
-    ))
+    Err(DecodeError::Schema("record does not begin with its format version `v`".into()))
 }
 
 /// The hash of an entry's canonical bytes: the chain link.
@@ -108,11 +98,7 @@ impl SealedEntry {
     /// Strictly decodes stored bytes and hashes them.
     pub fn open(bytes: &[u8]) -> Result<SealedEntry, DecodeError> {
         let entry = Entry::decode(bytes)?;
-        Ok(SealedEntry {
-            entry,
-            hash: entry_hash(bytes),
-            bytes: bytes.to_vec(),
-        })
+        Ok(SealedEntry { entry, hash: entry_hash(bytes), bytes: bytes.to_vec() })
     }
 }
 
@@ -128,10 +114,7 @@ struct FrameRepr<'a> {
 
 /// Encodes a frame from its entries' canonical bytes.
 pub fn encode_frame<'a>(entries: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
-    let repr = FrameRepr {
-        v: FRAME_VERSION,
-        entries: entries.into_iter().map(RawBytes).collect(),
-    };
+    let repr = FrameRepr { v: FRAME_VERSION, entries: entries.into_iter().map(RawBytes).collect() };
     codec::encode(&repr)
 }
 
@@ -139,10 +122,7 @@ pub fn encode_frame<'a>(entries: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> 
 /// 1 to [`MAX_FRAME_ENTRIES`] entries of at most [`MAX_ENTRY_BYTES`] each.
 pub fn decode_frame(bytes: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
     if bytes.len() > MAX_FRAME_BYTES {
-        return Err(DecodeError::TooLarge {
-            len: bytes.len(),
-            max: MAX_FRAME_BYTES,
-        });
+        return Err(DecodeError::TooLarge { len: bytes.len(), max: MAX_FRAME_BYTES });
     }
     let version = peek_version(bytes)?;
     if version != FRAME_VERSION {
@@ -150,17 +130,11 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
     }
     let repr: FrameRepr<'_> = codec::decode_borrowed(bytes, MAX_FRAME_BYTES)?;
     if repr.entries.is_empty() || repr.entries.len() > MAX_FRAME_ENTRIES {
-        return Err(DecodeError::FrameEntries {
-            n: repr.entries.len(),
-            max: MAX_FRAME_ENTRIES,
-        });
+        return Err(DecodeError::FrameEntries { n: repr.entries.len(), max: MAX_FRAME_ENTRIES });
     }
     let entries: Vec<&[u8]> = repr.entries.into_iter().map(|raw| raw.0).collect();
     if let Some(big) = entries.iter().find(|e| e.len() > MAX_ENTRY_BYTES) {
-        return Err(DecodeError::TooLarge {
-            len: big.len(),
-            max: MAX_ENTRY_BYTES,
-        });
+        return Err(DecodeError::TooLarge { len: big.len(), max: MAX_ENTRY_BYTES });
     }
     Ok(entries)
 }

@@ -24,18 +24,9 @@ pub const LEDGER: Id = Id(0x0190_0000_0000_0000_0000_0000_0000_0001);
 /// `(name, event)` for every sample, covering every kind and both shapes of each
 /// optional group.
 pub fn events() -> Vec<(&'static str, Event)> {
-    let policy = Binding {
-        id: id(10),
-        digest: dg("policy"),
-    };
-    let profile = Binding {
-        id: id(11),
-        digest: dg("profile"),
-    };
-    let plan = Binding {
-        id: id(12),
-        digest: dg("plan"),
-    };
+    let policy = Binding { id: id(10), digest: dg("policy") };
+    let profile = Binding { id: id(11), digest: dg("profile") };
+    let plan = Binding { id: id(12), digest: dg("plan") };
     let manifest = ContextManifest {
         schema_version: 1,
         compiler_version: s("closure-ledger-compiler/1"),
@@ -103,18 +94,12 @@ pub fn events() -> Vec<(&'static str, Event)> {
         goal_revision: 2,
         workflow_version: 5,
         policy,
-        evidence: vec![EvidenceRef {
-            evidence_id: id(70),
-            record_digest: dg("evidence 70"),
-        }],
+        evidence: vec![EvidenceRef { evidence_id: id(70), record_digest: dg("evidence 70") }],
     };
     vec![
         (
             "ledger_initialized",
-            Event::LedgerInitialized(LedgerInitialized {
-                catalog: 1,
-                label: s("sample"),
-            }),
+            Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: s("sample") }),
         ),
         (
             "policy_bundle_installed",
@@ -123,20 +108,10 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 digest: dg("policy"),
                 bundle: PolicyBundle {
                     budgets: vec![
-                        ClassBudget {
-                            class: InputClass::Identity,
-                            max_bytes: 4096,
-                        },
-                        ClassBudget {
-                            class: InputClass::Working,
-                            max_bytes: 16384,
-                        },
+                        ClassBudget { class: InputClass::Identity, max_bytes: 4096 },
+                        ClassBudget { class: InputClass::Working, max_bytes: 16384 },
                     ],
-                    feedback: FeedbackLimits {
-                        max_items: 16,
-                        max_item_bytes: 4096,
-                        max_total_bytes: 32768,
-                    },
+                    feedback: FeedbackLimits { max_items: 16, max_item_bytes: 4096, max_total_bytes: 32768 },
                     phases: vec![PhasePolicy {
                         phase: Phase::Implement,
                         objective: s("implement the plan"),
@@ -163,21 +138,8 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 },
             }),
         ),
-        (
-            "goal_created",
-            Event::GoalCreated(GoalCreated {
-                goal_id: id(20),
-                content: content.clone(),
-            }),
-        ),
-        (
-            "goal_revised",
-            Event::GoalRevised(GoalRevised {
-                goal_id: id(20),
-                revision: 2,
-                content,
-            }),
-        ),
+        ("goal_created", Event::GoalCreated(GoalCreated { goal_id: id(20), content: content.clone() })),
+        ("goal_revised", Event::GoalRevised(GoalRevised { goal_id: id(20), revision: 2, content })),
         (
             "workflow_started_plain",
             Event::WorkflowStarted(WorkflowStarted {
@@ -202,11 +164,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ),
         (
             "phase_advanced",
-            Event::PhaseAdvanced(PhaseAdvanced {
-                workflow_id: id(30),
-                phase: Phase::Plan,
-                version: 2,
-            }),
+            Event::PhaseAdvanced(PhaseAdvanced { workflow_id: id(30), phase: Phase::Plan, version: 2 }),
         ),
         (
             "fact_proposed",
@@ -228,11 +186,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ),
         (
             "fact_invalidated",
-            Event::FactInvalidated(FactInvalidated {
-                fact_id: id(60),
-                revision: 1,
-                reason: s("file moved"),
-            }),
+            Event::FactInvalidated(FactInvalidated { fact_id: id(60), revision: 1, reason: s("file moved") }),
         ),
         (
             "human_decision_recorded",
@@ -284,10 +238,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ),
         (
             "blocker_resolved",
-            Event::BlockerResolved(BlockerResolved {
-                blocker_id: id(66),
-                resolution: s("CI fixed"),
-            }),
+            Event::BlockerResolved(BlockerResolved { blocker_id: id(66), resolution: s("CI fixed") }),
         ),
         (
             "generation_opened_first",
@@ -343,10 +294,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 worker_session_id: id(43),
                 thread: ThreadChoice::Fresh,
                 generation_id: None,
-                manifest_digest: Digest::of(
-                    DigestKind::Manifest,
-                    &crate::codec::encode(&plain_manifest),
-                ),
+                manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&plain_manifest)),
                 manifest: plain_manifest,
             })),
         ),
@@ -371,10 +319,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ),
         (
             "attempt_failed",
-            Event::AttemptFailed(AttemptFailed {
-                attempt_id: id(44),
-                reason: s("worker crashed"),
-            }),
+            Event::AttemptFailed(AttemptFailed { attempt_id: id(44), reason: s("worker crashed") }),
         ),
         (
             "attempt_cancelled",
@@ -390,10 +335,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 attempt_id: id(40),
                 worker_event_id: id(80),
                 manifest_digest: dg("manifest"),
-                payload_digest: Digest::of(
-                    DigestKind::WorkerPayload,
-                    &crate::codec::encode(&payload),
-                ),
+                payload_digest: Digest::of(DigestKind::WorkerPayload, &crate::codec::encode(&payload)),
                 payload,
             }),
         ),

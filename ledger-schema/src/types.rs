@@ -14,17 +14,7 @@ pub struct Binding {
 
 /// Workflow phases, in order.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Phase {
@@ -37,17 +27,7 @@ pub enum Phase {
 
 /// Closed authority classes of Context Manifest entries.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AuthorityClass {
@@ -63,17 +43,7 @@ pub enum AuthorityClass {
 /// Input classes of the Context Compiler, in semantic priority order; each has a byte
 /// budget in the Policy Bundle.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum InputClass {
@@ -95,17 +65,7 @@ pub enum InputClass {
 
 /// The result kinds a worker may end an Attempt with (the phase's response contract).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ResultKind {
@@ -117,17 +77,7 @@ pub enum ResultKind {
 
 /// Acceptance verdicts.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
@@ -138,17 +88,7 @@ pub enum Verdict {
 
 /// Outcome of one verification check.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CheckResult {
@@ -160,17 +100,7 @@ pub enum CheckResult {
 
 /// Whether an Evidence record may be used by an Acceptance decision.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Eligibility {
@@ -180,17 +110,7 @@ pub enum Eligibility {
 
 /// Thread choice of an Attempt's Worker Session.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ThreadChoice {
@@ -200,17 +120,7 @@ pub enum ThreadChoice {
 
 /// History compaction mode selected by an Execution Profile.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CompactionMode {

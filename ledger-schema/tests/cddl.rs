@@ -12,10 +12,7 @@ struct Positive {
 }
 
 fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
 }
 
 fn schema() -> String {
@@ -27,8 +24,7 @@ fn schema() -> String {
 fn every_positive_vector_matches_the_cddl() {
     let schema = schema();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/vectors/positive.json");
-    let vectors: Vec<Positive> =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let vectors: Vec<Positive> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert!(vectors.len() >= 28);
     for v in vectors {
         let bytes = unhex(&v.hex);
@@ -59,10 +55,7 @@ mod serde_cbor_free {
     impl Value {
         pub fn set_seq_text(&mut self) {
             // a6 61 76 01 63 73 65 71 00 ... : map(6) "v" 1 "seq" 0
-            assert_eq!(
-                &self.0[..9],
-                &[0xa6, 0x61, 0x76, 0x01, 0x63, b's', b'e', b'q', 0x00]
-            );
+            assert_eq!(&self.0[..9], &[0xa6, 0x61, 0x76, 0x01, 0x63, b's', b'e', b'q', 0x00]);
             self.0.splice(8..9, [0x61, b'0']);
         }
         pub fn encode(self) -> Vec<u8> {

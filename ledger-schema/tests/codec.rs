@@ -11,12 +11,7 @@ fn digest_text_round_trips_and_is_strict() {
     let text = d.to_string();
     assert!(text.starts_with("b3:") && text.len() == 67);
     assert_eq!(text.parse::<Digest>(), Ok(d));
-    assert!(
-        text.to_uppercase()
-            .replace("B3:", "b3:")
-            .parse::<Digest>()
-            .is_err()
-    );
+    assert!(text.to_uppercase().replace("B3:", "b3:").parse::<Digest>().is_err());
     assert!(text[..66].parse::<Digest>().is_err());
     assert!(text.replace("b3:", "b2:").parse::<Digest>().is_err());
     assert!("b3:é".parse::<Digest>().is_err());
@@ -29,16 +24,10 @@ fn digest_uses_blake3_derive_key() {
     let ctx = "BLAKE3 2019-12-27 16:29:52 test vectors context";
     let got = blake3::derive_key(ctx, b"");
     let hex: String = got.iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(
-        &hex[..64],
-        "2cc39783c223154fea8dfb7c1b1660f2ac2dcbd1c1de8277b0b0dd39b7e50d7d"
-    );
+    assert_eq!(&hex[..64], "2cc39783c223154fea8dfb7c1b1660f2ac2dcbd1c1de8277b0b0dd39b7e50d7d");
     let mut hasher = blake3::Hasher::new_derive_key(DigestKind::Entry.context());
     hasher.update(b"abc");
-    assert_eq!(
-        Digest::of(DigestKind::Entry, b"abc").0,
-        *hasher.finalize().as_bytes()
-    );
+    assert_eq!(Digest::of(DigestKind::Entry, b"abc").0, *hasher.finalize().as_bytes());
 }
 
 /// Every digest kind has its own context string, so no digest of one kind can stand for
@@ -60,10 +49,7 @@ fn digest_contexts_are_distinct() {
 fn id_round_trips() {
     let id: Id = "01ARZ3NDEKTSV4RRFFQ69G5FAV".parse().unwrap();
     assert_eq!(id.to_string(), "01ARZ3NDEKTSV4RRFFQ69G5FAV");
-    assert_eq!(
-        serde_json::to_string(&id).unwrap(),
-        "\"01ARZ3NDEKTSV4RRFFQ69G5FAV\""
-    );
+    assert_eq!(serde_json::to_string(&id).unwrap(), "\"01ARZ3NDEKTSV4RRFFQ69G5FAV\"");
     assert_eq!(codec::decode::<Id>(&codec::encode(&id), 64), Ok(id));
     assert!("not-a-ulid".parse::<Id>().is_err());
 }
@@ -81,14 +67,8 @@ fn oversize_is_refused_before_decoding() {
 #[test]
 fn huge_declared_lengths_are_truncation_not_allocation() {
     // array of 2^63 items; byte string of 2^32 bytes
-    for bytes in [
-        &[0x9b, 0x80, 0, 0, 0, 0, 0, 0, 0][..],
-        &[0x5b, 0, 0, 0, 1, 0, 0, 0, 0][..],
-    ] {
-        assert!(matches!(
-            codec::check_canonical(bytes),
-            Err(DecodeError::Truncated { .. })
-        ));
+    for bytes in [&[0x9b, 0x80, 0, 0, 0, 0, 0, 0, 0][..], &[0x5b, 0, 0, 0, 1, 0, 0, 0, 0][..]] {
+        assert!(matches!(codec::check_canonical(bytes), Err(DecodeError::Truncated { .. })));
     }
 }
 
@@ -97,10 +77,7 @@ fn huge_declared_lengths_are_truncation_not_allocation() {
 fn deep_nesting_is_bounded() {
     let mut bytes = vec![0x81u8; 10_000];
     bytes.push(0x00);
-    assert!(matches!(
-        codec::check_canonical(&bytes),
-        Err(DecodeError::TooDeep { .. })
-    ));
+    assert!(matches!(codec::check_canonical(&bytes), Err(DecodeError::TooDeep { .. })));
 }
 
 /// Frames carry entries' exact bytes and round-trip; empty and unknown-version frames are
@@ -115,20 +92,11 @@ fn frames_round_trip_and_are_bounded() {
         assert_eq!(*got, sealed.bytes.as_slice());
     }
     let empty = encode_frame(std::iter::empty());
-    assert!(matches!(
-        decode_frame(&empty),
-        Err(DecodeError::FrameEntries { n: 0, .. })
-    ));
+    assert!(matches!(decode_frame(&empty), Err(DecodeError::FrameEntries { n: 0, .. })));
     let one = [0u8];
     let too_many = encode_frame(std::iter::repeat_n(&one[..], MAX_FRAME_ENTRIES + 1));
-    assert!(matches!(
-        decode_frame(&too_many),
-        Err(DecodeError::FrameEntries { .. })
-    ));
+    assert!(matches!(decode_frame(&too_many), Err(DecodeError::FrameEntries { .. })));
     let mut v2 = frame.clone();
     v2[3] = 0x02;
-    assert!(matches!(
-        decode_frame(&v2),
-        Err(DecodeError::UnsupportedVersion { found: 2 })
-    ));
+    assert!(matches!(decode_frame(&v2), Err(DecodeError::UnsupportedVersion { found: 2 })));
 }

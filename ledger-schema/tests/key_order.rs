@@ -36,19 +36,11 @@ fn every_encoded_map_is_in_canonical_key_order() {
         if let Err(e) = check_canonical(&encoded) {
             panic!("{} is not canonical: {e}", entry.event.kind());
         }
-        assert_eq!(
-            Entry::decode(&encoded).as_ref(),
-            Ok(&entry),
-            "{}",
-            entry.event.kind()
-        );
+        assert_eq!(Entry::decode(&encoded).as_ref(), Ok(&entry), "{}", entry.event.kind());
         kinds_seen.insert(entry.event.kind());
     }
     for kind in Event::KINDS {
-        assert!(
-            kinds_seen.contains(kind),
-            "the generator never produced {kind}"
-        );
+        assert!(kinds_seen.contains(kind), "the generator never produced {kind}");
     }
 }
 

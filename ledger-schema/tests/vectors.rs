@@ -38,10 +38,7 @@ fn hex(bytes: &[u8]) -> String {
 
 fn unhex(text: &str) -> Vec<u8> {
     assert!(text.len().is_multiple_of(2), "odd hex length");
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
 }
 
 fn load_positive() -> Vec<Positive> {
@@ -95,10 +92,7 @@ fn encoder_matches_frozen_vectors() {
 fn vectors_cover_every_kind_and_chain() {
     let vectors = load_positive();
     for kind in Event::KINDS {
-        assert!(
-            vectors.iter().any(|v| v.kind == *kind),
-            "no vector for {kind}"
-        );
+        assert!(vectors.iter().any(|v| v.kind == *kind), "no vector for {kind}");
     }
     let mut prev = ledger_schema::Digest::ZERO;
     for (seq, v) in (0u64..).zip(&vectors) {
@@ -114,8 +108,7 @@ fn vectors_cover_every_kind_and_chain() {
 #[test]
 fn negative_vectors_are_rejected() {
     let path = vectors_dir().join("negative.json");
-    let negatives: Vec<Negative> =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let negatives: Vec<Negative> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert!(negatives.len() >= 12);
     for n in negatives {
         let bytes = unhex(&n.hex);
@@ -124,11 +117,6 @@ fn negative_vectors_are_rejected() {
             Err(e) => e,
         };
         let variant = format!("{error:?}");
-        assert!(
-            variant.starts_with(&n.error),
-            "{}: expected {}, got {variant}",
-            n.name,
-            n.error
-        );
+        assert!(variant.starts_with(&n.error), "{}: expected {}, got {variant}", n.name, n.error);
     }
 }

@@ -27,15 +27,7 @@ pub fn append_frames(store: &mut DiskStore, n_frames: usize, per_frame: usize) {
     let mut chain = store.chain();
     for f in 0..n_frames {
         let entries = (0..per_frame)
-            .map(|i| {
-                chain
-                    .seal(
-                        event(f * per_frame + i),
-                        T0 + (f * per_frame + i) as u64,
-                        LEDGER,
-                    )
-                    .unwrap()
-            })
+            .map(|i| chain.seal(event(f * per_frame + i), T0 + (f * per_frame + i) as u64, LEDGER).unwrap())
             .collect();
         store.commit(&Frame::new(entries).unwrap()).unwrap();
     }
@@ -72,11 +64,7 @@ pub fn journal_frames(dir: &Path) -> Vec<FrameAt> {
     while pos < bytes.len() {
         let end = item_end(&bytes, pos).unwrap();
         let n_entries = decode_frame(&bytes[pos..end]).unwrap().len() as u64;
-        out.push(FrameAt {
-            range: pos..end,
-            first_seq: seq,
-            n_entries,
-        });
+        out.push(FrameAt { range: pos..end, first_seq: seq, n_entries });
         seq += n_entries;
         pos = end;
     }
@@ -98,10 +86,7 @@ pub fn sled_frames(dir: &Path) -> Vec<(u64, Vec<u8>)> {
         t.iter()
             .map(|kv| {
                 let (k, v) = kv.unwrap();
-                (
-                    u64::from_be_bytes(k.as_ref().try_into().unwrap()),
-                    v.to_vec(),
-                )
+                (u64::from_be_bytes(k.as_ref().try_into().unwrap()), v.to_vec())
             })
             .collect()
     })
@@ -124,10 +109,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// The byte spans of the top-level items of a canonical map (key, value, key, value…).
 fn map_spans(bytes: &[u8]) -> (u8, Vec<Range<usize>>) {
     let header = bytes[0];
-    assert!(
-        header & 0xe0 == 0xa0 && header & 0x1f < 24,
-        "small definite map"
-    );
+    assert!(header & 0xe0 == 0xa0 && header & 0x1f < 24, "small definite map");
     let n = usize::from(header & 0x1f) * 2;
     let mut spans = Vec::with_capacity(n);
     let mut pos = 1;
@@ -151,11 +133,7 @@ pub enum Recode {
     IndefiniteLength,
 }
 
-pub const RECODES: [Recode; 3] = [
-    Recode::LongFormInteger,
-    Recode::ReversedKeys,
-    Recode::IndefiniteLength,
-];
+pub const RECODES: [Recode; 3] = [Recode::LongFormInteger, Recode::ReversedKeys, Recode::IndefiniteLength];
 
 /// Re-encodes one entry's canonical bytes non-canonically (same value).
 pub fn recode_entry(entry: &[u8], how: Recode) -> Vec<u8> {
@@ -194,13 +172,7 @@ pub fn recode_frame(frame: &[u8], idx: usize, how: Recode) -> Vec<u8> {
     let recoded: Vec<Vec<u8>> = entries
         .iter()
         .enumerate()
-        .map(|(i, e)| {
-            if i == idx {
-                recode_entry(e, how)
-            } else {
-                e.to_vec()
-            }
-        })
+        .map(|(i, e)| if i == idx { recode_entry(e, how) } else { e.to_vec() })
         .collect();
     encode_frame(recoded.iter().map(Vec::as_slice))
 }
@@ -212,11 +184,7 @@ pub fn cli(args: &[&str]) -> (u8, String, String) {
     let mut argv = vec!["ledger"];
     argv.extend_from_slice(args);
     let code = closure_ledger::cli::run_args(argv, &mut out, &mut err);
-    (
-        code,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
+    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
 }
 
 /// `ledger verify DIR --json [--checkpoint FILE]`: `(exit code, parsed report)`.

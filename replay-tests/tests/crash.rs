@@ -26,9 +26,7 @@ fn crash_child() {
     loop {
         let mut chain = store.chain();
         let n = 1 + i % 4;
-        let entries = (0..n)
-            .map(|k| chain.seal(event(i + k), T0 + i as u64, LEDGER).unwrap())
-            .collect();
+        let entries = (0..n).map(|k| chain.seal(event(i + k), T0 + i as u64, LEDGER).unwrap()).collect();
         let receipt = store.commit(&Frame::new(entries).unwrap()).unwrap();
         writeln!(out, "ack {} {}", receipt.last_seq, receipt.hash).unwrap();
         out.flush().unwrap();
@@ -37,10 +35,7 @@ fn crash_child() {
 }
 
 fn rounds() -> u64 {
-    std::env::var("CRASH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20)
+    std::env::var("CRASH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20)
 }
 
 /// ≥ 20 rounds of SIGKILL at a random moment: no acknowledged entry is ever lost.
@@ -49,11 +44,8 @@ fn kill_9_loses_no_acknowledged_entry() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 1, 1);
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     let mut rng = Rng(seed);
     let exe = std::env::current_exe().unwrap();
     let (mut total_acked, mut total_lost) = (0u64, 0u64);

@@ -5,20 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-use closure_ledger::store::{
-    CommitError, DiskStore, FaultPlan, FaultPoint, Frame, MemStore, Store,
-};
+use closure_ledger::store::{CommitError, DiskStore, FaultPlan, FaultPoint, Frame, MemStore, Store};
 use replay_tests::*;
 
 fn frame_of(store: &impl Store, n: usize, salt: usize) -> Frame {
     let mut chain = store.chain();
-    let entries = (0..n)
-        .map(|i| {
-            chain
-                .seal(event(salt + i), T0 + 10_000 + i as u64, LEDGER)
-                .unwrap()
-        })
-        .collect();
+    let entries =
+        (0..n).map(|i| chain.seal(event(salt + i), T0 + 10_000 + i as u64, LEDGER).unwrap()).collect();
     Frame::new(entries).unwrap()
 }
 
@@ -30,27 +23,16 @@ fn a_failure_before_fdatasync_completes_is_not_committed() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
         make_ledger(&dir, 3, 2);
-        let (mut store, _) =
-            DiskStore::open_with_faults(&dir, FaultPlan { point, after: 2 }).unwrap();
+        let (mut store, _) = DiskStore::open_with_faults(&dir, FaultPlan { point, after: 2 }).unwrap();
         append_frames(&mut store, 2, 2);
         let head_before = store.head();
         let journal_before = std::fs::read(segment(&dir)).unwrap();
         let frame = frame_of(&store, 3, 0);
         let result = store.commit(&frame);
-        assert!(
-            matches!(result, Err(CommitError::NotDurable(_))),
-            "{point:?}: {result:?}"
-        );
-        assert_eq!(
-            store.head(),
-            head_before,
-            "{point:?}: the head did not move"
-        );
+        assert!(matches!(result, Err(CommitError::NotDurable(_))), "{point:?}: {result:?}");
+        assert_eq!(store.head(), head_before, "{point:?}: the head did not move");
         let next = frame_of(&store, 1, 5);
-        assert!(
-            matches!(store.commit(&next), Err(CommitError::Poisoned)),
-            "{point:?}"
-        );
+        assert!(matches!(store.commit(&next), Err(CommitError::Poisoned)), "{point:?}");
         drop(store);
         assert_eq!(
             std::fs::read(segment(&dir)).unwrap(),
@@ -58,11 +40,7 @@ fn a_failure_before_fdatasync_completes_is_not_committed() {
             "{point:?}: the journal was cut back"
         );
         let (store, report) = DiskStore::open(&dir).unwrap();
-        assert_eq!(
-            store.head(),
-            head_before,
-            "{point:?}: reopened at the previous head"
-        );
+        assert_eq!(store.head(), head_before, "{point:?}: reopened at the previous head");
         assert!(report.torn_tail.is_none());
         drop(store);
         assert_eq!(verify_json(&dir, None).0, 0);
@@ -76,14 +54,8 @@ fn a_failure_after_fdatasync_leaves_the_commit_standing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 3, 2);
-    let (mut store, _) = DiskStore::open_with_faults(
-        &dir,
-        FaultPlan {
-            point: FaultPoint::SledInsert,
-            after: 1,
-        },
-    )
-    .unwrap();
+    let (mut store, _) =
+        DiskStore::open_with_faults(&dir, FaultPlan { point: FaultPoint::SledInsert, after: 1 }).unwrap();
     append_frames(&mut store, 1, 2);
     let frame = frame_of(&store, 2, 3);
     let receipt = store.commit(&frame).unwrap();
@@ -108,25 +80,15 @@ fn sled_catches_up_on_the_next_commit() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 2, 2);
-    let (mut store, _) = DiskStore::open_with_faults(
-        &dir,
-        FaultPlan {
-            point: FaultPoint::SledInsert,
-            after: 0,
-        },
-    )
-    .unwrap();
+    let (mut store, _) =
+        DiskStore::open_with_faults(&dir, FaultPlan { point: FaultPoint::SledInsert, after: 0 }).unwrap();
     let first = store.commit(&frame_of(&store, 1, 0)).unwrap();
     assert!(first.sled_lag.is_some());
     let second = store.commit(&frame_of(&store, 1, 1)).unwrap();
     assert!(second.sled_lag.is_none());
     drop(store);
     let (code, report) = verify_json(&dir, None);
-    assert_eq!(
-        (code, report["sledLagFrames"].as_u64()),
-        (0, Some(0)),
-        "{report}"
-    );
+    assert_eq!((code, report["sledLagFrames"].as_u64()), (0, Some(0)), "{report}");
 }
 
 /// Every backend refuses a frame that does not continue its head.
@@ -135,21 +97,12 @@ fn a_frame_that_does_not_continue_the_head_is_refused() {
     let mut mem = MemStore::new(LEDGER, "t", T0);
     let frame = frame_of(&mem, 2, 0);
     mem.commit(&frame).unwrap();
-    assert!(matches!(
-        mem.commit(&frame),
-        Err(CommitError::NotNext {
-            expected: 3,
-            found: 1
-        })
-    ));
+    assert!(matches!(mem.commit(&frame), Err(CommitError::NotNext { expected: 3, found: 1 })));
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 1, 1);
     let (mut disk, _) = DiskStore::open(&dir).unwrap();
     let frame = frame_of(&disk, 1, 0);
     disk.commit(&frame).unwrap();
-    assert!(matches!(
-        disk.commit(&frame),
-        Err(CommitError::NotNext { .. })
-    ));
+    assert!(matches!(disk.commit(&frame), Err(CommitError::NotNext { .. })));
 }

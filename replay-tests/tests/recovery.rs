@@ -8,12 +8,7 @@ use replay_tests::*;
 
 fn all_entries(dir: &std::path::Path) -> Vec<Vec<u8>> {
     let (store, _) = DiskStore::open(dir).unwrap();
-    store
-        .read_range(0, u64::MAX)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.bytes)
-        .collect()
+    store.read_range(0, u64::MAX).unwrap().into_iter().map(|s| s.bytes).collect()
 }
 
 /// A sled that lost its last frames (sled's unsynced pages after a power loss) verifies as
@@ -68,20 +63,14 @@ fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     make_ledger(&dir, 6, 3);
     let before = all_entries(&dir);
     std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
-    assert!(matches!(
-        DiskStore::open(&dir),
-        Err(closure_ledger::store::OpenError::Sled(_))
-    ));
+    assert!(matches!(DiskStore::open(&dir), Err(closure_ledger::store::OpenError::Sled(_))));
     let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     let aside = dir.join("sled.broken-1");
     assert!(aside.join("conf").exists(), "the broken sled is kept");
-    assert_eq!(
-        std::fs::read(aside.join("conf")).unwrap(),
-        b"\xff\xff not a sled config"
-    );
+    assert_eq!(std::fs::read(aside.join("conf")).unwrap(), b"\xff\xff not a sled config");
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
 }
@@ -150,8 +139,5 @@ fn a_second_writer_is_refused() {
     let dir = tmp.path().join("l");
     make_ledger(&dir, 1, 1);
     let (_store, _) = DiskStore::open(&dir).unwrap();
-    assert!(matches!(
-        DiskStore::open(&dir),
-        Err(closure_ledger::store::OpenError::Locked(_))
-    ));
+    assert!(matches!(DiskStore::open(&dir), Err(closure_ledger::store::OpenError::Locked(_))));
 }

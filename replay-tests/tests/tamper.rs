@@ -25,12 +25,7 @@ fn fixture() -> Fixture {
     let cp = make_ledger(&template, N_FRAMES, PER_FRAME);
     let checkpoint = tmp.path().join("checkpoint.json");
     std::fs::write(&checkpoint, cp.to_json()).unwrap();
-    Fixture {
-        _tmp: tmp,
-        template,
-        checkpoint,
-        cp,
-    }
+    Fixture { _tmp: tmp, template, checkpoint, cp }
 }
 
 /// A fresh copy of the template ledger.
@@ -46,37 +41,18 @@ fn check_detected(dir: &Path, checkpoint: Option<&Path>, copy: Replica, seqs: Ra
     let (code, report) = verify_json(dir, checkpoint);
     assert_eq!(code, 1, "{}: not detected: {report}", dir.display());
     assert_eq!(report["ok"], false);
-    assert_eq!(
-        report["copy"],
-        copy.to_string(),
-        "{}: {report}",
-        dir.display()
-    );
+    assert_eq!(report["copy"], copy.to_string(), "{}: {report}", dir.display());
     let seq = report["seq"].as_u64().unwrap();
-    assert!(
-        seqs.contains(&seq),
-        "{}: seq {seq} not in {seqs:?}: {report}",
-        dir.display()
-    );
+    assert!(seqs.contains(&seq), "{}: seq {seq} not in {seqs:?}: {report}", dir.display());
     if checkpoint.is_none() {
         let journal_before = std::fs::read(segment(dir)).ok();
         match DiskStore::open(dir) {
-            Err(OpenError::Corrupt {
-                seq: s, replica, ..
-            }) => {
+            Err(OpenError::Corrupt { seq: s, replica, .. }) => {
                 assert_eq!((s, replica), (seq, copy), "open and verify disagree");
             }
-            other => panic!(
-                "{}: open did not fail as verify did: {:?}",
-                dir.display(),
-                other.map(|_| ())
-            ),
+            other => panic!("{}: open did not fail as verify did: {:?}", dir.display(), other.map(|_| ())),
         }
-        assert_eq!(
-            std::fs::read(segment(dir)).ok(),
-            journal_before,
-            "open changed the journal"
-        );
+        assert_eq!(std::fs::read(segment(dir)).ok(), journal_before, "open changed the journal");
     }
 }
 
@@ -98,12 +74,7 @@ fn random_byte_flips_in_either_copy_are_detected() {
             let at = frame.range.start + rng.below(frame.range.len() as u64) as usize;
             bytes[at] ^= mask;
             std::fs::write(segment(&dir), bytes).unwrap();
-            check_detected(
-                &dir,
-                None,
-                Replica::Journal,
-                frame.first_seq..=frame.first_seq + frame.n_entries,
-            );
+            check_detected(&dir, None, Replica::Journal, frame.first_seq..=frame.first_seq + frame.n_entries);
         } else {
             with_sled(&dir, |t| {
                 let key = frame.first_seq.to_be_bytes();
@@ -136,12 +107,7 @@ fn flips_in_the_last_frame_are_detected_against_a_checkpoint() {
             let at = last.range.start + rng.below(last.range.len() as u64) as usize;
             bytes[at] ^= mask;
             std::fs::write(segment(&dir), bytes).unwrap();
-            check_detected(
-                &dir,
-                Some(&fx.checkpoint),
-                Replica::Journal,
-                last.first_seq..=fx.cp.seq + 1,
-            );
+            check_detected(&dir, Some(&fx.checkpoint), Replica::Journal, last.first_seq..=fx.cp.seq + 1);
         } else {
             with_sled(&dir, |t| {
                 let key = last.first_seq.to_be_bytes();
@@ -150,12 +116,7 @@ fn flips_in_the_last_frame_are_detected_against_a_checkpoint() {
                 v[at] ^= mask;
                 t.insert(key, v).unwrap();
             });
-            check_detected(
-                &dir,
-                Some(&fx.checkpoint),
-                Replica::Sled,
-                last.first_seq..=last.first_seq,
-            );
+            check_detected(&dir, Some(&fx.checkpoint), Replica::Sled, last.first_seq..=last.first_seq);
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -171,12 +132,7 @@ fn a_deleted_middle_frame_is_detected() {
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     bytes.drain(gone.range.clone());
     std::fs::write(segment(&dir), bytes).unwrap();
-    check_detected(
-        &dir,
-        None,
-        Replica::Journal,
-        gone.first_seq..=gone.first_seq,
-    );
+    check_detected(&dir, None, Replica::Journal, gone.first_seq..=gone.first_seq);
 
     let dir = fresh(&fx, "delete-sled");
     with_sled(&dir, |t| t.remove(gone.first_seq.to_be_bytes()).unwrap());
@@ -244,12 +200,7 @@ fn non_canonical_re_encodings_are_detected() {
         edited.extend_from_slice(&recode_frame(&bytes[f.range.clone()], 1, how));
         edited.extend_from_slice(&bytes[f.range.end..]);
         std::fs::write(segment(&dir), edited).unwrap();
-        check_detected(
-            &dir,
-            None,
-            Replica::Journal,
-            f.first_seq + 1..=f.first_seq + 1,
-        );
+        check_detected(&dir, None, Replica::Journal, f.first_seq + 1..=f.first_seq + 1);
 
         let dir = fresh(&fx, &format!("recode-sled-{how:?}"));
         with_sled(&dir, |t| {
@@ -267,19 +218,11 @@ fn non_canonical_re_encodings_are_detected() {
 fn a_journal_missing_its_last_frame_is_detected() {
     let fx = fixture();
     let last = journal_frames(&fx.template).pop().unwrap();
-    for (name, keep) in [
-        ("drop", last.range.start),
-        ("cut", last.range.start + last.range.len() / 2),
-    ] {
+    for (name, keep) in [("drop", last.range.start), ("cut", last.range.start + last.range.len() / 2)] {
         let dir = fresh(&fx, &format!("{name}-last"));
         let bytes = std::fs::read(segment(&dir)).unwrap();
         std::fs::write(segment(&dir), &bytes[..keep]).unwrap();
-        check_detected(
-            &dir,
-            None,
-            Replica::Journal,
-            last.first_seq..=last.first_seq,
-        );
+        check_detected(&dir, None, Replica::Journal, last.first_seq..=last.first_seq);
     }
 }
 
@@ -299,12 +242,7 @@ fn truncation_of_both_copies_is_detected_against_a_checkpoint() {
     });
     let (code, _) = verify_json(&dir, None);
     assert_eq!(code, 0, "a consistent prefix verifies without a checkpoint");
-    check_detected(
-        &dir,
-        Some(&fx.checkpoint),
-        Replica::Journal,
-        fx.cp.seq..=fx.cp.seq,
-    );
+    check_detected(&dir, Some(&fx.checkpoint), Replica::Journal, fx.cp.seq..=fx.cp.seq);
 }
 
 /// A chain rewritten in both copies with recomputed hashes verifies on its own, but a
@@ -330,10 +268,5 @@ fn a_rewritten_chain_is_detected_against_a_checkpoint() {
     drop(store);
     let (code, _) = verify_json(&dir, None);
     assert_eq!(code, 0, "a rewritten chain is internally consistent");
-    check_detected(
-        &dir,
-        Some(&fx.checkpoint),
-        Replica::Journal,
-        fx.cp.seq..=fx.cp.seq,
-    );
+    check_detected(&dir, Some(&fx.checkpoint), Replica::Journal, fx.cp.seq..=fx.cp.seq);
 }

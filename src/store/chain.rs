@@ -51,24 +51,12 @@ impl Chain {
     ///
     /// Genesis (`ledgerInitialized`) must come first and only first; `ledger` is used only
     /// for genesis (later entries inherit the chain's ledger id).
-    pub fn seal(
-        &mut self,
-        event: Event,
-        clock_ms: u64,
-        ledger: Id,
-    ) -> Result<SealedEntry, Corruption> {
+    pub fn seal(&mut self, event: Event, clock_ms: u64, ledger: Id) -> Result<SealedEntry, Corruption> {
         let (seq, prev, ledger, time_ms) = match self.head {
             None => (0, Digest::ZERO, ledger, clock_ms),
             Some(h) => (h.seq + 1, h.hash, h.ledger, clock_ms.max(h.time_ms)),
         };
-        let sealed = SealedEntry::seal(Entry {
-            v: FORMAT_VERSION,
-            seq,
-            prev,
-            event,
-            ledger,
-            time_ms,
-        });
+        let sealed = SealedEntry::seal(Entry { v: FORMAT_VERSION, seq, prev, event, ledger, time_ms });
         self.accept(&sealed)?;
         Ok(sealed)
     }
@@ -85,10 +73,7 @@ impl Chain {
         let entry = &sealed.entry;
         let expected_seq = self.next_seq();
         if entry.seq != expected_seq {
-            return Err(Corruption::SeqGap {
-                expected: expected_seq,
-                found: entry.seq,
-            });
+            return Err(Corruption::SeqGap { expected: expected_seq, found: entry.seq });
         }
         let is_genesis_kind = matches!(entry.event, Event::LedgerInitialized(_));
         if is_genesis_kind != (entry.seq == 0) {
@@ -97,34 +82,18 @@ impl Chain {
         if let Some(h) = self.head {
             h.hash
                 .check(entry.prev)
-                .map_err(|_| Corruption::PrevMismatch {
-                    expected: h.hash,
-                    found: entry.prev,
-                })?;
+                .map_err(|_| Corruption::PrevMismatch { expected: h.hash, found: entry.prev })?;
             if entry.ledger != h.ledger {
-                return Err(Corruption::LedgerMismatch {
-                    expected: h.ledger,
-                    found: entry.ledger,
-                });
+                return Err(Corruption::LedgerMismatch { expected: h.ledger, found: entry.ledger });
             }
             if entry.time_ms < h.time_ms {
-                return Err(Corruption::TimeBackwards {
-                    previous_ms: h.time_ms,
-                    found_ms: entry.time_ms,
-                });
+                return Err(Corruption::TimeBackwards { previous_ms: h.time_ms, found_ms: entry.time_ms });
             }
         } else if entry.prev != Digest::ZERO {
-            return Err(Corruption::PrevMismatch {
-                expected: Digest::ZERO,
-                found: entry.prev,
-            });
+            return Err(Corruption::PrevMismatch { expected: Digest::ZERO, found: entry.prev });
         }
-        self.head = Some(Head {
-            ledger: entry.ledger,
-            seq: entry.seq,
-            hash: sealed.hash,
-            time_ms: entry.time_ms,
-        });
+        self.head =
+            Some(Head { ledger: entry.ledger, seq: entry.seq, hash: sealed.hash, time_ms: entry.time_ms });
         Ok(())
     }
 }

@@ -31,43 +31,29 @@ pub enum CheckpointError {
 impl Checkpoint {
     /// The checkpoint of a stored entry.
     pub fn of(sealed: &SealedEntry) -> Checkpoint {
-        Checkpoint {
-            ledger_id: sealed.entry.ledger,
-            seq: sealed.entry.seq,
-            hash: sealed.hash,
-        }
+        Checkpoint { ledger_id: sealed.entry.ledger, seq: sealed.entry.seq, hash: sealed.hash }
     }
 
     /// Parses checkpoint JSON, bounded before parsing.
     pub fn parse(bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
         if bytes.len() > MAX_CHECKPOINT_BYTES {
-            return Err(CheckpointError::TooLarge {
-                len: bytes.len(),
-                max: MAX_CHECKPOINT_BYTES,
-            });
+            return Err(CheckpointError::TooLarge { len: bytes.len(), max: MAX_CHECKPOINT_BYTES });
         }
         serde_json::from_slice(bytes).map_err(|e| CheckpointError::Parse(e.to_string()))
     }
 
     pub fn to_json(&self) -> String {
-        serde_json::json!({ "ledgerId": self.ledger_id, "seq": self.seq, "hash": self.hash })
-            .to_string()
+        serde_json::json!({ "ledgerId": self.ledger_id, "seq": self.seq, "hash": self.hash }).to_string()
     }
 
     /// Checks the stored entry at `self.seq` against the checkpoint.
     pub fn check(&self, sealed: &SealedEntry) -> Result<(), Corruption> {
         if sealed.entry.ledger != self.ledger_id {
-            return Err(Corruption::LedgerMismatch {
-                expected: self.ledger_id,
-                found: sealed.entry.ledger,
-            });
+            return Err(Corruption::LedgerMismatch { expected: self.ledger_id, found: sealed.entry.ledger });
         }
         sealed
             .hash
             .check(self.hash)
-            .map_err(|m| Corruption::Checkpoint {
-                expected: m.found,
-                found: m.expected,
-            })
+            .map_err(|m| Corruption::Checkpoint { expected: m.found, found: m.expected })
     }
 }

@@ -9,8 +9,8 @@ use ledger_schema::{Event, FORMAT_VERSION, Id, SealedEntry, decode_frame};
 
 use super::journal::{self, JournalWriter, Split, io, list_segments, read_segment, sync_dir};
 use super::{
-    Chain, Checkpoint, CommitError, CommitReceipt, Corruption, Frame, Head, IoError, OpenError,
-    ReadError, Replica, Store, check_next, receipt,
+    Chain, Checkpoint, CommitError, CommitReceipt, Corruption, Frame, Head, IoError, OpenError, ReadError,
+    Replica, Store, check_next, receipt,
 };
 
 const JOURNAL_DIR: &str = "journal";
@@ -126,10 +126,7 @@ pub struct DiskStore {
 }
 
 fn create_dir_0700(path: &Path) -> Result<(), IoError> {
-    DirBuilder::new()
-        .mode(0o700)
-        .create(path)
-        .map_err(io("create directory", path))
+    DirBuilder::new().mode(0o700).create(path).map_err(io("create directory", path))
 }
 
 fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
@@ -138,11 +135,7 @@ fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
         return Err(OpenError::NotALedger(root.to_path_buf()));
     }
     let file = File::open(&dir).map_err(io("open", &dir))?;
-    let locked = if exclusive {
-        file.try_lock()
-    } else {
-        file.try_lock_shared()
-    };
+    let locked = if exclusive { file.try_lock() } else { file.try_lock_shared() };
     match locked {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(OpenError::Locked(dir)),
@@ -162,12 +155,8 @@ fn open_sled(path: &Path) -> Result<sled::Db, OpenError> {
 }
 
 fn trees(db: &sled::Db) -> Result<(sled::Tree, sled::Tree), OpenError> {
-    let entries = db
-        .open_tree(ENTRIES_TREE)
-        .map_err(|e| OpenError::Sled(e.to_string()))?;
-    let meta = db
-        .open_tree(META_TREE)
-        .map_err(|e| OpenError::Sled(e.to_string()))?;
+    let entries = db.open_tree(ENTRIES_TREE).map_err(|e| OpenError::Sled(e.to_string()))?;
+    let meta = db.open_tree(META_TREE).map_err(|e| OpenError::Sled(e.to_string()))?;
     Ok((entries, meta))
 }
 
@@ -176,11 +165,7 @@ fn key(seq: u64) -> [u8; 8] {
 }
 
 fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenError {
-    OpenError::Corrupt {
-        seq,
-        replica,
-        reason,
-    }
+    OpenError::Corrupt { seq, replica, reason }
 }
 
 /// Creates a new ledger at `root` holding its genesis entry.
@@ -205,23 +190,16 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     sync_dir(root)?;
     let lock_file = lock(root, true)?;
     let mut chain = Chain::empty();
-    let genesis = Event::LedgerInitialized(LedgerInitialized {
-        catalog: 1,
-        label: label.to_owned(),
-    });
-    let sealed = chain
-        .seal(genesis, time_ms, ledger)
-        .map_err(|e| OpenError::Genesis(e.to_string()))?;
+    let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: label.to_owned() });
+    let sealed = chain.seal(genesis, time_ms, ledger).map_err(|e| OpenError::Genesis(e.to_string()))?;
     let frame = Frame::new(vec![sealed]).map_err(|e| OpenError::Genesis(e.to_string()))?;
     let mut writer = JournalWriter::create(&journal_dir, 0)?;
     writer.append(frame.bytes(), false, false)?;
     let db = open_sled(&root.join(SLED_DIR))?;
     let (entries, meta) = trees(&db)?;
     let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
-    meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..])
-        .map_err(sled_err)?;
-    meta.insert(META_FORMAT_VERSION, &FORMAT_VERSION.to_be_bytes()[..])
-        .map_err(sled_err)?;
+    meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
+    meta.insert(META_FORMAT_VERSION, &FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     entries.insert(key(0), frame.bytes()).map_err(sled_err)?;
     db.flush().map_err(sled_err)?;
     let head = chain.head().ok_or(OpenError::Empty)?;
@@ -275,12 +253,7 @@ fn scan(
     // failure takes precedence. `(last seq of the frame, the finding)`.
     let mut held: Option<(u64, OpenError)> = None;
     let mut out = Scan {
-        head: Head {
-            ledger: Id::default(),
-            seq: 0,
-            hash: Default::default(),
-            time_ms: 0,
-        },
+        head: Head { ledger: Id::default(), seq: 0, hash: Default::default(), time_ms: 0 },
         frames: 0,
         entries: 0,
         torn: None,
@@ -294,11 +267,7 @@ fn scan(
         let bytes = read_segment(&path)?;
         let segment = path.display().to_string();
         if bytes.is_empty() && (!is_last || named_seq != chain.next_seq()) {
-            let reason = Corruption::SegmentName {
-                segment,
-                named: named_seq,
-                found: chain.next_seq(),
-            };
+            let reason = Corruption::SegmentName { segment, named: named_seq, found: chain.next_seq() };
             return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
         }
         let mut pos = 0usize;
@@ -333,18 +302,13 @@ fn scan(
                 .map_err(|e| corrupt(first_seq, Replica::Journal, Corruption::Decode(e)))?;
             for bytes in entry_bytes {
                 let seq = chain.next_seq();
-                let sealed = chain
-                    .verify(bytes)
-                    .map_err(|reason| corrupt(seq, Replica::Journal, reason))?;
+                let sealed = chain.verify(bytes).map_err(|reason| corrupt(seq, Replica::Journal, reason))?;
                 on_entry(&sealed)?;
                 out.entries += 1;
             }
             if pos == 0 && first_seq != named_seq {
-                let reason = Corruption::SegmentName {
-                    segment: segment.clone(),
-                    named: named_seq,
-                    found: first_seq,
-                };
+                let reason =
+                    Corruption::SegmentName { segment: segment.clone(), named: named_seq, found: first_seq };
                 return Err(corrupt(first_seq, Replica::Journal, reason));
             }
             on_frame(first_seq, frame_bytes)?;
@@ -403,20 +367,13 @@ fn compare_sled(first_seq: u64, journal_bytes: &[u8], k: &[u8], v: &[u8]) -> Res
             return Err(corrupt(first_seq, Replica::Sled, Corruption::MissingInSled));
         }
         Some(key) => {
-            return Err(corrupt(
-                key,
-                Replica::Sled,
-                Corruption::KeyMismatch { key, first_seq },
-            ));
+            return Err(corrupt(key, Replica::Sled, Corruption::KeyMismatch { key, first_seq }));
         }
         None => {
             return Err(corrupt(
                 first_seq,
                 Replica::Sled,
-                Corruption::KeyMismatch {
-                    key: u64::MAX,
-                    first_seq,
-                },
+                Corruption::KeyMismatch { key: u64::MAX, first_seq },
             ));
         }
     }
@@ -447,38 +404,25 @@ fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
                 ));
             }
             if version.as_ref() != FORMAT_VERSION.to_be_bytes() {
-                return Err(corrupt(
-                    0,
-                    Replica::Sled,
-                    Corruption::Meta("format version differs".into()),
-                ));
+                return Err(corrupt(0, Replica::Sled, Corruption::Meta("format version differs".into())));
             }
             Ok(true)
         }
-        _ => Err(corrupt(
-            0,
-            Replica::Sled,
-            Corruption::Meta("half of the meta tree is missing".into()),
-        )),
+        _ => Err(corrupt(0, Replica::Sled, Corruption::Meta("half of the meta tree is missing".into()))),
     }
 }
 
 fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), OpenError> {
     let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
-    meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..])
-        .map_err(sled_err)?;
-    meta.insert(META_FORMAT_VERSION, &FORMAT_VERSION.to_be_bytes()[..])
-        .map_err(sled_err)?;
+    meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
+    meta.insert(META_FORMAT_VERSION, &FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     Ok(())
 }
 
 fn cut_torn_tail(torn: &TornTail) -> Result<(), IoError> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&torn.segment)
-        .map_err(io("open", &torn.segment))?;
-    file.set_len(torn.offset)
-        .map_err(io("truncate", &torn.segment))?;
+    let file =
+        std::fs::OpenOptions::new().write(true).open(&torn.segment).map_err(io("open", &torn.segment))?;
+    file.set_len(torn.offset).map_err(io("truncate", &torn.segment))?;
     file.sync_all().map_err(io("fsync", &torn.segment))
 }
 
@@ -492,29 +436,16 @@ pub fn verify(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<VerifyRepo
     let mut checkpoint_seen = false;
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
         if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
-            cp.check(sealed)
-                .map_err(|reason| corrupt(cp.seq, Replica::Journal, reason))?;
+            cp.check(sealed).map_err(|reason| corrupt(cp.seq, Replica::Journal, reason))?;
             checkpoint_seen = true;
         }
         Ok(())
     };
-    let scan = scan(
-        root,
-        Some(&entries_tree),
-        false,
-        &mut on_entry,
-        &mut |_, _| Ok(()),
-    )?;
+    let scan = scan(root, Some(&entries_tree), false, &mut on_entry, &mut |_, _| Ok(()))?;
     if let Some(cp) = checkpoint
         && !checkpoint_seen
     {
-        return Err(corrupt(
-            cp.seq,
-            Replica::Journal,
-            Corruption::Truncated {
-                head: scan.head.seq,
-            },
-        ));
+        return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
     }
     let meta_present = check_meta(&meta, &scan.head)?;
     let lag = scan.sled_lag_frames + u64::from(!meta_present && scan.sled_lag_frames == 0);
@@ -548,16 +479,11 @@ pub fn recover(root: &Path) -> Result<RecoverReport, OpenError> {
     let db = open_sled(&sled_dir)?;
     let (entries_tree, meta) = trees(&db)?;
     let mut insert = |first_seq: u64, bytes: &[u8]| -> Result<(), OpenError> {
-        entries_tree
-            .insert(key(first_seq), bytes)
-            .map(|_| ())
-            .map_err(|e| OpenError::Sled(e.to_string()))
+        entries_tree.insert(key(first_seq), bytes).map(|_| ()).map_err(|e| OpenError::Sled(e.to_string()))
     };
     let second = scan(root, None, false, &mut |_| Ok(()), &mut insert)?;
     if second.head != first.head {
-        return Err(OpenError::Sled(
-            "the journal changed during recovery".into(),
-        ));
+        return Err(OpenError::Sled("the journal changed during recovery".into()));
     }
     write_meta(&meta, second.head.ledger)?;
     db.flush().map_err(|e| OpenError::Sled(e.to_string()))?;
@@ -582,10 +508,7 @@ impl DiskStore {
     }
 
     /// [`DiskStore::open`] with injected faults.
-    pub fn open_with_faults(
-        root: &Path,
-        plan: FaultPlan,
-    ) -> Result<(DiskStore, OpenReport), OpenError> {
+    pub fn open_with_faults(root: &Path, plan: FaultPlan) -> Result<(DiskStore, OpenReport), OpenError> {
         Self::open_observed(root, Some(plan), &mut |_| Ok(()))
     }
 
@@ -599,13 +522,7 @@ impl DiskStore {
         let lock_file = lock(root, true)?;
         let db = open_sled(&root.join(SLED_DIR))?;
         let (entries_tree, meta) = trees(&db)?;
-        let scan = scan(
-            root,
-            Some(&entries_tree),
-            true,
-            on_entry,
-            &mut |_, _| Ok(()),
-        )?;
+        let scan = scan(root, Some(&entries_tree), true, on_entry, &mut |_, _| Ok(()))?;
         let meta_present = check_meta(&meta, &scan.head)?;
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
@@ -613,9 +530,7 @@ impl DiskStore {
             write_meta(&meta, scan.head.ledger)?;
         }
         for (first_seq, bytes) in &scan.sled_lag {
-            entries_tree
-                .insert(key(*first_seq), bytes.as_slice())
-                .map_err(sled_err)?;
+            entries_tree.insert(key(*first_seq), bytes.as_slice()).map_err(sled_err)?;
         }
         if !meta_present || !scan.sled_lag.is_empty() {
             db.flush().map_err(sled_err)?;
@@ -642,10 +557,7 @@ impl DiskStore {
             head: scan.head,
             sled_pending: Vec::new(),
             poisoned: false,
-            faults: Faults {
-                plan: faults,
-                seen: [0; 3],
-            },
+            faults: Faults { plan: faults, seen: [0; 3] },
             _lock: lock_file,
         };
         Ok((store, report))
@@ -658,10 +570,7 @@ impl DiskStore {
     /// Flushes sled (not needed for durability — the journal is the commit point — but it
     /// makes the next open cheaper). Called on orderly shutdown.
     pub fn flush_index(&self) -> Result<(), ReadError> {
-        self.db
-            .flush()
-            .map(|_| ())
-            .map_err(|e| ReadError::Sled(e.to_string()))
+        self.db.flush().map(|_| ()).map_err(|e| ReadError::Sled(e.to_string()))
     }
 
     /// Inserts pending frames into sled, oldest first; stops at the first failure so sled
@@ -671,9 +580,7 @@ impl DiskStore {
             if self.faults.hit(FaultPoint::SledInsert) {
                 return Err("injected fault: sled insert".into());
             }
-            self.entries
-                .insert(key(*first_seq), bytes.as_slice())
-                .map_err(|e| e.to_string())?;
+            self.entries.insert(key(*first_seq), bytes.as_slice()).map_err(|e| e.to_string())?;
             self.sled_pending.remove(0);
         }
         Ok(())
@@ -681,12 +588,7 @@ impl DiskStore {
 
     /// The frame holding `seq`: from the pending list, else from sled.
     fn frame_bytes_holding(&self, seq: u64) -> Result<(u64, Vec<u8>), ReadError> {
-        if let Some((first, bytes)) = self
-            .sled_pending
-            .iter()
-            .rev()
-            .find(|(first, _)| *first <= seq)
-        {
+        if let Some((first, bytes)) = self.sled_pending.iter().rev().find(|(first, _)| *first <= seq) {
             return Ok((*first, bytes.clone()));
         }
         let found = self
@@ -695,16 +597,10 @@ impl DiskStore {
             .next_back()
             .transpose()
             .map_err(|e| ReadError::Sled(e.to_string()))?;
-        let (k, v) = found.ok_or(ReadError::NotFound {
-            seq,
-            head: self.head.seq,
-        })?;
+        let (k, v) = found.ok_or(ReadError::NotFound { seq, head: self.head.seq })?;
         let first = key_seq(&k).ok_or(ReadError::Corrupt {
             seq,
-            reason: Corruption::KeyMismatch {
-                key: u64::MAX,
-                first_seq: seq,
-            },
+            reason: Corruption::KeyMismatch { key: u64::MAX, first_seq: seq },
         })?;
         Ok((first, v.to_vec()))
     }
@@ -739,8 +635,7 @@ impl Store for DiskStore {
                 time_ms: last.entry.time_ms,
             };
         }
-        self.sled_pending
-            .push((frame.first_seq(), frame.bytes().to_vec()));
+        self.sled_pending.push((frame.first_seq(), frame.bytes().to_vec()));
         let sled_lag = self.drain_sled_pending().err();
         if self.sled_pending.len() >= MAX_SLED_LAG_FRAMES {
             self.poisoned = true;
@@ -750,35 +645,22 @@ impl Store for DiskStore {
 
     fn read(&self, seq: u64) -> Result<SealedEntry, ReadError> {
         if seq > self.head.seq {
-            return Err(ReadError::NotFound {
-                seq,
-                head: self.head.seq,
-            });
+            return Err(ReadError::NotFound { seq, head: self.head.seq });
         }
         let (first, bytes) = self.frame_bytes_holding(seq)?;
-        let entries = decode_frame(&bytes).map_err(|e| ReadError::Corrupt {
-            seq,
-            reason: Corruption::Decode(e),
-        })?;
+        let entries =
+            decode_frame(&bytes).map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
         let idx = usize::try_from(seq - first).unwrap_or(usize::MAX);
         let entry = entries.get(idx).ok_or(ReadError::Corrupt {
             seq,
-            reason: Corruption::KeyMismatch {
-                key: first,
-                first_seq: first,
-            },
+            reason: Corruption::KeyMismatch { key: first, first_seq: first },
         })?;
-        let sealed = SealedEntry::open(entry).map_err(|e| ReadError::Corrupt {
-            seq,
-            reason: Corruption::Decode(e),
-        })?;
+        let sealed = SealedEntry::open(entry)
+            .map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
         if sealed.entry.seq != seq {
             return Err(ReadError::Corrupt {
                 seq,
-                reason: Corruption::SeqGap {
-                    expected: seq,
-                    found: sealed.entry.seq,
-                },
+                reason: Corruption::SeqGap { expected: seq, found: sealed.entry.seq },
             });
         }
         Ok(sealed)
@@ -790,22 +672,17 @@ impl Store for DiskStore {
         let mut seq = from;
         while seq <= to {
             let (first, bytes) = self.frame_bytes_holding(seq)?;
-            let entries = decode_frame(&bytes).map_err(|e| ReadError::Corrupt {
-                seq,
-                reason: Corruption::Decode(e),
-            })?;
+            let entries = decode_frame(&bytes)
+                .map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
             for (entry_seq, entry) in (first..).zip(entries) {
                 if entry_seq < seq || entry_seq > to {
                     continue;
                 }
-                let sealed = SealedEntry::open(entry).map_err(|e| ReadError::Corrupt {
-                    seq: entry_seq,
-                    reason: Corruption::Decode(e),
-                })?;
+                let sealed = SealedEntry::open(entry)
+                    .map_err(|e| ReadError::Corrupt { seq: entry_seq, reason: Corruption::Decode(e) })?;
                 out.push(sealed);
             }
-            let next =
-                first.saturating_add(decode_frame(&bytes).map(|e| e.len() as u64).unwrap_or(1));
+            let next = first.saturating_add(decode_frame(&bytes).map(|e| e.len() as u64).unwrap_or(1));
             if next <= seq {
                 break;
             }

@@ -21,11 +21,7 @@ pub fn segment_name(first_seq: u64) -> String {
 }
 
 pub fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> IoError + 'a {
-    move |source| IoError {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| IoError { op, path: path.to_path_buf(), source }
 }
 
 /// The segment files of `dir`, sorted by first seq. Any other file is an error: nothing
@@ -58,9 +54,7 @@ pub fn read_segment(path: &Path) -> Result<Vec<u8>, OpenError> {
         return Err(OpenError::Io(IoError {
             op: "read",
             path: path.to_path_buf(),
-            source: std::io::Error::other(format!(
-                "segment of {len} bytes exceeds {MAX_SEGMENT_BYTES}"
-            )),
+            source: std::io::Error::other(format!("segment of {len} bytes exceeds {MAX_SEGMENT_BYTES}")),
         }));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
@@ -82,18 +76,14 @@ pub enum Split {
 pub fn split(bytes: &[u8], pos: usize) -> Split {
     match item_end(bytes, pos) {
         Ok(end) => Split::Frame(pos..end),
-        Err(DecodeError::Truncated { .. }) if bytes.get(pos) == Some(&FRAME_FIRST_BYTE) => {
-            Split::Torn
-        }
+        Err(DecodeError::Truncated { .. }) if bytes.get(pos) == Some(&FRAME_FIRST_BYTE) => Split::Torn,
         Err(e) => Split::Garbage(e),
     }
 }
 
 /// fsync a directory, so a created or renamed entry in it survives a power loss.
 pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("fsync directory", dir))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io("fsync directory", dir))
 }
 
 /// The writable end of the journal.
@@ -108,33 +98,17 @@ pub struct JournalWriter {
 impl JournalWriter {
     /// Continues the segment at `path` whose verified content is `len` bytes long.
     pub fn resume(dir: &Path, path: PathBuf, len: u64) -> Result<JournalWriter, IoError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(io("open", &path))?;
-        Ok(JournalWriter {
-            dir: dir.to_path_buf(),
-            path,
-            file,
-            len,
-        })
+        let file = OpenOptions::new().append(true).open(&path).map_err(io("open", &path))?;
+        Ok(JournalWriter { dir: dir.to_path_buf(), path, file, len })
     }
 
     /// Creates the segment for `first_seq` (and fsyncs the directory).
     pub fn create(dir: &Path, first_seq: u64) -> Result<JournalWriter, IoError> {
         let path = dir.join(segment_name(first_seq));
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io("create", &path))?;
+        let file =
+            OpenOptions::new().append(true).create_new(true).open(&path).map_err(io("create", &path))?;
         sync_dir(dir)?;
-        Ok(JournalWriter {
-            dir: dir.to_path_buf(),
-            path,
-            file,
-            len: 0,
-        })
+        Ok(JournalWriter { dir: dir.to_path_buf(), path, file, len: 0 })
     }
 
     /// Starts a new segment when the current one has reached its target size.
@@ -148,12 +122,7 @@ impl JournalWriter {
     /// Appends `bytes` and makes them durable. `fail_write` / `fail_sync` inject faults (a
     /// write that stops half-way; an fdatasync that fails). On any error the segment is cut
     /// back to its previous length, so a later reopen sees the previous head.
-    pub fn append(
-        &mut self,
-        bytes: &[u8],
-        fail_write: bool,
-        fail_sync: bool,
-    ) -> Result<(), IoError> {
+    pub fn append(&mut self, bytes: &[u8], fail_write: bool, fail_sync: bool) -> Result<(), IoError> {
         let before = self.len;
         let result = self.write_and_sync(bytes, fail_write, fail_sync);
         match result {
@@ -163,35 +132,23 @@ impl JournalWriter {
             }
             Err(e) => {
                 // Best effort: the caller poisons the store whatever happens here.
-                let _ = self
-                    .file
-                    .set_len(before)
-                    .and_then(|()| self.file.sync_data());
+                let _ = self.file.set_len(before).and_then(|()| self.file.sync_data());
                 Err(e)
             }
         }
     }
 
-    fn write_and_sync(
-        &mut self,
-        bytes: &[u8],
-        fail_write: bool,
-        fail_sync: bool,
-    ) -> Result<(), IoError> {
+    fn write_and_sync(&mut self, bytes: &[u8], fail_write: bool, fail_sync: bool) -> Result<(), IoError> {
         if fail_write {
             let half = bytes.get(..bytes.len() / 2).unwrap_or_default();
-            self.file
-                .write_all(half)
-                .map_err(io("append", &self.path))?;
+            self.file.write_all(half).map_err(io("append", &self.path))?;
             return Err(IoError {
                 op: "append",
                 path: self.path.clone(),
                 source: std::io::Error::other("injected fault: journal write"),
             });
         }
-        self.file
-            .write_all(bytes)
-            .map_err(io("append", &self.path))?;
+        self.file.write_all(bytes).map_err(io("append", &self.path))?;
         if fail_sync {
             return Err(IoError {
                 op: "fdatasync",

@@ -3,9 +3,7 @@
 use ledger_schema::events::LedgerInitialized;
 use ledger_schema::{Event, Id, SealedEntry};
 
-use super::{
-    Chain, CommitError, CommitReceipt, Frame, Head, ReadError, Store, check_next, receipt,
-};
+use super::{Chain, CommitError, CommitReceipt, Frame, Head, ReadError, Store, check_next, receipt};
 
 /// Frames kept as their exact bytes, plus the decoded entries.
 #[derive(Debug, Clone)]
@@ -19,33 +17,13 @@ impl MemStore {
     /// A new ledger holding only its genesis entry.
     pub fn new(ledger: Id, label: &str, time_ms: u64) -> MemStore {
         let mut chain = Chain::empty();
-        let genesis = Event::LedgerInitialized(LedgerInitialized {
-            catalog: 1,
-            label: label.to_owned(),
-        });
-        #[expect(
-            clippy::expect_used,
-            reason = "an empty chain always accepts a well-formed genesis"
-        )]
-        let sealed = chain
-            .seal(genesis, time_ms, ledger)
-            .expect("genesis seals on an empty chain");
-        #[expect(
-            clippy::expect_used,
-            reason = "a one-entry frame is within every frame bound"
-        )]
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: label.to_owned() });
+        #[expect(clippy::expect_used, reason = "an empty chain always accepts a well-formed genesis")]
+        let sealed = chain.seal(genesis, time_ms, ledger).expect("genesis seals on an empty chain");
+        #[expect(clippy::expect_used, reason = "a one-entry frame is within every frame bound")]
         let frame = Frame::new(vec![sealed]).expect("genesis frame");
-        let head = chain.head().unwrap_or(Head {
-            ledger,
-            seq: 0,
-            hash: Default::default(),
-            time_ms,
-        });
-        MemStore {
-            frames: vec![frame.bytes().to_vec()],
-            entries: frame.into_entries(),
-            head,
-        }
+        let head = chain.head().unwrap_or(Head { ledger, seq: 0, hash: Default::default(), time_ms });
+        MemStore { frames: vec![frame.bytes().to_vec()], entries: frame.into_entries(), head }
     }
 
     /// Every frame's stored bytes, in order (tests compare them before and after).
@@ -79,10 +57,7 @@ impl Store for MemStore {
             .ok()
             .and_then(|i| self.entries.get(i))
             .cloned()
-            .ok_or(ReadError::NotFound {
-                seq,
-                head: self.head.seq,
-            })
+            .ok_or(ReadError::NotFound { seq, head: self.head.seq })
     }
 
     fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {

@@ -21,8 +21,8 @@ use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
 pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
-    DiskStore, FaultPlan, FaultPoint, OpenReport, RecoverReport, TornTail, VerifyReport, init,
-    recover, verify,
+    DiskStore, FaultPlan, FaultPoint, OpenReport, RecoverReport, TornTail, VerifyReport, init, recover,
+    verify,
 };
 pub use memory::MemStore;
 
@@ -50,17 +50,11 @@ impl Frame {
     /// Builds a frame from consecutive sealed entries.
     pub fn new(entries: Vec<SealedEntry>) -> Result<Frame, FrameError> {
         if entries.is_empty() || entries.len() > MAX_FRAME_ENTRIES {
-            return Err(FrameError::Entries {
-                n: entries.len(),
-                max: MAX_FRAME_ENTRIES,
-            });
+            return Err(FrameError::Entries { n: entries.len(), max: MAX_FRAME_ENTRIES });
         }
         let bytes = encode_frame(entries.iter().map(|e| e.bytes.as_slice()));
         if bytes.len() > MAX_FRAME_BYTES {
-            return Err(FrameError::TooLarge {
-                len: bytes.len(),
-                max: MAX_FRAME_BYTES,
-            });
+            return Err(FrameError::TooLarge { len: bytes.len(), max: MAX_FRAME_BYTES });
         }
         Ok(Frame { entries, bytes })
     }
@@ -130,18 +124,9 @@ pub enum Corruption {
     #[error("frame is present in sled but missing from the journal")]
     MissingInJournal,
     #[error("not a frame: {bytes} bytes at offset {offset} of {segment} ({detail})")]
-    Garbage {
-        segment: String,
-        offset: u64,
-        bytes: u64,
-        detail: String,
-    },
+    Garbage { segment: String, offset: u64, bytes: u64, detail: String },
     #[error("journal segment {segment} is named for seq {named} but begins at seq {found}")]
-    SegmentName {
-        segment: String,
-        named: u64,
-        found: u64,
-    },
+    SegmentName { segment: String, named: u64, found: u64 },
     #[error("meta tree disagrees with genesis: {0}")]
     Meta(String),
     #[error("checkpoint mismatch: expected {expected}, found {found}")]
@@ -176,16 +161,10 @@ pub enum OpenError {
     UnexpectedFile(PathBuf),
     #[error("the ledger has no entries (no genesis)")]
     Empty,
-    #[error(
-        "the sled database will not open ({0}); rebuild it from the journal with `ledger recover`"
-    )]
+    #[error("the sled database will not open ({0}); rebuild it from the journal with `ledger recover`")]
     Sled(String),
     #[error("verification failed at seq {seq} in the {replica} copy: {reason}")]
-    Corrupt {
-        seq: u64,
-        replica: Replica,
-        reason: Corruption,
-    },
+    Corrupt { seq: u64, replica: Replica, reason: Corruption },
     #[error("cannot create the genesis entry: {0}")]
     Genesis(String),
 }
@@ -195,10 +174,7 @@ impl OpenError {
     pub fn is_verification_failure(&self) -> bool {
         matches!(
             self,
-            OpenError::Corrupt { .. }
-                | OpenError::Sled(_)
-                | OpenError::Empty
-                | OpenError::UnexpectedFile(_)
+            OpenError::Corrupt { .. } | OpenError::Sled(_) | OpenError::Empty | OpenError::UnexpectedFile(_)
         )
     }
 }
@@ -269,16 +245,9 @@ pub trait Store {
 fn check_next(head: Head, frame: &Frame) -> Result<(), CommitError> {
     let expected = head.seq + 1;
     if frame.first_seq() != expected {
-        return Err(CommitError::NotNext {
-            expected,
-            found: frame.first_seq(),
-        });
+        return Err(CommitError::NotNext { expected, found: frame.first_seq() });
     }
-    let prev = frame
-        .entries
-        .first()
-        .map(|e| e.entry.prev)
-        .unwrap_or_default();
+    let prev = frame.entries.first().map(|e| e.entry.prev).unwrap_or_default();
     if prev != head.hash {
         return Err(CommitError::PrevMismatch(prev));
     }

@@ -19,12 +19,10 @@ pub mod workflow;
 use serde::{Deserialize, Serialize};
 
 pub use acceptance::{AcceptanceDecided, AcceptanceInputManifest, EvidenceRef};
-pub use attempt::{
-    AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed,
-};
+pub use attempt::{AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed};
 pub use authority::{
-    ClassBudget, ExecutionProfile, ExecutionProfileInstalled, FeedbackLimits, PhasePolicy,
-    PolicyBundle, PolicyBundleInstalled,
+    ClassBudget, ExecutionProfile, ExecutionProfileInstalled, FeedbackLimits, PhasePolicy, PolicyBundle,
+    PolicyBundleInstalled,
 };
 pub use candidate::{GenerationFrozen, GenerationOpened};
 pub use evidence::EvidenceRecorded;
@@ -32,12 +30,10 @@ pub use genesis::LedgerInitialized;
 pub use goal::{GoalContent, GoalCreated, GoalRevised};
 pub use repair::RepairRecorded;
 pub use source::{
-    BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed,
-    HumanDecisionRecorded, ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
+    BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
+    ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
 };
-pub use worker::{
-    IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload,
-};
+pub use worker::{IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload};
 pub use workflow::{PhaseAdvanced, WorkflowStarted};
 
 macro_rules! catalog {

@@ -39,17 +39,7 @@ pub struct WorkerPayload {
 }
 
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum WorkerEventKind {
@@ -62,17 +52,7 @@ pub enum WorkerEventKind {
 }
 
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    arbitrary::Arbitrary,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum IgnoredReason {
