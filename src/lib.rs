@@ -8,6 +8,7 @@
 
 pub mod cli;
 mod demo;
+pub mod runtime;
 pub mod store;
 
 pub use ledger_schema as schema;

@@ -6,6 +6,7 @@
 
 pub mod codec;
 mod digest;
+pub mod digests;
 pub mod entry;
 pub mod events;
 mod id;

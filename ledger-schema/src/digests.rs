@@ -1,0 +1,167 @@
+//! How each record's digest is computed. Every digest is `derive_key(context of its
+//! kind, canonical bytes)` over the record *without its envelope* (its own id and digest
+//! fields), and every binding it carries. docs/format.md lists them.
+
+use serde::Serialize;
+
+use crate::codec::encode;
+use crate::events::{
+    AcceptanceDecided, AcceptanceInputManifest, EvidenceRecorded, EvidenceRef, ExecutionProfile, GoalContent,
+    PolicyBundle, RepairRecorded, WorkerPayload,
+};
+use crate::manifest::ContextManifest;
+use crate::types::Verdict;
+use crate::{Digest, DigestKind, Id};
+
+impl PolicyBundle {
+    pub fn digest(&self) -> Digest {
+        Digest::of(DigestKind::Policy, &encode(self))
+    }
+}
+
+impl ExecutionProfile {
+    pub fn digest(&self) -> Digest {
+        Digest::of(DigestKind::Profile, &encode(self))
+    }
+}
+
+impl GoalContent {
+    /// Digest of one Goal revision's content (a manifest `sourceDigest`).
+    pub fn digest(&self) -> Digest {
+        Digest::of(DigestKind::Source, &encode(self))
+    }
+}
+
+impl WorkerPayload {
+    /// Digest of the canonical payload: covers every field, including the observed time.
+    pub fn digest(&self) -> Digest {
+        Digest::of(DigestKind::WorkerPayload, &encode(self))
+    }
+}
+
+impl ContextManifest {
+    pub fn digest(&self) -> Digest {
+        Digest::of(DigestKind::Manifest, &encode(self))
+    }
+}
+
+impl EvidenceRecorded {
+    /// Digest of the whole Evidence record.
+    pub fn record_digest(&self) -> Digest {
+        Digest::of(DigestKind::Evidence, &encode(self))
+    }
+}
+
+/// Digest of an Evidence Set: its references, sorted by evidence id.
+pub fn evidence_set_digest(evidence: &[EvidenceRef]) -> Digest {
+    Digest::of(DigestKind::EvidenceSet, &encode(&evidence))
+}
+
+impl AcceptanceInputManifest {
+    pub fn digest(&self) -> Digest {
+        Digest::of(DigestKind::InputManifest, &encode(self))
+    }
+}
+
+/// What an Acceptance decision's digest covers (its id is envelope).
+#[derive(Serialize)]
+#[allow(non_snake_case)] // field names are the encoded keys
+struct DecisionCore<'a> {
+    reasons: &'a [String],
+    verdict: Verdict,
+    workflowId: Id,
+    generationId: Id,
+    candidateDigest: Digest,
+    evidenceSetDigest: Digest,
+    inputManifestDigest: Digest,
+}
+
+impl AcceptanceDecided {
+    /// The digest `decisionDigest` must hold.
+    pub fn computed_digest(&self) -> Digest {
+        let core = DecisionCore {
+            reasons: &self.reasons,
+            verdict: self.verdict,
+            workflowId: self.workflow_id,
+            generationId: self.generation_id,
+            candidateDigest: self.candidate_digest,
+            evidenceSetDigest: self.evidence_set_digest,
+            inputManifestDigest: self.input_manifest_digest,
+        };
+        Digest::of(DigestKind::Decision, &encode(&core))
+    }
+}
+
+/// What a Repair record's digest covers (its id and digest are envelope).
+#[derive(Serialize)]
+#[allow(non_snake_case)] // field names are the encoded keys
+struct RepairCore<'a> {
+    decisionId: Id,
+    workflowId: Id,
+    decisionDigest: Digest,
+    childGenerationId: Id,
+    evidenceSetDigest: Digest,
+    parentGenerationId: Id,
+    inputManifestDigest: Digest,
+    constraintsToPreserve: &'a [String],
+    parentCandidateDigest: Digest,
+}
+
+impl RepairRecorded {
+    /// The digest `repairDigest` must hold.
+    pub fn computed_digest(&self) -> Digest {
+        let core = RepairCore {
+            decisionId: self.decision_id,
+            workflowId: self.workflow_id,
+            decisionDigest: self.decision_digest,
+            evidenceSetDigest: self.evidence_set_digest,
+            childGenerationId: self.child_generation_id,
+            inputManifestDigest: self.input_manifest_digest,
+            parentGenerationId: self.parent_generation_id,
+            constraintsToPreserve: &self.constraints_to_preserve,
+            parentCandidateDigest: self.parent_candidate_digest,
+        };
+        Digest::of(DigestKind::Repair, &encode(&core))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The private digest cores are encoded in canonical key order too.
+    #[test]
+    fn digest_cores_are_canonical() {
+        for (_, event) in crate::samples::events() {
+            match event {
+                crate::Event::AcceptanceDecided(d) => {
+                    let core = DecisionCore {
+                        reasons: &d.reasons,
+                        verdict: d.verdict,
+                        workflowId: d.workflow_id,
+                        generationId: d.generation_id,
+                        candidateDigest: d.candidate_digest,
+                        evidenceSetDigest: d.evidence_set_digest,
+                        inputManifestDigest: d.input_manifest_digest,
+                    };
+                    assert!(crate::codec::check_canonical(&encode(&core)).is_ok());
+                }
+                crate::Event::RepairRecorded(r) => {
+                    let core = RepairCore {
+                        decisionId: r.decision_id,
+                        workflowId: r.workflow_id,
+                        decisionDigest: r.decision_digest,
+                        evidenceSetDigest: r.evidence_set_digest,
+                        childGenerationId: r.child_generation_id,
+                        inputManifestDigest: r.input_manifest_digest,
+                        parentGenerationId: r.parent_generation_id,
+                        constraintsToPreserve: &r.constraints_to_preserve,
+                        parentCandidateDigest: r.parent_candidate_digest,
+                    };
+                    assert!(crate::codec::check_canonical(&encode(&core)).is_ok());
+                }
+                _ => {}
+            }
+        }
+    }
+}

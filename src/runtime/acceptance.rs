@@ -1,0 +1,153 @@
+//! Acceptance decisions over an exact Evidence Set, bound by an Acceptance Input Manifest.
+
+use ledger_schema::digests::evidence_set_digest;
+use ledger_schema::events::{AcceptanceDecided, AcceptanceInputManifest, EvidenceRef};
+use ledger_schema::types::{CheckResult, Eligibility, Phase, Verdict};
+use ledger_schema::Event;
+
+use super::command::DecideAcceptance;
+use super::state::{DecisionState, State};
+use super::{Rejection, Rule, RuleViolation, ensure, fresh, get, list, live_workflow, violation};
+
+pub fn decide(state: &State, c: &DecideAcceptance) -> Result<Event, Rejection> {
+    let wf = get(&state.workflows, c.workflow_id, "workflow")?;
+    let goal = get(&state.goals, wf.goal_id, "goal")?;
+    let generation = get(&state.generations, c.generation_id, "generation")?;
+    let candidate_digest = generation
+        .frozen_digest()
+        .ok_or_else(|| violation(Rule::GenerationNotFrozen, format!("generation {} is not frozen", c.generation_id)))?;
+    let mut ids = c.evidence_ids.clone();
+    ids.sort_unstable();
+    let evidence = ids
+        .iter()
+        .map(|id| get(&state.evidence, *id, "evidence").map(|e| EvidenceRef { evidence_id: *id, record_digest: e.record_digest }))
+        .collect::<Result<Vec<_>, _>>()?;
+    let input_manifest = AcceptanceInputManifest {
+        goal_id: wf.goal_id,
+        goal_revision: goal.revision,
+        workflow_version: wf.version,
+        policy: wf.policy,
+        evidence,
+    };
+    let mut decided = AcceptanceDecided {
+        decision_id: c.decision_id,
+        workflow_id: c.workflow_id,
+        generation_id: c.generation_id,
+        candidate_digest,
+        verdict: c.verdict,
+        input_manifest_digest: input_manifest.digest(),
+        evidence_set_digest: evidence_set_digest(&input_manifest.evidence),
+        input_manifest,
+        decision_digest: Default::default(),
+        reasons: c.reasons.clone(),
+    };
+    decided.decision_digest = decided.computed_digest();
+    Ok(Event::AcceptanceDecided(Box::new(decided)))
+}
+
+pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.decisions, e.decision_id, "decision")?;
+    list("reasons", &e.reasons)?;
+    let wf = live_workflow(state, e.workflow_id)?;
+    ensure!(wf.phase == Phase::FinalVerify, Rule::AcceptancePhase, "acceptance happens in FINAL_VERIFY, not {:?}", wf.phase);
+    ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
+    let generation = get(&state.generations, e.generation_id, "generation")?;
+    ensure!(
+        wf.active_generation == Some(e.generation_id),
+        Rule::EvidenceCandidate,
+        "generation {} is not the workflow's active generation",
+        e.generation_id
+    );
+    let frozen = generation.frozen_digest();
+    ensure!(frozen.is_some(), Rule::GenerationNotFrozen, "generation {} is not frozen", e.generation_id);
+    ensure!(frozen == Some(e.candidate_digest), Rule::EvidenceCandidate, "the decision names another candidate digest");
+    ensure!(generation.decision.is_none(), Rule::AlreadyDecided, "generation {} is already decided", e.generation_id);
+    let goal = get(&state.goals, wf.goal_id, "goal")?;
+    let im = &e.input_manifest;
+    ensure!(
+        im.goal_id == wf.goal_id
+            && im.goal_revision == goal.revision
+            && im.workflow_version == wf.version
+            && im.policy == wf.policy,
+        Rule::InputManifest,
+        "the input manifest must bind the current goal revision, workflow version and policy"
+    );
+    ensure!(
+        e.input_manifest_digest == im.digest(),
+        Rule::InputManifest,
+        "input manifest digest {} is not the manifest's",
+        e.input_manifest_digest
+    );
+    ensure!(!im.evidence.is_empty(), Rule::EvidenceSet, "the Evidence Set is empty");
+    ensure!(im.evidence.len() <= super::MAX_ITEMS, Rule::EvidenceSet, "the Evidence Set has over {} items", super::MAX_ITEMS);
+    ensure!(
+        im.evidence.windows(2).all(|w| matches!(w, [a, b] if a.evidence_id < b.evidence_id)),
+        Rule::EvidenceSet,
+        "the Evidence Set must be sorted by evidence id without repeats"
+    );
+    let set_digest = evidence_set_digest(&im.evidence);
+    ensure!(e.evidence_set_digest == set_digest, Rule::EvidenceSet, "evidence set digest {} is not the set's", e.evidence_set_digest);
+    let mut results = Vec::with_capacity(im.evidence.len());
+    for r in &im.evidence {
+        let ev = get(&state.evidence, r.evidence_id, "evidence")?;
+        ensure!(ev.record_digest == r.record_digest, Rule::EvidenceSet, "evidence {} digest differs", r.evidence_id);
+        ensure!(
+            ev.record.generation_id == e.generation_id && ev.record.candidate_digest == e.candidate_digest,
+            Rule::EvidenceSet,
+            "evidence {} is for another Candidate generation",
+            r.evidence_id
+        );
+        ensure!(
+            ev.record.eligibility_state == Eligibility::Eligible,
+            Rule::EvidenceSet,
+            "evidence {} is not eligible",
+            r.evidence_id
+        );
+        results.push((ev.record.obligation_id, ev.record.result));
+    }
+    ensure!(e.decision_digest == e.computed_digest(), Rule::DecisionDigest, "decision digest {} is not the decision's", e.decision_digest);
+    let any = |r: CheckResult| results.iter().any(|(_, x)| *x == r);
+    if e.verdict != Verdict::RejectTerminal {
+        ensure!(!any(CheckResult::Error), Rule::RunnerError, "a runner error is an engine error: re-run the check");
+    }
+    match e.verdict {
+        Verdict::Accept => {
+            ensure!(!any(CheckResult::Fail), Rule::Verdict, "ACCEPT over a failing check");
+            let uncovered = state
+                .obligations
+                .iter()
+                .filter(|(_, o)| o.goal_id == wf.goal_id)
+                .find(|(id, _)| !results.iter().any(|(ob, r)| ob == *id && *r == CheckResult::Pass));
+            ensure!(uncovered.is_none(), Rule::Verdict, "ACCEPT leaves obligation {:?} without passing evidence", uncovered.map(|u| *u.0));
+        }
+        Verdict::RejectRepairable => {
+            ensure!(any(CheckResult::Fail), Rule::Verdict, "REJECT_REPAIRABLE needs a failing check");
+        }
+        Verdict::RejectTerminal => {}
+    }
+    let closes = matches!(e.verdict, Verdict::Accept | Verdict::RejectTerminal);
+    state.decisions.insert(
+        e.decision_id,
+        DecisionState {
+            workflow_id: e.workflow_id,
+            generation_id: e.generation_id,
+            candidate_digest: e.candidate_digest,
+            verdict: e.verdict,
+            decision_digest: e.decision_digest,
+            input_manifest_digest: e.input_manifest_digest,
+            evidence_set_digest: e.evidence_set_digest,
+            evidence: im.evidence.iter().map(|r| r.evidence_id).collect(),
+            reasons: e.reasons.clone(),
+            repaired: false,
+            seq,
+        },
+    );
+    if let Some(g) = state.generations.get_mut(&e.generation_id) {
+        g.decision = Some(e.decision_id);
+    }
+    if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
+        wf.current_decision = Some(e.decision_id);
+        wf.closed = closes;
+    }
+    Ok(())
+}

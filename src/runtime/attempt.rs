@@ -1,0 +1,282 @@
+//! Attempts: started with their Context Manifest in the workflow's current phase and
+//! version, dispatch-claimed (revalidating every binding), then finished, failed or
+//! cancelled.
+
+use ledger_schema::events::{AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed};
+use ledger_schema::manifest::ContextManifest;
+use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice};
+use ledger_schema::{Digest, Event, Id};
+
+use super::command::{CancelAttempt, ClaimDispatch, FailAttempt, FinishAttempt, StartAttempt};
+use super::state::{AttemptState, AttemptStatus, GenerationStatus, State};
+use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow, required_text, text};
+
+/// Everything an Attempt start binds, derived from the state: what the compiler compiles
+/// for, and what `apply` checks the recorded manifest against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptBinding {
+    pub attempt_id: Id,
+    pub workflow_id: Id,
+    pub worker_session_id: Id,
+    pub thread: ThreadChoice,
+    pub goal_id: Id,
+    pub goal_revision: u32,
+    pub workflow_version: u32,
+    pub phase: Phase,
+    /// The exact active MUTABLE generation and its base digest (IMPLEMENT only).
+    pub generation: Option<(Id, Digest)>,
+    pub plan: Option<Binding>,
+    pub profile: Binding,
+    pub policy: Binding,
+}
+
+/// The result kind a phase's response contract allows (`None`: no worker Attempts).
+pub fn result_kind_allowed(phase: Phase) -> Option<ResultKind> {
+    match phase {
+        Phase::Discovery | Phase::Plan => Some(ResultKind::Proposals),
+        Phase::Implement => Some(ResultKind::CompletionRequest),
+        Phase::EvidenceBuild | Phase::FinalVerify => None,
+    }
+}
+
+/// Checks that an Attempt may start now and derives what it binds.
+pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding, RuleViolation> {
+    fresh(&state.attempts, c.attempt_id, "attempt")?;
+    let wf = live_workflow(state, c.workflow_id)?;
+    ensure!(
+        wf.active_attempt.is_none(),
+        Rule::AttemptActive,
+        "workflow {} already has an active attempt",
+        c.workflow_id
+    );
+    ensure!(
+        result_kind_allowed(wf.phase).is_some(),
+        Rule::AttemptBinding,
+        "no worker attempts in phase {:?}",
+        wf.phase
+    );
+    let generation = if wf.phase == Phase::Implement {
+        let id = wf
+            .active_generation
+            .ok_or_else(|| super::violation(Rule::CandidateBinding, "IMPLEMENT needs an active Candidate generation"))?;
+        let g = get(&state.generations, id, "generation")?;
+        ensure!(
+            g.status == GenerationStatus::Mutable,
+            Rule::CandidateBinding,
+            "IMPLEMENT needs the active generation MUTABLE; {id} is frozen"
+        );
+        Some((id, g.base_digest))
+    } else {
+        None
+    };
+    let goal = get(&state.goals, wf.goal_id, "goal")?;
+    Ok(AttemptBinding {
+        attempt_id: c.attempt_id,
+        workflow_id: c.workflow_id,
+        worker_session_id: c.worker_session_id,
+        thread: c.thread,
+        goal_id: wf.goal_id,
+        goal_revision: goal.revision,
+        workflow_version: wf.version,
+        phase: wf.phase,
+        generation,
+        plan: wf.plan,
+        profile: wf.profile,
+        policy: wf.policy,
+    })
+}
+
+/// The manifest binds exactly the identities the state derives.
+fn check_manifest(b: &AttemptBinding, e: &AttemptStarted) -> Result<(), RuleViolation> {
+    let m: &ContextManifest = &e.manifest;
+    let checks = [
+        ("phase", e.phase == b.phase && m.phase == b.phase),
+        ("workflow version", e.workflow_version == b.workflow_version && m.workflow_version == b.workflow_version),
+        ("attempt", m.attempt_id == b.attempt_id),
+        ("workflow", m.workflow_id == b.workflow_id),
+        ("goal", m.goal_id == b.goal_id && m.goal_revision == b.goal_revision),
+        ("generation", e.generation_id == b.generation.map(|g| g.0) && m.generation_id == e.generation_id),
+        ("candidate digest", m.candidate_digest == b.generation.map(|g| g.1)),
+        ("plan pair", m.plan == b.plan),
+        ("profile", m.profile == b.profile),
+        ("policy", m.policy == b.policy),
+    ];
+    for (what, ok) in checks {
+        ensure!(ok, Rule::ManifestBinding, "attempt {}: the manifest's {what} binding is not the state's", b.attempt_id);
+    }
+    Ok(())
+}
+
+pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<(), RuleViolation> {
+    let start = StartAttempt {
+        attempt_id: e.attempt_id,
+        workflow_id: e.workflow_id,
+        worker_session_id: e.worker_session_id,
+        thread: e.thread,
+    };
+    let binding = attempt_binding(state, &start)?;
+    if binding.phase == Phase::Implement {
+        ensure!(e.generation_id.is_some(), Rule::CandidateBinding, "IMPLEMENT names the active generation");
+    } else {
+        ensure!(e.generation_id.is_none(), Rule::CandidateBinding, "{:?} carries no Candidate", binding.phase);
+    }
+    check_manifest(&binding, e)?;
+    let digest = e.manifest.digest();
+    ensure!(
+        e.manifest_digest == digest,
+        Rule::ManifestBinding,
+        "manifest digest {} is not the manifest's {digest}",
+        e.manifest_digest
+    );
+    state.attempts.insert(
+        e.attempt_id,
+        AttemptState {
+            workflow_id: e.workflow_id,
+            workflow_version: e.workflow_version,
+            phase: e.phase,
+            thread: e.thread,
+            generation_id: e.generation_id,
+            worker_session_id: e.worker_session_id,
+            manifest_digest: digest,
+            package_digest: e.manifest.package_digest,
+            status: AttemptStatus::Started,
+            dispatched: false,
+            seq,
+            events_admitted: 0,
+        },
+    );
+    if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
+        wf.active_attempt = Some(e.attempt_id);
+    }
+    Ok(())
+}
+
+pub fn decide_claim(c: &ClaimDispatch) -> Event {
+    Event::DispatchClaimed(DispatchClaimed {
+        attempt_id: c.attempt_id,
+        workflow_version: c.workflow_version,
+        profile: c.profile,
+        manifest_digest: c.manifest_digest,
+        package_digest: c.package_digest,
+        plan: c.plan,
+    })
+}
+
+pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), RuleViolation> {
+    let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
+    match attempt.status {
+        AttemptStatus::Started => {}
+        AttemptStatus::Cancelled { .. } => {
+            return Err(super::violation(
+                Rule::DispatchClaim,
+                format!("attempt {} was cancelled before its dispatch claim", e.attempt_id),
+            ));
+        }
+        AttemptStatus::Dispatched => {
+            return Err(super::violation(Rule::DispatchClaim, format!("attempt {} is already claimed", e.attempt_id)));
+        }
+        _ => return Err(super::violation(Rule::AttemptNotActive, format!("attempt {} has ended", e.attempt_id))),
+    }
+    let wf = live_workflow(state, attempt.workflow_id)?;
+    ensure!(
+        e.workflow_version == wf.version && attempt.workflow_version == wf.version,
+        Rule::StaleWorkflowVersion,
+        "claim for workflow version {}, the workflow is at {}",
+        e.workflow_version,
+        wf.version
+    );
+    let checks = [
+        ("profile", e.profile == wf.profile),
+        ("manifest digest", e.manifest_digest == attempt.manifest_digest),
+        ("package digest", e.package_digest == attempt.package_digest),
+        ("plan pair", e.plan == wf.plan),
+    ];
+    for (what, ok) in checks {
+        ensure!(ok, Rule::DispatchClaim, "dispatch claim for {}: the {what} does not match", e.attempt_id);
+    }
+    let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
+    attempt.status = AttemptStatus::Dispatched;
+    attempt.dispatched = true;
+    Ok(())
+}
+
+pub fn decide_finish(c: &FinishAttempt) -> Event {
+    Event::AttemptFinished(AttemptFinished { attempt_id: c.attempt_id, result_kind: c.result_kind, summary: c.summary.clone() })
+}
+
+pub fn decide_fail(c: &FailAttempt) -> Event {
+    Event::AttemptFailed(AttemptFailed { attempt_id: c.attempt_id, reason: c.reason.clone() })
+}
+
+pub fn decide_cancel(c: &CancelAttempt) -> Event {
+    Event::AttemptCancelled(AttemptCancelled {
+        attempt_id: c.attempt_id,
+        workflow_version: c.workflow_version,
+        reason: c.reason.clone(),
+    })
+}
+
+/// Ends an active Attempt with `status`.
+fn end(state: &mut State, attempt_id: Id, status: AttemptStatus) -> Result<(), RuleViolation> {
+    let attempt = get_mut(&mut state.attempts, attempt_id, "attempt")?;
+    attempt.status = status;
+    let workflow_id = attempt.workflow_id;
+    if let Some(wf) = state.workflows.get_mut(&workflow_id) {
+        wf.active_attempt = None;
+    }
+    Ok(())
+}
+
+fn active(state: &State, attempt_id: Id) -> Result<&AttemptState, RuleViolation> {
+    let attempt = get(&state.attempts, attempt_id, "attempt")?;
+    ensure!(attempt.status.is_active(), Rule::AttemptNotActive, "attempt {attempt_id} has ended ({:?})", attempt.status);
+    Ok(attempt)
+}
+
+pub fn apply_finished(state: &mut State, e: &AttemptFinished) -> Result<(), RuleViolation> {
+    text("summary", &e.summary)?;
+    let attempt = active(state, e.attempt_id)?;
+    ensure!(
+        attempt.status == AttemptStatus::Dispatched,
+        Rule::NotDispatched,
+        "attempt {} was never dispatched",
+        e.attempt_id
+    );
+    let allowed = result_kind_allowed(attempt.phase);
+    ensure!(
+        allowed == Some(e.result_kind),
+        Rule::ResultKind,
+        "phase {:?} allows {allowed:?}, not {:?}",
+        attempt.phase,
+        e.result_kind
+    );
+    let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
+    ensure!(
+        wf.version == attempt.workflow_version,
+        Rule::StaleWorkflowVersion,
+        "a stale result cannot advance workflow {}",
+        attempt.workflow_id
+    );
+    end(state, e.attempt_id, AttemptStatus::Finished { result_kind: e.result_kind })
+}
+
+pub fn apply_failed(state: &mut State, e: &AttemptFailed) -> Result<(), RuleViolation> {
+    required_text("reason", &e.reason)?;
+    active(state, e.attempt_id)?;
+    end(state, e.attempt_id, AttemptStatus::Failed)
+}
+
+pub fn apply_cancelled(state: &mut State, e: &AttemptCancelled) -> Result<(), RuleViolation> {
+    required_text("reason", &e.reason)?;
+    let attempt = active(state, e.attempt_id)?;
+    let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
+    ensure!(
+        e.workflow_version == wf.version,
+        Rule::StaleWorkflowVersion,
+        "cancel for workflow version {}, the workflow is at {}",
+        e.workflow_version,
+        wf.version
+    );
+    let interrupted = attempt.status == AttemptStatus::Dispatched;
+    end(state, e.attempt_id, AttemptStatus::Cancelled { interrupted })
+}

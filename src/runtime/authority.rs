@@ -1,0 +1,83 @@
+//! Policy Bundles and Execution Profiles.
+
+use ledger_schema::Event;
+use ledger_schema::events::{ExecutionProfileInstalled, PolicyBundle, PolicyBundleInstalled};
+
+use super::command::{InstallPolicy, InstallProfile};
+use super::state::{PolicyState, ProfileState, State};
+use super::{
+    MAX_EVENT_BYTES, MAX_FEEDBACK_ITEM_BYTES, MAX_FEEDBACK_ITEMS, Rule, RuleViolation, ensure, fresh, list,
+    required_text,
+};
+
+pub fn decide_policy(c: &InstallPolicy) -> Event {
+    Event::PolicyBundleInstalled(PolicyBundleInstalled {
+        policy_id: c.policy_id,
+        digest: c.bundle.digest(),
+        bundle: c.bundle.clone(),
+    })
+}
+
+pub fn decide_profile(c: &InstallProfile) -> Event {
+    Event::ExecutionProfileInstalled(ExecutionProfileInstalled {
+        profile_id: c.profile_id,
+        digest: c.profile.digest(),
+        profile: c.profile.clone(),
+    })
+}
+
+fn check_bundle(b: &PolicyBundle) -> Result<(), RuleViolation> {
+    ensure!(
+        (1..=MAX_EVENT_BYTES).contains(&b.max_event_bytes),
+        Rule::PolicyBounds,
+        "maxEventBytes {} is not within 1..={MAX_EVENT_BYTES}",
+        b.max_event_bytes
+    );
+    let f = &b.feedback;
+    ensure!(
+        (1..=MAX_FEEDBACK_ITEMS).contains(&f.max_items),
+        Rule::PolicyBounds,
+        "feedback maxItems {} is not within 1..={MAX_FEEDBACK_ITEMS}",
+        f.max_items
+    );
+    ensure!(
+        (1..=MAX_FEEDBACK_ITEM_BYTES).contains(&f.max_item_bytes),
+        Rule::PolicyBounds,
+        "feedback maxItemBytes {} is not within 1..={MAX_FEEDBACK_ITEM_BYTES}",
+        f.max_item_bytes
+    );
+    ensure!(f.max_total_bytes >= 1, Rule::PolicyBounds, "feedback maxTotalBytes is 0");
+    ensure!(
+        b.budgets.windows(2).all(|w| matches!(w, [a, b] if a.class < b.class)),
+        Rule::PolicyBounds,
+        "budgets must be sorted by class, one per class"
+    );
+    ensure!(
+        b.phases.windows(2).all(|w| matches!(w, [a, b] if a.phase < b.phase)),
+        Rule::PolicyBounds,
+        "phase policies must be sorted by phase, one per phase"
+    );
+    for p in &b.phases {
+        list("phase capabilities", &p.capabilities)?;
+        required_text("phase objective", &p.objective)?;
+    }
+    list("invariants", &b.invariants)
+}
+
+pub fn apply_policy(state: &mut State, e: &PolicyBundleInstalled) -> Result<(), RuleViolation> {
+    fresh(&state.policies, e.policy_id, "policy")?;
+    check_bundle(&e.bundle)?;
+    let digest = e.bundle.digest();
+    ensure!(e.digest == digest, Rule::AuthorityDigest, "policy digest {} is not the content's {digest}", e.digest);
+    state.policies.insert(e.policy_id, PolicyState { digest, bundle: e.bundle.clone() });
+    Ok(())
+}
+
+pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result<(), RuleViolation> {
+    fresh(&state.profiles, e.profile_id, "profile")?;
+    required_text("profile name", &e.profile.name)?;
+    let digest = e.profile.digest();
+    ensure!(e.digest == digest, Rule::AuthorityDigest, "profile digest {} is not the content's {digest}", e.digest);
+    state.profiles.insert(e.profile_id, ProfileState { digest, profile: e.profile.clone() });
+    Ok(())
+}

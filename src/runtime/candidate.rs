@@ -1,0 +1,117 @@
+//! Candidate generations: a workflow's first is opened once; repair children are opened
+//! from a Repair record; each freezes once.
+
+use ledger_schema::Event;
+use ledger_schema::events::{GenerationFrozen, GenerationOpened};
+
+use super::command::{FreezeGeneration, OpenGeneration};
+use super::state::{GenerationState, GenerationStatus, State};
+use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow};
+
+pub fn decide_open(c: &OpenGeneration) -> Event {
+    Event::GenerationOpened(GenerationOpened {
+        generation_id: c.generation_id,
+        workflow_id: c.workflow_id,
+        sequence: 1,
+        base_digest: c.base_digest,
+        parent: None,
+        repair_id: None,
+    })
+}
+
+pub fn decide_freeze(c: &FreezeGeneration) -> Event {
+    Event::GenerationFrozen(GenerationFrozen {
+        generation_id: c.generation_id,
+        candidate_digest: c.candidate_digest,
+        change_set_digest: c.change_set_digest,
+    })
+}
+
+pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleViolation> {
+    fresh(&state.generations, e.generation_id, "generation")?;
+    let wf = live_workflow(state, e.workflow_id)?;
+    ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "workflow {} has an active attempt", e.workflow_id);
+    match e.repair_id {
+        None => {
+            ensure!(
+                e.parent.is_none() && e.sequence == 1,
+                Rule::GenerationOpen,
+                "a generation without a repair record has sequence 1 and no parent"
+            );
+            ensure!(
+                wf.active_generation.is_none(),
+                Rule::GenerationOpen,
+                "workflow {} already has a generation; further ones come from repairs",
+                e.workflow_id
+            );
+        }
+        Some(repair_id) => {
+            let repair = get(&state.repairs, repair_id, "repair")?;
+            ensure!(
+                repair.child_generation_id == e.generation_id && !repair.child_opened,
+                Rule::RepairChild,
+                "repair {repair_id} opens generation {}, once",
+                repair.child_generation_id
+            );
+            ensure!(
+                e.parent == Some(repair.parent_generation_id) && repair.workflow_id == e.workflow_id,
+                Rule::RepairChild,
+                "the repair child's parent must be {}",
+                repair.parent_generation_id
+            );
+            let parent = get(&state.generations, repair.parent_generation_id, "generation")?;
+            ensure!(
+                Some(e.sequence) == parent.sequence.checked_add(1),
+                Rule::RepairChild,
+                "the repair child's sequence must be {}",
+                parent.sequence.saturating_add(1)
+            );
+            ensure!(
+                parent.frozen_digest() == Some(e.base_digest),
+                Rule::RepairChild,
+                "the repair child's base digest must be the parent's frozen digest"
+            );
+        }
+    }
+    if let Some(repair) = e.repair_id.and_then(|r| state.repairs.get_mut(&r)) {
+        repair.child_opened = true;
+    }
+    if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
+        wf.active_generation = Some(e.generation_id);
+    }
+    state.generations.insert(
+        e.generation_id,
+        GenerationState {
+            workflow_id: e.workflow_id,
+            sequence: e.sequence,
+            base_digest: e.base_digest,
+            parent: e.parent,
+            repair_id: e.repair_id,
+            status: GenerationStatus::Mutable,
+            decision: None,
+        },
+    );
+    Ok(())
+}
+
+pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleViolation> {
+    let generation = get(&state.generations, e.generation_id, "generation")?;
+    ensure!(
+        generation.status == GenerationStatus::Mutable,
+        Rule::GenerationNotMutable,
+        "generation {} is already frozen",
+        e.generation_id
+    );
+    let wf = live_workflow(state, generation.workflow_id)?;
+    ensure!(
+        wf.active_generation == Some(e.generation_id),
+        Rule::GenerationNotMutable,
+        "generation {} is not its workflow's active generation",
+        e.generation_id
+    );
+    ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still working on the generation");
+    let generation = get_mut(&mut state.generations, e.generation_id, "generation")?;
+    generation.status =
+        GenerationStatus::Frozen { candidate_digest: e.candidate_digest, change_set_digest: e.change_set_digest };
+    Ok(())
+}

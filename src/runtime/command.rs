@@ -1,0 +1,191 @@
+//! Commands: what a supervisor (or `ledger submit`) asks for. JSON, closed
+//! (`deny_unknown_fields`), one command per object `{ "kindOfCommand": { ... } }`.
+//! Ids are chosen by the command's author (ULIDs made outside the pure core); digests of
+//! content are computed by `decide`, never trusted from the command.
+
+use ledger_schema::Id;
+use ledger_schema::events::{ExecutionProfile, GoalContent, PolicyBundle, WorkerPayload};
+use ledger_schema::types::{Binding, CheckResult, Eligibility, Phase, ResultKind, ThreadChoice, Verdict};
+use ledger_schema::Digest;
+use serde::{Deserialize, Serialize};
+
+/// Largest JSON command line accepted (checked before parsing).
+pub const MAX_COMMAND_BYTES: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Command {
+    InstallPolicy(InstallPolicy),
+    InstallProfile(InstallProfile),
+    CreateGoal(CreateGoal),
+    ReviseGoal(ReviseGoal),
+    StartWorkflow(StartWorkflow),
+    AdvancePhase(AdvancePhase),
+    ProposeFact(ProposeFact),
+    ConfirmFact(ConfirmFact),
+    InvalidateFact(InvalidateFact),
+    RecordHumanDecision(RecordHumanDecision),
+    RecordProjectSource(RecordProjectSource),
+    RecordScenario(RecordScenario),
+    RecordObligation(RecordObligation),
+    RaiseBlocker(RaiseBlocker),
+    ResolveBlocker(ResolveBlocker),
+    OpenGeneration(OpenGeneration),
+    FreezeGeneration(FreezeGeneration),
+    StartAttempt(StartAttempt),
+    ClaimDispatch(ClaimDispatch),
+    DeliverWorkerEvent(DeliverWorkerEvent),
+    FinishAttempt(FinishAttempt),
+    FailAttempt(FailAttempt),
+    CancelAttempt(CancelAttempt),
+    RecordEvidence(RecordEvidence),
+    DecideAcceptance(DecideAcceptance),
+    RecordRepair(RecordRepair),
+}
+
+impl Command {
+    /// The command's kind, as written in JSON.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Command::InstallPolicy(_) => "installPolicy",
+            Command::InstallProfile(_) => "installProfile",
+            Command::CreateGoal(_) => "createGoal",
+            Command::ReviseGoal(_) => "reviseGoal",
+            Command::StartWorkflow(_) => "startWorkflow",
+            Command::AdvancePhase(_) => "advancePhase",
+            Command::ProposeFact(_) => "proposeFact",
+            Command::ConfirmFact(_) => "confirmFact",
+            Command::InvalidateFact(_) => "invalidateFact",
+            Command::RecordHumanDecision(_) => "recordHumanDecision",
+            Command::RecordProjectSource(_) => "recordProjectSource",
+            Command::RecordScenario(_) => "recordScenario",
+            Command::RecordObligation(_) => "recordObligation",
+            Command::RaiseBlocker(_) => "raiseBlocker",
+            Command::ResolveBlocker(_) => "resolveBlocker",
+            Command::OpenGeneration(_) => "openGeneration",
+            Command::FreezeGeneration(_) => "freezeGeneration",
+            Command::StartAttempt(_) => "startAttempt",
+            Command::ClaimDispatch(_) => "claimDispatch",
+            Command::DeliverWorkerEvent(_) => "deliverWorkerEvent",
+            Command::FinishAttempt(_) => "finishAttempt",
+            Command::FailAttempt(_) => "failAttempt",
+            Command::CancelAttempt(_) => "cancelAttempt",
+            Command::RecordEvidence(_) => "recordEvidence",
+            Command::DecideAcceptance(_) => "decideAcceptance",
+            Command::RecordRepair(_) => "recordRepair",
+        }
+    }
+}
+
+macro_rules! command {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $name { $($(#[$fdoc])* pub $field: $ty,)* }
+    };
+}
+
+command!(InstallPolicy { policy_id: Id, bundle: PolicyBundle });
+command!(InstallProfile { profile_id: Id, profile: ExecutionProfile });
+command!(CreateGoal { goal_id: Id, content: GoalContent });
+command!(
+    /// `revision` is the new revision: the current one + 1.
+    ReviseGoal { goal_id: Id, revision: u32, content: GoalContent }
+);
+command!(
+    /// `plan` is the AcceptanceCriticalVerificationPlan pair, required exactly under a
+    /// protected profile.
+    StartWorkflow {
+        workflow_id: Id,
+        goal_id: Id,
+        goal_revision: u32,
+        policy_id: Id,
+        profile_id: Id,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        plan: Option<Binding>,
+    }
+);
+command!(
+    /// `version` is the new workflow version: the current one + 1.
+    AdvancePhase { workflow_id: Id, phase: Phase, version: u32 }
+);
+command!(ProposeFact { fact_id: Id, goal_id: Id, revision: u32, statement: String, provenance: String });
+command!(ConfirmFact { fact_id: Id, revision: u32, confirmed_by: String });
+command!(InvalidateFact { fact_id: Id, revision: u32, reason: String });
+command!(RecordHumanDecision { decision_id: Id, goal_id: Id, question: String, answer: String, decided_by: String });
+command!(RecordProjectSource { source_id: Id, goal_id: Id, path: String, revision: String, content: String });
+command!(RecordScenario { scenario_id: Id, goal_id: Id, title: String, description: String });
+command!(RecordObligation {
+    obligation_id: Id,
+    goal_id: Id,
+    description: String,
+    check_spec_id: Id,
+    check_spec_digest: Digest,
+});
+command!(RaiseBlocker { blocker_id: Id, workflow_id: Id, description: String });
+command!(ResolveBlocker { blocker_id: Id, resolution: String });
+command!(
+    /// Opens a workflow's first Candidate generation (repair children are opened by
+    /// `recordRepair`).
+    OpenGeneration { generation_id: Id, workflow_id: Id, base_digest: Digest }
+);
+command!(FreezeGeneration { generation_id: Id, candidate_digest: Digest, change_set_digest: Digest });
+command!(
+    /// Starts an Attempt in the workflow's current phase; the Context Manifest is compiled
+    /// by the admission step, never supplied by the command.
+    StartAttempt { attempt_id: Id, workflow_id: Id, worker_session_id: Id, thread: ThreadChoice }
+);
+command!(
+    /// The supervisor's view of what it is about to dispatch; every field is revalidated.
+    ClaimDispatch {
+        attempt_id: Id,
+        workflow_version: u32,
+        profile: Binding,
+        manifest_digest: Digest,
+        package_digest: Digest,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        plan: Option<Binding>,
+    }
+);
+command!(DeliverWorkerEvent { attempt_id: Id, worker_event_id: Id, manifest_digest: Digest, payload: WorkerPayload });
+command!(FinishAttempt { attempt_id: Id, result_kind: ResultKind, summary: String });
+command!(FailAttempt { attempt_id: Id, reason: String });
+command!(CancelAttempt { attempt_id: Id, workflow_version: u32, reason: String });
+command!(RecordEvidence {
+    evidence_id: Id,
+    workflow_id: Id,
+    generation_id: Id,
+    candidate_digest: Digest,
+    obligation_id: Id,
+    check_spec_id: Id,
+    check_spec_digest: Digest,
+    result: CheckResult,
+    eligibility_version: u32,
+    eligibility_state: Eligibility,
+    detail: String,
+});
+command!(
+    /// Decides over the named Evidence (the Evidence Set and every digest are computed).
+    DecideAcceptance {
+        decision_id: Id,
+        workflow_id: Id,
+        generation_id: Id,
+        verdict: Verdict,
+        evidence_ids: Vec<Id>,
+        reasons: Vec<String>,
+    }
+);
+command!(
+    /// Records the repair of the exact current REJECT_REPAIRABLE decision and opens the
+    /// repair child generation. Every digest must match the decision exactly.
+    RecordRepair {
+        repair_id: Id,
+        decision_id: Id,
+        decision_digest: Digest,
+        input_manifest_digest: Digest,
+        evidence_set_digest: Digest,
+        child_generation_id: Id,
+        constraints_to_preserve: Vec<String>,
+    }
+);

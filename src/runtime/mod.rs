@@ -1,0 +1,323 @@
+//! The runtime: the projection [`State`], [`apply`] — the one place every admission rule
+//! lives — and [`decide`], which turns a [`Command`] into events. Pure: no clock, no
+//! randomness, no I/O. Live admission, strict reopen and `ledger replay` all fold entries
+//! through the same `apply`.
+
+mod acceptance;
+mod attempt;
+mod authority;
+mod candidate;
+pub mod command;
+mod evidence;
+mod goal;
+mod repair;
+mod source;
+pub mod state;
+mod worker;
+mod workflow;
+
+use ledger_schema::{Entry, Event, Id};
+
+pub use attempt::{AttemptBinding, attempt_binding, result_kind_allowed};
+pub use command::Command;
+pub use state::State;
+pub use worker::staleness;
+
+/// Longest text field a command or worker may write (bytes).
+pub const MAX_TEXT_BYTES: usize = 65_536;
+/// Most items in any list field.
+pub const MAX_ITEMS: usize = 128;
+/// Largest canonical Worker event payload any policy may allow (the default).
+pub const MAX_EVENT_BYTES: u32 = 65_536;
+/// Feedback limits a policy may set: 1–128 items of at most 4,096 bytes.
+pub const MAX_FEEDBACK_ITEMS: u16 = 128;
+pub const MAX_FEEDBACK_ITEM_BYTES: u32 = 4096;
+
+/// The named admission rules. Each has a test named for it (see docs/rules.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[non_exhaustive]
+pub enum Rule {
+    /// Entries are folded in seq order starting at genesis.
+    EntryOutOfOrder,
+    /// Genesis first and only first.
+    Genesis,
+    /// An id is used once per kind of record.
+    IdReused,
+    /// Text ≤ 65,536 bytes, lists ≤ 128 items, required text non-blank.
+    OutOfBounds,
+    /// A Policy Bundle's or Execution Profile's digest is the digest of its content.
+    AuthorityDigest,
+    /// A Policy Bundle within its bounds (event size, feedback limits, sorted classes).
+    PolicyBounds,
+    /// A referenced policy/profile/goal/workflow/... exists.
+    Unknown,
+    /// Goal revisions go strictly +1.
+    GoalRevisionNotNext,
+    /// Work bound to a Goal revision that is no longer current is refused.
+    StaleGoalRevision,
+    /// A Workflow's policy/profile binding names the installed digest.
+    AuthorityBinding,
+    /// The plan pair is present exactly under a protected profile and equals the Workflow's.
+    PlanPair,
+    /// Phases advance one step (or back to IMPLEMENT for a repair child); version +1.
+    PhaseTransition,
+    /// A closed Workflow (ACCEPT / REJECT_TERMINAL) takes no more work.
+    WorkflowClosed,
+    /// One active Attempt per Workflow; nothing that changes its binding while one runs.
+    AttemptActive,
+    /// Worker Attempts only in DISCOVERY, PLAN and IMPLEMENT, in the current phase and version.
+    AttemptBinding,
+    /// IMPLEMENT names the exact active MUTABLE Candidate; DISCOVERY/PLAN name none.
+    CandidateBinding,
+    /// The manifest binds exactly the state's identities, and its digest is its digest.
+    ManifestBinding,
+    /// A dispatch claim revalidates workflow version, profile, digests and plan pair.
+    DispatchClaim,
+    /// Cancellation and dispatch serialize on the workflow version.
+    StaleWorkflowVersion,
+    /// An Attempt that ended (or never started) takes no result, claim or cancel.
+    AttemptNotActive,
+    /// A result needs a dispatched Attempt.
+    NotDispatched,
+    /// PROPOSALS for DISCOVERY/PLAN, COMPLETION_REQUEST for IMPLEMENT.
+    ResultKind,
+    /// Canonical worker payload ≤ the policy's maxEventBytes.
+    PayloadTooLarge,
+    /// The payload digest is the digest of the canonical payload.
+    PayloadDigest,
+    /// A worker event needs the Attempt's dispatch claim.
+    MissingDispatchClaim,
+    /// Stale or mismatched deliveries become only an ignored receipt; current ones are admitted.
+    DeliveryStaleness,
+    /// A Fact is confirmed only from PROPOSED at the same revision; invalidated is final.
+    FactStatus,
+    /// A project source's digest is the digest of its content.
+    SourceDigest,
+    /// A blocker resolves once.
+    BlockerResolved,
+    /// A workflow's first generation is opened once, with no parent or repair link.
+    GenerationOpen,
+    /// Only a MUTABLE generation freezes; frozen is final.
+    GenerationNotMutable,
+    /// Evidence and decisions need the generation frozen.
+    GenerationNotFrozen,
+    /// Evidence is for the exact active Candidate generation and its frozen digest.
+    EvidenceCandidate,
+    /// Evidence names its obligation's exact check specification.
+    EvidenceObligation,
+    /// Acceptance happens in FINAL_VERIFY.
+    AcceptancePhase,
+    /// One decision per generation.
+    AlreadyDecided,
+    /// The Acceptance Input Manifest binds the current goal revision, workflow version, policy.
+    InputManifest,
+    /// The Evidence Set is sorted, non-empty, eligible, of this generation, and its digest matches.
+    EvidenceSet,
+    /// The decision digest is the digest of the decision.
+    DecisionDigest,
+    /// ACCEPT needs every check passed and every obligation covered; REJECT_REPAIRABLE needs a failure.
+    Verdict,
+    /// A runner error is an engine error: no ACCEPT or REJECT_REPAIRABLE over it.
+    RunnerError,
+    /// A repair needs the exact current REJECT_REPAIRABLE decision, once.
+    RepairDecision,
+    /// A repair's digests match the decision exactly and its parent is the decided generation.
+    RepairBinding,
+    /// A repair preserves every Goal preservation constraint.
+    RepairConstraints,
+    /// The repair digest is the digest of the repair.
+    RepairDigest,
+    /// The repair child: sequence = parent + 1, base = parent's frozen digest, linked both ways.
+    RepairChild,
+}
+
+/// An event that breaks a rule: refused live, and fails replay.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{rule:?}: {detail}")]
+pub struct RuleViolation {
+    pub rule: Rule,
+    pub detail: String,
+}
+
+/// Builds a [`RuleViolation`].
+pub fn violation(rule: Rule, detail: impl Into<String>) -> RuleViolation {
+    RuleViolation { rule, detail: detail.into() }
+}
+
+macro_rules! ensure {
+    ($cond:expr, $rule:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err($crate::runtime::violation($rule, format!($($fmt)+)));
+        }
+    };
+}
+pub(crate) use ensure;
+
+/// Why a command was refused. Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejection {
+    #[error("rule {0}")]
+    Rule(#[from] RuleViolation),
+    #[error("worker event {worker_event_id} was already recorded at seq {original_seq} with a different payload")]
+    Conflict { worker_event_id: Id, original_seq: u64 },
+    #[error("the command is decided by the admission step (it needs the Context Compiler)")]
+    NeedsCompiler,
+    #[error("cannot compile the context: {0}")]
+    Compile(String),
+}
+
+/// Context of a decision, produced outside the pure core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ctx {
+    /// Admission time (ms since the Unix epoch).
+    pub time_ms: u64,
+}
+
+/// What a command becomes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// Events to admit, in order (each through `apply`).
+    Events(Vec<Event>),
+    /// A redelivered Worker event: nothing is written; it was recorded at `seq`.
+    Duplicate { seq: u64 },
+}
+
+pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
+    ensure!(value.len() <= MAX_TEXT_BYTES, Rule::OutOfBounds, "{field} is {} bytes, over {MAX_TEXT_BYTES}", value.len());
+    Ok(())
+}
+
+pub(crate) fn required_text(field: &str, value: &str) -> Result<(), RuleViolation> {
+    text(field, value)?;
+    ensure!(!value.trim().is_empty(), Rule::OutOfBounds, "{field} is blank");
+    Ok(())
+}
+
+pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> {
+    ensure!(values.len() <= MAX_ITEMS, Rule::OutOfBounds, "{field} has {} items, over {MAX_ITEMS}", values.len());
+    values.iter().try_for_each(|v| text(field, v))
+}
+
+pub(crate) fn fresh<V>(map: &std::collections::BTreeMap<Id, V>, id: Id, what: &str) -> Result<(), RuleViolation> {
+    ensure!(!map.contains_key(&id), Rule::IdReused, "{what} {id} already exists");
+    Ok(())
+}
+
+pub(crate) fn get<'a, V>(
+    map: &'a std::collections::BTreeMap<Id, V>,
+    id: Id,
+    what: &str,
+) -> Result<&'a V, RuleViolation> {
+    map.get(&id).ok_or_else(|| violation(Rule::Unknown, format!("unknown {what} {id}")))
+}
+
+pub(crate) fn get_mut<'a, V>(
+    map: &'a mut std::collections::BTreeMap<Id, V>,
+    id: Id,
+    what: &str,
+) -> Result<&'a mut V, RuleViolation> {
+    map.get_mut(&id).ok_or_else(|| violation(Rule::Unknown, format!("unknown {what} {id}")))
+}
+
+/// The workflow, which must be open and bound to its goal's current revision.
+pub(crate) fn live_workflow(state: &State, workflow_id: Id) -> Result<&state::WorkflowState, RuleViolation> {
+    let wf = get(&state.workflows, workflow_id, "workflow")?;
+    ensure!(!wf.closed, Rule::WorkflowClosed, "workflow {workflow_id} is closed");
+    let goal = get(&state.goals, wf.goal_id, "goal")?;
+    ensure!(
+        goal.revision == wf.goal_revision,
+        Rule::StaleGoalRevision,
+        "workflow {workflow_id} is bound to goal revision {}, the goal is at {}",
+        wf.goal_revision,
+        goal.revision
+    );
+    Ok(wf)
+}
+
+/// Folds one entry into the state, or refuses it. The state is unchanged on refusal.
+pub fn apply(state: &mut State, entry: &Entry) -> Result<(), RuleViolation> {
+    ensure!(entry.seq == state.entries, Rule::EntryOutOfOrder, "entry seq {} folded at {}", entry.seq, state.entries);
+    let seq = entry.seq;
+    match &entry.event {
+        Event::LedgerInitialized(_) => {
+            ensure!(seq == 0 && state.ledger.is_none(), Rule::Genesis, "ledgerInitialized at seq {seq}");
+            state.ledger = Some(entry.ledger);
+        }
+        other => {
+            ensure!(state.ledger.is_some(), Rule::Genesis, "{} before genesis", other.kind());
+            apply_event(state, other, seq)?;
+        }
+    }
+    state.entries = seq + 1;
+    state.last_time_ms = entry.time_ms;
+    Ok(())
+}
+
+fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleViolation> {
+    match event {
+        Event::LedgerInitialized(_) => Err(violation(Rule::Genesis, "a second ledgerInitialized")),
+        Event::PolicyBundleInstalled(e) => authority::apply_policy(state, e),
+        Event::ExecutionProfileInstalled(e) => authority::apply_profile(state, e),
+        Event::GoalCreated(e) => goal::apply_created(state, e, seq),
+        Event::GoalRevised(e) => goal::apply_revised(state, e, seq),
+        Event::WorkflowStarted(e) => workflow::apply_started(state, e),
+        Event::PhaseAdvanced(e) => workflow::apply_advanced(state, e),
+        Event::FactProposed(e) => source::apply_fact_proposed(state, e),
+        Event::FactConfirmed(e) => source::apply_fact_confirmed(state, e),
+        Event::FactInvalidated(e) => source::apply_fact_invalidated(state, e),
+        Event::HumanDecisionRecorded(e) => source::apply_human_decision(state, e, seq),
+        Event::ProjectSourceRecorded(e) => source::apply_project_source(state, e, seq),
+        Event::ScenarioRecorded(e) => source::apply_scenario(state, e, seq),
+        Event::ObligationRecorded(e) => source::apply_obligation(state, e, seq),
+        Event::BlockerRaised(e) => source::apply_blocker_raised(state, e, seq),
+        Event::BlockerResolved(e) => source::apply_blocker_resolved(state, e),
+        Event::GenerationOpened(e) => candidate::apply_opened(state, e),
+        Event::GenerationFrozen(e) => candidate::apply_frozen(state, e),
+        Event::AttemptStarted(e) => attempt::apply_started(state, e, seq),
+        Event::DispatchClaimed(e) => attempt::apply_dispatch(state, e),
+        Event::AttemptFinished(e) => attempt::apply_finished(state, e),
+        Event::AttemptFailed(e) => attempt::apply_failed(state, e),
+        Event::AttemptCancelled(e) => attempt::apply_cancelled(state, e),
+        Event::WorkerEventAdmitted(e) => worker::apply_admitted(state, e, seq),
+        Event::WorkerDeliveryIgnored(e) => worker::apply_ignored(state, e, seq),
+        Event::EvidenceRecorded(e) => evidence::apply_recorded(state, e, seq),
+        Event::AcceptanceDecided(e) => acceptance::apply_decided(state, e, seq),
+        Event::RepairRecorded(e) => repair::apply_recorded(state, e, seq),
+    }
+}
+
+/// Turns a command into the events that would record it (each still passes through
+/// `apply`). `startAttempt` needs the compiler and is decided by the admission step.
+pub fn decide(state: &State, command: &Command, _ctx: Ctx) -> Result<Decided, Rejection> {
+    use Command as C;
+    let one = |e: Event| Ok(Decided::Events(vec![e]));
+    match command {
+        C::InstallPolicy(c) => one(authority::decide_policy(c)),
+        C::InstallProfile(c) => one(authority::decide_profile(c)),
+        C::CreateGoal(c) => one(goal::decide_create(c)),
+        C::ReviseGoal(c) => one(goal::decide_revise(c)),
+        C::StartWorkflow(c) => one(workflow::decide_start(state, c)?),
+        C::AdvancePhase(c) => one(workflow::decide_advance(c)),
+        C::ProposeFact(c) => one(source::decide_propose_fact(c)),
+        C::ConfirmFact(c) => one(source::decide_confirm_fact(c)),
+        C::InvalidateFact(c) => one(source::decide_invalidate_fact(c)),
+        C::RecordHumanDecision(c) => one(source::decide_human_decision(c)),
+        C::RecordProjectSource(c) => one(source::decide_project_source(c)),
+        C::RecordScenario(c) => one(source::decide_scenario(c)),
+        C::RecordObligation(c) => one(source::decide_obligation(c)),
+        C::RaiseBlocker(c) => one(source::decide_raise_blocker(c)),
+        C::ResolveBlocker(c) => one(source::decide_resolve_blocker(c)),
+        C::OpenGeneration(c) => one(candidate::decide_open(c)),
+        C::FreezeGeneration(c) => one(candidate::decide_freeze(c)),
+        C::StartAttempt(_) => Err(Rejection::NeedsCompiler),
+        C::ClaimDispatch(c) => one(attempt::decide_claim(c)),
+        C::DeliverWorkerEvent(c) => worker::decide_deliver(state, c),
+        C::FinishAttempt(c) => one(attempt::decide_finish(c)),
+        C::FailAttempt(c) => one(attempt::decide_fail(c)),
+        C::CancelAttempt(c) => one(attempt::decide_cancel(c)),
+        C::RecordEvidence(c) => one(evidence::decide_record(c)),
+        C::DecideAcceptance(c) => one(acceptance::decide(state, c)?),
+        C::RecordRepair(c) => repair::decide(state, c).map(Decided::Events),
+    }
+}

@@ -1,0 +1,249 @@
+//! Durable sources: Facts, Human Decisions, project sources, scenarios, obligations,
+//! blockers.
+
+use ledger_schema::events::{
+    BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
+    ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
+};
+use ledger_schema::{Digest, DigestKind, Event};
+
+use super::command::{
+    ConfirmFact, InvalidateFact, ProposeFact, RaiseBlocker, RecordHumanDecision, RecordObligation,
+    RecordProjectSource, RecordScenario, ResolveBlocker,
+};
+use super::state::{
+    BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState, State,
+};
+use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, required_text, text};
+
+pub fn decide_propose_fact(c: &ProposeFact) -> Event {
+    Event::FactProposed(FactProposed {
+        fact_id: c.fact_id,
+        goal_id: c.goal_id,
+        revision: c.revision,
+        statement: c.statement.clone(),
+        provenance: c.provenance.clone(),
+    })
+}
+
+pub fn decide_confirm_fact(c: &ConfirmFact) -> Event {
+    Event::FactConfirmed(FactConfirmed { fact_id: c.fact_id, revision: c.revision, confirmed_by: c.confirmed_by.clone() })
+}
+
+pub fn decide_invalidate_fact(c: &InvalidateFact) -> Event {
+    Event::FactInvalidated(FactInvalidated { fact_id: c.fact_id, revision: c.revision, reason: c.reason.clone() })
+}
+
+pub fn decide_human_decision(c: &RecordHumanDecision) -> Event {
+    Event::HumanDecisionRecorded(HumanDecisionRecorded {
+        decision_id: c.decision_id,
+        goal_id: c.goal_id,
+        question: c.question.clone(),
+        answer: c.answer.clone(),
+        decided_by: c.decided_by.clone(),
+    })
+}
+
+pub fn decide_project_source(c: &RecordProjectSource) -> Event {
+    Event::ProjectSourceRecorded(ProjectSourceRecorded {
+        source_id: c.source_id,
+        goal_id: c.goal_id,
+        path: c.path.clone(),
+        revision: c.revision.clone(),
+        digest: Digest::of(DigestKind::Source, c.content.as_bytes()),
+        content: c.content.clone(),
+    })
+}
+
+pub fn decide_scenario(c: &RecordScenario) -> Event {
+    Event::ScenarioRecorded(ScenarioRecorded {
+        scenario_id: c.scenario_id,
+        goal_id: c.goal_id,
+        title: c.title.clone(),
+        description: c.description.clone(),
+    })
+}
+
+pub fn decide_obligation(c: &RecordObligation) -> Event {
+    Event::ObligationRecorded(ObligationRecorded {
+        obligation_id: c.obligation_id,
+        goal_id: c.goal_id,
+        description: c.description.clone(),
+        check_spec_id: c.check_spec_id,
+        check_spec_digest: c.check_spec_digest,
+    })
+}
+
+pub fn decide_raise_blocker(c: &RaiseBlocker) -> Event {
+    Event::BlockerRaised(BlockerRaised {
+        blocker_id: c.blocker_id,
+        workflow_id: c.workflow_id,
+        description: c.description.clone(),
+    })
+}
+
+pub fn decide_resolve_blocker(c: &ResolveBlocker) -> Event {
+    Event::BlockerResolved(BlockerResolved { blocker_id: c.blocker_id, resolution: c.resolution.clone() })
+}
+
+/// A Fact enters PROPOSED. Re-proposing an existing Fact is a new revision (+1) that is
+/// PROPOSED again until confirmed — never confirmed by carrying over.
+pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), RuleViolation> {
+    get(&state.goals, e.goal_id, "goal")?;
+    required_text("statement", &e.statement)?;
+    required_text("provenance", &e.provenance)?;
+    let expected = match state.facts.get(&e.fact_id) {
+        None => 1,
+        Some(f) => {
+            ensure!(f.goal_id == e.goal_id, Rule::FactStatus, "fact {} belongs to goal {}", e.fact_id, f.goal_id);
+            f.revision.saturating_add(1)
+        }
+    };
+    ensure!(
+        e.revision == expected,
+        Rule::FactStatus,
+        "fact {} revision must be {expected}, not {}",
+        e.fact_id,
+        e.revision
+    );
+    state.facts.insert(
+        e.fact_id,
+        FactState {
+            goal_id: e.goal_id,
+            revision: e.revision,
+            status: FactStatus::Proposed,
+            statement: e.statement.clone(),
+            provenance: e.provenance.clone(),
+            confirmed_by: None,
+        },
+    );
+    Ok(())
+}
+
+pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), RuleViolation> {
+    required_text("confirmedBy", &e.confirmed_by)?;
+    let fact = get_mut(&mut state.facts, e.fact_id, "fact")?;
+    ensure!(
+        fact.revision == e.revision,
+        Rule::FactStatus,
+        "fact {} is at revision {}, not {}",
+        e.fact_id,
+        fact.revision,
+        e.revision
+    );
+    ensure!(
+        fact.status == FactStatus::Proposed,
+        Rule::FactStatus,
+        "fact {} is {:?}: only a PROPOSED fact can be confirmed",
+        e.fact_id,
+        fact.status
+    );
+    fact.status = FactStatus::Confirmed;
+    fact.confirmed_by = Some(e.confirmed_by.clone());
+    Ok(())
+}
+
+pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated) -> Result<(), RuleViolation> {
+    required_text("reason", &e.reason)?;
+    let fact = get_mut(&mut state.facts, e.fact_id, "fact")?;
+    ensure!(
+        fact.revision == e.revision,
+        Rule::FactStatus,
+        "fact {} is at revision {}, not {}",
+        e.fact_id,
+        fact.revision,
+        e.revision
+    );
+    ensure!(fact.status != FactStatus::Invalidated, Rule::FactStatus, "fact {} is already invalidated", e.fact_id);
+    fact.status = FactStatus::Invalidated;
+    Ok(())
+}
+
+pub fn apply_human_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.human_decisions, e.decision_id, "human decision")?;
+    get(&state.goals, e.goal_id, "goal")?;
+    required_text("question", &e.question)?;
+    required_text("answer", &e.answer)?;
+    required_text("decidedBy", &e.decided_by)?;
+    state.human_decisions.insert(
+        e.decision_id,
+        HumanDecisionState {
+            goal_id: e.goal_id,
+            question: e.question.clone(),
+            answer: e.answer.clone(),
+            decided_by: e.decided_by.clone(),
+            seq,
+        },
+    );
+    Ok(())
+}
+
+pub fn apply_project_source(state: &mut State, e: &ProjectSourceRecorded, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.sources, e.source_id, "project source")?;
+    get(&state.goals, e.goal_id, "goal")?;
+    required_text("path", &e.path)?;
+    required_text("revision", &e.revision)?;
+    text("content", &e.content)?;
+    let digest = Digest::of(DigestKind::Source, e.content.as_bytes());
+    ensure!(e.digest == digest, Rule::SourceDigest, "source digest {} is not the content's {digest}", e.digest);
+    state.sources.insert(
+        e.source_id,
+        SourceState {
+            goal_id: e.goal_id,
+            path: e.path.clone(),
+            revision: e.revision.clone(),
+            digest,
+            content: e.content.clone(),
+            seq,
+        },
+    );
+    Ok(())
+}
+
+pub fn apply_scenario(state: &mut State, e: &ScenarioRecorded, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.scenarios, e.scenario_id, "scenario")?;
+    get(&state.goals, e.goal_id, "goal")?;
+    required_text("title", &e.title)?;
+    text("description", &e.description)?;
+    state.scenarios.insert(
+        e.scenario_id,
+        ScenarioState { goal_id: e.goal_id, title: e.title.clone(), description: e.description.clone(), seq },
+    );
+    Ok(())
+}
+
+pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.obligations, e.obligation_id, "obligation")?;
+    get(&state.goals, e.goal_id, "goal")?;
+    required_text("description", &e.description)?;
+    state.obligations.insert(
+        e.obligation_id,
+        ObligationState {
+            goal_id: e.goal_id,
+            description: e.description.clone(),
+            check_spec_id: e.check_spec_id,
+            check_spec_digest: e.check_spec_digest,
+            seq,
+        },
+    );
+    Ok(())
+}
+
+pub fn apply_blocker_raised(state: &mut State, e: &BlockerRaised, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.blockers, e.blocker_id, "blocker")?;
+    get(&state.workflows, e.workflow_id, "workflow")?;
+    required_text("description", &e.description)?;
+    state.blockers.insert(
+        e.blocker_id,
+        BlockerState { workflow_id: e.workflow_id, description: e.description.clone(), resolution: None, seq },
+    );
+    Ok(())
+}
+
+pub fn apply_blocker_resolved(state: &mut State, e: &BlockerResolved) -> Result<(), RuleViolation> {
+    required_text("resolution", &e.resolution)?;
+    let blocker = get_mut(&mut state.blockers, e.blocker_id, "blocker")?;
+    ensure!(blocker.resolution.is_none(), Rule::BlockerResolved, "blocker {} is already resolved", e.blocker_id);
+    blocker.resolution = Some(e.resolution.clone());
+    Ok(())
+}

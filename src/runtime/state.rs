@@ -1,0 +1,293 @@
+//! The projection: everything the rules and the compiler need, folded from entries.
+//!
+//! It is encoded canonically (maps keyed by `Id` serialize in id order, which is canonical
+//! order for 16-byte keys; struct fields are declared in canonical key order) and hashed
+//! under its own context, so two states compare by digest.
+
+use std::collections::BTreeMap;
+
+use ledger_schema::events::{
+    EvidenceRecorded, ExecutionProfile, GoalContent, PolicyBundle,
+};
+use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice, Verdict};
+use ledger_schema::{Digest, DigestKind, Id, codec};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    pub facts: BTreeMap<Id, FactState>,
+    pub goals: BTreeMap<Id, GoalState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<Id>,
+    /// Entries folded so far (= next seq).
+    pub entries: u64,
+    pub repairs: BTreeMap<Id, RepairState>,
+    pub sources: BTreeMap<Id, SourceState>,
+    pub attempts: BTreeMap<Id, AttemptState>,
+    pub blockers: BTreeMap<Id, BlockerState>,
+    pub evidence: BTreeMap<Id, EvidenceState>,
+    pub policies: BTreeMap<Id, PolicyState>,
+    pub profiles: BTreeMap<Id, ProfileState>,
+    pub decisions: BTreeMap<Id, DecisionState>,
+    pub scenarios: BTreeMap<Id, ScenarioState>,
+    pub workflows: BTreeMap<Id, WorkflowState>,
+    /// Time of the last entry (ms).
+    pub last_time_ms: u64,
+    pub generations: BTreeMap<Id, GenerationState>,
+    pub obligations: BTreeMap<Id, ObligationState>,
+    pub worker_events: BTreeMap<Id, WorkerEventState>,
+    pub human_decisions: BTreeMap<Id, HumanDecisionState>,
+}
+
+impl State {
+    /// The canonical encoding of the projection.
+    pub fn encode(&self) -> Vec<u8> {
+        codec::encode(self)
+    }
+
+    /// `Digest::of(State, encode(state))`.
+    pub fn digest(&self) -> Digest {
+        Digest::of(DigestKind::State, &self.encode())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyState {
+    pub bundle: PolicyBundle,
+    pub digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileState {
+    pub digest: Digest,
+    pub profile: ExecutionProfile,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalState {
+    /// Seq of the entry that made this revision current.
+    pub seq: u64,
+    /// `content.digest()` of the current revision.
+    pub digest: Digest,
+    pub content: GoalContent,
+    pub revision: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowState {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Binding>,
+    pub phase: Phase,
+    /// ACCEPT or REJECT_TERMINAL was decided: the workflow is closed.
+    pub closed: bool,
+    pub goal_id: Id,
+    pub policy: Binding,
+    pub profile: Binding,
+    pub version: u32,
+    pub goal_revision: u32,
+    /// The Attempt that has started and not ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_attempt: Option<Id>,
+    /// The latest Acceptance decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_decision: Option<Id>,
+    /// The current Candidate generation (the latest opened).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_generation: Option<Id>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FactStatus {
+    Proposed,
+    Confirmed,
+    Invalidated,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactState {
+    pub goal_id: Id,
+    pub status: FactStatus,
+    pub revision: u32,
+    pub statement: String,
+    pub provenance: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmed_by: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HumanDecisionState {
+    pub seq: u64,
+    pub answer: String,
+    pub goal_id: Id,
+    pub question: String,
+    pub decided_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceState {
+    pub seq: u64,
+    pub path: String,
+    pub digest: Digest,
+    pub goal_id: Id,
+    pub content: String,
+    pub revision: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScenarioState {
+    pub seq: u64,
+    pub title: String,
+    pub goal_id: Id,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObligationState {
+    pub seq: u64,
+    pub goal_id: Id,
+    pub check_spec_id: Id,
+    pub description: String,
+    pub check_spec_digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockerState {
+    pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
+    pub workflow_id: Id,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GenerationStatus {
+    Mutable,
+    Frozen { candidate_digest: Digest, change_set_digest: Digest },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerationState {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Id>,
+    pub status: GenerationStatus,
+    /// The Acceptance decision made over this generation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Id>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair_id: Option<Id>,
+    pub sequence: u32,
+    pub base_digest: Digest,
+    pub workflow_id: Id,
+}
+
+impl GenerationState {
+    pub fn frozen_digest(&self) -> Option<Digest> {
+        match self.status {
+            GenerationStatus::Frozen { candidate_digest, .. } => Some(candidate_digest),
+            GenerationStatus::Mutable => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AttemptStatus {
+    /// Started, not yet dispatched.
+    Started,
+    /// The dispatch claim is recorded: the worker may run.
+    Dispatched,
+    Finished { result_kind: ResultKind },
+    Failed,
+    /// Cancelled; `interrupted` when it had been dispatched.
+    Cancelled { interrupted: bool },
+}
+
+impl AttemptStatus {
+    pub fn is_active(self) -> bool {
+        matches!(self, AttemptStatus::Started | AttemptStatus::Dispatched)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptState {
+    /// Seq of the `attemptStarted` entry.
+    pub seq: u64,
+    pub phase: Phase,
+    pub status: AttemptStatus,
+    pub thread: ThreadChoice,
+    /// The dispatch claim was recorded (it stays true after the Attempt ends).
+    pub dispatched: bool,
+    pub workflow_id: Id,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation_id: Option<Id>,
+    pub package_digest: Digest,
+    pub events_admitted: u32,
+    pub manifest_digest: Digest,
+    pub worker_session_id: Id,
+    pub workflow_version: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerEventState {
+    /// Seq of the entry that recorded it (admitted or ignored).
+    pub seq: u64,
+    pub admitted: bool,
+    pub attempt_id: Id,
+    pub payload_digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceState {
+    pub seq: u64,
+    pub record: EvidenceRecorded,
+    pub record_digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionState {
+    pub seq: u64,
+    pub reasons: Vec<String>,
+    pub verdict: Verdict,
+    /// The Evidence Set, sorted by id.
+    pub evidence: Vec<Id>,
+    /// A Repair record already consumed this decision.
+    pub repaired: bool,
+    pub workflow_id: Id,
+    pub generation_id: Id,
+    pub decision_digest: Digest,
+    pub candidate_digest: Digest,
+    pub evidence_set_digest: Digest,
+    pub input_manifest_digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepairState {
+    pub seq: u64,
+    pub decision_id: Id,
+    pub workflow_id: Id,
+    /// The child generation has been opened.
+    pub child_opened: bool,
+    pub repair_digest: Digest,
+    pub child_generation_id: Id,
+    pub parent_generation_id: Id,
+    pub constraints_to_preserve: Vec<String>,
+}

@@ -1,0 +1,118 @@
+//! Worker events. Admission order (DESIGN §5): strict decode (JSON/CBOR) → size →
+//! an existing dispatch claim → dedup (same id + same canonical payload = duplicate; any
+//! other byte = conflict) → binding and staleness, which end in an ignored receipt.
+
+use ledger_schema::events::{IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerPayload};
+use ledger_schema::{Digest, Event, Id, codec};
+
+use super::command::DeliverWorkerEvent;
+use super::state::{AttemptState, State, WorkerEventState};
+use super::{Decided, Rejection, Rule, RuleViolation, ensure, fresh, get, get_mut, list, text};
+
+/// Why a delivery for `attempt_id` bound to `manifest_digest` is stale, if it is.
+pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Option<IgnoredReason> {
+    let attempt = state.attempts.get(&attempt_id)?;
+    if !attempt.status.is_active() {
+        return Some(IgnoredReason::AttemptEnded);
+    }
+    let wf = state.workflows.get(&attempt.workflow_id)?;
+    if wf.version != attempt.workflow_version {
+        return Some(IgnoredReason::WorkflowVersionChanged);
+    }
+    if wf.active_attempt != Some(attempt_id) {
+        return Some(IgnoredReason::StaleAttempt);
+    }
+    if manifest_digest != attempt.manifest_digest {
+        return Some(IgnoredReason::ManifestMismatch);
+    }
+    None
+}
+
+/// The size, claim and bounds checks every delivery passes first.
+fn check_delivery(state: &State, attempt: &AttemptState, payload: &WorkerPayload) -> Result<(), RuleViolation> {
+    let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
+    let policy = get(&state.policies, wf.policy.id, "policy")?;
+    let len = codec::encode(payload).len();
+    ensure!(
+        len <= policy.bundle.max_event_bytes as usize,
+        Rule::PayloadTooLarge,
+        "canonical payload of {len} bytes exceeds maxEventBytes {}",
+        policy.bundle.max_event_bytes
+    );
+    ensure!(
+        attempt.dispatched,
+        Rule::MissingDispatchClaim,
+        "the attempt has no dispatch claim (a control-plane error, not the worker's)"
+    );
+    text("payload text", &payload.text)?;
+    list("payload items", &payload.items)
+}
+
+pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, Rejection> {
+    let attempt = get(&state.attempts, c.attempt_id, "attempt")?;
+    check_delivery(state, attempt, &c.payload)?;
+    let payload_digest = c.payload.digest();
+    if let Some(seen) = state.worker_events.get(&c.worker_event_id) {
+        if seen.payload_digest == payload_digest && seen.attempt_id == c.attempt_id {
+            return Ok(Decided::Duplicate { seq: seen.seq });
+        }
+        return Err(Rejection::Conflict { worker_event_id: c.worker_event_id, original_seq: seen.seq });
+    }
+    let event = match staleness(state, c.attempt_id, c.manifest_digest) {
+        None => Event::WorkerEventAdmitted(WorkerEventAdmitted {
+            attempt_id: c.attempt_id,
+            worker_event_id: c.worker_event_id,
+            manifest_digest: c.manifest_digest,
+            payload: c.payload.clone(),
+            payload_digest,
+        }),
+        Some(reason) => Event::WorkerDeliveryIgnored(WorkerDeliveryIgnored {
+            attempt_id: c.attempt_id,
+            worker_event_id: c.worker_event_id,
+            manifest_digest: c.manifest_digest,
+            payload_digest,
+            reason,
+        }),
+    };
+    Ok(Decided::Events(vec![event]))
+}
+
+pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.worker_events, e.worker_event_id, "worker event")?;
+    let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
+    check_delivery(state, attempt, &e.payload)?;
+    let digest = e.payload.digest();
+    ensure!(e.payload_digest == digest, Rule::PayloadDigest, "payload digest {} is not the payload's {digest}", e.payload_digest);
+    let stale = staleness(state, e.attempt_id, e.manifest_digest);
+    ensure!(stale.is_none(), Rule::DeliveryStaleness, "a stale delivery ({stale:?}) cannot be admitted");
+    state.worker_events.insert(
+        e.worker_event_id,
+        WorkerEventState { attempt_id: e.attempt_id, payload_digest: digest, seq, admitted: true },
+    );
+    let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
+    attempt.events_admitted = attempt.events_admitted.saturating_add(1);
+    Ok(())
+}
+
+pub fn apply_ignored(state: &mut State, e: &WorkerDeliveryIgnored, seq: u64) -> Result<(), RuleViolation> {
+    fresh(&state.worker_events, e.worker_event_id, "worker event")?;
+    let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
+    ensure!(
+        attempt.dispatched,
+        Rule::MissingDispatchClaim,
+        "the attempt has no dispatch claim (a control-plane error, not the worker's)"
+    );
+    let stale = staleness(state, e.attempt_id, e.manifest_digest);
+    ensure!(
+        stale == Some(e.reason),
+        Rule::DeliveryStaleness,
+        "an ignored receipt says {:?}, the delivery is {:?}",
+        e.reason,
+        stale
+    );
+    state.worker_events.insert(
+        e.worker_event_id,
+        WorkerEventState { attempt_id: e.attempt_id, payload_digest: e.payload_digest, seq, admitted: false },
+    );
+    Ok(())
+}

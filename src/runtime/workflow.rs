@@ -1,0 +1,125 @@
+//! Workflows: bound to an exact Goal revision, Policy, Profile (and plan pair); phases
+//! advance one step at a time, version +1.
+
+use ledger_schema::Event;
+use ledger_schema::events::{PhaseAdvanced, WorkflowStarted};
+use ledger_schema::types::{Binding, Phase};
+
+use super::command::{AdvancePhase, StartWorkflow};
+use super::state::{GenerationStatus, State, WorkflowState};
+use super::{Rejection, Rule, RuleViolation, ensure, fresh, get, live_workflow};
+
+pub fn decide_start(state: &State, c: &StartWorkflow) -> Result<Event, Rejection> {
+    let policy = get(&state.policies, c.policy_id, "policy")?;
+    let profile = get(&state.profiles, c.profile_id, "profile")?;
+    Ok(Event::WorkflowStarted(WorkflowStarted {
+        workflow_id: c.workflow_id,
+        goal_id: c.goal_id,
+        goal_revision: c.goal_revision,
+        policy: Binding { id: c.policy_id, digest: policy.digest },
+        profile: Binding { id: c.profile_id, digest: profile.digest },
+        plan: c.plan,
+    }))
+}
+
+pub fn decide_advance(c: &AdvancePhase) -> Event {
+    Event::PhaseAdvanced(PhaseAdvanced { workflow_id: c.workflow_id, phase: c.phase, version: c.version })
+}
+
+pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleViolation> {
+    fresh(&state.workflows, e.workflow_id, "workflow")?;
+    let goal = get(&state.goals, e.goal_id, "goal")?;
+    ensure!(
+        goal.revision == e.goal_revision,
+        Rule::StaleGoalRevision,
+        "goal {} is at revision {}, not {}",
+        e.goal_id,
+        goal.revision,
+        e.goal_revision
+    );
+    let policy = get(&state.policies, e.policy.id, "policy")?;
+    ensure!(policy.digest == e.policy.digest, Rule::AuthorityBinding, "policy {} digest is not {}", e.policy.id, e.policy.digest);
+    let profile = get(&state.profiles, e.profile.id, "profile")?;
+    ensure!(
+        profile.digest == e.profile.digest,
+        Rule::AuthorityBinding,
+        "profile {} digest is not {}",
+        e.profile.id,
+        e.profile.digest
+    );
+    ensure!(
+        profile.profile.protected == e.plan.is_some(),
+        Rule::PlanPair,
+        "the plan pair must be present exactly under a protected profile (protected: {}, pair present: {})",
+        profile.profile.protected,
+        e.plan.is_some()
+    );
+    state.workflows.insert(
+        e.workflow_id,
+        WorkflowState {
+            goal_id: e.goal_id,
+            goal_revision: e.goal_revision,
+            policy: e.policy,
+            profile: e.profile,
+            plan: e.plan,
+            phase: Phase::Discovery,
+            version: 1,
+            active_attempt: None,
+            active_generation: None,
+            current_decision: None,
+            closed: false,
+        },
+    );
+    Ok(())
+}
+
+/// The phase after `phase`, if any.
+pub fn next_phase(phase: Phase) -> Option<Phase> {
+    match phase {
+        Phase::Discovery => Some(Phase::Plan),
+        Phase::Plan => Some(Phase::Implement),
+        Phase::Implement => Some(Phase::EvidenceBuild),
+        Phase::EvidenceBuild => Some(Phase::FinalVerify),
+        Phase::FinalVerify => None,
+    }
+}
+
+pub fn apply_advanced(state: &mut State, e: &PhaseAdvanced) -> Result<(), RuleViolation> {
+    let wf = live_workflow(state, e.workflow_id)?;
+    ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "workflow {} has an active attempt", e.workflow_id);
+    ensure!(
+        Some(e.version) == wf.version.checked_add(1),
+        Rule::PhaseTransition,
+        "workflow {} is at version {}; the next version is {}",
+        e.workflow_id,
+        wf.version,
+        wf.version.saturating_add(1)
+    );
+    let generation = wf.active_generation.and_then(|g| state.generations.get(&g));
+    let repair_child_mutable =
+        generation.is_some_and(|g| g.repair_id.is_some() && g.status == GenerationStatus::Mutable);
+    let forward = next_phase(wf.phase) == Some(e.phase);
+    let back_to_repair = e.phase == Phase::Implement
+        && matches!(wf.phase, Phase::EvidenceBuild | Phase::FinalVerify)
+        && repair_child_mutable;
+    ensure!(
+        forward || back_to_repair,
+        Rule::PhaseTransition,
+        "workflow {} cannot go from {:?} to {:?}",
+        e.workflow_id,
+        wf.phase,
+        e.phase
+    );
+    if wf.phase == Phase::Implement && forward {
+        ensure!(
+            generation.is_some_and(|g| g.frozen_digest().is_some()),
+            Rule::PhaseTransition,
+            "leaving IMPLEMENT needs the active Candidate generation frozen"
+        );
+    }
+    if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
+        wf.phase = e.phase;
+        wf.version = e.version;
+    }
+    Ok(())
+}
