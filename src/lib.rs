@@ -6,8 +6,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod cli;
+pub mod compiler;
 mod demo;
+pub mod ledger;
+#[doc(hidden)]
+pub mod lifecycle;
 pub mod runtime;
 pub mod store;
 

@@ -11,6 +11,7 @@ pub mod entry;
 pub mod events;
 mod id;
 pub mod manifest;
+pub mod package;
 #[doc(hidden)]
 pub mod samples;
 pub mod types;

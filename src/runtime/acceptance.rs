@@ -1,9 +1,9 @@
 //! Acceptance decisions over an exact Evidence Set, bound by an Acceptance Input Manifest.
 
+use ledger_schema::Event;
 use ledger_schema::digests::evidence_set_digest;
 use ledger_schema::events::{AcceptanceDecided, AcceptanceInputManifest, EvidenceRef};
 use ledger_schema::types::{CheckResult, Eligibility, Phase, Verdict};
-use ledger_schema::Event;
 
 use super::command::DecideAcceptance;
 use super::state::{DecisionState, State};
@@ -13,14 +13,17 @@ pub fn decide(state: &State, c: &DecideAcceptance) -> Result<Event, Rejection> {
     let wf = get(&state.workflows, c.workflow_id, "workflow")?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     let generation = get(&state.generations, c.generation_id, "generation")?;
-    let candidate_digest = generation
-        .frozen_digest()
-        .ok_or_else(|| violation(Rule::GenerationNotFrozen, format!("generation {} is not frozen", c.generation_id)))?;
+    let candidate_digest = generation.frozen_digest().ok_or_else(|| {
+        violation(Rule::GenerationNotFrozen, format!("generation {} is not frozen", c.generation_id))
+    })?;
     let mut ids = c.evidence_ids.clone();
     ids.sort_unstable();
     let evidence = ids
         .iter()
-        .map(|id| get(&state.evidence, *id, "evidence").map(|e| EvidenceRef { evidence_id: *id, record_digest: e.record_digest }))
+        .map(|id| {
+            get(&state.evidence, *id, "evidence")
+                .map(|e| EvidenceRef { evidence_id: *id, record_digest: e.record_digest })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let input_manifest = AcceptanceInputManifest {
         goal_id: wf.goal_id,
@@ -49,7 +52,12 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     fresh(&state.decisions, e.decision_id, "decision")?;
     list("reasons", &e.reasons)?;
     let wf = live_workflow(state, e.workflow_id)?;
-    ensure!(wf.phase == Phase::FinalVerify, Rule::AcceptancePhase, "acceptance happens in FINAL_VERIFY, not {:?}", wf.phase);
+    ensure!(
+        wf.phase == Phase::FinalVerify,
+        Rule::AcceptancePhase,
+        "acceptance happens in FINAL_VERIFY, not {:?}",
+        wf.phase
+    );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
     let generation = get(&state.generations, e.generation_id, "generation")?;
     ensure!(
@@ -60,8 +68,17 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     );
     let frozen = generation.frozen_digest();
     ensure!(frozen.is_some(), Rule::GenerationNotFrozen, "generation {} is not frozen", e.generation_id);
-    ensure!(frozen == Some(e.candidate_digest), Rule::EvidenceCandidate, "the decision names another candidate digest");
-    ensure!(generation.decision.is_none(), Rule::AlreadyDecided, "generation {} is already decided", e.generation_id);
+    ensure!(
+        frozen == Some(e.candidate_digest),
+        Rule::EvidenceCandidate,
+        "the decision names another candidate digest"
+    );
+    ensure!(
+        generation.decision.is_none(),
+        Rule::AlreadyDecided,
+        "generation {} is already decided",
+        e.generation_id
+    );
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     let im = &e.input_manifest;
     ensure!(
@@ -79,18 +96,33 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         e.input_manifest_digest
     );
     ensure!(!im.evidence.is_empty(), Rule::EvidenceSet, "the Evidence Set is empty");
-    ensure!(im.evidence.len() <= super::MAX_ITEMS, Rule::EvidenceSet, "the Evidence Set has over {} items", super::MAX_ITEMS);
+    ensure!(
+        im.evidence.len() <= super::MAX_ITEMS,
+        Rule::EvidenceSet,
+        "the Evidence Set has over {} items",
+        super::MAX_ITEMS
+    );
     ensure!(
         im.evidence.windows(2).all(|w| matches!(w, [a, b] if a.evidence_id < b.evidence_id)),
         Rule::EvidenceSet,
         "the Evidence Set must be sorted by evidence id without repeats"
     );
     let set_digest = evidence_set_digest(&im.evidence);
-    ensure!(e.evidence_set_digest == set_digest, Rule::EvidenceSet, "evidence set digest {} is not the set's", e.evidence_set_digest);
+    ensure!(
+        e.evidence_set_digest == set_digest,
+        Rule::EvidenceSet,
+        "evidence set digest {} is not the set's",
+        e.evidence_set_digest
+    );
     let mut results = Vec::with_capacity(im.evidence.len());
     for r in &im.evidence {
         let ev = get(&state.evidence, r.evidence_id, "evidence")?;
-        ensure!(ev.record_digest == r.record_digest, Rule::EvidenceSet, "evidence {} digest differs", r.evidence_id);
+        ensure!(
+            ev.record_digest == r.record_digest,
+            Rule::EvidenceSet,
+            "evidence {} digest differs",
+            r.evidence_id
+        );
         ensure!(
             ev.record.generation_id == e.generation_id && ev.record.candidate_digest == e.candidate_digest,
             Rule::EvidenceSet,
@@ -105,10 +137,19 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         );
         results.push((ev.record.obligation_id, ev.record.result));
     }
-    ensure!(e.decision_digest == e.computed_digest(), Rule::DecisionDigest, "decision digest {} is not the decision's", e.decision_digest);
+    ensure!(
+        e.decision_digest == e.computed_digest(),
+        Rule::DecisionDigest,
+        "decision digest {} is not the decision's",
+        e.decision_digest
+    );
     let any = |r: CheckResult| results.iter().any(|(_, x)| *x == r);
     if e.verdict != Verdict::RejectTerminal {
-        ensure!(!any(CheckResult::Error), Rule::RunnerError, "a runner error is an engine error: re-run the check");
+        ensure!(
+            !any(CheckResult::Error),
+            Rule::RunnerError,
+            "a runner error is an engine error: re-run the check"
+        );
     }
     match e.verdict {
         Verdict::Accept => {
@@ -118,7 +159,12 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
                 .iter()
                 .filter(|(_, o)| o.goal_id == wf.goal_id)
                 .find(|(id, _)| !results.iter().any(|(ob, r)| ob == *id && *r == CheckResult::Pass));
-            ensure!(uncovered.is_none(), Rule::Verdict, "ACCEPT leaves obligation {:?} without passing evidence", uncovered.map(|u| *u.0));
+            ensure!(
+                uncovered.is_none(),
+                Rule::Verdict,
+                "ACCEPT leaves obligation {:?} without passing evidence",
+                uncovered.map(|u| *u.0)
+            );
         }
         Verdict::RejectRepairable => {
             ensure!(any(CheckResult::Fail), Rule::Verdict, "REJECT_REPAIRABLE needs a failing check");

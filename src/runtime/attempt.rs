@@ -2,7 +2,9 @@
 //! version, dispatch-claimed (revalidating every binding), then finished, failed or
 //! cancelled.
 
-use ledger_schema::events::{AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed};
+use ledger_schema::events::{
+    AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed,
+};
 use ledger_schema::manifest::ContextManifest;
 use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice};
 use ledger_schema::{Digest, Event, Id};
@@ -56,9 +58,9 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
         wf.phase
     );
     let generation = if wf.phase == Phase::Implement {
-        let id = wf
-            .active_generation
-            .ok_or_else(|| super::violation(Rule::CandidateBinding, "IMPLEMENT needs an active Candidate generation"))?;
+        let id = wf.active_generation.ok_or_else(|| {
+            super::violation(Rule::CandidateBinding, "IMPLEMENT needs an active Candidate generation")
+        })?;
         let g = get(&state.generations, id, "generation")?;
         ensure!(
             g.status == GenerationStatus::Mutable,
@@ -91,7 +93,10 @@ fn check_manifest(b: &AttemptBinding, e: &AttemptStarted) -> Result<(), RuleViol
     let m: &ContextManifest = &e.manifest;
     let checks = [
         ("phase", e.phase == b.phase && m.phase == b.phase),
-        ("workflow version", e.workflow_version == b.workflow_version && m.workflow_version == b.workflow_version),
+        (
+            "workflow version",
+            e.workflow_version == b.workflow_version && m.workflow_version == b.workflow_version,
+        ),
         ("attempt", m.attempt_id == b.attempt_id),
         ("workflow", m.workflow_id == b.workflow_id),
         ("goal", m.goal_id == b.goal_id && m.goal_revision == b.goal_revision),
@@ -102,7 +107,12 @@ fn check_manifest(b: &AttemptBinding, e: &AttemptStarted) -> Result<(), RuleViol
         ("policy", m.policy == b.policy),
     ];
     for (what, ok) in checks {
-        ensure!(ok, Rule::ManifestBinding, "attempt {}: the manifest's {what} binding is not the state's", b.attempt_id);
+        ensure!(
+            ok,
+            Rule::ManifestBinding,
+            "attempt {}: the manifest's {what} binding is not the state's",
+            b.attempt_id
+        );
     }
     Ok(())
 }
@@ -118,7 +128,12 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
     if binding.phase == Phase::Implement {
         ensure!(e.generation_id.is_some(), Rule::CandidateBinding, "IMPLEMENT names the active generation");
     } else {
-        ensure!(e.generation_id.is_none(), Rule::CandidateBinding, "{:?} carries no Candidate", binding.phase);
+        ensure!(
+            e.generation_id.is_none(),
+            Rule::CandidateBinding,
+            "{:?} carries no Candidate",
+            binding.phase
+        );
     }
     check_manifest(&binding, e)?;
     let digest = e.manifest.digest();
@@ -173,9 +188,17 @@ pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), Rule
             ));
         }
         AttemptStatus::Dispatched => {
-            return Err(super::violation(Rule::DispatchClaim, format!("attempt {} is already claimed", e.attempt_id)));
+            return Err(super::violation(
+                Rule::DispatchClaim,
+                format!("attempt {} is already claimed", e.attempt_id),
+            ));
         }
-        _ => return Err(super::violation(Rule::AttemptNotActive, format!("attempt {} has ended", e.attempt_id))),
+        _ => {
+            return Err(super::violation(
+                Rule::AttemptNotActive,
+                format!("attempt {} has ended", e.attempt_id),
+            ));
+        }
     }
     let wf = live_workflow(state, attempt.workflow_id)?;
     ensure!(
@@ -201,7 +224,11 @@ pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), Rule
 }
 
 pub fn decide_finish(c: &FinishAttempt) -> Event {
-    Event::AttemptFinished(AttemptFinished { attempt_id: c.attempt_id, result_kind: c.result_kind, summary: c.summary.clone() })
+    Event::AttemptFinished(AttemptFinished {
+        attempt_id: c.attempt_id,
+        result_kind: c.result_kind,
+        summary: c.summary.clone(),
+    })
 }
 
 pub fn decide_fail(c: &FailAttempt) -> Event {
@@ -229,7 +256,12 @@ fn end(state: &mut State, attempt_id: Id, status: AttemptStatus) -> Result<(), R
 
 fn active(state: &State, attempt_id: Id) -> Result<&AttemptState, RuleViolation> {
     let attempt = get(&state.attempts, attempt_id, "attempt")?;
-    ensure!(attempt.status.is_active(), Rule::AttemptNotActive, "attempt {attempt_id} has ended ({:?})", attempt.status);
+    ensure!(
+        attempt.status.is_active(),
+        Rule::AttemptNotActive,
+        "attempt {attempt_id} has ended ({:?})",
+        attempt.status
+    );
     Ok(attempt)
 }
 

@@ -68,7 +68,12 @@ pub fn apply_policy(state: &mut State, e: &PolicyBundleInstalled) -> Result<(), 
     fresh(&state.policies, e.policy_id, "policy")?;
     check_bundle(&e.bundle)?;
     let digest = e.bundle.digest();
-    ensure!(e.digest == digest, Rule::AuthorityDigest, "policy digest {} is not the content's {digest}", e.digest);
+    ensure!(
+        e.digest == digest,
+        Rule::AuthorityDigest,
+        "policy digest {} is not the content's {digest}",
+        e.digest
+    );
     state.policies.insert(e.policy_id, PolicyState { digest, bundle: e.bundle.clone() });
     Ok(())
 }
@@ -77,7 +82,12 @@ pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result
     fresh(&state.profiles, e.profile_id, "profile")?;
     required_text("profile name", &e.profile.name)?;
     let digest = e.profile.digest();
-    ensure!(e.digest == digest, Rule::AuthorityDigest, "profile digest {} is not the content's {digest}", e.digest);
+    ensure!(
+        e.digest == digest,
+        Rule::AuthorityDigest,
+        "profile digest {} is not the content's {digest}",
+        e.digest
+    );
     state.profiles.insert(e.profile_id, ProfileState { digest, profile: e.profile.clone() });
     Ok(())
 }

@@ -30,7 +30,12 @@ pub fn decide_freeze(c: &FreezeGeneration) -> Event {
 pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleViolation> {
     fresh(&state.generations, e.generation_id, "generation")?;
     let wf = live_workflow(state, e.workflow_id)?;
-    ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "workflow {} has an active attempt", e.workflow_id);
+    ensure!(
+        wf.active_attempt.is_none(),
+        Rule::AttemptActive,
+        "workflow {} has an active attempt",
+        e.workflow_id
+    );
     match e.repair_id {
         None => {
             ensure!(
@@ -109,9 +114,15 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
         "generation {} is not its workflow's active generation",
         e.generation_id
     );
-    ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still working on the generation");
+    ensure!(
+        wf.active_attempt.is_none(),
+        Rule::AttemptActive,
+        "an attempt is still working on the generation"
+    );
     let generation = get_mut(&mut state.generations, e.generation_id, "generation")?;
-    generation.status =
-        GenerationStatus::Frozen { candidate_digest: e.candidate_digest, change_set_digest: e.change_set_digest };
+    generation.status = GenerationStatus::Frozen {
+        candidate_digest: e.candidate_digest,
+        change_set_digest: e.change_set_digest,
+    };
     Ok(())
 }

@@ -3,10 +3,10 @@
 //! Ids are chosen by the command's author (ULIDs made outside the pure core); digests of
 //! content are computed by `decide`, never trusted from the command.
 
+use ledger_schema::Digest;
 use ledger_schema::Id;
 use ledger_schema::events::{ExecutionProfile, GoalContent, PolicyBundle, WorkerPayload};
 use ledger_schema::types::{Binding, CheckResult, Eligibility, Phase, ResultKind, ThreadChoice, Verdict};
-use ledger_schema::Digest;
 use serde::{Deserialize, Serialize};
 
 /// Largest JSON command line accepted (checked before parsing).
@@ -113,7 +113,13 @@ command!(
 command!(ProposeFact { fact_id: Id, goal_id: Id, revision: u32, statement: String, provenance: String });
 command!(ConfirmFact { fact_id: Id, revision: u32, confirmed_by: String });
 command!(InvalidateFact { fact_id: Id, revision: u32, reason: String });
-command!(RecordHumanDecision { decision_id: Id, goal_id: Id, question: String, answer: String, decided_by: String });
+command!(RecordHumanDecision {
+    decision_id: Id,
+    goal_id: Id,
+    question: String,
+    answer: String,
+    decided_by: String
+});
 command!(RecordProjectSource { source_id: Id, goal_id: Id, path: String, revision: String, content: String });
 command!(RecordScenario { scenario_id: Id, goal_id: Id, title: String, description: String });
 command!(RecordObligation {
@@ -148,7 +154,12 @@ command!(
         plan: Option<Binding>,
     }
 );
-command!(DeliverWorkerEvent { attempt_id: Id, worker_event_id: Id, manifest_digest: Digest, payload: WorkerPayload });
+command!(DeliverWorkerEvent {
+    attempt_id: Id,
+    worker_event_id: Id,
+    manifest_digest: Digest,
+    payload: WorkerPayload
+});
 command!(FinishAttempt { attempt_id: Id, result_kind: ResultKind, summary: String });
 command!(FailAttempt { attempt_id: Id, reason: String });
 command!(CancelAttempt { attempt_id: Id, workflow_version: u32, reason: String });

@@ -159,7 +159,9 @@ pub(crate) use ensure;
 pub enum Rejection {
     #[error("rule {0}")]
     Rule(#[from] RuleViolation),
-    #[error("worker event {worker_event_id} was already recorded at seq {original_seq} with a different payload")]
+    #[error(
+        "worker event {worker_event_id} was already recorded at seq {original_seq} with a different payload"
+    )]
     Conflict { worker_event_id: Id, original_seq: u64 },
     #[error("the command is decided by the admission step (it needs the Context Compiler)")]
     NeedsCompiler,
@@ -184,7 +186,12 @@ pub enum Decided {
 }
 
 pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
-    ensure!(value.len() <= MAX_TEXT_BYTES, Rule::OutOfBounds, "{field} is {} bytes, over {MAX_TEXT_BYTES}", value.len());
+    ensure!(
+        value.len() <= MAX_TEXT_BYTES,
+        Rule::OutOfBounds,
+        "{field} is {} bytes, over {MAX_TEXT_BYTES}",
+        value.len()
+    );
     Ok(())
 }
 
@@ -195,11 +202,20 @@ pub(crate) fn required_text(field: &str, value: &str) -> Result<(), RuleViolatio
 }
 
 pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> {
-    ensure!(values.len() <= MAX_ITEMS, Rule::OutOfBounds, "{field} has {} items, over {MAX_ITEMS}", values.len());
+    ensure!(
+        values.len() <= MAX_ITEMS,
+        Rule::OutOfBounds,
+        "{field} has {} items, over {MAX_ITEMS}",
+        values.len()
+    );
     values.iter().try_for_each(|v| text(field, v))
 }
 
-pub(crate) fn fresh<V>(map: &std::collections::BTreeMap<Id, V>, id: Id, what: &str) -> Result<(), RuleViolation> {
+pub(crate) fn fresh<V>(
+    map: &std::collections::BTreeMap<Id, V>,
+    id: Id,
+    what: &str,
+) -> Result<(), RuleViolation> {
     ensure!(!map.contains_key(&id), Rule::IdReused, "{what} {id} already exists");
     Ok(())
 }
@@ -237,7 +253,13 @@ pub(crate) fn live_workflow(state: &State, workflow_id: Id) -> Result<&state::Wo
 
 /// Folds one entry into the state, or refuses it. The state is unchanged on refusal.
 pub fn apply(state: &mut State, entry: &Entry) -> Result<(), RuleViolation> {
-    ensure!(entry.seq == state.entries, Rule::EntryOutOfOrder, "entry seq {} folded at {}", entry.seq, state.entries);
+    ensure!(
+        entry.seq == state.entries,
+        Rule::EntryOutOfOrder,
+        "entry seq {} folded at {}",
+        entry.seq,
+        state.entries
+    );
     let seq = entry.seq;
     match &entry.event {
         Event::LedgerInitialized(_) => {

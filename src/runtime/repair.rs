@@ -72,9 +72,19 @@ pub fn apply_recorded(state: &mut State, e: &RepairRecorded, seq: u64) -> Result
         ensure!(ok, Rule::RepairBinding, "the repair's {what} does not match decision {}", e.decision_id);
     }
     let goal = get(&state.goals, wf.goal_id, "goal")?;
-    let missing = goal.content.preservation_constraints.iter().find(|c| !e.constraints_to_preserve.contains(c));
-    ensure!(missing.is_none(), Rule::RepairConstraints, "the repair drops the preservation constraint {missing:?}");
-    ensure!(e.repair_digest == e.computed_digest(), Rule::RepairDigest, "repair digest {} is not the repair's", e.repair_digest);
+    let missing =
+        goal.content.preservation_constraints.iter().find(|c| !e.constraints_to_preserve.contains(c));
+    ensure!(
+        missing.is_none(),
+        Rule::RepairConstraints,
+        "the repair drops the preservation constraint {missing:?}"
+    );
+    ensure!(
+        e.repair_digest == e.computed_digest(),
+        Rule::RepairDigest,
+        "repair digest {} is not the repair's",
+        e.repair_digest
+    );
     state.repairs.insert(
         e.repair_id,
         RepairState {

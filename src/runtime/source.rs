@@ -12,7 +12,8 @@ use super::command::{
     RecordProjectSource, RecordScenario, ResolveBlocker,
 };
 use super::state::{
-    BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState, State,
+    BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState,
+    State,
 };
 use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, required_text, text};
 
@@ -27,11 +28,19 @@ pub fn decide_propose_fact(c: &ProposeFact) -> Event {
 }
 
 pub fn decide_confirm_fact(c: &ConfirmFact) -> Event {
-    Event::FactConfirmed(FactConfirmed { fact_id: c.fact_id, revision: c.revision, confirmed_by: c.confirmed_by.clone() })
+    Event::FactConfirmed(FactConfirmed {
+        fact_id: c.fact_id,
+        revision: c.revision,
+        confirmed_by: c.confirmed_by.clone(),
+    })
 }
 
 pub fn decide_invalidate_fact(c: &InvalidateFact) -> Event {
-    Event::FactInvalidated(FactInvalidated { fact_id: c.fact_id, revision: c.revision, reason: c.reason.clone() })
+    Event::FactInvalidated(FactInvalidated {
+        fact_id: c.fact_id,
+        revision: c.revision,
+        reason: c.reason.clone(),
+    })
 }
 
 pub fn decide_human_decision(c: &RecordHumanDecision) -> Event {
@@ -95,7 +104,13 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
     let expected = match state.facts.get(&e.fact_id) {
         None => 1,
         Some(f) => {
-            ensure!(f.goal_id == e.goal_id, Rule::FactStatus, "fact {} belongs to goal {}", e.fact_id, f.goal_id);
+            ensure!(
+                f.goal_id == e.goal_id,
+                Rule::FactStatus,
+                "fact {} belongs to goal {}",
+                e.fact_id,
+                f.goal_id
+            );
             f.revision.saturating_add(1)
         }
     };
@@ -154,12 +169,21 @@ pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated) -> Result<
         fact.revision,
         e.revision
     );
-    ensure!(fact.status != FactStatus::Invalidated, Rule::FactStatus, "fact {} is already invalidated", e.fact_id);
+    ensure!(
+        fact.status != FactStatus::Invalidated,
+        Rule::FactStatus,
+        "fact {} is already invalidated",
+        e.fact_id
+    );
     fact.status = FactStatus::Invalidated;
     Ok(())
 }
 
-pub fn apply_human_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) -> Result<(), RuleViolation> {
+pub fn apply_human_decision(
+    state: &mut State,
+    e: &HumanDecisionRecorded,
+    seq: u64,
+) -> Result<(), RuleViolation> {
     fresh(&state.human_decisions, e.decision_id, "human decision")?;
     get(&state.goals, e.goal_id, "goal")?;
     required_text("question", &e.question)?;
@@ -178,14 +202,23 @@ pub fn apply_human_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u
     Ok(())
 }
 
-pub fn apply_project_source(state: &mut State, e: &ProjectSourceRecorded, seq: u64) -> Result<(), RuleViolation> {
+pub fn apply_project_source(
+    state: &mut State,
+    e: &ProjectSourceRecorded,
+    seq: u64,
+) -> Result<(), RuleViolation> {
     fresh(&state.sources, e.source_id, "project source")?;
     get(&state.goals, e.goal_id, "goal")?;
     required_text("path", &e.path)?;
     required_text("revision", &e.revision)?;
     text("content", &e.content)?;
     let digest = Digest::of(DigestKind::Source, e.content.as_bytes());
-    ensure!(e.digest == digest, Rule::SourceDigest, "source digest {} is not the content's {digest}", e.digest);
+    ensure!(
+        e.digest == digest,
+        Rule::SourceDigest,
+        "source digest {} is not the content's {digest}",
+        e.digest
+    );
     state.sources.insert(
         e.source_id,
         SourceState {
@@ -235,7 +268,12 @@ pub fn apply_blocker_raised(state: &mut State, e: &BlockerRaised, seq: u64) -> R
     required_text("description", &e.description)?;
     state.blockers.insert(
         e.blocker_id,
-        BlockerState { workflow_id: e.workflow_id, description: e.description.clone(), resolution: None, seq },
+        BlockerState {
+            workflow_id: e.workflow_id,
+            description: e.description.clone(),
+            resolution: None,
+            seq,
+        },
     );
     Ok(())
 }
@@ -243,7 +281,12 @@ pub fn apply_blocker_raised(state: &mut State, e: &BlockerRaised, seq: u64) -> R
 pub fn apply_blocker_resolved(state: &mut State, e: &BlockerResolved) -> Result<(), RuleViolation> {
     required_text("resolution", &e.resolution)?;
     let blocker = get_mut(&mut state.blockers, e.blocker_id, "blocker")?;
-    ensure!(blocker.resolution.is_none(), Rule::BlockerResolved, "blocker {} is already resolved", e.blocker_id);
+    ensure!(
+        blocker.resolution.is_none(),
+        Rule::BlockerResolved,
+        "blocker {} is already resolved",
+        e.blocker_id
+    );
     blocker.resolution = Some(e.resolution.clone());
     Ok(())
 }

@@ -6,9 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ledger_schema::events::{
-    EvidenceRecorded, ExecutionProfile, GoalContent, PolicyBundle,
-};
+use ledger_schema::events::{EvidenceRecorded, ExecutionProfile, GoalContent, PolicyBundle};
 use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice, Verdict};
 use ledger_schema::{Digest, DigestKind, Id, codec};
 use serde::Serialize;
@@ -210,10 +208,14 @@ pub enum AttemptStatus {
     Started,
     /// The dispatch claim is recorded: the worker may run.
     Dispatched,
-    Finished { result_kind: ResultKind },
+    Finished {
+        result_kind: ResultKind,
+    },
     Failed,
     /// Cancelled; `interrupted` when it had been dispatched.
-    Cancelled { interrupted: bool },
+    Cancelled {
+        interrupted: bool,
+    },
 }
 
 impl AttemptStatus {

@@ -29,7 +29,11 @@ pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Opti
 }
 
 /// The size, claim and bounds checks every delivery passes first.
-fn check_delivery(state: &State, attempt: &AttemptState, payload: &WorkerPayload) -> Result<(), RuleViolation> {
+fn check_delivery(
+    state: &State,
+    attempt: &AttemptState,
+    payload: &WorkerPayload,
+) -> Result<(), RuleViolation> {
     let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
     let policy = get(&state.policies, wf.policy.id, "policy")?;
     let len = codec::encode(payload).len();
@@ -82,7 +86,12 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
     let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
     check_delivery(state, attempt, &e.payload)?;
     let digest = e.payload.digest();
-    ensure!(e.payload_digest == digest, Rule::PayloadDigest, "payload digest {} is not the payload's {digest}", e.payload_digest);
+    ensure!(
+        e.payload_digest == digest,
+        Rule::PayloadDigest,
+        "payload digest {} is not the payload's {digest}",
+        e.payload_digest
+    );
     let stale = staleness(state, e.attempt_id, e.manifest_digest);
     ensure!(stale.is_none(), Rule::DeliveryStaleness, "a stale delivery ({stale:?}) cannot be admitted");
     state.worker_events.insert(

@@ -38,7 +38,13 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
         e.goal_revision
     );
     let policy = get(&state.policies, e.policy.id, "policy")?;
-    ensure!(policy.digest == e.policy.digest, Rule::AuthorityBinding, "policy {} digest is not {}", e.policy.id, e.policy.digest);
+    ensure!(
+        policy.digest == e.policy.digest,
+        Rule::AuthorityBinding,
+        "policy {} digest is not {}",
+        e.policy.id,
+        e.policy.digest
+    );
     let profile = get(&state.profiles, e.profile.id, "profile")?;
     ensure!(
         profile.digest == e.profile.digest,
@@ -86,7 +92,12 @@ pub fn next_phase(phase: Phase) -> Option<Phase> {
 
 pub fn apply_advanced(state: &mut State, e: &PhaseAdvanced) -> Result<(), RuleViolation> {
     let wf = live_workflow(state, e.workflow_id)?;
-    ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "workflow {} has an active attempt", e.workflow_id);
+    ensure!(
+        wf.active_attempt.is_none(),
+        Rule::AttemptActive,
+        "workflow {} has an active attempt",
+        e.workflow_id
+    );
     ensure!(
         Some(e.version) == wf.version.checked_add(1),
         Rule::PhaseTransition,

@@ -133,6 +133,9 @@ pub enum Corruption {
     Checkpoint { expected: Digest, found: Digest },
     #[error("the ledger ends at seq {head}, before the checkpointed seq")]
     Truncated { head: u64 },
+    /// The entry verifies as bytes but breaks an admission rule (found by replay).
+    #[error("inadmissible {0}")]
+    Inadmissible(String),
 }
 
 /// An I/O failure, with the path it happened on.

@@ -1,0 +1,77 @@
+//! The one admission step, composed above the runtime and the compiler and used by the
+//! live path and by replay alike: the rules of `runtime::apply`, then — for an Attempt
+//! start — the manifest proof: the recorded manifest must be exactly what the compiler
+//! derives from the state before the Attempt.
+
+use ledger_schema::events::AttemptStarted;
+use ledger_schema::{Entry, Event};
+
+use crate::compiler::{self, CompileError, Compiled};
+use crate::runtime::command::StartAttempt;
+use crate::runtime::{self, Command, Ctx, Decided, Rejection, RuleViolation, State};
+
+/// Why an entry cannot be admitted (live: refused; replay: verification fails).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdmissionError {
+    #[error("rule {0}")]
+    Rule(#[from] RuleViolation),
+    #[error("attempt {attempt}: the context cannot be recompiled: {error}")]
+    Uncompilable { attempt: ledger_schema::Id, error: CompileError },
+    #[error("attempt {attempt}: the recorded manifest {recorded} is not the compiled one {compiled}")]
+    ManifestMismatch {
+        attempt: ledger_schema::Id,
+        recorded: ledger_schema::Digest,
+        compiled: ledger_schema::Digest,
+    },
+}
+
+/// Recompiles the context an `attemptStarted` records, over the state before it.
+pub fn recompile(state: &State, e: &AttemptStarted) -> Result<Compiled, AdmissionError> {
+    let start = StartAttempt {
+        attempt_id: e.attempt_id,
+        workflow_id: e.workflow_id,
+        worker_session_id: e.worker_session_id,
+        thread: e.thread,
+    };
+    let binding = runtime::attempt_binding(state, &start)?;
+    compiler::compile(state, &binding)
+        .map_err(|error| AdmissionError::Uncompilable { attempt: e.attempt_id, error })
+}
+
+/// Admits one entry: the manifest proof for an Attempt start, then every rule.
+pub fn apply(state: &mut State, entry: &Entry) -> Result<(), AdmissionError> {
+    if let Event::AttemptStarted(e) = &entry.event {
+        let compiled = recompile(state, e)?;
+        if compiled.manifest != e.manifest || compiled.manifest_digest != e.manifest_digest {
+            return Err(AdmissionError::ManifestMismatch {
+                attempt: e.attempt_id,
+                recorded: e.manifest_digest,
+                compiled: compiled.manifest_digest,
+            });
+        }
+    }
+    runtime::apply(state, entry)?;
+    Ok(())
+}
+
+/// Turns a command into events: `startAttempt` is compiled here; everything else is the
+/// runtime's `decide`.
+pub fn decide(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rejection> {
+    let Command::StartAttempt(c) = command else {
+        return runtime::decide(state, command, ctx);
+    };
+    let binding = runtime::attempt_binding(state, c)?;
+    let compiled = compiler::compile(state, &binding).map_err(|e| Rejection::Compile(e.to_string()))?;
+    Ok(Decided::Events(vec![Event::AttemptStarted(Box::new(AttemptStarted {
+        attempt_id: c.attempt_id,
+        workflow_id: c.workflow_id,
+        workflow_version: binding.workflow_version,
+        phase: binding.phase,
+        worker_session_id: c.worker_session_id,
+        thread: c.thread,
+        generation_id: binding.generation.map(|g| g.0),
+        manifest_digest: compiled.manifest_digest,
+        manifest: compiled.manifest,
+    }))]))
+}
