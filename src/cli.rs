@@ -69,7 +69,33 @@ enum Command {
     },
     /// Export every entry as JSON lines.
     Export { dir: PathBuf },
-    /// A scripted run of the storage layer on a fresh ledger (in DIR, or a temp dir).
+    /// Submit JSON commands (one per line) from FILE, or stdin when FILE is absent or `-`.
+    Submit { dir: PathBuf, file: Option<PathBuf> },
+    /// Replay every entry: chain, rules and manifest proofs; report what was verified.
+    Replay {
+        dir: PathBuf,
+        /// Fold the state only up to this seq (every byte is still verified).
+        #[arg(long)]
+        to: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-render, byte for byte, what an Attempt's worker was given, and check it against
+    /// the recorded manifest.
+    Compile {
+        dir: PathBuf,
+        #[arg(long)]
+        attempt: String,
+        /// Worker-facing Markdown (the default).
+        #[arg(long, group = "format")]
+        markdown: bool,
+        /// The canonical package bytes (the dispatch payload).
+        #[arg(long, group = "format")]
+        cbor: bool,
+        #[arg(long, group = "format")]
+        json: bool,
+    },
+    /// The scripted lifecycle on a fresh ledger (in DIR, or a temp dir), then a replay audit.
     Demo { dir: Option<PathBuf> },
 }
 
@@ -241,6 +267,11 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Submit { dir, file } => submit(&dir, file.as_deref(), out),
+        Command::Replay { dir, to, json } => replay(&dir, to, json, out),
+        Command::Compile { dir, attempt, markdown: _, cbor, json } => {
+            compile(&dir, &attempt, cbor, json, out)
+        }
         Command::Demo { dir } => crate::demo::run(dir.as_deref(), out),
     }
 }
@@ -352,5 +383,183 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
             }
             Err(e.into())
         }
+    }
+}
+
+fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
+    use std::io::BufRead;
+    let mut input: Box<dyn BufRead> = match file {
+        None => Box::new(std::io::stdin().lock()),
+        Some(p) if p.as_os_str() == "-" => Box::new(std::io::stdin().lock()),
+        Some(p) => Box::new(std::io::BufReader::new(
+            std::fs::File::open(p).map_err(|e| usage(format!("{}: {e}", p.display())))?,
+        )),
+    };
+    let (mut ledger, _) = crate::ledger::Ledger::open(dir)?;
+    let (mut line_no, mut n_commands, mut n_rejected) = (0u64, 0u64, 0u64);
+    let limit = crate::runtime::command::MAX_COMMAND_BYTES;
+    loop {
+        let mut line = Vec::new();
+        let n = std::io::Read::take(&mut input, limit as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| usage(format!("read commands: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let too_long = line.len() > limit && line.last() != Some(&b'\n');
+        if too_long {
+            // Skip the rest of the over-long line without holding it.
+            loop {
+                let mut rest = Vec::new();
+                let m = std::io::Read::take(&mut input, 64 * 1024)
+                    .read_until(b'\n', &mut rest)
+                    .map_err(|e| usage(format!("read commands: {e}")))?;
+                if m == 0 || rest.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+        }
+        if line.iter().all(u8::is_ascii_whitespace) && !too_long {
+            continue;
+        }
+        n_commands += 1;
+        let parsed: Result<crate::runtime::Command, String> = if too_long {
+            Err(format!("command line over {limit} bytes"))
+        } else {
+            serde_json::from_slice(&line).map_err(|e| format!("malformed command: {e}"))
+        };
+        let command = match parsed {
+            Ok(c) => c,
+            Err(reason) => {
+                n_rejected += 1;
+                emit(out, json!({"line": line_no, "rejected": reason}))?;
+                continue;
+            }
+        };
+        let ctx = crate::runtime::Ctx { time_ms: now_ms() };
+        match ledger.submit(&command, ctx) {
+            Ok(r) => {
+                let mut receipt =
+                    json!({"line": line_no, "kind": command.kind(), "seq": r.seq, "hash": r.hash});
+                if r.duplicate {
+                    receipt["duplicate"] = json!(true);
+                }
+                emit(out, receipt)?;
+            }
+            Err(e) if e.is_rejection() => {
+                n_rejected += 1;
+                emit(out, json!({"line": line_no, "kind": command.kind(), "rejected": e.to_string()}))?;
+            }
+            Err(e) => return Err(usage(format!("line {line_no}: {e}"))),
+        }
+    }
+    if n_rejected > 0 {
+        return Err(Failure {
+            code: EXIT_VERIFY_FAILED,
+            message: format!("{n_rejected} of {n_commands} commands rejected"),
+        });
+    }
+    Ok(())
+}
+
+fn replay(dir: &Path, to: Option<u64>, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+    use std::io::IsTerminal;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message("replaying");
+        bar
+    });
+    let mut progress = |seq: u64| {
+        if let Some(bar) = &bar
+            && seq % 4096 == 0
+        {
+            bar.set_position(seq);
+            bar.set_message(format!("replaying: seq {seq}"));
+        }
+    };
+    let report = crate::replay::replay(dir, to, &mut progress)?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if json {
+        emit(out, serde_json::to_string(&report).unwrap_or_default())?;
+    } else if report.ok {
+        emit(
+            out,
+            format!(
+                "replay verified: {} entries in {} frames ({} folded)",
+                report.entries, report.frames, report.folded
+            ),
+        )?;
+        emit(
+            out,
+            format!(
+                "  goals {}, workflows {}, attempts {} (manifests proved {})",
+                report.goals,
+                report.workflows,
+                report.attempts.len(),
+                report.manifests_proved
+            ),
+        )?;
+        let w = &report.worker_events;
+        emit(
+            out,
+            format!(
+                "  worker events: admitted {}, ignored {}, duplicates {}",
+                w.admitted, w.ignored, w.duplicates
+            ),
+        )?;
+        let verdicts: Vec<String> = report.verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        emit(
+            out,
+            format!(
+                "  verdicts: {}",
+                if verdicts.is_empty() { "none".to_owned() } else { verdicts.join(", ") }
+            ),
+        )?;
+        emit(out, format!("  head seq {} {}", report.head_seq, report.head_hash))?;
+        emit(out, format!("  state digest {}", report.state_digest))?;
+    }
+    match &report.failure {
+        None => Ok(()),
+        Some(f) => Err(Failure {
+            code: EXIT_VERIFY_FAILED,
+            message: format!("replay failed at seq {} ({}): {}", f.seq, f.kind, f.reason),
+        }),
+    }
+}
+
+fn compile(dir: &Path, attempt: &str, cbor: bool, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+    let id: Id = attempt.parse().map_err(|e| usage(format!("--attempt: {e}")))?;
+    let found = crate::replay::recompile_attempt(dir, id)?
+        .ok_or_else(|| usage(format!("no attempt {id} in the ledger")))?;
+    if cbor {
+        out.write_all(&found.compiled.package_bytes).map_err(|e| usage(format!("write to stdout: {e}")))?;
+    } else if json {
+        emit(
+            out,
+            json!({
+                "attemptId": id, "seq": found.seq, "phase": found.compiled.manifest.phase,
+                "packageDigest": found.compiled.manifest.package_digest,
+                "manifestDigest": found.compiled.manifest_digest,
+                "recordedManifestDigest": found.recorded_manifest_digest,
+                "matchesRecorded": found.matches_recorded,
+            }),
+        )?;
+    } else {
+        out.write_all(found.compiled.markdown().as_bytes())
+            .map_err(|e| usage(format!("write to stdout: {e}")))?;
+    }
+    if found.matches_recorded {
+        Ok(())
+    } else {
+        Err(Failure {
+            code: EXIT_VERIFY_FAILED,
+            message: format!(
+                "attempt {id}: the recompiled manifest {} differs from the recorded {}",
+                found.compiled.manifest_digest, found.recorded_manifest_digest
+            ),
+        })
     }
 }

@@ -1,14 +1,18 @@
-//! `ledger demo`: a scripted run of the storage layer on a fresh ledger — group commits,
-//! strict reopen, a checkpoint, and tamper detection on a copy. (The lifecycle demo of
-//! DESIGN §9 replaces the event script once the runtime and compiler exist.)
+//! `ledger demo`: the reference lifecycle on a fresh ledger — goal, discovery, plan,
+//! implement with worker events (a duplicate and a stale delivery among them), failing
+//! evidence, REJECT_REPAIRABLE, repair, passing evidence, ACCEPT — then a replay audit,
+//! a byte-for-byte recompilation of the repair Attempt's context, and tamper detection
+//! against a checkpoint on a copy.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use ledger_schema::{Id, samples};
+use ledger_schema::Id;
 
 use crate::cli::Failure;
-use crate::store::{self, Checkpoint, DiskStore, Frame, OpenError, Store};
+use crate::ledger::Ledger;
+use crate::lifecycle::{Script, lid};
+use crate::store::{self, Checkpoint, OpenError, Store};
 
 fn fail(message: impl Into<String>) -> Failure {
     Failure { code: crate::cli::EXIT_USAGE_OR_IO, message: message.into() }
@@ -37,57 +41,66 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
         Some(d) => d.to_path_buf(),
         None => std::env::temp_dir().join(format!("closure-ledger-demo-{}", ulid::Ulid::new())),
     };
-    let ledger = Id::from_ulid(ulid::Ulid::new());
-    let t0 = 1_760_000_000_000u64;
-    let mut store = store::init(&dir, "demo", ledger, t0)?;
-    say(out, format!("1. initialized ledger {ledger} in {}", dir.display()))?;
+    let ledger_id = Id::from_ulid(ulid::Ulid::new());
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(0))
+        .unwrap_or(0);
+    drop(store::init(&dir, "demo", ledger_id, t0)?);
+    say(out, format!("ledger {ledger_id} in {}", dir.display()))?;
 
-    // Every sample event of catalog v1 (after genesis), committed in frames of up to 4.
-    let events: Vec<_> = samples::events().into_iter().skip(1).collect();
-    let mut chain = store.chain();
-    let mut n_frames = 0;
-    for (chunk_idx, chunk) in events.chunks(4).enumerate() {
-        let mut sealed = Vec::new();
-        for (i, (_, event)) in chunk.iter().enumerate() {
-            let clock = t0 + 1000 * (chunk_idx * 4 + i) as u64;
-            sealed.push(chain.seal(event.clone(), clock, ledger).map_err(|e| fail(e.to_string()))?);
-        }
-        let frame = Frame::new(sealed).map_err(|e| fail(e.to_string()))?;
-        let receipt = store.commit(&frame).map_err(|e| fail(e.to_string()))?;
-        n_frames += 1;
-        say(
-            out,
-            format!(
-                "   frame {n_frames}: seq {}..={} durable, head {}",
-                receipt.first_seq, receipt.last_seq, receipt.hash
-            ),
-        )?;
+    let (mut ledger, _) = Ledger::open(&dir)?;
+    let mut script = Script { ledger: &mut ledger, time_ms: t0, log: Vec::new() };
+    let result = script.lifecycle();
+    for (command, receipt) in &script.log {
+        let note = if receipt.duplicate { "  (duplicate: nothing written)" } else { "" };
+        say(out, format!("  seq {:>3}  {:<20} {}{note}", receipt.seq, command.kind(), receipt.hash))?;
     }
-    let head = store.head();
-    let checkpoint = Checkpoint::of(&store.read(head.seq)?);
-    drop(store);
-    say(
-        out,
-        format!(
-            "2. committed {} events in {n_frames} group commits (journal append + fdatasync each)",
-            events.len()
-        ),
-    )?;
+    result.map_err(|e| fail(format!("lifecycle: {e}")))?;
+    let live_digest = ledger.state().digest();
+    let head = ledger.store().head();
+    let checkpoint = Checkpoint::of(&ledger.store().read(head.seq)?);
+    drop(ledger);
+    say(out, format!("lifecycle admitted: head seq {}, live state {live_digest}", head.seq))?;
 
-    let (store, report) = DiskStore::open(&dir)?;
+    let report = crate::replay::replay(&dir, None, &mut |_| {})?;
+    if !report.ok {
+        return Err(fail(format!("replay failed: {:?}", report.failure)));
+    }
     say(
         out,
         format!(
-            "3. strict reopen verified {} entries in {} frames; head seq {}",
+            "replay audit: {} entries, {} manifests proved, worker events admitted {} / ignored {}, verdicts {:?}",
             report.entries,
-            report.frames,
-            store.head().seq
+            report.manifests_proved,
+            report.worker_events.admitted,
+            report.worker_events.ignored,
+            report.verdicts
         ),
     )?;
-    drop(store);
+    if report.state_digest != live_digest {
+        return Err(fail(format!(
+            "replayed state {} differs from live state {live_digest}",
+            report.state_digest
+        )));
+    }
+    say(out, format!("replayed state digest equals the live one: {}", report.state_digest))?;
 
-    let verified = store::verify(&dir, Some(&checkpoint))?;
-    say(out, format!("4. verify against checkpoint {} at seq {}: ok", checkpoint.hash, verified.head.seq))?;
+    let repair_attempt = lid(0x66);
+    let again = crate::replay::recompile_attempt(&dir, repair_attempt)?
+        .ok_or_else(|| fail("the repair attempt is missing"))?;
+    if !again.matches_recorded {
+        return Err(fail("the repair attempt's context does not recompile to the recorded manifest"));
+    }
+    say(
+        out,
+        format!(
+            "recompiled the repair attempt's context from the ledger alone: package {} (schema {}), manifest {} = recorded",
+            again.compiled.manifest.package_digest,
+            again.compiled.package.schema_version,
+            again.compiled.manifest_digest
+        ),
+    )?;
 
     let tampered = dir.with_extension("tampered");
     copy_dir(&dir, &tampered).map_err(|e| fail(format!("copy {}: {e}", dir.display())))?;
@@ -103,7 +116,7 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
             say(
                 out,
                 format!(
-                    "5. one flipped bit in a copy's journal: detected at seq {seq} in the {replica} copy: {reason}"
+                    "one flipped bit in a copy's journal: detected at seq {seq} in the {replica} copy: {reason}"
                 ),
             )?;
         }
@@ -115,8 +128,8 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
         out,
         format!(
             "demo ok: {} entries, head {}, ledger kept in {}",
-            verified.entries,
-            verified.head.hash,
+            report.entries,
+            report.head_hash,
             dir.display()
         ),
     )

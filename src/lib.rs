@@ -13,6 +13,7 @@ mod demo;
 pub mod ledger;
 #[doc(hidden)]
 pub mod lifecycle;
+pub mod replay;
 pub mod runtime;
 pub mod store;
 

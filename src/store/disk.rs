@@ -230,7 +230,7 @@ struct Scan {
 }
 
 /// Per-entry observer of a scan (checkpoints, replay).
-type OnEntry<'a> = &'a mut dyn FnMut(&SealedEntry) -> Result<(), OpenError>;
+pub type OnEntry<'a> = &'a mut dyn FnMut(&SealedEntry) -> Result<(), OpenError>;
 /// Per-frame observer of a scan (recovery inserts into a fresh sled).
 type OnFrame<'a> = &'a mut dyn FnMut(u64, &[u8]) -> Result<(), OpenError>;
 
@@ -430,6 +430,16 @@ fn cut_torn_tail(torn: &TornTail) -> Result<(), IoError> {
 /// journal, and (optionally) a checkpoint. A torn journal tail and a sled lagging by a
 /// suffix are reported as recoverable (the next open repairs both).
 pub fn verify(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<VerifyReport, OpenError> {
+    verify_observed(root, checkpoint, &mut |_| Ok(()))
+}
+
+/// [`verify`], showing every verified entry to `observe` as it is read, in seq order (a
+/// read-only replay folds its state in the same pass; memory stays bounded by a segment).
+pub fn verify_observed(
+    root: &Path,
+    checkpoint: Option<&Checkpoint>,
+    observe: OnEntry<'_>,
+) -> Result<VerifyReport, OpenError> {
     let _lock = lock(root, false)?;
     let db = open_sled(&root.join(SLED_DIR))?;
     let (entries_tree, meta) = trees(&db)?;
@@ -439,7 +449,7 @@ pub fn verify(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<VerifyRepo
             cp.check(sealed).map_err(|reason| corrupt(cp.seq, Replica::Journal, reason))?;
             checkpoint_seen = true;
         }
-        Ok(())
+        observe(sealed)
     };
     let scan = scan(root, Some(&entries_tree), false, &mut on_entry, &mut |_, _| Ok(()))?;
     if let Some(cp) = checkpoint
