@@ -472,7 +472,7 @@ fn replay(dir: &Path, to: Option<u64>, json: bool, out: &mut dyn Write) -> Resul
     });
     let mut progress = |seq: u64| {
         if let Some(bar) = &bar
-            && seq % 4096 == 0
+            && seq.is_multiple_of(4096)
         {
             bar.set_position(seq);
             bar.set_message(format!("replaying: seq {seq}"));
