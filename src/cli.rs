@@ -440,11 +440,11 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Fa
         let ctx = crate::runtime::Ctx { time_ms: now_ms() };
         match ledger.submit(&command, ctx) {
             Ok(r) => {
-                let mut receipt =
-                    json!({"line": line_no, "kind": command.kind(), "seq": r.seq, "hash": r.hash});
-                if r.duplicate {
-                    receipt["duplicate"] = json!(true);
-                }
+                let receipt = if r.duplicate {
+                    json!({"line": line_no, "kind": command.kind(), "seq": r.seq, "hash": r.hash, "duplicate": true})
+                } else {
+                    json!({"line": line_no, "kind": command.kind(), "seq": r.seq, "hash": r.hash})
+                };
                 emit(out, receipt)?;
             }
             Err(e) if e.is_rejection() => {
