@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ledger_schema::{Digest, SealedEntry};
+use ledger_schema::{Digest, Event, SealedEntry};
 
 use crate::admission::{self, AdmissionError};
 use crate::runtime::{Command, Ctx, Decided, Rejection, State};
@@ -95,13 +95,19 @@ impl<S: Store> Ledger<S> {
     /// Decides, admits and commits one command as one frame. On any error nothing is
     /// written and the state is unchanged.
     pub fn submit(&mut self, command: &Command, ctx: Ctx) -> Result<Receipt, SubmitError> {
-        let events = match admission::decide(&self.state, command, ctx)? {
+        match admission::decide(&self.state, command, ctx)? {
             Decided::Duplicate { seq } => {
                 let original = self.store.read(seq)?;
-                return Ok(Receipt { seq, hash: original.hash, duplicate: true, sled_lag: None });
+                Ok(Receipt { seq, hash: original.hash, duplicate: true, sled_lag: None })
             }
-            Decided::Events(events) => events,
-        };
+            Decided::Events(events) => self.admit(events, ctx),
+        }
+    }
+
+    /// Admits already-built events as one frame, through the same admission step as
+    /// everything else (used by `submit`, and by tests that forge events to show a rule
+    /// holds even when `decide` is bypassed). All or nothing.
+    pub fn admit(&mut self, events: Vec<Event>, ctx: Ctx) -> Result<Receipt, SubmitError> {
         let mut chain = self.store.chain();
         let mut working = self.state.clone();
         let mut sealed = Vec::with_capacity(events.len());
@@ -109,7 +115,7 @@ impl<S: Store> Ledger<S> {
         for event in events {
             let entry = chain.seal(event, ctx.time_ms, ledger).map_err(|e| {
                 SubmitError::Rejected(Rejection::Rule(crate::runtime::violation(
-                    crate::runtime::Rule::EntryOutOfOrder,
+                    crate::runtime::Rule::Genesis,
                     e.to_string(),
                 )))
             })?;
@@ -119,11 +125,6 @@ impl<S: Store> Ledger<S> {
         let frame = Frame::new(sealed)?;
         let receipt = self.store.commit(&frame)?;
         self.state = working;
-        Ok(Receipt {
-            seq: receipt.last_seq,
-            hash: receipt.hash,
-            duplicate: false,
-            sled_lag: receipt.sled_lag,
-        })
+        Ok(Receipt { seq: receipt.last_seq, hash: receipt.hash, duplicate: false, sled_lag: receipt.sled_lag })
     }
 }

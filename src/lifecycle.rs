@@ -293,9 +293,16 @@ impl<S: Store> Script<'_, S> {
 
     /// The whole reference lifecycle.
     pub fn lifecycle(&mut self) -> Result<(), SubmitError> {
-        use WorkerEventKind as K;
         self.setup()?;
-        // DISCOVERY: one attempt, an event delivered twice (the second is a duplicate).
+        self.discover_and_plan()?;
+        self.implement_first()?;
+        self.reject_first()?;
+        self.repair_and_accept()
+    }
+
+    /// DISCOVERY (an event delivered twice: the second is a duplicate) and PLAN.
+    pub fn discover_and_plan(&mut self) -> Result<(), SubmitError> {
+        use WorkerEventKind as K;
         self.start(0x60, 0x61)?;
         self.claim(lid(0x60))?;
         let t = self.time_ms;
@@ -303,20 +310,24 @@ impl<S: Store> Script<'_, S> {
         self.deliver(lid(0x60), 0x70, payload(K::Progress, t, "reading src/config"))?;
         self.deliver(lid(0x60), 0x71, payload(K::Proposals, t + 1, "fact: parse() drops trailing bytes"))?;
         self.finish(0x60, ResultKind::Proposals)?;
-        // PLAN.
         self.advance(Phase::Plan)?;
         self.start(0x62, 0x63)?;
         self.claim(lid(0x62))?;
         let t = self.time_ms;
         self.deliver(lid(0x62), 0x72, payload(K::Proposals, t, "plan: check rest.is_empty()"))?;
         self.finish(0x62, ResultKind::Proposals)?;
-        // IMPLEMENT generation 1, then a stale delivery after the attempt finished.
         self.advance(Phase::Implement)?;
         self.run(Command::OpenGeneration(OpenGeneration {
             generation_id: lid(0x80),
             workflow_id: lid(WORKFLOW),
             base_digest: digest_of("repo@9f1c2e0"),
         }))?;
+        Ok(())
+    }
+
+    /// IMPLEMENT generation 1, then a stale delivery after the attempt finished; freeze.
+    pub fn implement_first(&mut self) -> Result<(), SubmitError> {
+        use WorkerEventKind as K;
         self.start(0x64, 0x65)?;
         self.claim(lid(0x64))?;
         let t = self.time_ms;
@@ -329,14 +340,13 @@ impl<S: Store> Script<'_, S> {
             candidate_digest: digest_of("candidate 1"),
             change_set_digest: digest_of("change set 1"),
         }))?;
-        // EVIDENCE_BUILD: the check fails. FINAL_VERIFY: REJECT_REPAIRABLE.
+        Ok(())
+    }
+
+    /// EVIDENCE_BUILD: the check fails. FINAL_VERIFY: REJECT_REPAIRABLE.
+    pub fn reject_first(&mut self) -> Result<(), SubmitError> {
         self.advance(Phase::EvidenceBuild)?;
-        self.evidence(
-            0x90,
-            0x80,
-            CheckResult::Fail,
-            "parser::trailing failed: expected TrailingBytes, got Ok",
-        )?;
+        self.evidence(0x90, 0x80, CheckResult::Fail, "parser::trailing failed: expected TrailingBytes, got Ok")?;
         self.advance(Phase::FinalVerify)?;
         self.run(Command::DecideAcceptance(DecideAcceptance {
             decision_id: lid(0xa0),
@@ -346,12 +356,15 @@ impl<S: Store> Script<'_, S> {
             evidence_ids: vec![lid(0x90)],
             reasons: vec!["check parser::trailing failed".to_owned()],
         }))?;
-        // Repair from the exact decision; the child starts from the parent's frozen bytes.
+        Ok(())
+    }
+
+    /// The repair command for the exact current decision `0xa0`, as a supervisor reads it.
+    pub fn repair_command(&self) -> RecordRepair {
         let d = self.ledger.state().decisions.get(&lid(0xa0)).cloned();
-        let (decision_digest, input_manifest_digest, evidence_set_digest) = d
-            .map(|d| (d.decision_digest, d.input_manifest_digest, d.evidence_set_digest))
-            .unwrap_or_default();
-        self.run(Command::RecordRepair(RecordRepair {
+        let (decision_digest, input_manifest_digest, evidence_set_digest) =
+            d.map(|d| (d.decision_digest, d.input_manifest_digest, d.evidence_set_digest)).unwrap_or_default();
+        RecordRepair {
             repair_id: lid(0xb0),
             decision_id: lid(0xa0),
             decision_digest,
@@ -359,7 +372,15 @@ impl<S: Store> Script<'_, S> {
             evidence_set_digest,
             child_generation_id: lid(0x81),
             constraints_to_preserve: goal_content().preservation_constraints,
-        }))?;
+        }
+    }
+
+    /// Repair from the exact decision (the child starts from the parent's frozen bytes),
+    /// implement again, pass, ACCEPT.
+    pub fn repair_and_accept(&mut self) -> Result<(), SubmitError> {
+        use WorkerEventKind as K;
+        let repair = self.repair_command();
+        self.run(Command::RecordRepair(repair))?;
         self.advance(Phase::Implement)?;
         self.start(0x66, 0x67)?;
         self.claim(lid(0x66))?;

@@ -4,6 +4,8 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test support may panic
 
+pub mod world;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -73,7 +75,20 @@ pub fn journal_frames(dir: &Path) -> Vec<FrameAt> {
 
 /// Runs `f` on the ledger's sled `entries` tree, then flushes and closes sled.
 pub fn with_sled<R>(dir: &Path, f: impl FnOnce(&sled::Tree) -> R) -> R {
-    let db = sled::open(dir.join("sled")).unwrap();
+    // sled releases its file lock from a background thread after the last handle drops,
+    // so a just-closed ledger may still be locked for a moment.
+    let mut attempts = 0;
+    let db = loop {
+        match sled::open(dir.join("sled")) {
+            Ok(db) => break db,
+            Err(e) if attempts < 50 => {
+                attempts += 1;
+                let _ = e;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("open sled: {e}"),
+        }
+    };
     let tree = db.open_tree("entries").unwrap();
     let r = f(&tree);
     db.flush().unwrap();

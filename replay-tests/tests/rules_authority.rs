@@ -1,0 +1,92 @@
+//! Authority installs: Policy Bundles and Execution Profiles.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::lifecycle::*;
+use closure_ledger::runtime::Rule;
+use closure_ledger::runtime::command::*;
+use ledger_schema::Event;
+use ledger_schema::events::{ExecutionProfileInstalled, LedgerInitialized, PolicyBundleInstalled};
+use ledger_schema::types::InputClass;
+use replay_tests::world::{Stage, World};
+
+fn install(bundle: ledger_schema::events::PolicyBundle) -> closure_ledger::runtime::Command {
+    closure_ledger::runtime::Command::InstallPolicy(InstallPolicy { policy_id: lid(0x99), bundle })
+}
+
+/// A policy whose digest is not the digest of its content is refused.
+#[test]
+fn authority_digest_policy() {
+    let mut w = World::at(Stage::Empty);
+    let bundle = policy_bundle();
+    w.forged(
+        Event::PolicyBundleInstalled(PolicyBundleInstalled { policy_id: lid(1), digest: digest_of("other"), bundle }),
+        Rule::AuthorityDigest,
+    );
+}
+
+/// A profile whose digest is not the digest of its content is refused.
+#[test]
+fn authority_digest_profile() {
+    let mut w = World::at(Stage::Empty);
+    w.forged(
+        Event::ExecutionProfileInstalled(ExecutionProfileInstalled {
+            profile_id: lid(1),
+            digest: digest_of("other"),
+            profile: profile(true),
+        }),
+        Rule::AuthorityDigest,
+    );
+}
+
+/// maxEventBytes above 65,536 (or 0) is refused.
+#[test]
+fn policy_bounds_max_event_bytes() {
+    let mut w = World::at(Stage::Empty);
+    for max in [0, 65_537] {
+        let mut b = policy_bundle();
+        b.max_event_bytes = max;
+        w.refused(install(b), Rule::PolicyBounds);
+    }
+}
+
+/// Feedback limits outside 1–128 items / 1–4,096 bytes per item are refused.
+#[test]
+fn policy_bounds_feedback_limits() {
+    let mut w = World::at(Stage::Empty);
+    for (items, item_bytes) in [(0, 4096), (129, 4096), (16, 0), (16, 4097)] {
+        let mut b = policy_bundle();
+        b.feedback.max_items = items;
+        b.feedback.max_item_bytes = item_bytes;
+        w.refused(install(b), Rule::PolicyBounds);
+    }
+}
+
+/// Budgets must be one per class, sorted (so no class has two budgets).
+#[test]
+fn policy_bounds_budgets_sorted_unique() {
+    let mut w = World::at(Stage::Empty);
+    let mut b = policy_bundle();
+    b.budgets.swap(0, 1);
+    w.refused(install(b), Rule::PolicyBounds);
+    let mut b = policy_bundle();
+    b.budgets[1].class = InputClass::Identity;
+    w.refused(install(b), Rule::PolicyBounds);
+}
+
+/// An authority id is installed once.
+#[test]
+fn id_reused_policy() {
+    let mut w = World::at(Stage::Setup);
+    w.refused(
+        closure_ledger::runtime::Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle: policy_bundle() }),
+        Rule::IdReused,
+    );
+}
+
+/// A second genesis entry is refused.
+#[test]
+fn genesis_only_first() {
+    let mut w = World::at(Stage::Setup);
+    w.forged(Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "again".into() }), Rule::Genesis);
+}

@@ -1,0 +1,90 @@
+//! Durable sources: Facts (PROPOSED is never confirmed), Human Decisions, project sources,
+//! scenarios, obligations, blockers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::lifecycle::*;
+use closure_ledger::runtime::command::*;
+use closure_ledger::runtime::state::FactStatus;
+use closure_ledger::runtime::{Command, Rule};
+use ledger_schema::Event;
+use ledger_schema::events::ProjectSourceRecorded;
+use replay_tests::world::{Stage, World};
+
+fn confirm(id: u128, revision: u32) -> Command {
+    Command::ConfirmFact(ConfirmFact { fact_id: lid(id), revision, confirmed_by: "human".into() })
+}
+
+/// Only a PROPOSED fact at the same revision can be confirmed; confirming twice or
+/// confirming an invalidated fact is refused.
+#[test]
+fn fact_status_confirmation() {
+    let mut w = World::at(Stage::Setup);
+    w.refused(confirm(0x50, 1), Rule::FactStatus); // already confirmed
+    w.refused(confirm(0x51, 2), Rule::FactStatus); // wrong revision
+    w.ok(Command::InvalidateFact(InvalidateFact { fact_id: lid(0x51), revision: 1, reason: "wrong".into() }));
+    w.refused(confirm(0x51, 1), Rule::FactStatus);
+    w.refused(
+        Command::InvalidateFact(InvalidateFact { fact_id: lid(0x51), revision: 1, reason: "again".into() }),
+        Rule::FactStatus,
+    );
+}
+
+/// Re-proposing a fact is a new revision that is PROPOSED again — never confirmed by
+/// carrying over — and a revision must be exactly the next one.
+#[test]
+fn fact_status_reproposal() {
+    let mut w = World::at(Stage::Setup);
+    let propose = |revision| {
+        Command::ProposeFact(ProposeFact {
+            fact_id: lid(0x50),
+            goal_id: lid(GOAL),
+            revision,
+            statement: "a new statement".into(),
+            provenance: "worker".into(),
+        })
+    };
+    w.refused(propose(3), Rule::FactStatus);
+    w.ok(propose(2));
+    assert_eq!(w.ledger.state().facts[&lid(0x50)].status, FactStatus::Proposed);
+}
+
+/// A project source whose digest is not its content's digest is refused.
+#[test]
+fn source_digest() {
+    let mut w = World::at(Stage::Setup);
+    w.forged(
+        Event::ProjectSourceRecorded(ProjectSourceRecorded {
+            source_id: lid(0x44),
+            goal_id: lid(GOAL),
+            path: "src/x.rs".into(),
+            revision: "1".into(),
+            digest: digest_of("not the content"),
+            content: "fn x() {}".into(),
+        }),
+        Rule::SourceDigest,
+    );
+}
+
+/// A blocker resolves once; sources need an existing goal; ids are used once.
+#[test]
+fn blocker_resolved_and_references() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::RaiseBlocker(RaiseBlocker { blocker_id: lid(0x45), workflow_id: lid(WORKFLOW), description: "CI red".into() }));
+    w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0x45), resolution: "fixed".into() }));
+    w.refused(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0x45), resolution: "again".into() }), Rule::BlockerResolved);
+    w.refused(
+        Command::RecordScenario(RecordScenario { scenario_id: lid(0x46), goal_id: lid(0xdead), title: "t".into(), description: "d".into() }),
+        Rule::Unknown,
+    );
+    w.refused(
+        Command::RecordObligation(RecordObligation {
+            obligation_id: lid(OBLIGATION),
+            goal_id: lid(GOAL),
+            description: "again".into(),
+            check_spec_id: lid(CHECK_SPEC),
+            check_spec_digest: digest_of("x"),
+        }),
+        Rule::IdReused,
+    );
+}
