@@ -125,6 +125,11 @@ impl<S: Store> Ledger<S> {
         let frame = Frame::new(sealed)?;
         let receipt = self.store.commit(&frame)?;
         self.state = working;
-        Ok(Receipt { seq: receipt.last_seq, hash: receipt.hash, duplicate: false, sled_lag: receipt.sled_lag })
+        Ok(Receipt {
+            seq: receipt.last_seq,
+            hash: receipt.hash,
+            duplicate: false,
+            sled_lag: receipt.sled_lag,
+        })
     }
 }

@@ -346,7 +346,12 @@ impl<S: Store> Script<'_, S> {
     /// EVIDENCE_BUILD: the check fails. FINAL_VERIFY: REJECT_REPAIRABLE.
     pub fn reject_first(&mut self) -> Result<(), SubmitError> {
         self.advance(Phase::EvidenceBuild)?;
-        self.evidence(0x90, 0x80, CheckResult::Fail, "parser::trailing failed: expected TrailingBytes, got Ok")?;
+        self.evidence(
+            0x90,
+            0x80,
+            CheckResult::Fail,
+            "parser::trailing failed: expected TrailingBytes, got Ok",
+        )?;
         self.advance(Phase::FinalVerify)?;
         self.run(Command::DecideAcceptance(DecideAcceptance {
             decision_id: lid(0xa0),
@@ -362,8 +367,9 @@ impl<S: Store> Script<'_, S> {
     /// The repair command for the exact current decision `0xa0`, as a supervisor reads it.
     pub fn repair_command(&self) -> RecordRepair {
         let d = self.ledger.state().decisions.get(&lid(0xa0)).cloned();
-        let (decision_digest, input_manifest_digest, evidence_set_digest) =
-            d.map(|d| (d.decision_digest, d.input_manifest_digest, d.evidence_set_digest)).unwrap_or_default();
+        let (decision_digest, input_manifest_digest, evidence_set_digest) = d
+            .map(|d| (d.decision_digest, d.input_manifest_digest, d.evidence_set_digest))
+            .unwrap_or_default();
         RecordRepair {
             repair_id: lid(0xb0),
             decision_id: lid(0xa0),

@@ -34,7 +34,8 @@ pub enum Stage {
 
 impl World {
     pub fn at(stage: Stage) -> World {
-        let mut world = World { ledger: Ledger::from_store(MemStore::new(LEDGER, "t", T0)).unwrap(), time_ms: T0 };
+        let mut world =
+            World { ledger: Ledger::from_store(MemStore::new(LEDGER, "t", T0)).unwrap(), time_ms: T0 };
         {
             let mut s = world.script();
             if stage >= Stage::Setup {

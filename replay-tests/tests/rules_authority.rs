@@ -20,7 +20,11 @@ fn authority_digest_policy() {
     let mut w = World::at(Stage::Empty);
     let bundle = policy_bundle();
     w.forged(
-        Event::PolicyBundleInstalled(PolicyBundleInstalled { policy_id: lid(1), digest: digest_of("other"), bundle }),
+        Event::PolicyBundleInstalled(PolicyBundleInstalled {
+            policy_id: lid(1),
+            digest: digest_of("other"),
+            bundle,
+        }),
         Rule::AuthorityDigest,
     );
 }
@@ -79,7 +83,10 @@ fn policy_bounds_budgets_sorted_unique() {
 fn id_reused_policy() {
     let mut w = World::at(Stage::Setup);
     w.refused(
-        closure_ledger::runtime::Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle: policy_bundle() }),
+        closure_ledger::runtime::Command::InstallPolicy(InstallPolicy {
+            policy_id: lid(POLICY),
+            bundle: policy_bundle(),
+        }),
         Rule::IdReused,
     );
 }
@@ -88,5 +95,8 @@ fn id_reused_policy() {
 #[test]
 fn genesis_only_first() {
     let mut w = World::at(Stage::Setup);
-    w.forged(Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "again".into() }), Rule::Genesis);
+    w.forged(
+        Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "again".into() }),
+        Rule::Genesis,
+    );
 }

@@ -26,14 +26,20 @@ fn goal_revision_not_next() {
 #[test]
 fn unknown_goal() {
     let mut w = World::at(Stage::Setup);
-    w.refused(Command::ReviseGoal(ReviseGoal { goal_id: lid(0xdead), revision: 2, content: goal_content() }), Rule::Unknown);
+    w.refused(
+        Command::ReviseGoal(ReviseGoal { goal_id: lid(0xdead), revision: 2, content: goal_content() }),
+        Rule::Unknown,
+    );
 }
 
 /// A goal id is created once.
 #[test]
 fn id_reused_goal() {
     let mut w = World::at(Stage::Setup);
-    w.refused(Command::CreateGoal(CreateGoal { goal_id: lid(GOAL), content: goal_content() }), Rule::IdReused);
+    w.refused(
+        Command::CreateGoal(CreateGoal { goal_id: lid(GOAL), content: goal_content() }),
+        Rule::IdReused,
+    );
 }
 
 /// Blank objectives, text over 65,536 bytes and lists over 128 items are refused.

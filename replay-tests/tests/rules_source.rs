@@ -70,11 +70,23 @@ fn source_digest() {
 #[test]
 fn blocker_resolved_and_references() {
     let mut w = World::at(Stage::Setup);
-    w.ok(Command::RaiseBlocker(RaiseBlocker { blocker_id: lid(0x45), workflow_id: lid(WORKFLOW), description: "CI red".into() }));
+    w.ok(Command::RaiseBlocker(RaiseBlocker {
+        blocker_id: lid(0x45),
+        workflow_id: lid(WORKFLOW),
+        description: "CI red".into(),
+    }));
     w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0x45), resolution: "fixed".into() }));
-    w.refused(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0x45), resolution: "again".into() }), Rule::BlockerResolved);
     w.refused(
-        Command::RecordScenario(RecordScenario { scenario_id: lid(0x46), goal_id: lid(0xdead), title: "t".into(), description: "d".into() }),
+        Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0x45), resolution: "again".into() }),
+        Rule::BlockerResolved,
+    );
+    w.refused(
+        Command::RecordScenario(RecordScenario {
+            scenario_id: lid(0x46),
+            goal_id: lid(0xdead),
+            title: "t".into(),
+            description: "d".into(),
+        }),
         Rule::Unknown,
     );
     w.refused(

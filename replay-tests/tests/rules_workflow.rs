@@ -73,7 +73,10 @@ fn authority_binding() {
 #[test]
 fn plan_pair_present_exactly_under_protection() {
     let mut w = World::at(Stage::Setup);
-    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(PROTECTED_PROFILE), profile: profile(true) }));
+    w.ok(Command::InstallProfile(InstallProfile {
+        profile_id: lid(PROTECTED_PROFILE),
+        profile: profile(true),
+    }));
     w.refused(start(0x31, 1, PROTECTED_PROFILE, None), Rule::PlanPair);
     w.refused(start(0x32, 1, PROFILE, Some(plan_pair())), Rule::PlanPair);
     w.ok(start(0x33, 1, PROTECTED_PROFILE, Some(plan_pair())));
@@ -111,7 +114,11 @@ fn workflow_closed() {
     let mut w = World::at(Stage::Accepted);
     w.refused(advance(Phase::Implement, 9), Rule::WorkflowClosed);
     w.refused(
-        Command::RaiseBlocker(RaiseBlocker { blocker_id: lid(0xee), workflow_id: lid(0xdead), description: "x".into() }),
+        Command::RaiseBlocker(RaiseBlocker {
+            blocker_id: lid(0xee),
+            workflow_id: lid(0xdead),
+            description: "x".into(),
+        }),
         Rule::Unknown,
     );
 }

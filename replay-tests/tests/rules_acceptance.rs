@@ -1,0 +1,130 @@
+//! Acceptance: FINAL_VERIFY, the exact Evidence Set of this generation, bound digests,
+//! consistent verdicts, runner errors not repairable, one decision per generation.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::lifecycle::*;
+use closure_ledger::runtime::command::*;
+use closure_ledger::runtime::{Command, Rule};
+use ledger_schema::Event;
+use ledger_schema::types::{CheckResult, Phase, Verdict};
+use replay_tests::world::{Stage, World};
+
+fn decide(verdict: Verdict, evidence: &[u128]) -> Command {
+    Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa5),
+        workflow_id: lid(WORKFLOW),
+        generation_id: lid(0x80),
+        verdict,
+        evidence_ids: evidence.iter().map(|e| lid(*e)).collect(),
+        reasons: vec![],
+    })
+}
+
+/// A world in FINAL_VERIFY over generation 0x80 with evidence `results` (ids 0x90…).
+fn verifying(results: &[CheckResult]) -> World {
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        for (i, r) in results.iter().enumerate() {
+            s.evidence(0x90 + i as u128, 0x80, *r, "detail")?;
+        }
+        s.advance(Phase::FinalVerify)
+    })
+    .unwrap();
+    w
+}
+
+/// Acceptance happens in FINAL_VERIFY only.
+#[test]
+fn acceptance_phase() {
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")
+    })
+    .unwrap();
+    w.refused(decide(Verdict::Accept, &[0x90]), Rule::AcceptancePhase);
+}
+
+/// ACCEPT over a failing check, REJECT_REPAIRABLE over passing ones: refused.
+#[test]
+fn verdict_consistency() {
+    let mut w = verifying(&[CheckResult::Fail]);
+    w.refused(decide(Verdict::Accept, &[0x90]), Rule::Verdict);
+    let mut w = verifying(&[CheckResult::Pass]);
+    w.refused(decide(Verdict::RejectRepairable, &[0x90]), Rule::Verdict);
+    w.ok(decide(Verdict::Accept, &[0x90]));
+}
+
+/// ACCEPT needs passing evidence for every obligation of the goal.
+#[test]
+fn verdict_accept_covers_every_obligation() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x47),
+        goal_id: lid(GOAL),
+        description: "a second obligation".into(),
+        check_spec_id: lid(0x48),
+        check_spec_digest: digest_of("check 2"),
+    }));
+    w.with(|s| {
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+        s.advance(Phase::FinalVerify)
+    })
+    .unwrap();
+    w.refused(decide(Verdict::Accept, &[0x90]), Rule::Verdict);
+}
+
+/// A runner error is an engine error: neither ACCEPT nor REJECT_REPAIRABLE over it.
+#[test]
+fn runner_error() {
+    let mut w = verifying(&[CheckResult::Fail, CheckResult::Error]);
+    w.refused(decide(Verdict::RejectRepairable, &[0x90, 0x91]), Rule::RunnerError);
+    w.ok(decide(Verdict::RejectTerminal, &[0x90, 0x91]));
+}
+
+/// An empty Evidence Set is refused; one decision per generation.
+#[test]
+fn evidence_set_and_already_decided() {
+    let mut w = verifying(&[CheckResult::Fail]);
+    w.refused(decide(Verdict::RejectTerminal, &[]), Rule::EvidenceSet);
+    w.refused(decide(Verdict::RejectRepairable, &[0xdead]), Rule::Unknown);
+    w.ok(decide(Verdict::RejectRepairable, &[0x90]));
+    let mut again = decide(Verdict::RejectRepairable, &[0x90]);
+    if let Command::DecideAcceptance(d) = &mut again {
+        d.decision_id = lid(0xa6);
+    }
+    w.refused(again, Rule::AlreadyDecided);
+}
+
+/// Forged decisions: a wrong Evidence Set digest, input manifest, decision digest, or
+/// unsorted set is refused.
+#[test]
+fn forged_decision_digests() {
+    let mut base = verifying(&[CheckResult::Fail, CheckResult::Fail]);
+    let mut probe = verifying(&[CheckResult::Fail, CheckResult::Fail]);
+    probe.ok(decide(Verdict::RejectRepairable, &[0x90, 0x91]));
+    let Event::AcceptanceDecided(good) = probe.last_event("acceptanceDecided") else { unreachable!() };
+    let mut d = good.clone();
+    d.evidence_set_digest = digest_of("x");
+    d.decision_digest = d.computed_digest();
+    base.forged(Event::AcceptanceDecided(d), Rule::EvidenceSet);
+    let mut d = good.clone();
+    d.input_manifest.workflow_version -= 1;
+    d.input_manifest_digest = d.input_manifest.digest();
+    d.decision_digest = d.computed_digest();
+    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    let mut d = good.clone();
+    d.decision_digest = digest_of("x");
+    base.forged(Event::AcceptanceDecided(d), Rule::DecisionDigest);
+    let mut d = good.clone();
+    d.input_manifest.evidence.reverse();
+    d.input_manifest_digest = d.input_manifest.digest();
+    d.evidence_set_digest = ledger_schema::digests::evidence_set_digest(&d.input_manifest.evidence);
+    d.decision_digest = d.computed_digest();
+    base.forged(Event::AcceptanceDecided(d), Rule::EvidenceSet);
+}

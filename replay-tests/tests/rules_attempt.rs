@@ -1,0 +1,240 @@
+//! Attempts: one active per workflow, bound to the current phase and version, the exact
+//! Candidate, a manifest the compiler derives; dispatch claims revalidate; results obey
+//! the response contract; cancellation and dispatch serialize on the workflow version.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::admission::AdmissionError;
+use closure_ledger::ledger::SubmitError;
+use closure_ledger::lifecycle::*;
+use closure_ledger::runtime::command::*;
+use closure_ledger::runtime::state::AttemptStatus;
+use closure_ledger::runtime::{Command, Rule};
+use ledger_schema::types::{Phase, ResultKind, ThreadChoice};
+use ledger_schema::{Event, Id};
+use replay_tests::world::{Stage, World};
+
+fn start(attempt: u128) -> Command {
+    Command::StartAttempt(StartAttempt {
+        attempt_id: lid(attempt),
+        workflow_id: lid(WORKFLOW),
+        worker_session_id: lid(attempt + 1),
+        thread: ThreadChoice::Fresh,
+    })
+}
+
+fn claim_of(w: &World, attempt: Id) -> ClaimDispatch {
+    let state = w.ledger.state();
+    let a = &state.attempts[&attempt];
+    let wf = &state.workflows[&a.workflow_id];
+    ClaimDispatch {
+        attempt_id: attempt,
+        workflow_version: a.workflow_version,
+        profile: wf.profile,
+        manifest_digest: a.manifest_digest,
+        package_digest: a.package_digest,
+        plan: wf.plan,
+    }
+}
+
+fn finish(attempt: u128, kind: ResultKind) -> Command {
+    Command::FinishAttempt(FinishAttempt { attempt_id: lid(attempt), result_kind: kind, summary: "s".into() })
+}
+
+/// One active attempt per workflow.
+#[test]
+fn attempt_active_one_per_workflow() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    w.refused(start(0x62), Rule::AttemptActive);
+}
+
+/// No worker attempts in EVIDENCE_BUILD or FINAL_VERIFY.
+#[test]
+fn attempt_binding_phase() {
+    let mut w = World::at(Stage::Frozen);
+    w.ok(Command::AdvancePhase(AdvancePhase {
+        workflow_id: lid(WORKFLOW),
+        phase: Phase::EvidenceBuild,
+        version: 4,
+    }));
+    w.refused(start(0x68), Rule::AttemptBinding);
+}
+
+/// IMPLEMENT needs the exact active MUTABLE Candidate: none open, or frozen, is refused.
+#[test]
+fn candidate_binding_implement() {
+    let mut w = World::at(Stage::Setup);
+    w.with(|s| {
+        s.start(0x60, 0x61)?;
+        s.claim(lid(0x60))?;
+        s.finish(0x60, ResultKind::Proposals)?;
+        s.advance(Phase::Plan)?;
+        s.advance(Phase::Implement)
+    })
+    .unwrap();
+    w.refused(start(0x64), Rule::CandidateBinding);
+    let mut w = World::at(Stage::Frozen);
+    w.refused(start(0x68), Rule::CandidateBinding);
+}
+
+/// IMPLEMENT manifests name the generation and its base digest; DISCOVERY ones carry none.
+#[test]
+fn candidate_binding_in_manifests() {
+    let mut w = World::at(Stage::Implementing);
+    w.ok(start(0x64));
+    let Event::AttemptStarted(a) = w.last_event("attemptStarted") else { unreachable!() };
+    assert_eq!(a.generation_id, Some(lid(0x80)));
+    assert_eq!(a.manifest.candidate_digest, Some(digest_of("repo@9f1c2e0")));
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    let Event::AttemptStarted(a) = w.last_event("attemptStarted") else { unreachable!() };
+    assert_eq!((a.generation_id, a.manifest.candidate_digest), (None, None));
+    // A forged DISCOVERY start that names a generation is refused.
+    let mut w2 = World::at(Stage::Implementing);
+    let mut forged = a.clone();
+    forged.attempt_id = lid(0x6a);
+    forged.workflow_version = 3;
+    forged.phase = Phase::Implement;
+    let err = w2.forged_error(vec![Event::AttemptStarted(forged)]);
+    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch { .. })), "{err}");
+}
+
+/// The compiler owns manifest entries: a forged entry is refused even with the manifest
+/// digest recomputed to match.
+#[test]
+fn manifest_binding_forged_entry() {
+    let mut w = World::at(Stage::Setup);
+    let before = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    let Event::AttemptStarted(mut a) = w.last_event("attemptStarted") else { unreachable!() };
+    let mut w = before;
+    a.manifest.entries[0].authority_class = ledger_schema::types::AuthorityClass::NonAuthoritativeWorking;
+    a.manifest_digest = a.manifest.digest();
+    let err = w.forged_error(vec![Event::AttemptStarted(a.clone())]);
+    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch { .. })), "{err}");
+    // And a manifest digest that is not the manifest's is refused by the runtime rule.
+    let mut w = World::at(Stage::Setup);
+    let mut b = a;
+    b.manifest = {
+        let mut fresh = World::at(Stage::Setup);
+        fresh.ok(start(0x60));
+        let Event::AttemptStarted(x) = fresh.last_event("attemptStarted") else { unreachable!() };
+        x.manifest
+    };
+    b.manifest_digest = digest_of("wrong");
+    let err = w.forged_error(vec![Event::AttemptStarted(b)]);
+    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch { .. })), "{err}");
+}
+
+/// A dispatch claim revalidates the profile, both digests and the plan pair.
+#[test]
+fn dispatch_claim_revalidates() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    let good = claim_of(&w, lid(0x60));
+    let mut c = good.clone();
+    c.package_digest = digest_of("another package");
+    w.refused(Command::ClaimDispatch(c), Rule::DispatchClaim);
+    let mut c = good.clone();
+    c.manifest_digest = digest_of("another manifest");
+    w.refused(Command::ClaimDispatch(c), Rule::DispatchClaim);
+    let mut c = good.clone();
+    c.profile.digest = digest_of("another profile");
+    w.refused(Command::ClaimDispatch(c), Rule::DispatchClaim);
+    let mut c = good.clone();
+    c.plan = Some(plan_pair());
+    w.refused(Command::ClaimDispatch(c), Rule::DispatchClaim);
+    let mut c = good.clone();
+    c.workflow_version = 2;
+    w.refused(Command::ClaimDispatch(c), Rule::StaleWorkflowVersion);
+    w.ok(Command::ClaimDispatch(good.clone()));
+    w.refused(Command::ClaimDispatch(good), Rule::DispatchClaim);
+}
+
+/// Cancelled before the dispatch claim: the claim is refused.
+#[test]
+fn cancelled_before_claim_refuses_the_claim() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    let claim = claim_of(&w, lid(0x60));
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x60),
+        workflow_version: 1,
+        reason: "stop".into(),
+    }));
+    w.refused(Command::ClaimDispatch(claim), Rule::DispatchClaim);
+}
+
+/// Cancelled after the claim: the attempt ends interrupted and later worker events are
+/// only ignored receipts. A cancel for another workflow version is refused.
+#[test]
+fn cancel_serializes_on_the_workflow_version() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
+    w.refused(
+        Command::CancelAttempt(CancelAttempt {
+            attempt_id: lid(0x60),
+            workflow_version: 2,
+            reason: "stop".into(),
+        }),
+        Rule::StaleWorkflowVersion,
+    );
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x60),
+        workflow_version: 1,
+        reason: "stop".into(),
+    }));
+    assert_eq!(w.ledger.state().attempts[&lid(0x60)].status, AttemptStatus::Cancelled { interrupted: true });
+    let t = w.time_ms;
+    w.with(|s| {
+        s.deliver(lid(0x60), 0x77, payload(ledger_schema::events::WorkerEventKind::Progress, t, "late"))
+    })
+    .unwrap();
+    assert!(matches!(w.last_event("workerDeliveryIgnored"), Event::WorkerDeliveryIgnored(_)));
+}
+
+/// A result needs a dispatched attempt.
+#[test]
+fn not_dispatched() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    w.refused(finish(0x60, ResultKind::Proposals), Rule::NotDispatched);
+}
+
+/// PROPOSALS for DISCOVERY/PLAN, COMPLETION_REQUEST for IMPLEMENT — nothing else.
+#[test]
+fn result_kind_per_phase() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
+    w.refused(finish(0x60, ResultKind::CompletionRequest), Rule::ResultKind);
+    w.ok(finish(0x60, ResultKind::Proposals));
+    let mut w = World::at(Stage::Implementing);
+    w.ok(start(0x64));
+    w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x64))));
+    w.refused(finish(0x64, ResultKind::Proposals), Rule::ResultKind);
+}
+
+/// An ended attempt takes no second result, failure or cancel.
+#[test]
+fn attempt_not_active() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
+    w.ok(finish(0x60, ResultKind::Proposals));
+    w.refused(finish(0x60, ResultKind::Proposals), Rule::AttemptNotActive);
+    w.refused(
+        Command::FailAttempt(FailAttempt { attempt_id: lid(0x60), reason: "x".into() }),
+        Rule::AttemptNotActive,
+    );
+    w.refused(
+        Command::CancelAttempt(CancelAttempt {
+            attempt_id: lid(0x60),
+            workflow_version: 1,
+            reason: "x".into(),
+        }),
+        Rule::AttemptNotActive,
+    );
+}

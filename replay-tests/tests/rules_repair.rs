@@ -1,0 +1,99 @@
+//! Repair: only from the exact current REJECT_REPAIRABLE decision with matching digests;
+//! constraints preserved; the child starts from the parent's frozen bytes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::lifecycle::*;
+use closure_ledger::runtime::command::*;
+use closure_ledger::runtime::{Command, Rule};
+use ledger_schema::Event;
+use ledger_schema::events::GenerationOpened;
+use replay_tests::world::{Stage, World};
+
+fn repair(w: &mut World) -> RecordRepair {
+    w.with(|s| s.repair_command())
+}
+
+/// Each digest of the repair must match the decision exactly.
+#[test]
+fn repair_binding() {
+    let mut w = World::at(Stage::Rejected);
+    let good = repair(&mut w);
+    for field in 0..3 {
+        let mut r = good.clone();
+        match field {
+            0 => r.decision_digest = digest_of("x"),
+            1 => r.input_manifest_digest = digest_of("x"),
+            _ => r.evidence_set_digest = digest_of("x"),
+        }
+        w.refused(Command::RecordRepair(r), Rule::RepairBinding);
+    }
+    w.ok(Command::RecordRepair(good));
+    assert_eq!(w.ledger.state().generations[&lid(0x81)].sequence, 2);
+}
+
+/// A repair must preserve every goal preservation constraint.
+#[test]
+fn repair_constraints() {
+    let mut w = World::at(Stage::Rejected);
+    let mut r = repair(&mut w);
+    r.constraints_to_preserve.clear();
+    w.refused(Command::RecordRepair(r), Rule::RepairConstraints);
+}
+
+/// Only the current REJECT_REPAIRABLE decision, and only once; never an ACCEPT.
+#[test]
+fn repair_decision() {
+    let mut w = World::at(Stage::Rejected);
+    let r = repair(&mut w);
+    w.ok(Command::RecordRepair(r.clone()));
+    let mut again = r;
+    again.repair_id = lid(0xb1);
+    again.child_generation_id = lid(0x83);
+    w.refused(Command::RecordRepair(again), Rule::RepairDecision);
+    let mut w = World::at(Stage::Accepted);
+    let d = w.ledger.state().decisions[&lid(0xa1)].clone();
+    w.refused(
+        Command::RecordRepair(RecordRepair {
+            repair_id: lid(0xb2),
+            decision_id: lid(0xa1),
+            decision_digest: d.decision_digest,
+            input_manifest_digest: d.input_manifest_digest,
+            evidence_set_digest: d.evidence_set_digest,
+            child_generation_id: lid(0x84),
+            constraints_to_preserve: goal_content().preservation_constraints,
+        }),
+        Rule::WorkflowClosed,
+    );
+}
+
+/// A forged repair digest is refused.
+#[test]
+fn repair_digest() {
+    let mut w = World::at(Stage::Rejected);
+    let mut probe = World::at(Stage::Rejected);
+    let r = repair(&mut probe);
+    probe.ok(Command::RecordRepair(r));
+    let Event::RepairRecorded(mut rec) = probe.last_event("repairRecorded") else { unreachable!() };
+    rec.repair_digest = digest_of("x");
+    w.forged(Event::RepairRecorded(rec), Rule::RepairDigest);
+}
+
+/// The child: sequence parent + 1 and base = the parent's frozen digest, or refused.
+#[test]
+fn repair_child() {
+    let mut probe = World::at(Stage::Rejected);
+    let r = repair(&mut probe);
+    probe.ok(Command::RecordRepair(r));
+    let Event::RepairRecorded(rec) = probe.last_event("repairRecorded") else { unreachable!() };
+    let Event::GenerationOpened(child) = probe.last_event("generationOpened") else { unreachable!() };
+    for bad in [
+        GenerationOpened { base_digest: digest_of("not the parent's frozen bytes"), ..child.clone() },
+        GenerationOpened { sequence: 3, ..child.clone() },
+        GenerationOpened { parent: Some(lid(0x99)), ..child.clone() },
+    ] {
+        let mut w = World::at(Stage::Rejected);
+        let err = w.forged_error(vec![Event::RepairRecorded(rec.clone()), Event::GenerationOpened(bad)]);
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::RepairChild), "{err}");
+    }
+}

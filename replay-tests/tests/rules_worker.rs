@@ -1,0 +1,154 @@
+//! Worker events: size, dispatch claim, dedup (duplicate / conflict), staleness receipts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::ledger::SubmitError;
+use closure_ledger::lifecycle::*;
+use closure_ledger::runtime::command::*;
+use closure_ledger::runtime::{Command, Rejection, Rule};
+use ledger_schema::events::{
+    IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload,
+};
+use ledger_schema::types::ThreadChoice;
+use ledger_schema::{Digest, Event};
+use replay_tests::world::{Stage, World};
+
+/// A world with attempt 0x60 started; `claimed` also records its dispatch claim.
+fn world(claimed: bool) -> World {
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x60),
+        workflow_id: lid(WORKFLOW),
+        worker_session_id: lid(0x61),
+        thread: ThreadChoice::Fresh,
+    }));
+    if claimed {
+        w.with(|s| s.claim(lid(0x60))).unwrap();
+    }
+    w
+}
+
+fn manifest(w: &World) -> Digest {
+    w.ledger.state().attempts[&lid(0x60)].manifest_digest
+}
+
+fn deliver(w: &World, event: u128, p: WorkerPayload) -> Command {
+    Command::DeliverWorkerEvent(DeliverWorkerEvent {
+        attempt_id: lid(0x60),
+        worker_event_id: lid(event),
+        manifest_digest: manifest(w),
+        payload: p,
+    })
+}
+
+fn progress(text: &str) -> WorkerPayload {
+    payload(WorkerEventKind::Progress, 1, text)
+}
+
+/// A canonical payload over maxEventBytes is refused (before anything else is checked).
+#[test]
+fn payload_too_large() {
+    let mut w = world(true);
+    let c = deliver(&w, 0x70, progress(&"x".repeat(65_530)));
+    w.refused(c, Rule::PayloadTooLarge);
+    let c = deliver(&w, 0x70, progress(&"x".repeat(65_000)));
+    w.ok(c);
+}
+
+/// A worker event without the attempt's dispatch claim is a control-plane error.
+#[test]
+fn missing_dispatch_claim() {
+    let mut w = world(false);
+    let c = deliver(&w, 0x70, progress("early"));
+    w.refused(c, Rule::MissingDispatchClaim);
+}
+
+/// Same id + same canonical payload = duplicate: nothing written, the original seq returned.
+#[test]
+fn duplicate_returns_the_original_seq() {
+    let mut w = world(true);
+    let first = w.ok(deliver(&w, 0x70, progress("p")));
+    let frames = w.ledger.store().frames().len();
+    let again = w.ok(deliver(&w, 0x70, progress("p")));
+    assert!(again.duplicate);
+    assert_eq!((again.seq, again.hash), (first.seq, first.hash));
+    assert_eq!(w.ledger.store().frames().len(), frames, "a duplicate writes nothing");
+}
+
+/// Same id + any other byte (here: only the observed time) = conflict.
+#[test]
+fn conflict_on_a_different_payload() {
+    let mut w = world(true);
+    let first = w.ok(deliver(&w, 0x70, progress("p")));
+    let mut other = progress("p");
+    other.observed_at_ms += 1;
+    let c = deliver(&w, 0x70, other);
+    let err = w.fails(c);
+    assert!(
+        matches!(err, SubmitError::Rejected(Rejection::Conflict { original_seq, .. }) if original_seq == first.seq),
+        "{err}"
+    );
+}
+
+/// A delivery for an ended attempt or another manifest becomes only an ignored receipt.
+#[test]
+fn delivery_staleness_receipts() {
+    let mut w = world(true);
+    let mut c = deliver(&w, 0x70, progress("p"));
+    if let Command::DeliverWorkerEvent(d) = &mut c {
+        d.manifest_digest = digest_of("an old manifest");
+    }
+    w.ok(c);
+    let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
+    assert_eq!(i.reason, IgnoredReason::ManifestMismatch);
+    w.with(|s| s.finish(0x60, ledger_schema::types::ResultKind::Proposals)).unwrap();
+    w.ok(deliver(&w, 0x71, progress("late")));
+    let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
+    assert_eq!(i.reason, IgnoredReason::AttemptEnded);
+    assert_eq!(w.ledger.state().attempts[&lid(0x60)].events_admitted, 0);
+}
+
+/// Forged: admitting a stale delivery, or an ignored receipt for a current one, is refused.
+#[test]
+fn delivery_staleness_forged() {
+    let mut w = world(true);
+    let p = progress("p");
+    w.forged(
+        Event::WorkerDeliveryIgnored(WorkerDeliveryIgnored {
+            attempt_id: lid(0x60),
+            worker_event_id: lid(0x70),
+            manifest_digest: manifest(&w),
+            payload_digest: p.digest(),
+            reason: IgnoredReason::AttemptEnded,
+        }),
+        Rule::DeliveryStaleness,
+    );
+    w.forged(
+        Event::WorkerEventAdmitted(WorkerEventAdmitted {
+            attempt_id: lid(0x60),
+            worker_event_id: lid(0x70),
+            manifest_digest: digest_of("old"),
+            payload_digest: p.digest(),
+            payload: p.clone(),
+        }),
+        Rule::DeliveryStaleness,
+    );
+}
+
+/// A payload digest that is not the payload's is refused.
+#[test]
+fn payload_digest() {
+    let mut w = world(true);
+    let p = progress("p");
+    let m = manifest(&w);
+    w.forged(
+        Event::WorkerEventAdmitted(WorkerEventAdmitted {
+            attempt_id: lid(0x60),
+            worker_event_id: lid(0x70),
+            manifest_digest: m,
+            payload_digest: digest_of("x"),
+            payload: p,
+        }),
+        Rule::PayloadDigest,
+    );
+}
