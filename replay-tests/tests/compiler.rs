@@ -1,0 +1,291 @@
+//! The Context Compiler against the seed's "Required Tests": determinism, invalidation,
+//! authority, budgets, the Candidate and repair contexts, the plan pair.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::compiler::{CompileError, compile};
+use closure_ledger::ledger::SubmitError;
+use closure_ledger::lifecycle::*;
+use closure_ledger::runtime::command::*;
+use closure_ledger::runtime::{AttemptBinding, Command, Rejection, attempt_binding};
+use ledger_schema::package::{FeedbackKind, PACKAGE_SCHEMA_PROTECTED, PACKAGE_SCHEMA_REPAIR};
+use ledger_schema::types::{AuthorityClass, InputClass, Phase, ThreadChoice};
+use replay_tests::world::{Stage, World};
+
+fn binding(w: &World, attempt: u128, session: u128) -> AttemptBinding {
+    attempt_binding(
+        w.ledger.state(),
+        &StartAttempt {
+            attempt_id: lid(attempt),
+            workflow_id: lid(WORKFLOW),
+            worker_session_id: lid(session),
+            thread: ThreadChoice::Fresh,
+        },
+    )
+    .unwrap()
+}
+
+/// Identical versioned inputs produce identical bytes and digests — also in a second,
+/// independently built ledger.
+#[test]
+fn identical_inputs_give_identical_manifests() {
+    let a = World::at(Stage::Setup);
+    let b = World::at(Stage::Setup);
+    let one = compile(a.ledger.state(), &binding(&a, 0x60, 0x61)).unwrap();
+    let two = compile(a.ledger.state(), &binding(&a, 0x60, 0x61)).unwrap();
+    let three = compile(b.ledger.state(), &binding(&b, 0x60, 0x61)).unwrap();
+    assert_eq!(one, two);
+    assert_eq!(one.package_bytes, three.package_bytes);
+    assert_eq!(one.manifest_digest, three.manifest_digest);
+    assert_eq!(one.markdown(), three.markdown());
+}
+
+/// A changed Goal revision, phase or policy identity changes the manifest (and a stale
+/// goal revision refuses compilation input altogether).
+#[test]
+fn changed_identity_changes_the_manifest() {
+    let mut w = World::at(Stage::Setup);
+    let before = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    w.with(|s| {
+        s.start(0x60, 0x61)?;
+        s.claim(lid(0x60))?;
+        s.finish(0x60, ledger_schema::types::ResultKind::Proposals)?;
+        s.advance(Phase::Plan)
+    })
+    .unwrap();
+    let plan = compile(w.ledger.state(), &binding(&w, 0x62, 0x63)).unwrap();
+    assert_ne!(before.manifest_digest, plan.manifest_digest);
+    assert_eq!(plan.manifest.phase, Phase::Plan);
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    let stale = attempt_binding(
+        w.ledger.state(),
+        &StartAttempt {
+            attempt_id: lid(0x62),
+            workflow_id: lid(WORKFLOW),
+            worker_session_id: lid(1),
+            thread: ThreadChoice::Fresh,
+        },
+    );
+    assert!(stale.is_err(), "a manifest for a stale goal revision is never compiled");
+    let mut other = World::at(Stage::Setup);
+    let mut b = binding(&other, 0x60, 0x61);
+    let mut bundle = policy_bundle();
+    bundle.invariants.push("A second invariant.".into());
+    other.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(0x15), bundle: bundle.clone() }));
+    b.policy = ledger_schema::types::Binding { id: lid(0x15), digest: bundle.digest() };
+    let changed = compile(other.ledger.state(), &b).unwrap();
+    assert_ne!(changed.manifest_digest, before.manifest_digest);
+}
+
+/// PROPOSED (and invalidated) facts never appear as confirmed: they are omitted, with
+/// the rule recorded.
+#[test]
+fn proposed_facts_are_not_confirmed_facts() {
+    let w = World::at(Stage::Setup);
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    let ids: Vec<_> = c.package.selected_facts.iter().map(|f| f.fact_id).collect();
+    assert_eq!(ids, vec![lid(0x50)]);
+    assert!(c.manifest.omissions.iter().any(|o| o.source_ref.starts_with(&format!("fact/{}", lid(0x51)))
+        && o.rule == "authority.factNotConfirmed"));
+    let fact_entries: Vec<_> = c.manifest.entries.iter().filter(|e| e.kind == "fact").collect();
+    assert_eq!(fact_entries.len(), 1);
+    assert_eq!(fact_entries[0].authority_class, AuthorityClass::ConfirmedFact);
+}
+
+/// Working context is labelled non-authoritative and cannot override the goal: goal
+/// fields come from the goal only; worker-authored text never enters a package.
+#[test]
+fn working_context_cannot_override_the_goal() {
+    let mut w = World::at(Stage::Rejected);
+    let r = w.with(|s| s.repair_command());
+    w.ok(Command::RecordRepair(r));
+    w.with(|s| s.advance(Phase::Implement)).unwrap();
+    let c = compile(w.ledger.state(), &binding(&w, 0x66, 0x67)).unwrap();
+    assert_eq!(c.package.goal.objective, goal_content().objective);
+    let fb = c.package.prior_attempt_feedback.as_ref().unwrap();
+    let entry = c.manifest.entries.iter().find(|e| e.kind == "priorAttemptFeedback").unwrap();
+    assert_eq!(entry.authority_class, AuthorityClass::NonAuthoritativeWorking);
+    assert_eq!(c.manifest.feedback_digest, Some(fb.feedback_digest));
+    let goal_entry = c.manifest.entries.iter().find(|e| e.kind == "goal").unwrap();
+    assert_eq!(goal_entry.authority_class, AuthorityClass::Goal);
+    let text = String::from_utf8_lossy(&c.package_bytes);
+    for worker_text in ["edited src/config/parser.rs", "ready for evidence", "late progress"] {
+        assert!(!text.contains(worker_text), "worker-authored text entered the package: {worker_text}");
+    }
+    // Every feedback item cites aligned, non-empty sources; kinds are from the closed set.
+    for it in &fb.items {
+        assert_eq!(it.source_refs.len(), it.source_digests.len());
+        assert!(!it.source_refs.is_empty());
+    }
+    let kinds: Vec<_> = fb.items.iter().map(|i| i.kind).collect();
+    assert!(kinds.contains(&FeedbackKind::FailedCheck));
+    assert!(kinds.contains(&FeedbackKind::ParentChangeSet));
+    assert!(kinds.contains(&FeedbackKind::PreservationConstraint));
+    let mut sorted = fb.items.clone();
+    sorted.sort();
+    assert_eq!(sorted, fb.items, "items sorted by kind then content");
+}
+
+/// Required content that does not fit its budget fails explicitly, and nothing is written.
+#[test]
+fn required_oversized_content_fails() {
+    let mut w = World::at(Stage::Empty);
+    let mut bundle = policy_bundle();
+    for b in &mut bundle.budgets {
+        if b.class == InputClass::Goal {
+            b.max_bytes = 16;
+        }
+    }
+    w.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle }));
+    w.with(|s| {
+        s.run(Command::InstallProfile(InstallProfile { profile_id: lid(PROFILE), profile: profile(false) }))?;
+        s.run(Command::CreateGoal(CreateGoal { goal_id: lid(GOAL), content: goal_content() }))?;
+        s.run(Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(WORKFLOW),
+            goal_id: lid(GOAL),
+            goal_revision: 1,
+            policy_id: lid(POLICY),
+            profile_id: lid(PROFILE),
+            plan: None,
+        }))
+    })
+    .unwrap();
+    let err = w.fails(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x60),
+        workflow_id: lid(WORKFLOW),
+        worker_session_id: lid(0x61),
+        thread: ThreadChoice::Fresh,
+    }));
+    assert!(
+        matches!(&err, SubmitError::Rejected(Rejection::Compile(m)) if m.contains("GOAL") || m.contains("Goal")),
+        "{err}"
+    );
+    let b = binding(&w, 0x60, 0x61);
+    assert!(matches!(
+        compile(w.ledger.state(), &b),
+        Err(CompileError::RequiredOverflow { class: InputClass::Goal, .. })
+    ));
+}
+
+/// Optional content over its budget is left out with a recorded omission decision.
+#[test]
+fn optional_overflow_is_a_recorded_omission() {
+    let mut w = World::at(Stage::Setup);
+    let mut bundle = policy_bundle();
+    for b in &mut bundle.budgets {
+        if b.class == InputClass::ProjectMaterial {
+            b.max_bytes = 8;
+        }
+    }
+    w.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(0x15), bundle: bundle.clone() }));
+    let mut b = binding(&w, 0x60, 0x61);
+    b.policy = ledger_schema::types::Binding { id: lid(0x15), digest: bundle.digest() };
+    let c = compile(w.ledger.state(), &b).unwrap();
+    assert!(c.package.relevant_code.is_empty());
+    assert!(c.manifest.omissions.iter().any(|o| o.rule == "budget.ProjectMaterial"));
+    assert!(!c.manifest.entries.iter().any(|e| e.kind == "projectSource"));
+}
+
+/// The Candidate appears only in IMPLEMENT, as the exact active MUTABLE generation.
+#[test]
+fn candidate_context_only_in_implement() {
+    let w = World::at(Stage::Setup);
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    assert_eq!(c.package.identity.candidate_generation_id, None);
+    assert!(!c.manifest.entries.iter().any(|e| e.kind == "candidate"));
+    let w = World::at(Stage::Implementing);
+    let c = compile(w.ledger.state(), &binding(&w, 0x64, 0x65)).unwrap();
+    assert_eq!(c.package.identity.candidate_generation_id, Some(lid(0x80)));
+    assert_eq!(c.package.identity.candidate_base_digest, Some(digest_of("repo@9f1c2e0")));
+}
+
+/// A fresh repair session gets the exact repair authority; the projection does not
+/// depend on the session or thread (the old thread's loss changes nothing).
+#[test]
+fn repair_context_is_independent_of_the_thread() {
+    let mut w = World::at(Stage::Rejected);
+    let r = w.with(|s| s.repair_command());
+    w.ok(Command::RecordRepair(r));
+    w.with(|s| s.advance(Phase::Implement)).unwrap();
+    let mut b1 = binding(&w, 0x66, 0x67);
+    let mut b2 = binding(&w, 0x66, 0x99);
+    b1.thread = ThreadChoice::Fresh;
+    b2.thread = ThreadChoice::Resume;
+    let c1 = compile(w.ledger.state(), &b1).unwrap();
+    let c2 = compile(w.ledger.state(), &b2).unwrap();
+    assert_eq!(c1.package.schema_version, PACKAGE_SCHEMA_REPAIR);
+    let rc = c1.package.repair_context.clone().unwrap();
+    assert_eq!(Some(rc.clone()), c2.package.repair_context);
+    assert_eq!(c1.package.prior_attempt_feedback, c2.package.prior_attempt_feedback);
+    assert_eq!(rc.acceptance_decision_id, lid(0xa0));
+    assert_eq!(rc.rejected_candidate_digest, digest_of("candidate 1"));
+    assert_eq!(rc.repair_candidate_base_digest, digest_of("candidate 1"));
+    assert_eq!(rc.repair_candidate_sequence, 2);
+    assert_eq!(rc.failed_evidence.len(), 1);
+    assert!(c1.manifest.entries.iter().any(|e| e.authority_class == AuthorityClass::Evidence));
+}
+
+/// A repair whose authority no longer holds (here: the decision is no longer current)
+/// fails before dispatch.
+#[test]
+fn stale_repair_authority_fails_before_dispatch() {
+    let mut w = World::at(Stage::Rejected);
+    let r = w.with(|s| s.repair_command());
+    w.ok(Command::RecordRepair(r));
+    w.with(|s| s.advance(Phase::Implement)).unwrap();
+    let b = binding(&w, 0x66, 0x67);
+    let mut state = w.ledger.state().clone();
+    state.workflows.get_mut(&lid(WORKFLOW)).unwrap().current_decision = None;
+    assert!(matches!(compile(&state, &b), Err(CompileError::Repair(_))));
+    let mut state = w.ledger.state().clone();
+    state.evidence.get_mut(&lid(0x90)).unwrap().record.generation_id = lid(0x81);
+    assert!(matches!(compile(&state, &b), Err(CompileError::Repair(_))));
+}
+
+/// Under a protected profile the plan pair is in the package identity and the manifest.
+#[test]
+fn protected_plan_pair_in_package_and_manifest() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::InstallProfile(InstallProfile {
+        profile_id: lid(PROTECTED_PROFILE),
+        profile: profile(true),
+    }));
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x33),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROTECTED_PROFILE),
+        plan: Some(plan_pair()),
+    }));
+    let b = attempt_binding(
+        w.ledger.state(),
+        &StartAttempt {
+            attempt_id: lid(0x68),
+            workflow_id: lid(0x33),
+            worker_session_id: lid(0x69),
+            thread: ThreadChoice::Fresh,
+        },
+    )
+    .unwrap();
+    let c = compile(w.ledger.state(), &b).unwrap();
+    assert_eq!(c.package.identity.plan, Some(plan_pair()));
+    assert_eq!(c.manifest.plan, Some(plan_pair()));
+    assert_eq!(c.package.schema_version, PACKAGE_SCHEMA_PROTECTED);
+}
+
+/// The manifest binds the exact package bytes, and both encode canonically.
+#[test]
+fn digests_bind_the_exact_bytes() {
+    let w = World::at(Stage::Setup);
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    assert_eq!(
+        c.manifest.package_digest,
+        ledger_schema::Digest::of(ledger_schema::DigestKind::Package, &c.package_bytes)
+    );
+    assert_eq!(c.manifest_digest, c.manifest.digest());
+    assert!(ledger_schema::codec::check_canonical(&c.package_bytes).is_ok());
+    let decoded: ledger_schema::package::ContextPackage =
+        ledger_schema::codec::decode(&c.package_bytes, ledger_schema::codec::MAX_FRAME_BYTES).unwrap();
+    assert_eq!(decoded, c.package);
+}
