@@ -238,3 +238,56 @@ fn attempt_not_active() {
         Rule::AttemptNotActive,
     );
 }
+
+/// Runtime-level (below the admission step): a manifest that binds other identities, or
+/// whose digest is not its own, is refused by `runtime::apply` itself.
+#[test]
+fn manifest_binding_in_the_runtime() {
+    let mut probe = World::at(Stage::Setup);
+    probe.ok(start(0x60));
+    let Event::AttemptStarted(a) = probe.last_event("attemptStarted") else { unreachable!() };
+    let w = World::at(Stage::Setup);
+    let entry = |event: Event| ledger_schema::Entry {
+        v: 1,
+        seq: w.ledger.state().entries,
+        prev: ledger_schema::Digest::ZERO,
+        event,
+        ledger: replay_tests::LEDGER,
+        time_ms: 0,
+    };
+    let mut wrong_digest = a.clone();
+    wrong_digest.manifest_digest = digest_of("x");
+    let mut wrong_policy = a.clone();
+    wrong_policy.manifest.policy.digest = digest_of("x");
+    wrong_policy.manifest_digest = wrong_policy.manifest.digest();
+    for bad in [wrong_digest, wrong_policy] {
+        let mut state = w.ledger.state().clone();
+        let err = closure_ledger::runtime::apply(&mut state, &entry(Event::AttemptStarted(bad))).unwrap_err();
+        assert_eq!(err.rule, Rule::ManifestBinding, "{err}");
+        assert_eq!(&state, w.ledger.state(), "a refused entry leaves the state unchanged");
+    }
+    let mut state = w.ledger.state().clone();
+    assert!(closure_ledger::runtime::apply(&mut state, &entry(Event::AttemptStarted(a))).is_ok());
+}
+
+/// Entries fold in seq order only.
+#[test]
+fn entry_out_of_order() {
+    let w = World::at(Stage::Setup);
+    let mut state = w.ledger.state().clone();
+    let event = Event::BlockerRaised(ledger_schema::events::BlockerRaised {
+        blocker_id: lid(0x45),
+        workflow_id: lid(WORKFLOW),
+        description: "x".into(),
+    });
+    let entry = ledger_schema::Entry {
+        v: 1,
+        seq: state.entries + 1,
+        prev: ledger_schema::Digest::ZERO,
+        event,
+        ledger: replay_tests::LEDGER,
+        time_ms: 0,
+    };
+    let err = closure_ledger::runtime::apply(&mut state, &entry).unwrap_err();
+    assert_eq!(err.rule, Rule::EntryOutOfOrder);
+}

@@ -100,3 +100,19 @@ fn bad_input_changes_nothing() {
     assert_eq!(code, 2, "{err}");
     assert_eq!(stored(&dir), before);
 }
+
+/// Every example in docs/commands.md is a valid command (the docs move with the code).
+#[test]
+fn documented_examples_parse() {
+    let doc = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/commands.md"))
+        .unwrap();
+    let blocks: Vec<&str> = doc.split("```json").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    assert_eq!(blocks.len(), 26, "one example per command");
+    let mut kinds = std::collections::BTreeSet::new();
+    for b in blocks {
+        let c: closure_ledger::runtime::Command =
+            serde_json::from_str(b).unwrap_or_else(|e| panic!("{e}: {b}"));
+        kinds.insert(c.kind());
+    }
+    assert_eq!(kinds.len(), 26, "every command kind is documented");
+}
