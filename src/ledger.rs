@@ -9,6 +9,7 @@ use ledger_schema::{Digest, Event, SealedEntry};
 use crate::admission::{self, AdmissionError};
 use crate::runtime::{Command, Ctx, Decided, Rejection, State};
 use crate::store::{CommitError, DiskStore, Frame, FrameError, OpenError, OpenReport, Replica, Store};
+use ledger_schema::codec::{MAX_FRAME_BYTES, MAX_FRAME_ENTRIES};
 
 /// A durable admission.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +38,8 @@ pub enum SubmitError {
     Commit(#[from] CommitError),
     #[error("reading the original of a duplicate failed: {0}")]
     Read(#[from] crate::store::ReadError),
+    #[error("storage: {0}")]
+    Storage(String),
 }
 
 impl SubmitError {
@@ -51,6 +54,8 @@ impl SubmitError {
 pub struct Ledger<S: Store> {
     store: S,
     state: State,
+    /// A commit failed after admission mutated the state: refuse everything until reopened.
+    poisoned: bool,
 }
 
 impl Ledger<DiskStore> {
@@ -65,7 +70,7 @@ impl Ledger<DiskStore> {
             })
         };
         let (store, report) = DiskStore::open_observed(path, None, &mut fold)?;
-        Ok((Ledger { store, state }, report))
+        Ok((Ledger { store, state, poisoned: false }, report))
     }
 }
 
@@ -77,7 +82,7 @@ impl<S: Store> Ledger<S> {
         for sealed in &entries {
             admission::apply(&mut state, &sealed.entry)?;
         }
-        Ok(Ledger { store, state })
+        Ok(Ledger { store, state, poisoned: false })
     }
 
     pub fn state(&self) -> &State {
@@ -95,13 +100,128 @@ impl<S: Store> Ledger<S> {
     /// Decides, admits and commits one command as one frame. On any error nothing is
     /// written and the state is unchanged.
     pub fn submit(&mut self, command: &Command, ctx: Ctx) -> Result<Receipt, SubmitError> {
-        match admission::decide(&self.state, command, ctx)? {
-            Decided::Duplicate { seq } => {
-                let original = self.store.read(seq)?;
-                Ok(Receipt { seq, hash: original.hash, duplicate: true, sled_lag: None })
-            }
-            Decided::Events(events) => self.admit(events, ctx),
+        let (mut results, _) = self.submit_batch(std::slice::from_ref(command), ctx);
+        results.pop().unwrap_or(Err(SubmitError::Storage("empty batch".to_owned())))
+    }
+
+    /// Group commit: decides and admits each command in order against the state as the
+    /// earlier ones left it, then commits every admitted event as **one frame** (one
+    /// fdatasync). A refused command adds nothing to the frame and disturbs no other.
+    /// Returns one result per processed command and how many were processed (a prefix:
+    /// the rest did not fit the frame bounds and must be submitted again).
+    ///
+    /// Every rule checks before it mutates, so a single-event command is admitted in place;
+    /// a multi-event command is admitted on a copy. If the commit itself fails, the store
+    /// is poisoned and so is this ledger (the state may hold the unwritten frame): reopen.
+    pub fn submit_batch(&mut self, commands: &[Command], ctx: Ctx) -> (Vec<Result<Receipt, SubmitError>>, usize) {
+        enum Outcome {
+            Refused(SubmitError),
+            Duplicate(u64),
+            Admitted(usize),
         }
+        if self.poisoned {
+            let results = commands.iter().map(|_| Err(SubmitError::Commit(CommitError::Poisoned))).collect();
+            return (results, commands.len());
+        }
+        let ledger = self.store.head().ledger;
+        let mut chain = self.store.chain();
+        let mut sealed: Vec<SealedEntry> = Vec::new();
+        let mut frame_bytes = 64usize;
+        let mut outcomes = Vec::with_capacity(commands.len());
+        for command in commands {
+            let events = match admission::decide(&self.state, command, ctx) {
+                Err(e) => {
+                    outcomes.push(Outcome::Refused(e.into()));
+                    continue;
+                }
+                Ok(Decided::Duplicate { seq }) => {
+                    outcomes.push(Outcome::Duplicate(seq));
+                    continue;
+                }
+                Ok(Decided::Events(events)) => events,
+            };
+            let chain_before = chain;
+            let mut mine = Vec::with_capacity(events.len());
+            let mut refused: Option<SubmitError> = None;
+            for event in events {
+                match chain.seal(event, ctx.time_ms, ledger) {
+                    Ok(entry) => mine.push(entry),
+                    Err(e) => {
+                        refused = Some(SubmitError::Storage(e.to_string()));
+                        break;
+                    }
+                }
+            }
+            let size: usize = mine.iter().map(|e| e.bytes.len() + 8).sum();
+            if refused.is_none()
+                && (sealed.len() + mine.len() > MAX_FRAME_ENTRIES || frame_bytes + size > MAX_FRAME_BYTES)
+            {
+                // Does not fit this frame: leave it (and the rest) for the next one.
+                break;
+            }
+            let backup = (mine.len() > 1 && refused.is_none()).then(|| self.state.clone());
+            if refused.is_none() {
+                for entry in &mine {
+                    if let Err(e) = admission::apply(&mut self.state, &entry.entry) {
+                        refused = Some(e.into());
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = refused {
+                if let Some(backup) = backup {
+                    self.state = backup;
+                }
+                chain = chain_before;
+                outcomes.push(Outcome::Refused(e));
+                continue;
+            }
+            frame_bytes += size;
+            sealed.extend(mine);
+            outcomes.push(Outcome::Admitted(sealed.len() - 1));
+        }
+        let processed = outcomes.len();
+        let mut frame_receipt = None;
+        if !sealed.is_empty() {
+            let committed = Frame::new(sealed.clone()).map_err(SubmitError::from).and_then(|frame| {
+                self.store.commit(&frame).map_err(SubmitError::from)
+            });
+            match committed {
+                Ok(r) => frame_receipt = Some(r),
+                Err(e) => {
+                    self.poisoned = true;
+                    let message = e.to_string();
+                    let results = outcomes
+                        .into_iter()
+                        .map(|o| match o {
+                            Outcome::Refused(e) => Err(e),
+                            _ => Err(SubmitError::Storage(format!("not committed: {message}"))),
+                        })
+                        .collect();
+                    return (results, processed);
+                }
+            }
+        }
+        let sled_lag = frame_receipt.as_ref().and_then(|r| r.sled_lag.clone());
+        let first_seq = sealed.first().map_or(u64::MAX, |e| e.entry.seq);
+        let results = outcomes
+            .into_iter()
+            .map(|o| match o {
+                Outcome::Refused(e) => Err(e),
+                Outcome::Admitted(idx) => sealed
+                    .get(idx)
+                    .map(|e| Receipt { seq: e.entry.seq, hash: e.hash, duplicate: false, sled_lag: sled_lag.clone() })
+                    .ok_or_else(|| SubmitError::Storage("receipt index out of range".to_owned())),
+                Outcome::Duplicate(seq) => {
+                    let hash = match seq.checked_sub(first_seq).and_then(|i| sealed.get(usize::try_from(i).ok()?)) {
+                        Some(e) => Ok(e.hash),
+                        None => self.store.read(seq).map(|e| e.hash).map_err(SubmitError::from),
+                    };
+                    hash.map(|hash| Receipt { seq, hash, duplicate: true, sled_lag: None })
+                }
+            })
+            .collect();
+        (results, processed)
     }
 
     /// Admits already-built events as one frame, through the same admission step as

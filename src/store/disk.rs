@@ -601,18 +601,81 @@ impl DiskStore {
         if let Some((first, bytes)) = self.sled_pending.iter().rev().find(|(first, _)| *first <= seq) {
             return Ok((*first, bytes.clone()));
         }
-        let found = self
-            .entries
-            .range(..=key(seq))
-            .next_back()
-            .transpose()
-            .map_err(|e| ReadError::Sled(e.to_string()))?;
-        let (k, v) = found.ok_or(ReadError::NotFound { seq, head: self.head.seq })?;
-        let first = key_seq(&k).ok_or(ReadError::Corrupt {
-            seq,
-            reason: Corruption::KeyMismatch { key: u64::MAX, first_seq: seq },
-        })?;
-        Ok((first, v.to_vec()))
+        frame_in_tree(&self.entries, seq, self.head.seq)
+    }
+
+    /// A read handle that can be used from other threads while this store keeps writing.
+    /// It reads sled only: it sees a frame once its sled insert is done (right after the
+    /// frame is durable, unless that insert failed — then after the next open).
+    pub fn reader(&self) -> StoreReader {
+        StoreReader { entries: self.entries.clone() }
+    }
+}
+
+/// The frame of `tree` holding `seq` (`head` is only for the error message).
+fn frame_in_tree(tree: &sled::Tree, seq: u64, head: u64) -> Result<(u64, Vec<u8>), ReadError> {
+    let found = tree.range(..=key(seq)).next_back().transpose().map_err(|e| ReadError::Sled(e.to_string()))?;
+    let (k, v) = found.ok_or(ReadError::NotFound { seq, head })?;
+    let first = key_seq(&k)
+        .ok_or(ReadError::Corrupt { seq, reason: Corruption::KeyMismatch { key: u64::MAX, first_seq: seq } })?;
+    Ok((first, v.to_vec()))
+}
+
+/// Decodes the entries `from..=to` out of consecutive frames fetched by `frame_at`.
+fn read_frames(
+    from: u64,
+    to: u64,
+    mut frame_at: impl FnMut(u64) -> Result<(u64, Vec<u8>), ReadError>,
+) -> Result<Vec<SealedEntry>, ReadError> {
+    let mut out = Vec::new();
+    let mut seq = from;
+    while seq <= to {
+        let (first, bytes) = frame_at(seq)?;
+        let entries = decode_frame(&bytes).map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
+        let n = entries.len() as u64;
+        for (entry_seq, entry) in (first..).zip(entries) {
+            if entry_seq < seq || entry_seq > to {
+                continue;
+            }
+            let sealed = SealedEntry::open(entry)
+                .map_err(|e| ReadError::Corrupt { seq: entry_seq, reason: Corruption::Decode(e) })?;
+            if sealed.entry.seq != entry_seq {
+                return Err(ReadError::Corrupt {
+                    seq: entry_seq,
+                    reason: Corruption::SeqGap { expected: entry_seq, found: sealed.entry.seq },
+                });
+            }
+            out.push(sealed);
+        }
+        let next = first.saturating_add(n.max(1));
+        if next <= seq {
+            break;
+        }
+        seq = next;
+    }
+    Ok(out)
+}
+
+/// A thread-safe read handle on a ledger's sled copy (see [`DiskStore::reader`]).
+#[derive(Debug, Clone)]
+pub struct StoreReader {
+    entries: sled::Tree,
+}
+
+impl StoreReader {
+    /// The entries `from..=to` that sled holds, in order (fewer if `to` is not in sled yet).
+    pub fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {
+        let last = match self.entries.last().map_err(|e| ReadError::Sled(e.to_string()))? {
+            None => return Ok(Vec::new()),
+            Some((k, v)) => {
+                let first = key_seq(&k).unwrap_or(0);
+                first + decode_frame(&v).map(|e| e.len() as u64).unwrap_or(1) - 1
+            }
+        };
+        if from > last {
+            return Ok(Vec::new());
+        }
+        read_frames(from, to.min(last), |seq| frame_in_tree(&self.entries, seq, last))
     }
 }
 
@@ -657,47 +720,12 @@ impl Store for DiskStore {
         if seq > self.head.seq {
             return Err(ReadError::NotFound { seq, head: self.head.seq });
         }
-        let (first, bytes) = self.frame_bytes_holding(seq)?;
-        let entries =
-            decode_frame(&bytes).map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
-        let idx = usize::try_from(seq - first).unwrap_or(usize::MAX);
-        let entry = entries.get(idx).ok_or(ReadError::Corrupt {
-            seq,
-            reason: Corruption::KeyMismatch { key: first, first_seq: first },
-        })?;
-        let sealed = SealedEntry::open(entry)
-            .map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
-        if sealed.entry.seq != seq {
-            return Err(ReadError::Corrupt {
-                seq,
-                reason: Corruption::SeqGap { expected: seq, found: sealed.entry.seq },
-            });
-        }
-        Ok(sealed)
+        read_frames(seq, seq, |s| self.frame_bytes_holding(s))?
+            .pop()
+            .ok_or(ReadError::NotFound { seq, head: self.head.seq })
     }
 
     fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {
-        let to = to.min(self.head.seq);
-        let mut out = Vec::new();
-        let mut seq = from;
-        while seq <= to {
-            let (first, bytes) = self.frame_bytes_holding(seq)?;
-            let entries = decode_frame(&bytes)
-                .map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
-            for (entry_seq, entry) in (first..).zip(entries) {
-                if entry_seq < seq || entry_seq > to {
-                    continue;
-                }
-                let sealed = SealedEntry::open(entry)
-                    .map_err(|e| ReadError::Corrupt { seq: entry_seq, reason: Corruption::Decode(e) })?;
-                out.push(sealed);
-            }
-            let next = first.saturating_add(decode_frame(&bytes).map(|e| e.len() as u64).unwrap_or(1));
-            if next <= seq {
-                break;
-            }
-            seq = next;
-        }
-        Ok(out)
+        read_frames(from, to.min(self.head.seq), |s| self.frame_bytes_holding(s))
     }
 }
