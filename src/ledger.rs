@@ -113,7 +113,11 @@ impl<S: Store> Ledger<S> {
     /// Every rule checks before it mutates, so a single-event command is admitted in place;
     /// a multi-event command is admitted on a copy. If the commit itself fails, the store
     /// is poisoned and so is this ledger (the state may hold the unwritten frame): reopen.
-    pub fn submit_batch(&mut self, commands: &[Command], ctx: Ctx) -> (Vec<Result<Receipt, SubmitError>>, usize) {
+    pub fn submit_batch(
+        &mut self,
+        commands: &[Command],
+        ctx: Ctx,
+    ) -> (Vec<Result<Receipt, SubmitError>>, usize) {
         enum Outcome {
             Refused(SubmitError),
             Duplicate(u64),
@@ -183,9 +187,9 @@ impl<S: Store> Ledger<S> {
         let processed = outcomes.len();
         let mut frame_receipt = None;
         if !sealed.is_empty() {
-            let committed = Frame::new(sealed.clone()).map_err(SubmitError::from).and_then(|frame| {
-                self.store.commit(&frame).map_err(SubmitError::from)
-            });
+            let committed = Frame::new(sealed.clone())
+                .map_err(SubmitError::from)
+                .and_then(|frame| self.store.commit(&frame).map_err(SubmitError::from));
             match committed {
                 Ok(r) => frame_receipt = Some(r),
                 Err(e) => {
@@ -210,13 +214,19 @@ impl<S: Store> Ledger<S> {
                 Outcome::Refused(e) => Err(e),
                 Outcome::Admitted(idx) => sealed
                     .get(idx)
-                    .map(|e| Receipt { seq: e.entry.seq, hash: e.hash, duplicate: false, sled_lag: sled_lag.clone() })
+                    .map(|e| Receipt {
+                        seq: e.entry.seq,
+                        hash: e.hash,
+                        duplicate: false,
+                        sled_lag: sled_lag.clone(),
+                    })
                     .ok_or_else(|| SubmitError::Storage("receipt index out of range".to_owned())),
                 Outcome::Duplicate(seq) => {
-                    let hash = match seq.checked_sub(first_seq).and_then(|i| sealed.get(usize::try_from(i).ok()?)) {
-                        Some(e) => Ok(e.hash),
-                        None => self.store.read(seq).map(|e| e.hash).map_err(SubmitError::from),
-                    };
+                    let hash =
+                        match seq.checked_sub(first_seq).and_then(|i| sealed.get(usize::try_from(i).ok()?)) {
+                            Some(e) => Ok(e.hash),
+                            None => self.store.read(seq).map(|e| e.hash).map_err(SubmitError::from),
+                        };
                     hash.map(|hash| Receipt { seq, hash, duplicate: true, sled_lag: None })
                 }
             })

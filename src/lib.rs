@@ -10,6 +10,7 @@ pub mod admission;
 pub mod cli;
 pub mod compiler;
 mod demo;
+pub mod engine;
 pub mod ledger;
 #[doc(hidden)]
 pub mod lifecycle;

@@ -614,10 +614,13 @@ impl DiskStore {
 
 /// The frame of `tree` holding `seq` (`head` is only for the error message).
 fn frame_in_tree(tree: &sled::Tree, seq: u64, head: u64) -> Result<(u64, Vec<u8>), ReadError> {
-    let found = tree.range(..=key(seq)).next_back().transpose().map_err(|e| ReadError::Sled(e.to_string()))?;
+    let found =
+        tree.range(..=key(seq)).next_back().transpose().map_err(|e| ReadError::Sled(e.to_string()))?;
     let (k, v) = found.ok_or(ReadError::NotFound { seq, head })?;
-    let first = key_seq(&k)
-        .ok_or(ReadError::Corrupt { seq, reason: Corruption::KeyMismatch { key: u64::MAX, first_seq: seq } })?;
+    let first = key_seq(&k).ok_or(ReadError::Corrupt {
+        seq,
+        reason: Corruption::KeyMismatch { key: u64::MAX, first_seq: seq },
+    })?;
     Ok((first, v.to_vec()))
 }
 
@@ -631,7 +634,8 @@ fn read_frames(
     let mut seq = from;
     while seq <= to {
         let (first, bytes) = frame_at(seq)?;
-        let entries = decode_frame(&bytes).map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
+        let entries =
+            decode_frame(&bytes).map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
         let n = entries.len() as u64;
         for (entry_seq, entry) in (first..).zip(entries) {
             if entry_seq < seq || entry_seq > to {

@@ -1,0 +1,187 @@
+//! The embedded engine under concurrency: exactly-once admission with 64 submitters,
+//! duplicates and stale deliveries; gap-free subscriptions; live == replayed state.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use closure_ledger::engine::{Engine, EngineError, Options};
+use closure_ledger::ledger::{Ledger, SubmitError};
+use closure_ledger::lifecycle::{Script, lid, payload};
+use closure_ledger::runtime::command::DeliverWorkerEvent;
+use closure_ledger::runtime::{Command, Rejection};
+use closure_ledger::store::{self, DiskStore, Store};
+use futures::StreamExt;
+use ledger_schema::events::WorkerEventKind;
+use ledger_schema::{Digest, Event, Id};
+use replay_tests::*;
+
+/// A ledger with the reference setup and DISCOVERY attempt 0x60 dispatched.
+fn prepared(tmp: &Path) -> (PathBuf, Digest) {
+    let dir = tmp.join("l");
+    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
+    let (mut ledger, _) = Ledger::open(&dir).unwrap();
+    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    s.setup().unwrap();
+    s.start(0x60, 0x61).unwrap();
+    s.claim(lid(0x60)).unwrap();
+    let manifest = ledger.state().attempts[&lid(0x60)].manifest_digest;
+    (dir, manifest)
+}
+
+fn deliver(event: u128, manifest: Digest, text: &str) -> Command {
+    Command::DeliverWorkerEvent(DeliverWorkerEvent {
+        attempt_id: lid(0x60),
+        worker_event_id: lid(0x1_0000 + event),
+        manifest_digest: manifest,
+        payload: payload(WorkerEventKind::Progress, 7, text),
+    })
+}
+
+fn replayed_digest(dir: &Path) -> Digest {
+    let report = closure_ledger::replay::replay(dir, None, &mut |_| {}).unwrap();
+    assert!(report.ok, "{:?}", report.failure);
+    report.state_digest
+}
+
+/// 64 concurrent submitters, each sending its own events twice (duplicates), a stale
+/// delivery and a conflicting redelivery: every event is admitted exactly once, every
+/// receipt names the stored entry, duplicates name the original, conflicts write nothing.
+#[test]
+fn exactly_once_with_64_submitters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, manifest) = prepared(tmp.path());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    let (receipts, live_digest) = rt.block_on(async {
+        let engine = Engine::open(&dir, Options::default()).await.unwrap();
+        let mut tasks = Vec::new();
+        for submitter in 0..64u128 {
+            let engine = engine.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::new();
+                for i in 0..8u128 {
+                    let id = submitter * 100 + i;
+                    let text = format!("submitter {submitter} event {i}");
+                    let first = engine.submit(deliver(id, manifest, &text)).await;
+                    let again = engine.submit(deliver(id, manifest, &text)).await;
+                    out.push((id, first, again));
+                }
+                let stale = engine.submit(deliver(submitter * 100 + 99, digest_of_old(), "stale")).await;
+                let conflict = engine.submit(deliver(submitter * 100, manifest, "a different payload")).await;
+                (out, stale, conflict)
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.push(t.await.unwrap());
+        }
+        let digest = engine.state().digest();
+        engine.shutdown().await.unwrap();
+        (all, digest)
+    });
+    let (store, _) = DiskStore::open(&dir).unwrap();
+    let entries = store.read_range(0, u64::MAX).unwrap();
+    drop(store);
+    let by_seq: BTreeMap<u64, _> = entries.iter().map(|e| (e.entry.seq, e)).collect();
+    let mut admitted: BTreeMap<Id, u32> = BTreeMap::new();
+    let mut ignored = 0;
+    for e in &entries {
+        match &e.entry.event {
+            Event::WorkerEventAdmitted(w) => *admitted.entry(w.worker_event_id).or_default() += 1,
+            Event::WorkerDeliveryIgnored(_) => ignored += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(admitted.len(), 64 * 8);
+    assert!(admitted.values().all(|n| *n == 1), "an event was admitted twice");
+    assert_eq!(ignored, 64, "one ignored receipt per stale delivery");
+    for (out, stale, conflict) in receipts {
+        for (id, first, again) in out {
+            let first = first.unwrap();
+            let again = again.unwrap();
+            assert!(!first.duplicate && again.duplicate);
+            assert_eq!((again.seq, again.hash), (first.seq, first.hash), "a duplicate names the original");
+            let stored = by_seq[&first.seq];
+            assert_eq!(stored.hash, first.hash, "the receipt names the stored entry");
+            match &stored.entry.event {
+                Event::WorkerEventAdmitted(w) => assert_eq!(w.worker_event_id, lid(0x1_0000 + id)),
+                other => panic!("receipt points at {}", other.kind()),
+            }
+        }
+        assert!(matches!(by_seq[&stale.unwrap().seq].entry.event, Event::WorkerDeliveryIgnored(_)));
+        assert!(matches!(
+            conflict,
+            Err(EngineError::Rejected(SubmitError::Rejected(Rejection::Conflict { .. })))
+        ));
+    }
+    assert_eq!(replayed_digest(&dir), live_digest, "live state == replayed state");
+}
+
+fn digest_of_old() -> Digest {
+    closure_ledger::lifecycle::digest_of("an older manifest")
+}
+
+/// A subscriber started at seq 0 while writes are in flight sees every entry exactly
+/// once, in order — across the catch-up/live boundary.
+#[test]
+fn a_subscriber_sees_every_entry_once_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, manifest) = prepared(tmp.path());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    rt.block_on(async {
+        let engine =
+            Engine::open(&dir, Options { subscriber_buffer: 4, ..Options::default() }).await.unwrap();
+        let mut writers = Vec::new();
+        for w in 0..16u128 {
+            let engine = engine.clone();
+            writers.push(tokio::spawn(async move {
+                for i in 0..40u128 {
+                    engine.submit(deliver(w * 1000 + i, manifest, "x")).await.unwrap();
+                }
+            }));
+        }
+        let total_expected = engine.head() + 1 + 16 * 40;
+        let sub = engine.subscribe(0);
+        // A slow subscriber: it yields between items so the live buffer (4 frames) overflows.
+        let reader = tokio::spawn(async move {
+            let mut seqs = Vec::new();
+            futures::pin_mut!(sub);
+            while let Some(item) = sub.next().await {
+                let e = item.unwrap();
+                seqs.push(e.seq);
+                if seqs.len() % 7 == 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                if seqs.len() as u64 == total_expected {
+                    break;
+                }
+            }
+            seqs
+        });
+        for w in writers {
+            w.await.unwrap();
+        }
+        let seqs = tokio::time::timeout(std::time::Duration::from_secs(60), reader).await.unwrap().unwrap();
+        let expected: Vec<u64> = (0..total_expected).collect();
+        assert_eq!(seqs, expected);
+        engine.shutdown().await.unwrap();
+    });
+}
+
+/// Snapshots are immutable: a snapshot taken before a commit does not change after it.
+#[test]
+fn snapshots_are_immutable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, manifest) = prepared(tmp.path());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let engine = Engine::open(&dir, Options::default()).await.unwrap();
+        let before = engine.state();
+        let digest = before.digest();
+        engine.submit(deliver(1, manifest, "x")).await.unwrap();
+        assert_eq!(before.digest(), digest);
+        assert_ne!(engine.state().digest(), digest);
+        engine.shutdown().await.unwrap();
+    });
+}

@@ -1,0 +1,389 @@
+//! The embedded engine for a supervisor process: a cloneable `Send + Sync` handle over
+//! one writer that owns the ledger.
+//!
+//! - **One writer.** A dedicated thread owns the [`Ledger`] (its store does blocking
+//!   fdatasyncs, so it is not a tokio task). It drains the bounded command queue into one
+//!   group commit — up to `max_batch` commands, optionally waiting `max_wait` for more —
+//!   decides and admits each against the state as the earlier ones left it (a refused
+//!   command never enters the frame and never disturbs the others), appends the frame to
+//!   the journal, makes it durable with **one fdatasync**, inserts it into sled, and only
+//!   then completes the receipts. Backpressure is the bounded queue.
+//! - **Snapshots.** After each commit the writer publishes an immutable `Arc<State>`;
+//!   [`Engine::state`] clones the `Arc` and never waits for the writer's I/O.
+//! - **Subscriptions.** [`Engine::subscribe`] catches up from the store, then follows live
+//!   commits, with no gap and no duplicate at the boundary. A slow subscriber never blocks
+//!   the writer: the live channel is bounded and drops what a subscriber did not take; the
+//!   subscriber notices the gap (`Lagged`) and transparently catches up from the store.
+//! - **Stopping.** [`Engine::shutdown`] drains the queue, flushes sled and joins the writer.
+//!   Dropping every handle closes the queue, and the writer stops after the commits in
+//!   flight. Killing the process loses nothing acknowledged: receipts follow fdatasync.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use ledger_schema::{Digest, Entry};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::compiler::{self, CompileError, Compiled};
+use crate::ledger::{Ledger, Receipt, SubmitError};
+use crate::runtime::command::StartAttempt;
+use crate::runtime::{Command, Ctx, RuleViolation, State};
+use crate::store::{DiskStore, OpenError, ReadError, Store, StoreReader};
+
+/// Engine options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Commands waiting for the writer before `submit` waits (backpressure).
+    pub queue_capacity: usize,
+    /// Most commands in one group commit (each is at most 2 entries; the frame bounds
+    /// `MAX_FRAME_ENTRIES` and `MAX_FRAME_BYTES` are enforced as well).
+    pub max_batch: usize,
+    /// How long the writer may wait for more commands after the first of a batch
+    /// (`None`: commit what is queued right away — lowest latency).
+    pub max_wait: Option<Duration>,
+    /// Frames kept for live subscribers before a slow one must catch up from the store.
+    pub subscriber_buffer: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { queue_capacity: 4096, max_batch: 1024, max_wait: None, subscriber_buffer: 1024 }
+    }
+}
+
+/// Why a submission failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The command was refused; nothing was written.
+    #[error(transparent)]
+    Rejected(SubmitError),
+    /// The storage failed; the command was not committed and the engine stops writing.
+    #[error("storage failure: {0}")]
+    Storage(String),
+    /// The engine has shut down.
+    #[error("the engine is shut down")]
+    Closed,
+}
+
+/// Why a subscription ended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    #[error("reading committed entries failed: {0}")]
+    Read(String),
+}
+
+/// One committed entry, as a subscriber sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedEntry {
+    pub seq: u64,
+    pub hash: Digest,
+    pub entry: Entry,
+}
+
+struct Request {
+    command: Command,
+    reply: oneshot::Sender<Result<Receipt, EngineError>>,
+}
+
+struct Shared {
+    state: RwLock<Arc<State>>,
+    /// Seq of the last durable entry.
+    head: watch::Sender<u64>,
+    live: broadcast::Sender<Arc<Vec<CommittedEntry>>>,
+    reader: StoreReader,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// The cloneable handle.
+#[derive(Clone)]
+pub struct Engine {
+    queue: mpsc::Sender<Request>,
+    shared: Arc<Shared>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+impl Engine {
+    /// Opens a ledger strictly (a full replay) and starts the writer.
+    pub async fn open(path: &Path, options: Options) -> Result<Engine, OpenError> {
+        let path = path.to_path_buf();
+        let opened = tokio::task::spawn_blocking(move || Ledger::open(&path)).await;
+        let (ledger, _) = opened.map_err(|e| OpenError::Genesis(format!("the open task failed: {e}")))??;
+        Ok(Engine::start(ledger, options))
+    }
+
+    fn start(ledger: Ledger<DiskStore>, options: Options) -> Engine {
+        let (queue, rx) = mpsc::channel(options.queue_capacity.max(1));
+        let (live, _) = broadcast::channel(options.subscriber_buffer.max(1));
+        let shared = Arc::new(Shared {
+            state: RwLock::new(Arc::new(ledger.state().clone())),
+            head: watch::channel(ledger.store().head().seq).0,
+            live,
+            reader: ledger.store().reader(),
+            writer: Mutex::new(None),
+        });
+        let writer_shared = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("closure-ledger-writer".to_owned())
+            .spawn(move || writer(ledger, rx, writer_shared, options));
+        if let (Ok(handle), Ok(mut slot)) = (handle, shared.writer.lock()) {
+            *slot = Some(handle);
+        }
+        Engine { queue, shared }
+    }
+
+    /// Submits one command; resolves once it is durable (or refused).
+    pub async fn submit(&self, command: Command) -> Result<Receipt, EngineError> {
+        let (reply, rx) = oneshot::channel();
+        self.queue.send(Request { command, reply }).await.map_err(|_| EngineError::Closed)?;
+        rx.await.map_err(|_| EngineError::Closed)?
+    }
+
+    /// Submits several commands; they are admitted in order (usually in one frame).
+    pub async fn submit_batch(&self, commands: Vec<Command>) -> Vec<Result<Receipt, EngineError>> {
+        let mut waiting = Vec::with_capacity(commands.len());
+        for command in commands {
+            let (reply, rx) = oneshot::channel();
+            match self.queue.send(Request { command, reply }).await {
+                Ok(()) => waiting.push(Some(rx)),
+                Err(_) => waiting.push(None),
+            }
+        }
+        let mut out = Vec::with_capacity(waiting.len());
+        for rx in waiting {
+            out.push(match rx {
+                Some(rx) => rx.await.unwrap_or(Err(EngineError::Closed)),
+                None => Err(EngineError::Closed),
+            });
+        }
+        out
+    }
+
+    /// The state after the last commit: an immutable snapshot, cheap to take.
+    pub fn state(&self) -> Arc<State> {
+        match self.shared.state.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Seq of the last durable entry.
+    pub fn head(&self) -> u64 {
+        *self.shared.head.borrow()
+    }
+
+    /// Compiles the next Attempt's context over the current snapshot (what `startAttempt`
+    /// would record now).
+    pub fn compile(&self, request: &StartAttempt) -> Result<Compiled, CompileOnSnapshotError> {
+        let state = self.state();
+        let binding = crate::runtime::attempt_binding(&state, request)?;
+        Ok(compiler::compile(&state, &binding)?)
+    }
+
+    /// Every committed entry from `from_seq` on: first those already durable (from the
+    /// store), then live ones, in order, each exactly once.
+    pub fn subscribe(
+        &self,
+        from_seq: u64,
+    ) -> impl Stream<Item = Result<CommittedEntry, SubscribeError>> + Send + 'static {
+        let sub = Subscription {
+            next_seq: from_seq,
+            live: self.shared.live.subscribe(),
+            head: self.shared.head.subscribe(),
+            reader: self.shared.reader.clone(),
+            buffered: std::collections::VecDeque::new(),
+            done: false,
+            closed: false,
+        };
+        futures::stream::unfold(sub, |mut sub| async move { sub.next().await.map(|item| (item, sub)) })
+    }
+
+    /// Stops accepting commands, drains the queue, flushes sled, and joins the writer.
+    pub async fn shutdown(self) -> Result<(), EngineError> {
+        let Engine { queue, shared } = self;
+        drop(queue);
+        let handle = shared.writer.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(handle) = handle {
+            tokio::task::spawn_blocking(move || handle.join())
+                .await
+                .map_err(|e| EngineError::Storage(e.to_string()))?
+                .map_err(|_| EngineError::Storage("the writer panicked".to_owned()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Why the engine could not compile over its snapshot.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileOnSnapshotError {
+    #[error("rule {0}")]
+    Rule(#[from] RuleViolation),
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+}
+
+/// The writer thread: owns the ledger until the queue closes.
+fn writer(
+    mut ledger: Ledger<DiskStore>,
+    mut rx: mpsc::Receiver<Request>,
+    shared: Arc<Shared>,
+    options: Options,
+) {
+    let max_batch = options.max_batch.max(1);
+    let mut failed: Option<String> = None;
+    let mut pending: Vec<Request> = Vec::new();
+    loop {
+        if pending.is_empty() {
+            match rx.blocking_recv() {
+                Some(first) => pending.push(first),
+                None => break,
+            }
+        }
+        let deadline = options.max_wait.map(|w| Instant::now() + w);
+        while pending.len() < max_batch {
+            match rx.try_recv() {
+                Ok(r) => pending.push(r),
+                Err(mpsc::error::TryRecvError::Empty) => match deadline {
+                    Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_micros(50)),
+                    _ => break,
+                },
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            }
+        }
+        if let Some(message) = &failed {
+            for r in pending.drain(..) {
+                let _ = r.reply.send(Err(EngineError::Storage(message.clone())));
+            }
+            continue;
+        }
+        let commands: Vec<Command> = pending.iter().map(|r| r.command.clone()).collect();
+        let started = Instant::now();
+        let head_before = ledger.store().head().seq;
+        let (results, processed) = ledger.submit_batch(&commands, Ctx { time_ms: now_ms() });
+        let head_after = ledger.store().head().seq;
+        tracing::debug!(
+            commands = processed,
+            entries = head_after - head_before,
+            latency_us = started.elapsed().as_micros() as u64,
+            "group commit"
+        );
+        if head_after > head_before {
+            publish(&ledger, &shared, head_before + 1, head_after);
+        }
+        let rest = pending.split_off(processed.min(pending.len()));
+        for (request, result) in pending.drain(..).zip(results) {
+            let result = result.map_err(|e| {
+                if e.is_rejection() { EngineError::Rejected(e) } else { EngineError::Storage(e.to_string()) }
+            });
+            if let Err(EngineError::Storage(m)) = &result {
+                failed.get_or_insert_with(|| m.clone());
+            }
+            let _ = request.reply.send(result);
+        }
+        pending = rest;
+    }
+    let _ = ledger.store().flush_index();
+}
+
+/// Publishes a commit: the new snapshot, the new head, then the entries to live subscribers.
+fn publish(ledger: &Ledger<DiskStore>, shared: &Shared, from: u64, to: u64) {
+    let snapshot = Arc::new(ledger.state().clone());
+    match shared.state.write() {
+        Ok(mut guard) => *guard = snapshot,
+        Err(poisoned) => *poisoned.into_inner() = snapshot,
+    }
+    let entries: Vec<CommittedEntry> = ledger
+        .store()
+        .read_range(from, to)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| CommittedEntry { seq: s.entry.seq, hash: s.hash, entry: s.entry })
+        .collect();
+    shared.head.send_replace(to);
+    let _ = shared.live.send(Arc::new(entries));
+}
+
+struct Subscription {
+    next_seq: u64,
+    live: broadcast::Receiver<Arc<Vec<CommittedEntry>>>,
+    head: watch::Receiver<u64>,
+    reader: StoreReader,
+    buffered: std::collections::VecDeque<CommittedEntry>,
+    done: bool,
+    /// The writer has stopped: no live commit will come.
+    closed: bool,
+}
+
+/// Entries per catch-up read from the store.
+const CATCH_UP_CHUNK: u64 = 1024;
+
+impl Subscription {
+    async fn next(&mut self) -> Option<Result<CommittedEntry, SubscribeError>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(e) = self.buffered.pop_front() {
+                if e.seq == self.next_seq {
+                    self.next_seq += 1;
+                    return Some(Ok(e));
+                }
+                continue;
+            }
+            // Catch up from the store while it holds what we have not seen.
+            let head = *self.head.borrow();
+            if self.next_seq <= head {
+                let to = head.min(self.next_seq.saturating_add(CATCH_UP_CHUNK - 1));
+                match self.reader.read_range(self.next_seq, to) {
+                    Ok(entries) if !entries.is_empty() => {
+                        self.buffered = entries
+                            .into_iter()
+                            .map(|s| CommittedEntry { seq: s.entry.seq, hash: s.hash, entry: s.entry })
+                            .collect();
+                        continue;
+                    }
+                    Ok(_) if self.closed => {
+                        self.done = true;
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(read_error(e)));
+                    }
+                }
+            }
+            // Then follow live commits; a gap or a lag sends us back to the store.
+            match self.live.recv().await {
+                Ok(frame) => {
+                    let first = frame.first().map_or(self.next_seq, |e| e.seq);
+                    if first <= self.next_seq {
+                        self.buffered.extend(frame.iter().filter(|e| e.seq >= self.next_seq).cloned());
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => {
+                    // The writer stopped: deliver what the store still holds, then end.
+                    self.closed = true;
+                    if self.next_seq > *self.head.borrow() {
+                        self.done = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn read_error(e: ReadError) -> SubscribeError {
+    SubscribeError::Read(e.to_string())
+}
