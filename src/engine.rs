@@ -170,15 +170,12 @@ impl Engine {
 
     /// The state after the last commit: an immutable snapshot, cheap to take.
     pub fn state(&self) -> Arc<State> {
-        match self.shared.state.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
+        self.observer().state()
     }
 
     /// Seq of the last durable entry.
     pub fn head(&self) -> u64 {
-        *self.shared.head.borrow()
+        self.observer().head()
     }
 
     /// Compiles the next Attempt's context over the current snapshot (what `startAttempt`
@@ -207,6 +204,12 @@ impl Engine {
         futures::stream::unfold(sub, |mut sub| async move { sub.next().await.map(|item| (item, sub)) })
     }
 
+    /// A read-only handle (snapshots, head, subscriptions) that does not keep the writer
+    /// alive: when every `Engine` handle is dropped the writer stops regardless.
+    pub fn observer(&self) -> Observer {
+        Observer { shared: Arc::clone(&self.shared) }
+    }
+
     /// Stops accepting commands, drains the queue, flushes sled, and joins the writer.
     pub async fn shutdown(self) -> Result<(), EngineError> {
         let Engine { queue, shared } = self;
@@ -219,6 +222,35 @@ impl Engine {
                 .map_err(|_| EngineError::Storage("the writer panicked".to_owned()))?;
         }
         Ok(())
+    }
+}
+
+/// See [`Engine::observer`].
+#[derive(Clone)]
+pub struct Observer {
+    shared: Arc<Shared>,
+}
+
+impl Observer {
+    /// The state after the last commit.
+    pub fn state(&self) -> Arc<State> {
+        match self.shared.state.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Seq of the last durable entry.
+    pub fn head(&self) -> u64 {
+        *self.shared.head.borrow()
+    }
+
+    /// True once the writer has stopped (after every `Engine` handle was dropped or shut down).
+    pub fn is_stopped(&self) -> bool {
+        match self.shared.writer.lock() {
+            Ok(slot) => slot.as_ref().is_none_or(|h| h.is_finished()),
+            Err(_) => true,
+        }
     }
 }
 
