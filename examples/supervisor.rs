@@ -7,6 +7,8 @@
 //!
 //! Run: `cargo run --release --example supervisor [WORKERS]`
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // an example may panic
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -154,7 +156,7 @@ async fn main() {
             match item {
                 Ok(e) => {
                     n += 1;
-                    if n <= 40 || n % 200 == 0 {
+                    if n <= 40 || n.is_multiple_of(200) {
                         println!("audit seq {:>5} {:<22} {}", e.seq, e.entry.event.kind(), e.hash);
                     }
                 }

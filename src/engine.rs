@@ -310,7 +310,7 @@ fn writer(
             "group commit"
         );
         if head_after > head_before {
-            publish(&ledger, &shared, head_before + 1, head_after);
+            publish(&ledger, &shared, head_after);
         }
         let rest = pending.split_off(processed.min(pending.len()));
         for (request, result) in pending.drain(..).zip(results) {
@@ -328,18 +328,16 @@ fn writer(
 }
 
 /// Publishes a commit: the new snapshot, the new head, then the entries to live subscribers.
-fn publish(ledger: &Ledger<DiskStore>, shared: &Shared, from: u64, to: u64) {
+fn publish(ledger: &Ledger<DiskStore>, shared: &Shared, to: u64) {
     let snapshot = Arc::new(ledger.state().clone());
     match shared.state.write() {
         Ok(mut guard) => *guard = snapshot,
         Err(poisoned) => *poisoned.into_inner() = snapshot,
     }
     let entries: Vec<CommittedEntry> = ledger
-        .store()
-        .read_range(from, to)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| CommittedEntry { seq: s.entry.seq, hash: s.hash, entry: s.entry })
+        .last_committed()
+        .iter()
+        .map(|s| CommittedEntry { seq: s.entry.seq, hash: s.hash, entry: s.entry.clone() })
         .collect();
     shared.head.send_replace(to);
     let _ = shared.live.send(Arc::new(entries));

@@ -56,6 +56,8 @@ pub struct Ledger<S: Store> {
     state: State,
     /// A commit failed after admission mutated the state: refuse everything until reopened.
     poisoned: bool,
+    /// The entries of the last frame `submit_batch` committed.
+    last_committed: Vec<SealedEntry>,
 }
 
 impl Ledger<DiskStore> {
@@ -70,7 +72,7 @@ impl Ledger<DiskStore> {
             })
         };
         let (store, report) = DiskStore::open_observed(path, None, &mut fold)?;
-        Ok((Ledger { store, state, poisoned: false }, report))
+        Ok((Ledger { store, state, poisoned: false, last_committed: Vec::new() }, report))
     }
 }
 
@@ -82,7 +84,7 @@ impl<S: Store> Ledger<S> {
         for sealed in &entries {
             admission::apply(&mut state, &sealed.entry)?;
         }
-        Ok(Ledger { store, state, poisoned: false })
+        Ok(Ledger { store, state, poisoned: false, last_committed: Vec::new() })
     }
 
     pub fn state(&self) -> &State {
@@ -231,7 +233,14 @@ impl<S: Store> Ledger<S> {
                 }
             })
             .collect();
+        self.last_committed = sealed;
         (results, processed)
+    }
+
+    /// The entries of the last frame committed by `submit`/`submit_batch` (empty if that
+    /// batch wrote nothing).
+    pub fn last_committed(&self) -> &[SealedEntry] {
+        &self.last_committed
     }
 
     /// Admits already-built events as one frame, through the same admission step as

@@ -132,6 +132,7 @@ fn a_subscriber_sees_every_entry_once_in_order() {
     rt.block_on(async {
         let engine =
             Engine::open(&dir, Options { subscriber_buffer: 4, ..Options::default() }).await.unwrap();
+        let total_expected = engine.head() + 1 + 16 * 40;
         let mut writers = Vec::new();
         for w in 0..16u128 {
             let engine = engine.clone();
@@ -141,7 +142,6 @@ fn a_subscriber_sees_every_entry_once_in_order() {
                 }
             }));
         }
-        let total_expected = engine.head() + 1 + 16 * 40;
         let sub = engine.subscribe(0);
         // A slow subscriber: it yields between items so the live buffer (4 frames) overflows.
         let reader = tokio::spawn(async move {

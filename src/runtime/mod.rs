@@ -211,25 +211,17 @@ pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> 
     values.iter().try_for_each(|v| text(field, v))
 }
 
-pub(crate) fn fresh<V>(
-    map: &std::collections::BTreeMap<Id, V>,
-    id: Id,
-    what: &str,
-) -> Result<(), RuleViolation> {
+pub(crate) fn fresh<V>(map: &state::Map<Id, V>, id: Id, what: &str) -> Result<(), RuleViolation> {
     ensure!(!map.contains_key(&id), Rule::IdReused, "{what} {id} already exists");
     Ok(())
 }
 
-pub(crate) fn get<'a, V>(
-    map: &'a std::collections::BTreeMap<Id, V>,
-    id: Id,
-    what: &str,
-) -> Result<&'a V, RuleViolation> {
+pub(crate) fn get<'a, V>(map: &'a state::Map<Id, V>, id: Id, what: &str) -> Result<&'a V, RuleViolation> {
     map.get(&id).ok_or_else(|| violation(Rule::Unknown, format!("unknown {what} {id}")))
 }
 
-pub(crate) fn get_mut<'a, V>(
-    map: &'a mut std::collections::BTreeMap<Id, V>,
+pub(crate) fn get_mut<'a, V: Clone>(
+    map: &'a mut state::Map<Id, V>,
     id: Id,
     what: &str,
 ) -> Result<&'a mut V, RuleViolation> {

@@ -4,38 +4,41 @@
 //! order for 16-byte keys; struct fields are declared in canonical key order) and hashed
 //! under its own context, so two states compare by digest.
 
-use std::collections::BTreeMap;
-
 use ledger_schema::events::{EvidenceRecorded, ExecutionProfile, GoalContent, PolicyBundle};
 use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice, Verdict};
 use ledger_schema::{Digest, DigestKind, Id, codec};
 use serde::Serialize;
 
+/// The projection's maps: persistent ordered maps (structural sharing), so a snapshot of
+/// the whole state is an O(1) clone and an update copies only one path. They iterate —
+/// and so encode — in key order, like a `BTreeMap`.
+pub type Map<K, V> = im::OrdMap<K, V>;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct State {
-    pub facts: BTreeMap<Id, FactState>,
-    pub goals: BTreeMap<Id, GoalState>,
+    pub facts: Map<Id, FactState>,
+    pub goals: Map<Id, GoalState>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ledger: Option<Id>,
     /// Entries folded so far (= next seq).
     pub entries: u64,
-    pub repairs: BTreeMap<Id, RepairState>,
-    pub sources: BTreeMap<Id, SourceState>,
-    pub attempts: BTreeMap<Id, AttemptState>,
-    pub blockers: BTreeMap<Id, BlockerState>,
-    pub evidence: BTreeMap<Id, EvidenceState>,
-    pub policies: BTreeMap<Id, PolicyState>,
-    pub profiles: BTreeMap<Id, ProfileState>,
-    pub decisions: BTreeMap<Id, DecisionState>,
-    pub scenarios: BTreeMap<Id, ScenarioState>,
-    pub workflows: BTreeMap<Id, WorkflowState>,
+    pub repairs: Map<Id, RepairState>,
+    pub sources: Map<Id, SourceState>,
+    pub attempts: Map<Id, AttemptState>,
+    pub blockers: Map<Id, BlockerState>,
+    pub evidence: Map<Id, EvidenceState>,
+    pub policies: Map<Id, PolicyState>,
+    pub profiles: Map<Id, ProfileState>,
+    pub decisions: Map<Id, DecisionState>,
+    pub scenarios: Map<Id, ScenarioState>,
+    pub workflows: Map<Id, WorkflowState>,
     /// Time of the last entry (ms).
     pub last_time_ms: u64,
-    pub generations: BTreeMap<Id, GenerationState>,
-    pub obligations: BTreeMap<Id, ObligationState>,
-    pub worker_events: BTreeMap<Id, WorkerEventState>,
-    pub human_decisions: BTreeMap<Id, HumanDecisionState>,
+    pub generations: Map<Id, GenerationState>,
+    pub obligations: Map<Id, ObligationState>,
+    pub worker_events: Map<Id, WorkerEventState>,
+    pub human_decisions: Map<Id, HumanDecisionState>,
 }
 
 impl State {
