@@ -50,7 +50,7 @@ impl SubmitError {
 }
 
 /// A store and its projection, always in step.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Ledger<S: Store> {
     store: S,
     state: State,

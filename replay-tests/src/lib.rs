@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test support may panic
 
+pub mod fuzz_targets;
 pub mod world;
 
 use std::ops::Range;

@@ -206,7 +206,12 @@ fn engine_kill_9_loses_no_receipt() {
                 ledger.store().read(*seq).map(|s| s.hash.to_string() != *hash).unwrap_or(true)
             })
             .count() as u64;
+        let present = acks.len() as u64 - lost;
         drop(ledger);
+        println!(
+            "engine crash round {round:>4}: acknowledged {:>6} present {present:>6} lost {lost}",
+            acks.len()
+        );
         assert_eq!(lost, 0, "round {round} (seed {seed}): {lost} receipts lost");
         total_acked += acks.len() as u64;
         total_lost += lost;

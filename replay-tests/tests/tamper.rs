@@ -270,3 +270,152 @@ fn a_rewritten_chain_is_detected_against_a_checkpoint() {
     assert_eq!(code, 0, "a rewritten chain is internally consistent");
     check_detected(&dir, Some(&fx.checkpoint), Replica::Journal, fx.cp.seq..=fx.cp.seq);
 }
+
+/// One random tamper case of the campaign; `true` when it was detected.
+fn tamper_case(fx: &Fixture, case: u64, rng: &mut Rng) -> (&'static str, bool) {
+    let frames = journal_frames(&fx.template);
+    let dir = fresh(fx, &format!("campaign-{case}"));
+    let pick = |rng: &mut Rng| rng.below(frames.len() as u64) as usize;
+    let mut journal = std::fs::read(segment(&dir)).unwrap();
+    let kind = match rng.below(11) {
+        0 => {
+            let f = &frames[pick(rng)];
+            journal[f.range.start + rng.below(f.range.len() as u64) as usize] ^= 1 << rng.below(8);
+            "journal byte flip"
+        }
+        1 => {
+            let f = frames[pick(rng)].clone();
+            let mask = 1u8 << rng.below(8);
+            let at = rng.below(1 << 20);
+            with_sled(&dir, |t| {
+                let key = f.first_seq.to_be_bytes();
+                let mut v = t.get(key).unwrap().unwrap().to_vec();
+                let i = at as usize % v.len();
+                v[i] ^= mask;
+                t.insert(key, v).unwrap();
+            });
+            "sled byte flip"
+        }
+        2 => {
+            let f = &frames[1 + rng.below(frames.len() as u64 - 1) as usize];
+            journal.drain(f.range.clone());
+            "journal frame deleted"
+        }
+        3 => {
+            let f = frames[pick(rng)].clone();
+            with_sled(&dir, |t| t.remove(f.first_seq.to_be_bytes()).unwrap());
+            if f.first_seq == frames.last().unwrap().first_seq {
+                // Dropping sled's last frame is a recoverable lag, not tampering:
+                // make it tampering by dropping it from the journal too (a truncation).
+                journal.truncate(f.range.start);
+            }
+            "sled frame deleted"
+        }
+        4 => {
+            let a = rng.below(frames.len() as u64 - 1) as usize;
+            let b = a + 1 + rng.below((frames.len() - a - 1) as u64) as usize;
+            let (fa, fb) = (&frames[a], &frames[b]);
+            let mut out = journal[..fa.range.start].to_vec();
+            out.extend_from_slice(&journal[fb.range.clone()]);
+            out.extend_from_slice(&journal[fa.range.end..fb.range.start]);
+            out.extend_from_slice(&journal[fa.range.clone()]);
+            out.extend_from_slice(&journal[fb.range.end..]);
+            journal = out;
+            "journal frames swapped"
+        }
+        5 => {
+            let ia = rng.below(frames.len() as u64 - 1) as usize;
+            let ib = ia + 1 + rng.below((frames.len() - ia - 1) as u64) as usize;
+            let (a, b) = (frames[ia].first_seq, frames[ib].first_seq);
+            with_sled(&dir, |t| {
+                let (va, vb) =
+                    (t.get(a.to_be_bytes()).unwrap().unwrap(), t.get(b.to_be_bytes()).unwrap().unwrap());
+                t.insert(a.to_be_bytes(), vb).unwrap();
+                t.insert(b.to_be_bytes(), va).unwrap();
+            });
+            "sled frames swapped"
+        }
+        6 => {
+            let keep = frames[1 + rng.below(frames.len() as u64 - 1) as usize].clone();
+            journal.truncate(keep.range.start);
+            with_sled(&dir, |t| {
+                for f in frames.iter().filter(|f| f.first_seq >= keep.first_seq) {
+                    t.remove(f.first_seq.to_be_bytes()).unwrap();
+                }
+            });
+            "both copies truncated"
+        }
+        7 => {
+            journal.push(rng.below(24) as u8);
+            "trailing byte"
+        }
+        8 => {
+            let f = frames[1 + rng.below(frames.len() as u64 - 1) as usize].clone();
+            let how = RECODES[rng.below(3) as usize];
+            let idx = rng.below(f.n_entries) as usize;
+            if rng.below(2) == 0 {
+                let recoded = recode_frame(&journal[f.range.clone()], idx, how);
+                journal.splice(f.range.clone(), recoded);
+                "journal non-canonical re-encoding"
+            } else {
+                with_sled(&dir, |t| {
+                    let key = f.first_seq.to_be_bytes();
+                    let v = t.get(key).unwrap().unwrap();
+                    t.insert(key, recode_frame(&v, idx, how)).unwrap();
+                });
+                "sled non-canonical re-encoding"
+            }
+        }
+        _ => {
+            // The whole chain rewritten in both copies, every hash recomputed.
+            std::fs::remove_dir_all(&dir).unwrap();
+            let mut store = closure_ledger::store::init(&dir, "test", LEDGER, T0).unwrap();
+            use closure_ledger::store::{Frame, Store};
+            let mut chain = store.chain();
+            let changed = rng.below((N_FRAMES * PER_FRAME) as u64) as usize;
+            for f in 0..N_FRAMES {
+                let entries = (0..PER_FRAME)
+                    .map(|i| {
+                        let n = f * PER_FRAME + i;
+                        chain
+                            .seal(event(if n == changed { n + 1 } else { n }), T0 + n as u64, LEDGER)
+                            .unwrap()
+                    })
+                    .collect();
+                store.commit(&Frame::new(entries).unwrap()).unwrap();
+            }
+            drop(store);
+            journal = std::fs::read(segment(&dir)).unwrap();
+            "chain rewritten with recomputed hashes"
+        }
+    };
+    std::fs::write(segment(&dir), &journal).unwrap();
+    let (code, _) = verify_json(&dir, Some(&fx.checkpoint));
+    std::fs::remove_dir_all(&dir).unwrap();
+    (kind, code == 1)
+}
+
+/// The tamper campaign: random edits of every kind in both copies (byte flips, deleted,
+/// swapped and truncated frames, trailing bytes, non-canonical re-encodings, a chain
+/// rewritten with recomputed hashes), each checked by `ledger verify` against a
+/// checkpoint of the head. `TAMPER_CASES=N` sets the number of cases (CI: 150).
+#[test]
+fn tamper_campaign() {
+    let fx = fixture();
+    let n: u64 = std::env::var("TAMPER_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
+    let seed = std::env::var("TAMPER_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x7a3e_u64);
+    let mut rng = Rng(seed | 1);
+    let mut tally: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    for case in 0..n {
+        let (kind, detected) = tamper_case(&fx, case, &mut rng);
+        let t = tally.entry(kind).or_default();
+        t.0 += 1;
+        t.1 += u64::from(detected);
+        assert!(detected, "case {case} (seed {seed}): {kind} went undetected");
+    }
+    let (tried, detected) = tally.values().fold((0, 0), |a, t| (a.0 + t.0, a.1 + t.1));
+    for (kind, (t, d)) in &tally {
+        println!("tamper campaign: {kind:<38} tried {t:>5} detected {d:>5}");
+    }
+    println!("tamper campaign: total tried {tried} detected {detected} (seed {seed})");
+}

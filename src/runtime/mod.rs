@@ -22,6 +22,7 @@ pub use attempt::{AttemptBinding, attempt_binding, result_kind_allowed};
 pub use command::Command;
 pub use state::State;
 pub use worker::staleness;
+pub use workflow::next_phase;
 
 /// Longest text field a command or worker may write (bytes).
 pub const MAX_TEXT_BYTES: usize = 65_536;

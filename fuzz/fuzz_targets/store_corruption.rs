@@ -1,0 +1,8 @@
+//! See `replay_tests::fuzz_targets::store_corruption` (shared with the stable corpus replay test).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    replay_tests::fuzz_targets::store_corruption(data);
+});

@@ -1,0 +1,567 @@
+//! The bodies of the fuzz targets, shared by `fuzz/` (cargo-fuzz, libFuzzer) and by the
+//! stable-toolchain test that replays every committed corpus file (`tests/fuzz_corpus.rs`).
+//! Each panics only when a property fails.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use arbitrary::{Arbitrary, Unstructured};
+use closure_ledger::compiler::compile;
+use closure_ledger::ledger::Ledger;
+use closure_ledger::lifecycle::{self, Script, lid};
+use closure_ledger::runtime::command::*;
+use closure_ledger::runtime::{Command, Ctx, State, attempt_binding};
+use closure_ledger::store::{self, Checkpoint, DiskStore, MemStore, Store};
+use ledger_schema::events::WorkerEventKind;
+use ledger_schema::types::{CheckResult, Eligibility, Phase, ResultKind, ThreadChoice, Verdict};
+use ledger_schema::{Digest, Entry, Id, SealedEntry, codec, decode_frame, encode_frame};
+
+use crate::{LEDGER, T0};
+
+/// Arbitrary bytes into the strict entry decoder: never a panic; anything accepted
+/// re-encodes to the same bytes.
+pub fn decode_entry(data: &[u8]) {
+    if let Ok(entry) = Entry::decode(data) {
+        assert_eq!(entry.encode(), data, "accepted bytes must be canonical");
+        assert!(data.len() <= codec::MAX_ENTRY_BYTES);
+    }
+}
+
+/// Arbitrary bytes into the strict frame decoder: never a panic; anything accepted
+/// re-encodes to the same bytes, within the frame bounds.
+pub fn decode_frame_target(data: &[u8]) {
+    if let Ok(entries) = decode_frame(data) {
+        assert!(!entries.is_empty() && entries.len() <= codec::MAX_FRAME_ENTRIES);
+        assert_eq!(encode_frame(entries.iter().copied()), data);
+        for e in entries {
+            decode_entry(e);
+        }
+    }
+}
+
+fn world_ledger() -> &'static Ledger<MemStore> {
+    static WORLD: OnceLock<Ledger<MemStore>> = OnceLock::new();
+    WORLD.get_or_init(|| crate::world::World::at(crate::world::Stage::Implementing).ledger)
+}
+
+/// Arbitrary bytes into the JSON command parser: never a panic; a parsed command
+/// round-trips through JSON; submitting it to a live ledger either admits it or leaves
+/// every stored byte and the state unchanged.
+pub fn decode_command_json(data: &[u8]) {
+    if data.len() > MAX_COMMAND_BYTES {
+        return;
+    }
+    let Ok(command) = serde_json::from_slice::<Command>(data) else { return };
+    let again = serde_json::to_vec(&command).unwrap_or_default();
+    assert_eq!(serde_json::from_slice::<Command>(&again).ok().as_ref(), Some(&command));
+    let mut ledger = world_ledger().clone();
+    let frames = ledger.store().frames().to_vec();
+    let digest = ledger.state().digest();
+    if ledger.submit(&command, Ctx { time_ms: T0 + 10_000_000 }).is_err() {
+        assert_eq!(ledger.store().frames(), frames.as_slice(), "a refused command wrote bytes");
+        assert_eq!(ledger.state().digest(), digest, "a refused command changed the state");
+    }
+}
+
+fn checkpoint_store() -> &'static MemStore {
+    static STORE: OnceLock<MemStore> = OnceLock::new();
+    STORE.get_or_init(|| crate::world::World::at(crate::world::Stage::Accepted).ledger.into_store())
+}
+
+/// Arbitrary bytes into checkpoint parsing and verification: never a panic; a parsed
+/// checkpoint verifies exactly when it names an entry's true hash and ledger.
+pub fn checkpoint_json(data: &[u8]) {
+    let Ok(cp) = Checkpoint::parse(data) else { return };
+    let store = checkpoint_store();
+    match store.read(cp.seq) {
+        Ok(sealed) => {
+            let ok = cp.check(&sealed).is_ok();
+            assert_eq!(ok, sealed.hash == cp.hash && sealed.entry.ledger == cp.ledger_id);
+        }
+        Err(_) => assert!(cp.seq > store.head().seq),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// command_sequence: model-based conformance.
+
+/// One step of a run. `Submit` builds a command from the current state (mostly
+/// admissible, sometimes perturbed), so runs reach deep states.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum Op {
+    Submit(Pick),
+    Reopen,
+    Replay,
+    Compile(u8),
+}
+
+/// Choices the generator turns into a command against the current state.
+#[derive(Debug, Clone, Arbitrary)]
+pub struct Pick {
+    pub action: u8,
+    pub target: u8,
+    pub variant: u8,
+    /// Perturb the otherwise admissible command (wrong digest, id, version, kind ...).
+    pub perturb: Option<u8>,
+}
+
+fn nth<K: Copy + Ord, V: Clone>(map: &closure_ledger::runtime::state::Map<K, V>, i: u8) -> Option<(K, V)> {
+    if map.is_empty() {
+        return None;
+    }
+    let idx = usize::from(i) % map.len();
+    map.iter().nth(idx).map(|(k, v)| (*k, v.clone()))
+}
+
+fn fresh_id(state: &State, salt: u8) -> Id {
+    lid(0x50_0000 + u128::from(state.entries) * 256 + u128::from(salt))
+}
+
+/// Builds the command `pick` describes, from `state`.
+pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
+    use closure_ledger::lifecycle::{
+        GOAL, POLICY, PROFILE, PROTECTED_PROFILE, digest_of, goal_content, plan_pair,
+    };
+    let wf = nth(&state.workflows, pick.target);
+    let v = pick.variant;
+    let mut c = match pick.action % 16 {
+        0 => Command::ReviseGoal(ReviseGoal {
+            goal_id: lid(GOAL),
+            revision: state.goals.get(&lid(GOAL)).map_or(1, |g| g.revision + 1),
+            content: goal_content(),
+        }),
+        1 => {
+            let protected = v.is_multiple_of(4);
+            Command::StartWorkflow(StartWorkflow {
+                workflow_id: fresh_id(state, 1),
+                goal_id: lid(GOAL),
+                goal_revision: state.goals.get(&lid(GOAL)).map_or(1, |g| g.revision),
+                policy_id: lid(POLICY),
+                profile_id: lid(if protected { PROTECTED_PROFILE } else { PROFILE }),
+                plan: protected.then(plan_pair),
+            })
+        }
+        2 => {
+            let (id, w) = wf?;
+            let phase = match v % 6 {
+                0 => Phase::Implement,
+                _ => closure_ledger::runtime::next_phase(w.phase).unwrap_or(Phase::Implement),
+            };
+            Command::AdvancePhase(AdvancePhase { workflow_id: id, phase, version: w.version + 1 })
+        }
+        3 => {
+            let (id, _) = wf?;
+            Command::StartAttempt(StartAttempt {
+                attempt_id: fresh_id(state, 3),
+                workflow_id: id,
+                worker_session_id: fresh_id(state, 4),
+                thread: if v.is_multiple_of(2) { ThreadChoice::Fresh } else { ThreadChoice::Resume },
+            })
+        }
+        4 => {
+            let (aid, a) = nth(&state.attempts, v)?;
+            let w = state.workflows.get(&a.workflow_id)?;
+            Command::ClaimDispatch(ClaimDispatch {
+                attempt_id: aid,
+                workflow_version: a.workflow_version,
+                profile: w.profile,
+                manifest_digest: a.manifest_digest,
+                package_digest: a.package_digest,
+                plan: w.plan,
+            })
+        }
+        5 | 6 => {
+            let (aid, a) = nth(&state.attempts, v)?;
+            let event = match v % 4 {
+                0 => nth(&state.worker_events, pick.target).map_or(fresh_id(state, 5), |(id, _)| id),
+                _ => fresh_id(state, 5),
+            };
+            let kind =
+                if v.is_multiple_of(3) { WorkerEventKind::Proposals } else { WorkerEventKind::Progress };
+            Command::DeliverWorkerEvent(DeliverWorkerEvent {
+                attempt_id: aid,
+                worker_event_id: event,
+                manifest_digest: if v.is_multiple_of(7) {
+                    digest_of("old manifest")
+                } else {
+                    a.manifest_digest
+                },
+                payload: lifecycle::payload(kind, u64::from(v % 2), "work"),
+            })
+        }
+        7 => {
+            let (aid, a) = nth(&state.attempts, v)?;
+            let kind = match (a.phase, v % 5) {
+                (_, 0) => ResultKind::Proposals,
+                (Phase::Implement, _) => ResultKind::CompletionRequest,
+                _ => ResultKind::Proposals,
+            };
+            match v % 7 {
+                0 => Command::FailAttempt(FailAttempt { attempt_id: aid, reason: "crash".into() }),
+                1 => Command::CancelAttempt(CancelAttempt {
+                    attempt_id: aid,
+                    workflow_version: a.workflow_version,
+                    reason: "stop".into(),
+                }),
+                _ => Command::FinishAttempt(FinishAttempt {
+                    attempt_id: aid,
+                    result_kind: kind,
+                    summary: "done".into(),
+                }),
+            }
+        }
+        8 => {
+            let (id, _) = wf?;
+            Command::OpenGeneration(OpenGeneration {
+                generation_id: fresh_id(state, 8),
+                workflow_id: id,
+                base_digest: digest_of("base"),
+            })
+        }
+        9 => {
+            let (gid, _) = nth(&state.generations, v)?;
+            Command::FreezeGeneration(FreezeGeneration {
+                generation_id: gid,
+                candidate_digest: digest_of(&format!("candidate {gid}")),
+                change_set_digest: digest_of("change set"),
+            })
+        }
+        10 => {
+            let (gid, g) = nth(&state.generations, v)?;
+            let result = match v % 5 {
+                0 | 1 => CheckResult::Fail,
+                2 => CheckResult::Error,
+                _ => CheckResult::Pass,
+            };
+            Command::RecordEvidence(RecordEvidence {
+                evidence_id: fresh_id(state, 10),
+                workflow_id: g.workflow_id,
+                generation_id: gid,
+                candidate_digest: g.frozen_digest().unwrap_or_default(),
+                obligation_id: lid(lifecycle::OBLIGATION),
+                check_spec_id: lid(lifecycle::CHECK_SPEC),
+                check_spec_digest: digest_of("check: cargo test parser::trailing"),
+                result,
+                eligibility_version: 1,
+                eligibility_state: if v.is_multiple_of(11) {
+                    Eligibility::Ineligible
+                } else {
+                    Eligibility::Eligible
+                },
+                detail: "detail".into(),
+            })
+        }
+        11 => {
+            let (id, w) = wf?;
+            let gen_id = w.active_generation?;
+            let evidence: Vec<Id> = state
+                .evidence
+                .iter()
+                .filter(|(_, e)| e.record.generation_id == gen_id)
+                .map(|(id, _)| *id)
+                .collect();
+            let verdict = match v % 3 {
+                0 => Verdict::Accept,
+                1 => Verdict::RejectRepairable,
+                _ => Verdict::RejectTerminal,
+            };
+            Command::DecideAcceptance(DecideAcceptance {
+                decision_id: fresh_id(state, 11),
+                workflow_id: id,
+                generation_id: gen_id,
+                verdict,
+                evidence_ids: evidence,
+                reasons: vec![],
+            })
+        }
+        12 => {
+            let (did, d) = nth(&state.decisions, v)?;
+            Command::RecordRepair(RecordRepair {
+                repair_id: fresh_id(state, 12),
+                decision_id: did,
+                decision_digest: d.decision_digest,
+                input_manifest_digest: d.input_manifest_digest,
+                evidence_set_digest: d.evidence_set_digest,
+                child_generation_id: fresh_id(state, 13),
+                constraints_to_preserve: goal_content().preservation_constraints,
+            })
+        }
+        13 => Command::ProposeFact(ProposeFact {
+            fact_id: lid(0x60_0000 + u128::from(v % 4)),
+            goal_id: lid(GOAL),
+            revision: state.facts.get(&lid(0x60_0000 + u128::from(v % 4))).map_or(1, |f| f.revision + 1),
+            statement: "a fact".into(),
+            provenance: "fuzz".into(),
+        }),
+        14 => {
+            let (fid, f) = nth(&state.facts, v)?;
+            if v.is_multiple_of(2) {
+                Command::ConfirmFact(ConfirmFact {
+                    fact_id: fid,
+                    revision: f.revision,
+                    confirmed_by: "human".into(),
+                })
+            } else {
+                Command::InvalidateFact(InvalidateFact {
+                    fact_id: fid,
+                    revision: f.revision,
+                    reason: "no".into(),
+                })
+            }
+        }
+        _ => {
+            let (id, _) = wf?;
+            match nth(&state.blockers, v) {
+                Some((bid, b)) if b.resolution.is_none() && v.is_multiple_of(2) => {
+                    Command::ResolveBlocker(ResolveBlocker { blocker_id: bid, resolution: "done".into() })
+                }
+                _ => Command::RaiseBlocker(RaiseBlocker {
+                    blocker_id: fresh_id(state, 15),
+                    workflow_id: id,
+                    description: "blocked".into(),
+                }),
+            }
+        }
+    };
+    if let Some(p) = pick.perturb {
+        perturb(&mut c, p);
+    }
+    Some(c)
+}
+
+/// Makes a plausible command slightly wrong.
+fn perturb(c: &mut Command, p: u8) {
+    let wrong = Digest::of(ledger_schema::DigestKind::Source, &[p]);
+    match c {
+        Command::ClaimDispatch(x) => match p % 3 {
+            0 => x.package_digest = wrong,
+            1 => x.workflow_version = x.workflow_version.wrapping_add(1),
+            _ => x.plan = Some(closure_ledger::lifecycle::plan_pair()),
+        },
+        Command::RecordRepair(x) => match p % 3 {
+            0 => x.decision_digest = wrong,
+            1 => x.evidence_set_digest = wrong,
+            _ => x.constraints_to_preserve.clear(),
+        },
+        Command::AdvancePhase(x) => x.version = x.version.wrapping_add(u32::from(p % 3)),
+        Command::RecordEvidence(x) => x.candidate_digest = wrong,
+        Command::DeliverWorkerEvent(x) => x.payload.text = "y".repeat(usize::from(p) * 300),
+        Command::ReviseGoal(x) => x.revision = x.revision.wrapping_add(1),
+        Command::FinishAttempt(x) => {
+            x.result_kind =
+                if p.is_multiple_of(2) { ResultKind::Proposals } else { ResultKind::CompletionRequest }
+        }
+        _ => {}
+    }
+}
+
+fn base_ledger() -> &'static Ledger<MemStore> {
+    static BASE: OnceLock<Ledger<MemStore>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let mut w = crate::world::World::at(crate::world::Stage::Setup);
+        w.ok(Command::InstallProfile(InstallProfile {
+            profile_id: lid(lifecycle::PROTECTED_PROFILE),
+            profile: lifecycle::profile(true),
+        }));
+        w.ledger
+    })
+}
+
+/// Model-based conformance over a sequence of operations. After every step: no panic;
+/// the live state equals the fold (replay) of exactly the bytes written so far — kept
+/// incrementally by a shadow replica that strictly decodes each new entry and admits it
+/// through the same admission step — and `Reopen`/`Replay` check it again from genesis;
+/// compiling the same request twice yields identical bytes; a refused command changed no
+/// stored byte and no state. Returns the number of admitted commands.
+pub fn command_sequence(data: &[u8]) -> usize {
+    let mut u = Unstructured::new(data);
+    let base = base_ledger();
+    let mut ledger = base.clone();
+    let mut shadow = base.state().clone();
+    let mut folded = base.store().head().seq + 1;
+    let mut time = T0 + 1_000_000;
+    let mut admitted = 0;
+    let mut full_replays = 0;
+    for _ in 0..64 {
+        let Ok(op) = Op::arbitrary(&mut u) else { break };
+        match op {
+            Op::Submit(pick) => {
+                let Some(command) = command_for(ledger.state(), &pick) else { continue };
+                time += 1000;
+                let frames = ledger.store().frames().len();
+                let last = ledger.store().frames().last().cloned();
+                let before = ledger.state().clone();
+                match ledger.submit(&command, Ctx { time_ms: time }) {
+                    Ok(r) if !r.duplicate => admitted += 1,
+                    Ok(_) => assert_eq!(ledger.store().frames().len(), frames, "a duplicate wrote bytes"),
+                    Err(_) => {
+                        assert_eq!(ledger.store().frames().len(), frames, "a refused command wrote a frame");
+                        assert_eq!(ledger.store().frames().last(), last.as_ref());
+                        assert!(ledger.state() == &before, "a refused command changed the state");
+                    }
+                }
+                // The shadow replica folds exactly what was written, from its bytes.
+                let head = ledger.store().head().seq;
+                if head >= folded {
+                    for sealed in ledger.store().read_range(folded, head).unwrap_or_default() {
+                        let reopened = SealedEntry::open(&sealed.bytes)
+                            .unwrap_or_else(|e| panic!("stored bytes do not decode: {e}"));
+                        closure_ledger::admission::apply(&mut shadow, &reopened.entry)
+                            .unwrap_or_else(|e| panic!("replay refuses admitted history: {e}"));
+                    }
+                    folded = head + 1;
+                }
+                assert!(&shadow == ledger.state(), "live state != replayed state");
+            }
+            Op::Reopen | Op::Replay => {
+                if full_replays >= 2 {
+                    continue;
+                }
+                full_replays += 1;
+                let store = ledger.store().clone();
+                let replayed = Ledger::from_store(store)
+                    .unwrap_or_else(|e| panic!("replay of admitted history failed: {e}"));
+                assert_eq!(
+                    replayed.state().digest(),
+                    ledger.state().digest(),
+                    "live state != replayed state"
+                );
+                if matches!(op, Op::Reopen) {
+                    ledger = replayed;
+                }
+            }
+            Op::Compile(pick) => {
+                let state = ledger.state();
+                let Some((wid, _)) = nth(&state.workflows, pick) else { continue };
+                let req = StartAttempt {
+                    attempt_id: lid(0x70_0000),
+                    workflow_id: wid,
+                    worker_session_id: lid(1),
+                    thread: ThreadChoice::Fresh,
+                };
+                if let Ok(b) = attempt_binding(state, &req) {
+                    let one = compile(state, &b);
+                    let two = compile(state, &b);
+                    assert_eq!(one, two, "compile is not deterministic");
+                }
+            }
+        }
+    }
+    admitted
+}
+
+// ---------------------------------------------------------------------------------------
+// store_corruption
+
+struct Template {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    entries: Vec<SealedEntry>,
+}
+
+fn template() -> &'static Template {
+    static T: OnceLock<Template> = OnceLock::new();
+    T.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path().join("ledger");
+        drop(store::init(&root, "t", LEDGER, T0).unwrap_or_else(|e| panic!("{e}")));
+        let (mut ledger, _) = Ledger::open(&root).unwrap_or_else(|e| panic!("{e}"));
+        Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() }
+            .setup()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let entries = ledger.store().read_range(0, u64::MAX).unwrap_or_else(|e| panic!("{e}"));
+        drop(ledger);
+        Template { _dir: dir, root, entries }
+    })
+}
+
+/// One edit of stored bytes.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum Edit {
+    /// XOR a byte of the journal at `at % len`.
+    FlipJournal { at: u32, mask: u8 },
+    /// Cut the journal to `len % (len + 1)` bytes.
+    TruncateJournal { len: u32 },
+    /// Append bytes to the journal.
+    AppendJournal { bytes: Vec<u8> },
+    /// XOR a byte of sled frame `frame` at `at`.
+    FlipSled { frame: u8, at: u32, mask: u8 },
+    /// Remove sled frame `frame`.
+    RemoveSled { frame: u8 },
+    /// Replace sled frame `frame` with `bytes`.
+    ReplaceSled { frame: u8, bytes: Vec<u8> },
+}
+
+/// Arbitrary edits to a real ledger's frames, in the journal and in sled: strict open
+/// returns a typed error, restores a lagging sled tail, cuts a torn tail, or finds the
+/// edit was a no-op — never a panic, a hang, or a silent repair (whatever opens holds a
+/// prefix of the original entries, byte for byte).
+pub fn store_corruption(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(edits) = Vec::<Edit>::arbitrary(&mut u) else { return };
+    let t = template();
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let root = dir.path().join("ledger");
+    crate::copy_dir(&t.root, &root);
+    let segment = crate::segment(&root);
+    for edit in edits.iter().take(8) {
+        match edit {
+            Edit::FlipJournal { at, mask } => {
+                let mut b = std::fs::read(&segment).unwrap_or_default();
+                if !b.is_empty() {
+                    let i = *at as usize % b.len();
+                    b[i] ^= mask;
+                    let _ = std::fs::write(&segment, b);
+                }
+            }
+            Edit::TruncateJournal { len } => {
+                let b = std::fs::read(&segment).unwrap_or_default();
+                let keep = *len as usize % (b.len() + 1);
+                let _ = std::fs::write(&segment, &b[..keep]);
+            }
+            Edit::AppendJournal { bytes } => {
+                let mut b = std::fs::read(&segment).unwrap_or_default();
+                b.extend(bytes.iter().take(4096));
+                let _ = std::fs::write(&segment, b);
+            }
+            Edit::FlipSled { frame, at, mask } => edit_sled(&root, *frame, |v| {
+                if !v.is_empty() {
+                    let i = *at as usize % v.len();
+                    v[i] ^= mask;
+                }
+                true
+            }),
+            Edit::RemoveSled { frame } => edit_sled(&root, *frame, |_| false),
+            Edit::ReplaceSled { frame, bytes } => edit_sled(&root, *frame, |v| {
+                *v = bytes.iter().take(4096).copied().collect();
+                true
+            }),
+        }
+    }
+    let _ = store::verify(&root, None);
+    if let Ok((store, _report)) = DiskStore::open(&root) {
+        let got =
+            store.read_range(0, u64::MAX).unwrap_or_else(|e| panic!("an opened store cannot be read: {e}"));
+        assert!(got.len() <= t.entries.len(), "open invented entries");
+        for (a, b) in got.iter().zip(&t.entries) {
+            assert_eq!(a.bytes, b.bytes, "open silently repaired or accepted an edited entry");
+        }
+    }
+}
+
+fn edit_sled(root: &Path, frame: u8, f: impl FnOnce(&mut Vec<u8>) -> bool) {
+    crate::with_sled(root, |tree| {
+        let keys: Vec<_> = tree.iter().keys().filter_map(Result::ok).collect();
+        if keys.is_empty() {
+            return;
+        }
+        let key = keys[usize::from(frame) % keys.len()].clone();
+        let Ok(Some(v)) = tree.get(&key) else { return };
+        let mut v = v.to_vec();
+        if f(&mut v) {
+            let _ = tree.insert(key, v);
+        } else {
+            let _ = tree.remove(key);
+        }
+    });
+}
