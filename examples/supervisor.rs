@@ -51,17 +51,8 @@ async fn worker(engine: Engine, n: u128, acks: Acks, stats: Arc<Mutex<[u64; 3]>>
         }),
     )
     .await;
-    let state = engine.state();
-    let (a, wf) = (&state.attempts[&attempt], &state.workflows[&workflow]);
-    let claim = ClaimDispatch {
-        attempt_id: attempt,
-        workflow_version: a.workflow_version,
-        profile: wf.profile,
-        manifest_digest: a.manifest_digest,
-        package_digest: a.package_digest,
-        plan: wf.plan,
-    };
-    let manifest: Digest = a.manifest_digest;
+    let claim = ClaimDispatch::for_attempt(&engine.state(), attempt).unwrap();
+    let manifest: Digest = claim.manifest_digest;
     ok(&engine, Command::ClaimDispatch(claim)).await;
     let deliver = |id: u128, at: u64, text: &str| {
         Command::DeliverWorkerEvent(DeliverWorkerEvent {
@@ -112,17 +103,8 @@ async fn worker(engine: Engine, n: u128, acks: Acks, stats: Arc<Mutex<[u64; 3]>>
         }),
     )
     .await;
-    let state = engine.state();
-    let a = &state.attempts[&second];
-    let manifest = a.manifest_digest;
-    let claim = ClaimDispatch {
-        attempt_id: second,
-        workflow_version: a.workflow_version,
-        profile: state.workflows[&workflow].profile,
-        manifest_digest: manifest,
-        package_digest: a.package_digest,
-        plan: None,
-    };
+    let claim = ClaimDispatch::for_attempt(&engine.state(), second).unwrap();
+    let manifest = claim.manifest_digest;
     ok(&engine, Command::ClaimDispatch(claim)).await;
     for i in 0u128.. {
         let c = Command::DeliverWorkerEvent(DeliverWorkerEvent {

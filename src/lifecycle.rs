@@ -145,23 +145,13 @@ impl<S: Store> Script<'_, S> {
 
     /// Claims the dispatch of an Attempt with exactly what the ledger recorded.
     pub fn claim(&mut self, attempt: Id) -> Result<Receipt, SubmitError> {
-        let state = self.ledger.state();
-        let a = state.attempts.get(&attempt).cloned();
-        let wf = a.as_ref().and_then(|a| state.workflows.get(&a.workflow_id)).cloned();
-        let (Some(a), Some(wf)) = (a, wf) else {
-            return Err(SubmitError::Rejected(crate::runtime::Rejection::Rule(crate::runtime::violation(
+        let claim = ClaimDispatch::for_attempt(self.ledger.state(), attempt).ok_or_else(|| {
+            SubmitError::Rejected(crate::runtime::Rejection::Rule(crate::runtime::violation(
                 crate::runtime::Rule::Unknown,
                 format!("unknown attempt {attempt}"),
-            ))));
-        };
-        self.run(Command::ClaimDispatch(ClaimDispatch {
-            attempt_id: attempt,
-            workflow_version: a.workflow_version,
-            profile: wf.profile,
-            manifest_digest: a.manifest_digest,
-            package_digest: a.package_digest,
-            plan: wf.plan,
-        }))
+            )))
+        })?;
+        self.run(Command::ClaimDispatch(claim))
     }
 
     pub fn deliver(&mut self, attempt: Id, event: u128, p: WorkerPayload) -> Result<Receipt, SubmitError> {

@@ -159,16 +159,8 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
             })
         }
         4 => {
-            let (aid, a) = nth(&state.attempts, v)?;
-            let w = state.workflows.get(&a.workflow_id)?;
-            Command::ClaimDispatch(ClaimDispatch {
-                attempt_id: aid,
-                workflow_version: a.workflow_version,
-                profile: w.profile,
-                manifest_digest: a.manifest_digest,
-                package_digest: a.package_digest,
-                plan: w.plan,
-            })
+            let (aid, _) = nth(&state.attempts, v)?;
+            Command::ClaimDispatch(ClaimDispatch::for_attempt(state, aid)?)
         }
         5 | 6 => {
             let (aid, a) = nth(&state.attempts, v)?;

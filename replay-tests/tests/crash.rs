@@ -34,6 +34,40 @@ fn crash_child() {
     }
 }
 
+/// Runs this test binary's `child` test with `envs`, SIGKILLs it after `wait`, and returns
+/// every `ack <seq> <hash>` it printed before dying.
+fn run_and_kill(child: &str, envs: &[(&str, &std::ffi::OsStr)], wait: Duration) -> Vec<(u64, String)> {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = Command::new(&exe);
+    command
+        .args(["--exact", child, "--nocapture", "--test-threads=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    let mut process = command.spawn().unwrap();
+    let stdout = process.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut acks = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.strip_prefix("ack ") {
+                let (seq, hash) = rest.split_once(' ').unwrap();
+                acks.push((seq.parse::<u64>().unwrap(), hash.to_owned()));
+            }
+        }
+        acks
+    });
+    let start = Instant::now();
+    while start.elapsed() < wait {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    process.kill().unwrap(); // SIGKILL
+    process.wait().unwrap();
+    reader.join().unwrap()
+}
+
 fn rounds() -> u64 {
     std::env::var("CRASH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20)
 }
@@ -47,37 +81,11 @@ fn kill_9_loses_no_acknowledged_entry() {
     let seed =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     let mut rng = Rng(seed);
-    let exe = std::env::current_exe().unwrap();
     let (mut total_acked, mut total_lost) = (0u64, 0u64);
     let n_rounds = rounds();
     for round in 0..n_rounds {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, &dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut acks = Vec::new();
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.strip_prefix("ack ") {
-                    let (seq, hash) = rest.split_once(' ').unwrap();
-                    acks.push((seq.parse::<u64>().unwrap(), hash.to_owned()));
-                }
-            }
-            acks
-        });
         let wait = Duration::from_millis(30 + rng.below(250));
-        let start = Instant::now();
-        while start.elapsed() < wait {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        let acks = reader.join().unwrap();
+        let acks = run_and_kill("crash_child", &[(CHILD_ENV, dir.as_os_str())], wait);
         let (store, report) = DiskStore::open(&dir)
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): reopen failed: {e}"));
         let mut lost = 0;
@@ -170,34 +178,16 @@ fn engine_kill_9_loses_no_receipt() {
     let seed =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     let mut rng = Rng(seed);
-    let exe = std::env::current_exe().unwrap();
     let (mut total_acked, mut total_lost) = (0u64, 0u64);
     let n_rounds = rounds();
     for round in 0..n_rounds {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "engine_crash_child", "--nocapture", "--test-threads=1"])
-            .env(ENGINE_CHILD_ENV, &dir)
-            .env("CRASH_ROUND", round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut acks = Vec::new();
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.strip_prefix("ack ") {
-                    let (seq, hash) = rest.split_once(' ').unwrap();
-                    acks.push((seq.parse::<u64>().unwrap(), hash.to_owned()));
-                }
-            }
-            acks
-        });
-        std::thread::sleep(Duration::from_millis(80 + rng.below(300)));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let acks = reader.join().unwrap();
+        let round_text = std::ffi::OsString::from(round.to_string());
+        let wait = Duration::from_millis(80 + rng.below(300));
+        let acks = run_and_kill(
+            "engine_crash_child",
+            &[(ENGINE_CHILD_ENV, dir.as_os_str()), ("CRASH_ROUND", round_text.as_os_str())],
+            wait,
+        );
         let (ledger, _) = Ledger::open(&dir)
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): strict reopen (replay) failed: {e}"));
         let lost = acks

@@ -141,3 +141,21 @@ fn a_second_writer_is_refused() {
     let (_store, _) = DiskStore::open(&dir).unwrap();
     assert!(matches!(DiskStore::open(&dir), Err(closure_ledger::store::OpenError::Locked(_))));
 }
+
+/// Regression (found by the 100-round crash campaign): after a store is dropped, sled
+/// releases its file lock from a background thread, so an immediate `verify` in the same
+/// process could fail to open sled and report a healthy ledger as failing verification.
+/// Open now waits for sled's lock (ours already excludes other processes).
+#[test]
+fn regression_sled_lock_released_late_after_drop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 2, 2);
+    for round in 0..40 {
+        let (mut store, _) = DiskStore::open(&dir).unwrap();
+        append_frames(&mut store, 1, 1);
+        drop(store);
+        let (code, report) = verify_json(&dir, None);
+        assert_eq!(code, 0, "round {round}: {report}");
+    }
+}

@@ -24,17 +24,7 @@ fn start(attempt: u128) -> Command {
 }
 
 fn claim_of(w: &World, attempt: Id) -> ClaimDispatch {
-    let state = w.ledger.state();
-    let a = &state.attempts[&attempt];
-    let wf = &state.workflows[&a.workflow_id];
-    ClaimDispatch {
-        attempt_id: attempt,
-        workflow_version: a.workflow_version,
-        profile: wf.profile,
-        manifest_digest: a.manifest_digest,
-        package_digest: a.package_digest,
-        plan: wf.plan,
-    }
+    ClaimDispatch::for_attempt(w.ledger.state(), attempt).unwrap()
 }
 
 fn finish(attempt: u128, kind: ResultKind) -> Command {

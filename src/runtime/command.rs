@@ -200,3 +200,20 @@ command!(
         constraints_to_preserve: Vec<String>,
     }
 );
+
+impl ClaimDispatch {
+    /// The claim a supervisor makes for `attempt_id`: exactly what the ledger recorded for
+    /// it (workflow version, profile, manifest and package digests, plan pair).
+    pub fn for_attempt(state: &super::State, attempt_id: Id) -> Option<ClaimDispatch> {
+        let a = state.attempts.get(&attempt_id)?;
+        let wf = state.workflows.get(&a.workflow_id)?;
+        Some(ClaimDispatch {
+            attempt_id,
+            workflow_version: a.workflow_version,
+            profile: wf.profile,
+            manifest_digest: a.manifest_digest,
+            package_digest: a.package_digest,
+            plan: wf.plan,
+        })
+    }
+}

@@ -5,7 +5,7 @@ use ledger_schema::events::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
     ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
 };
-use ledger_schema::{Digest, DigestKind, Event};
+use ledger_schema::{Digest, DigestKind, Event, Id};
 
 use super::command::{
     ConfirmFact, InvalidateFact, ProposeFact, RaiseBlocker, RecordHumanDecision, RecordObligation,
@@ -135,17 +135,21 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
     Ok(())
 }
 
+/// The fact, which must be at exactly `revision`.
+fn fact_at(state: &mut State, fact_id: Id, revision: u32) -> Result<&mut FactState, RuleViolation> {
+    let fact = get_mut(&mut state.facts, fact_id, "fact")?;
+    ensure!(
+        fact.revision == revision,
+        Rule::FactStatus,
+        "fact {fact_id} is at revision {}, not {revision}",
+        fact.revision
+    );
+    Ok(fact)
+}
+
 pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), RuleViolation> {
     required_text("confirmedBy", &e.confirmed_by)?;
-    let fact = get_mut(&mut state.facts, e.fact_id, "fact")?;
-    ensure!(
-        fact.revision == e.revision,
-        Rule::FactStatus,
-        "fact {} is at revision {}, not {}",
-        e.fact_id,
-        fact.revision,
-        e.revision
-    );
+    let fact = fact_at(state, e.fact_id, e.revision)?;
     ensure!(
         fact.status == FactStatus::Proposed,
         Rule::FactStatus,
@@ -160,15 +164,7 @@ pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), 
 
 pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated) -> Result<(), RuleViolation> {
     required_text("reason", &e.reason)?;
-    let fact = get_mut(&mut state.facts, e.fact_id, "fact")?;
-    ensure!(
-        fact.revision == e.revision,
-        Rule::FactStatus,
-        "fact {} is at revision {}, not {}",
-        e.fact_id,
-        fact.revision,
-        e.revision
-    );
+    let fact = fact_at(state, e.fact_id, e.revision)?;
     ensure!(
         fact.status != FactStatus::Invalidated,
         Rule::FactStatus,

@@ -143,15 +143,28 @@ fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
     }
 }
 
+/// How long to wait for sled's own file lock. sled releases it from a background thread
+/// after the last handle of a database drops, so a reopen in the same process can find
+/// it still held for a moment (our `journal/` lock already excludes other processes).
+const SLED_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn open_sled(path: &Path) -> Result<sled::Db, OpenError> {
     if !path.is_dir() {
         return Err(OpenError::Sled(format!("{} is missing", path.display())));
     }
-    sled::Config::new()
-        .path(path)
-        .cache_capacity(SLED_CACHE_BYTES)
-        .open()
-        .map_err(|e| OpenError::Sled(e.to_string()))
+    let started = std::time::Instant::now();
+    loop {
+        match sled::Config::new().path(path).cache_capacity(SLED_CACHE_BYTES).open() {
+            Ok(db) => return Ok(db),
+            Err(e) if e.to_string().contains("could not acquire lock") => {
+                if started.elapsed() >= SLED_LOCK_WAIT {
+                    return Err(OpenError::Locked(path.to_path_buf()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(OpenError::Sled(e.to_string())),
+        }
+    }
 }
 
 fn trees(db: &sled::Db) -> Result<(sled::Tree, sled::Tree), OpenError> {
