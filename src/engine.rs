@@ -299,16 +299,19 @@ fn writer(
             continue;
         }
         let commands: Vec<Command> = pending.iter().map(|r| r.command.clone()).collect();
+        let span = tracing::debug_span!(
+            "group_commit",
+            commands = commands.len(),
+            entries = tracing::field::Empty,
+            latency_us = tracing::field::Empty
+        );
+        let _entered = span.enter();
         let started = Instant::now();
         let head_before = ledger.store().head().seq;
         let (results, processed) = ledger.submit_batch(&commands, Ctx { time_ms: now_ms() });
         let head_after = ledger.store().head().seq;
-        tracing::debug!(
-            commands = processed,
-            entries = head_after - head_before,
-            latency_us = started.elapsed().as_micros() as u64,
-            "group commit"
-        );
+        span.record("entries", head_after - head_before);
+        span.record("latency_us", u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
         if head_after > head_before {
             publish(&ledger, &shared, head_after);
         }
