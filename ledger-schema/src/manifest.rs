@@ -19,7 +19,6 @@ pub struct ContextManifest {
     pub entries: Vec<ManifestEntry>,
     pub profile: Binding,
     pub attempt_id: Id,
-    pub omissions: Vec<OmissionDecision>,
     pub workflow_id: Id,
     /// The exact active MUTABLE Candidate generation (IMPLEMENT only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -37,6 +36,7 @@ pub struct ContextManifest {
     pub candidate_digest: Option<Digest>,
     pub compiler_version: String,
     pub workflow_version: u32,
+    pub omission_decisions: Vec<OmissionDecision>,
     pub capability_grant_digest: Digest,
     pub response_contract_digest: Digest,
 }

@@ -52,7 +52,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
             authority_class: AuthorityClass::Goal,
             rendered_digest: dg("rendered goal"),
         }],
-        omissions: vec![OmissionDecision {
+        omission_decisions: vec![OmissionDecision {
             source_ref: s("feedback/3"),
             rule: s("feedback.maxItems"),
             reason: s("optional working context over budget"),
@@ -73,7 +73,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
             authority_class: AuthorityClass::Goal,
             rendered_digest: dg("rendered goal r1"),
         }],
-        omissions: vec![],
+        omission_decisions: vec![],
         ..manifest.clone()
     };
     let content = GoalContent {

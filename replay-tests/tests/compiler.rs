@@ -85,8 +85,13 @@ fn proposed_facts_are_not_confirmed_facts() {
     let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
     let ids: Vec<_> = c.package.selected_facts.iter().map(|f| f.fact_id).collect();
     assert_eq!(ids, vec![lid(0x50)]);
-    assert!(c.manifest.omissions.iter().any(|o| o.source_ref.starts_with(&format!("fact/{}", lid(0x51)))
-        && o.rule == "authority.factNotConfirmed"));
+    assert!(
+        c.manifest
+            .omission_decisions
+            .iter()
+            .any(|o| o.source_ref.starts_with(&format!("fact/{}", lid(0x51)))
+                && o.rule == "authority.factNotConfirmed")
+    );
     let fact_entries: Vec<_> = c.manifest.entries.iter().filter(|e| e.kind == "fact").collect();
     assert_eq!(fact_entries.len(), 1);
     assert_eq!(fact_entries[0].authority_class, AuthorityClass::ConfirmedFact);
@@ -182,7 +187,7 @@ fn optional_overflow_is_a_recorded_omission() {
     b.policy = ledger_schema::types::Binding { id: lid(0x15), digest: bundle.digest() };
     let c = compile(w.ledger.state(), &b).unwrap();
     assert!(c.package.relevant_code.is_empty());
-    assert!(c.manifest.omissions.iter().any(|o| o.rule == "budget.ProjectMaterial"));
+    assert!(c.manifest.omission_decisions.iter().any(|o| o.rule == "budget.ProjectMaterial"));
     assert!(!c.manifest.entries.iter().any(|e| e.kind == "projectSource"));
 }
 

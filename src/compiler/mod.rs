@@ -458,7 +458,7 @@ pub fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileErr
         response_contract_digest: Digest::of(DigestKind::ResponseContract, &encode(&contract)),
         feedback_digest: feedback.as_ref().map(|f| f.feedback_digest),
         entries,
-        omissions,
+        omission_decisions: omissions,
         package_digest: Digest::of(DigestKind::Package, &package_bytes),
     };
     let manifest_digest = manifest.digest();
