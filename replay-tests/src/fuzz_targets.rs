@@ -87,12 +87,24 @@ pub fn checkpoint_json(data: &[u8]) {
 
 /// One step of a run. `Submit` builds a command from the current state (mostly
 /// admissible, sometimes perturbed), so runs reach deep states.
-#[derive(Debug, Clone, Arbitrary)]
+#[derive(Debug, Clone)]
 pub enum Op {
     Submit(Pick),
     Reopen,
     Replay,
     Compile(u8),
+}
+
+impl<'a> Arbitrary<'a> for Op {
+    /// Mostly submissions (about 94%): deep states need long admissible runs.
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Op> {
+        Ok(match u8::arbitrary(u)? {
+            0..=4 => Op::Reopen,
+            5..=9 => Op::Replay,
+            10..=15 => Op::Compile(u8::arbitrary(u)?),
+            _ => Op::Submit(Pick::arbitrary(u)?),
+        })
+    }
 }
 
 /// Choices the generator turns into a command against the current state.
@@ -124,6 +136,18 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
     };
     let wf = nth(&state.workflows, pick.target);
     let v = pick.variant;
+    // Half of the picks take the next lifecycle step of a workflow, so runs go deep.
+    if pick.action >= 64 {
+        let mut c = match wf {
+            Some((id, _)) => next_step(state, id, v),
+            None => None,
+        }
+        .or_else(|| command_for(state, &Pick { action: 1, target: 0, variant: v, perturb: None }))?;
+        if let Some(p) = pick.perturb.filter(|p| p % 4 == 0) {
+            perturb(&mut c, p);
+        }
+        return Some(c);
+    }
     let mut c = match pick.action % 16 {
         0 => Command::ReviseGoal(ReviseGoal {
             goal_id: lid(GOAL),
@@ -321,6 +345,136 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
     Some(c)
 }
 
+/// The next step of the reference lifecycle for workflow `id`, from its state.
+fn next_step(state: &State, id: Id, v: u8) -> Option<Command> {
+    use closure_ledger::lifecycle::digest_of;
+    use closure_ledger::runtime::state::{AttemptStatus, GenerationStatus};
+    let w = state.workflows.get(&id)?;
+    if w.closed {
+        return None;
+    }
+    if let Some(aid) = w.active_attempt {
+        let a = state.attempts.get(&aid)?;
+        if !a.dispatched {
+            return Some(Command::ClaimDispatch(ClaimDispatch::for_attempt(state, aid)?));
+        }
+        if a.events_admitted < u32::from(v % 4) {
+            let kind = if v % 3 == 0 { WorkerEventKind::ToolActivity } else { WorkerEventKind::Progress };
+            return Some(Command::DeliverWorkerEvent(DeliverWorkerEvent {
+                attempt_id: aid,
+                worker_event_id: fresh_id(state, 20),
+                manifest_digest: a.manifest_digest,
+                payload: lifecycle::payload(kind, u64::from(v), "step"),
+            }));
+        }
+        let kind =
+            if a.phase == Phase::Implement { ResultKind::CompletionRequest } else { ResultKind::Proposals };
+        return Some(Command::FinishAttempt(FinishAttempt {
+            attempt_id: aid,
+            result_kind: kind,
+            summary: "ok".into(),
+        }));
+    }
+    let finished_here = state.attempts.values().any(|a| {
+        a.workflow_id == id
+            && a.workflow_version == w.version
+            && matches!(a.status, AttemptStatus::Finished { .. })
+    });
+    let start = || {
+        Command::StartAttempt(StartAttempt {
+            attempt_id: fresh_id(state, 21),
+            workflow_id: id,
+            worker_session_id: fresh_id(state, 22),
+            thread: ThreadChoice::Fresh,
+        })
+    };
+    let advance =
+        |phase| Command::AdvancePhase(AdvancePhase { workflow_id: id, phase, version: w.version + 1 });
+    let generation = w.active_generation.and_then(|g| state.generations.get(&g).map(|s| (g, s.clone())));
+    let repair_child_open = generation.as_ref().is_some_and(|(_, g)| g.status == GenerationStatus::Mutable);
+    if matches!(w.phase, Phase::EvidenceBuild | Phase::FinalVerify) && repair_child_open {
+        return Some(advance(Phase::Implement));
+    }
+    match w.phase {
+        Phase::Discovery | Phase::Plan => {
+            Some(if finished_here { advance(closure_ledger::runtime::next_phase(w.phase)?) } else { start() })
+        }
+        Phase::Implement => match generation {
+            None => Some(Command::OpenGeneration(OpenGeneration {
+                generation_id: fresh_id(state, 23),
+                workflow_id: id,
+                base_digest: digest_of("base"),
+            })),
+            Some((gid, g)) if g.status == GenerationStatus::Mutable => Some(if finished_here {
+                Command::FreezeGeneration(FreezeGeneration {
+                    generation_id: gid,
+                    candidate_digest: digest_of(&format!("candidate {gid}")),
+                    change_set_digest: digest_of(&format!("change set {gid}")),
+                })
+            } else {
+                start()
+            }),
+            Some(_) => Some(advance(Phase::EvidenceBuild)),
+        },
+        Phase::EvidenceBuild => {
+            let (gid, g) = generation?;
+            let has = state.evidence.values().any(|e| e.record.generation_id == gid);
+            if has {
+                return Some(advance(Phase::FinalVerify));
+            }
+            Some(Command::RecordEvidence(RecordEvidence {
+                evidence_id: fresh_id(state, 24),
+                workflow_id: id,
+                generation_id: gid,
+                candidate_digest: g.frozen_digest()?,
+                obligation_id: lid(lifecycle::OBLIGATION),
+                check_spec_id: lid(lifecycle::CHECK_SPEC),
+                check_spec_digest: digest_of("check: cargo test parser::trailing"),
+                result: if v % 3 == 0 { CheckResult::Pass } else { CheckResult::Fail },
+                eligibility_version: 1,
+                eligibility_state: Eligibility::Eligible,
+                detail: "detail".into(),
+            }))
+        }
+        Phase::FinalVerify => {
+            let (gid, g) = generation?;
+            match g.decision.and_then(|d| state.decisions.get(&d).map(|x| (d, x.clone()))) {
+                None => {
+                    let evidence: Vec<Id> = state
+                        .evidence
+                        .iter()
+                        .filter(|(_, e)| e.record.generation_id == gid)
+                        .map(|(eid, _)| *eid)
+                        .collect();
+                    let all_pass = state
+                        .evidence
+                        .values()
+                        .filter(|e| e.record.generation_id == gid)
+                        .all(|e| e.record.result == CheckResult::Pass);
+                    Some(Command::DecideAcceptance(DecideAcceptance {
+                        decision_id: fresh_id(state, 25),
+                        workflow_id: id,
+                        generation_id: gid,
+                        verdict: if all_pass { Verdict::Accept } else { Verdict::RejectRepairable },
+                        evidence_ids: evidence,
+                        reasons: vec![],
+                    }))
+                }
+                Some((did, d)) if !d.repaired => Some(Command::RecordRepair(RecordRepair {
+                    repair_id: fresh_id(state, 26),
+                    decision_id: did,
+                    decision_digest: d.decision_digest,
+                    input_manifest_digest: d.input_manifest_digest,
+                    evidence_set_digest: d.evidence_set_digest,
+                    child_generation_id: fresh_id(state, 27),
+                    constraints_to_preserve: lifecycle::goal_content().preservation_constraints,
+                })),
+                Some(_) => None,
+            }
+        }
+    }
+}
+
 /// Makes a plausible command slightly wrong.
 fn perturb(c: &mut Command, p: u8) {
     let wrong = Digest::of(ledger_schema::DigestKind::Source, &[p]);
@@ -366,6 +520,37 @@ fn base_ledger() -> &'static Ledger<MemStore> {
 /// compiling the same request twice yields identical bytes; a refused command changed no
 /// stored byte and no state. Returns the number of admitted commands.
 pub fn command_sequence(data: &[u8]) -> usize {
+    run_sequence(data).1
+}
+
+/// How deep one command sequence went (for corpus statistics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Depth {
+    pub admitted: usize,
+    pub repairs: usize,
+    pub repairs_of_repairs: usize,
+    pub protected_workflows: usize,
+    pub worker_events: usize,
+    pub decisions: usize,
+    pub accepted: usize,
+}
+
+/// Runs a sequence and measures the state it reached.
+pub fn command_sequence_depth(data: &[u8]) -> Depth {
+    let (ledger, admitted) = run_sequence(data);
+    let s = ledger.state();
+    Depth {
+        admitted,
+        repairs: s.repairs.len(),
+        repairs_of_repairs: s.generations.values().filter(|g| g.sequence >= 3).count(),
+        protected_workflows: s.workflows.values().filter(|w| w.plan.is_some()).count(),
+        worker_events: s.worker_events.len(),
+        decisions: s.decisions.len(),
+        accepted: s.decisions.values().filter(|d| d.verdict == ledger_schema::types::Verdict::Accept).count(),
+    }
+}
+
+fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
     let mut u = Unstructured::new(data);
     let base = base_ledger();
     let mut ledger = base.clone();
@@ -374,7 +559,7 @@ pub fn command_sequence(data: &[u8]) -> usize {
     let mut time = T0 + 1_000_000;
     let mut admitted = 0;
     let mut full_replays = 0;
-    for _ in 0..64 {
+    for _ in 0..160 {
         let Ok(op) = Op::arbitrary(&mut u) else { break };
         match op {
             Op::Submit(pick) => {
@@ -439,7 +624,7 @@ pub fn command_sequence(data: &[u8]) -> usize {
             }
         }
     }
-    admitted
+    (ledger, admitted)
 }
 
 // ---------------------------------------------------------------------------------------

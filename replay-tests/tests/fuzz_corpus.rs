@@ -108,3 +108,27 @@ fn command_sequences_reach_deep_states() {
     let admitted: usize = files("command_sequence").iter().map(|d| t::command_sequence(d)).sum();
     assert!(admitted >= 100, "only {admitted} commands admitted over the corpus");
 }
+
+/// Statistics of how deep the command sequences of a corpus go. Over the committed seeds
+/// it only prints; `FUZZ_DEPTH_DIR=fuzz/corpus-work/command_sequence` measures a grown
+/// corpus after a fuzzing run.
+#[test]
+fn command_sequence_depth_report() {
+    let dir =
+        std::env::var_os("FUZZ_DEPTH_DIR").map(PathBuf::from).unwrap_or_else(|| corpus("command_sequence"));
+    let mut max = t::Depth::default();
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let d = t::command_sequence_depth(&std::fs::read(entry.unwrap().path()).unwrap());
+        n += 1;
+        max.admitted = max.admitted.max(d.admitted);
+        max.repairs = max.repairs.max(d.repairs);
+        max.repairs_of_repairs = max.repairs_of_repairs.max(d.repairs_of_repairs);
+        max.protected_workflows = max.protected_workflows.max(d.protected_workflows);
+        max.worker_events = max.worker_events.max(d.worker_events);
+        max.decisions = max.decisions.max(d.decisions);
+        max.accepted = max.accepted.max(d.accepted);
+    }
+    println!("command_sequence depth over {n} inputs of {}: max {max:?}", dir.display());
+    assert!(n > 0);
+}
