@@ -143,7 +143,7 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
             None => None,
         }
         .or_else(|| command_for(state, &Pick { action: 1, target: 0, variant: v, perturb: None }))?;
-        if let Some(p) = pick.perturb.filter(|p| p % 4 == 0) {
+        if let Some(p) = pick.perturb.filter(|p| p.is_multiple_of(4)) {
             perturb(&mut c, p);
         }
         return Some(c);
@@ -359,7 +359,8 @@ fn next_step(state: &State, id: Id, v: u8) -> Option<Command> {
             return Some(Command::ClaimDispatch(ClaimDispatch::for_attempt(state, aid)?));
         }
         if a.events_admitted < u32::from(v % 4) {
-            let kind = if v % 3 == 0 { WorkerEventKind::ToolActivity } else { WorkerEventKind::Progress };
+            let kind =
+                if v.is_multiple_of(3) { WorkerEventKind::ToolActivity } else { WorkerEventKind::Progress };
             return Some(Command::DeliverWorkerEvent(DeliverWorkerEvent {
                 attempt_id: aid,
                 worker_event_id: fresh_id(state, 20),
@@ -430,7 +431,7 @@ fn next_step(state: &State, id: Id, v: u8) -> Option<Command> {
                 obligation_id: lid(lifecycle::OBLIGATION),
                 check_spec_id: lid(lifecycle::CHECK_SPEC),
                 check_spec_digest: digest_of("check: cargo test parser::trailing"),
-                result: if v % 3 == 0 { CheckResult::Pass } else { CheckResult::Fail },
+                result: if v.is_multiple_of(3) { CheckResult::Pass } else { CheckResult::Fail },
                 eligibility_version: 1,
                 eligibility_state: Eligibility::Eligible,
                 detail: "detail".into(),
