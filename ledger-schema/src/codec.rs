@@ -84,6 +84,18 @@ pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     serde_cbor::to_writer(&mut *out, value).expect("encoding a plain record into a Vec");
 }
 
+/// `Digest::of(kind, &encode(value))`, computed by streaming the canonical encoding into
+/// the hasher instead of materialising it (for large records such as the whole state).
+pub fn encode_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> crate::Digest {
+    let mut hasher = blake3::Hasher::new_derive_key(kind.context());
+    #[expect(
+        clippy::expect_used,
+        reason = "writing derived plain-data records into a hasher has no failure path"
+    )]
+    serde_cbor::to_writer(&mut hasher, value).expect("encoding a plain record into a hasher");
+    crate::Digest(*hasher.finalize().as_bytes())
+}
+
 /// Strictly decodes one canonical record that must occupy all of `bytes`.
 ///
 /// Refuses, in this order: input over `max_bytes` (before reading anything); anything

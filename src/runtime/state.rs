@@ -49,7 +49,7 @@ impl State {
 
     /// `Digest::of(State, encode(state))`.
     pub fn digest(&self) -> Digest {
-        Digest::of(DigestKind::State, &self.encode())
+        codec::encode_digest(DigestKind::State, self)
     }
 }
 

@@ -21,6 +21,8 @@ const META_LEDGER_ID: &str = "ledgerId";
 const META_FORMAT_VERSION: &str = "formatVersion";
 /// sled's page cache; the journal, not sled, is what must be fast to append.
 const SLED_CACHE_BYTES: u64 = 64 << 20;
+/// sled's page cache for read-only verification and replay: they stream sled once.
+const VERIFY_SLED_CACHE_BYTES: u64 = 8 << 20;
 /// Frames that may be durable in the journal but not yet in sled before the store stops
 /// accepting commits (the next open restores them).
 const MAX_SLED_LAG_FRAMES: usize = 1024;
@@ -149,12 +151,17 @@ fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
 const SLED_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn open_sled(path: &Path) -> Result<sled::Db, OpenError> {
+    open_sled_with(path, SLED_CACHE_BYTES)
+}
+
+/// Opens sled with a page cache of `cache_bytes` (read-only paths use a small one).
+fn open_sled_with(path: &Path, cache_bytes: u64) -> Result<sled::Db, OpenError> {
     if !path.is_dir() {
         return Err(OpenError::Sled(format!("{} is missing", path.display())));
     }
     let started = std::time::Instant::now();
     loop {
-        match sled::Config::new().path(path).cache_capacity(SLED_CACHE_BYTES).open() {
+        match sled::Config::new().path(path).cache_capacity(cache_bytes).open() {
             Ok(db) => return Ok(db),
             Err(e) if e.to_string().contains("could not acquire lock") => {
                 if started.elapsed() >= SLED_LOCK_WAIT {
@@ -454,7 +461,7 @@ pub fn verify_observed(
     observe: OnEntry<'_>,
 ) -> Result<VerifyReport, OpenError> {
     let _lock = lock(root, false)?;
-    let db = open_sled(&root.join(SLED_DIR))?;
+    let db = open_sled_with(&root.join(SLED_DIR), VERIFY_SLED_CACHE_BYTES)?;
     let (entries_tree, meta) = trees(&db)?;
     let mut checkpoint_seen = false;
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {

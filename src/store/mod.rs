@@ -27,7 +27,7 @@ pub use disk::{
 pub use memory::MemStore;
 
 /// Frames per journal segment file before a new one is started (the bound is in bytes).
-pub const SEGMENT_TARGET_BYTES: u64 = 64 << 20;
+pub const SEGMENT_TARGET_BYTES: u64 = 16 << 20;
 
 /// The consecutive sealed entries of one commit, with the frame's canonical bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
