@@ -109,3 +109,33 @@ fn hostile_input_never_panics() {
     assert_eq!(code, 1, "an unexplained file in journal/ fails verification");
     one_line_error(&err);
 }
+
+/// `ledger compile --attempt --cbor` prints identical bytes in two separate processes, for
+/// every attempt of the lifecycle (the context is a function of the ledger alone).
+#[test]
+fn compile_is_identical_across_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    assert_eq!(ledger(&["init", d]).0, 0);
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lifecycle.jsonl");
+    assert_eq!(ledger(&["submit", d, example]).0, 0);
+    for attempt in [
+        "01JC0000000000000000000030",
+        "01JC0000000000000000000032",
+        "01JC0000000000000000000034",
+        "01JC0000000000000000000036",
+    ] {
+        let run = || {
+            let out = Command::new(env!("CARGO_BIN_EXE_ledger"))
+                .args(["compile", d, "--attempt", attempt, "--cbor"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            out.stdout
+        };
+        let (one, two) = (run(), run());
+        assert!(!one.is_empty());
+        assert_eq!(one, two, "attempt {attempt}");
+    }
+}

@@ -242,9 +242,37 @@ fn stale_repair_authority_fails_before_dispatch() {
     let mut state = w.ledger.state().clone();
     state.workflows.get_mut(&lid(WORKFLOW)).unwrap().current_decision = None;
     assert!(matches!(compile(&state, &b), Err(CompileError::Repair(_))));
-    let mut state = w.ledger.state().clone();
-    state.evidence.get_mut(&lid(0x90)).unwrap().record.generation_id = lid(0x81);
-    assert!(matches!(compile(&state, &b), Err(CompileError::Repair(_))));
+    // Each way the failure evidence can be wrong fails before dispatch.
+    type Mutation = fn(&mut closure_ledger::runtime::State);
+    let mutations: [(&str, Mutation); 7] = [
+        ("wrong generation", |s| s.evidence.get_mut(&lid(0x90)).unwrap().record.generation_id = lid(0x81)),
+        ("wrong candidate digest", |s| {
+            s.evidence.get_mut(&lid(0x90)).unwrap().record.candidate_digest = digest_of("another candidate")
+        }),
+        ("missing evidence", |s| {
+            s.evidence.remove(&lid(0x90));
+        }),
+        ("missing decision", |s| {
+            s.decisions.remove(&lid(0xa0));
+        }),
+        ("decision not REJECT_REPAIRABLE", |s| {
+            s.decisions.get_mut(&lid(0xa0)).unwrap().verdict = ledger_schema::types::Verdict::RejectTerminal
+        }),
+        ("parent/child mismatch", |s| {
+            s.repairs.get_mut(&lid(0xb0)).unwrap().parent_generation_id = lid(0x99)
+        }),
+        ("child base is not the parent's frozen digest", |s| {
+            s.generations.get_mut(&lid(0x81)).unwrap().base_digest = digest_of("other bytes")
+        }),
+    ];
+    for (what, mutate) in mutations {
+        let mut state = w.ledger.state().clone();
+        mutate(&mut state);
+        assert!(
+            matches!(compile(&state, &b), Err(CompileError::Repair(_)) | Err(CompileError::Unknown { .. })),
+            "{what}"
+        );
+    }
 }
 
 /// Under a protected profile the plan pair is in the package identity and the manifest.
