@@ -49,6 +49,19 @@ impl SubmitError {
     }
 }
 
+/// Why an event could not be sealed, as a refusal: an entry over the size bound, or an
+/// event that cannot follow the head (a second genesis).
+fn seal_error(e: crate::store::Corruption) -> SubmitError {
+    let rule = match e {
+        crate::store::Corruption::Decode(_) => crate::runtime::Rule::OutOfBounds,
+        _ => crate::runtime::Rule::Genesis,
+    };
+    SubmitError::Rejected(Rejection::Rule(crate::runtime::violation(
+        rule,
+        format!("the entry cannot be sealed: {e}"),
+    )))
+}
+
 /// A store and its projection, always in step.
 #[derive(Debug, Clone)]
 pub struct Ledger<S: Store> {
@@ -153,7 +166,7 @@ impl<S: Store> Ledger<S> {
                 match chain.seal(event, ctx.time_ms, ledger) {
                     Ok(entry) => mine.push(entry),
                     Err(e) => {
-                        refused = Some(SubmitError::Storage(e.to_string()));
+                        refused = Some(seal_error(e));
                         break;
                     }
                 }
@@ -252,12 +265,7 @@ impl<S: Store> Ledger<S> {
         let mut sealed = Vec::with_capacity(events.len());
         let ledger = self.store.head().ledger;
         for event in events {
-            let entry = chain.seal(event, ctx.time_ms, ledger).map_err(|e| {
-                SubmitError::Rejected(Rejection::Rule(crate::runtime::violation(
-                    crate::runtime::Rule::Genesis,
-                    e.to_string(),
-                )))
-            })?;
+            let entry = chain.seal(event, ctx.time_ms, ledger).map_err(seal_error)?;
             admission::apply(&mut working, &entry.entry)?;
             sealed.push(entry);
         }

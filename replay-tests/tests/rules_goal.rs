@@ -56,3 +56,14 @@ fn out_of_bounds_goal_content() {
     c.success_criteria = vec!["c".into(); 129];
     w.refused(Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: c }), Rule::OutOfBounds);
 }
+
+/// Regression (found in review): every field within its own bound could still add up to an
+/// entry over the 1 MiB decoder limit, which would have been written and then made the
+/// whole ledger unreadable. Such a command is refused and nothing is written.
+#[test]
+fn regression_oversized_entry_is_refused_not_written() {
+    let mut w = World::at(Stage::Setup);
+    let mut c = goal_content();
+    c.scope = vec!["s".repeat(60_000); 20]; // 1.2 MB in total, each item within bounds
+    w.refused(Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: c }), Rule::OutOfBounds);
+}

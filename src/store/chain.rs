@@ -4,7 +4,8 @@
 //! accepts: strict decode, `seq` contiguity, the `prev` link, the ledger id, a
 //! non-decreasing time, and the genesis shape.
 
-use ledger_schema::{Digest, Entry, Event, FORMAT_VERSION, Id, SealedEntry};
+use ledger_schema::codec::MAX_ENTRY_BYTES;
+use ledger_schema::{DecodeError, Digest, Entry, Event, FORMAT_VERSION, Id, SealedEntry};
 
 use super::Corruption;
 
@@ -57,6 +58,14 @@ impl Chain {
             Some(h) => (h.seq + 1, h.hash, h.ledger, clock_ms.max(h.time_ms)),
         };
         let sealed = SealedEntry::seal(Entry { v: FORMAT_VERSION, seq, prev, event, ledger, time_ms });
+        // Never write what a reader would refuse: an entry over the decoder's bound would
+        // make the whole ledger unreadable.
+        if sealed.bytes.len() > MAX_ENTRY_BYTES {
+            return Err(Corruption::Decode(DecodeError::TooLarge {
+                len: sealed.bytes.len(),
+                max: MAX_ENTRY_BYTES,
+            }));
+        }
         self.accept(&sealed)?;
         Ok(sealed)
     }

@@ -26,7 +26,8 @@ pub use disk::{
 };
 pub use memory::MemStore;
 
-/// Frames per journal segment file before a new one is started (the bound is in bytes).
+/// The size a journal segment reaches before a new one is started (bounds replay memory
+/// per segment; readers accept up to this plus one maximal frame).
 pub const SEGMENT_TARGET_BYTES: u64 = 16 << 20;
 
 /// The consecutive sealed entries of one commit, with the frame's canonical bytes.
@@ -44,6 +45,8 @@ pub enum FrameError {
     Entries { n: usize, max: usize },
     #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge { len: usize, max: usize },
+    #[error("an entry of {len} bytes exceeds the limit of {max} bytes")]
+    EntryTooLarge { len: usize, max: usize },
 }
 
 impl Frame {
@@ -51,6 +54,12 @@ impl Frame {
     pub fn new(entries: Vec<SealedEntry>) -> Result<Frame, FrameError> {
         if entries.is_empty() || entries.len() > MAX_FRAME_ENTRIES {
             return Err(FrameError::Entries { n: entries.len(), max: MAX_FRAME_ENTRIES });
+        }
+        if let Some(big) = entries.iter().find(|e| e.bytes.len() > ledger_schema::codec::MAX_ENTRY_BYTES) {
+            return Err(FrameError::EntryTooLarge {
+                len: big.bytes.len(),
+                max: ledger_schema::codec::MAX_ENTRY_BYTES,
+            });
         }
         let bytes = encode_frame(entries.iter().map(|e| e.bytes.as_slice()));
         if bytes.len() > MAX_FRAME_BYTES {
