@@ -693,7 +693,7 @@ impl StoreReader {
             None => return Ok(Vec::new()),
             Some((k, v)) => {
                 let first = key_seq(&k).unwrap_or(0);
-                first + decode_frame(&v).map(|e| e.len() as u64).unwrap_or(1) - 1
+                first.saturating_add(decode_frame(&v).map(|e| e.len() as u64).unwrap_or(1)).saturating_sub(1)
             }
         };
         if from > last {
