@@ -1,4 +1,4 @@
-//! `ledger demo`: the reference lifecycle on a fresh ledger — goal, discovery, plan,
+//! `ledger demo`: the reference lifecycle, driven through the embedded engine, on a fresh ledger — goal, discovery, plan,
 //! implement with worker events (a duplicate and a stale delivery among them), failing
 //! evidence, REJECT_REPAIRABLE, repair, passing evidence, ACCEPT — then a replay audit,
 //! a byte-for-byte recompilation of the repair Attempt's context, and tamper detection
@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use ledger_schema::Id;
 
 use crate::cli::Failure;
+use crate::engine::{Engine, Options};
 use crate::ledger::Ledger;
 use crate::lifecycle::{Script, lid};
-use crate::store::{self, Checkpoint, OpenError, Store};
+use crate::store::{self, Checkpoint, DiskStore, MemStore, OpenError, Store};
 
 fn fail(message: impl Into<String>) -> Failure {
     Failure { code: crate::cli::EXIT_USAGE_OR_IO, message: message.into() }
@@ -49,19 +50,43 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     drop(store::init(&dir, "demo", ledger_id, t0)?);
     say(out, format!("ledger {ledger_id} in {}", dir.display()))?;
 
-    let (mut ledger, _) = Ledger::open(&dir)?;
-    let mut script = Script { ledger: &mut ledger, time_ms: t0, log: Vec::new() };
-    let result = script.lifecycle();
-    for (command, receipt) in &script.log {
+    // The script's commands, derived once on an in-memory ledger (commands read back only
+    // what the ledger derives, so the same state gives the same commands) ...
+    let mut scratch =
+        Ledger::from_store(MemStore::new(ledger_id, "demo", t0)).map_err(|e| fail(e.to_string()))?;
+    let mut script = Script { ledger: &mut scratch, time_ms: t0, log: Vec::new() };
+    script.lifecycle().map_err(|e| fail(format!("lifecycle: {e}")))?;
+    let commands: Vec<_> = script.log.into_iter().map(|(command, _)| command).collect();
+    // ... then driven through the embedded engine, the API a supervisor uses.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| fail(format!("tokio runtime: {e}")))?;
+    let (receipts, live_digest) = runtime.block_on(async {
+        let engine = Engine::open(&dir, Options::default()).await?;
+        let mut receipts = Vec::with_capacity(commands.len());
+        for command in &commands {
+            let receipt =
+                engine.submit(command.clone()).await.map_err(|e| fail(format!("{}: {e}", command.kind())))?;
+            receipts.push(receipt);
+        }
+        let digest = engine.state().digest();
+        engine.shutdown().await.map_err(|e| fail(e.to_string()))?;
+        Ok::<_, Failure>((receipts, digest))
+    })?;
+    for (command, receipt) in commands.iter().zip(&receipts) {
         let note = if receipt.duplicate { "  (duplicate: nothing written)" } else { "" };
         say(out, format!("  seq {:>3}  {:<20} {}{note}", receipt.seq, command.kind(), receipt.hash))?;
     }
-    result.map_err(|e| fail(format!("lifecycle: {e}")))?;
-    let live_digest = ledger.state().digest();
-    let head = ledger.store().head();
-    let checkpoint = Checkpoint::of(&ledger.store().read(head.seq)?);
-    drop(ledger);
-    say(out, format!("lifecycle admitted: head seq {}, live state {live_digest}", head.seq))?;
+    let (store, _) = DiskStore::open(&dir)?;
+    let head = store.head();
+    let checkpoint = Checkpoint::of(&store.read(head.seq)?);
+    drop(store);
+    say(
+        out,
+        format!("lifecycle admitted through the engine: head seq {}, live state {live_digest}", head.seq),
+    )?;
 
     let report = crate::replay::replay(&dir, None, &mut |_| {})?;
     if !report.ok {

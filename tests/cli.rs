@@ -139,3 +139,16 @@ fn compile_is_identical_across_processes() {
         assert_eq!(one, two, "attempt {attempt}");
     }
 }
+
+/// `ledger demo DIR` (the README's first command) drives the whole lifecycle through the
+/// engine and ends with a passing audit.
+#[test]
+fn the_demo_passes_its_audit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let (code, out, err) = ledger(&["demo", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("4 manifests proved"), "{out}");
+    assert!(out.contains("replayed state digest equals the live one"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("demo ok"), "{out}");
+}
