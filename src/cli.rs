@@ -71,7 +71,8 @@ enum Command {
     Export { dir: PathBuf },
     /// Submit JSON commands (one per line) from FILE, or stdin when FILE is absent or `-`.
     Submit { dir: PathBuf, file: Option<PathBuf> },
-    /// Replay every entry: chain, rules and manifest proofs; report what was verified.
+    /// Replay every entry of the journal: chain, rules and manifest proofs; report what was
+    /// verified (`verify` compares the journal with sled).
     Replay {
         dir: PathBuf,
         /// Fold the state only up to this seq (every byte is still verified).

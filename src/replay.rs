@@ -1,7 +1,9 @@
-//! Replay and audit: stream every entry of a ledger — strict decode, hash, `prev`, seq
-//! contiguity (the store's chain), every rule and every manifest re-derivation (the
-//! admission step) — and report what was proved. Read-only; memory is bounded by the live
-//! state, not by the ledger's length.
+//! Replay and audit: stream every entry of a ledger's journal (the commit point and the
+//! authority) — strict decode, hash, `prev`, seq contiguity (the store's chain), every rule
+//! and every manifest re-derivation (the admission step) — and report what was proved.
+//! Read-only; memory is bounded by the live state and one segment, not by the ledger's
+//! length. Replay does not open sled: comparing the two copies is `ledger verify`'s job
+//! (sled's page cache grows with the ledger, which would unbound replay's memory).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -123,7 +125,7 @@ pub fn replay(
         report.head_hash = sealed.hash;
         Ok(())
     };
-    match store::verify_observed(root, None, &mut fold) {
+    match store::replay_journal(root, &mut fold) {
         Ok(v) => {
             report.ok = true;
             report.entries = v.entries;
@@ -187,6 +189,6 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
         }
         admission::apply(&mut state, &sealed.entry).map_err(inadmissible)
     };
-    store::verify_observed(root, None, &mut fold)?;
+    store::replay_journal(root, &mut fold)?;
     Ok(found)
 }

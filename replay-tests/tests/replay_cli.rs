@@ -1,6 +1,7 @@
 //! `ledger replay` and `ledger compile` on real ledgers: every manifest proved, every
 //! worker context re-rendered byte for byte, and a well-chained but inadmissible history
-//! (a broken rule, a forged manifest) refused with its seq and kind.
+//! (a broken rule, a forged manifest) refused with its seq and kind; replay reads the
+//! journal alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
@@ -141,6 +142,34 @@ fn replay_refuses_a_broken_rule() {
     assert_eq!(r["failure"]["seq"], 47);
     assert!(err.contains("seq 47") && err.contains("goalRevised"), "{err}");
     assert!(Ledger::open(&dir).is_err(), "strict open refuses it too");
+}
+
+/// Replay folds the journal alone (the commit point, the portable export): an auditor
+/// given only `journal/` gets the same verdict and state digest, while `verify` — whose
+/// job is to compare the two copies — reports the missing sled; and a flipped byte in the
+/// journal still fails replay.
+#[test]
+fn replay_needs_only_the_journal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = lifecycle_ledger(tmp.path());
+    let d = dir.to_str().unwrap();
+    let (code, full, err) = cli(&["replay", d, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let (code, journal_only, err) = cli(&["replay", d, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(full, journal_only, "the same report with or without sled");
+    assert_ne!(cli(&["verify", d]).0, 0, "verify compares the copies and misses sled");
+    let segment = dir.join("journal").join(format!("{:020}.cborseq", 0));
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&segment, bytes).unwrap();
+    let (code, out, _) = cli(&["replay", d, "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(r["ok"], false);
+    assert!(r["failure"]["seq"].as_u64().unwrap() > 0, "{r}");
 }
 
 /// A forged manifest entry — with the manifest digest recomputed — fails replay.

@@ -489,6 +489,27 @@ pub fn verify_observed(
     })
 }
 
+/// What a journal-only pass established (see [`replay_journal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalReport {
+    pub head: Head,
+    pub frames: u64,
+    pub entries: u64,
+    /// A torn tail of the last segment (not an error: the next open cuts it).
+    pub torn_tail: Option<TornTail>,
+}
+
+/// Streams every entry of the journal — the commit point and the authority — to
+/// `observe`, strictly verified (frame and entry decoding, hash, `prev`, seq contiguity,
+/// segment names), without opening sled. Memory stays bounded by one segment. This is
+/// what `ledger replay` folds; comparing sled against the journal is [`verify`]'s job.
+/// Takes the shared lock, so it never races a writer.
+pub fn replay_journal(root: &Path, observe: OnEntry<'_>) -> Result<JournalReport, OpenError> {
+    let _lock = lock(root, false)?;
+    let scan = scan(root, None, false, observe, &mut |_, _| Ok(()))?;
+    Ok(JournalReport { head: scan.head, frames: scan.frames, entries: scan.entries, torn_tail: scan.torn })
+}
+
 /// Rebuilds sled from a journal that verifies. The old `sled/` is moved aside (never
 /// deleted); if the journal does not verify, nothing is changed.
 pub fn recover(root: &Path) -> Result<RecoverReport, OpenError> {

@@ -21,8 +21,8 @@ use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
 pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
-    DiskStore, FaultPlan, FaultPoint, OnEntry, OpenReport, RecoverReport, StoreReader, TornTail,
-    VerifyReport, init, recover, verify, verify_observed,
+    DiskStore, FaultPlan, FaultPoint, JournalReport, OnEntry, OpenReport, RecoverReport, StoreReader,
+    TornTail, VerifyReport, init, recover, replay_journal, verify, verify_observed,
 };
 pub use memory::MemStore;
 

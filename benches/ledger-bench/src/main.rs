@@ -1,6 +1,7 @@
 //! The peer harness: one run generates the same reference workload (a goal, a workflow, a
 //! dispatched attempt, 256-byte worker events) and measures, side by side, closure-ledger
-//! and what a user would build instead. `cargo run --release -p ledger-bench -- [--quick] [--json]`.
+//! and what a user would build instead. `cargo run --release -p ledger-bench -- [--quick] [--json] [--keep]`
+//! (`--keep` leaves the generated ledgers in place and prints where).
 //!
 //! a. closure-ledger engine: durable append of worker events with 1, 8, 64 submitters;
 //! b. raw sled: batch insert of the same frame bytes + flush;
@@ -308,6 +309,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
     let json = args.iter().any(|a| a == "--json");
+    let keep = args.iter().any(|a| a == "--keep");
     let (append_n, big_n, small_n) =
         if quick { (6_000u128, 100_000u128, 1_000u128) } else { (40_000, 1_000_000, 1_000) };
     let tmp = tempfile::Builder::new().prefix("ledger-bench").tempdir_in(std::env::temp_dir()).unwrap();
@@ -409,4 +411,7 @@ fn main() {
         }
     }
     let _ = a8.p50_us;
+    if keep {
+        eprintln!("kept the ledgers in {}", tmp.keep().display());
+    }
 }
