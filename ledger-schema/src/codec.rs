@@ -84,6 +84,23 @@ pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     serde_cbor::to_writer(&mut *out, value).expect("encoding a plain record into a Vec");
 }
 
+/// `Digest::of(kind, &encode(value))` and the encoding's length, for records (bounded by
+/// an entry): encoded into a per-thread scratch buffer that is reused, so hashing a record
+/// costs no allocation and no regrowth. A scratch grown past 1 MiB is not kept.
+pub fn record_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> (crate::Digest, usize) {
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut bytes = SCRATCH.take();
+    bytes.clear();
+    encode_into(value, &mut bytes);
+    let out = (crate::Digest::of(kind, &bytes), bytes.len());
+    if bytes.capacity() <= MAX_ENTRY_BYTES {
+        SCRATCH.set(bytes);
+    }
+    out
+}
+
 /// `Digest::of(kind, &encode(value))`, computed by streaming the canonical encoding into
 /// the hasher instead of materialising it (for large records such as the whole state).
 pub fn encode_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> crate::Digest {

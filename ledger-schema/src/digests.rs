@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::codec::encode;
+use crate::codec::record_digest;
 use crate::events::{
     AcceptanceDecided, AcceptanceInputManifest, EvidenceRecorded, EvidenceRef, ExecutionProfile, GoalContent,
     PolicyBundle, RepairRecorded, WorkerPayload,
@@ -15,51 +15,51 @@ use crate::{Digest, DigestKind, Id};
 
 impl PolicyBundle {
     pub fn digest(&self) -> Digest {
-        Digest::of(DigestKind::Policy, &encode(self))
+        record_digest(DigestKind::Policy, self).0
     }
 }
 
 impl ExecutionProfile {
     pub fn digest(&self) -> Digest {
-        Digest::of(DigestKind::Profile, &encode(self))
+        record_digest(DigestKind::Profile, self).0
     }
 }
 
 impl GoalContent {
     /// Digest of one Goal revision's content (a manifest `sourceDigest`).
     pub fn digest(&self) -> Digest {
-        Digest::of(DigestKind::Source, &encode(self))
+        record_digest(DigestKind::Source, self).0
     }
 }
 
 impl WorkerPayload {
     /// Digest of the canonical payload: covers every field, including the observed time.
     pub fn digest(&self) -> Digest {
-        Digest::of(DigestKind::WorkerPayload, &encode(self))
+        record_digest(DigestKind::WorkerPayload, self).0
     }
 }
 
 impl ContextManifest {
     pub fn digest(&self) -> Digest {
-        Digest::of(DigestKind::Manifest, &encode(self))
+        record_digest(DigestKind::Manifest, self).0
     }
 }
 
 impl EvidenceRecorded {
     /// Digest of the whole Evidence record.
     pub fn record_digest(&self) -> Digest {
-        Digest::of(DigestKind::Evidence, &encode(self))
+        record_digest(DigestKind::Evidence, self).0
     }
 }
 
 /// Digest of an Evidence Set: its references, sorted by evidence id.
 pub fn evidence_set_digest(evidence: &[EvidenceRef]) -> Digest {
-    Digest::of(DigestKind::EvidenceSet, &encode(&evidence))
+    record_digest(DigestKind::EvidenceSet, &evidence).0
 }
 
 impl AcceptanceInputManifest {
     pub fn digest(&self) -> Digest {
-        Digest::of(DigestKind::InputManifest, &encode(self))
+        record_digest(DigestKind::InputManifest, self).0
     }
 }
 
@@ -88,7 +88,7 @@ impl AcceptanceDecided {
             evidenceSetDigest: self.evidence_set_digest,
             inputManifestDigest: self.input_manifest_digest,
         };
-        Digest::of(DigestKind::Decision, &encode(&core))
+        record_digest(DigestKind::Decision, &core).0
     }
 }
 
@@ -121,13 +121,28 @@ impl RepairRecorded {
             constraintsToPreserve: &self.constraints_to_preserve,
             parentCandidateDigest: self.parent_candidate_digest,
         };
-        Digest::of(DigestKind::Repair, &encode(&core))
+        record_digest(DigestKind::Repair, &core).0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::encode;
+
+    /// A record digest is BLAKE3's own one-shot `derive_key` over the materialised
+    /// encoding, for every kind, at sizes around the reuse bound and past it.
+    #[test]
+    fn record_digest_equals_one_shot_derive_key() {
+        for kind in DigestKind::ALL {
+            for len in [0usize, 1, 100, 4096, 70_000, 1 << 20, 3 << 20, 5] {
+                let value = (kind.context(), "y".repeat(len));
+                let bytes = encode(&value);
+                let expected = Digest(blake3::derive_key(kind.context(), &bytes));
+                assert_eq!(record_digest(kind, &value), (expected, bytes.len()), "{kind:?} {len}");
+            }
+        }
+    }
 
     /// The private digest cores are encoded in canonical key order too.
     #[test]

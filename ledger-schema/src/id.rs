@@ -26,7 +26,8 @@ impl Id {
 
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&ulid::Ulid(self.0), f)
+        let mut text = [0u8; ulid::ULID_LEN];
+        f.pad(ulid::Ulid(self.0).array_to_str(&mut text))
     }
 }
 
@@ -82,6 +83,20 @@ impl<'de> Deserialize<'de> for Id {
             deserializer.deserialize_str(IdVisitor)
         } else {
             deserializer.deserialize_bytes(IdVisitor)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An id displays as the `ulid` crate's own `to_string` (Crockford base32, 26 chars).
+    #[test]
+    fn display_matches_ulid() {
+        for v in [0u128, 1, 42, u128::MAX, 0x0193_0000_0000_0000_0000_0000_0000_0001] {
+            assert_eq!(Id(v).to_string(), ulid::Ulid(v).to_string());
+            assert_eq!(Id(v).to_string().len(), 26);
         }
     }
 }

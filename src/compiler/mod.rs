@@ -12,7 +12,7 @@ mod render;
 
 use std::collections::BTreeMap;
 
-use ledger_schema::codec::encode;
+use ledger_schema::codec::{encode_into, record_digest};
 use ledger_schema::events::PhasePolicy;
 use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
 use ledger_schema::package::*;
@@ -88,8 +88,7 @@ enum Place {
 }
 
 fn rendered<T: Serialize>(value: &T) -> (Digest, usize) {
-    let bytes = encode(value);
-    (Digest::of(DigestKind::Rendered, &bytes), bytes.len())
+    record_digest(DigestKind::Rendered, value)
 }
 
 #[expect(clippy::too_many_arguments, reason = "one manifest entry's fields, named at each call")]
@@ -425,6 +424,8 @@ pub fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileErr
         policy_bundle: b.policy,
         response_contract: contract.clone(),
     };
+    // The package holds every kept item's rendering plus a little framing: size it once.
+    let package_estimate = kept.iter().map(|it| it.bytes).sum::<usize>() + 1024;
     let mut entries = Vec::with_capacity(kept.len());
     for it in kept {
         match it.place {
@@ -439,7 +440,8 @@ pub fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileErr
         }
         entries.push(it.entry);
     }
-    let package_bytes = encode(&package);
+    let mut package_bytes = Vec::with_capacity(package_estimate);
+    encode_into(&package, &mut package_bytes);
     let manifest = ContextManifest {
         schema_version: package.schema_version,
         compiler_version: COMPILER_VERSION.to_owned(),
@@ -454,8 +456,8 @@ pub fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileErr
         plan: b.plan,
         profile: b.profile,
         policy: b.policy,
-        capability_grant_digest: Digest::of(DigestKind::CapabilityGrant, &encode(&grant)),
-        response_contract_digest: Digest::of(DigestKind::ResponseContract, &encode(&contract)),
+        capability_grant_digest: record_digest(DigestKind::CapabilityGrant, &grant).0,
+        response_contract_digest: record_digest(DigestKind::ResponseContract, &contract).0,
         feedback_digest: feedback.as_ref().map(|f| f.feedback_digest),
         entries,
         omission_decisions: omissions,
@@ -602,7 +604,7 @@ fn repair(
     let mut kept = Vec::new();
     let mut total = 0usize;
     for (idx, it) in fb_items.into_iter().enumerate() {
-        let size = encode(&it).len();
+        let size = ledger_schema::codec::encode(&it).len();
         let rule = if it.content.trim().is_empty() {
             Some("feedback.blank")
         } else if size > limits.max_item_bytes as usize {
@@ -628,7 +630,7 @@ fn repair(
     }
     let feedback = (!kept.is_empty()).then(|| Feedback {
         schema_version: FEEDBACK_SCHEMA,
-        feedback_digest: Digest::of(DigestKind::Feedback, &encode(&kept)),
+        feedback_digest: record_digest(DigestKind::Feedback, &kept).0,
         items: kept,
     });
     if let Some(f) = &feedback {
