@@ -234,7 +234,7 @@ mod tests {
             let naive: String = d.0.iter().map(|b| format!("{b:02x}")).collect();
             let text = d.to_string();
             assert_eq!(text, format!("b3:{naive}"));
-            assert_eq!(text.parse::<Digest>().unwrap(), d);
+            assert_eq!(text.parse::<Digest>(), Ok(d));
             assert_eq!(format!("{d:>70}"), format!("   {text}"));
         }
     }
