@@ -153,8 +153,11 @@ impl<S: Store> Ledger<S> {
                     outcomes.push(Outcome::Refused(e.into()));
                     continue;
                 }
-                Ok(Decided::Duplicate { seq }) => {
-                    outcomes.push(Outcome::Duplicate(seq));
+                Ok(Decided::Redelivered { seq }) => {
+                    outcomes.push(match self.redelivery(command, seq, &sealed) {
+                        Ok(()) => Outcome::Duplicate(seq),
+                        Err(e) => Outcome::Refused(e),
+                    });
                     continue;
                 }
                 Ok(Decided::Events(events)) => events,
@@ -248,6 +251,22 @@ impl<S: Store> Ledger<S> {
             .collect();
         self.last_committed = sealed;
         (results, processed)
+    }
+
+    /// Resolves a redelivered Worker event against the entry that first recorded its id —
+    /// in the frame being built, or in the store — into a duplicate or a conflict.
+    fn redelivery(&self, command: &Command, seq: u64, pending: &[SealedEntry]) -> Result<(), SubmitError> {
+        let Command::DeliverWorkerEvent(c) = command else {
+            return Err(SubmitError::Storage(format!(
+                "seq {seq} was reported as a redelivery of a non-delivery"
+            )));
+        };
+        let in_frame = pending.iter().find(|e| e.entry.seq == seq).map(|e| e.entry.event.clone());
+        let original = match in_frame {
+            Some(event) => event,
+            None => self.store.read(seq)?.entry.event,
+        };
+        crate::runtime::redelivery(c, &original, seq).map_err(SubmitError::from)
     }
 
     /// The entries of the last frame committed by `submit`/`submit_batch` (empty if that

@@ -117,6 +117,42 @@ fn a_torn_tail_is_cut_off_and_reported() {
     assert_eq!((code, report["tornTail"].is_null()), (0, true));
 }
 
+/// Segments are read through a 1 MiB window: frames larger than the window, frames that
+/// straddle its edges, and a torn frame larger than the window at the tail are all read
+/// as when the whole segment was in memory.
+#[test]
+fn frames_larger_than_the_read_window() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 3000);
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    assert!(frames.iter().filter(|f| f.range.len() > 1 << 20).count() >= 2, "frames over 1 MiB");
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["entries"].as_u64()), (0, Some(before.len() as u64)), "{report}");
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let big = bytes[frames[1].range.clone()].to_vec();
+    let clean_len = bytes.len();
+    let torn = big.len() * 3 / 4;
+    bytes.extend_from_slice(&big[..torn]);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["tornTail"]["offset"], clean_len as u64);
+    assert_eq!(report["tornTail"]["bytes"], torn as u64);
+    let (store, open) = DiskStore::open(&dir).unwrap();
+    assert_eq!(open.torn_tail.unwrap().offset, clean_len as u64);
+    drop(store);
+    assert_eq!(all_entries(&dir), before);
+    // A flipped byte deep inside the second big frame is still found, at its frame.
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let at = frames[2].range.start + frames[2].range.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+}
+
 /// After a reopen the store keeps appending in the same segment, and the chain continues.
 #[test]
 fn reopen_then_append_continues_the_chain() {

@@ -5,7 +5,8 @@
 use closure_ledger::ledger::SubmitError;
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
-use closure_ledger::runtime::{Command, Rejection, Rule};
+use closure_ledger::runtime::{Command, Ctx, Rejection, Rule};
+use closure_ledger::store::Store;
 use ledger_schema::events::{
     IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload,
 };
@@ -88,6 +89,54 @@ fn conflict_on_a_different_payload() {
         matches!(err, SubmitError::Rejected(Rejection::Conflict { original_seq, .. }) if original_seq == first.seq),
         "{err}"
     );
+}
+
+/// The dedup index keeps only id → seq; the original entry decides duplicate vs conflict,
+/// also when it is an ignored receipt, when it sits in the same group commit, and when
+/// only the attempt differs.
+#[test]
+fn redelivery_is_judged_against_the_stored_original() {
+    let mut w = world(true);
+    // An ignored receipt (stale manifest) is an original too.
+    let mut stale = deliver(&w, 0x71, progress("s"));
+    if let Command::DeliverWorkerEvent(d) = &mut stale {
+        d.manifest_digest = digest_of("an old manifest");
+    }
+    let ignored = w.ok(stale.clone());
+    let again = w.ok(stale.clone());
+    assert!(again.duplicate && again.seq == ignored.seq);
+    // Against the original's event: same id, attempt and payload digest = duplicate; another
+    // attempt, another id, or an entry that is no worker event = conflict.
+    let Command::DeliverWorkerEvent(d) = &stale else { unreachable!() };
+    let original = w.ledger.store().read(ignored.seq).unwrap().entry.event;
+    assert_eq!(closure_ledger::runtime::redelivery(d, &original, ignored.seq), Ok(()));
+    let mut other_attempt = d.clone();
+    other_attempt.attempt_id = lid(0x61);
+    let mut other_id = d.clone();
+    other_id.worker_event_id = lid(0x79);
+    let genesis = w.ledger.store().read(0).unwrap().entry.event;
+    for (c, e) in [(&other_attempt, &original), (&other_id, &original), (d, &genesis)] {
+        assert!(matches!(
+            closure_ledger::runtime::redelivery(c, e, ignored.seq),
+            Err(Rejection::Conflict { original_seq, .. }) if original_seq == ignored.seq
+        ));
+    }
+    // Original and redeliveries in one group commit: one entry, the rest duplicates or a conflict.
+    let fresh = deliver(&w, 0x72, progress("f"));
+    let mut changed = progress("f");
+    changed.observed_at_ms += 1;
+    let batch = [fresh.clone(), fresh, deliver(&w, 0x72, changed)];
+    let frames = w.ledger.store().frames().len();
+    let (results, processed) = w.ledger.submit_batch(&batch, Ctx { time_ms: replay_tests::T0 + 500_000 });
+    assert_eq!(processed, 3);
+    let first = results[0].as_ref().unwrap();
+    let second = results[1].as_ref().unwrap();
+    assert!(!first.duplicate && second.duplicate && second.seq == first.seq && second.hash == first.hash);
+    assert!(
+        matches!(&results[2], Err(SubmitError::Rejected(Rejection::Conflict { original_seq, .. })) if *original_seq == first.seq)
+    );
+    assert_eq!(w.ledger.store().frames().len(), frames + 1, "one frame, one entry");
+    assert_eq!(w.ledger.state().worker_events.get(&lid(0x72)), Some(&first.seq));
 }
 
 /// A delivery for an ended attempt or another manifest becomes only an ignored receipt.

@@ -21,7 +21,7 @@ use ledger_schema::{Entry, Event, Id};
 pub use attempt::{AttemptBinding, attempt_binding, result_kind_allowed};
 pub use command::Command;
 pub use state::State;
-pub use worker::staleness;
+pub use worker::{redelivery, staleness};
 pub use workflow::next_phase;
 
 /// Longest text field a command or worker may write (bytes).
@@ -182,8 +182,9 @@ pub struct Ctx {
 pub enum Decided {
     /// Events to admit, in order (each through `apply`).
     Events(Vec<Event>),
-    /// A redelivered Worker event: nothing is written; it was recorded at `seq`.
-    Duplicate { seq: u64 },
+    /// A Worker event id already recorded at `seq`: whoever holds the history resolves it
+    /// with [`redelivery`] against that entry (a duplicate or a conflict).
+    Redelivered { seq: u64 },
 }
 
 pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {

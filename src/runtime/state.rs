@@ -37,7 +37,11 @@ pub struct State {
     pub last_time_ms: u64,
     pub generations: Map<Id, GenerationState>,
     pub obligations: Map<Id, ObligationState>,
-    pub worker_events: Map<Id, WorkerEventState>,
+    /// The dedup index: every Worker event id ever recorded (admitted or ignored) → the
+    /// seq of its entry. Kept to one `u64` per id — it grows with every worker event — so
+    /// a redelivery is told apart from a conflict against the stored entry itself
+    /// (`worker::redelivery`).
+    pub worker_events: Map<Id, u64>,
     pub human_decisions: Map<Id, HumanDecisionState>,
 }
 
@@ -245,16 +249,6 @@ pub struct AttemptState {
     pub manifest_digest: Digest,
     pub worker_session_id: Id,
     pub workflow_version: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkerEventState {
-    /// Seq of the entry that recorded it (admitted or ignored).
-    pub seq: u64,
-    pub admitted: bool,
-    pub attempt_id: Id,
-    pub payload_digest: Digest,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -6,7 +6,7 @@ use ledger_schema::events::{IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdm
 use ledger_schema::{Digest, Event, Id, codec};
 
 use super::command::DeliverWorkerEvent;
-use super::state::{AttemptState, State, WorkerEventState};
+use super::state::{AttemptState, State};
 use super::{Decided, Rejection, Rule, RuleViolation, ensure, fresh, get, get_mut, list, text};
 
 /// Why a delivery for `attempt_id` bound to `manifest_digest` is stale, if it is.
@@ -55,13 +55,10 @@ fn check_delivery(
 pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, Rejection> {
     let attempt = get(&state.attempts, c.attempt_id, "attempt")?;
     check_delivery(state, attempt, &c.payload)?;
-    let payload_digest = c.payload.digest();
-    if let Some(seen) = state.worker_events.get(&c.worker_event_id) {
-        if seen.payload_digest == payload_digest && seen.attempt_id == c.attempt_id {
-            return Ok(Decided::Duplicate { seq: seen.seq });
-        }
-        return Err(Rejection::Conflict { worker_event_id: c.worker_event_id, original_seq: seen.seq });
+    if let Some(&seq) = state.worker_events.get(&c.worker_event_id) {
+        return Ok(Decided::Redelivered { seq });
     }
+    let payload_digest = c.payload.digest();
     let event = match staleness(state, c.attempt_id, c.manifest_digest) {
         None => Event::WorkerEventAdmitted(WorkerEventAdmitted {
             attempt_id: c.attempt_id,
@@ -81,6 +78,29 @@ pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, 
     Ok(Decided::Events(vec![event]))
 }
 
+/// A redelivery of a Worker event id first recorded by `original` at `seq`: the same
+/// attempt and the same canonical payload make a duplicate (`Ok`: the original's seq is
+/// the receipt); any other byte is a conflict. The projection keeps only id → seq (the dedup
+/// index must stay small: one item per worker event ever recorded), so the caller hands
+/// over the original entry's event from the store.
+pub fn redelivery(c: &DeliverWorkerEvent, original: &Event, seq: u64) -> Result<(), Rejection> {
+    let recorded = match original {
+        Event::WorkerEventAdmitted(e) => Some((e.worker_event_id, e.attempt_id, e.payload_digest)),
+        Event::WorkerDeliveryIgnored(e) => Some((e.worker_event_id, e.attempt_id, e.payload_digest)),
+        _ => None,
+    };
+    match recorded {
+        Some((id, attempt_id, payload_digest))
+            if id == c.worker_event_id
+                && attempt_id == c.attempt_id
+                && payload_digest == c.payload.digest() =>
+        {
+            Ok(())
+        }
+        _ => Err(Rejection::Conflict { worker_event_id: c.worker_event_id, original_seq: seq }),
+    }
+}
+
 pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.worker_events, e.worker_event_id, "worker event")?;
     let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
@@ -94,10 +114,7 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
     );
     let stale = staleness(state, e.attempt_id, e.manifest_digest);
     ensure!(stale.is_none(), Rule::DeliveryStaleness, "a stale delivery ({stale:?}) cannot be admitted");
-    state.worker_events.insert(
-        e.worker_event_id,
-        WorkerEventState { attempt_id: e.attempt_id, payload_digest: digest, seq, admitted: true },
-    );
+    state.worker_events.insert(e.worker_event_id, seq);
     let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
     attempt.events_admitted = attempt.events_admitted.saturating_add(1);
     Ok(())
@@ -119,9 +136,6 @@ pub fn apply_ignored(state: &mut State, e: &WorkerDeliveryIgnored, seq: u64) -> 
         e.reason,
         stale
     );
-    state.worker_events.insert(
-        e.worker_event_id,
-        WorkerEventState { attempt_id: e.attempt_id, payload_digest: e.payload_digest, seq, admitted: false },
-    );
+    state.worker_events.insert(e.worker_event_id, seq);
     Ok(())
 }

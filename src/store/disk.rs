@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use ledger_schema::events::LedgerInitialized;
 use ledger_schema::{Event, FORMAT_VERSION, Id, SealedEntry, decode_frame};
 
-use super::journal::{self, JournalWriter, Split, io, list_segments, read_segment, sync_dir};
+use super::journal::{JournalWriter, SegmentReader, Split, io, list_segments, sync_dir};
 use super::{
     Chain, Checkpoint, CommitError, CommitReceipt, Corruption, Frame, Head, IoError, OpenError, ReadError,
     Replica, Store, check_next, receipt,
@@ -284,39 +284,38 @@ fn scan(
     let n_segments = segments.len();
     for (segment_idx, (named_seq, path)) in segments.into_iter().enumerate() {
         let is_last = segment_idx + 1 == n_segments;
-        let bytes = read_segment(&path)?;
+        let mut reader = SegmentReader::open(&path)?;
         let segment = path.display().to_string();
-        if bytes.is_empty() && (!is_last || named_seq != chain.next_seq()) {
+        if reader.len() == 0 && (!is_last || named_seq != chain.next_seq()) {
             let reason = Corruption::SegmentName { segment, named: named_seq, found: chain.next_seq() };
             return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
         }
-        let mut pos = 0usize;
-        while pos < bytes.len() {
-            let range = match journal::split(&bytes, pos) {
-                Split::Frame(range) => range,
-                Split::Torn if is_last => {
-                    out.torn = Some(TornTail {
-                        segment: path.clone(),
-                        offset: pos as u64,
-                        bytes: (bytes.len() - pos) as u64,
-                    });
+        loop {
+            let (pos, frame_bytes) = match reader.next_frame(&path)? {
+                Split::Frame { offset, bytes } => (offset, bytes),
+                Split::End => break,
+                Split::Torn { offset } if is_last => {
+                    out.torn = Some(TornTail { segment: path.clone(), offset, bytes: reader.len() - offset });
                     break;
                 }
                 split => {
-                    let detail = match split {
-                        Split::Garbage(e) => e.to_string(),
-                        _ => "a partial frame before the end of the last segment".to_owned(),
+                    let (offset, detail) = match split {
+                        Split::Garbage { offset, error } => (offset, error.to_string()),
+                        Split::Torn { offset } => {
+                            (offset, "a partial frame before the end of the last segment".to_owned())
+                        }
+                        Split::Frame { offset, .. } => (offset, String::new()),
+                        Split::End => (reader.len(), String::new()),
                     };
                     let reason = Corruption::Garbage {
                         segment: segment.clone(),
-                        offset: pos as u64,
-                        bytes: (bytes.len() - pos) as u64,
+                        offset,
+                        bytes: reader.len().saturating_sub(offset),
                         detail,
                     };
                     return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
                 }
             };
-            let frame_bytes = bytes.get(range.clone()).unwrap_or_default();
             let first_seq = chain.next_seq();
             let entry_bytes = decode_frame(frame_bytes)
                 .map_err(|e| corrupt(first_seq, Replica::Journal, Corruption::Decode(e)))?;
@@ -351,10 +350,9 @@ fn scan(
                     }
                 }
             }
-            pos = range.end;
         }
         if is_last {
-            let valid_len = out.torn.as_ref().map_or(bytes.len() as u64, |t| t.offset);
+            let valid_len = out.torn.as_ref().map_or(reader.len(), |t| t.offset);
             out.last_segment = Some((path, valid_len));
         }
     }

@@ -3,7 +3,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use ledger_schema::DecodeError;
@@ -46,38 +45,105 @@ pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, OpenError> {
     Ok(out)
 }
 
-/// Reads a whole segment, refusing one larger than [`MAX_SEGMENT_BYTES`] before reading.
-pub fn read_segment(path: &Path) -> Result<Vec<u8>, OpenError> {
-    let mut file = File::open(path).map_err(io("open", path))?;
-    let len = file.metadata().map_err(io("stat", path))?.len();
-    if len > MAX_SEGMENT_BYTES {
-        return Err(OpenError::Io(IoError {
-            op: "read",
-            path: path.to_path_buf(),
-            source: std::io::Error::other(format!("segment of {len} bytes exceeds {MAX_SEGMENT_BYTES}")),
-        }));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.read_to_end(&mut bytes).map_err(io("read", path))?;
-    Ok(bytes)
+/// How much of a segment a reader pulls in at a time (more only to finish a large frame).
+const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// A segment read frame by frame through a window that holds the unread rest of one
+/// read plus at most one frame — not the whole segment — so a scan's memory does not
+/// grow with the segment size.
+pub struct SegmentReader {
+    file: File,
+    /// The segment's length when opened (checked against [`MAX_SEGMENT_BYTES`]).
+    len: u64,
+    /// Unconsumed bytes; `window[0]` is at file offset `base`.
+    window: Vec<u8>,
+    base: u64,
+    pos: usize,
+    /// Bytes read so far (never more than `len`).
+    read: u64,
 }
 
-/// One step of splitting a segment into frames.
-pub enum Split {
-    Frame(Range<usize>),
-    /// The bytes from here to the end are the prefix of a frame whose write never
+/// One step of reading a segment.
+pub enum Split<'a> {
+    Frame {
+        offset: u64,
+        bytes: &'a [u8],
+    },
+    /// The segment ends here.
+    End,
+    /// The bytes from `offset` to the end are the prefix of a frame whose write never
     /// completed (only legal at the end of the last segment).
-    Torn,
-    /// The bytes here are not a frame.
-    Garbage(DecodeError),
+    Torn {
+        offset: u64,
+    },
+    /// The bytes at `offset` are not a frame.
+    Garbage {
+        offset: u64,
+        error: DecodeError,
+    },
 }
 
-/// Finds the frame starting at `pos`.
-pub fn split(bytes: &[u8], pos: usize) -> Split {
-    match item_end(bytes, pos) {
-        Ok(end) => Split::Frame(pos..end),
-        Err(DecodeError::Truncated { .. }) if bytes.get(pos) == Some(&FRAME_FIRST_BYTE) => Split::Torn,
-        Err(e) => Split::Garbage(e),
+impl SegmentReader {
+    /// Opens a segment, refusing one larger than [`MAX_SEGMENT_BYTES`] before reading.
+    pub fn open(path: &Path) -> Result<SegmentReader, OpenError> {
+        let file = File::open(path).map_err(io("open", path))?;
+        let len = file.metadata().map_err(io("stat", path))?.len();
+        if len > MAX_SEGMENT_BYTES {
+            return Err(OpenError::Io(IoError {
+                op: "read",
+                path: path.to_path_buf(),
+                source: std::io::Error::other(format!("segment of {len} bytes exceeds {MAX_SEGMENT_BYTES}")),
+            }));
+        }
+        Ok(SegmentReader { file, len, window: Vec::new(), base: 0, pos: 0, read: 0 })
+    }
+
+    /// The segment's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The next frame, or how the segment ends.
+    pub fn next_frame(&mut self, path: &Path) -> Result<Split<'_>, OpenError> {
+        loop {
+            let at_end = self.read >= self.len;
+            if self.pos >= self.window.len() && at_end {
+                return Ok(Split::End);
+            }
+            let offset = self.base + self.pos as u64;
+            match item_end(&self.window, self.pos) {
+                Ok(end) => {
+                    let start = std::mem::replace(&mut self.pos, end);
+                    return Ok(Split::Frame {
+                        offset,
+                        bytes: self.window.get(start..end).unwrap_or_default(),
+                    });
+                }
+                Err(DecodeError::Truncated { .. }) if !at_end => self.refill(path)?,
+                Err(DecodeError::Truncated { .. })
+                    if self.window.get(self.pos) == Some(&FRAME_FIRST_BYTE) =>
+                {
+                    return Ok(Split::Torn { offset });
+                }
+                Err(error) => return Ok(Split::Garbage { offset, error }),
+            }
+        }
+    }
+
+    /// Drops what was consumed and reads at least a chunk more (doubling for a frame
+    /// larger than the window), never past the length seen at open.
+    fn refill(&mut self, path: &Path) -> Result<(), OpenError> {
+        self.window.drain(..self.pos.min(self.window.len()));
+        self.base += self.pos as u64;
+        self.pos = 0;
+        let want = (self.window.len().max(READ_CHUNK_BYTES) as u64).min(self.len - self.read);
+        let got = (&mut self.file).take(want).read_to_end(&mut self.window).map_err(io("read", path))?;
+        if got == 0 {
+            // The file shrank under us: what was read is all there is.
+            self.len = self.read;
+        }
+        self.read += got as u64;
+        Ok(())
     }
 }
 
