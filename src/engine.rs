@@ -298,7 +298,9 @@ fn writer(
             }
             continue;
         }
-        let commands: Vec<Command> = pending.iter().map(|r| r.command.clone()).collect();
+        // Move the commands out (no copy of any payload); the replies stay in order.
+        let (commands, replies): (Vec<Command>, Vec<_>) =
+            pending.drain(..).map(|r| (r.command, r.reply)).unzip();
         let span = tracing::debug_span!(
             "group_commit",
             commands = commands.len(),
@@ -315,17 +317,24 @@ fn writer(
         if head_after > head_before {
             publish(&ledger, &shared, head_after);
         }
-        let rest = pending.split_off(processed.min(pending.len()));
-        for (request, result) in pending.drain(..).zip(results) {
+        let processed = processed.min(commands.len());
+        let mut replies = replies.into_iter();
+        for (reply, result) in replies.by_ref().take(processed).zip(results) {
             let result = result.map_err(|e| {
                 if e.is_rejection() { EngineError::Rejected(e) } else { EngineError::Storage(e.to_string()) }
             });
             if let Err(EngineError::Storage(m)) = &result {
                 failed.get_or_insert_with(|| m.clone());
             }
-            let _ = request.reply.send(result);
+            let _ = reply.send(result);
         }
-        pending = rest;
+        // What did not fit the frame bounds goes first into the next group commit.
+        pending = commands
+            .into_iter()
+            .skip(processed)
+            .zip(replies)
+            .map(|(command, reply)| Request { command, reply })
+            .collect();
     }
     let _ = ledger.store().flush_index();
 }
@@ -337,12 +346,16 @@ fn publish(ledger: &Ledger<DiskStore>, shared: &Shared, to: u64) {
         Ok(mut guard) => *guard = snapshot,
         Err(poisoned) => *poisoned.into_inner() = snapshot,
     }
+    shared.head.send_replace(to);
+    if shared.live.receiver_count() == 0 {
+        // No live subscriber: nothing to copy (a later one catches up from the store).
+        return;
+    }
     let entries: Vec<CommittedEntry> = ledger
         .last_committed()
         .iter()
         .map(|s| CommittedEntry { seq: s.entry.seq, hash: s.hash, entry: s.entry.clone() })
         .collect();
-    shared.head.send_replace(to);
     let _ = shared.live.send(Arc::new(entries));
 }
 

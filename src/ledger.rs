@@ -205,9 +205,14 @@ impl<S: Store> Ledger<S> {
         let processed = outcomes.len();
         let mut frame_receipt = None;
         if !sealed.is_empty() {
-            let committed = Frame::new(sealed.clone())
-                .map_err(SubmitError::from)
-                .and_then(|frame| self.store.commit(&frame).map_err(SubmitError::from));
+            let committed = match Frame::new(std::mem::take(&mut sealed)) {
+                Ok(frame) => {
+                    let committed = self.store.commit(&frame).map_err(SubmitError::from);
+                    sealed = frame.into_entries();
+                    committed
+                }
+                Err(e) => Err(SubmitError::from(e)),
+            };
             match committed {
                 Ok(r) => frame_receipt = Some(r),
                 Err(e) => {

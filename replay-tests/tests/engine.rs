@@ -185,3 +185,29 @@ fn snapshots_are_immutable() {
         engine.shutdown().await.unwrap();
     });
 }
+
+/// A batch larger than one frame may hold (300 events of ~60 KB > 16 MiB) is committed as
+/// several group commits: what did not fit goes first into the next one, in order, and
+/// every command gets its own receipt.
+#[test]
+fn a_batch_over_the_frame_bound_spans_group_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, manifest) = prepared(tmp.path());
+    let frames_before = DiskStore::open(&dir).unwrap().1.frames;
+    let text = "z".repeat(60_000);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (receipts, live) = rt.block_on(async {
+        let engine = Engine::open(&dir, Options::default()).await.unwrap();
+        let commands = (0..300).map(|i| deliver(0x9000 + i, manifest, &text)).collect();
+        let receipts = engine.submit_batch(commands).await;
+        let live = engine.state().digest();
+        engine.shutdown().await.unwrap();
+        (receipts, live)
+    });
+    let seqs: Vec<u64> = receipts.into_iter().map(|r| r.unwrap().seq).collect();
+    assert_eq!(seqs.len(), 300);
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "in order, one entry each");
+    let frames = DiskStore::open(&dir).unwrap().1.frames - frames_before;
+    assert!(frames >= 2, "{frames} frames");
+    assert_eq!(replayed_digest(&dir), live);
+}
