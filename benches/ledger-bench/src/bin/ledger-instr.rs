@@ -1,0 +1,67 @@
+//! A fixed amount of work for instruction counting, which — unlike wall time on a shared
+//! machine — is repeatable: `compile` of the reference repair package, or a strict replay
+//! (decode, hash, rules, manifest proofs) of the 47-entry reference lifecycle, N times.
+//!
+//! ```sh
+//! cargo build --release -p ledger-bench --bin ledger-instr
+//! for n in 1 101; do valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!   target/release/ledger-instr compile $n 2>&1 | grep Collected; done   # (b - a) / 100 per compile
+//! ```
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // a benchmark may panic
+
+use closure_ledger::admission;
+use closure_ledger::compiler::compile;
+use closure_ledger::ledger::Ledger;
+use closure_ledger::lifecycle::{Script, WORKFLOW, lid};
+use closure_ledger::runtime::command::StartAttempt;
+use closure_ledger::runtime::{State, attempt_binding};
+use closure_ledger::store::{MemStore, Store};
+use ledger_schema::types::ThreadChoice;
+use ledger_schema::{Event, Id, SealedEntry};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (what, n) = match args.as_slice() {
+        [what, n] => (what.as_str(), n.parse::<usize>().expect("N is a count")),
+        _ => {
+            eprintln!("usage: ledger-instr compile|replay N");
+            std::process::exit(2);
+        }
+    };
+    let mut ledger = Ledger::from_store(MemStore::new(Id(9), "bench", 1)).unwrap();
+    Script { ledger: &mut ledger, time_ms: 1, log: Vec::new() }.lifecycle().unwrap();
+    let entries = ledger.store().read_range(0, u64::MAX).unwrap();
+    // The state just before the repair attempt 0x66 started: its package is the reference.
+    let pos = entries
+        .iter()
+        .position(|e| matches!(&e.entry.event, Event::AttemptStarted(a) if a.attempt_id == lid(0x66)))
+        .unwrap();
+    let mut state = State::default();
+    for e in &entries[..pos] {
+        admission::apply(&mut state, &e.entry).unwrap();
+    }
+    let request = StartAttempt {
+        attempt_id: lid(0x66),
+        workflow_id: lid(WORKFLOW),
+        worker_session_id: lid(0x67),
+        thread: ThreadChoice::Fresh,
+    };
+    let binding = attempt_binding(&state, &request).unwrap();
+    for _ in 0..n {
+        match what {
+            "compile" => {
+                std::hint::black_box(compile(&state, &binding).unwrap());
+            }
+            "replay" => {
+                let mut s = State::default();
+                for e in &entries {
+                    let sealed = SealedEntry::open(&e.bytes).unwrap();
+                    admission::apply(&mut s, &sealed.entry).unwrap();
+                }
+                std::hint::black_box(s);
+            }
+            other => panic!("unknown workload {other}"),
+        }
+    }
+}
