@@ -672,8 +672,11 @@ pub enum Edit {
 
 /// Arbitrary edits to a real ledger's frames, in the journal and in sled: strict open
 /// returns a typed error, restores a lagging sled tail, cuts a torn tail, or finds the
-/// edit was a no-op — never a panic, a hang, or a silent repair (whatever opens holds a
-/// prefix of the original entries, byte for byte).
+/// edit was a no-op — never a panic, a hang, or a silent repair: whatever opens holds a
+/// prefix of the original entries, byte for byte — except the newest entry when sled
+/// lacked its frame. Nothing links to the newest entry, so when sled lags (legitimately:
+/// it is not flushed per commit) the journal alone vouches for it; only a checkpoint can
+/// (docs/SAFETY.md, known limits; `regression_an_edited_head_with_sled_lagging_is_only_caught_by_a_checkpoint`).
 pub fn store_corruption(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(edits) = Vec::<Edit>::arbitrary(&mut u) else { return };
@@ -717,11 +720,15 @@ pub fn store_corruption(data: &[u8]) {
         }
     }
     let _ = store::verify(&root, None);
-    if let Ok((store, _report)) = DiskStore::open(&root) {
+    if let Ok((store, report)) = DiskStore::open(&root) {
         let got =
             store.read_range(0, u64::MAX).unwrap_or_else(|e| panic!("an opened store cannot be read: {e}"));
         assert!(got.len() <= t.entries.len(), "open invented entries");
-        for (a, b) in got.iter().zip(&t.entries) {
+        let unanchored_head = report.sled_restored_frames > 0;
+        for (i, (a, b)) in got.iter().zip(&t.entries).enumerate() {
+            if unanchored_head && i + 1 == got.len() {
+                continue;
+            }
             assert_eq!(a.bytes, b.bytes, "open silently repaired or accepted an edited entry");
         }
     }

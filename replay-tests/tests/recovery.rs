@@ -195,3 +195,46 @@ fn regression_sled_lock_released_late_after_drop() {
         assert_eq!(code, 0, "round {round}: {report}");
     }
 }
+
+/// Found by `fuzz/store_corruption`: the journal's newest entry altered while sled lacks
+/// its frame — as after a crash, since sled is not flushed per commit — opens, with the
+/// altered entry restored into sled. Nothing links to the newest entry, so the journal
+/// alone vouches for it; a checkpoint of the head is what catches it (docs/SAFETY.md,
+/// known limits). The fuzz oracle allows exactly this case and nothing else.
+#[test]
+fn regression_an_edited_head_with_sled_lagging_is_only_caught_by_a_checkpoint() {
+    use closure_ledger::store::Frame;
+    use ledger_schema::SealedEntry;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let checkpoint = make_ledger(&dir, 4, 3);
+    let cp_path = tmp.path().join("cp.json");
+    std::fs::write(&cp_path, checkpoint.to_json()).unwrap();
+    let before = all_entries(&dir);
+    // Re-seal the last frame with its newest entry one millisecond later.
+    let last = journal_frames(&dir).pop().unwrap();
+    let mut entries: Vec<SealedEntry> = before[before.len() - last.n_entries as usize..]
+        .iter()
+        .map(|b| SealedEntry::open(b).unwrap())
+        .collect();
+    let mut head = entries.pop().unwrap().entry;
+    head.time_ms += 1;
+    entries.push(SealedEntry::open(&head.encode()).unwrap());
+    let altered = Frame::new(entries).unwrap();
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes.splice(last.range.clone(), altered.bytes().iter().copied());
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    // While sled holds the original frame, the edit is found.
+    assert_eq!(verify_json(&dir, None).0, 1);
+    // Without it, the altered head opens: nothing else anchors it ...
+    with_sled(&dir, |t| t.remove(last.first_seq.to_be_bytes()).map(|_| ()).unwrap());
+    let (store, report) = DiskStore::open(&dir).unwrap();
+    assert_eq!(report.sled_restored_frames, 1);
+    assert_ne!(store.head().hash, checkpoint.hash);
+    drop(store);
+    let after = all_entries(&dir);
+    assert_eq!(after[..after.len() - 1], before[..before.len() - 1], "only the head differs");
+    // ... but the checkpoint does.
+    let (code, report) = verify_json(&dir, Some(&cp_path));
+    assert_eq!(code, 1, "{report}");
+}
