@@ -137,13 +137,25 @@ fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
         return Err(OpenError::NotALedger(root.to_path_buf()));
     }
     let file = File::open(&dir).map_err(io("open", &dir))?;
-    let locked = if exclusive { file.try_lock() } else { file.try_lock_shared() };
-    match locked {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(OpenError::Locked(dir)),
-        Err(std::fs::TryLockError::Error(e)) => Err(io("lock", &dir)(e).into()),
+    let deadline = std::time::Instant::now() + JOURNAL_LOCK_WAIT;
+    loop {
+        let locked = if exclusive { file.try_lock() } else { file.try_lock_shared() };
+        match locked {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err(OpenError::Locked(dir)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io("lock", &dir)(e).into()),
+        }
     }
 }
+
+/// How long to wait for the `journal/` lock before reporting `Locked`. A lock just released
+/// can still be held for a moment by a descriptor a child process inherited between fork
+/// and exec (another thread spawning a process while the lock was held) — that is no other
+/// writer. Found as a flaky `crash.rs::engine_kill_9_loses_no_receipt` under load.
+const JOURNAL_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// How long to wait for sled's own file lock. sled releases it from a background thread
 /// after the last handle of a database drops, so a reopen in the same process can find
