@@ -48,6 +48,7 @@ fn run_and_kill(child: &str, envs: &[(&str, &std::ffi::OsStr)], wait: Duration) 
     }
     let mut process = command.spawn().unwrap();
     let stdout = process.stdout.take().unwrap();
+    let (first_ack, acking) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut acks = Vec::new();
         for line in BufReader::new(stdout).lines() {
@@ -55,10 +56,17 @@ fn run_and_kill(child: &str, envs: &[(&str, &std::ffi::OsStr)], wait: Duration) 
             if let Some(rest) = line.strip_prefix("ack ") {
                 let (seq, hash) = rest.split_once(' ').unwrap();
                 acks.push((seq.parse::<u64>().unwrap(), hash.to_owned()));
+                if acks.len() == 1 {
+                    let _ = first_ack.send(());
+                }
             }
         }
         acks
     });
+    // The random moment is counted from the first acknowledgement, not from the spawn:
+    // reopening a grown ledger (a full replay) can outlast the whole delay, and a kill
+    // before anything was acknowledged proves nothing.
+    let _ = acking.recv_timeout(Duration::from_secs(60));
     let start = Instant::now();
     while start.elapsed() < wait {
         std::thread::sleep(Duration::from_millis(5));
@@ -203,6 +211,7 @@ fn engine_kill_9_loses_no_receipt() {
             acks.len()
         );
         assert_eq!(lost, 0, "round {round} (seed {seed}): {lost} receipts lost");
+        assert!(!acks.is_empty(), "round {round} (seed {seed}): the child acknowledged nothing");
         total_acked += acks.len() as u64;
         total_lost += lost;
     }
