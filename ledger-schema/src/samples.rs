@@ -1,5 +1,13 @@
 //! Deterministic sample events: one or more per kind of catalog v1. Used for the golden
 //! vectors, the demo-free tests of other crates, benches and fuzz seeds. Pure data.
+//!
+//! Every digest a sample carries whose preimage is in the samples is the real digest of
+//! that preimage (docs/format.md, "Record digests"; `vectors/crosscheck.py` recomputes
+//! each): authority digests and the bindings that name them, goal content, manifests,
+//! capability grants and response contracts, rendered entries, payloads, evidence,
+//! acceptance and repair digests. Only opaque inputs — digests of things the ledger does
+//! not hold (plan, package, feedback, check specs, candidate and change-set bytes, an
+//! ignored delivery's payload, a stale manifest) — are labels hashed with `dg`.
 
 use crate::events::*;
 use crate::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
@@ -24,11 +32,85 @@ pub const LEDGER: Id = Id(0x0190_0000_0000_0000_0000_0000_0000_0001);
 /// `(name, event)` for every sample, covering every kind and both shapes of each
 /// optional group.
 pub fn events() -> Vec<(&'static str, Event)> {
-    let policy = Binding { id: id(10), digest: dg("policy") };
-    let profile = Binding { id: id(11), digest: dg("profile") };
+    // Authority records first: every binding below carries their real digests.
+    let bundle = PolicyBundle {
+        budgets: vec![
+            ClassBudget { class: InputClass::Identity, max_bytes: 4096 },
+            ClassBudget { class: InputClass::Working, max_bytes: 16384 },
+        ],
+        feedback: FeedbackLimits { max_items: 16, max_item_bytes: 4096, max_total_bytes: 32768 },
+        phases: vec![
+            PhasePolicy {
+                phase: Phase::Discovery,
+                objective: s("find where the parser stops"),
+                capabilities: vec![s("read")],
+                required: vec![InputClass::Identity, InputClass::Goal],
+                optional: vec![],
+            },
+            PhasePolicy {
+                phase: Phase::Implement,
+                objective: s("implement the plan"),
+                capabilities: vec![s("edit"), s("run tests")],
+                required: vec![InputClass::Identity, InputClass::Goal],
+                optional: vec![InputClass::Working],
+            },
+        ],
+        max_event_bytes: 65_536,
+        invariants: vec![s("never weaken a check")],
+    };
+    let execution_profile = ExecutionProfile {
+        name: s("bounded-m2"),
+        protected: true,
+        compaction: CompactionMode::Manual,
+        repair_thread: ThreadChoice::Fresh,
+        attempt_thread: ThreadChoice::Resume,
+    };
+    // What the compiler derives from a phase policy: the capability grant and the
+    // response contract (their digests are recorded in the manifest).
+    let grant_and_contract = |phase: Phase, result_kind: ResultKind| {
+        let capabilities = bundle
+            .phases
+            .iter()
+            .find(|p| p.phase == phase)
+            .map(|p| p.capabilities.clone())
+            .unwrap_or_default();
+        let grant = crate::package::CapabilityGrant { phase, capabilities };
+        let contract = crate::package::ResponseContract {
+            max_event_bytes: bundle.max_event_bytes,
+            worker_event_schema: crate::package::WORKER_EVENT_SCHEMA.to_owned(),
+            allowed_result_kinds: vec![result_kind],
+        };
+        (
+            Digest::of(DigestKind::CapabilityGrant, &crate::codec::encode(&grant)),
+            Digest::of(DigestKind::ResponseContract, &crate::codec::encode(&contract)),
+        )
+    };
+    let (implement_grant, implement_contract) =
+        grant_and_contract(Phase::Implement, ResultKind::CompletionRequest);
+    let (discovery_grant, discovery_contract) = grant_and_contract(Phase::Discovery, ResultKind::Proposals);
+    let policy = Binding { id: id(10), digest: bundle.digest() };
+    let profile = Binding { id: id(11), digest: execution_profile.digest() };
+    // The plan pair is an opaque input: the plan document is not in the ledger.
     let plan = Binding { id: id(12), digest: dg("plan") };
+    let content = GoalContent {
+        objective: s("Make the parser reject trailing bytes"),
+        success_criteria: vec![s("trailing byte test passes"), s("no regression")],
+        scope: vec![s("src/parser")],
+        non_goals: vec![s("performance")],
+        preservation_constraints: vec![s("public API unchanged")],
+    };
+    // The compiler renders a goal as its content, field for field (`PackageGoal`).
+    let goal_entry = ManifestEntry {
+        kind: s("goal"),
+        source_ref: format!("goal/{}", id(20)),
+        source_revision: 2,
+        source_digest: Some(content.digest()),
+        authority_class: AuthorityClass::Goal,
+        rendered_digest: Digest::of(DigestKind::Rendered, &crate::codec::encode(&content)),
+    };
     let manifest = ContextManifest {
-        schema_version: 1,
+        // The plan pair is present: package schema 3.
+        schema_version: 3,
         compiler_version: s("closure-ledger-compiler/1"),
         goal_id: id(20),
         goal_revision: 2,
@@ -41,17 +123,10 @@ pub fn events() -> Vec<(&'static str, Event)> {
         plan: Some(plan),
         profile,
         policy,
-        capability_grant_digest: dg("grant"),
-        response_contract_digest: dg("contract"),
+        capability_grant_digest: implement_grant,
+        response_contract_digest: implement_contract,
         feedback_digest: Some(dg("feedback")),
-        entries: vec![ManifestEntry {
-            kind: s("goal"),
-            source_ref: s("goal/01"),
-            source_revision: 2,
-            source_digest: Some(dg("goal r2")),
-            authority_class: AuthorityClass::Goal,
-            rendered_digest: dg("rendered goal"),
-        }],
+        entries: vec![goal_entry.clone()],
         omission_decisions: vec![OmissionDecision {
             source_ref: s("feedback/3"),
             rule: s("feedback.maxItems"),
@@ -59,29 +134,45 @@ pub fn events() -> Vec<(&'static str, Event)> {
         }],
         package_digest: dg("package"),
     };
+    let manifest_digest = manifest.digest();
+    // An identity entry: the one kind of manifest entry with no `sourceDigest`, rendered
+    // as the package's identity record.
+    let identity = crate::package::PackageIdentity {
+        plan: None,
+        phase: Phase::Discovery,
+        goal_id: id(20),
+        attempt_id: id(42),
+        workflow_id: id(31),
+        goal_revision: 2,
+        workflow_version: 1,
+        candidate_base_digest: None,
+        candidate_generation_id: None,
+    };
     let plain_manifest = ContextManifest {
+        schema_version: 1,
+        capability_grant_digest: discovery_grant,
+        response_contract_digest: discovery_contract,
+        attempt_id: id(42),
+        workflow_id: id(31),
+        workflow_version: 1,
         generation_id: None,
         candidate_digest: None,
         plan: None,
         feedback_digest: None,
         phase: Phase::Discovery,
-        entries: vec![ManifestEntry {
-            kind: s("goal"),
-            source_ref: s("goal/01"),
-            source_revision: 1,
-            source_digest: None,
-            authority_class: AuthorityClass::Goal,
-            rendered_digest: dg("rendered goal r1"),
-        }],
+        entries: vec![
+            ManifestEntry {
+                kind: s("identity"),
+                source_ref: format!("workflow/{}", id(31)),
+                source_revision: 1,
+                source_digest: None,
+                authority_class: AuthorityClass::RuntimeDecision,
+                rendered_digest: Digest::of(DigestKind::Rendered, &crate::codec::encode(&identity)),
+            },
+            goal_entry,
+        ],
         omission_decisions: vec![],
         ..manifest.clone()
-    };
-    let content = GoalContent {
-        objective: s("Make the parser reject trailing bytes"),
-        success_criteria: vec![s("trailing byte test passes"), s("no regression")],
-        scope: vec![s("src/parser")],
-        non_goals: vec![s("performance")],
-        preservation_constraints: vec![s("public API unchanged")],
     };
     let payload = WorkerPayload {
         kind: WorkerEventKind::Progress,
@@ -89,13 +180,53 @@ pub fn events() -> Vec<(&'static str, Event)> {
         text: s("ran the tests"),
         items: vec![s("cargo test")],
     };
+    let evidence = EvidenceRecorded {
+        evidence_id: id(70),
+        workflow_id: id(30),
+        generation_id: id(50),
+        candidate_digest: dg("frozen 50"),
+        obligation_id: id(64),
+        check_spec_id: id(65),
+        check_spec_digest: dg("check spec"),
+        result: CheckResult::Fail,
+        eligibility_version: 1,
+        eligibility_state: Eligibility::Eligible,
+        detail: s("1 test failed"),
+    };
     let input_manifest = AcceptanceInputManifest {
         goal_id: id(20),
         goal_revision: 2,
         workflow_version: 5,
         policy,
-        evidence: vec![EvidenceRef { evidence_id: id(70), record_digest: dg("evidence 70") }],
+        evidence: vec![EvidenceRef { evidence_id: id(70), record_digest: evidence.record_digest() }],
     };
+    let mut decision = AcceptanceDecided {
+        decision_id: id(85),
+        workflow_id: id(30),
+        generation_id: id(50),
+        candidate_digest: dg("frozen 50"),
+        verdict: Verdict::RejectRepairable,
+        input_manifest_digest: input_manifest.digest(),
+        evidence_set_digest: crate::digests::evidence_set_digest(&input_manifest.evidence),
+        input_manifest,
+        decision_digest: Digest::ZERO,
+        reasons: vec![s("check 65 failed")],
+    };
+    decision.decision_digest = decision.computed_digest();
+    let mut repair = RepairRecorded {
+        repair_id: id(90),
+        workflow_id: id(30),
+        decision_id: id(85),
+        decision_digest: decision.decision_digest,
+        input_manifest_digest: decision.input_manifest_digest,
+        evidence_set_digest: decision.evidence_set_digest,
+        parent_generation_id: id(50),
+        parent_candidate_digest: dg("frozen 50"),
+        child_generation_id: id(51),
+        constraints_to_preserve: vec![s("public API unchanged")],
+        repair_digest: Digest::ZERO,
+    };
+    repair.repair_digest = repair.computed_digest();
     vec![
         (
             "ledger_initialized",
@@ -105,37 +236,16 @@ pub fn events() -> Vec<(&'static str, Event)> {
             "policy_bundle_installed",
             Event::PolicyBundleInstalled(PolicyBundleInstalled {
                 policy_id: id(10),
-                digest: dg("policy"),
-                bundle: PolicyBundle {
-                    budgets: vec![
-                        ClassBudget { class: InputClass::Identity, max_bytes: 4096 },
-                        ClassBudget { class: InputClass::Working, max_bytes: 16384 },
-                    ],
-                    feedback: FeedbackLimits { max_items: 16, max_item_bytes: 4096, max_total_bytes: 32768 },
-                    phases: vec![PhasePolicy {
-                        phase: Phase::Implement,
-                        objective: s("implement the plan"),
-                        capabilities: vec![s("edit"), s("run tests")],
-                        required: vec![InputClass::Identity, InputClass::Goal],
-                        optional: vec![InputClass::Working],
-                    }],
-                    max_event_bytes: 65_536,
-                    invariants: vec![s("never weaken a check")],
-                },
+                digest: policy.digest,
+                bundle,
             }),
         ),
         (
             "execution_profile_installed",
             Event::ExecutionProfileInstalled(ExecutionProfileInstalled {
                 profile_id: id(11),
-                digest: dg("profile"),
-                profile: ExecutionProfile {
-                    name: s("bounded-m2"),
-                    protected: true,
-                    compaction: CompactionMode::Manual,
-                    repair_thread: ThreadChoice::Fresh,
-                    attempt_thread: ThreadChoice::Resume,
-                },
+                digest: profile.digest,
+                profile: execution_profile,
             }),
         ),
         ("goal_created", Event::GoalCreated(GoalCreated { goal_id: id(20), content: content.clone() })),
@@ -280,7 +390,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 worker_session_id: id(41),
                 thread: ThreadChoice::Fresh,
                 generation_id: Some(id(50)),
-                manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&manifest)),
+                manifest_digest,
                 manifest,
             })),
         ),
@@ -304,7 +414,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 attempt_id: id(40),
                 workflow_version: 3,
                 profile,
-                manifest_digest: dg("manifest"),
+                manifest_digest,
                 package_digest: dg("package"),
                 plan: Some(plan),
             }),
@@ -334,7 +444,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
             Event::WorkerEventAdmitted(WorkerEventAdmitted {
                 attempt_id: id(40),
                 worker_event_id: id(80),
-                manifest_digest: dg("manifest"),
+                manifest_digest,
                 payload_digest: Digest::of(DigestKind::WorkerPayload, &crate::codec::encode(&payload)),
                 payload,
             }),
@@ -349,59 +459,9 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 reason: IgnoredReason::AttemptEnded,
             }),
         ),
-        (
-            "evidence_recorded",
-            Event::EvidenceRecorded(EvidenceRecorded {
-                evidence_id: id(70),
-                workflow_id: id(30),
-                generation_id: id(50),
-                candidate_digest: dg("frozen 50"),
-                obligation_id: id(64),
-                check_spec_id: id(65),
-                check_spec_digest: dg("check spec"),
-                result: CheckResult::Fail,
-                eligibility_version: 1,
-                eligibility_state: Eligibility::Eligible,
-                detail: s("1 test failed"),
-            }),
-        ),
-        (
-            "acceptance_decided",
-            Event::AcceptanceDecided(Box::new(AcceptanceDecided {
-                decision_id: id(85),
-                workflow_id: id(30),
-                generation_id: id(50),
-                candidate_digest: dg("frozen 50"),
-                verdict: Verdict::RejectRepairable,
-                input_manifest_digest: Digest::of(
-                    DigestKind::InputManifest,
-                    &crate::codec::encode(&input_manifest),
-                ),
-                evidence_set_digest: Digest::of(
-                    DigestKind::EvidenceSet,
-                    &crate::codec::encode(&input_manifest.evidence),
-                ),
-                input_manifest,
-                decision_digest: dg("decision 85"),
-                reasons: vec![s("check 65 failed")],
-            })),
-        ),
-        (
-            "repair_recorded",
-            Event::RepairRecorded(RepairRecorded {
-                repair_id: id(90),
-                workflow_id: id(30),
-                decision_id: id(85),
-                decision_digest: dg("decision 85"),
-                input_manifest_digest: dg("input manifest 85"),
-                evidence_set_digest: dg("evidence set 85"),
-                parent_generation_id: id(50),
-                parent_candidate_digest: dg("frozen 50"),
-                child_generation_id: id(51),
-                constraints_to_preserve: vec![s("public API unchanged")],
-                repair_digest: dg("repair 90"),
-            }),
-        ),
+        ("evidence_recorded", Event::EvidenceRecorded(evidence)),
+        ("acceptance_decided", Event::AcceptanceDecided(Box::new(decision))),
+        ("repair_recorded", Event::RepairRecorded(repair)),
     ]
 }
 

@@ -2,10 +2,12 @@
 //! Golden vectors: frozen canonical bytes and entry hashes for every event kind, and
 //! frozen non-canonical inputs that the strict decoder must refuse.
 //!
-//! `vectors/positive.json` was produced once by `BLESS_VECTORS=1 cargo test -p
-//! ledger-schema --test vectors` and cross-checked by an independent implementation
-//! (`vectors/crosscheck.py`: Python cbor2 + blake3). A change that moves one byte fails here
-//! until the vectors are consciously re-frozen.
+//! `vectors/positive.json` is produced from `samples::chain()` by deleting it and running
+//! `BLESS_VECTORS=1 cargo test -p ledger-schema --test vectors`, and cross-checked by an
+//! independent implementation written from docs/format.md (`vectors/crosscheck.py`: Python
+//! cbor2 + blake3; it recomputes the entry hashes and every record digest).
+//! `vectors/negative.json` is written by `vectors/make_negative.py` (its own encoder). A
+//! change that moves one byte fails here until the vectors are consciously re-frozen.
 
 use std::path::PathBuf;
 
@@ -110,13 +112,126 @@ fn negative_vectors_are_rejected() {
     let path = vectors_dir().join("negative.json");
     let negatives: Vec<Negative> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert!(negatives.len() >= 12);
+    let mut wrong = Vec::new();
     for n in negatives {
         let bytes = unhex(&n.hex);
         let error: DecodeError = match Entry::decode(&bytes) {
             Ok(entry) => panic!("{}: accepted {entry:?}", n.name),
             Err(e) => e,
         };
+        // The variant name, exactly (`Schema` must not match `SchemaX`).
         let variant = format!("{error:?}");
-        assert!(variant.starts_with(&n.error), "{}: expected {}, got {variant}", n.name, n.error);
+        let name = variant.split(|c: char| !c.is_alphanumeric()).next().unwrap_or_default();
+        if name != n.error {
+            wrong.push(format!("{}: expected {}, got {variant}", n.name, n.error));
+        }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every record digest a positive vector carries is what the code's digest functions
+/// compute (the same formulas `vectors/crosscheck.py` recomputes independently from
+/// docs/format.md), and every digest that names another vector's record — a policy or
+/// profile binding, an Evidence reference, a repair's copy of its decision's digests, a
+/// manifest's goal entry — equals that record's digest. No placeholder passes.
+#[test]
+fn positive_vectors_carry_real_record_digests() {
+    use ledger_schema::digests::evidence_set_digest;
+    use ledger_schema::{Digest, DigestKind, Id};
+    use std::collections::BTreeMap;
+
+    let mut policies: BTreeMap<Id, Digest> = BTreeMap::new();
+    let mut profiles: BTreeMap<Id, Digest> = BTreeMap::new();
+    let mut goals: BTreeMap<(Id, u64), Digest> = BTreeMap::new();
+    let mut evidence: BTreeMap<Id, Digest> = BTreeMap::new();
+    let mut manifests: BTreeMap<Id, Digest> = BTreeMap::new();
+    let mut decisions: BTreeMap<Id, (Digest, Digest, Digest)> = BTreeMap::new();
+    let mut checked = 0usize;
+    let binding = |known: &BTreeMap<Id, Digest>, b: &ledger_schema::types::Binding, what: &str| {
+        if let Some(d) = known.get(&b.id) {
+            assert_eq!(*d, b.digest, "{what} binding {} names another digest", b.id);
+        }
+    };
+    for v in load_positive() {
+        let entry = Entry::decode(&unhex(&v.hex)).unwrap();
+        let name = &v.name;
+        match &entry.event {
+            Event::PolicyBundleInstalled(e) => {
+                assert_eq!(e.digest, e.bundle.digest(), "{name}: policy digest");
+                policies.insert(e.policy_id, e.digest);
+                checked += 1;
+            }
+            Event::ExecutionProfileInstalled(e) => {
+                assert_eq!(e.digest, e.profile.digest(), "{name}: profile digest");
+                profiles.insert(e.profile_id, e.digest);
+                checked += 1;
+            }
+            Event::GoalCreated(e) => {
+                goals.insert((e.goal_id, 1), e.content.digest());
+            }
+            Event::GoalRevised(e) => {
+                goals.insert((e.goal_id, u64::from(e.revision)), e.content.digest());
+            }
+            Event::WorkflowStarted(e) => {
+                binding(&policies, &e.policy, name);
+                binding(&profiles, &e.profile, name);
+            }
+            Event::ProjectSourceRecorded(e) => {
+                assert_eq!(
+                    e.digest,
+                    Digest::of(DigestKind::Source, e.content.as_bytes()),
+                    "{name}: source digest"
+                );
+                checked += 1;
+            }
+            Event::AttemptStarted(e) => {
+                assert_eq!(e.manifest_digest, e.manifest.digest(), "{name}: manifest digest");
+                binding(&policies, &e.manifest.policy, name);
+                binding(&profiles, &e.manifest.profile, name);
+                for m in e.manifest.entries.iter().filter(|m| m.kind == "goal") {
+                    let content = goals.get(&(e.manifest.goal_id, m.source_revision)).unwrap();
+                    assert_eq!(m.source_digest, Some(*content), "{name}: goal entry sourceDigest");
+                }
+                manifests.insert(e.attempt_id, e.manifest_digest);
+                checked += 1;
+            }
+            Event::DispatchClaimed(e) => {
+                binding(&profiles, &e.profile, name);
+                assert_eq!(manifests.get(&e.attempt_id), Some(&e.manifest_digest), "{name}: manifest digest");
+            }
+            Event::WorkerEventAdmitted(e) => {
+                assert_eq!(e.payload_digest, e.payload.digest(), "{name}: payload digest");
+                assert_eq!(manifests.get(&e.attempt_id), Some(&e.manifest_digest), "{name}: manifest digest");
+                checked += 1;
+            }
+            Event::EvidenceRecorded(e) => {
+                evidence.insert(e.evidence_id, e.record_digest());
+            }
+            Event::AcceptanceDecided(e) => {
+                let im = &e.input_manifest;
+                assert!(im.evidence.windows(2).all(|w| w[0].evidence_id < w[1].evidence_id), "{name}: order");
+                for r in &im.evidence {
+                    assert_eq!(evidence.get(&r.evidence_id), Some(&r.record_digest), "{name}: evidence ref");
+                }
+                binding(&policies, &im.policy, name);
+                assert_eq!(e.input_manifest_digest, im.digest(), "{name}: input manifest digest");
+                assert_eq!(e.evidence_set_digest, evidence_set_digest(&im.evidence), "{name}: evidence set");
+                assert_eq!(e.decision_digest, e.computed_digest(), "{name}: decision digest");
+                decisions.insert(
+                    e.decision_id,
+                    (e.decision_digest, e.input_manifest_digest, e.evidence_set_digest),
+                );
+                checked += 1;
+            }
+            Event::RepairRecorded(e) => {
+                assert_eq!(e.repair_digest, e.computed_digest(), "{name}: repair digest");
+                let copies = (e.decision_digest, e.input_manifest_digest, e.evidence_set_digest);
+                assert_eq!(decisions.get(&e.decision_id), Some(&copies), "{name}: the decision's digests");
+                checked += 1;
+            }
+            _ => {}
+        }
+    }
+    // policy, profile, source, two attempts, payload, decision, repair
+    assert_eq!(checked, 8);
 }
