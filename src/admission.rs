@@ -1,12 +1,16 @@
 //! The one admission step, composed above the runtime and the compiler and used by the
 //! live path and by replay alike: the rules of `runtime::apply`, then — for an Attempt
-//! start — the manifest proof: the recorded manifest must be exactly what the compiler
-//! derives from the state before the Attempt.
+//! start — the manifest proof: the recorded manifest must be exactly what the compiler it
+//! names (`compilerVersion`, looked up in the registry) derives from the state before the
+//! Attempt. A new Attempt is compiled by the registry's newest compiler.
+//!
+//! `apply`, `decide` and `recompile` use the released registry ([`compiler::RELEASED`]);
+//! the `_with` forms take another (tests that prove the dispatch).
 
 use ledger_schema::events::AttemptStarted;
 use ledger_schema::{Entry, Event};
 
-use crate::compiler::{self, CompileError, Compiled};
+use crate::compiler::{self, CompileError, Compiled, Registry};
 use crate::runtime::command::StartAttempt;
 use crate::runtime::{self, Command, Ctx, Decided, Rejection, RuleViolation, State};
 
@@ -18,6 +22,18 @@ pub enum AdmissionError {
     Rule(#[from] RuleViolation),
     #[error("attempt {attempt}: the context cannot be recompiled: {error}")]
     Uncompilable { attempt: ledger_schema::Id, error: CompileError },
+    #[error(
+        "attempt {attempt}: its manifest records compiler version {}, which this build does not have (it has {})",
+        clip(.version),
+        .known.join(", ")
+    )]
+    UnknownCompilerVersion {
+        attempt: ledger_schema::Id,
+        /// The recorded `compilerVersion`, exactly as written.
+        version: String,
+        /// The versions this build has, newest first.
+        known: Vec<&'static str>,
+    },
     #[error("attempt {attempt}: the recorded manifest {recorded} is not the compiled one {compiled}")]
     ManifestMismatch {
         attempt: ledger_schema::Id,
@@ -26,8 +42,30 @@ pub enum AdmissionError {
     },
 }
 
-/// Recompiles the context an `attemptStarted` records, over the state before it.
+/// A recorded version as the error shows it: quoted and escaped (one line whatever it
+/// holds), and at most 128 characters of it.
+fn clip(version: &str) -> String {
+    const MAX_CHARS: usize = 128;
+    match version.char_indices().nth(MAX_CHARS) {
+        Some((end, _)) => format!("{:?}… ({} bytes)", version.get(..end).unwrap_or_default(), version.len()),
+        None => format!("{version:?}"),
+    }
+}
+
+/// Recompiles the context an `attemptStarted` records, over the state before it, with
+/// the released compiler its manifest names.
 pub fn recompile(state: &State, e: &AttemptStarted) -> Result<Compiled, AdmissionError> {
+    recompile_with(&compiler::RELEASED, state, e)
+}
+
+/// Recompiles the context an `attemptStarted` records, over the state before it, with
+/// the compiler of `registry` its manifest names; a version the registry lacks is
+/// [`AdmissionError::UnknownCompilerVersion`].
+pub fn recompile_with(
+    registry: &Registry<'_>,
+    state: &State,
+    e: &AttemptStarted,
+) -> Result<Compiled, AdmissionError> {
     let start = StartAttempt {
         attempt_id: e.attempt_id,
         workflow_id: e.workflow_id,
@@ -35,14 +73,27 @@ pub fn recompile(state: &State, e: &AttemptStarted) -> Result<Compiled, Admissio
         thread: e.thread,
     };
     let binding = runtime::attempt_binding(state, &start)?;
-    compiler::compile(state, &binding)
+    let version = &e.manifest.compiler_version;
+    let compiler = registry.for_version(version).ok_or_else(|| AdmissionError::UnknownCompilerVersion {
+        attempt: e.attempt_id,
+        version: version.clone(),
+        known: registry.versions(),
+    })?;
+    compiler
+        .compile(state, &binding)
         .map_err(|error| AdmissionError::Uncompilable { attempt: e.attempt_id, error })
 }
 
 /// Admits one entry: the manifest proof for an Attempt start, then every rule.
 pub fn apply(state: &mut State, entry: &Entry) -> Result<(), AdmissionError> {
+    apply_with(&compiler::RELEASED, state, entry)
+}
+
+/// [`apply`], with an Attempt start's manifest re-derived by the compiler of `registry`
+/// it names.
+pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> Result<(), AdmissionError> {
     if let Event::AttemptStarted(e) = &entry.event {
-        let compiled = recompile(state, e)?;
+        let compiled = recompile_with(registry, state, e)?;
         if compiled.manifest != e.manifest || compiled.manifest_digest != e.manifest_digest {
             return Err(AdmissionError::ManifestMismatch {
                 attempt: e.attempt_id,
@@ -55,14 +106,25 @@ pub fn apply(state: &mut State, entry: &Entry) -> Result<(), AdmissionError> {
     Ok(())
 }
 
-/// Turns a command into events: `startAttempt` is compiled here; everything else is the
-/// runtime's `decide`.
+/// Turns a command into events: `startAttempt` is compiled here, by the newest released
+/// compiler; everything else is the runtime's `decide`.
 pub fn decide(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rejection> {
+    decide_with(&compiler::RELEASED, state, command, ctx)
+}
+
+/// [`decide`], with `startAttempt` compiled by the newest compiler of `registry`.
+pub fn decide_with(
+    registry: &Registry<'_>,
+    state: &State,
+    command: &Command,
+    ctx: Ctx,
+) -> Result<Decided, Rejection> {
     let Command::StartAttempt(c) = command else {
         return runtime::decide(state, command, ctx);
     };
     let binding = runtime::attempt_binding(state, c)?;
-    let compiled = compiler::compile(state, &binding).map_err(|e| Rejection::Compile(e.to_string()))?;
+    let compiled =
+        registry.newest().compile(state, &binding).map_err(|e| Rejection::Compile(e.to_string()))?;
     Ok(Decided::Events(vec![Event::AttemptStarted(Box::new(AttemptStarted {
         attempt_id: c.attempt_id,
         workflow_id: c.workflow_id,

@@ -1,6 +1,8 @@
 //! Replay and audit: stream every entry of a ledger's journal (the commit point and the
 //! authority) — strict decode, hash, `prev`, seq contiguity (the store's chain), every rule
-//! and every manifest re-derivation (the admission step) — and report what was proved.
+//! and every manifest re-derivation (the admission step, by the compiler each manifest
+//! names) — and report what was proved. [`replay_entries`] runs the same checks and fold
+//! over entry bytes given in order, whatever file they came from.
 //! Read-only; memory is bounded by the live state and one segment, not by the ledger's
 //! length. Replay does not open sled: comparing the two copies is `ledger verify`'s job
 //! (sled's page cache grows with the ledger, which would unbound replay's memory).
@@ -13,9 +15,9 @@ use ledger_schema::{Digest, Event, Id, SealedEntry};
 use serde::Serialize;
 
 use crate::admission;
-use crate::compiler::Compiled;
+use crate::compiler::{self, Compiled, Registry};
 use crate::runtime::State;
-use crate::store::{self, Corruption, OpenError, Replica};
+use crate::store::{self, Chain, Corruption, OpenError, Replica};
 
 /// One Attempt whose Context Manifest was re-derived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -24,6 +26,8 @@ pub struct AttemptProof {
     pub id: Id,
     pub seq: u64,
     pub phase: Phase,
+    /// The compiler its manifest names, which re-derived it.
+    pub compiler_version: String,
     pub manifest_digest: Digest,
     pub proved: bool,
 }
@@ -70,41 +74,48 @@ pub struct ReplayReport {
     pub failure: Option<Failure>,
 }
 
-/// Replays `root` up to `to` (inclusive; all by default). `progress` sees each seq.
-/// A verification failure is reported in the returned report (`ok: false`); an I/O or
-/// usage failure is an error.
-pub fn replay(
-    root: &Path,
+/// The audit fold shared by [`replay`] and [`replay_entries`]: every entry through the
+/// admission step (each Attempt start re-derived by the compiler its manifest names),
+/// counted into the report.
+struct Audit<'r> {
+    registry: &'r Registry<'r>,
     to: Option<u64>,
-    progress: &mut dyn FnMut(u64),
-) -> Result<ReplayReport, OpenError> {
-    let mut state = State::default();
-    let mut report = ReplayReport::default();
-    let mut failure: Option<Failure> = None;
-    let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
+    state: State,
+    report: ReplayReport,
+    failure: Option<Failure>,
+}
+
+impl<'r> Audit<'r> {
+    fn new(registry: &'r Registry<'r>, to: Option<u64>) -> Audit<'r> {
+        Audit { registry, to, state: State::default(), report: ReplayReport::default(), failure: None }
+    }
+
+    /// Folds one chain-verified entry; an inadmissible one is the replay's failure.
+    fn fold(&mut self, sealed: &SealedEntry) -> Result<(), OpenError> {
         let seq = sealed.entry.seq;
-        progress(seq);
-        if to.is_some_and(|to| seq > to) {
+        if self.to.is_some_and(|to| seq > to) {
             return Ok(());
         }
         let kind = sealed.entry.event.kind();
         if let Event::AttemptStarted(a) = &sealed.entry.event {
-            report.attempts.push(AttemptProof {
+            self.report.attempts.push(AttemptProof {
                 id: a.attempt_id,
                 seq,
                 phase: a.phase,
+                compiler_version: a.manifest.compiler_version.clone(),
                 manifest_digest: a.manifest_digest,
                 proved: false,
             });
         }
-        if let Err(e) = admission::apply(&mut state, &sealed.entry) {
-            failure = Some(Failure { seq, kind: kind.to_owned(), copy: None, reason: e.to_string() });
+        if let Err(e) = admission::apply_with(self.registry, &mut self.state, &sealed.entry) {
+            self.failure = Some(Failure { seq, kind: kind.to_owned(), copy: None, reason: e.to_string() });
             return Err(OpenError::Corrupt {
                 seq,
                 replica: Replica::Journal,
                 reason: Corruption::Inadmissible(e.to_string()),
             });
         }
+        let report = &mut self.report;
         match &sealed.entry.event {
             Event::AttemptStarted(_) => {
                 if let Some(p) = report.attempts.last_mut() {
@@ -124,28 +135,81 @@ pub fn replay(
         report.head_seq = seq;
         report.head_hash = sealed.hash;
         Ok(())
-    };
-    match store::replay_journal(root, &mut fold) {
-        Ok(v) => {
-            report.ok = true;
-            report.entries = v.entries;
-            report.frames = v.frames;
-        }
-        Err(OpenError::Corrupt { seq, replica, reason }) => {
-            report.ok = false;
-            report.failure = Some(failure.unwrap_or(Failure {
-                seq,
-                kind: "(undecodable)".to_owned(),
-                copy: Some(replica),
-                reason: reason.to_string(),
-            }));
-        }
-        Err(e) => return Err(e),
     }
-    report.goals = state.goals.len() as u64;
-    report.workflows = state.workflows.len() as u64;
-    report.state_digest = state.digest();
-    Ok(report)
+
+    /// The report, with the state's totals and the first failure (or `fallback`, a
+    /// failure found before the fold: an entry that did not decode or link).
+    fn finish(mut self, fallback: Option<Failure>) -> ReplayReport {
+        if let Some(failure) = self.failure.or(fallback) {
+            self.report.ok = false;
+            self.report.failure = Some(failure);
+        }
+        self.report.goals = self.state.goals.len() as u64;
+        self.report.workflows = self.state.workflows.len() as u64;
+        self.report.state_digest = self.state.digest();
+        self.report
+    }
+}
+
+/// Replays `root` up to `to` (inclusive; all by default). `progress` sees each seq.
+/// A verification failure is reported in the returned report (`ok: false`); an I/O or
+/// usage failure is an error.
+pub fn replay(
+    root: &Path,
+    to: Option<u64>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReplayReport, OpenError> {
+    let mut audit = Audit::new(&compiler::RELEASED, to);
+    let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        progress(sealed.entry.seq);
+        audit.fold(sealed)
+    };
+    let fallback = match store::replay_journal(root, &mut fold) {
+        Ok(v) => {
+            audit.report.ok = true;
+            audit.report.entries = v.entries;
+            audit.report.frames = v.frames;
+            None
+        }
+        Err(OpenError::Corrupt { seq, replica, reason }) => Some(Failure {
+            seq,
+            kind: "(undecodable)".to_owned(),
+            copy: Some(replica),
+            reason: reason.to_string(),
+        }),
+        Err(e) => return Err(e),
+    };
+    Ok(audit.finish(fallback))
+}
+
+/// Replays a ledger given as its entries' canonical bytes in seq order, from genesis —
+/// a frozen fixture, independent of how a journal frames them. Each entry passes the
+/// store's chain checks (`Chain::verify`: strict decode, seq, `prev`, ledger id, time,
+/// genesis) and then the same fold as [`replay`], with every Attempt's manifest
+/// re-derived by the compiler of `registry` it names. `frames` is 0: there are none.
+pub fn replay_entries<'b>(
+    registry: &Registry<'_>,
+    entries: impl IntoIterator<Item = &'b [u8]>,
+) -> ReplayReport {
+    let mut audit = Audit::new(registry, None);
+    let mut chain = Chain::empty();
+    for bytes in entries {
+        let seq = chain.next_seq();
+        let sealed = match chain.verify(bytes) {
+            Ok(sealed) => sealed,
+            Err(reason) => {
+                let failure =
+                    Failure { seq, kind: "(undecodable)".to_owned(), copy: None, reason: reason.to_string() };
+                return audit.finish(Some(failure));
+            }
+        };
+        audit.report.entries += 1;
+        if audit.fold(&sealed).is_err() {
+            return audit.finish(None);
+        }
+    }
+    audit.report.ok = true;
+    audit.finish(None)
 }
 
 /// What `ledger compile --attempt` found.
