@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use ledger_schema::{Id, SealedEntry};
 use serde_json::json;
 
-use crate::store::{self, Checkpoint, DiskStore, OpenError, ReadError, Store};
+use crate::store::{self, Checkpoint, OpenError, ReadError, Store};
 
 /// Exit code: success (verified, or the command did what it said).
 pub const EXIT_OK: u8 = 0;
@@ -48,9 +48,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Rebuild sled from a journal that verifies; the old sled/ is moved aside, never deleted.
+    /// Make both copies whole: restore journal records that sled still holds intact, cut a
+    /// torn tail, rebuild sled from the journal. Nothing is deleted: cut bytes go to cut/,
+    /// the old sled/ to sled.broken-N. Refuses, changing nothing, where acknowledged records
+    /// cannot be restored or the copies disagree and no evidence decides.
     Recover {
         dir: PathBuf,
+        /// Cut the journal after this seq (a frame boundary), moving the rest aside: the
+        /// operator's decision that the records after it were never acknowledged.
+        #[arg(long, value_name = "SEQ")]
+        truncate_after: Option<u64>,
+        /// When the copies hold different intact newest records: which to keep.
+        #[arg(long, value_enum)]
+        prefer: Option<Copy>,
+        /// A checkpoint that decides between disagreeing copies and must hold afterwards.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -71,13 +84,16 @@ enum Command {
     Export { dir: PathBuf },
     /// Submit JSON commands (one per line) from FILE, or stdin when FILE is absent or `-`.
     Submit { dir: PathBuf, file: Option<PathBuf> },
-    /// Replay every entry of the journal: chain, rules and manifest proofs; report what was
-    /// verified (`verify` compares the journal with sled).
+    /// Replay every entry: both copies (journal and sled, compared frame by frame), chain,
+    /// rules and manifest proofs; report what was verified and which copies.
     Replay {
         dir: PathBuf,
         /// Fold the state only up to this seq (every byte is still verified).
         #[arg(long)]
         to: Option<u64>,
+        /// Verify the journal alone (the report says sled was not verified).
+        #[arg(long)]
+        journal_only: bool,
         #[arg(long)]
         json: bool,
     },
@@ -98,6 +114,13 @@ enum Command {
     },
     /// The scripted lifecycle on a fresh ledger (in DIR, or a temp dir), then a replay audit.
     Demo { dir: Option<PathBuf> },
+}
+
+/// A copy of the ledger, as an operator names it.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Copy {
+    Journal,
+    Sled,
 }
 
 /// A failure to report: its one-line message and exit code.
@@ -188,88 +211,99 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
             }
         }
         Command::Verify { dir, checkpoint, json } => verify(&dir, checkpoint.as_deref(), json, out),
-        Command::Recover { dir, json } => {
-            let report = store::recover(&dir)?;
+        Command::Recover { dir, truncate_after, prefer, checkpoint, json } => {
+            let options = store::RecoverOptions {
+                truncate_after,
+                prefer: prefer.map(|c| match c {
+                    Copy::Journal => store::Replica::Journal,
+                    Copy::Sled => store::Replica::Sled,
+                }),
+                checkpoint: checkpoint.as_deref().map(read_checkpoint).transpose()?,
+            };
+            let report = store::recover(&dir, &options)?;
             if json {
-                emit(
-                    out,
-                    json!({
-                        "ok": true, "entries": report.entries, "frames": report.frames,
-                        "headSeq": report.head.seq, "headHash": report.head.hash,
-                        "movedAside": report.moved_aside, "tornTail": report.torn_tail,
-                    }),
-                )
-            } else {
+                let mut v = serde_json::to_value(&report).unwrap_or_default();
+                if let Some(map) = v.as_object_mut() {
+                    map.insert("ok".into(), json!(true));
+                    map.insert("headHash".into(), json!(report.head.hash));
+                }
+                return emit(out, v);
+            }
+            if let (Some((from, to)), n) = (report.restored_seqs, report.restored_from_sled) {
                 emit(
                     out,
                     format!(
-                        "rebuilt sled from the journal: {} entries in {} frames, head seq {} {}",
-                        report.entries, report.frames, report.head.seq, report.head.hash
+                        "restored {n} record(s), seq {from}..={to}, into the journal from sled's intact copy"
                     ),
                 )?;
-                if let Some(aside) = &report.moved_aside {
-                    emit(out, format!("the previous sled database was moved to {}", aside.display()))?;
-                }
-                if let Some(t) = &report.torn_tail {
-                    emit(
-                        out,
-                        format!(
-                            "cut a torn frame of {} bytes at the journal's tail (never acknowledged)",
-                            t.bytes
-                        ),
-                    )?;
-                }
-                Ok(())
             }
+            for cut in &report.cut {
+                emit(out, format!("journal bytes moved aside (not deleted): {}", cut.display()))?;
+            }
+            if let Some(t) = &report.torn_tail {
+                let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", p.display()));
+                emit(
+                    out,
+                    format!(
+                        "cut a torn record of {} bytes at offset {} of {} (a write in flight at a crash, held by no copy){to}",
+                        t.bytes,
+                        t.offset,
+                        t.segment.display()
+                    ),
+                )?;
+            }
+            emit(
+                out,
+                format!(
+                    "rebuilt sled from the journal: {} entries in {} frames, head seq {} {}",
+                    report.entries, report.frames, report.head.seq, report.head.hash
+                ),
+            )?;
+            if let Some(aside) = &report.moved_aside {
+                emit(out, format!("the previous sled database was moved to {}", aside.display()))?;
+            }
+            Ok(())
         }
         Command::Checkpoint { dir, seq } => {
-            let (store, _) = DiskStore::open(&dir)?;
-            let sealed = store.read(seq.unwrap_or(store.head().seq))?;
-            emit(out, Checkpoint::of(&sealed).to_json())
+            let mut found = None;
+            let report = store::replay_journal(&dir, &mut |sealed| {
+                if seq.is_none_or(|s| s == sealed.entry.seq) {
+                    found = Some(Checkpoint::of(sealed));
+                }
+                Ok(())
+            })?;
+            let cp = found.ok_or_else(|| {
+                usage(format!("seq {} is beyond the head (seq {})", seq.unwrap_or_default(), report.head.seq))
+            })?;
+            emit(out, cp.to_json())
         }
         Command::Show { dir, range, json } => {
             let (from, to) = parse_range(&range)?;
-            let (store, _) = DiskStore::open(&dir)?;
-            if from > store.head().seq {
-                return Err(usage(format!("seq {from} is beyond the head (seq {})", store.head().seq)));
-            }
-            for sealed in store.read_range(from, to)? {
-                if json {
-                    emit(out, entry_json(&sealed))?;
-                } else {
-                    let e = &sealed.entry;
-                    emit(
-                        out,
-                        format!(
-                            "seq {} {} time {} ms\n  hash {}\n  prev {}",
-                            e.seq,
-                            e.event.kind(),
-                            e.time_ms,
-                            sealed.hash,
-                            e.prev
-                        ),
-                    )?;
-                    let event = serde_json::to_string_pretty(&e.event).unwrap_or_default();
-                    emit(out, indent(&event))?;
+            let mut lines = Vec::new();
+            let report = store::replay_journal(&dir, &mut |sealed| {
+                if (from..=to).contains(&sealed.entry.seq) {
+                    lines.push(if json { entry_json(sealed).to_string() } else { entry_text(sealed) });
                 }
+                Ok(())
+            })?;
+            if from > report.head.seq {
+                return Err(usage(format!("seq {from} is beyond the head (seq {})", report.head.seq)));
             }
-            Ok(())
+            lines.into_iter().try_for_each(|line| emit(out, line))
         }
         Command::Export { dir } => {
-            let (store, _) = DiskStore::open(&dir)?;
-            let head = store.head().seq;
-            let mut from = 0u64;
-            while from <= head {
-                let to = from.saturating_add(1023).min(head);
-                for sealed in store.read_range(from, to)? {
-                    emit(out, entry_json(&sealed))?;
+            // Streamed: each verified entry is written as it is read.
+            let mut failed = None;
+            store::replay_journal(&dir, &mut |sealed| {
+                if failed.is_none() {
+                    failed = emit(out, entry_json(sealed)).err();
                 }
-                from = to + 1;
-            }
-            Ok(())
+                Ok(())
+            })?;
+            failed.map_or(Ok(()), Err)
         }
         Command::Submit { dir, file } => submit(&dir, file.as_deref(), out),
-        Command::Replay { dir, to, json } => replay(&dir, to, json, out),
+        Command::Replay { dir, to, journal_only, json } => replay(&dir, to, journal_only, json, out),
         Command::Compile { dir, attempt, markdown: _, cbor, json } => {
             compile(&dir, &attempt, cbor, json, out)
         }
@@ -308,27 +342,43 @@ fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
     }
 }
 
+fn read_checkpoint(path: &Path) -> Result<Checkpoint, Failure> {
+    let meta = std::fs::metadata(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
+    if meta.len() > store::MAX_CHECKPOINT_BYTES as u64 {
+        return Err(usage(format!(
+            "checkpoint {} is larger than {} bytes",
+            path.display(),
+            store::MAX_CHECKPOINT_BYTES
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
+    Checkpoint::parse(&bytes).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))
+}
+
+/// Which copies a report verified, in words.
+fn copies_text(copies: &store::Copies) -> String {
+    match copies {
+        store::Copies::Both => "journal and sled".to_owned(),
+        store::Copies::JournalOnly(why) => format!("journal only (sled not verified: {why})"),
+    }
+}
+
+fn entry_text(sealed: &SealedEntry) -> String {
+    let e = &sealed.entry;
+    let event = serde_json::to_string_pretty(&e.event).unwrap_or_default();
+    format!(
+        "seq {} {} time {} ms\n  hash {}\n  prev {}\n{}",
+        e.seq,
+        e.event.kind(),
+        e.time_ms,
+        sealed.hash,
+        e.prev,
+        indent(&event)
+    )
+}
+
 fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
-    let checkpoint = match checkpoint {
-        None => None,
-        Some(path) => {
-            let meta =
-                std::fs::metadata(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
-            if meta.len() > store::MAX_CHECKPOINT_BYTES as u64 {
-                return Err(usage(format!(
-                    "checkpoint {} is larger than {} bytes",
-                    path.display(),
-                    store::MAX_CHECKPOINT_BYTES
-                )));
-            }
-            let bytes =
-                std::fs::read(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
-            Some(
-                Checkpoint::parse(&bytes)
-                    .map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?,
-            )
-        }
-    };
+    let checkpoint = checkpoint.map(read_checkpoint).transpose()?;
     match store::verify(dir, checkpoint.as_ref()) {
         Ok(r) => {
             if json {
@@ -338,6 +388,7 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
                         "ok": true, "entries": r.entries, "frames": r.frames, "ledgerId": r.head.ledger,
                         "headSeq": r.head.seq, "headHash": r.head.hash, "tornTail": r.torn_tail,
                         "sledLagFrames": r.sled_lag_frames, "checkpointVerified": r.checkpoint.is_some(),
+                        "copies": r.copies, "liveWriter": r.live_writer,
                     }),
                 );
             }
@@ -348,17 +399,19 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
                     r.entries, r.frames, r.head.seq, r.head.hash
                 ),
             )?;
+            emit(out, format!("copies verified: {}", copies_text(&r.copies)))?;
             if let Some(cp) = r.checkpoint {
                 emit(out, format!("checkpoint verified: seq {} {}", cp.seq, cp.hash))?;
             }
             if let Some(t) = r.torn_tail {
+                let what = if r.live_writer {
+                    "a write in flight by the live writer"
+                } else {
+                    "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/)"
+                };
                 emit(
                     out,
-                    format!(
-                        "recoverable: a torn, never-acknowledged frame of {} bytes at the tail of {} (the next open cuts it off)",
-                        t.bytes,
-                        t.segment.display()
-                    ),
+                    format!("{what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()),
                 )?;
             }
             if r.sled_lag_frames > 0 {
@@ -464,7 +517,13 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Fa
     Ok(())
 }
 
-fn replay(dir: &Path, to: Option<u64>, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+fn replay(
+    dir: &Path,
+    to: Option<u64>,
+    journal_only: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
     use std::io::IsTerminal;
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
@@ -479,7 +538,8 @@ fn replay(dir: &Path, to: Option<u64>, json: bool, out: &mut dyn Write) -> Resul
             bar.set_message(format!("replaying: seq {seq}"));
         }
     };
-    let report = crate::replay::replay(dir, to, &mut progress)?;
+    let scope = if journal_only { store::AuditScope::JournalOnly } else { store::AuditScope::Both };
+    let report = crate::replay::replay(dir, to, scope, &mut progress)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -520,6 +580,12 @@ fn replay(dir: &Path, to: Option<u64>, json: bool, out: &mut dyn Write) -> Resul
             ),
         )?;
         emit(out, format!("  head seq {} {}", report.head_seq, report.head_hash))?;
+        if let Some(copies) = &report.copies {
+            emit(out, format!("  copies verified: {}", copies_text(copies)))?;
+        }
+        if report.live_writer {
+            emit(out, "  a live writer holds the ledger: read up to its last complete record")?;
+        }
         emit(out, format!("  state digest {}", report.state_digest))?;
     }
     match &report.failure {

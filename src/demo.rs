@@ -88,7 +88,7 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
         format!("lifecycle admitted through the engine: head seq {}, live state {live_digest}", head.seq),
     )?;
 
-    let report = crate::replay::replay(&dir, None, &mut |_| {})?;
+    let report = crate::replay::replay(&dir, None, crate::store::AuditScope::Both, &mut |_| {})?;
     if !report.ok {
         return Err(fail(format!("replay failed: {:?}", report.failure)));
     }
@@ -129,7 +129,7 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
 
     let tampered = dir.with_extension("tampered");
     copy_dir(&dir, &tampered).map_err(|e| fail(format!("copy {}: {e}", dir.display())))?;
-    let segment = tampered.join("journal").join(format!("{:020}.cborseq", 0));
+    let segment = tampered.join("journal").join(format!("{:020}.clj", 0));
     let mut bytes = std::fs::read(&segment).map_err(|e| fail(format!("read {}: {e}", segment.display())))?;
     let middle = bytes.len() / 2;
     if let Some(b) = bytes.get_mut(middle) {

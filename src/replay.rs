@@ -3,9 +3,9 @@
 //! and every manifest re-derivation (the admission step, by the compiler each manifest
 //! names) — and report what was proved. [`replay_entries`] runs the same checks and fold
 //! over entry bytes given in order, whatever file they came from.
-//! Read-only; memory is bounded by the live state and one segment, not by the ledger's
-//! length. Replay does not open sled: comparing the two copies is `ledger verify`'s job
-//! (sled's page cache grows with the ledger, which would unbound replay's memory).
+//! Read-only; memory is bounded by the live state, one record window and sled's small page
+//! cache, not by the ledger's length. By default both copies are verified (sled compared
+//! frame by frame with the journal as the fold goes); the report names the copies verified.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -70,6 +70,10 @@ pub struct ReplayReport {
     pub head_seq: u64,
     pub head_hash: Digest,
     pub state_digest: Digest,
+    /// Which copies were verified (and why sled was not, when it was not).
+    pub copies: Option<store::Copies>,
+    /// A live writer held the ledger: the journal was read up to its last complete record.
+    pub live_writer: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
 }
@@ -157,6 +161,7 @@ impl<'r> Audit<'r> {
 pub fn replay(
     root: &Path,
     to: Option<u64>,
+    scope: store::AuditScope,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ReplayReport, OpenError> {
     let mut audit = Audit::new(&compiler::RELEASED, to);
@@ -164,11 +169,13 @@ pub fn replay(
         progress(sealed.entry.seq);
         audit.fold(sealed)
     };
-    let fallback = match store::replay_journal(root, &mut fold) {
+    let fallback = match store::audit(root, None, scope, &mut fold) {
         Ok(v) => {
             audit.report.ok = true;
             audit.report.entries = v.entries;
             audit.report.frames = v.frames;
+            audit.report.copies = Some(v.copies);
+            audit.report.live_writer = v.live_writer;
             None
         }
         Err(OpenError::Corrupt { seq, replica, reason }) => Some(Failure {

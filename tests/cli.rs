@@ -82,7 +82,7 @@ fn hostile_input_never_panics() {
         assert_eq!(code, 2);
         one_line_error(&err);
     }
-    let seg = Path::new(d).join("journal").join(format!("{:020}.cborseq", 0));
+    let seg = Path::new(d).join("journal").join(format!("{:020}.clj", 0));
     let original = std::fs::read(&seg).unwrap();
     let mut rng = 0x9e37_79b9_u64;
     for round in 0..40 {

@@ -12,6 +12,7 @@ pub mod events;
 mod id;
 pub mod manifest;
 pub mod package;
+pub mod record;
 #[doc(hidden)]
 pub mod samples;
 pub mod types;

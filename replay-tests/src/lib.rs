@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use closure_ledger::store::{self, Checkpoint, DiskStore, Frame, Store};
 use ledger_schema::codec::item_end;
+use ledger_schema::record::{HEADER_BYTES, check_record, seal_record};
 use ledger_schema::{Event, Id, decode_frame, encode_frame, samples};
 
 /// The ledger id of every generated test ledger.
@@ -46,9 +47,44 @@ pub fn make_ledger(dir: &Path, n_frames: usize, per_frame: usize) -> Checkpoint 
     cp
 }
 
+/// The record the next commit of `per_frame` entries would append (sealed against the
+/// head, not committed): what a crash in the middle of that append leaves a prefix of.
+pub fn next_record(dir: &Path, per_frame: usize) -> Vec<u8> {
+    let (store, _) = DiskStore::open(dir).unwrap();
+    let head = store.head();
+    let mut chain = store.chain();
+    let base = head.seq as usize + 1;
+    let entries = (0..per_frame)
+        .map(|i| chain.seal(event(base + i), head.time_ms + 1 + i as u64, LEDGER).unwrap())
+        .collect();
+    Frame::new(entries).unwrap().bytes().to_vec()
+}
+
+/// A different, fully valid record for the ledger's newest frame (same seqs, other
+/// events, every hash and check recomputed): what a forger who edits the head writes.
+pub fn forged_newest_record(dir: &Path) -> Vec<u8> {
+    let frames = journal_frames(dir);
+    let last = frames.last().unwrap();
+    let (store, _) = DiskStore::open(dir).unwrap();
+    let before = store.read(last.first_seq - 1).unwrap();
+    let head = store::Head {
+        ledger: LEDGER,
+        seq: before.entry.seq,
+        hash: before.hash,
+        time_ms: before.entry.time_ms,
+    };
+    let mut chain = store::Chain::from_head(head);
+    let entries = (0..last.n_entries)
+        .map(|i| {
+            chain.seal(event(last.first_seq as usize + i as usize + 7), head.time_ms + 1, LEDGER).unwrap()
+        })
+        .collect();
+    Frame::new(entries).unwrap().bytes().to_vec()
+}
+
 /// The single journal segment of a small ledger.
 pub fn segment(dir: &Path) -> PathBuf {
-    dir.join("journal").join(format!("{:020}.cborseq", 0))
+    dir.join("journal").join(format!("{:020}.clj", 0))
 }
 
 /// A frame's place in the journal segment and its first seq.
@@ -59,19 +95,33 @@ pub struct FrameAt {
     pub n_entries: u64,
 }
 
-/// The frames of the (single) journal segment.
+/// The records of the (single) journal segment: `range` spans header and frame.
 pub fn journal_frames(dir: &Path) -> Vec<FrameAt> {
     let bytes = std::fs::read(segment(dir)).unwrap();
     let mut out = Vec::new();
-    let (mut pos, mut seq) = (0usize, 0u64);
+    let mut pos = 0usize;
     while pos < bytes.len() {
-        let end = item_end(&bytes, pos).unwrap();
-        let n_entries = decode_frame(&bytes[pos..end]).unwrap().len() as u64;
-        out.push(FrameAt { range: pos..end, first_seq: seq, n_entries });
-        seq += n_entries;
+        let (header, _) = check_record(&bytes[pos..]).unwrap();
+        let end = pos + header.record_len();
+        out.push(FrameAt {
+            range: pos..end,
+            first_seq: header.first_seq,
+            n_entries: u64::from(header.count),
+        });
         pos = end;
     }
     out
+}
+
+/// The frame (CBOR) inside a journal record.
+pub fn payload_of(record: &[u8]) -> &[u8] {
+    &record[HEADER_BYTES..]
+}
+
+/// A record holding `frame` with valid checks (what a forger who recomputes them writes).
+pub fn reseal(first_seq: u64, frame: &[u8]) -> Vec<u8> {
+    let entries = decode_frame(frame).unwrap();
+    seal_record(first_seq, entries.len() as u32, frame)
 }
 
 /// Runs `f` on the ledger's sled `entries` tree, then flushes and closes sled.
@@ -182,15 +232,17 @@ pub fn recode_entry(entry: &[u8], how: Recode) -> Vec<u8> {
     }
 }
 
-/// A frame with its entry at `idx` re-encoded non-canonically.
-pub fn recode_frame(frame: &[u8], idx: usize, how: Recode) -> Vec<u8> {
-    let entries = decode_frame(frame).unwrap();
+/// A journal record with its entry at `idx` re-encoded non-canonically, resealed with
+/// valid record checks (so only the canonical check can catch it).
+pub fn recode_frame(record: &[u8], idx: usize, how: Recode) -> Vec<u8> {
+    let entries = decode_frame(payload_of(record)).unwrap();
     let recoded: Vec<Vec<u8>> = entries
         .iter()
         .enumerate()
         .map(|(i, e)| if i == idx { recode_entry(e, how) } else { e.to_vec() })
         .collect();
-    encode_frame(recoded.iter().map(Vec::as_slice))
+    let (header, _) = check_record(record).unwrap();
+    reseal(header.first_seq, &encode_frame(recoded.iter().map(Vec::as_slice)))
 }
 
 /// Runs the `ledger` CLI in-process: `(exit code, stdout, stderr)`.

@@ -40,7 +40,9 @@ fn deliver(event: u128, manifest: Digest, text: &str) -> Command {
 }
 
 fn replayed_digest(dir: &Path) -> Digest {
-    let report = closure_ledger::replay::replay(dir, None, &mut |_| {}).unwrap();
+    let report =
+        closure_ledger::replay::replay(dir, None, closure_ledger::store::AuditScope::Both, &mut |_| {})
+            .unwrap();
     assert!(report.ok, "{:?}", report.failure);
     report.state_digest
 }

@@ -37,7 +37,8 @@ fn a_sled_missing_its_tail_is_restored_from_the_journal() {
     assert_eq!(sled_frames(&dir).len(), frames.len());
 }
 
-/// A deleted sled directory fails verification (exit 1) and `ledger recover` rebuilds it.
+/// A deleted sled directory is an index problem, not a broken history: verify says so
+/// with exit 2 (I/O) and names `ledger recover`, which rebuilds it.
 #[test]
 fn a_deleted_sled_is_rebuilt_by_recover() {
     let tmp = tempfile::tempdir().unwrap();
@@ -46,7 +47,7 @@ fn a_deleted_sled_is_rebuilt_by_recover() {
     let before = all_entries(&dir);
     std::fs::remove_dir_all(dir.join("sled")).unwrap();
     let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("ledger recover"), "{err}");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
@@ -54,8 +55,9 @@ fn a_deleted_sled_is_rebuilt_by_recover() {
     assert_eq!(all_entries(&dir), before);
 }
 
-/// A sled database corrupted so that sled refuses to open is rebuilt by `ledger recover`,
-/// which moves the broken one aside and never deletes it.
+/// A sled database corrupted so that sled refuses to open: verify reports an I/O-class
+/// index problem (exit 2), `ledger recover` rebuilds it, and the broken one is moved aside,
+/// never deleted.
 #[test]
 fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     let tmp = tempfile::tempdir().unwrap();
@@ -63,53 +65,179 @@ fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     make_ledger(&dir, 6, 3);
     let before = all_entries(&dir);
     std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
-    assert!(matches!(DiskStore::open(&dir), Err(closure_ledger::store::OpenError::Sled(_))));
     let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("sled") && err.contains("ledger recover"), "{err}");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     let aside = dir.join("sled.broken-1");
-    assert!(aside.join("conf").exists(), "the broken sled is kept");
     assert_eq!(std::fs::read(aside.join("conf")).unwrap(), b"\xff\xff not a sled config");
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
 }
 
-/// `recover` refuses to act on a journal that does not verify, and moves nothing.
+/// The next writer rebuilds an unopenable index by itself, and reports it.
 #[test]
-fn recover_refuses_a_corrupt_journal() {
+fn the_next_writer_rebuilds_an_unopenable_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    let journal_before = std::fs::read(segment(&dir)).unwrap();
+    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    let (store, report) = DiskStore::open(&dir).unwrap();
+    let rebuilt = report.index_rebuilt.expect("reported");
+    assert_eq!(rebuilt.moved_aside.as_deref(), Some(dir.join("sled.broken-1").as_path()));
+    drop(store);
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal_before);
+    assert_eq!(verify_json(&dir, None).0, 0);
+}
+
+/// One damaged byte in a middle journal record: verify names the damaged record's seq, the
+/// offset and the intact record after it (so it is not a tail); `recover` restores the
+/// record from sled's intact copy, keeps the damaged segment under cut/, and loses nothing.
+#[test]
+fn a_damaged_middle_record_is_restored_from_sled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let damaged = bytes.clone();
+    bytes[frames[2].range.start + 5] ^= 0x40; // the payload length
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["seq"].as_u64()), (1, Some(frames[2].first_seq)), "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains(&format!("offset {}", frames[2].range.start)), "{reason}");
+    assert!(reason.contains(&format!("an intact record (seq {})", frames[3].first_seq)), "{reason}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("restored 1 record(s)"), "{out}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), damaged, "byte for byte as before the damage");
+    assert_eq!(std::fs::read(dir.join("cut/1").join(segment(&dir).file_name().unwrap())).unwrap(), bytes);
+    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(all_entries(&dir), before);
+}
+
+/// Damage that no copy can restore (sled lost the record too): `recover` refuses, changes
+/// nothing, and names `--truncate-after`; the operator's cut then moves the rest aside.
+#[test]
+fn recover_refuses_damage_no_copy_holds_and_cuts_only_where_told() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
     let frames = journal_frames(&dir);
+    let last = frames.last().unwrap().clone();
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    bytes[frames[2].range.start + 20] ^= 0x40;
-    std::fs::write(segment(&dir), bytes).unwrap();
+    bytes[last.range.start + 70] ^= 0x01;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    with_sled(&dir, |t| t.remove(last.first_seq.to_be_bytes()).unwrap());
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
-    assert!(!dir.join("sled.broken-1").exists());
-    assert!(dir.join("sled").exists());
+    assert!(err.contains(&format!("--truncate-after {}", last.first_seq - 1)), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "nothing changed");
+    assert!(!dir.join("sled.broken-1").exists() && !dir.join("cut").exists());
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", "1"]);
+    assert_eq!(code, 2, "seq 1 is inside a frame: {err}");
+    let after = (last.first_seq - 1).to_string();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &after]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["headSeq"].as_u64()), (0, Some(last.first_seq - 1)), "{report}");
+    let cut = dir.join("cut/1").join(format!(
+        "{}@{}",
+        segment(&dir).file_name().unwrap().to_str().unwrap(),
+        last.range.start
+    ));
+    assert_eq!(std::fs::read(cut).unwrap(), bytes[last.range.clone()], "the cut bytes are kept");
 }
 
-/// A torn (never acknowledged) frame at the journal's tail is reported by verify as
-/// recoverable, cut off by open, and nothing acknowledged is lost.
+/// The journal lost its tail (a filesystem truncated the last segment) while sled holds the
+/// frames: they were acknowledged (sled is written after the journal's fdatasync), so
+/// verify fails and `recover` restores them into the journal from sled.
+#[test]
+fn a_lost_journal_tail_is_restored_from_sled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 8, 2);
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    // Cut in the middle of the third-to-last record: what is left of it looks torn.
+    let cut_at = frames[frames.len() - 3].range.start + 30;
+    std::fs::write(segment(&dir), &bytes[..cut_at]).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "sled holds acknowledged frames the journal lacks: {report}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("restored 3 record(s)"), "{out}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes);
+    assert_eq!(all_entries(&dir), before);
+}
+
+/// Both copies hold an intact but different newest record and no later link decides:
+/// verify blames neither, `recover` refuses, and only evidence (a checkpoint) or the
+/// operator's `--prefer` chooses.
+#[test]
+fn copies_that_disagree_on_the_newest_record_are_decided_only_with_evidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let cp = make_ledger(&dir, 5, 2);
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    let last = frames.last().unwrap().clone();
+    let original = std::fs::read(segment(&dir)).unwrap();
+    let mut edited = original.clone();
+    edited.splice(last.range.clone(), forged_newest_record(&dir));
+    std::fs::write(segment(&dir), &edited).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["copy"].as_str()), (1, Some("both")), "{report}");
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("neither is chosen"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
+    let cp_file = tmp.path().join("cp.json");
+    std::fs::write(&cp_file, cp.to_json()).unwrap();
+    let (code, out, err) = cli(&["recover", d, "--checkpoint", cp_file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's version, which the checkpoint names");
+    assert_eq!(all_entries(&dir), before);
+
+    // Without evidence, the operator's explicit choice.
+    std::fs::write(segment(&dir), &edited).unwrap();
+    let (code, out, err) = cli(&["recover", d, "--prefer", "journal"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited);
+    assert_eq!(verify_json(&dir, None).0, 0, "sled was rebuilt from the chosen journal");
+}
+
+/// A torn (never acknowledged) record at the journal's tail — a prefix of the next write
+/// — is reported by verify as recoverable, moved aside by open, and nothing acknowledged
+/// is lost.
 #[test]
 fn a_torn_tail_is_cut_off_and_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 5, 2);
     let before = all_entries(&dir);
-    let frames = journal_frames(&dir);
+    let next = next_record(&dir, 2);
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    let last = bytes[frames[3].range.clone()].to_vec();
     let clean_len = bytes.len();
-    bytes.extend_from_slice(&last[..last.len() / 2]);
+    bytes.extend_from_slice(&next[..next.len() / 2]);
     std::fs::write(segment(&dir), &bytes).unwrap();
     let (code, report) = verify_json(&dir, None);
     assert_eq!(code, 0, "{report}");
-    assert_eq!(report["tornTail"]["bytes"], (last.len() / 2) as u64);
+    assert_eq!(report["tornTail"]["bytes"], (next.len() / 2) as u64);
     let (store, open) = DiskStore::open(&dir).unwrap();
-    assert_eq!(open.torn_tail.unwrap().offset, clean_len as u64);
+    let torn = open.torn_tail.unwrap();
+    assert_eq!(torn.offset, clean_len as u64);
+    assert_eq!(
+        std::fs::read(torn.moved_to.unwrap()).unwrap(),
+        next[..next.len() / 2],
+        "moved aside, not deleted"
+    );
     drop(store);
     assert_eq!(std::fs::read(segment(&dir)).unwrap().len(), clean_len);
     assert_eq!(all_entries(&dir), before);
@@ -117,8 +245,8 @@ fn a_torn_tail_is_cut_off_and_reported() {
     assert_eq!((code, report["tornTail"].is_null()), (0, true));
 }
 
-/// Segments are read through a 1 MiB window: frames larger than the window, frames that
-/// straddle its edges, and a torn frame larger than the window at the tail are all read
+/// Segments are read through a 1 MiB window: records larger than the window, records that
+/// straddle its edges, and a torn record larger than the window at the tail are all read
 /// as when the whole segment was in memory.
 #[test]
 fn frames_larger_than_the_read_window() {
@@ -130,8 +258,9 @@ fn frames_larger_than_the_read_window() {
     assert!(frames.iter().filter(|f| f.range.len() > 1 << 20).count() >= 2, "frames over 1 MiB");
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["entries"].as_u64()), (0, Some(before.len() as u64)), "{report}");
+    let big = next_record(&dir, 3000);
+    assert!(big.len() > 1 << 20);
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    let big = bytes[frames[1].range.clone()].to_vec();
     let clean_len = bytes.len();
     let torn = big.len() * 3 / 4;
     bytes.extend_from_slice(&big[..torn]);
@@ -144,13 +273,13 @@ fn frames_larger_than_the_read_window() {
     assert_eq!(open.torn_tail.unwrap().offset, clean_len as u64);
     drop(store);
     assert_eq!(all_entries(&dir), before);
-    // A flipped byte deep inside the second big frame is still found, at its frame.
+    // A flipped byte deep inside the second big record is still found, at its record.
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     let at = frames[2].range.start + frames[2].range.len() / 2;
     bytes[at] ^= 0x01;
     std::fs::write(segment(&dir), &bytes).unwrap();
     let (code, report) = verify_json(&dir, None);
-    assert_eq!(code, 1, "{report}");
+    assert_eq!((code, report["seq"].as_u64()), (1, Some(frames[2].first_seq)), "{report}");
 }
 
 /// After a reopen the store keeps appending in the same segment, and the chain continues.

@@ -144,10 +144,10 @@ fn replay_refuses_a_broken_rule() {
     assert!(Ledger::open(&dir).is_err(), "strict open refuses it too");
 }
 
-/// Replay folds the journal alone (the commit point, the portable export): an auditor
-/// given only `journal/` gets the same verdict and state digest, while `verify` — whose
-/// job is to compare the two copies — reports the missing sled; and a flipped byte in the
-/// journal still fails replay.
+/// Replay verifies both copies by default and says so; without sled it refuses (an index
+/// problem, exit 2) unless asked for `--journal-only`, which gives an auditor holding only
+/// `journal/` the same proofs and state digest and says sled was not verified; a flipped
+/// byte in the journal still fails replay.
 #[test]
 fn replay_needs_only_the_journal() {
     let tmp = tempfile::tempdir().unwrap();
@@ -155,17 +155,28 @@ fn replay_needs_only_the_journal() {
     let d = dir.to_str().unwrap();
     let (code, full, err) = cli(&["replay", d, "--json"]);
     assert_eq!(code, 0, "{err}");
+    let mut full: serde_json::Value = serde_json::from_str(full.trim()).unwrap();
+    assert_eq!(full["copies"], "both", "{full}");
     std::fs::remove_dir_all(dir.join("sled")).unwrap();
-    let (code, journal_only, err) = cli(&["replay", d, "--json"]);
+    let (code, _, err) = cli(&["replay", d, "--json"]);
+    assert_eq!(code, 2, "both copies were asked for and sled is missing: {err}");
+    assert!(err.contains("ledger recover"), "{err}");
+    let (code, journal_only, err) = cli(&["replay", d, "--journal-only", "--json"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(full, journal_only, "the same report with or without sled");
+    let journal_only: serde_json::Value = serde_json::from_str(journal_only.trim()).unwrap();
+    assert!(
+        journal_only["copies"]["journalOnly"].as_str().unwrap().contains("--journal-only"),
+        "{journal_only}"
+    );
+    full["copies"] = journal_only["copies"].clone();
+    assert_eq!(full, journal_only, "the same proofs with or without sled");
     assert_ne!(cli(&["verify", d]).0, 0, "verify compares the copies and misses sled");
-    let segment = dir.join("journal").join(format!("{:020}.cborseq", 0));
+    let segment = dir.join("journal").join(format!("{:020}.clj", 0));
     let mut bytes = std::fs::read(&segment).unwrap();
     let at = bytes.len() / 2;
     bytes[at] ^= 0x40;
     std::fs::write(&segment, bytes).unwrap();
-    let (code, out, _) = cli(&["replay", d, "--json"]);
+    let (code, out, _) = cli(&["replay", d, "--journal-only", "--json"]);
     assert_eq!(code, 1, "{out}");
     let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(r["ok"], false);

@@ -172,7 +172,7 @@ fn a_trailing_byte_is_detected() {
     let frames = journal_frames(&fx.template);
     let dir = fresh(&fx, "trailing-journal");
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    bytes.push(0x00); // a complete CBOR item that is not a frame
+    bytes.push(0x01); // not the start of a record (zeros, or a prefix of the next header, would be a torn write)
     std::fs::write(segment(&dir), bytes).unwrap();
     check_detected(&dir, None, Replica::Journal, fx.cp.seq + 1..=fx.cp.seq + 1);
 
@@ -346,7 +346,8 @@ fn tamper_case(fx: &Fixture, case: u64, rng: &mut Rng) -> (&'static str, bool) {
             "both copies truncated"
         }
         7 => {
-            journal.push(rng.below(24) as u8);
+            // Not 0 and not 'C': a zero or a header prefix for the next seq is a torn write.
+            journal.push(1 + rng.below(23) as u8);
             "trailing byte"
         }
         8 => {

@@ -5,16 +5,19 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use ledger_schema::events::LedgerInitialized;
-use ledger_schema::{Event, FORMAT_VERSION, Id, SealedEntry, decode_frame};
+use ledger_schema::record::{
+    HEADER_BYTES, JOURNAL_FORMAT_VERSION, RecordFault, Tail, classify_tail, open_record,
+};
+use ledger_schema::{Event, Id, SealedEntry, decode_frame};
 
-use super::journal::{JournalWriter, SegmentReader, Split, io, list_segments, sync_dir};
+use super::journal::{JournalWriter, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments, sync_dir};
 use super::{
     Chain, Checkpoint, CommitError, CommitReceipt, Corruption, Frame, Head, IoError, OpenError, ReadError,
     Replica, Store, check_next, receipt,
 };
 
-const JOURNAL_DIR: &str = "journal";
-const SLED_DIR: &str = "sled";
+pub(super) const JOURNAL_DIR: &str = "journal";
+pub(super) const SLED_DIR: &str = "sled";
 const ENTRIES_TREE: &str = "entries";
 const META_TREE: &str = "meta";
 const META_LEDGER_ID: &str = "ledgerId";
@@ -70,10 +73,14 @@ impl Faults {
 
 /// A torn frame found (and, when opening, cut off) at the journal's tail.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TornTail {
     pub segment: PathBuf,
     pub offset: u64,
     pub bytes: u64,
+    /// Where the cut bytes were moved (under `cut/`), once cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<PathBuf>,
 }
 
 /// What a strict open found and repaired.
@@ -85,6 +92,15 @@ pub struct OpenReport {
     pub torn_tail: Option<TornTail>,
     /// Frames that were durable in the journal but missing from sled's tail, re-inserted.
     pub sled_restored_frames: u64,
+    /// sled would not open and was rebuilt from the journal.
+    pub index_rebuilt: Option<IndexRebuilt>,
+}
+
+/// Why the index was rebuilt on open, and where the old one went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRebuilt {
+    pub reason: String,
+    pub moved_aside: Option<PathBuf>,
 }
 
 /// What a read-only verification found.
@@ -98,17 +114,11 @@ pub struct VerifyReport {
     pub sled_lag_frames: u64,
     /// The checkpoint that was verified, if one was given.
     pub checkpoint: Option<Checkpoint>,
-}
-
-/// What `recover` did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecoverReport {
-    pub head: Head,
-    pub frames: u64,
-    pub entries: u64,
-    /// Where the previous sled directory was moved (never deleted).
-    pub moved_aside: Option<PathBuf>,
-    pub torn_tail: Option<TornTail>,
+    /// Which copies were verified.
+    pub copies: Copies,
+    /// A writer held the ledger: the journal was read up to its last complete record, and a
+    /// torn tail is that writer's write in flight.
+    pub live_writer: bool,
 }
 
 /// The journal + sled backend.
@@ -127,15 +137,12 @@ pub struct DiskStore {
     _lock: File,
 }
 
-fn create_dir_0700(path: &Path) -> Result<(), IoError> {
+pub(super) fn create_dir_0700(path: &Path) -> Result<(), IoError> {
     DirBuilder::new().mode(0o700).create(path).map_err(io("create directory", path))
 }
 
-fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
-    let dir = root.join(JOURNAL_DIR);
-    if !dir.is_dir() {
-        return Err(OpenError::NotALedger(root.to_path_buf()));
-    }
+pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
+    let dir = ledger_journal_dir(root)?;
     let file = File::open(&dir).map_err(io("open", &dir))?;
     let deadline = std::time::Instant::now() + JOURNAL_LOCK_WAIT;
     loop {
@@ -151,6 +158,21 @@ fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
     }
 }
 
+/// `root/journal`, or why `root` is not a readable ledger: missing → not a ledger; any
+/// other failure (permission denied, I/O) → that I/O error with the OS reason.
+fn ledger_journal_dir(root: &Path) -> Result<PathBuf, OpenError> {
+    let dir = root.join(JOURNAL_DIR);
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(OpenError::NotALedger(root.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::metadata(root) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("stat", root)(e).into()),
+            _ => Err(OpenError::NotALedger(root.to_path_buf())),
+        },
+        Err(e) => Err(io("stat", &dir)(e).into()),
+    }
+}
+
 /// How long to wait for the `journal/` lock before reporting `Locked`. A lock just released
 /// can still be held for a moment by a descriptor a child process inherited between fork
 /// and exec (another thread spawning a process while the lock was held) — that is no other
@@ -162,12 +184,35 @@ const JOURNAL_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(
 /// it still held for a moment (our `journal/` lock already excludes other processes).
 const SLED_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-fn open_sled(path: &Path) -> Result<sled::Db, OpenError> {
+pub(super) fn open_sled(path: &Path) -> Result<sled::Db, OpenError> {
+    ensure_room_for_sled(path)?;
     open_sled_with(path, SLED_CACHE_BYTES)
 }
 
+/// Free bytes sled needs before it is opened: sled writes when it opens (its recovery and
+/// a new segment), and on a full disk that write leaves it unopenable.
+const SLED_MIN_FREE_BYTES: u64 = 16 << 20;
+
+/// Refuses to open sled where its own open could fail half-way for want of space.
+fn ensure_room_for_sled(path: &Path) -> Result<(), OpenError> {
+    let probe = if path.exists() { path } else { path.parent().unwrap_or(path) };
+    let stat = rustix::fs::statvfs(probe).map_err(|e| io("statvfs", probe)(e.into()))?;
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    if free < SLED_MIN_FREE_BYTES {
+        return Err(OpenError::NoRoom { path: probe.to_path_buf(), free, needed: SLED_MIN_FREE_BYTES });
+    }
+    Ok(())
+}
+
+/// sled for a read-only audit: a small page cache, and never on a disk too full for sled's
+/// own open (which writes).
+fn open_sled_for_reading(path: &Path) -> Result<sled::Db, OpenError> {
+    ensure_room_for_sled(path)?;
+    open_sled_with(path, VERIFY_SLED_CACHE_BYTES)
+}
+
 /// Opens sled with a page cache of `cache_bytes` (read-only paths use a small one).
-fn open_sled_with(path: &Path, cache_bytes: u64) -> Result<sled::Db, OpenError> {
+pub(super) fn open_sled_with(path: &Path, cache_bytes: u64) -> Result<sled::Db, OpenError> {
     if !path.is_dir() {
         return Err(OpenError::Sled(format!("{} is missing", path.display())));
     }
@@ -186,17 +231,17 @@ fn open_sled_with(path: &Path, cache_bytes: u64) -> Result<sled::Db, OpenError> 
     }
 }
 
-fn trees(db: &sled::Db) -> Result<(sled::Tree, sled::Tree), OpenError> {
+pub(super) fn trees(db: &sled::Db) -> Result<(sled::Tree, sled::Tree), OpenError> {
     let entries = db.open_tree(ENTRIES_TREE).map_err(|e| OpenError::Sled(e.to_string()))?;
     let meta = db.open_tree(META_TREE).map_err(|e| OpenError::Sled(e.to_string()))?;
     Ok((entries, meta))
 }
 
-fn key(seq: u64) -> [u8; 8] {
+pub(super) fn key(seq: u64) -> [u8; 8] {
     seq.to_be_bytes()
 }
 
-fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenError {
+pub(super) fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenError {
     OpenError::Corrupt { seq, replica, reason }
 }
 
@@ -231,7 +276,7 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     let (entries, meta) = trees(&db)?;
     let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
     meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
-    meta.insert(META_FORMAT_VERSION, &FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
+    meta.insert(META_FORMAT_VERSION, &JOURNAL_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     entries.insert(key(0), frame.bytes()).map_err(sled_err)?;
     db.flush().map_err(sled_err)?;
     let head = chain.head().ok_or(OpenError::Empty)?;
@@ -248,30 +293,94 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     })
 }
 
+/// Damaged journal bytes found by a tolerant scan (recovery decides what to do with them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    pub segment: PathBuf,
+    pub offset: u64,
+    /// The seq the damaged record should hold (the last good seq + 1).
+    pub seq: u64,
+    pub fault: RecordFault,
+    /// The next intact record after the damage in the same segment: `(offset, first seq)`.
+    pub next_intact: Option<(u64, u64)>,
+    /// The segment's length.
+    pub segment_len: u64,
+    pub is_last: bool,
+}
+
+impl Damage {
+    pub(super) fn corruption(&self) -> OpenError {
+        corrupt(
+            self.seq,
+            Replica::Journal,
+            Corruption::Damaged(Box::new(super::DamagedAt {
+                segment: self.segment.display().to_string(),
+                offset: self.offset,
+                fault: self.fault,
+                last_good: self.seq.checked_sub(1),
+                next_intact: self.next_intact,
+            })),
+        )
+    }
+}
+
 /// What one pass over the journal (compared against sled, when given) established.
-struct Scan {
-    head: Head,
-    frames: u64,
-    entries: u64,
-    torn: Option<TornTail>,
+pub(super) struct Scan {
+    pub(super) head: Head,
+    pub(super) frames: u64,
+    pub(super) entries: u64,
+    pub(super) torn: Option<TornTail>,
+    /// Damage where a tolerant scan stopped (a strict scan returns it as an error).
+    pub(super) damage: Option<Damage>,
     /// Frames of the journal missing from sled's tail (bytes kept only when asked).
-    sled_lag: Vec<(u64, Vec<u8>)>,
-    sled_lag_frames: u64,
+    pub(super) sled_lag: Vec<(u64, Vec<u8>)>,
+    pub(super) sled_lag_frames: u64,
     /// The last segment and its verified length (where appends continue).
-    last_segment: Option<(PathBuf, u64)>,
+    pub(super) last_segment: Option<(PathBuf, u64)>,
 }
 
 /// Per-entry observer of a scan (checkpoints, replay).
 pub type OnEntry<'a> = &'a mut dyn FnMut(&SealedEntry) -> Result<(), OpenError>;
-/// Per-frame observer of a scan (recovery inserts into a fresh sled).
-type OnFrame<'a> = &'a mut dyn FnMut(u64, &[u8]) -> Result<(), OpenError>;
+/// Where a verified record sits, shown to a scan's per-record observer.
+pub(super) struct FramePos<'a> {
+    pub segment: &'a Path,
+    pub offset: u64,
+    pub first_seq: u64,
+    pub record: &'a [u8],
+    /// The chain's head before this record (`None` for the genesis record).
+    pub before: Option<Head>,
+}
 
-/// Verifies every frame of the journal, in order, and — when `sled` is given — that sled
-/// holds the same frames under the right keys, allowing sled to lag only by a suffix.
-fn scan(
+/// Per-record observer of a scan (recovery inserts into a fresh sled).
+pub(super) type OnFrame<'a> = &'a mut dyn FnMut(&FramePos<'_>) -> Result<(), OpenError>;
+
+/// How a scan treats damaged journal bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnDamage {
+    /// Return it as a verification failure.
+    Fail,
+    /// Stop there and report it in [`Scan::damage`] (recovery).
+    Stop,
+}
+
+/// A sled record that differs from the journal's, held until the scan knows whether the
+/// journal's version is authenticated by a later `prev` link.
+struct Held {
+    first_seq: u64,
+    /// The entry whose `prev` must link to the journal's version.
+    authenticated_by: u64,
+    /// sled's record passes its own checks (else sled is simply damaged).
+    sled_intact: bool,
+    finding: OpenError,
+}
+
+/// Verifies every record of the journal, in order, and — when `sled` is given — that sled
+/// holds the same records under the right keys, allowing sled to lag only by a suffix.
+pub(super) fn scan(
     root: &Path,
     sled: Option<&sled::Tree>,
     keep_lag: bool,
+    on_damage: OnDamage,
     on_entry: OnEntry<'_>,
     on_frame: OnFrame<'_>,
 ) -> Result<Scan, OpenError> {
@@ -280,21 +389,19 @@ fn scan(
     let mut chain = Chain::empty();
     let mut sled_iter = sled.map(|t| t.iter());
     let mut sled_lagging = false;
-    // A sled frame that differs from the journal is only pinned on sled once the journal's
-    // version is authenticated by the next entry's `prev` link; until then a journal
-    // failure takes precedence. `(last seq of the frame, the finding)`.
-    let mut held: Option<(u64, OpenError)> = None;
+    let mut held: Option<Held> = None;
     let mut out = Scan {
         head: Head { ledger: Id::default(), seq: 0, hash: Default::default(), time_ms: 0 },
         frames: 0,
         entries: 0,
         torn: None,
+        damage: None,
         sled_lag: Vec::new(),
         sled_lag_frames: 0,
         last_segment: None,
     };
     let n_segments = segments.len();
-    for (segment_idx, (named_seq, path)) in segments.into_iter().enumerate() {
+    'segments: for (segment_idx, (named_seq, path)) in segments.into_iter().enumerate() {
         let is_last = segment_idx + 1 == n_segments;
         let mut reader = SegmentReader::open(&path)?;
         let segment = path.display().to_string();
@@ -302,48 +409,97 @@ fn scan(
             let reason = Corruption::SegmentName { segment, named: named_seq, found: chain.next_seq() };
             return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
         }
+        let mut valid_len = 0;
         loop {
-            let (pos, frame_bytes) = match reader.next_frame(&path)? {
-                Split::Frame { offset, bytes } => (offset, bytes),
+            let (offset, header, record) = match reader.next_record(&path)? {
+                Split::Record { offset, header, record } => (offset, header, record),
                 Split::End => break,
-                Split::Torn { offset } if is_last => {
-                    out.torn = Some(TornTail { segment: path.clone(), offset, bytes: reader.len() - offset });
-                    break;
-                }
-                split => {
-                    let (offset, detail) = match split {
-                        Split::Garbage { offset, error } => (offset, error.to_string()),
-                        Split::Torn { offset } => {
-                            (offset, "a partial frame before the end of the last segment".to_owned())
+                Split::Fault { offset, fault } => {
+                    let next_seq = chain.next_seq();
+                    let segment_len = reader.len();
+                    let rest = reader.rest(&path)?;
+                    if offset == 0 && rest.first() == Some(&V1_FIRST_BYTE) {
+                        return Err(corrupt(next_seq, Replica::Journal, Corruption::JournalV1 { segment }));
+                    }
+                    match classify_tail(rest, next_seq, is_last) {
+                        Tail::Torn => {
+                            out.torn = Some(TornTail {
+                                segment: path.clone(),
+                                offset,
+                                bytes: rest.len() as u64,
+                                moved_to: None,
+                            });
+                            break;
                         }
-                        Split::Frame { offset, .. } => (offset, String::new()),
-                        Split::End => (reader.len(), String::new()),
-                    };
-                    let reason = Corruption::Garbage {
-                        segment: segment.clone(),
-                        offset,
-                        bytes: reader.len().saturating_sub(offset),
-                        detail,
-                    };
-                    return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
+                        Tail::Damaged { next_intact } => {
+                            let damage = Damage {
+                                segment: path.clone(),
+                                offset,
+                                seq: next_seq,
+                                fault,
+                                next_intact: next_intact.map(|(at, seq)| (offset + at as u64, seq)),
+                                segment_len,
+                                is_last,
+                            };
+                            if on_damage == OnDamage::Fail {
+                                return Err(damage.corruption());
+                            }
+                            out.damage = Some(damage);
+                            break 'segments;
+                        }
+                    }
                 }
             };
             let first_seq = chain.next_seq();
-            let entry_bytes = decode_frame(frame_bytes)
+            let before = chain.head();
+            if header.first_seq != first_seq {
+                let reason = Corruption::SeqGap { expected: first_seq, found: header.first_seq };
+                return Err(corrupt(first_seq, Replica::Journal, reason));
+            }
+            let payload = record.get(HEADER_BYTES..).unwrap_or_default();
+            let entry_bytes = decode_frame(payload)
                 .map_err(|e| corrupt(first_seq, Replica::Journal, Corruption::Decode(e)))?;
+            if entry_bytes.len() as u64 != u64::from(header.count) {
+                let reason = Corruption::HeaderMismatch {
+                    header_seq: header.first_seq,
+                    header_count: header.count,
+                    found_seq: first_seq,
+                    found_count: entry_bytes.len() as u64,
+                };
+                return Err(corrupt(first_seq, Replica::Journal, reason));
+            }
             for bytes in entry_bytes {
                 let seq = chain.next_seq();
-                let sealed = chain.verify(bytes).map_err(|reason| corrupt(seq, Replica::Journal, reason))?;
+                let sealed = match chain.verify(bytes) {
+                    Ok(sealed) => sealed,
+                    // A link that does not match an altered earlier entry: name both.
+                    Err(reason @ Corruption::PrevMismatch { .. }) if seq > 0 => {
+                        return Err(corrupt(
+                            seq - 1,
+                            Replica::Journal,
+                            Corruption::LinkBroken { next: seq, detail: reason.to_string() },
+                        ));
+                    }
+                    Err(reason) => return Err(corrupt(seq, Replica::Journal, reason)),
+                };
+                if held.as_ref().is_some_and(|h| h.authenticated_by == seq) {
+                    // The journal's version of the differing frame is linked from here on:
+                    // sled's differing copy is the wrong one.
+                    if let Some(h) = held.as_mut() {
+                        h.sled_intact = false;
+                    }
+                }
                 on_entry(&sealed)?;
                 out.entries += 1;
             }
-            if pos == 0 && first_seq != named_seq {
+            if offset == 0 && first_seq != named_seq {
                 let reason =
                     Corruption::SegmentName { segment: segment.clone(), named: named_seq, found: first_seq };
                 return Err(corrupt(first_seq, Replica::Journal, reason));
             }
-            on_frame(first_seq, frame_bytes)?;
+            on_frame(&FramePos { segment: &path, offset, first_seq, record, before })?;
             out.frames += 1;
+            valid_len = offset + record.len() as u64;
             if let Some(iter) = sled_iter.as_mut() {
                 let next = if sled_lagging { None } else { iter.next() };
                 match next {
@@ -351,27 +507,44 @@ fn scan(
                         sled_lagging = true;
                         out.sled_lag_frames += 1;
                         if keep_lag {
-                            out.sled_lag.push((first_seq, frame_bytes.to_vec()));
+                            out.sled_lag.push((first_seq, record.to_vec()));
                         }
                     }
                     Some(Err(e)) => return Err(OpenError::Sled(e.to_string())),
                     Some(Ok((k, v))) => {
-                        if let Err(finding) = compare_sled(first_seq, frame_bytes, &k, &v) {
-                            held.get_or_insert((chain.next_seq().saturating_sub(1), finding));
+                        if let Err(finding) = compare_sled(first_seq, record, &k, &v)
+                            && held.is_none()
+                        {
+                            held = Some(Held {
+                                first_seq,
+                                authenticated_by: chain.next_seq(),
+                                sled_intact: open_record(&v).is_ok(),
+                                finding,
+                            });
                         }
                     }
                 }
             }
         }
         if is_last {
-            let valid_len = out.torn.as_ref().map_or(reader.len(), |t| t.offset);
-            out.last_segment = Some((path, valid_len));
+            out.last_segment =
+                Some((path, out.torn.as_ref().map_or(valid_len.max(reader.len()), |t| t.offset)));
         }
     }
-    if let Some((_, finding)) = held {
-        return Err(finding);
+    if let Some(damage) = &out.damage
+        && on_damage == OnDamage::Fail
+    {
+        return Err(damage.corruption());
     }
-    if let Some(iter) = sled_iter.as_mut().filter(|_| !sled_lagging) {
+    if let Some(h) = held {
+        if h.sled_intact && out.damage.is_none() {
+            // Both copies hold an intact record for the newest frame, and nothing later
+            // says which is right: choose neither.
+            return Err(corrupt(h.first_seq, Replica::Both, Corruption::CopiesDisagree));
+        }
+        return Err(h.finding);
+    }
+    if let Some(iter) = sled_iter.as_mut().filter(|_| !sled_lagging && out.damage.is_none()) {
         match iter.next() {
             None => {}
             Some(Err(e)) => return Err(OpenError::Sled(e.to_string())),
@@ -385,7 +558,7 @@ fn scan(
     Ok(out)
 }
 
-fn key_seq(k: &[u8]) -> Option<u64> {
+pub(super) fn key_seq(k: &[u8]) -> Option<u64> {
     <[u8; 8]>::try_from(k).ok().map(u64::from_be_bytes)
 }
 
@@ -408,8 +581,8 @@ fn compare_sled(first_seq: u64, journal_bytes: &[u8], k: &[u8], v: &[u8]) -> Res
         }
     }
     if v != journal_bytes {
-        let reason = match decode_frame(v) {
-            Err(e) => Corruption::Decode(e),
+        let reason = match open_record(v) {
+            Err(fault) => Corruption::Record(fault),
             Ok(_) => Corruption::Differs,
         };
         return Err(corrupt(first_seq, Replica::Sled, reason));
@@ -433,7 +606,7 @@ fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
                     Corruption::Meta(format!("ledger id is not {}", head.ledger)),
                 ));
             }
-            if version.as_ref() != FORMAT_VERSION.to_be_bytes() {
+            if version.as_ref() != JOURNAL_FORMAT_VERSION.to_be_bytes() {
                 return Err(corrupt(0, Replica::Sled, Corruption::Meta("format version differs".into())));
             }
             Ok(true)
@@ -442,37 +615,80 @@ fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
     }
 }
 
-fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), OpenError> {
+pub(super) fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), OpenError> {
     let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
     meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
-    meta.insert(META_FORMAT_VERSION, &FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
+    meta.insert(META_FORMAT_VERSION, &JOURNAL_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     Ok(())
 }
 
-fn cut_torn_tail(torn: &TornTail) -> Result<(), IoError> {
-    let file =
-        std::fs::OpenOptions::new().write(true).open(&torn.segment).map_err(io("open", &torn.segment))?;
-    file.set_len(torn.offset).map_err(io("truncate", &torn.segment))?;
-    file.sync_all().map_err(io("fsync", &torn.segment))
+/// Which copies an audit verified, and why sled was left out when it was.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Copies {
+    /// The journal, and sled compared frame by frame against it.
+    Both,
+    /// The journal alone; the text says why sled was not verified.
+    JournalOnly(String),
 }
 
-/// Verifies a ledger without writing to it: every frame of the journal, sled against the
+/// Which copies an audit is asked to verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditScope {
+    /// Both copies, falling back to the journal alone (and saying so) when sled is held by
+    /// a live writer or cannot be opened without writing.
+    Both,
+    /// The journal alone (`--journal-only`).
+    JournalOnly,
+}
+
+/// Takes the shared lock if no writer holds the ledger; `None` beside a live writer (whose
+/// journal is append-only, so it can still be read up to its last complete record).
+fn read_lock(root: &Path) -> Result<Option<File>, OpenError> {
+    let dir = ledger_journal_dir(root)?;
+    let file = File::open(&dir).map_err(io("open", &dir))?;
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(io("lock", &dir)(e).into()),
+    }
+}
+
+/// Verifies a ledger without writing to it: every record of the journal, sled against the
 /// journal, and (optionally) a checkpoint. A torn journal tail and a sled lagging by a
 /// suffix are reported as recoverable (the next open repairs both).
 pub fn verify(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<VerifyReport, OpenError> {
-    verify_observed(root, checkpoint, &mut |_| Ok(()))
+    audit(root, checkpoint, AuditScope::Both, &mut |_| Ok(()))
 }
 
-/// [`verify`], showing every verified entry to `observe` as it is read, in seq order (a
-/// read-only replay folds its state in the same pass; memory stays bounded by a segment).
-pub fn verify_observed(
+/// [`verify`] over the copies `scope` asks for, showing every verified entry to `observe`
+/// as it is read, in seq order (a read-only replay folds its state in the same pass).
+/// Memory stays bounded by one record window and sled's small page cache. Never waits for
+/// a writer: beside one, it reads the journal alone and says so.
+pub fn audit(
     root: &Path,
     checkpoint: Option<&Checkpoint>,
+    scope: AuditScope,
     observe: OnEntry<'_>,
 ) -> Result<VerifyReport, OpenError> {
-    let _lock = lock(root, false)?;
-    let db = open_sled_with(&root.join(SLED_DIR), VERIFY_SLED_CACHE_BYTES)?;
-    let (entries_tree, meta) = trees(&db)?;
+    let lock = read_lock(root)?;
+    let sled_dir = root.join(SLED_DIR);
+    let db = match (scope, &lock) {
+        (AuditScope::JournalOnly, _) => Err("not asked (--journal-only)".to_owned()),
+        (AuditScope::Both, None) => {
+            Err("held by a live writer; the journal was read up to its last complete record".to_owned())
+        }
+        (AuditScope::Both, Some(_)) => match open_sled_for_reading(&sled_dir) {
+            Ok(db) => Ok(db),
+            Err(OpenError::Locked(_)) => Err("held by a live writer".to_owned()),
+            Err(e @ OpenError::NoRoom { .. }) => Err(format!("not opened: {e}")),
+            Err(e) => return Err(e),
+        },
+    };
+    let trees = match &db {
+        Ok(db) => Some(trees(db)?),
+        Err(_) => None,
+    };
     let mut checkpoint_seen = false;
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
         if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
@@ -481,14 +697,20 @@ pub fn verify_observed(
         }
         observe(sealed)
     };
-    let scan = scan(root, Some(&entries_tree), false, &mut on_entry, &mut |_, _| Ok(()))?;
+    let sled = trees.as_ref().map(|(entries, _)| entries);
+    let scan = scan(root, sled, false, OnDamage::Fail, &mut on_entry, &mut |_| Ok(()))?;
     if let Some(cp) = checkpoint
         && !checkpoint_seen
     {
         return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
     }
-    let meta_present = check_meta(&meta, &scan.head)?;
-    let lag = scan.sled_lag_frames + u64::from(!meta_present && scan.sled_lag_frames == 0);
+    let lag = match &trees {
+        Some((_, meta)) => {
+            let meta_present = check_meta(meta, &scan.head)?;
+            scan.sled_lag_frames + u64::from(!meta_present && scan.sled_lag_frames == 0)
+        }
+        None => 0,
+    };
     Ok(VerifyReport {
         head: scan.head,
         frames: scan.frames,
@@ -496,68 +718,18 @@ pub fn verify_observed(
         torn_tail: scan.torn,
         sled_lag_frames: lag,
         checkpoint: checkpoint.cloned(),
+        copies: match db {
+            Ok(_) => Copies::Both,
+            Err(reason) => Copies::JournalOnly(reason),
+        },
+        live_writer: lock.is_none(),
     })
-}
-
-/// What a journal-only pass established (see [`replay_journal`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JournalReport {
-    pub head: Head,
-    pub frames: u64,
-    pub entries: u64,
-    /// A torn tail of the last segment (not an error: the next open cuts it).
-    pub torn_tail: Option<TornTail>,
 }
 
 /// Streams every entry of the journal — the commit point and the authority — to
-/// `observe`, strictly verified (frame and entry decoding, hash, `prev`, seq contiguity,
-/// segment names), without opening sled. Memory stays bounded by one segment. This is
-/// what `ledger replay` folds; comparing sled against the journal is [`verify`]'s job.
-/// Takes the shared lock, so it never races a writer.
-pub fn replay_journal(root: &Path, observe: OnEntry<'_>) -> Result<JournalReport, OpenError> {
-    let _lock = lock(root, false)?;
-    let scan = scan(root, None, false, observe, &mut |_, _| Ok(()))?;
-    Ok(JournalReport { head: scan.head, frames: scan.frames, entries: scan.entries, torn_tail: scan.torn })
-}
-
-/// Rebuilds sled from a journal that verifies. The old `sled/` is moved aside (never
-/// deleted); if the journal does not verify, nothing is changed.
-pub fn recover(root: &Path) -> Result<RecoverReport, OpenError> {
-    let _lock = lock(root, true)?;
-    let first = scan(root, None, false, &mut |_| Ok(()), &mut |_, _| Ok(()))?;
-    let sled_dir = root.join(SLED_DIR);
-    let mut moved_aside = None;
-    if sled_dir.exists() {
-        let aside = (1u32..)
-            .map(|n| root.join(format!("sled.broken-{n}")))
-            .find(|p| !p.exists())
-            .ok_or_else(|| OpenError::Sled("no free name to move sled/ aside".into()))?;
-        std::fs::rename(&sled_dir, &aside).map_err(io("rename", &sled_dir))?;
-        moved_aside = Some(aside);
-    }
-    create_dir_0700(&sled_dir)?;
-    sync_dir(root)?;
-    let db = open_sled(&sled_dir)?;
-    let (entries_tree, meta) = trees(&db)?;
-    let mut insert = |first_seq: u64, bytes: &[u8]| -> Result<(), OpenError> {
-        entries_tree.insert(key(first_seq), bytes).map(|_| ()).map_err(|e| OpenError::Sled(e.to_string()))
-    };
-    let second = scan(root, None, false, &mut |_| Ok(()), &mut insert)?;
-    if second.head != first.head {
-        return Err(OpenError::Sled("the journal changed during recovery".into()));
-    }
-    write_meta(&meta, second.head.ledger)?;
-    db.flush().map_err(|e| OpenError::Sled(e.to_string()))?;
-    if let Some(torn) = &second.torn {
-        cut_torn_tail(torn)?;
-    }
-    Ok(RecoverReport {
-        head: second.head,
-        frames: second.frames,
-        entries: second.entries,
-        moved_aside,
-        torn_tail: second.torn,
-    })
+/// `observe`, strictly verified, without opening sled (see [`audit`] for both copies).
+pub fn replay_journal(root: &Path, observe: OnEntry<'_>) -> Result<VerifyReport, OpenError> {
+    audit(root, None, AuditScope::JournalOnly, observe)
 }
 
 impl DiskStore {
@@ -581,9 +753,20 @@ impl DiskStore {
         on_entry: OnEntry<'_>,
     ) -> Result<(DiskStore, OpenReport), OpenError> {
         let lock_file = lock(root, true)?;
-        let db = open_sled(&root.join(SLED_DIR))?;
+        let mut index_rebuilt = None;
+        let db = match open_sled(&root.join(SLED_DIR)) {
+            Ok(db) => db,
+            // The index is damaged, not the history: rebuild it from the journal (the old
+            // one is moved aside) and report it.
+            Err(OpenError::Sled(reason)) => {
+                let (moved, _) = super::recover::rebuild_index(root)?;
+                index_rebuilt = Some(IndexRebuilt { reason, moved_aside: moved });
+                open_sled(&root.join(SLED_DIR))?
+            }
+            Err(e) => return Err(e),
+        };
         let (entries_tree, meta) = trees(&db)?;
-        let scan = scan(root, Some(&entries_tree), true, on_entry, &mut |_, _| Ok(()))?;
+        let scan = scan(root, Some(&entries_tree), true, OnDamage::Fail, on_entry, &mut |_| Ok(()))?;
         let meta_present = check_meta(&meta, &scan.head)?;
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
@@ -596,8 +779,9 @@ impl DiskStore {
         if !meta_present || !scan.sled_lag.is_empty() {
             db.flush().map_err(sled_err)?;
         }
-        if let Some(torn) = &scan.torn {
-            cut_torn_tail(torn)?;
+        let mut torn_tail = scan.torn;
+        if let Some(torn) = torn_tail.as_mut() {
+            torn.moved_to = Some(super::recover::move_tail_aside(root, &torn.segment, torn.offset)?);
         }
         let journal_dir = root.join(JOURNAL_DIR);
         let journal = match scan.last_segment {
@@ -607,8 +791,9 @@ impl DiskStore {
         let report = OpenReport {
             frames: scan.frames,
             entries: scan.entries,
-            torn_tail: scan.torn,
+            torn_tail,
             sled_restored_frames: scan.sled_lag.len() as u64,
+            index_rebuilt,
         };
         let store = DiskStore {
             root: root.to_path_buf(),
@@ -685,8 +870,10 @@ fn read_frames(
     let mut seq = from;
     while seq <= to {
         let (first, bytes) = frame_at(seq)?;
+        let (_, payload) = open_record(&bytes)
+            .map_err(|fault| ReadError::Corrupt { seq, reason: Corruption::Record(fault) })?;
         let entries =
-            decode_frame(&bytes).map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
+            decode_frame(payload).map_err(|e| ReadError::Corrupt { seq, reason: Corruption::Decode(e) })?;
         let n = entries.len() as u64;
         for (entry_seq, entry) in (first..).zip(entries) {
             if entry_seq < seq || entry_seq > to {
@@ -724,7 +911,7 @@ impl StoreReader {
             None => return Ok(Vec::new()),
             Some((k, v)) => {
                 let first = key_seq(&k).unwrap_or(0);
-                first.saturating_add(decode_frame(&v).map(|e| e.len() as u64).unwrap_or(1)).saturating_sub(1)
+                open_record(&v).map_or(first, |(header, _)| header.last_seq())
             }
         };
         if from > last {

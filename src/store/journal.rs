@@ -1,22 +1,28 @@
-//! The journal: append-only segment files `<first seq, 20 digits>.cborseq`, each a CBOR
-//! sequence of frames. Appending a frame and `fdatasync`-ing it is the commit point.
+//! The journal: append-only segment files `<first seq, 20 digits>.clj`, each a
+//! sequence of v2 records (a 60-byte header, then a frame: `ledger_schema::record`).
+//! Appending a record and `fdatasync`-ing it is the commit point.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use ledger_schema::DecodeError;
-use ledger_schema::codec::{MAX_FRAME_BYTES, item_end};
+use ledger_schema::record::{
+    HEADER_BYTES, MAX_RECORD_BYTES, RecordFault, RecordHeader, check_record, parse_header,
+};
 
 use super::{IoError, OpenError, SEGMENT_TARGET_BYTES};
 
-/// Largest segment file a reader accepts: the target plus one maximal frame.
-pub const MAX_SEGMENT_BYTES: u64 = SEGMENT_TARGET_BYTES + MAX_FRAME_BYTES as u64;
-/// Every v1 frame begins with a map of two pairs.
-const FRAME_FIRST_BYTE: u8 = 0xa2;
+/// Largest segment file a reader accepts: the target plus one maximal record.
+pub const MAX_SEGMENT_BYTES: u64 = SEGMENT_TARGET_BYTES + MAX_RECORD_BYTES as u64;
+/// Every v1 segment began with a frame: a CBOR map of two pairs.
+pub const V1_FIRST_BYTE: u8 = 0xa2;
 
+/// The extension of a v2 segment file.
+pub const SEGMENT_EXTENSION: &str = "clj";
+
+/// A segment's file name: its first seq in 20 decimal digits, then `.clj`.
 pub fn segment_name(first_seq: u64) -> String {
-    format!("{first_seq:020}.cborseq")
+    format!("{first_seq:020}.{SEGMENT_EXTENSION}")
 }
 
 pub fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> IoError + 'a {
@@ -31,9 +37,16 @@ pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, OpenError> {
         let item = item.map_err(io("read directory", dir))?;
         let path = item.path();
         let name = item.file_name();
+        if name.to_str().is_some_and(|n| n.ends_with(".cborseq")) {
+            return Err(OpenError::Corrupt {
+                seq: 0,
+                replica: super::Replica::Journal,
+                reason: super::Corruption::JournalV1 { segment: path.display().to_string() },
+            });
+        }
         let parsed = name
             .to_str()
-            .and_then(|n| n.strip_suffix(".cborseq"))
+            .and_then(|n| n.strip_suffix(".clj"))
             .filter(|digits| digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|digits| digits.parse::<u64>().ok());
         match parsed {
@@ -45,15 +58,16 @@ pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, OpenError> {
     Ok(out)
 }
 
-/// How much of a segment a reader pulls in at a time (more only to finish a large frame).
+/// How much of a segment a reader pulls in at a time (more only to finish a large record).
 const READ_CHUNK_BYTES: usize = 1 << 20;
 
-/// A segment read frame by frame through a window that holds the unread rest of one
-/// read plus at most one frame — not the whole segment — so a scan's memory does not
+/// A segment read record by record through a window that holds the unread rest of one
+/// read plus at most one record — not the whole segment — so a scan's memory does not
 /// grow with the segment size.
 pub struct SegmentReader {
     file: File,
-    /// The segment's length when opened (checked against [`MAX_SEGMENT_BYTES`]).
+    /// The segment's length when opened (checked against [`MAX_SEGMENT_BYTES`]): a reader
+    /// beside a live writer reads up to here and no further.
     len: u64,
     /// Unconsumed bytes; `window[0]` is at file offset `base`.
     window: Vec<u8>,
@@ -65,22 +79,13 @@ pub struct SegmentReader {
 
 /// One step of reading a segment.
 pub enum Split<'a> {
-    Frame {
-        offset: u64,
-        bytes: &'a [u8],
-    },
+    /// An intact record (header and payload checks verified).
+    Record { offset: u64, header: RecordHeader, record: &'a [u8] },
     /// The segment ends here.
     End,
-    /// The bytes from `offset` to the end are the prefix of a frame whose write never
-    /// completed (only legal at the end of the last segment).
-    Torn {
-        offset: u64,
-    },
-    /// The bytes at `offset` are not a frame.
-    Garbage {
-        offset: u64,
-        error: DecodeError,
-    },
+    /// The bytes from `offset` to the end are not an intact record: a torn tail or damage,
+    /// which [`SegmentReader::rest`] and [`classify_tail`] decide.
+    Fault { offset: u64, fault: RecordFault },
 }
 
 impl SegmentReader {
@@ -103,41 +108,61 @@ impl SegmentReader {
         self.len
     }
 
-    /// The next frame, or how the segment ends.
-    pub fn next_frame(&mut self, path: &Path) -> Result<Split<'_>, OpenError> {
-        loop {
-            let at_end = self.read >= self.len;
-            if self.pos >= self.window.len() && at_end {
-                return Ok(Split::End);
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Makes at least `n` unread bytes available (fewer only at the end of the segment).
+    fn fill(&mut self, n: usize, path: &Path) -> Result<(), OpenError> {
+        while self.window.len() - self.pos.min(self.window.len()) < n && self.read < self.len {
+            self.refill(n, path)?;
+        }
+        Ok(())
+    }
+
+    fn unread(&self) -> &[u8] {
+        self.window.get(self.pos..).unwrap_or_default()
+    }
+
+    /// The next intact record, or how the segment ends.
+    pub fn next_record(&mut self, path: &Path) -> Result<Split<'_>, OpenError> {
+        let offset = self.offset();
+        if offset >= self.len {
+            return Ok(Split::End);
+        }
+        self.fill(HEADER_BYTES, path)?;
+        let need = match parse_header(self.unread()) {
+            Ok(header) => header.record_len(),
+            Err(fault) => return Ok(Split::Fault { offset, fault }),
+        };
+        self.fill(need, path)?;
+        match check_record(self.unread()) {
+            Ok((header, _)) => {
+                let start = self.pos;
+                self.pos += need;
+                let record = self.window.get(start..self.pos).unwrap_or_default();
+                Ok(Split::Record { offset, header, record })
             }
-            let offset = self.base + self.pos as u64;
-            match item_end(&self.window, self.pos) {
-                Ok(end) => {
-                    let start = std::mem::replace(&mut self.pos, end);
-                    return Ok(Split::Frame {
-                        offset,
-                        bytes: self.window.get(start..end).unwrap_or_default(),
-                    });
-                }
-                Err(DecodeError::Truncated { .. }) if !at_end => self.refill(path)?,
-                Err(DecodeError::Truncated { .. })
-                    if self.window.get(self.pos) == Some(&FRAME_FIRST_BYTE) =>
-                {
-                    return Ok(Split::Torn { offset });
-                }
-                Err(error) => return Ok(Split::Garbage { offset, error }),
-            }
+            Err(fault) => Ok(Split::Fault { offset, fault }),
         }
     }
 
-    /// Drops what was consumed and reads at least a chunk more (doubling for a frame
-    /// larger than the window), never past the length seen at open.
-    fn refill(&mut self, path: &Path) -> Result<(), OpenError> {
+    /// Every byte from the current position to the end of the segment (as seen at open),
+    /// at most [`MAX_SEGMENT_BYTES`]: what a fault classification examines.
+    pub fn rest(&mut self, path: &Path) -> Result<&[u8], OpenError> {
+        let left = usize::try_from(self.len - self.offset()).unwrap_or(usize::MAX);
+        self.fill(left, path)?;
+        Ok(self.unread())
+    }
+
+    /// Drops what was consumed and reads at least a chunk more (enough for `want` unread
+    /// bytes), never past the length seen at open.
+    fn refill(&mut self, want: usize, path: &Path) -> Result<(), OpenError> {
         self.window.drain(..self.pos.min(self.window.len()));
         self.base += self.pos as u64;
         self.pos = 0;
-        let want = (self.window.len().max(READ_CHUNK_BYTES) as u64).min(self.len - self.read);
-        let got = (&mut self.file).take(want).read_to_end(&mut self.window).map_err(io("read", path))?;
+        let more = (want.max(READ_CHUNK_BYTES) as u64).min(self.len - self.read);
+        let got = (&mut self.file).take(more).read_to_end(&mut self.window).map_err(io("read", path))?;
         if got == 0 {
             // The file shrank under us: what was read is all there is.
             self.len = self.read;

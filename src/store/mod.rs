@@ -11,20 +11,23 @@ mod checkpoint;
 mod disk;
 mod journal;
 mod memory;
+mod recover;
 
 use std::fmt;
 use std::path::PathBuf;
 
 use ledger_schema::codec::{MAX_FRAME_BYTES, MAX_FRAME_ENTRIES};
+use ledger_schema::record::{HEADER_BYTES, RecordFault, seal_record};
 use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
 
 pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
-    DiskStore, FaultPlan, FaultPoint, JournalReport, OnEntry, OpenReport, RecoverReport, StoreReader,
-    TornTail, VerifyReport, init, recover, replay_journal, verify, verify_observed,
+    AuditScope, Copies, Damage, DiskStore, FaultPlan, FaultPoint, IndexRebuilt, OnEntry, OpenReport,
+    StoreReader, TornTail, VerifyReport, audit, init, replay_journal, verify,
 };
 pub use memory::MemStore;
+pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};
 
 /// The size a journal segment reaches before a new one is started (bounds replay memory
 /// per segment; readers accept up to this plus one maximal frame).
@@ -61,10 +64,16 @@ impl Frame {
                 max: ledger_schema::codec::MAX_ENTRY_BYTES,
             });
         }
-        let bytes = encode_frame(entries.iter().map(|e| e.bytes.as_slice()));
-        if bytes.len() > MAX_FRAME_BYTES {
-            return Err(FrameError::TooLarge { len: bytes.len(), max: MAX_FRAME_BYTES });
+        let payload = encode_frame(entries.iter().map(|e| e.bytes.as_slice()));
+        if payload.len() > MAX_FRAME_BYTES {
+            return Err(FrameError::TooLarge { len: payload.len(), max: MAX_FRAME_BYTES });
         }
+        let first_seq = entries.first().map(|e| e.entry.seq);
+        // Bounded above: at most MAX_FRAME_ENTRIES (4096) entries.
+        let count = u32::try_from(entries.len())
+            .map_err(|_| FrameError::Entries { n: entries.len(), max: MAX_FRAME_ENTRIES })?;
+        let first_seq = first_seq.ok_or(FrameError::Entries { n: 0, max: MAX_FRAME_ENTRIES })?;
+        let bytes = seal_record(first_seq, count, &payload);
         Ok(Frame { entries, bytes })
     }
 
@@ -72,21 +81,29 @@ impl Frame {
         &self.entries
     }
 
+    /// The journal record: the v2 header followed by the frame (what both copies store).
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// The frame alone (canonical CBOR), without the record header.
+    pub fn payload(&self) -> &[u8] {
+        self.bytes.get(HEADER_BYTES..).unwrap_or_default()
     }
 
     pub fn into_entries(self) -> Vec<SealedEntry> {
         self.entries
     }
 
-    /// Seq of the first entry (the frame's sled key).
+    /// Seq of the first entry (the frame's sled key). A frame holds at least one entry.
     pub fn first_seq(&self) -> u64 {
+        debug_assert!(!self.entries.is_empty());
         self.entries.first().map_or(0, |e| e.entry.seq)
     }
 
     /// Seq of the last entry.
     pub fn last_seq(&self) -> u64 {
+        debug_assert!(!self.entries.is_empty());
         self.entries.last().map_or(0, |e| e.entry.seq)
     }
 }
@@ -97,6 +114,8 @@ impl Frame {
 pub enum Replica {
     Journal,
     Sled,
+    /// Both copies: they disagree and nothing decides between them.
+    Both,
 }
 
 impl fmt::Display for Replica {
@@ -104,6 +123,7 @@ impl fmt::Display for Replica {
         f.write_str(match self {
             Replica::Journal => "journal",
             Replica::Sled => "sled",
+            Replica::Both => "journal and sled",
         })
     }
 }
@@ -128,12 +148,36 @@ pub enum Corruption {
     KeyMismatch { key: u64, first_seq: u64 },
     #[error("frame bytes differ from the journal copy")]
     Differs,
+    #[error(
+        "entry {next} does not link to this entry ({detail}): this entry, or the link in entry {next}, was altered"
+    )]
+    LinkBroken { next: u64, detail: String },
+    #[error(
+        "the copies hold different intact records for this frame and no later entry decides between them: \
+         neither is chosen (decide with `ledger recover --checkpoint FILE` or `--prefer journal|sled`)"
+    )]
+    CopiesDisagree,
     #[error("frame is missing from sled while later frames are present")]
     MissingInSled,
     #[error("frame is present in sled but missing from the journal")]
     MissingInJournal,
-    #[error("not a frame: {bytes} bytes at offset {offset} of {segment} ({detail})")]
-    Garbage { segment: String, offset: u64, bytes: u64, detail: String },
+    /// Damaged journal bytes (never a torn tail).
+    #[error("{0}")]
+    Damaged(Box<DamagedAt>),
+    /// A stored record (sled's copy) whose header or checksums do not verify.
+    #[error("damaged record: {0}")]
+    Record(RecordFault),
+    /// A record header that disagrees with its payload or position.
+    #[error(
+        "record header names seq {header_seq} and {header_count} entries; the frame holds seq {found_seq} and {found_count}"
+    )]
+    HeaderMismatch { header_seq: u64, header_count: u32, found_seq: u64, found_count: u64 },
+    /// A segment in the v1 layout (frames without record headers).
+    #[error(
+        "{segment} is in journal format v1 (frames without record headers); this build reads format v2 only \
+         (no v1 ledger was published: create a new ledger)"
+    )]
+    JournalV1 { segment: String },
     #[error("journal segment {segment} is named for seq {named} but begins at seq {found}")]
     SegmentName { segment: String, named: u64, found: u64 },
     #[error("meta tree disagrees with genesis: {0}")]
@@ -145,6 +189,23 @@ pub enum Corruption {
     /// The entry verifies as bytes but breaks an admission rule (found by replay).
     #[error("inadmissible {0}")]
     Inadmissible(String),
+}
+
+/// Where damaged journal bytes are, and the next intact record found after them, which
+/// proves the damage is not the end of the journal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "damaged journal record at offset {offset} of {segment} ({fault}); the last good seq is {}{}",
+    last_good.map_or_else(|| "none".to_owned(), |s| s.to_string()),
+    next_intact.map_or_else(String::new, |(at, seq)| format!("; an intact record (seq {seq}) follows at offset {at}"))
+)]
+pub struct DamagedAt {
+    pub segment: String,
+    pub offset: u64,
+    pub fault: RecordFault,
+    pub last_good: Option<u64>,
+    /// `(offset, first seq)` of the next intact record in the same segment.
+    pub next_intact: Option<(u64, u64)>,
 }
 
 /// An I/O failure, with the path it happened on.
@@ -179,6 +240,18 @@ pub enum OpenError {
     Corrupt { seq: u64, replica: Replica, reason: Corruption },
     #[error("cannot create the genesis entry: {0}")]
     Genesis(String),
+    /// Damage that recovery cannot repair from either copy; nothing was changed.
+    #[error("cannot recover: seq {seq} in the {replica} copy: {reason}; {why}")]
+    Unrecoverable { seq: u64, replica: Replica, reason: Box<Corruption>, why: String },
+    /// Too little free space to open sled safely (its open writes).
+    #[error(
+        "only {free} bytes free on the filesystem of {path} ({needed} needed): the sled index is not opened, \
+         since its own recovery writes and a full disk would leave it unopenable"
+    )]
+    NoRoom { path: PathBuf, free: u64, needed: u64 },
+    /// An operator request that cannot be carried out as given.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl OpenError {
@@ -186,7 +259,10 @@ impl OpenError {
     pub fn is_verification_failure(&self) -> bool {
         matches!(
             self,
-            OpenError::Corrupt { .. } | OpenError::Sled(_) | OpenError::Empty | OpenError::UnexpectedFile(_)
+            OpenError::Corrupt { .. }
+                | OpenError::Unrecoverable { .. }
+                | OpenError::Empty
+                | OpenError::UnexpectedFile(_)
         )
     }
 }

@@ -338,7 +338,9 @@ fn main() {
     log(&format!("e. building a {big_n}-entry ledger …"));
     let big = big_ledger(base, "big", big_n, &text);
     let t = Instant::now();
-    let report = closure_ledger::replay::replay(&big, None, &mut |_| {}).unwrap();
+    let report =
+        closure_ledger::replay::replay(&big, None, closure_ledger::store::AuditScope::Both, &mut |_| {})
+            .unwrap();
     let replay_eps = report.entries as f64 / t.elapsed().as_secs_f64();
     assert!(report.ok);
     // The peer replays the very same entries from SQLite.

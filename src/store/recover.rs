@@ -1,0 +1,488 @@
+//! `recover`: make both copies whole again without ever dropping a record that either copy
+//! holds intact. The journal is the authority; sled is the evidence for what the journal
+//! lost (a frame reaches sled only after its journal fdatasync, so every intact sled
+//! record that chains on was acknowledged). Bytes are never deleted: whatever is cut from
+//! the journal, and the old sled, are moved aside under the ledger directory.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use ledger_schema::record::open_record;
+use ledger_schema::{SealedEntry, decode_frame};
+
+use super::disk::{
+    FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, corrupt, create_dir_0700, key, lock, open_sled, scan,
+    trees, write_meta,
+};
+use super::journal::{io, list_segments, segment_name, sync_dir};
+use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
+
+/// Where recovery moves what it takes out of the ledger (never deleted).
+pub const CUT_DIR: &str = "cut";
+/// The most sled records recovery restores into the journal in one run (bounds memory).
+const MAX_RESTORE_BYTES: usize = 256 << 20;
+
+/// What the operator decided (see `ledger recover --help`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoverOptions {
+    /// Cut the journal after this seq (a frame boundary), moving the rest aside.
+    pub truncate_after: Option<u64>,
+    /// When the copies hold different intact newest frames: the copy to keep.
+    pub prefer: Option<Replica>,
+    /// Evidence that decides between disagreeing copies, and is checked at the end.
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// What `recover` did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoverReport {
+    #[serde(skip)]
+    pub head: Head,
+    pub head_seq: u64,
+    pub frames: u64,
+    pub entries: u64,
+    /// Where the previous sled directory was moved (never deleted).
+    pub moved_aside: Option<PathBuf>,
+    /// A never-acknowledged partial record cut off the journal's tail, and where its bytes went.
+    pub torn_tail: Option<super::TornTail>,
+    /// Records the journal had lost (damaged or missing) that were restored from sled.
+    pub restored_from_sled: u64,
+    /// The seqs of the restored records.
+    pub restored_seqs: Option<(u64, u64)>,
+    /// Journal bytes cut by `--truncate-after` or replaced by sled's copy, and where they went.
+    pub cut: Vec<PathBuf>,
+}
+
+/// A fresh numbered directory under `root/cut/`.
+fn cut_dir(root: &Path) -> Result<PathBuf, OpenError> {
+    let base = root.join(CUT_DIR);
+    if !base.is_dir() {
+        create_dir_0700(&base)?;
+        sync_dir(root)?;
+    }
+    let dir = (1u32..)
+        .map(|n| base.join(n.to_string()))
+        .find(|p| !p.exists())
+        .ok_or_else(|| OpenError::Sled("no free name under cut/".into()))?;
+    create_dir_0700(&dir)?;
+    sync_dir(&base)?;
+    Ok(dir)
+}
+
+/// Copies `segment[offset..]` to `into/<segment name>@<offset>`, fsyncs it, then cuts the
+/// segment back to `offset`. Returns where the bytes went.
+pub(super) fn move_tail_aside(root: &Path, segment: &Path, offset: u64) -> Result<PathBuf, OpenError> {
+    let into = cut_dir(root)?;
+    let name = segment.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let target = into.join(format!("{name}@{offset}"));
+    let mut src = File::open(segment).map_err(io("open", segment))?;
+    src.seek(SeekFrom::Start(offset)).map_err(io("seek", segment))?;
+    let mut dst =
+        OpenOptions::new().write(true).create_new(true).open(&target).map_err(io("create", &target))?;
+    std::io::copy(&mut src, &mut dst).map_err(io("copy", &target))?;
+    dst.sync_all().map_err(io("fsync", &target))?;
+    sync_dir(&into)?;
+    let file = OpenOptions::new().write(true).open(segment).map_err(io("open", segment))?;
+    file.set_len(offset).map_err(io("truncate", segment))?;
+    file.sync_all().map_err(io("fsync", segment))?;
+    Ok(target)
+}
+
+/// Moves a whole segment file aside into `into`.
+fn move_segment_aside(segment: &Path, into: &Path) -> Result<PathBuf, OpenError> {
+    let target = into.join(segment.file_name().unwrap_or_default());
+    std::fs::rename(segment, &target).map_err(io("rename", segment))?;
+    Ok(target)
+}
+
+/// Where the journal's intact records end and what follows them.
+#[derive(Debug, Clone)]
+struct Boundary {
+    segment: PathBuf,
+    /// Where the journal's trusted bytes end.
+    offset: u64,
+    /// Chain head before the first record to restore.
+    head: Head,
+    /// Intact journal bytes that continue after a damaged region: `(offset, first seq)`;
+    /// restored records must fill exactly up to here.
+    resume: Option<(u64, u64)>,
+    /// There are later segments after this one (so the region must be filled exactly).
+    later_segments: bool,
+}
+
+/// A record with its sled key (its first seq).
+type Keyed = (u64, Vec<u8>);
+
+/// sled's records from `head.seq + 1` on that are intact and chain on from `head` (up to
+/// `until`, exclusive), in order, with their total length.
+fn sled_continuation(
+    sled: &sled::Tree,
+    head: Head,
+    until: Option<u64>,
+) -> Result<(Vec<Keyed>, Head), OpenError> {
+    let mut chain = Chain::from_head(head);
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for item in sled.range(key(head.seq + 1)..) {
+        let (k, v) = item.map_err(|e| OpenError::Sled(e.to_string()))?;
+        let first_seq = chain.next_seq();
+        if until.is_some_and(|u| first_seq >= u) || k.as_ref() != key(first_seq) {
+            break;
+        }
+        let Ok((header, payload)) = open_record(&v) else { break };
+        let Ok(entries) = decode_frame(payload) else { break };
+        if header.first_seq != first_seq || entries.len() as u64 != u64::from(header.count) {
+            break;
+        }
+        let mut trial = chain;
+        if !entries.iter().all(|bytes| trial.verify(bytes).is_ok()) {
+            break;
+        }
+        total += v.len();
+        if total > MAX_RESTORE_BYTES {
+            return Err(OpenError::Sled(format!(
+                "more than {MAX_RESTORE_BYTES} bytes to restore from sled in one run"
+            )));
+        }
+        chain = trial;
+        out.push((first_seq, v.to_vec()));
+    }
+    Ok((out, chain.head().unwrap_or(head)))
+}
+
+/// Rewrites `segment` as `bytes[..offset] ‖ records ‖ bytes[resume..]`, keeping the original
+/// under `into`; records that would grow the last segment past its target go to new
+/// segments. The original stays in `into` whatever happens.
+fn splice_segment(
+    journal: &Path,
+    segment: &Path,
+    offset: u64,
+    resume: Option<u64>,
+    records: &[(u64, Vec<u8>)],
+    into: &Path,
+) -> Result<PathBuf, OpenError> {
+    let mut original = Vec::new();
+    File::open(segment).and_then(|mut f| f.read_to_end(&mut original)).map_err(io("read", segment))?;
+    let name = segment.file_name().unwrap_or_default();
+    let kept = into.join(name);
+    std::fs::write(&kept, &original).map_err(io("write", &kept))?;
+    File::open(&kept).and_then(|f| f.sync_all()).map_err(io("fsync", &kept))?;
+    let cut = usize::try_from(offset).unwrap_or(usize::MAX);
+    let mut content = original.get(..cut).unwrap_or_default().to_vec();
+    let mut extra: Vec<(u64, Vec<u8>)> = Vec::new();
+    for (first_seq, record) in records {
+        if resume.is_none() && content.len() as u64 >= SEGMENT_TARGET_BYTES {
+            match extra.last_mut() {
+                Some((_, seg)) if (seg.len() as u64) < SEGMENT_TARGET_BYTES => seg.extend_from_slice(record),
+                _ => extra.push((*first_seq, record.clone())),
+            }
+        } else {
+            content.extend_from_slice(record);
+        }
+    }
+    if let Some(r) = resume {
+        content
+            .extend_from_slice(original.get(usize::try_from(r).unwrap_or(usize::MAX)..).unwrap_or_default());
+    }
+    let staged = into.join(format!("{}.new", name.to_string_lossy()));
+    let mut f = File::create(&staged).map_err(io("create", &staged))?;
+    f.write_all(&content).and_then(|()| f.sync_all()).map_err(io("write", &staged))?;
+    std::fs::rename(&staged, segment).map_err(io("rename", &staged))?;
+    for (first_seq, bytes) in &extra {
+        let path = journal.join(segment_name(*first_seq));
+        let mut f =
+            OpenOptions::new().write(true).create_new(true).open(&path).map_err(io("create", &path))?;
+        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io("write", &path))?;
+    }
+    sync_dir(journal)?;
+    Ok(kept)
+}
+
+/// A tolerant journal pass that remembers where each record sits and which records sled
+/// holds differently.
+struct Survey {
+    scan: Scan,
+    /// The newest journal record: `(segment, offset, first seq, head before it)`.
+    newest: Option<(PathBuf, u64, u64, Option<Head>)>,
+    /// The end of the record holding `truncate_after`, if asked: `(segment, end offset)`.
+    cut_at: Option<(PathBuf, u64)>,
+    /// First seqs of records sled holds intact but differently.
+    differs: Vec<u64>,
+}
+
+fn survey(root: &Path, sled: Option<&sled::Tree>, truncate_after: Option<u64>) -> Result<Survey, OpenError> {
+    let mut newest = None;
+    let mut cut_at = None;
+    let mut differs = Vec::new();
+    let mut on_frame = |pos: &FramePos<'_>| -> Result<(), OpenError> {
+        let last_seq = open_record(pos.record).map_or(pos.first_seq, |(h, _)| h.last_seq());
+        if truncate_after == Some(last_seq) {
+            cut_at = Some((pos.segment.to_path_buf(), pos.offset + pos.record.len() as u64));
+        }
+        if let Some(tree) = sled {
+            let theirs = tree.get(key(pos.first_seq)).map_err(|e| OpenError::Sled(e.to_string()))?;
+            if let Some(v) = theirs
+                && v.as_ref() != pos.record
+                && open_record(&v).is_ok()
+            {
+                differs.push(pos.first_seq);
+            }
+        }
+        newest = Some((pos.segment.to_path_buf(), pos.offset, pos.first_seq, pos.before));
+        Ok(())
+    };
+    let scan = scan(root, None, false, OnDamage::Stop, &mut |_| Ok(()), &mut on_frame)?;
+    Ok(Survey { scan, newest, cut_at, differs })
+}
+
+/// Does the checkpoint hold for this chain of entries? `None` when it names another seq.
+fn checkpoint_says(cp: &Checkpoint, entries: &[SealedEntry]) -> Option<bool> {
+    entries.iter().find(|e| e.entry.seq == cp.seq).map(|e| cp.check(e).is_ok())
+}
+
+fn sealed_of(record: &[u8]) -> Vec<SealedEntry> {
+    open_record(record)
+        .ok()
+        .and_then(|(_, payload)| decode_frame(payload).ok())
+        .map(|entries| entries.into_iter().filter_map(|b| SealedEntry::open(b).ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Repairs the journal from sled where it can prove what was lost, cuts where the operator
+/// said, then rebuilds sled from the journal. Refuses — changing nothing — where the
+/// journal is damaged and neither copy can restore it, and where the copies disagree and
+/// no evidence decides.
+pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, OpenError> {
+    let _lock = lock(root, true)?;
+    let journal = root.join(JOURNAL_DIR);
+    let db = open_sled(&root.join(SLED_DIR)).ok();
+    let tree = db.as_ref().and_then(|db| trees(db).ok()).map(|(entries, _)| entries);
+    let mut report = RecoverReport {
+        head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
+        head_seq: 0,
+        frames: 0,
+        entries: 0,
+        moved_aside: None,
+        torn_tail: None,
+        restored_from_sled: 0,
+        restored_seqs: None,
+        cut: Vec::new(),
+    };
+    let found = survey(root, tree.as_ref(), options.truncate_after)?;
+
+    if let Some(after) = options.truncate_after {
+        // The operator's cut: everything after `after` moves aside, and sled's later
+        // records are not restored (the old sled is moved aside whole).
+        let Some((segment, end)) = found.cut_at else {
+            let head = found.scan.head.seq;
+            return Err(OpenError::Usage(format!(
+                "--truncate-after {after}: no intact journal record ends at seq {after} (the verified journal \
+                 ends at seq {head}; cut at a frame boundary: `ledger show` lists the entries)"
+            )));
+        };
+        let later: Vec<PathBuf> = list_segments(&journal)?
+            .into_iter()
+            .map(|(_, p)| p)
+            .filter(|p| p.file_name() > segment.file_name())
+            .collect();
+        report.cut.push(move_tail_aside(root, &segment, end)?);
+        if !later.is_empty() {
+            let into = cut_dir(root)?;
+            for p in later {
+                report.cut.push(move_segment_aside(&p, &into)?);
+            }
+            sync_dir(&journal)?;
+        }
+    } else if let Some(tree) = tree.as_ref() {
+        restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
+    } else if let Some(damage) = &found.scan.damage {
+        return Err(damage_without_copy(damage, "sled will not open"));
+    }
+    drop(tree);
+    drop(db);
+
+    // The journal now verifies, apart from a torn tail: cut that (moved aside).
+    let checked = scan(root, None, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()))?;
+    if let Some(torn) = &checked.torn {
+        let moved = move_tail_aside(root, &torn.segment, torn.offset)?;
+        report.torn_tail = Some(super::TornTail { moved_to: Some(moved), ..torn.clone() });
+    }
+    if let Some(cp) = &options.checkpoint {
+        let mut seen = false;
+        let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
+            if sealed.entry.seq == cp.seq {
+                cp.check(sealed).map_err(|reason| corrupt(cp.seq, Replica::Journal, reason))?;
+                seen = true;
+            }
+            Ok(())
+        };
+        let head = scan(root, None, false, OnDamage::Fail, &mut check, &mut |_| Ok(()))?.head;
+        if !seen {
+            return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: head.seq }));
+        }
+    }
+
+    let (moved_aside, rebuilt) = rebuild_index(root)?;
+    report.moved_aside = moved_aside;
+    report.head = rebuilt.head;
+    report.head_seq = rebuilt.head.seq;
+    report.frames = rebuilt.frames;
+    report.entries = rebuilt.entries;
+    Ok(report)
+}
+
+/// Moves `sled/` aside (never deleted) and rebuilds it from the journal, which must verify.
+/// The caller holds the exclusive lock.
+pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), OpenError> {
+    let sled_dir = root.join(SLED_DIR);
+    let mut moved_aside = None;
+    if sled_dir.exists() {
+        let aside = (1u32..)
+            .map(|n| root.join(format!("sled.broken-{n}")))
+            .find(|p| !p.exists())
+            .ok_or_else(|| OpenError::Sled("no free name to move sled/ aside".into()))?;
+        std::fs::rename(&sled_dir, &aside).map_err(io("rename", &sled_dir))?;
+        moved_aside = Some(aside);
+    }
+    create_dir_0700(&sled_dir)?;
+    sync_dir(root)?;
+    let db = open_sled(&sled_dir)?;
+    let (entries_tree, meta) = trees(&db)?;
+    let mut insert = |pos: &FramePos<'_>| -> Result<(), OpenError> {
+        entries_tree
+            .insert(key(pos.first_seq), pos.record)
+            .map(|_| ())
+            .map_err(|e| OpenError::Sled(e.to_string()))
+    };
+    let rebuilt = scan(root, None, false, OnDamage::Fail, &mut |_| Ok(()), &mut insert)?;
+    write_meta(&meta, rebuilt.head.ledger)?;
+    db.flush().map_err(|e| OpenError::Sled(e.to_string()))?;
+    Ok((moved_aside, rebuilt))
+}
+
+fn damage_without_copy(damage: &super::disk::Damage, why: &str) -> OpenError {
+    let OpenError::Corrupt { seq, replica, reason } = damage.corruption() else {
+        return damage.corruption();
+    };
+    OpenError::Unrecoverable {
+        seq,
+        replica,
+        reason: Box::new(reason),
+        why: format!(
+            "{why}; nothing was changed. If those records were never acknowledged, cut with \
+             `ledger recover --truncate-after {}` (the cut bytes are moved aside)",
+            seq.saturating_sub(1)
+        ),
+    }
+}
+
+/// The journal's trusted prefix, and what sled can add to it.
+fn restore_from_sled(
+    root: &Path,
+    journal: &Path,
+    tree: &sled::Tree,
+    found: &Survey,
+    options: &RecoverOptions,
+    report: &mut RecoverReport,
+) -> Result<(), OpenError> {
+    let head = found.scan.head;
+    // 1. Where the journal's trusted bytes end.
+    let mut boundary = match (&found.scan.damage, &found.scan.torn, &found.scan.last_segment) {
+        (Some(d), _, _) => Boundary {
+            segment: d.segment.clone(),
+            offset: d.offset,
+            head,
+            resume: d.next_intact,
+            later_segments: !d.is_last,
+        },
+        (None, Some(t), _) => Boundary {
+            segment: t.segment.clone(),
+            offset: t.offset,
+            head,
+            resume: None,
+            later_segments: false,
+        },
+        (None, None, Some((path, len))) => {
+            Boundary { segment: path.clone(), offset: *len, head, resume: None, later_segments: false }
+        }
+        (None, None, None) => return Err(OpenError::Empty),
+    };
+
+    // 2. The copies disagree on an intact record: only the newest can be undecided (an
+    // older one is authenticated by the journal's next link, so sled is simply wrong).
+    let newest_differs = found
+        .newest
+        .as_ref()
+        .is_some_and(|(_, _, first, _)| found.differs.last() == Some(first) && found.scan.damage.is_none());
+    if newest_differs && let Some((segment, offset, first_seq, Some(before))) = found.newest.clone() {
+        let theirs =
+            tree.get(key(first_seq)).map_err(|e| OpenError::Sled(e.to_string()))?.map(|v| v.to_vec());
+        let (sled_chain, _) = sled_continuation(tree, before, None)?;
+        let sled_wins_by_link = sled_chain.len() > 1;
+        let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
+            let ours: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
+            checkpoint_says(cp, &ours)
+        });
+        let take_sled = match (options.prefer, by_checkpoint) {
+            (_, Some(sled_matches)) => sled_matches,
+            (Some(Replica::Sled), None) => true,
+            (Some(Replica::Journal), None) => false,
+            _ if sled_wins_by_link => true,
+            _ => {
+                return Err(corrupt(first_seq, Replica::Both, Corruption::CopiesDisagree));
+            }
+        };
+        if take_sled && theirs.is_some() {
+            boundary = Boundary { segment, offset, head: before, resume: None, later_segments: false };
+        } else {
+            // The journal's version stands; sled is rebuilt from it.
+            return Ok(());
+        }
+    }
+
+    // 3. What sled holds beyond the boundary, chained on.
+    let until = boundary
+        .resume
+        .map(|(_, seq)| seq)
+        .or_else(|| boundary.later_segments.then(|| next_segment_seq(journal, &boundary.segment)).flatten());
+    let (records, restored_head) = sled_continuation(tree, boundary.head, until)?;
+    let needs_exact = boundary.resume.is_some() || boundary.later_segments;
+    if let Some(damage) = &found.scan.damage {
+        let filled = until.is_some_and(|u| restored_head.seq + 1 == u);
+        if records.is_empty() || (needs_exact && !filled) {
+            return Err(damage_without_copy(
+                damage,
+                "sled does not hold an intact copy of the damaged records",
+            ));
+        }
+        let replaced = boundary.resume.map(|(r, _)| r.saturating_sub(boundary.offset));
+        let restored: u64 = records.iter().map(|(_, r)| r.len() as u64).sum();
+        if let Some(replaced) = replaced
+            && replaced != restored
+        {
+            return Err(damage_without_copy(damage, "sled's copy of the damaged records differs in length"));
+        }
+    }
+    if records.is_empty() {
+        return Ok(());
+    }
+    let into = cut_dir(root)?;
+    let resume = boundary.resume.map(|(r, _)| r).or_else(|| {
+        boundary.later_segments.then(|| std::fs::metadata(&boundary.segment).map(|m| m.len()).ok()).flatten()
+    });
+    report.cut.push(splice_segment(journal, &boundary.segment, boundary.offset, resume, &records, &into)?);
+    report.restored_from_sled = records.len() as u64;
+    report.restored_seqs = records.first().map(|(first, _)| (*first, restored_head.seq));
+    Ok(())
+}
+
+/// The first seq of the segment after `segment`.
+fn next_segment_seq(journal: &Path, segment: &Path) -> Option<u64> {
+    list_segments(journal)
+        .ok()?
+        .into_iter()
+        .find(|(_, p)| p.file_name() > segment.file_name())
+        .map(|(s, _)| s)
+}
