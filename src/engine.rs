@@ -95,6 +95,8 @@ struct Shared {
     head: watch::Sender<u64>,
     live: broadcast::Sender<Arc<Vec<CommittedEntry>>>,
     reader: StoreReader,
+    /// The ledger directory (for in-process audits).
+    root: std::path::PathBuf,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -129,6 +131,7 @@ impl Engine {
             head: watch::channel(ledger.store().head().seq).0,
             live,
             reader: ledger.store().reader(),
+            root: ledger.store().root().to_path_buf(),
             writer: Mutex::new(None),
         });
         let writer_shared = Arc::clone(&shared);
@@ -202,6 +205,19 @@ impl Engine {
             closed: false,
         };
         futures::stream::unfold(sub, |mut sub| async move { sub.next().await.map(|item| (item, sub)) })
+    }
+
+    /// Audits both copies beside the running writer, without disturbing it: every journal
+    /// record up to where the journal ended when read, each compared with sled's copy
+    /// (`ledger verify` from another process can check only the journal while this engine
+    /// holds sled).
+    pub async fn audit(&self) -> Result<crate::store::VerifyReport, OpenError> {
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || {
+            crate::store::audit_live(&shared.root, &shared.reader, &mut |_| Ok(()))
+        })
+        .await
+        .map_err(|e| OpenError::Genesis(format!("the audit task failed: {e}")))?
     }
 
     /// A read-only handle (snapshots, head, subscriptions) that does not keep the writer

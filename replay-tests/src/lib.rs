@@ -285,3 +285,22 @@ impl Rng {
         self.next_u64() % n.max(1)
     }
 }
+
+/// Splits the single journal segment of `dir` into segments starting at the records with
+/// the given indices (as if the writer had rolled there). Returns the segment paths.
+pub fn split_segments(dir: &Path, starts: &[usize]) -> Vec<PathBuf> {
+    let frames = journal_frames(dir);
+    let bytes = std::fs::read(segment(dir)).unwrap();
+    std::fs::remove_file(segment(dir)).unwrap();
+    let mut bounds: Vec<usize> = std::iter::once(0).chain(starts.iter().copied()).collect();
+    bounds.push(frames.len());
+    bounds
+        .windows(2)
+        .map(|w| {
+            let (a, b) = (&frames[w[0]], &frames[w[1] - 1]);
+            let path = dir.join("journal").join(format!("{:020}.clj", a.first_seq));
+            std::fs::write(&path, &bytes[a.range.start..b.range.end]).unwrap();
+            path
+        })
+        .collect()
+}

@@ -213,3 +213,65 @@ fn a_batch_over_the_frame_bound_spans_group_commits() {
     assert!(frames >= 2, "{frames} frames");
     assert_eq!(replayed_digest(&dir), live);
 }
+
+/// Audits beside a live writer: while the engine appends, `ledger replay`, `verify`, `show`,
+/// `export` and `checkpoint` from outside run without waiting and succeed, saying a live
+/// writer held the ledger (the journal read up to its last complete record); the engine's
+/// own in-process audit compares both copies; and the writer is not disturbed.
+#[test]
+fn audits_run_beside_a_live_engine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, manifest) = prepared(tmp.path());
+    let d = dir.to_str().unwrap().to_owned();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (audits, head) = rt.block_on(async {
+        let engine = Engine::open(&dir, Options::default()).await.unwrap();
+        let writer = {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                for i in 0..600 {
+                    engine.submit(deliver(i, manifest, "live")).await.unwrap();
+                }
+            })
+        };
+        let mut audits = 0;
+        while !writer.is_finished() || audits < 3 {
+            let d = d.clone();
+            let outside = tokio::task::spawn_blocking(move || {
+                let started = std::time::Instant::now();
+                let runs = [
+                    cli(&["replay", &d, "--json"]),
+                    cli(&["verify", &d, "--json"]),
+                    cli(&["show", &d, "0"]),
+                    cli(&["export", &d]),
+                    cli(&["checkpoint", &d]),
+                ];
+                (runs, started.elapsed())
+            });
+            let (runs, took) = outside.await.unwrap();
+            for (code, out, err) in &runs {
+                assert_eq!(*code, 0, "{out}{err}");
+            }
+            assert!(took < std::time::Duration::from_secs(5), "reads never wait for the writer: {took:?}");
+            let replay: serde_json::Value = serde_json::from_str(runs[0].1.trim()).unwrap();
+            // The engine holds the ledger for its whole life: every outside read is a live one.
+            assert_eq!((replay["ok"].as_bool(), replay["liveWriter"].as_bool()), (Some(true), Some(true)));
+            let why = replay["copies"]["journalOnly"].as_str().unwrap_or_default().to_owned();
+            assert!(why.contains("live writer"), "{replay}");
+            let inside = engine.audit().await.unwrap();
+            assert_eq!(inside.copies, store::Copies::Both);
+            assert!(inside.live_writer);
+            audits += 1;
+        }
+        writer.await.unwrap();
+        let head = engine.head();
+        engine.shutdown().await.unwrap();
+        (audits, head)
+    });
+    assert!(audits >= 3);
+    let (code, out, err) = cli(&["replay", &d, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((r["headSeq"].as_u64(), r["copies"].as_str()), (Some(head), Some("both")), "{r}");
+    assert_eq!(r["workerEvents"]["admitted"], 600, "every append of the writer landed");
+}

@@ -327,6 +327,8 @@ impl Damage {
 /// What one pass over the journal (compared against sled, when given) established.
 pub(super) struct Scan {
     pub(super) head: Head,
+    /// The last verified entry (`None` only when a tolerant scan found damage at genesis).
+    pub(super) verified: Option<Head>,
     pub(super) frames: u64,
     pub(super) entries: u64,
     pub(super) torn: Option<TornTail>,
@@ -354,6 +356,18 @@ pub(super) struct FramePos<'a> {
 /// Per-record observer of a scan (recovery inserts into a fresh sled).
 pub(super) type OnFrame<'a> = &'a mut dyn FnMut(&FramePos<'_>) -> Result<(), OpenError>;
 
+/// Which sled copy a scan compares with the journal, and how.
+#[derive(Clone, Copy)]
+pub(super) enum SledCopy<'a> {
+    /// The journal alone.
+    Off,
+    /// sled must hold the journal's records, lacking at most a suffix.
+    Strict(&'a sled::Tree),
+    /// As `Strict`, but sled may also hold records after the journal's end (a live
+    /// writer appended them after the journal was read).
+    MayLead(&'a sled::Tree),
+}
+
 /// How a scan treats damaged journal bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum OnDamage {
@@ -378,7 +392,7 @@ struct Held {
 /// holds the same records under the right keys, allowing sled to lag only by a suffix.
 pub(super) fn scan(
     root: &Path,
-    sled: Option<&sled::Tree>,
+    sled: SledCopy<'_>,
     keep_lag: bool,
     on_damage: OnDamage,
     on_entry: OnEntry<'_>,
@@ -387,11 +401,15 @@ pub(super) fn scan(
     let journal_dir = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal_dir)?;
     let mut chain = Chain::empty();
-    let mut sled_iter = sled.map(|t| t.iter());
+    let mut sled_iter = match sled {
+        SledCopy::Off => None,
+        SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(t.iter()),
+    };
     let mut sled_lagging = false;
     let mut held: Option<Held> = None;
     let mut out = Scan {
         head: Head { ledger: Id::default(), seq: 0, hash: Default::default(), time_ms: 0 },
+        verified: None,
         frames: 0,
         entries: 0,
         torn: None,
@@ -544,7 +562,10 @@ pub(super) fn scan(
         }
         return Err(h.finding);
     }
-    if let Some(iter) = sled_iter.as_mut().filter(|_| !sled_lagging && out.damage.is_none()) {
+    // Beside a live writer sled may hold records appended after the journal was read.
+    let sled_may_lead = matches!(sled, SledCopy::MayLead(_));
+    if let Some(iter) = sled_iter.as_mut().filter(|_| !sled_lagging && out.damage.is_none() && !sled_may_lead)
+    {
         match iter.next() {
             None => {}
             Some(Err(e)) => return Err(OpenError::Sled(e.to_string())),
@@ -554,7 +575,13 @@ pub(super) fn scan(
             }
         }
     }
-    out.head = chain.head().ok_or(OpenError::Empty)?;
+    out.verified = chain.head();
+    match out.verified {
+        Some(head) => out.head = head,
+        // Damage at genesis: nothing verified (only a tolerant scan gets here).
+        None if out.damage.is_some() => {}
+        None => return Err(OpenError::Empty),
+    }
     Ok(out)
 }
 
@@ -697,7 +724,7 @@ pub fn audit(
         }
         observe(sealed)
     };
-    let sled = trees.as_ref().map(|(entries, _)| entries);
+    let sled = trees.as_ref().map_or(SledCopy::Off, |(entries, _)| SledCopy::Strict(entries));
     let scan = scan(root, sled, false, OnDamage::Fail, &mut on_entry, &mut |_| Ok(()))?;
     if let Some(cp) = checkpoint
         && !checkpoint_seen
@@ -723,6 +750,29 @@ pub fn audit(
             Err(reason) => Copies::JournalOnly(reason),
         },
         live_writer: lock.is_none(),
+    })
+}
+
+/// The audit an embedding process runs beside its own live writer: the journal read up to
+/// each segment's length at open, and every record it holds compared with sled's copy
+/// through the writer's own sled handle (`reader`), which may lead or lag the journal read.
+pub fn audit_live(
+    root: &Path,
+    reader: &StoreReader,
+    observe: OnEntry<'_>,
+) -> Result<VerifyReport, OpenError> {
+    ledger_journal_dir(root)?;
+    let scan =
+        scan(root, SledCopy::MayLead(&reader.entries), false, OnDamage::Fail, observe, &mut |_| Ok(()))?;
+    Ok(VerifyReport {
+        head: scan.head,
+        frames: scan.frames,
+        entries: scan.entries,
+        torn_tail: scan.torn,
+        sled_lag_frames: scan.sled_lag_frames,
+        checkpoint: None,
+        copies: Copies::Both,
+        live_writer: true,
     })
 }
 
@@ -766,7 +816,8 @@ impl DiskStore {
             Err(e) => return Err(e),
         };
         let (entries_tree, meta) = trees(&db)?;
-        let scan = scan(root, Some(&entries_tree), true, OnDamage::Fail, on_entry, &mut |_| Ok(()))?;
+        let scan =
+            scan(root, SledCopy::Strict(&entries_tree), true, OnDamage::Fail, on_entry, &mut |_| Ok(()))?;
         let meta_present = check_meta(&meta, &scan.head)?;
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());

@@ -24,7 +24,7 @@ pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
     AuditScope, Copies, Damage, DiskStore, FaultPlan, FaultPoint, IndexRebuilt, OnEntry, OpenReport,
-    StoreReader, TornTail, VerifyReport, audit, init, replay_journal, verify,
+    StoreReader, TornTail, VerifyReport, audit, audit_live, init, replay_journal, verify,
 };
 pub use memory::MemStore;
 pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};

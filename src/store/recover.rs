@@ -12,8 +12,8 @@ use ledger_schema::record::open_record;
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, corrupt, create_dir_0700, key, lock, open_sled, scan,
-    trees, write_meta,
+    FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, corrupt, create_dir_0700, key, lock,
+    open_sled, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -103,8 +103,8 @@ struct Boundary {
     segment: PathBuf,
     /// Where the journal's trusted bytes end.
     offset: u64,
-    /// Chain head before the first record to restore.
-    head: Head,
+    /// Chain head before the first record to restore (`None`: restore from genesis).
+    head: Option<Head>,
     /// Intact journal bytes that continue after a damaged region: `(offset, first seq)`;
     /// restored records must fill exactly up to here.
     resume: Option<(u64, u64)>,
@@ -115,17 +115,17 @@ struct Boundary {
 /// A record with its sled key (its first seq).
 type Keyed = (u64, Vec<u8>);
 
-/// sled's records from `head.seq + 1` on that are intact and chain on from `head` (up to
+/// sled's records after `head` (from genesis for `None`) that are intact and chain on (up to
 /// `until`, exclusive), in order, with their total length.
 fn sled_continuation(
     sled: &sled::Tree,
-    head: Head,
+    head: Option<Head>,
     until: Option<u64>,
-) -> Result<(Vec<Keyed>, Head), OpenError> {
-    let mut chain = Chain::from_head(head);
+) -> Result<(Vec<Keyed>, Option<Head>), OpenError> {
+    let mut chain = head.map_or_else(Chain::empty, Chain::from_head);
     let mut out = Vec::new();
     let mut total = 0usize;
-    for item in sled.range(key(head.seq + 1)..) {
+    for item in sled.range(key(chain.next_seq())..) {
         let (k, v) = item.map_err(|e| OpenError::Sled(e.to_string()))?;
         let first_seq = chain.next_seq();
         if until.is_some_and(|u| first_seq >= u) || k.as_ref() != key(first_seq) {
@@ -149,7 +149,7 @@ fn sled_continuation(
         chain = trial;
         out.push((first_seq, v.to_vec()));
     }
-    Ok((out, chain.head().unwrap_or(head)))
+    Ok((out, chain.head()))
 }
 
 /// Rewrites `segment` as `bytes[..offset] ‖ records ‖ bytes[resume..]`, keeping the original
@@ -233,7 +233,7 @@ fn survey(root: &Path, sled: Option<&sled::Tree>, truncate_after: Option<u64>) -
         newest = Some((pos.segment.to_path_buf(), pos.offset, pos.first_seq, pos.before));
         Ok(())
     };
-    let scan = scan(root, None, false, OnDamage::Stop, &mut |_| Ok(()), &mut on_frame)?;
+    let scan = scan(root, SledCopy::Off, false, OnDamage::Stop, &mut |_| Ok(()), &mut on_frame)?;
     Ok(Survey { scan, newest, cut_at, differs })
 }
 
@@ -304,7 +304,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     drop(db);
 
     // The journal now verifies, apart from a torn tail: cut that (moved aside).
-    let checked = scan(root, None, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()))?;
+    let checked = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()))?;
     if let Some(torn) = &checked.torn {
         let moved = move_tail_aside(root, &torn.segment, torn.offset)?;
         report.torn_tail = Some(super::TornTail { moved_to: Some(moved), ..torn.clone() });
@@ -318,7 +318,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             }
             Ok(())
         };
-        let head = scan(root, None, false, OnDamage::Fail, &mut check, &mut |_| Ok(()))?.head;
+        let head = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut check, &mut |_| Ok(()))?.head;
         if !seen {
             return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: head.seq }));
         }
@@ -356,7 +356,7 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
             .map(|_| ())
             .map_err(|e| OpenError::Sled(e.to_string()))
     };
-    let rebuilt = scan(root, None, false, OnDamage::Fail, &mut |_| Ok(()), &mut insert)?;
+    let rebuilt = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut insert)?;
     write_meta(&meta, rebuilt.head.ledger)?;
     db.flush().map_err(|e| OpenError::Sled(e.to_string()))?;
     Ok((moved_aside, rebuilt))
@@ -387,7 +387,7 @@ fn restore_from_sled(
     options: &RecoverOptions,
     report: &mut RecoverReport,
 ) -> Result<(), OpenError> {
-    let head = found.scan.head;
+    let head = found.scan.verified;
     // 1. Where the journal's trusted bytes end.
     let mut boundary = match (&found.scan.damage, &found.scan.torn, &found.scan.last_segment) {
         (Some(d), _, _) => Boundary {
@@ -419,7 +419,7 @@ fn restore_from_sled(
     if newest_differs && let Some((segment, offset, first_seq, Some(before))) = found.newest.clone() {
         let theirs =
             tree.get(key(first_seq)).map_err(|e| OpenError::Sled(e.to_string()))?.map(|v| v.to_vec());
-        let (sled_chain, _) = sled_continuation(tree, before, None)?;
+        let (sled_chain, _) = sled_continuation(tree, Some(before), None)?;
         let sled_wins_by_link = sled_chain.len() > 1;
         let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
             let ours: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
@@ -435,7 +435,7 @@ fn restore_from_sled(
             }
         };
         if take_sled && theirs.is_some() {
-            boundary = Boundary { segment, offset, head: before, resume: None, later_segments: false };
+            boundary = Boundary { segment, offset, head: Some(before), resume: None, later_segments: false };
         } else {
             // The journal's version stands; sled is rebuilt from it.
             return Ok(());
@@ -450,7 +450,7 @@ fn restore_from_sled(
     let (records, restored_head) = sled_continuation(tree, boundary.head, until)?;
     let needs_exact = boundary.resume.is_some() || boundary.later_segments;
     if let Some(damage) = &found.scan.damage {
-        let filled = until.is_some_and(|u| restored_head.seq + 1 == u);
+        let filled = until.is_some_and(|u| restored_head.map(|h| h.seq + 1) == Some(u));
         if records.is_empty() || (needs_exact && !filled) {
             return Err(damage_without_copy(
                 damage,
@@ -474,7 +474,7 @@ fn restore_from_sled(
     });
     report.cut.push(splice_segment(journal, &boundary.segment, boundary.offset, resume, &records, &into)?);
     report.restored_from_sled = records.len() as u64;
-    report.restored_seqs = records.first().map(|(first, _)| (*first, restored_head.seq));
+    report.restored_seqs = records.first().zip(restored_head).map(|((first, _), head)| (*first, head.seq));
     Ok(())
 }
 
