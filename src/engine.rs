@@ -119,11 +119,11 @@ impl Engine {
     pub async fn open(path: &Path, options: Options) -> Result<Engine, OpenError> {
         let path = path.to_path_buf();
         let opened = tokio::task::spawn_blocking(move || Ledger::open(&path)).await;
-        let (ledger, _) = opened.map_err(|e| OpenError::Genesis(format!("the open task failed: {e}")))??;
-        Ok(Engine::start(ledger, options))
+        let (ledger, _) = opened.map_err(|_| OpenError::Task("open"))??;
+        Engine::start(ledger, options)
     }
 
-    fn start(ledger: Ledger<DiskStore>, options: Options) -> Engine {
+    fn start(ledger: Ledger<DiskStore>, options: Options) -> Result<Engine, OpenError> {
         let (queue, rx) = mpsc::channel(options.queue_capacity.max(1));
         let (live, _) = broadcast::channel(options.subscriber_buffer.max(1));
         let shared = Arc::new(Shared {
@@ -135,13 +135,16 @@ impl Engine {
             writer: Mutex::new(None),
         });
         let writer_shared = Arc::clone(&shared);
+        // Without its writer thread an engine could only queue requests forever: refuse.
         let handle = std::thread::Builder::new()
             .name("closure-ledger-writer".to_owned())
-            .spawn(move || writer(ledger, rx, writer_shared, options));
-        if let (Ok(handle), Ok(mut slot)) = (handle, shared.writer.lock()) {
-            *slot = Some(handle);
+            .spawn(move || writer(ledger, rx, writer_shared, options))
+            .map_err(|_| OpenError::Task("writer thread spawn"))?;
+        match shared.writer.lock() {
+            Ok(mut slot) => *slot = Some(handle),
+            Err(poisoned) => *poisoned.into_inner() = Some(handle),
         }
-        Engine { queue, shared }
+        Ok(Engine { queue, shared })
     }
 
     /// Submits one command; resolves once it is durable (or refused).
@@ -217,7 +220,7 @@ impl Engine {
             crate::store::audit_live(&shared.root, &shared.reader, &mut |_| Ok(()))
         })
         .await
-        .map_err(|e| OpenError::Genesis(format!("the audit task failed: {e}")))?
+        .map_err(|_| OpenError::Task("audit"))?
     }
 
     /// A read-only handle (snapshots, head, subscriptions) that does not keep the writer

@@ -12,7 +12,7 @@ use serde::Serialize;
 /// The projection's maps: persistent ordered maps (structural sharing), so a snapshot of
 /// the whole state is an O(1) clone and an update copies only one path. They iterate —
 /// and so encode — in key order, like a `BTreeMap`.
-pub type Map<K, V> = im::OrdMap<K, V>;
+pub type Map<K, V> = imbl::OrdMap<K, V>;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

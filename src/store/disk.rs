@@ -211,29 +211,38 @@ fn open_sled_for_reading(path: &Path) -> Result<sled::Db, OpenError> {
     open_sled_with(path, VERIFY_SLED_CACHE_BYTES)
 }
 
+/// Is sled's own lock file (`db`, flocked by sled while open) held by another handle?
+fn sled_lock_held(path: &Path) -> bool {
+    File::open(path.join("db"))
+        .map(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
+        .unwrap_or(false)
+}
+
 /// Opens sled with a page cache of `cache_bytes` (read-only paths use a small one).
 pub(super) fn open_sled_with(path: &Path, cache_bytes: u64) -> Result<sled::Db, OpenError> {
     if !path.is_dir() {
-        return Err(OpenError::Sled(format!("{} is missing", path.display())));
+        return Err(OpenError::SledMissing(path.to_path_buf()));
     }
     let started = std::time::Instant::now();
     loop {
         match sled::Config::new().path(path).cache_capacity(cache_bytes).open() {
             Ok(db) => return Ok(db),
-            Err(e) if e.to_string().contains("could not acquire lock") => {
+            // sled 0.34 reports a held lock only as an `ErrorKind::Other` message; probe the
+            // lock file ourselves instead of matching text.
+            Err(_) if sled_lock_held(path) => {
                 if started.elapsed() >= SLED_LOCK_WAIT {
                     return Err(OpenError::Locked(path.to_path_buf()));
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            Err(e) => return Err(OpenError::Sled(e.to_string())),
+            Err(e) => return Err(OpenError::Sled(e)),
         }
     }
 }
 
 pub(super) fn trees(db: &sled::Db) -> Result<(sled::Tree, sled::Tree), OpenError> {
-    let entries = db.open_tree(ENTRIES_TREE).map_err(|e| OpenError::Sled(e.to_string()))?;
-    let meta = db.open_tree(META_TREE).map_err(|e| OpenError::Sled(e.to_string()))?;
+    let entries = db.open_tree(ENTRIES_TREE).map_err(OpenError::Sled)?;
+    let meta = db.open_tree(META_TREE).map_err(OpenError::Sled)?;
     Ok((entries, meta))
 }
 
@@ -268,13 +277,13 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     let lock_file = lock(root, true)?;
     let mut chain = Chain::empty();
     let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: label.to_owned() });
-    let sealed = chain.seal(genesis, time_ms, ledger).map_err(|e| OpenError::Genesis(e.to_string()))?;
-    let frame = Frame::new(vec![sealed]).map_err(|e| OpenError::Genesis(e.to_string()))?;
+    let sealed = chain.seal(genesis, time_ms, ledger).map_err(OpenError::Genesis)?;
+    let frame = Frame::new(vec![sealed]).map_err(OpenError::GenesisFrame)?;
     let mut writer = JournalWriter::create(&journal_dir, 0)?;
     writer.append(frame.bytes(), false, false)?;
     let db = open_sled(&root.join(SLED_DIR))?;
     let (entries, meta) = trees(&db)?;
-    let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
+    let sled_err = OpenError::Sled;
     meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
     meta.insert(META_FORMAT_VERSION, &JOURNAL_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     entries.insert(key(0), frame.bytes()).map_err(sled_err)?;
@@ -528,7 +537,7 @@ pub(super) fn scan(
                             out.sled_lag.push((first_seq, record.to_vec()));
                         }
                     }
-                    Some(Err(e)) => return Err(OpenError::Sled(e.to_string())),
+                    Some(Err(e)) => return Err(OpenError::Sled(e)),
                     Some(Ok((k, v))) => {
                         if let Err(finding) = compare_sled(first_seq, record, &k, &v)
                             && held.is_none()
@@ -568,7 +577,7 @@ pub(super) fn scan(
     {
         match iter.next() {
             None => {}
-            Some(Err(e)) => return Err(OpenError::Sled(e.to_string())),
+            Some(Err(e)) => return Err(OpenError::Sled(e)),
             Some(Ok((k, _))) => {
                 let seq = key_seq(&k).unwrap_or(chain.next_seq());
                 return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal));
@@ -620,7 +629,7 @@ fn compare_sled(first_seq: u64, journal_bytes: &[u8], k: &[u8], v: &[u8]) -> Res
 /// The meta tree must name the genesis ledger id and format version; `None` if it lacks
 /// them (a sled lagging since genesis).
 fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
-    let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
+    let sled_err = OpenError::Sled;
     let id = meta.get(META_LEDGER_ID).map_err(sled_err)?;
     let version = meta.get(META_FORMAT_VERSION).map_err(sled_err)?;
     match (id, version) {
@@ -643,7 +652,7 @@ fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
 }
 
 pub(super) fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), OpenError> {
-    let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
+    let sled_err = OpenError::Sled;
     meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
     meta.insert(META_FORMAT_VERSION, &JOURNAL_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     Ok(())
@@ -808,9 +817,9 @@ impl DiskStore {
             Ok(db) => db,
             // The index is damaged, not the history: rebuild it from the journal (the old
             // one is moved aside) and report it.
-            Err(OpenError::Sled(reason)) => {
+            Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
                 let (moved, _) = super::recover::rebuild_index(root)?;
-                index_rebuilt = Some(IndexRebuilt { reason, moved_aside: moved });
+                index_rebuilt = Some(IndexRebuilt { reason: e.to_string(), moved_aside: moved });
                 open_sled(&root.join(SLED_DIR))?
             }
             Err(e) => return Err(e),
@@ -820,7 +829,7 @@ impl DiskStore {
             scan(root, SledCopy::Strict(&entries_tree), true, OnDamage::Fail, on_entry, &mut |_| Ok(()))?;
         let meta_present = check_meta(&meta, &scan.head)?;
         // Everything verified: now, and only now, repair what a crash can leave behind.
-        let sled_err = |e: sled::Error| OpenError::Sled(e.to_string());
+        let sled_err = OpenError::Sled;
         if !meta_present {
             write_meta(&meta, scan.head.ledger)?;
         }
@@ -867,7 +876,7 @@ impl DiskStore {
     /// Flushes sled (not needed for durability — the journal is the commit point — but it
     /// makes the next open cheaper). Called on orderly shutdown.
     pub fn flush_index(&self) -> Result<(), ReadError> {
-        self.db.flush().map(|_| ()).map_err(|e| ReadError::Sled(e.to_string()))
+        self.db.flush().map(|_| ()).map_err(ReadError::Sled)
     }
 
     /// Inserts pending frames into sled, oldest first; stops at the first failure so sled
@@ -901,8 +910,7 @@ impl DiskStore {
 
 /// The frame of `tree` holding `seq` (`head` is only for the error message).
 fn frame_in_tree(tree: &sled::Tree, seq: u64, head: u64) -> Result<(u64, Vec<u8>), ReadError> {
-    let found =
-        tree.range(..=key(seq)).next_back().transpose().map_err(|e| ReadError::Sled(e.to_string()))?;
+    let found = tree.range(..=key(seq)).next_back().transpose().map_err(ReadError::Sled)?;
     let (k, v) = found.ok_or(ReadError::NotFound { seq, head })?;
     let first = key_seq(&k).ok_or(ReadError::Corrupt {
         seq,
@@ -958,7 +966,7 @@ pub struct StoreReader {
 impl StoreReader {
     /// The entries `from..=to` that sled holds, in order (fewer if `to` is not in sled yet).
     pub fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {
-        let last = match self.entries.last().map_err(|e| ReadError::Sled(e.to_string()))? {
+        let last = match self.entries.last().map_err(ReadError::Sled)? {
             None => return Ok(Vec::new()),
             Some((k, v)) => {
                 let first = key_seq(&k).unwrap_or(0);

@@ -64,6 +64,14 @@ impl Frame {
                 max: ledger_schema::codec::MAX_ENTRY_BYTES,
             });
         }
+        // Sealed entries come from one `Chain`: consecutive and linked. Anything else is a
+        // bug in the caller, never input — stop loudly rather than write a broken frame.
+        assert!(
+            entries
+                .windows(2)
+                .all(|w| matches!(w, [a, b] if b.entry.seq == a.entry.seq + 1 && b.entry.prev == a.hash)),
+            "a frame's entries must be consecutive and linked"
+        );
         let payload = encode_frame(entries.iter().map(|e| e.bytes.as_slice()));
         if payload.len() > MAX_FRAME_BYTES {
             return Err(FrameError::TooLarge { len: payload.len(), max: MAX_FRAME_BYTES });
@@ -234,12 +242,26 @@ pub enum OpenError {
     UnexpectedFile(PathBuf),
     #[error("the ledger has no entries (no genesis)")]
     Empty,
-    #[error("the sled database will not open ({0}); rebuild it from the journal with `ledger recover`")]
-    Sled(String),
+    /// The sled index failed: an index problem, not a broken history (exit 2).
+    #[error("the sled index failed: {0}; rebuild it from the journal with `ledger recover`")]
+    Sled(#[source] sled::Error),
+    #[error("the sled index {0} is missing; rebuild it from the journal with `ledger recover`")]
+    SledMissing(PathBuf),
+    #[error("no free name to move {0} aside")]
+    NoFreeName(PathBuf),
+    #[error(
+        "more than {max} bytes to restore from sled in one run; restore in steps with `--truncate-after`"
+    )]
+    RestoreTooLarge { max: usize },
+    /// A background task (an open or audit run on a blocking thread) failed.
+    #[error("the {0} task failed")]
+    Task(&'static str),
     #[error("verification failed at seq {seq} in the {replica} copy: {reason}")]
     Corrupt { seq: u64, replica: Replica, reason: Corruption },
     #[error("cannot create the genesis entry: {0}")]
-    Genesis(String),
+    Genesis(#[source] Corruption),
+    #[error("cannot create the genesis frame: {0}")]
+    GenesisFrame(#[source] FrameError),
     /// Damage that recovery cannot repair from either copy; nothing was changed.
     #[error("cannot recover: seq {seq} in the {replica} copy: {reason}; {why}")]
     Unrecoverable { seq: u64, replica: Replica, reason: Box<Corruption>, why: String },
@@ -304,7 +326,7 @@ pub enum ReadError {
     #[error("seq {seq} is beyond the head (seq {head})")]
     NotFound { seq: u64, head: u64 },
     #[error("sled read failed: {0}")]
-    Sled(String),
+    Sled(#[source] sled::Error),
     #[error("stored frame at seq {seq} does not verify: {reason}")]
     Corrupt { seq: u64, reason: Corruption },
 }

@@ -65,7 +65,7 @@ fn cut_dir(root: &Path) -> Result<PathBuf, OpenError> {
     let dir = (1u32..)
         .map(|n| base.join(n.to_string()))
         .find(|p| !p.exists())
-        .ok_or_else(|| OpenError::Sled("no free name under cut/".into()))?;
+        .ok_or_else(|| OpenError::NoFreeName(base.clone()))?;
     create_dir_0700(&dir)?;
     sync_dir(&base)?;
     Ok(dir)
@@ -126,7 +126,7 @@ fn sled_continuation(
     let mut out = Vec::new();
     let mut total = 0usize;
     for item in sled.range(key(chain.next_seq())..) {
-        let (k, v) = item.map_err(|e| OpenError::Sled(e.to_string()))?;
+        let (k, v) = item.map_err(OpenError::Sled)?;
         let first_seq = chain.next_seq();
         if until.is_some_and(|u| first_seq >= u) || k.as_ref() != key(first_seq) {
             break;
@@ -142,9 +142,7 @@ fn sled_continuation(
         }
         total += v.len();
         if total > MAX_RESTORE_BYTES {
-            return Err(OpenError::Sled(format!(
-                "more than {MAX_RESTORE_BYTES} bytes to restore from sled in one run"
-            )));
+            return Err(OpenError::RestoreTooLarge { max: MAX_RESTORE_BYTES });
         }
         chain = trial;
         out.push((first_seq, v.to_vec()));
@@ -222,7 +220,7 @@ fn survey(root: &Path, sled: Option<&sled::Tree>, truncate_after: Option<u64>) -
             cut_at = Some((pos.segment.to_path_buf(), pos.offset + pos.record.len() as u64));
         }
         if let Some(tree) = sled {
-            let theirs = tree.get(key(pos.first_seq)).map_err(|e| OpenError::Sled(e.to_string()))?;
+            let theirs = tree.get(key(pos.first_seq)).map_err(OpenError::Sled)?;
             if let Some(v) = theirs
                 && v.as_ref() != pos.record
                 && open_record(&v).is_ok()
@@ -342,7 +340,7 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
         let aside = (1u32..)
             .map(|n| root.join(format!("sled.broken-{n}")))
             .find(|p| !p.exists())
-            .ok_or_else(|| OpenError::Sled("no free name to move sled/ aside".into()))?;
+            .ok_or_else(|| OpenError::NoFreeName(sled_dir.clone()))?;
         std::fs::rename(&sled_dir, &aside).map_err(io("rename", &sled_dir))?;
         moved_aside = Some(aside);
     }
@@ -351,14 +349,11 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
     let db = open_sled(&sled_dir)?;
     let (entries_tree, meta) = trees(&db)?;
     let mut insert = |pos: &FramePos<'_>| -> Result<(), OpenError> {
-        entries_tree
-            .insert(key(pos.first_seq), pos.record)
-            .map(|_| ())
-            .map_err(|e| OpenError::Sled(e.to_string()))
+        entries_tree.insert(key(pos.first_seq), pos.record).map(|_| ()).map_err(OpenError::Sled)
     };
     let rebuilt = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut insert)?;
     write_meta(&meta, rebuilt.head.ledger)?;
-    db.flush().map_err(|e| OpenError::Sled(e.to_string()))?;
+    db.flush().map_err(OpenError::Sled)?;
     Ok((moved_aside, rebuilt))
 }
 
@@ -417,8 +412,7 @@ fn restore_from_sled(
         .as_ref()
         .is_some_and(|(_, _, first, _)| found.differs.last() == Some(first) && found.scan.damage.is_none());
     if newest_differs && let Some((segment, offset, first_seq, Some(before))) = found.newest.clone() {
-        let theirs =
-            tree.get(key(first_seq)).map_err(|e| OpenError::Sled(e.to_string()))?.map(|v| v.to_vec());
+        let theirs = tree.get(key(first_seq)).map_err(OpenError::Sled)?.map(|v| v.to_vec());
         let (sled_chain, _) = sled_continuation(tree, Some(before), None)?;
         let sled_wins_by_link = sled_chain.len() > 1;
         let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
