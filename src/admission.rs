@@ -119,13 +119,32 @@ pub fn decide_with(
     command: &Command,
     ctx: Ctx,
 ) -> Result<Decided, Rejection> {
-    let Command::StartAttempt(c) = command else {
-        return runtime::decide(state, command, ctx);
-    };
+    match command {
+        Command::StartAttempt(c) => Ok(Decided::Events(vec![start_attempt(registry, state, c)?])),
+        Command::RestartAttempt(c) => {
+            // The interrupted Attempt ends first; the replacement compiles over the state
+            // after that, exactly as admission will re-derive it.
+            let cancel = runtime::restart_cancellation(c);
+            let mut after = state.clone();
+            runtime::fold_pending(&mut after, &cancel)?;
+            let start = StartAttempt {
+                attempt_id: c.replacement_attempt_id,
+                workflow_id: after.attempts.get(&c.attempt_id).map(|a| a.workflow_id).unwrap_or_default(),
+                worker_session_id: c.worker_session_id,
+                thread: ledger_schema::types::ThreadChoice::Fresh,
+            };
+            Ok(Decided::Events(vec![cancel, start_attempt(registry, &after, &start)?]))
+        }
+        _ => runtime::decide(state, command, ctx),
+    }
+}
+
+/// An Attempt start compiled by the newest compiler of `registry`.
+fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Result<Event, Rejection> {
     let binding = runtime::attempt_binding(state, c)?;
     let compiled =
         registry.newest().compile(state, &binding).map_err(|e| Rejection::Compile(e.to_string()))?;
-    Ok(Decided::Events(vec![Event::AttemptStarted(Box::new(AttemptStarted {
+    Ok(Event::AttemptStarted(Box::new(AttemptStarted {
         attempt_id: c.attempt_id,
         workflow_id: c.workflow_id,
         workflow_version: binding.workflow_version,
@@ -135,5 +154,5 @@ pub fn decide_with(
         generation_id: binding.generation.map(|g| g.0),
         manifest_digest: compiled.manifest_digest,
         manifest: compiled.manifest,
-    }))]))
+    })))
 }

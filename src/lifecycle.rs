@@ -12,7 +12,7 @@ use ledger_schema::events::{
     WorkerPayload,
 };
 use ledger_schema::types::{
-    Binding, CheckResult, CompactionMode, Eligibility, InputClass, Phase, ResultKind, ThreadChoice, Verdict,
+    Binding, CheckResult, CompactionMode, InputClass, Phase, ResultKind, ThreadChoice, Verdict,
 };
 use ledger_schema::{Digest, DigestKind, Id};
 
@@ -210,8 +210,6 @@ impl<S: Store> Script<'_, S> {
             check_spec_id: lid(CHECK_SPEC),
             check_spec_digest: digest_of("check: cargo test parser::trailing"),
             result,
-            eligibility_version: 1,
-            eligibility_state: Eligibility::Eligible,
             detail: detail.to_owned(),
         }))
     }
@@ -348,7 +346,7 @@ impl<S: Store> Script<'_, S> {
             workflow_id: lid(WORKFLOW),
             generation_id: lid(0x80),
             verdict: Verdict::RejectRepairable,
-            evidence_ids: vec![lid(0x90)],
+            evidence_ids: None,
             reasons: vec!["check parser::trailing failed".to_owned()],
         }))?;
         Ok(())
@@ -396,7 +394,7 @@ impl<S: Store> Script<'_, S> {
             workflow_id: lid(WORKFLOW),
             generation_id: lid(0x81),
             verdict: Verdict::Accept,
-            evidence_ids: vec![lid(0x91)],
+            evidence_ids: None,
             reasons: vec!["every obligation has passing evidence".to_owned()],
         }))?;
         Ok(())

@@ -462,6 +462,25 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ("evidence_recorded", Event::EvidenceRecorded(evidence)),
         ("acceptance_decided", Event::AcceptanceDecided(Box::new(decision))),
         ("repair_recorded", Event::RepairRecorded(repair)),
+        // Catalog additions of issue #13, appended so every earlier vector keeps its bytes.
+        (
+            "worker_delivery_ignored_goal_revised",
+            Event::WorkerDeliveryIgnored(WorkerDeliveryIgnored {
+                attempt_id: id(45),
+                worker_event_id: id(82),
+                manifest_digest: dg("manifest 45"),
+                payload_digest: dg("payload 82"),
+                reason: IgnoredReason::GoalRevised,
+            }),
+        ),
+        (
+            "workflow_cancelled",
+            Event::WorkflowCancelled(WorkflowCancelled {
+                reason: s("the goal was withdrawn"),
+                workflow_id: id(30),
+                workflow_version: 3,
+            }),
+        ),
     ]
 }
 

@@ -13,7 +13,7 @@ use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Ctx, State, attempt_binding};
 use closure_ledger::store::{self, Checkpoint, DiskStore, MemStore, Store};
 use ledger_schema::events::WorkerEventKind;
-use ledger_schema::types::{CheckResult, Eligibility, Phase, ResultKind, ThreadChoice, Verdict};
+use ledger_schema::types::{CheckResult, Phase, ResultKind, ThreadChoice, Verdict};
 use ledger_schema::{Digest, Entry, Id, SealedEntry, codec, decode_frame, encode_frame};
 
 use crate::{LEDGER, T0};
@@ -174,12 +174,20 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
             Command::AdvancePhase(AdvancePhase { workflow_id: id, phase, version: w.version + 1 })
         }
         3 => {
-            let (id, _) = wf?;
+            let (id, w) = wf?;
+            // RESUME continues the workflow's previous session (admitted only where the
+            // profile allows it); FRESH takes a new one.
+            let resume = !v.is_multiple_of(2);
+            let previous_session =
+                w.last_attempt.and_then(|a| state.attempts.get(&a)).map(|a| a.worker_session_id);
             Command::StartAttempt(StartAttempt {
                 attempt_id: fresh_id(state, 3),
                 workflow_id: id,
-                worker_session_id: fresh_id(state, 4),
-                thread: if v.is_multiple_of(2) { ThreadChoice::Fresh } else { ThreadChoice::Resume },
+                worker_session_id: match previous_session {
+                    Some(s) if resume => s,
+                    _ => fresh_id(state, 4),
+                },
+                thread: if resume { ThreadChoice::Resume } else { ThreadChoice::Fresh },
             })
         }
         4 => {
@@ -212,8 +220,23 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                 (Phase::Implement, _) => ResultKind::CompletionRequest,
                 _ => ResultKind::Proposals,
             };
-            match v % 7 {
+            match v % 9 {
                 0 => Command::FailAttempt(FailAttempt { attempt_id: aid, reason: "crash".into() }),
+                7 => Command::RestartAttempt(RestartAttempt {
+                    attempt_id: aid,
+                    workflow_version: a.workflow_version,
+                    replacement_attempt_id: fresh_id(state, 6),
+                    worker_session_id: fresh_id(state, 7),
+                    reason: "supervisor restart".into(),
+                }),
+                8 => {
+                    let version = state.workflows.get(&a.workflow_id).map_or(0, |w| w.version);
+                    Command::CancelWorkflow(CancelWorkflow {
+                        workflow_id: a.workflow_id,
+                        workflow_version: version,
+                        reason: "withdrawn".into(),
+                    })
+                }
                 1 => Command::CancelAttempt(CancelAttempt {
                     attempt_id: aid,
                     workflow_version: a.workflow_version,
@@ -258,12 +281,6 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                 check_spec_id: lid(lifecycle::CHECK_SPEC),
                 check_spec_digest: digest_of("check: cargo test parser::trailing"),
                 result,
-                eligibility_version: 1,
-                eligibility_state: if v.is_multiple_of(11) {
-                    Eligibility::Ineligible
-                } else {
-                    Eligibility::Eligible
-                },
                 detail: "detail".into(),
             })
         }
@@ -286,8 +303,8 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                 workflow_id: id,
                 generation_id: gen_id,
                 verdict,
-                evidence_ids: evidence,
-                reasons: vec![],
+                evidence_ids: (!v.is_multiple_of(2)).then_some(evidence),
+                reasons: vec!["fuzz".into()],
             })
         }
         12 => {
@@ -432,8 +449,6 @@ fn next_step(state: &State, id: Id, v: u8) -> Option<Command> {
                 check_spec_id: lid(lifecycle::CHECK_SPEC),
                 check_spec_digest: digest_of("check: cargo test parser::trailing"),
                 result: if v.is_multiple_of(3) { CheckResult::Pass } else { CheckResult::Fail },
-                eligibility_version: 1,
-                eligibility_state: Eligibility::Eligible,
                 detail: "detail".into(),
             }))
         }
@@ -457,8 +472,8 @@ fn next_step(state: &State, id: Id, v: u8) -> Option<Command> {
                         workflow_id: id,
                         generation_id: gid,
                         verdict: if all_pass { Verdict::Accept } else { Verdict::RejectRepairable },
-                        evidence_ids: evidence,
-                        reasons: vec![],
+                        evidence_ids: Some(evidence),
+                        reasons: vec!["decided".into()],
                     }))
                 }
                 Some((did, d)) if !d.repaired => Some(Command::RecordRepair(RecordRepair {

@@ -16,8 +16,8 @@ fn decide(verdict: Verdict, evidence: &[u128]) -> Command {
         workflow_id: lid(WORKFLOW),
         generation_id: lid(0x80),
         verdict,
-        evidence_ids: evidence.iter().map(|e| lid(*e)).collect(),
-        reasons: vec![],
+        evidence_ids: Some(evidence.iter().map(|e| lid(*e)).collect()),
+        reasons: vec!["decided".into()],
     })
 }
 
@@ -92,7 +92,7 @@ fn runner_error() {
 fn evidence_set_and_already_decided() {
     let mut w = verifying(&[CheckResult::Fail]);
     w.refused(decide(Verdict::RejectTerminal, &[]), Rule::EvidenceSet);
-    w.refused(decide(Verdict::RejectRepairable, &[0xdead]), Rule::Unknown);
+    w.refused(decide(Verdict::RejectRepairable, &[0xdead]), Rule::EvidenceSet);
     w.ok(decide(Verdict::RejectRepairable, &[0x90]));
     let mut again = decide(Verdict::RejectRepairable, &[0x90]);
     if let Command::DecideAcceptance(d) = &mut again {
@@ -127,4 +127,77 @@ fn forged_decision_digests() {
     d.evidence_set_digest = ledger_schema::digests::evidence_set_digest(&d.input_manifest.evidence);
     d.decision_digest = d.computed_digest();
     base.forged(Event::AcceptanceDecided(d), Rule::EvidenceSet);
+}
+
+/// The command without `evidenceIds`: the ledger's computed set.
+fn decide_computed(verdict: Verdict) -> Command {
+    let Command::DecideAcceptance(mut d) = decide(verdict, &[]) else { unreachable!() };
+    d.evidence_ids = None;
+    Command::DecideAcceptance(d)
+}
+
+/// The Evidence Set is the ledger's, not the caller's: every current, eligible record of
+/// the generation, all obligations. Naming a subset (the passing one, leaving a failing
+/// one out) is refused, as is a superset or a repeat; a forged decision over a subset —
+/// with every digest recomputed — is refused too; without `evidenceIds` the set is
+/// computed, and a FAIL in it rules out ACCEPT.
+#[test]
+fn evidence_set_is_computed() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x47),
+        goal_id: lid(GOAL),
+        description: "a second obligation".into(),
+        check_spec_id: lid(0x48),
+        check_spec_digest: digest_of("check 2"),
+    }));
+    w.with(|s| {
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+        let candidate_digest = s.ledger.state().generations.get(&lid(0x80)).and_then(|g| g.frozen_digest());
+        s.run(Command::RecordEvidence(RecordEvidence {
+            evidence_id: lid(0x91),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            candidate_digest: candidate_digest.unwrap_or_default(),
+            obligation_id: lid(0x47),
+            check_spec_id: lid(0x48),
+            check_spec_digest: digest_of("check 2"),
+            result: CheckResult::Fail,
+            detail: "check 2 failed".into(),
+        }))?;
+        s.advance(Phase::FinalVerify)
+    })
+    .unwrap();
+    // A subset chosen by the caller, a superset, a repeat: refused.
+    w.refused(decide(Verdict::Accept, &[0x90]), Rule::EvidenceSet);
+    w.refused(decide(Verdict::RejectRepairable, &[0x91]), Rule::EvidenceSet);
+    w.refused(decide(Verdict::RejectRepairable, &[0x90, 0x91, 0x92]), Rule::EvidenceSet);
+    w.refused(decide(Verdict::RejectRepairable, &[0x90, 0x91, 0x91]), Rule::EvidenceSet);
+    // The computed set holds the failing record: no ACCEPT.
+    w.refused(decide_computed(Verdict::Accept), Rule::Verdict);
+
+    // A forged ACCEPT over the passing subset, every digest recomputed: refused by replay.
+    let mut probe = verifying(&[CheckResult::Pass]);
+    probe.ok(decide_computed(Verdict::Accept));
+    let Event::AcceptanceDecided(subset) = probe.last_event("acceptanceDecided") else { unreachable!() };
+    w.forged(Event::AcceptanceDecided(subset.clone()), Rule::EvidenceSet);
+
+    // The exact set, named in any order, or not named at all, is the same decision.
+    let mut named = w.ledger.clone();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: w.time_ms + 1000 };
+    named.submit(&decide(Verdict::RejectRepairable, &[0x91, 0x90]), ctx).unwrap();
+    w.ok(decide_computed(Verdict::RejectRepairable));
+    let d = w.ledger.state().decisions.get(&lid(0xa5)).cloned().unwrap();
+    assert_eq!(d.evidence, vec![lid(0x90), lid(0x91)]);
+    assert_eq!(named.state().decisions.get(&lid(0xa5)), Some(&d));
+}
+
+/// A decision over no evidence at all is refused: the computed set is empty.
+#[test]
+fn evidence_set_empty() {
+    let mut w = verifying(&[]);
+    w.refused(decide_computed(Verdict::RejectTerminal), Rule::EvidenceSet);
 }

@@ -10,6 +10,8 @@ use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::state::AttemptStatus;
 use closure_ledger::runtime::{Command, Rule};
+use closure_ledger::store::Store;
+use ledger_schema::events::{IgnoredReason, WorkerEventKind};
 use ledger_schema::types::{Phase, ResultKind, ThreadChoice};
 use ledger_schema::{Event, Id};
 use replay_tests::world::{Stage, World};
@@ -84,6 +86,7 @@ fn candidate_binding_in_manifests() {
     let mut w2 = World::at(Stage::Implementing);
     let mut forged = a.clone();
     forged.attempt_id = lid(0x6a);
+    forged.worker_session_id = lid(0x6b);
     forged.workflow_version = 3;
     forged.phase = Phase::Implement;
     let err = w2.forged_error(vec![Event::AttemptStarted(forged)]);
@@ -280,4 +283,158 @@ fn entry_out_of_order() {
     };
     let err = closure_ledger::runtime::apply(&mut state, &entry).unwrap_err();
     assert_eq!(err.rule, Rule::EntryOutOfOrder);
+}
+
+fn start_with(attempt: u128, session: u128, thread: ThreadChoice) -> Command {
+    Command::StartAttempt(StartAttempt {
+        attempt_id: lid(attempt),
+        workflow_id: lid(WORKFLOW),
+        worker_session_id: lid(session),
+        thread,
+    })
+}
+
+/// Under the reference profile (attemptThread and repairThread FRESH): a FRESH start needs
+/// a Worker Session no Attempt has used, and RESUME is refused — within a phase, across a
+/// phase, and for the repair generation; a new session on a FRESH thread is admitted.
+#[test]
+fn thread_policy_fresh_profile() {
+    let mut w = World::at(Stage::Setup);
+    w.with(|s| {
+        s.start(0x60, 0x61)?;
+        s.claim(lid(0x60))?;
+        s.finish(0x60, ResultKind::Proposals)
+    })
+    .unwrap();
+    w.refused(start_with(0x62, 0x61, ThreadChoice::Fresh), Rule::ThreadPolicy);
+    w.refused(start_with(0x62, 0x61, ThreadChoice::Resume), Rule::ThreadPolicy);
+    w.ok(start_with(0x62, 0x63, ThreadChoice::Fresh));
+
+    // The repair generation: neither the previous session nor RESUME.
+    let mut w = World::at(Stage::Rejected);
+    w.with(|s| {
+        let r = s.repair_command();
+        s.run(Command::RecordRepair(r))?;
+        s.advance(Phase::Implement)
+    })
+    .unwrap();
+    w.refused(start_with(0x66, 0x65, ThreadChoice::Resume), Rule::ThreadPolicy);
+    w.refused(start_with(0x66, 0x65, ThreadChoice::Fresh), Rule::ThreadPolicy);
+    w.refused(start_with(0x66, 0x61, ThreadChoice::Fresh), Rule::ThreadPolicy);
+    w.ok(start_with(0x66, 0x67, ThreadChoice::Fresh));
+}
+
+/// Under a profile with attemptThread RESUME: RESUME continues the previous Attempt's
+/// session after it finished in the same phase; it is refused with another session, after
+/// a failure or a cancellation (the replacement is FRESH), and across a phase boundary.
+#[test]
+fn thread_policy_resume_profile() {
+    let mut w = World::at(Stage::Setup);
+    let mut profile = profile(false);
+    profile.name = "resuming".into();
+    profile.attempt_thread = ThreadChoice::Resume;
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile }));
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x31),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(0x14),
+        plan: None,
+    }));
+    let on = |attempt: u128, session: u128, thread| {
+        Command::StartAttempt(StartAttempt {
+            attempt_id: lid(attempt),
+            workflow_id: lid(0x31),
+            worker_session_id: lid(session),
+            thread,
+        })
+    };
+    w.refused(on(0x60, 0x61, ThreadChoice::Resume), Rule::ThreadPolicy); // nothing to resume
+    w.ok(on(0x60, 0x61, ThreadChoice::Fresh));
+    w.with(|s| {
+        s.claim(lid(0x60))?;
+        s.finish(0x60, ResultKind::Proposals)
+    })
+    .unwrap();
+    w.refused(on(0x62, 0x63, ThreadChoice::Resume), Rule::ThreadPolicy); // another session
+    w.ok(on(0x62, 0x61, ThreadChoice::Resume));
+    w.ok(Command::FailAttempt(FailAttempt { attempt_id: lid(0x62), reason: "the worker crashed".into() }));
+    w.refused(on(0x64, 0x61, ThreadChoice::Resume), Rule::ThreadPolicy); // after a failure
+    w.ok(on(0x64, 0x65, ThreadChoice::Fresh));
+    w.with(|s| {
+        s.claim(lid(0x64))?;
+        s.finish(0x64, ResultKind::Proposals)
+    })
+    .unwrap();
+    w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: lid(0x31), phase: Phase::Plan, version: 2 }));
+    w.refused(on(0x66, 0x65, ThreadChoice::Resume), Rule::ThreadPolicy); // across a phase
+    w.ok(on(0x66, 0x67, ThreadChoice::Fresh));
+}
+
+/// A forged Attempt start that breaks the thread policy is refused by the admission step
+/// (so by replay), whatever its manifest says.
+#[test]
+fn thread_policy_forged() {
+    let mut probe = World::at(Stage::Setup);
+    probe.ok(start_with(0x60, 0x61, ThreadChoice::Fresh));
+    let Event::AttemptStarted(mut a) = probe.last_event("attemptStarted") else { unreachable!() };
+    let mut w = World::at(Stage::Setup);
+    w.with(|s| {
+        s.start(0x6a, 0x61)?;
+        s.claim(lid(0x6a))?;
+        s.finish(0x6a, ResultKind::Proposals)
+    })
+    .unwrap();
+    a.thread = ThreadChoice::Resume;
+    w.forged(Event::AttemptStarted(a), Rule::ThreadPolicy);
+}
+
+/// After a supervisor restart: the active Attempt ends interrupted and the replacement
+/// starts in one frame, freshly compiled, on a FRESH thread with a new session; the
+/// interrupted Attempt's late events are ignored receipts; a replacement that reuses a
+/// session (or names an Attempt that is not active, or a stale version) writes nothing.
+#[test]
+fn restart_attempt() {
+    let mut w = World::at(Stage::Implementing);
+    w.with(|s| {
+        s.start(0x64, 0x65)?;
+        s.claim(lid(0x64))
+    })
+    .unwrap();
+    let restart = |replacement: u128, session: u128, version: u32| {
+        Command::RestartAttempt(RestartAttempt {
+            attempt_id: lid(0x64),
+            workflow_version: version,
+            replacement_attempt_id: lid(replacement),
+            worker_session_id: lid(session),
+            reason: "supervisor restarted".into(),
+        })
+    };
+    w.refused(restart(0x66, 0x65, 3), Rule::ThreadPolicy);
+    w.refused(restart(0x66, 0x61, 3), Rule::ThreadPolicy);
+    w.refused(restart(0x66, 0x67, 2), Rule::StaleWorkflowVersion);
+    let head = w.ledger.store().head().seq;
+    let receipt = w.ok(restart(0x66, 0x67, 3));
+    assert_eq!(receipt.seq, head + 2, "two entries: the interruption and the replacement");
+    let s = w.ledger.state().clone();
+    assert_eq!(s.attempts[&lid(0x64)].status, AttemptStatus::Cancelled { interrupted: true });
+    let r = &s.attempts[&lid(0x66)];
+    assert_eq!(
+        (r.status, r.thread, r.worker_session_id),
+        (AttemptStatus::Started, ThreadChoice::Fresh, lid(0x67))
+    );
+    assert_eq!(s.workflows[&lid(WORKFLOW)].active_attempt, Some(lid(0x66)));
+    assert_ne!(r.manifest_digest, s.attempts[&lid(0x64)].manifest_digest, "freshly compiled");
+    // The interrupted Attempt's late event: an ignored receipt.
+    w.with(|s| s.deliver(lid(0x64), 0x7b, payload(WorkerEventKind::Progress, 1, "late"))).unwrap();
+    let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
+    assert_eq!(i.reason, IgnoredReason::AttemptEnded);
+    // The replacement runs to completion; a restart of an ended Attempt is refused.
+    w.with(|s| {
+        s.claim(lid(0x66))?;
+        s.finish(0x66, ResultKind::CompletionRequest)
+    })
+    .unwrap();
+    w.refused(restart(0x68, 0x69, 3), Rule::AttemptNotActive);
 }

@@ -1,12 +1,13 @@
-//! Evidence: only for the exact active, frozen Candidate generation and its obligation's
-//! exact check specification.
+//! Evidence: only in EVIDENCE_BUILD, for the exact active, frozen Candidate generation and
+//! its obligation's exact check specification; eligibility is the ledger's.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};
-use ledger_schema::types::{CheckResult, Eligibility};
+use ledger_schema::Event;
+use ledger_schema::types::{CheckResult, Eligibility, Phase, Verdict};
 use replay_tests::world::{Stage, World};
 
 fn record(generation: u128, candidate: &str, check_spec: &str) -> Command {
@@ -19,18 +20,23 @@ fn record(generation: u128, candidate: &str, check_spec: &str) -> Command {
         check_spec_id: lid(CHECK_SPEC),
         check_spec_digest: digest_of(check_spec),
         result: CheckResult::Pass,
-        eligibility_version: 1,
-        eligibility_state: Eligibility::Eligible,
-        detail: String::new(),
+        detail: "parser::trailing passed".into(),
     })
 }
 
 const SPEC: &str = "check: cargo test parser::trailing";
 
+/// Generation 0x80 frozen, the workflow in EVIDENCE_BUILD.
+fn building() -> World {
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
+    w
+}
+
 /// Evidence for another Candidate digest, or a generation that is not the active one, is refused.
 #[test]
 fn evidence_candidate() {
-    let mut w = World::at(Stage::Frozen);
+    let mut w = building();
     w.refused(record(0x80, "candidate 2", SPEC), Rule::EvidenceCandidate);
     let mut w = World::at(Stage::Accepted);
     w.refused(record(0x80, "candidate 1", SPEC), Rule::WorkflowClosed);
@@ -53,7 +59,119 @@ fn generation_not_frozen() {
 /// Evidence names its obligation's exact check specification.
 #[test]
 fn evidence_obligation() {
-    let mut w = World::at(Stage::Frozen);
+    let mut w = building();
     w.refused(record(0x80, "candidate 1", "another check"), Rule::EvidenceObligation);
     w.ok(record(0x80, "candidate 1", SPEC));
+}
+
+/// Evidence is recorded only in EVIDENCE_BUILD: not in IMPLEMENT after the freeze, not in
+/// FINAL_VERIFY (where it would change the set under decision), and not after a decision.
+#[test]
+fn evidence_phase() {
+    let mut w = World::at(Stage::Frozen);
+    w.refused(record(0x80, "candidate 1", SPEC), Rule::EvidencePhase);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+        s.advance(Phase::FinalVerify)
+    })
+    .unwrap();
+    w.refused(record(0x80, "candidate 1", SPEC), Rule::EvidencePhase);
+    let mut w = World::at(Stage::Rejected);
+    w.refused(record(0x80, "candidate 1", SPEC), Rule::EvidencePhase);
+    // The same command is admitted in EVIDENCE_BUILD.
+    let mut w = building();
+    w.ok(record(0x80, "candidate 1", SPEC));
+}
+
+/// The command cannot choose eligibility (the fields are unknown), and a forged record with
+/// any eligibility other than the ledger's (version 1, ELIGIBLE) is refused.
+#[test]
+fn evidence_eligibility_is_derived() {
+    let json = r#"{"recordEvidence":{"evidenceId":"01JC000000000000000000004G","workflowId":"01JC000000000000000000001G","generationId":"01JC0000000000000000000040","candidateDigest":"b3:b1845aec9d19496ee787e6103a8f679fef464e72e4e3f8ce727f2d557c8c1b35","obligationId":"01JC0000000000000000000020","checkSpecId":"01JC0000000000000000000021","checkSpecDigest":"b3:8c023cdb869668adaeea311597c0aab6b3e3d4efed9b2541ffc96c4333239634","result":"PASS","eligibilityVersion":3,"eligibilityState":"ELIGIBLE","detail":"x"}}"#;
+    assert!(serde_json::from_str::<Command>(json).is_err(), "eligibility is not a command field");
+
+    let mut probe = building();
+    probe.ok(record(0x80, "candidate 1", SPEC));
+    let Event::EvidenceRecorded(good) = probe.last_event("evidenceRecorded") else { unreachable!() };
+    assert_eq!((good.eligibility_version, good.eligibility_state), (1, Eligibility::Eligible));
+    let mut w = building();
+    for (version, state) in [
+        (0, Eligibility::Eligible),
+        (3, Eligibility::Eligible),
+        (2, Eligibility::Ineligible),
+        (1, Eligibility::Ineligible),
+    ] {
+        let mut e = good.clone();
+        e.eligibility_version = version;
+        e.eligibility_state = state;
+        w.forged(Event::EvidenceRecorded(e), Rule::EvidenceEligibility);
+    }
+}
+
+/// Eligibility changes when the generation the Evidence was built for stops being the
+/// active one (a repair child opens): INELIGIBLE, one version later. The decision that
+/// used it is unchanged.
+#[test]
+fn eligibility_changes_when_the_generation_is_superseded() {
+    let mut w = World::at(Stage::Rejected);
+    let before = w.ledger.state().evidence.get(&lid(0x90)).cloned().unwrap();
+    assert_eq!((before.eligibility, before.eligibility_version), (Eligibility::Eligible, 1));
+    let decision = w.ledger.state().decisions.get(&lid(0xa0)).cloned().unwrap();
+    w.with(|s| {
+        let r = s.repair_command();
+        s.run(Command::RecordRepair(r))
+    })
+    .unwrap();
+    let after = w.ledger.state().evidence.get(&lid(0x90)).cloned().unwrap();
+    assert_eq!((after.eligibility, after.eligibility_version), (Eligibility::Ineligible, 2));
+    assert_eq!(after.record, before.record, "the record itself never changes");
+    let now = w.ledger.state().decisions.get(&lid(0xa0)).cloned().unwrap();
+    assert_eq!(
+        (now.evidence, now.evidence_set_digest, now.decision_digest),
+        (decision.evidence, decision.evidence_set_digest, decision.decision_digest)
+    );
+    assert!(closure_ledger::runtime::evidence_set(w.ledger.state(), lid(0x80)).is_empty());
+}
+
+/// A re-run supersedes a runner ERROR of the same check on the same generation (the ERROR
+/// becomes INELIGIBLE, version 2), so the re-run can decide; a FAIL is never superseded:
+/// a later PASS leaves it in the set, and ACCEPT stays refused.
+#[test]
+fn eligibility_changes_when_an_error_is_rerun() {
+    let decide = |verdict| {
+        Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa5),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict,
+            evidence_ids: None,
+            reasons: vec!["decided".into()],
+        })
+    };
+    let mut w = building();
+    w.with(|s| {
+        s.evidence(0x90, 0x80, CheckResult::Error, "runner timed out")?;
+        s.evidence(0x91, 0x80, CheckResult::Pass, "passed on re-run")?;
+        s.advance(Phase::FinalVerify)
+    })
+    .unwrap();
+    let error = w.ledger.state().evidence.get(&lid(0x90)).cloned().unwrap();
+    assert_eq!((error.eligibility, error.eligibility_version), (Eligibility::Ineligible, 2));
+    assert_eq!(closure_ledger::runtime::evidence_set(w.ledger.state(), lid(0x80)), vec![lid(0x91)]);
+    w.ok(decide(Verdict::Accept));
+
+    let mut w = building();
+    w.with(|s| {
+        s.evidence(0x90, 0x80, CheckResult::Fail, "failed")?;
+        s.evidence(0x91, 0x80, CheckResult::Pass, "passed on re-run")?;
+        s.advance(Phase::FinalVerify)
+    })
+    .unwrap();
+    assert_eq!(
+        closure_ledger::runtime::evidence_set(w.ledger.state(), lid(0x80)),
+        vec![lid(0x90), lid(0x91)]
+    );
+    w.refused(decide(Verdict::Accept), Rule::Verdict);
+    w.ok(decide(Verdict::RejectRepairable));
 }

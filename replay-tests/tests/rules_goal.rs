@@ -67,3 +67,94 @@ fn regression_oversized_entry_is_refused_not_written() {
     c.scope = vec!["s".repeat(60_000); 20]; // 1.2 MB in total, each item within bounds
     w.refused(Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: c }), Rule::OutOfBounds);
 }
+
+/// Every required text is non-blank and every required list non-empty, in every command:
+/// a Goal needs an objective, a success criterion and a scope (non-goals and preservation
+/// constraints may be empty), and no list item may be blank; the same holds for a
+/// revision, scenario, attempt summary, evidence detail and acceptance reasons.
+#[test]
+fn blank_and_empty_content() {
+    let mut w = World::at(Stage::Setup);
+    let create = |c| Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: c });
+    let cases: Vec<fn(&mut ledger_schema::events::GoalContent)> = vec![
+        |c| c.success_criteria.clear(),
+        |c| c.success_criteria = vec!["  ".into()],
+        |c| c.success_criteria.push("\t".into()),
+        |c| c.scope.clear(),
+        |c| c.scope = vec![String::new()],
+        |c| c.non_goals = vec![" ".into()],
+        |c| c.preservation_constraints = vec!["".into()],
+        |c| c.objective = "\n".into(),
+    ];
+    for edit in cases {
+        let mut c = goal_content();
+        edit(&mut c);
+        w.refused(create(c.clone()), Rule::OutOfBounds);
+        w.refused(
+            Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: c }),
+            Rule::OutOfBounds,
+        );
+    }
+    let mut c = goal_content();
+    c.non_goals.clear();
+    c.preservation_constraints.clear();
+    w.ok(create(c));
+
+    w.refused(
+        Command::RecordScenario(RecordScenario {
+            scenario_id: lid(0x49),
+            goal_id: lid(GOAL),
+            title: "t".into(),
+            description: " ".into(),
+        }),
+        Rule::OutOfBounds,
+    );
+    w.with(|s| {
+        s.start(0x60, 0x61)?;
+        s.claim(lid(0x60))
+    })
+    .unwrap();
+    w.refused(
+        Command::FinishAttempt(FinishAttempt {
+            attempt_id: lid(0x60),
+            result_kind: ledger_schema::types::ResultKind::Proposals,
+            summary: "  ".into(),
+        }),
+        Rule::OutOfBounds,
+    );
+
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| s.advance(ledger_schema::types::Phase::EvidenceBuild)).unwrap();
+    w.refused(
+        Command::RecordEvidence(RecordEvidence {
+            evidence_id: lid(0x90),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            candidate_digest: digest_of("candidate 1"),
+            obligation_id: lid(OBLIGATION),
+            check_spec_id: lid(CHECK_SPEC),
+            check_spec_digest: digest_of("check: cargo test parser::trailing"),
+            result: ledger_schema::types::CheckResult::Fail,
+            detail: " ".into(),
+        }),
+        Rule::OutOfBounds,
+    );
+    w.with(|s| {
+        s.evidence(0x90, 0x80, ledger_schema::types::CheckResult::Fail, "failed")?;
+        s.advance(ledger_schema::types::Phase::FinalVerify)
+    })
+    .unwrap();
+    for reasons in [vec![], vec![" ".to_owned()]] {
+        w.refused(
+            Command::DecideAcceptance(DecideAcceptance {
+                decision_id: lid(0xa0),
+                workflow_id: lid(WORKFLOW),
+                generation_id: lid(0x80),
+                verdict: ledger_schema::types::Verdict::RejectRepairable,
+                evidence_ids: None,
+                reasons,
+            }),
+            Rule::OutOfBounds,
+        );
+    }
+}

@@ -201,3 +201,105 @@ fn payload_digest() {
         Rule::PayloadDigest,
     );
 }
+
+/// The phase's response contract, for events as for results: a COMPLETION_REQUEST event in
+/// DISCOVERY or PLAN, a PROPOSALS event in IMPLEMENT, is refused (`ResultKind`) — live and
+/// as a forged entry — writing nothing; the permitted kinds are admitted.
+#[test]
+fn result_kind_event_outside_its_phase() {
+    use WorkerEventKind as K;
+    let mut w = world(true);
+    let c = deliver(&w, 0x70, payload(K::CompletionRequest, 1, "done already"));
+    w.refused(c, Rule::ResultKind);
+    // Forged: the same event as an admitted entry, digest correct.
+    let p = payload(K::CompletionRequest, 1, "done already");
+    let forged = WorkerEventAdmitted {
+        attempt_id: lid(0x60),
+        worker_event_id: lid(0x70),
+        manifest_digest: manifest(&w),
+        payload_digest: p.digest(),
+        payload: p,
+    };
+    w.forged(Event::WorkerEventAdmitted(forged), Rule::ResultKind);
+    let c = deliver(&w, 0x71, payload(K::Proposals, 1, "fact: parse() drops trailing bytes"));
+    w.ok(c);
+
+    // PLAN: no COMPLETION_REQUEST either.
+    let mut w = World::at(Stage::Setup);
+    w.with(|s| {
+        s.start(0x60, 0x61)?;
+        s.claim(lid(0x60))?;
+        s.finish(0x60, ledger_schema::types::ResultKind::Proposals)?;
+        s.advance(ledger_schema::types::Phase::Plan)?;
+        s.start(0x62, 0x63)?;
+        s.claim(lid(0x62))
+    })
+    .unwrap();
+    let m = w.ledger.state().attempts[&lid(0x62)].manifest_digest;
+    let c = Command::DeliverWorkerEvent(DeliverWorkerEvent {
+        attempt_id: lid(0x62),
+        worker_event_id: lid(0x72),
+        manifest_digest: m,
+        payload: payload(K::CompletionRequest, 1, "done"),
+    });
+    w.refused(c, Rule::ResultKind);
+
+    // IMPLEMENT: no PROPOSALS.
+    let mut w = World::at(Stage::Implementing);
+    w.with(|s| {
+        s.start(0x64, 0x65)?;
+        s.claim(lid(0x64))
+    })
+    .unwrap();
+    let m = w.ledger.state().attempts[&lid(0x64)].manifest_digest;
+    let event = |kind, id| {
+        Command::DeliverWorkerEvent(DeliverWorkerEvent {
+            attempt_id: lid(0x64),
+            worker_event_id: lid(id),
+            manifest_digest: m,
+            payload: payload(kind, 1, "work"),
+        })
+    };
+    w.refused(event(K::Proposals, 0x73), Rule::ResultKind);
+    w.ok(event(K::CompletionRequest, 0x74));
+}
+
+/// Worker payload text is required (non-blank after trimming), and so is every item.
+#[test]
+fn blank_payload_is_refused() {
+    let mut w = world(true);
+    for text in ["", "   ", "\n\t"] {
+        let c = deliver(&w, 0x70, progress(text));
+        w.refused(c, Rule::OutOfBounds);
+    }
+    let mut p = progress("reading");
+    p.items = vec!["src/config".into(), " ".into()];
+    let c = deliver(&w, 0x70, p);
+    w.refused(c, Rule::OutOfBounds);
+    let c = deliver(&w, 0x70, progress("reading"));
+    w.ok(c);
+}
+
+/// After `reviseGoal`, the old Attempt's worker events are ignored receipts (GOAL_REVISED)
+/// that change nothing else, and a forged admission of one is refused.
+#[test]
+fn goal_revised_events_are_ignored_receipts() {
+    let mut w = world(true);
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    let attempt = w.ledger.state().attempts[&lid(0x60)].clone();
+    let c = deliver(&w, 0x70, progress("still working on revision 1"));
+    w.ok(c);
+    let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
+    assert_eq!(i.reason, IgnoredReason::GoalRevised);
+    assert_eq!(w.ledger.state().attempts[&lid(0x60)], attempt, "the attempt did not change");
+    // A forged admission of such an event is refused.
+    let p = progress("forged");
+    let forged = WorkerEventAdmitted {
+        attempt_id: lid(0x60),
+        worker_event_id: lid(0x71),
+        manifest_digest: manifest(&w),
+        payload_digest: p.digest(),
+        payload: p,
+    };
+    w.forged(Event::WorkerEventAdmitted(forged), Rule::DeliveryStaleness);
+}

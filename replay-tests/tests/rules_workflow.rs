@@ -122,3 +122,223 @@ fn workflow_closed() {
         Rule::Unknown,
     );
 }
+
+/// After `reviseGoal` nothing bound to the old revision advances the workflow: the old
+/// Attempt's result is refused (`StaleGoalRevision`; its events are ignored receipts, see
+/// `rules_worker::goal_revised_events_are_ignored_receipts`), so are blockers on the stale
+/// workflow; the Attempt can still be cancelled, the stale workflow cancelled, and a new
+/// workflow's Attempt compiles with the new revision.
+#[test]
+fn stale_goal_revision_refuses_results() {
+    let mut w = World::at(Stage::Setup);
+    w.with(|s| {
+        s.start(0x60, 0x61)?;
+        s.claim(lid(0x60))
+    })
+    .unwrap();
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    w.refused(
+        Command::FinishAttempt(FinishAttempt {
+            attempt_id: lid(0x60),
+            result_kind: ledger_schema::types::ResultKind::Proposals,
+            summary: "done".into(),
+        }),
+        Rule::StaleGoalRevision,
+    );
+    w.refused(
+        Command::RaiseBlocker(RaiseBlocker {
+            blocker_id: lid(0xe0),
+            workflow_id: lid(WORKFLOW),
+            description: "x".into(),
+        }),
+        Rule::StaleGoalRevision,
+    );
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x60),
+        workflow_version: 1,
+        reason: "the goal was revised".into(),
+    }));
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(WORKFLOW),
+        workflow_version: 1,
+        reason: "superseded by revision 2".into(),
+    }));
+    w.ok(start(0x31, 2, PROFILE, None));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x68),
+        workflow_id: lid(0x31),
+        worker_session_id: lid(0x69),
+        thread: ThreadChoice::Fresh,
+    }));
+    let Event::AttemptStarted(a) = w.last_event("attemptStarted") else { unreachable!() };
+    assert_eq!(a.manifest.goal_revision, 2);
+}
+
+/// Every command that names a closed workflow — directly or through its attempt,
+/// generation, blocker, decision or repair — is refused `WorkflowClosed` (after ACCEPT,
+/// after REJECT_TERMINAL, after cancellation), writing nothing.
+#[test]
+fn workflow_closed_takes_no_work() {
+    fn closed_commands(w: &World) -> Vec<Command> {
+        let s = w.ledger.state();
+        let wf = &s.workflows[&lid(WORKFLOW)];
+        let generation = wf.active_generation.unwrap();
+        let frozen = s.generations[&generation].frozen_digest().unwrap_or_default();
+        vec![
+            Command::RaiseBlocker(RaiseBlocker {
+                blocker_id: lid(0xe0),
+                workflow_id: lid(WORKFLOW),
+                description: "x".into(),
+            }),
+            Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0xe1), resolution: "done".into() }),
+            advance(Phase::Implement, wf.version + 1),
+            Command::StartAttempt(StartAttempt {
+                attempt_id: lid(0xe2),
+                workflow_id: lid(WORKFLOW),
+                worker_session_id: lid(0xe3),
+                thread: ThreadChoice::Fresh,
+            }),
+            Command::OpenGeneration(OpenGeneration {
+                generation_id: lid(0xe4),
+                workflow_id: lid(WORKFLOW),
+                base_digest: digest_of("base"),
+            }),
+            Command::FreezeGeneration(FreezeGeneration {
+                generation_id: generation,
+                candidate_digest: digest_of("c"),
+                change_set_digest: digest_of("s"),
+            }),
+            Command::RecordEvidence(RecordEvidence {
+                evidence_id: lid(0xe5),
+                workflow_id: lid(WORKFLOW),
+                generation_id: generation,
+                candidate_digest: frozen,
+                obligation_id: lid(OBLIGATION),
+                check_spec_id: lid(CHECK_SPEC),
+                check_spec_digest: digest_of("check: cargo test parser::trailing"),
+                result: ledger_schema::types::CheckResult::Pass,
+                detail: "ok".into(),
+            }),
+            Command::DecideAcceptance(DecideAcceptance {
+                decision_id: lid(0xe6),
+                workflow_id: lid(WORKFLOW),
+                generation_id: generation,
+                verdict: ledger_schema::types::Verdict::RejectTerminal,
+                evidence_ids: None,
+                reasons: vec!["x".into()],
+            }),
+            Command::CancelWorkflow(CancelWorkflow {
+                workflow_id: lid(WORKFLOW),
+                workflow_version: wf.version,
+                reason: "x".into(),
+            }),
+        ]
+    }
+    let blocker = Command::RaiseBlocker(RaiseBlocker {
+        blocker_id: lid(0xe1),
+        workflow_id: lid(WORKFLOW),
+        description: "CI is red".into(),
+    });
+    // ACCEPT.
+    let mut w = World::at(Stage::Setup);
+    w.ok(blocker.clone());
+    w.with(|s| {
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.reject_first()?;
+        s.repair_and_accept()
+    })
+    .unwrap();
+    assert!(w.ledger.state().workflows[&lid(WORKFLOW)].closed);
+    for c in closed_commands(&w) {
+        w.refused(c, Rule::WorkflowClosed);
+    }
+    // REJECT_TERMINAL.
+    let mut w = World::at(Stage::Setup);
+    w.ok(blocker.clone());
+    w.with(|s| {
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, ledger_schema::types::CheckResult::Error, "runner crashed")?;
+        s.advance(Phase::FinalVerify)?;
+        s.run(Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa0),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict: ledger_schema::types::Verdict::RejectTerminal,
+            evidence_ids: None,
+            reasons: vec!["the runner cannot run this check".into()],
+        }))
+    })
+    .unwrap();
+    for c in closed_commands(&w) {
+        w.refused(c, Rule::WorkflowClosed);
+    }
+    let repair = w.with(|s| s.repair_command());
+    w.refused(Command::RecordRepair(repair), Rule::WorkflowClosed);
+    // Cancelled.
+    let mut w = World::at(Stage::Setup);
+    w.ok(blocker);
+    w.with(|s| {
+        s.discover_and_plan()?;
+        s.implement_first()
+    })
+    .unwrap();
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(WORKFLOW),
+        workflow_version: 3,
+        reason: "withdrawn".into(),
+    }));
+    for c in closed_commands(&w) {
+        w.refused(c, Rule::WorkflowClosed);
+    }
+}
+
+/// Cancelling a workflow serializes on its version (a stale version is refused), ends the
+/// active Attempt (interrupted: its late events are ignored receipts), and closes the
+/// workflow; only the workflow and its Attempt change.
+#[test]
+fn cancel_workflow() {
+    let mut w = World::at(Stage::Implementing);
+    w.with(|s| {
+        s.start(0x64, 0x65)?;
+        s.claim(lid(0x64))
+    })
+    .unwrap();
+    let cancel = |version| {
+        Command::CancelWorkflow(CancelWorkflow {
+            workflow_id: lid(WORKFLOW),
+            workflow_version: version,
+            reason: "the goal was withdrawn".into(),
+        })
+    };
+    w.refused(cancel(2), Rule::StaleWorkflowVersion);
+    w.refused(cancel(4), Rule::StaleWorkflowVersion);
+    let mut blank = cancel(3);
+    if let Command::CancelWorkflow(c) = &mut blank {
+        c.reason = " ".into();
+    }
+    w.refused(blank, Rule::OutOfBounds);
+    let before = w.ledger.state().clone();
+    w.ok(cancel(3));
+    let after = w.ledger.state().clone();
+    let wf = &after.workflows[&lid(WORKFLOW)];
+    assert!(wf.closed && wf.cancelled && wf.active_attempt.is_none());
+    assert_eq!(wf.version, 3);
+    assert_eq!(
+        after.attempts[&lid(0x64)].status,
+        closure_ledger::runtime::state::AttemptStatus::Cancelled { interrupted: true }
+    );
+    assert_eq!(
+        (&after.goals, &after.generations, &after.evidence),
+        (&before.goals, &before.generations, &before.evidence)
+    );
+    w.with(|s| {
+        s.deliver(lid(0x64), 0x7a, payload(ledger_schema::events::WorkerEventKind::Progress, 1, "late"))
+    })
+    .unwrap();
+    let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
+    assert_eq!(i.reason, ledger_schema::events::IgnoredReason::AttemptEnded);
+    w.refused(cancel(3), Rule::WorkflowClosed);
+}

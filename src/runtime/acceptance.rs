@@ -7,17 +7,32 @@ use ledger_schema::types::{CheckResult, Eligibility, Phase, Verdict};
 
 use super::command::DecideAcceptance;
 use super::state::{DecisionState, State};
-use super::{Rejection, Rule, RuleViolation, ensure, fresh, get, list, live_workflow, violation};
+use super::{Rejection, Rule, RuleViolation, ensure, fresh, get, live_workflow, required_list, violation};
 
 pub fn decide(state: &State, c: &DecideAcceptance) -> Result<Event, Rejection> {
-    let wf = get(&state.workflows, c.workflow_id, "workflow")?;
+    let wf = super::open_workflow(state, c.workflow_id)?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     let generation = get(&state.generations, c.generation_id, "generation")?;
     let candidate_digest = generation.frozen_digest().ok_or_else(|| {
         violation(Rule::GenerationNotFrozen, format!("generation {} is not frozen", c.generation_id))
     })?;
-    let mut ids = c.evidence_ids.clone();
-    ids.sort_unstable();
+    // The Evidence Set is the ledger's: every current, eligible record of the generation.
+    let ids = super::evidence::evidence_set(state, c.generation_id);
+    if let Some(named) = &c.evidence_ids {
+        let mut named = named.clone();
+        named.sort_unstable();
+        if named != ids {
+            return Err(violation(
+                Rule::EvidenceSet,
+                format!(
+                    "evidenceIds must be exactly the Evidence Set the ledger computes for generation {} ({} records: every current, eligible one)",
+                    c.generation_id,
+                    ids.len()
+                ),
+            )
+            .into());
+        }
+    }
     let evidence = ids
         .iter()
         .map(|id| {
@@ -50,7 +65,7 @@ pub fn decide(state: &State, c: &DecideAcceptance) -> Result<Event, Rejection> {
 
 pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.decisions, e.decision_id, "decision")?;
-    list("reasons", &e.reasons)?;
+    required_list("reasons", &e.reasons)?;
     let wf = live_workflow(state, e.workflow_id)?;
     ensure!(
         wf.phase == Phase::FinalVerify,
@@ -96,6 +111,14 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         e.input_manifest_digest
     );
     ensure!(!im.evidence.is_empty(), Rule::EvidenceSet, "the Evidence Set is empty");
+    let computed = super::evidence::evidence_set(state, e.generation_id);
+    ensure!(
+        im.evidence.iter().map(|r| r.evidence_id).eq(computed.iter().copied()),
+        Rule::EvidenceSet,
+        "the Evidence Set must be every current, eligible Evidence record of generation {} ({} records), no subset",
+        e.generation_id,
+        computed.len()
+    );
     ensure!(
         im.evidence.len() <= super::MAX_ITEMS,
         Rule::EvidenceSet,
@@ -130,7 +153,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             r.evidence_id
         );
         ensure!(
-            ev.record.eligibility_state == Eligibility::Eligible,
+            ev.eligibility == Eligibility::Eligible,
             Rule::EvidenceSet,
             "evidence {} is not eligible",
             r.evidence_id

@@ -10,8 +10,8 @@ use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice};
 use ledger_schema::{Digest, Event, Id};
 
 use super::command::{CancelAttempt, ClaimDispatch, FailAttempt, FinishAttempt, StartAttempt};
-use super::state::{AttemptState, AttemptStatus, GenerationStatus, State};
-use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow, required_text, text};
+use super::state::{AttemptState, AttemptStatus, GenerationStatus, State, WorkflowState};
+use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow, required_text};
 
 /// Everything an Attempt start binds, derived from the state: what the compiler compiles
 /// for, and what `apply` checks the recorded manifest against.
@@ -54,8 +54,8 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
     ensure!(
         result_kind_allowed(wf.phase).is_some(),
         Rule::AttemptBinding,
-        "no worker attempts in phase {:?}",
-        wf.phase
+        "no worker attempts in phase {}",
+        super::wire(&wf.phase)
     );
     let generation = if wf.phase == Phase::Implement {
         let id = wf.active_generation.ok_or_else(|| {
@@ -71,6 +71,7 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
     } else {
         None
     };
+    check_thread(state, wf, c, generation.map(|g| g.0))?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     Ok(AttemptBinding {
         attempt_id: c.attempt_id,
@@ -86,6 +87,101 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
         profile: wf.profile,
         policy: wf.policy,
     })
+}
+
+/// The thread policy (seed: "a fresh Worker Session uses a fresh Thread by default; M2
+/// also defaults a new repair generation and a replacement Attempt after restart to a fresh
+/// Thread"; "an additional worker Turn or thread/resume requires an exact Runtime directive
+/// and the Workflow-bound Execution Profile policy"):
+/// - FRESH: a Worker Session no Attempt of this ledger has used;
+/// - RESUME: only when the bound profile's policy for this start is RESUME (`repairThread`
+///   for the first Attempt on a repair generation, `attemptThread` otherwise), continuing
+///   the session of the workflow's previous Attempt, which must have finished (after a
+///   failure, a cancellation or a restart the replacement is FRESH) in the same phase and
+///   workflow version (no continuation across a phase boundary, except into the repair
+///   generation when `repairThread` is RESUME).
+fn check_thread(
+    state: &State,
+    wf: &WorkflowState,
+    c: &StartAttempt,
+    generation: Option<Id>,
+) -> Result<(), RuleViolation> {
+    match c.thread {
+        ThreadChoice::Fresh => {
+            let used = state.attempts.iter().find(|(_, a)| a.worker_session_id == c.worker_session_id);
+            if let Some((attempt, _)) = used {
+                return Err(super::violation(
+                    Rule::ThreadPolicy,
+                    format!(
+                        "a FRESH thread needs a new Worker Session; session {} belongs to attempt {attempt}",
+                        c.worker_session_id
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        ThreadChoice::Resume => {
+            let profile = get(&state.profiles, wf.profile.id, "profile")?;
+            let previous = wf.last_attempt.and_then(|id| state.attempts.get(&id).map(|a| (id, a)));
+            let Some((previous_id, previous)) = previous else {
+                return Err(super::violation(
+                    Rule::ThreadPolicy,
+                    format!(
+                        "workflow {} has no previous Attempt whose thread could be resumed",
+                        c.workflow_id
+                    ),
+                ));
+            };
+            let repair_start = generation.is_some_and(|g| {
+                previous.generation_id != Some(g)
+                    && state.generations.get(&g).is_some_and(|g| g.repair_id.is_some())
+            });
+            let (policy, which) = if repair_start {
+                (profile.profile.repair_thread, "repairThread")
+            } else {
+                (profile.profile.attempt_thread, "attemptThread")
+            };
+            ensure!(
+                policy == ThreadChoice::Resume,
+                Rule::ThreadPolicy,
+                "the bound profile {} has {which} FRESH: RESUME is not allowed",
+                wf.profile.id
+            );
+            ensure!(
+                matches!(previous.status, AttemptStatus::Finished { .. }),
+                Rule::ThreadPolicy,
+                "the previous attempt {previous_id} did not finish ({}): its replacement starts on a FRESH thread",
+                status_name(previous.status)
+            );
+            ensure!(
+                repair_start || (previous.phase == wf.phase && previous.workflow_version == wf.version),
+                Rule::ThreadPolicy,
+                "RESUME does not cross a phase boundary (attempt {previous_id} ran in {} version {})",
+                super::wire(&previous.phase),
+                previous.workflow_version
+            );
+            ensure!(
+                c.worker_session_id == previous.worker_session_id,
+                Rule::ThreadPolicy,
+                "RESUME continues the Worker Session {} of attempt {previous_id}, not {}",
+                previous.worker_session_id,
+                c.worker_session_id
+            );
+            Ok(())
+        }
+    }
+}
+
+/// How an Attempt status reads in a message (no Rust `Debug`).
+pub fn status_name(status: AttemptStatus) -> String {
+    match status {
+        AttemptStatus::Started => "started".to_owned(),
+        AttemptStatus::Dispatched => "dispatched".to_owned(),
+        AttemptStatus::Finished { result_kind } => format!("finished with {}", super::wire(&result_kind)),
+        AttemptStatus::Failed => "failed".to_owned(),
+        AttemptStatus::Cancelled { interrupted: true } => "cancelled after dispatch (interrupted)".to_owned(),
+        AttemptStatus::Cancelled { interrupted: false } => "cancelled before dispatch".to_owned(),
+    }
 }
 
 /// The manifest binds exactly the identities the state derives.
@@ -131,8 +227,8 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
         ensure!(
             e.generation_id.is_none(),
             Rule::CandidateBinding,
-            "{:?} carries no Candidate",
-            binding.phase
+            "{} carries no Candidate",
+            super::wire(&binding.phase)
         );
     }
     check_manifest(&binding, e)?;
@@ -162,6 +258,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
     );
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
         wf.active_attempt = Some(e.attempt_id);
+        wf.last_attempt = Some(e.attempt_id);
     }
     Ok(())
 }
@@ -259,14 +356,14 @@ fn active(state: &State, attempt_id: Id) -> Result<&AttemptState, RuleViolation>
     ensure!(
         attempt.status.is_active(),
         Rule::AttemptNotActive,
-        "attempt {attempt_id} has ended ({:?})",
-        attempt.status
+        "attempt {attempt_id} has ended ({})",
+        status_name(attempt.status)
     );
     Ok(attempt)
 }
 
 pub fn apply_finished(state: &mut State, e: &AttemptFinished) -> Result<(), RuleViolation> {
-    text("summary", &e.summary)?;
+    required_text("summary", &e.summary)?;
     let attempt = active(state, e.attempt_id)?;
     ensure!(
         attempt.status == AttemptStatus::Dispatched,
@@ -278,11 +375,13 @@ pub fn apply_finished(state: &mut State, e: &AttemptFinished) -> Result<(), Rule
     ensure!(
         allowed == Some(e.result_kind),
         Rule::ResultKind,
-        "phase {:?} allows {allowed:?}, not {:?}",
-        attempt.phase,
-        e.result_kind
+        "phase {} allows {}, not {}",
+        super::wire(&attempt.phase),
+        allowed.map_or_else(|| "no result".to_owned(), |k| super::wire(&k)),
+        super::wire(&e.result_kind)
     );
-    let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
+    // Nothing bound to a superseded Goal revision (or a closed workflow) advances it.
+    let wf = live_workflow(state, attempt.workflow_id)?;
     ensure!(
         wf.version == attempt.workflow_version,
         Rule::StaleWorkflowVersion,

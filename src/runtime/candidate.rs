@@ -81,6 +81,11 @@ pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleV
     if let Some(repair) = e.repair_id.and_then(|r| state.repairs.get_mut(&r)) {
         repair.child_opened = true;
     }
+    // The generation the evidence was built for is no longer the active one: none of its
+    // Evidence can be used by a decision any more.
+    if let Some(previous) = state.workflows.get(&e.workflow_id).and_then(|wf| wf.active_generation) {
+        super::evidence::make_ineligible(state, previous, |_| true);
+    }
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
         wf.active_generation = Some(e.generation_id);
     }
@@ -94,6 +99,7 @@ pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleV
             repair_id: e.repair_id,
             status: GenerationStatus::Mutable,
             decision: None,
+            evidence: Vec::new(),
         },
     );
     Ok(())
@@ -101,13 +107,13 @@ pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleV
 
 pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleViolation> {
     let generation = get(&state.generations, e.generation_id, "generation")?;
+    let wf = live_workflow(state, generation.workflow_id)?;
     ensure!(
         generation.status == GenerationStatus::Mutable,
         Rule::GenerationNotMutable,
         "generation {} is already frozen",
         e.generation_id
     );
-    let wf = live_workflow(state, generation.workflow_id)?;
     ensure!(
         wf.active_generation == Some(e.generation_id),
         Rule::GenerationNotMutable,

@@ -6,7 +6,7 @@
 use ledger_schema::Digest;
 use ledger_schema::Id;
 use ledger_schema::events::{ExecutionProfile, GoalContent, PolicyBundle, WorkerPayload};
-use ledger_schema::types::{Binding, CheckResult, Eligibility, Phase, ResultKind, ThreadChoice, Verdict};
+use ledger_schema::types::{Binding, CheckResult, Phase, ResultKind, ThreadChoice, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// Largest JSON command line accepted (checked before parsing).
@@ -41,6 +41,8 @@ pub enum Command {
     RecordEvidence(RecordEvidence),
     DecideAcceptance(DecideAcceptance),
     RecordRepair(RecordRepair),
+    CancelWorkflow(CancelWorkflow),
+    RestartAttempt(RestartAttempt),
 }
 
 impl Command {
@@ -73,6 +75,8 @@ impl Command {
             Command::RecordEvidence(_) => "recordEvidence",
             Command::DecideAcceptance(_) => "decideAcceptance",
             Command::RecordRepair(_) => "recordRepair",
+            Command::CancelWorkflow(_) => "cancelWorkflow",
+            Command::RestartAttempt(_) => "restartAttempt",
         }
     }
 }
@@ -172,18 +176,18 @@ command!(RecordEvidence {
     check_spec_id: Id,
     check_spec_digest: Digest,
     result: CheckResult,
-    eligibility_version: u32,
-    eligibility_state: Eligibility,
     detail: String,
 });
 command!(
-    /// Decides over the named Evidence (the Evidence Set and every digest are computed).
+    /// Decides over the generation's Evidence Set, which the ledger computes (every
+    /// current, eligible record); `evidenceIds`, if given, must be exactly that set.
     DecideAcceptance {
         decision_id: Id,
         workflow_id: Id,
         generation_id: Id,
         verdict: Verdict,
-        evidence_ids: Vec<Id>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence_ids: Option<Vec<Id>>,
         reasons: Vec<String>,
     }
 );
@@ -198,6 +202,26 @@ command!(
         evidence_set_digest: Digest,
         child_generation_id: Id,
         constraints_to_preserve: Vec<String>,
+    }
+);
+
+command!(
+    /// Cancels a whole Workflow at its current version (closing it; an active Attempt ends
+    /// cancelled with it).
+    CancelWorkflow { workflow_id: Id, workflow_version: u32, reason: String }
+);
+command!(
+    /// After a supervisor restart: ends the workflow's active Attempt `attemptId` as
+    /// cancelled (interrupted if it was dispatched) and starts the replacement
+    /// `replacementAttemptId` in the same phase and version, with freshly compiled context,
+    /// on a FRESH thread with the new Worker Session `workerSessionId`. Both entries are
+    /// one frame.
+    RestartAttempt {
+        attempt_id: Id,
+        workflow_version: u32,
+        replacement_attempt_id: Id,
+        worker_session_id: Id,
+        reason: String,
     }
 );
 

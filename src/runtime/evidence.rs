@@ -1,13 +1,23 @@
-//! Evidence: one check's result, for the exact active, frozen Candidate generation.
+//! Evidence: one check's result, for the exact active, frozen Candidate generation,
+//! recorded only in EVIDENCE_BUILD. Eligibility is the ledger's, never the command's: a
+//! record is ELIGIBLE (version 1) when recorded, and becomes INELIGIBLE (version + 1) when
+//! - a later record for the same obligation of the same generation supersedes it and it
+//!   was a runner ERROR (an engine error is re-run; a PASS or FAIL is never superseded),
+//! - or its generation stops being its workflow's active generation (a repair child opens).
 
-use ledger_schema::Event;
 use ledger_schema::events::EvidenceRecorded;
+use ledger_schema::types::{CheckResult, Eligibility, Phase};
+use ledger_schema::{Event, Id};
 
 use super::command::RecordEvidence;
 use super::state::{EvidenceState, State};
-use super::{Rule, RuleViolation, ensure, fresh, get, live_workflow, text};
+use super::{Rule, RuleViolation, ensure, fresh, get, live_workflow, required_text};
+
+/// The eligibility every record is recorded with.
+pub const RECORDED_ELIGIBILITY: (u32, Eligibility) = (1, Eligibility::Eligible);
 
 pub fn decide_record(c: &RecordEvidence) -> Event {
+    let (eligibility_version, eligibility_state) = RECORDED_ELIGIBILITY;
     Event::EvidenceRecorded(EvidenceRecorded {
         evidence_id: c.evidence_id,
         workflow_id: c.workflow_id,
@@ -17,15 +27,46 @@ pub fn decide_record(c: &RecordEvidence) -> Event {
         check_spec_id: c.check_spec_id,
         check_spec_digest: c.check_spec_digest,
         result: c.result,
-        eligibility_version: c.eligibility_version,
-        eligibility_state: c.eligibility_state,
+        eligibility_version,
+        eligibility_state,
         detail: c.detail.clone(),
     })
 }
 
+/// Makes every still-eligible Evidence record of `generation` that `which` selects
+/// INELIGIBLE, one eligibility version later.
+pub(crate) fn make_ineligible(state: &mut State, generation: Id, which: impl Fn(&EvidenceState) -> bool) {
+    let ids = state.generations.get(&generation).map(|g| g.evidence.clone()).unwrap_or_default();
+    for id in ids {
+        if let Some(ev) = state.evidence.get_mut(&id)
+            && ev.eligibility == Eligibility::Eligible
+            && which(ev)
+        {
+            ev.eligibility = Eligibility::Ineligible;
+            ev.eligibility_version = ev.eligibility_version.saturating_add(1);
+        }
+    }
+}
+
+/// The Evidence Set a decision over `generation` must use: every current, ELIGIBLE
+/// Evidence record of the generation (all obligations), sorted by id.
+pub fn evidence_set(state: &State, generation: Id) -> Vec<Id> {
+    state
+        .generations
+        .get(&generation)
+        .map(|g| {
+            g.evidence
+                .iter()
+                .filter(|id| state.evidence.get(id).is_some_and(|e| e.eligibility == Eligibility::Eligible))
+                .copied()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.evidence, e.evidence_id, "evidence")?;
-    text("detail", &e.detail)?;
+    required_text("detail", &e.detail)?;
     let wf = live_workflow(state, e.workflow_id)?;
     let generation = get(&state.generations, e.generation_id, "generation")?;
     ensure!(
@@ -53,7 +94,34 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         "evidence must name obligation {}'s exact check specification (and its goal)",
         e.obligation_id
     );
+    ensure!(
+        wf.phase == Phase::EvidenceBuild,
+        Rule::EvidencePhase,
+        "evidence is recorded in EVIDENCE_BUILD; workflow {} is in {}",
+        e.workflow_id,
+        super::wire(&wf.phase)
+    );
+    ensure!(
+        (e.eligibility_version, e.eligibility_state) == RECORDED_ELIGIBILITY,
+        Rule::EvidenceEligibility,
+        "eligibility is derived by the ledger: a record is recorded as version 1, ELIGIBLE (not version {}, {})",
+        e.eligibility_version,
+        super::wire(&e.eligibility_state)
+    );
+    // A re-run supersedes an earlier runner ERROR of the same check on this generation.
+    let obligation_id = e.obligation_id;
+    make_ineligible(state, e.generation_id, |ev| {
+        ev.record.obligation_id == obligation_id && ev.record.result == CheckResult::Error
+    });
     let record_digest = e.record_digest();
-    state.evidence.insert(e.evidence_id, EvidenceState { record: e.clone(), record_digest, seq });
+    let (eligibility_version, eligibility) = RECORDED_ELIGIBILITY;
+    state.evidence.insert(
+        e.evidence_id,
+        EvidenceState { record: e.clone(), record_digest, seq, eligibility, eligibility_version },
+    );
+    if let Some(g) = state.generations.get_mut(&e.generation_id) {
+        let at = g.evidence.binary_search(&e.evidence_id).unwrap_or_else(|at| at);
+        g.evidence.insert(at, e.evidence_id);
+    }
     Ok(())
 }

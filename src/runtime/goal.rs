@@ -5,7 +5,7 @@ use ledger_schema::events::{GoalContent, GoalCreated, GoalRevised};
 
 use super::command::{CreateGoal, ReviseGoal};
 use super::state::{GoalState, State};
-use super::{Rule, RuleViolation, ensure, fresh, get_mut, list, required_text};
+use super::{Rule, RuleViolation, ensure, fresh, get_mut, list, required_list, required_text};
 
 pub fn decide_create(c: &CreateGoal) -> Event {
     Event::GoalCreated(GoalCreated { goal_id: c.goal_id, content: c.content.clone() })
@@ -17,8 +17,8 @@ pub fn decide_revise(c: &ReviseGoal) -> Event {
 
 pub(crate) fn check_content(c: &GoalContent) -> Result<(), RuleViolation> {
     required_text("objective", &c.objective)?;
-    list("successCriteria", &c.success_criteria)?;
-    list("scope", &c.scope)?;
+    required_list("successCriteria", &c.success_criteria)?;
+    required_list("scope", &c.scope)?;
     list("nonGoals", &c.non_goals)?;
     list("preservationConstraints", &c.preservation_constraints)
 }

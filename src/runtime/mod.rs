@@ -20,6 +20,7 @@ use ledger_schema::{Entry, Event, Id};
 
 pub use attempt::{AttemptBinding, attempt_binding, result_kind_allowed};
 pub use command::Command;
+pub use evidence::evidence_set;
 pub use state::State;
 pub use worker::{redelivery, staleness};
 pub use workflow::next_phase;
@@ -130,6 +131,12 @@ pub enum Rule {
     RepairDigest,
     /// The repair child: sequence = parent + 1, base = parent's frozen digest, linked both ways.
     RepairChild,
+    /// Evidence is recorded only in EVIDENCE_BUILD (after the freeze, before FINAL_VERIFY).
+    EvidencePhase,
+    /// Evidence eligibility is derived by the ledger: recorded as version 1, ELIGIBLE.
+    EvidenceEligibility,
+    /// A FRESH thread is a never-used Worker Session; RESUME only where the profile allows it.
+    ThreadPolicy,
 }
 
 /// An event that breaks a rule: refused live, and fails replay.
@@ -203,6 +210,7 @@ pub(crate) fn required_text(field: &str, value: &str) -> Result<(), RuleViolatio
     Ok(())
 }
 
+/// A list of at most `MAX_ITEMS` items, each a non-blank text.
 pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> {
     ensure!(
         values.len() <= MAX_ITEMS,
@@ -210,7 +218,24 @@ pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> 
         "{field} has {} items, over {MAX_ITEMS}",
         values.len()
     );
-    values.iter().try_for_each(|v| text(field, v))
+    values.iter().try_for_each(|v| required_text(field, v))
+}
+
+/// A closed value (phase, verdict, result kind, ...) as it is written on the wire
+/// (`IMPLEMENT`, `COMPLETION_REQUEST`): what error messages show instead of Rust `Debug`.
+pub fn wire<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+/// A [`list`] with at least one item.
+pub(crate) fn required_list(field: &str, values: &[String]) -> Result<(), RuleViolation> {
+    list(field, values)?;
+    ensure!(!values.is_empty(), Rule::OutOfBounds, "{field} is empty");
+    Ok(())
 }
 
 pub(crate) fn fresh<V>(map: &state::Map<Id, V>, id: Id, what: &str) -> Result<(), RuleViolation> {
@@ -230,10 +255,17 @@ pub(crate) fn get_mut<'a, V: Clone>(
     map.get_mut(&id).ok_or_else(|| violation(Rule::Unknown, format!("unknown {what} {id}")))
 }
 
-/// The workflow, which must be open and bound to its goal's current revision.
-pub(crate) fn live_workflow(state: &State, workflow_id: Id) -> Result<&state::WorkflowState, RuleViolation> {
+/// The workflow, which must be open (not closed by ACCEPT, REJECT_TERMINAL or a
+/// cancellation).
+pub(crate) fn open_workflow(state: &State, workflow_id: Id) -> Result<&state::WorkflowState, RuleViolation> {
     let wf = get(&state.workflows, workflow_id, "workflow")?;
     ensure!(!wf.closed, Rule::WorkflowClosed, "workflow {workflow_id} is closed");
+    Ok(wf)
+}
+
+/// The workflow, which must be open and bound to its goal's current revision.
+pub(crate) fn live_workflow(state: &State, workflow_id: Id) -> Result<&state::WorkflowState, RuleViolation> {
+    let wf = open_workflow(state, workflow_id)?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     ensure!(
         goal.revision == wf.goal_revision,
@@ -300,7 +332,28 @@ fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleVio
         Event::EvidenceRecorded(e) => evidence::apply_recorded(state, e, seq),
         Event::AcceptanceDecided(e) => acceptance::apply_decided(state, e, seq),
         Event::RepairRecorded(e) => repair::apply_recorded(state, e, seq),
+        Event::WorkflowCancelled(e) => workflow::apply_cancelled(state, e),
     }
+}
+
+/// The first entry of a `restartAttempt`: the interrupted Attempt's cancellation (its
+/// replacement's start is compiled by the admission step over the state after it).
+pub fn restart_cancellation(c: &command::RestartAttempt) -> Event {
+    Event::AttemptCancelled(ledger_schema::events::AttemptCancelled {
+        attempt_id: c.attempt_id,
+        workflow_version: c.workflow_version,
+        reason: c.reason.clone(),
+    })
+}
+
+/// Folds `event` into `state` as the next entry would be folded, without an entry (for
+/// deciding a command whose later events depend on its earlier ones). The state is
+/// unchanged on refusal.
+pub fn fold_pending(state: &mut State, event: &Event) -> Result<(), RuleViolation> {
+    ensure!(state.ledger.is_some(), Rule::Genesis, "{} before genesis", event.kind());
+    apply_event(state, event, state.entries)?;
+    state.entries += 1;
+    Ok(())
 }
 
 /// Turns a command into the events that would record it (each still passes through
@@ -335,5 +388,7 @@ pub fn decide(state: &State, command: &Command, _ctx: Ctx) -> Result<Decided, Re
         C::RecordEvidence(c) => one(evidence::decide_record(c)),
         C::DecideAcceptance(c) => one(acceptance::decide(state, c)?),
         C::RecordRepair(c) => repair::decide(state, c).map(Decided::Events),
+        C::CancelWorkflow(c) => one(workflow::decide_cancel(c)),
+        C::RestartAttempt(_) => Err(Rejection::NeedsCompiler),
     }
 }

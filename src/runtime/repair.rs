@@ -11,6 +11,7 @@ use super::{Rejection, Rule, RuleViolation, ensure, fresh, get, list, live_workf
 
 pub fn decide(state: &State, c: &RecordRepair) -> Result<Vec<Event>, Rejection> {
     let decision = get(&state.decisions, c.decision_id, "decision")?;
+    super::open_workflow(state, decision.workflow_id)?;
     let parent = get(&state.generations, decision.generation_id, "generation")?;
     let base_digest = parent
         .frozen_digest()

@@ -15,7 +15,7 @@ use super::state::{
     BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState,
     State,
 };
-use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, required_text, text};
+use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow, required_text, text};
 
 pub fn decide_propose_fact(c: &ProposeFact) -> Event {
     Event::FactProposed(FactProposed {
@@ -233,7 +233,7 @@ pub fn apply_scenario(state: &mut State, e: &ScenarioRecorded, seq: u64) -> Resu
     fresh(&state.scenarios, e.scenario_id, "scenario")?;
     get(&state.goals, e.goal_id, "goal")?;
     required_text("title", &e.title)?;
-    text("description", &e.description)?;
+    required_text("description", &e.description)?;
     state.scenarios.insert(
         e.scenario_id,
         ScenarioState { goal_id: e.goal_id, title: e.title.clone(), description: e.description.clone(), seq },
@@ -260,7 +260,7 @@ pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> 
 
 pub fn apply_blocker_raised(state: &mut State, e: &BlockerRaised, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.blockers, e.blocker_id, "blocker")?;
-    get(&state.workflows, e.workflow_id, "workflow")?;
+    live_workflow(state, e.workflow_id)?;
     required_text("description", &e.description)?;
     state.blockers.insert(
         e.blocker_id,
@@ -276,6 +276,8 @@ pub fn apply_blocker_raised(state: &mut State, e: &BlockerRaised, seq: u64) -> R
 
 pub fn apply_blocker_resolved(state: &mut State, e: &BlockerResolved) -> Result<(), RuleViolation> {
     required_text("resolution", &e.resolution)?;
+    let workflow_id = get(&state.blockers, e.blocker_id, "blocker")?.workflow_id;
+    live_workflow(state, workflow_id)?;
     let blocker = get_mut(&mut state.blockers, e.blocker_id, "blocker")?;
     ensure!(
         blocker.resolution.is_none(),

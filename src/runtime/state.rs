@@ -5,7 +5,7 @@
 //! under its own context, so two states compare by digest.
 
 use ledger_schema::events::{EvidenceRecorded, ExecutionProfile, GoalContent, PolicyBundle};
-use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice, Verdict};
+use ledger_schema::types::{Binding, Eligibility, Phase, ResultKind, ThreadChoice, Verdict};
 use ledger_schema::{Digest, DigestKind, Id, codec};
 use serde::Serialize;
 
@@ -43,6 +43,10 @@ pub struct State {
     /// (`worker::redelivery`).
     pub worker_events: Map<Id, u64>,
     pub human_decisions: Map<Id, HumanDecisionState>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl State {
@@ -88,12 +92,18 @@ pub struct WorkflowState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<Binding>,
     pub phase: Phase,
-    /// ACCEPT or REJECT_TERMINAL was decided: the workflow is closed.
+    /// ACCEPT or REJECT_TERMINAL was decided, or the workflow was cancelled: it is closed.
     pub closed: bool,
     pub goal_id: Id,
     pub policy: Binding,
     pub profile: Binding,
     pub version: u32,
+    /// Closed by `workflowCancelled` (a closing state distinct from a verdict).
+    #[serde(skip_serializing_if = "is_false")]
+    pub cancelled: bool,
+    /// The Attempt started last on this workflow (its thread is the one RESUME continues).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_attempt: Option<Id>,
     pub goal_revision: u32,
     /// The Attempt that has started and not ended.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,6 +202,9 @@ pub struct GenerationState {
     /// The Acceptance decision made over this generation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<Id>,
+    /// Every Evidence record of this generation, sorted by id.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Id>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair_id: Option<Id>,
     pub sequence: u32,
@@ -256,7 +269,12 @@ pub struct AttemptState {
 pub struct EvidenceState {
     pub seq: u64,
     pub record: EvidenceRecorded,
+    /// The current eligibility, derived by the ledger (the record holds the snapshot taken
+    /// when it was recorded: version 1, ELIGIBLE).
+    pub eligibility: Eligibility,
     pub record_digest: Digest,
+    /// +1 at every change of `eligibility`.
+    pub eligibility_version: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

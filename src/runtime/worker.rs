@@ -2,12 +2,18 @@
 //! an existing dispatch claim → dedup (same id + same canonical payload = duplicate; any
 //! other byte = conflict) → binding and staleness, which end in an ignored receipt.
 
-use ledger_schema::events::{IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerPayload};
+use ledger_schema::events::{
+    IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload,
+};
+use ledger_schema::types::ResultKind;
 use ledger_schema::{Digest, Event, Id, codec};
 
 use super::command::DeliverWorkerEvent;
 use super::state::{AttemptState, State};
-use super::{Decided, Rejection, Rule, RuleViolation, ensure, fresh, get, get_mut, list, text};
+use super::{
+    Decided, Rejection, Rule, RuleViolation, ensure, fresh, get, get_mut, list, required_text,
+    result_kind_allowed, wire,
+};
 
 /// Why a delivery for `attempt_id` bound to `manifest_digest` is stale, if it is.
 pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Option<IgnoredReason> {
@@ -25,7 +31,31 @@ pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Opti
     if manifest_digest != attempt.manifest_digest {
         return Some(IgnoredReason::ManifestMismatch);
     }
+    // Checked last, so receipts recorded before this reason existed keep their reason.
+    if state.goals.get(&wf.goal_id).is_some_and(|g| g.revision != wf.goal_revision) {
+        return Some(IgnoredReason::GoalRevised);
+    }
     None
+}
+
+/// A current event must be one the Attempt's phase's response contract permits:
+/// PROPOSALS only in DISCOVERY/PLAN, COMPLETION_REQUEST only in IMPLEMENT (seed: "a
+/// phase-incompatible result fails closed before it can advance the Workflow"). Refused
+/// (`ResultKind`), never admitted.
+fn check_kind(attempt: &AttemptState, payload: &WorkerPayload) -> Result<(), RuleViolation> {
+    let result = match payload.kind {
+        WorkerEventKind::Proposals => ResultKind::Proposals,
+        WorkerEventKind::CompletionRequest => ResultKind::CompletionRequest,
+        _ => return Ok(()),
+    };
+    ensure!(
+        result_kind_allowed(attempt.phase) == Some(result),
+        Rule::ResultKind,
+        "a {} event is not a result the {} response contract permits",
+        wire(&payload.kind),
+        wire(&attempt.phase)
+    );
+    Ok(())
 }
 
 /// The size, claim and bounds checks every delivery passes first.
@@ -48,7 +78,7 @@ fn check_delivery(
         Rule::MissingDispatchClaim,
         "the attempt has no dispatch claim (a control-plane error, not the worker's)"
     );
-    text("payload text", &payload.text)?;
+    required_text("payload text", &payload.text)?;
     list("payload items", &payload.items)
 }
 
@@ -60,13 +90,16 @@ pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, 
     }
     let payload_digest = c.payload.digest();
     let event = match staleness(state, c.attempt_id, c.manifest_digest) {
-        None => Event::WorkerEventAdmitted(WorkerEventAdmitted {
-            attempt_id: c.attempt_id,
-            worker_event_id: c.worker_event_id,
-            manifest_digest: c.manifest_digest,
-            payload: c.payload.clone(),
-            payload_digest,
-        }),
+        None => {
+            check_kind(attempt, &c.payload)?;
+            Event::WorkerEventAdmitted(WorkerEventAdmitted {
+                attempt_id: c.attempt_id,
+                worker_event_id: c.worker_event_id,
+                manifest_digest: c.manifest_digest,
+                payload: c.payload.clone(),
+                payload_digest,
+            })
+        }
         Some(reason) => Event::WorkerDeliveryIgnored(WorkerDeliveryIgnored {
             attempt_id: c.attempt_id,
             worker_event_id: c.worker_event_id,
@@ -113,7 +146,13 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
         e.payload_digest
     );
     let stale = staleness(state, e.attempt_id, e.manifest_digest);
-    ensure!(stale.is_none(), Rule::DeliveryStaleness, "a stale delivery ({stale:?}) cannot be admitted");
+    ensure!(
+        stale.is_none(),
+        Rule::DeliveryStaleness,
+        "a stale delivery ({}) cannot be admitted",
+        stale.map_or_else(String::new, |r| wire(&r))
+    );
+    check_kind(attempt, &e.payload)?;
     state.worker_events.insert(e.worker_event_id, seq);
     let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
     attempt.events_admitted = attempt.events_admitted.saturating_add(1);
@@ -132,9 +171,9 @@ pub fn apply_ignored(state: &mut State, e: &WorkerDeliveryIgnored, seq: u64) -> 
     ensure!(
         stale == Some(e.reason),
         Rule::DeliveryStaleness,
-        "an ignored receipt says {:?}, the delivery is {:?}",
-        e.reason,
-        stale
+        "an ignored receipt says {}, the delivery is {}",
+        wire(&e.reason),
+        stale.map_or_else(|| "current".to_owned(), |r| wire(&r))
     );
     state.worker_events.insert(e.worker_event_id, seq);
     Ok(())

@@ -2,12 +2,14 @@
 //! advance one step at a time, version +1.
 
 use ledger_schema::Event;
-use ledger_schema::events::{PhaseAdvanced, WorkflowStarted};
+use ledger_schema::events::{PhaseAdvanced, WorkflowCancelled, WorkflowStarted};
 use ledger_schema::types::{Binding, Phase};
 
-use super::command::{AdvancePhase, StartWorkflow};
-use super::state::{GenerationStatus, State, WorkflowState};
-use super::{Rejection, Rule, RuleViolation, ensure, fresh, get, live_workflow};
+use super::command::{AdvancePhase, CancelWorkflow, StartWorkflow};
+use super::state::{AttemptStatus, GenerationStatus, State, WorkflowState};
+use super::{
+    Rejection, Rule, RuleViolation, ensure, fresh, get, live_workflow, open_workflow, required_text,
+};
 
 pub fn decide_start(state: &State, c: &StartWorkflow) -> Result<Event, Rejection> {
     let policy = get(&state.policies, c.policy_id, "policy")?;
@@ -20,6 +22,41 @@ pub fn decide_start(state: &State, c: &StartWorkflow) -> Result<Event, Rejection
         profile: Binding { id: c.profile_id, digest: profile.digest },
         plan: c.plan,
     }))
+}
+
+pub fn decide_cancel(c: &CancelWorkflow) -> Event {
+    Event::WorkflowCancelled(WorkflowCancelled {
+        workflow_id: c.workflow_id,
+        workflow_version: c.workflow_version,
+        reason: c.reason.clone(),
+    })
+}
+
+/// Cancels a whole Workflow: it must be open (a workflow bound to a superseded Goal
+/// revision may be cancelled: that is how it is retired) and at exactly `workflowVersion`.
+/// An Attempt still active ends cancelled (interrupted if it was dispatched), so its late
+/// events are ignored receipts; from then on the workflow is closed.
+pub fn apply_cancelled(state: &mut State, e: &WorkflowCancelled) -> Result<(), RuleViolation> {
+    required_text("reason", &e.reason)?;
+    let wf = open_workflow(state, e.workflow_id)?;
+    ensure!(
+        e.workflow_version == wf.version,
+        Rule::StaleWorkflowVersion,
+        "cancel for workflow version {}, workflow {} is at {}",
+        e.workflow_version,
+        e.workflow_id,
+        wf.version
+    );
+    if let Some(attempt) = wf.active_attempt.and_then(|a| state.attempts.get_mut(&a)) {
+        let interrupted = attempt.status == AttemptStatus::Dispatched;
+        attempt.status = AttemptStatus::Cancelled { interrupted };
+    }
+    if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
+        wf.active_attempt = None;
+        wf.closed = true;
+        wf.cancelled = true;
+    }
+    Ok(())
 }
 
 pub fn decide_advance(c: &AdvancePhase) -> Event {
@@ -74,6 +111,8 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
             active_generation: None,
             current_decision: None,
             closed: false,
+            cancelled: false,
+            last_attempt: None,
         },
     );
     Ok(())
@@ -116,10 +155,10 @@ pub fn apply_advanced(state: &mut State, e: &PhaseAdvanced) -> Result<(), RuleVi
     ensure!(
         forward || back_to_repair,
         Rule::PhaseTransition,
-        "workflow {} cannot go from {:?} to {:?}",
+        "workflow {} cannot go from {} to {}",
         e.workflow_id,
-        wf.phase,
-        e.phase
+        super::wire(&wf.phase),
+        super::wire(&e.phase)
     );
     if wf.phase == Phase::Implement && forward {
         ensure!(

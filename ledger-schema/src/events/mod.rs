@@ -1,4 +1,6 @@
-//! The closed event catalog, version 1: one file per event family, gathered by [`Event`].
+//! The closed event catalog, version 1 (grown by issue #13: `workflowCancelled` and the
+//! ignored reason `GOAL_REVISED`; every older entry decodes as it did): one file per
+//! event family, gathered by [`Event`].
 //!
 //! Every record is plain data (no rules: those live in the runtime's `apply`), closed
 //! (`deny_unknown_fields`), free of floats, `HashMap`s and `usize`, and declares its fields
@@ -34,7 +36,7 @@ pub use source::{
     ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
 };
 pub use worker::{IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload};
-pub use workflow::{PhaseAdvanced, WorkflowStarted};
+pub use workflow::{PhaseAdvanced, WorkflowCancelled, WorkflowStarted};
 
 macro_rules! catalog {
     ($($variant:ident($ty:ty) = $name:literal,)*) => {
@@ -88,4 +90,5 @@ catalog! {
     EvidenceRecorded(EvidenceRecorded) = "evidenceRecorded",
     AcceptanceDecided(Box<AcceptanceDecided>) = "acceptanceDecided",
     RepairRecorded(RepairRecorded) = "repairRecorded",
+    WorkflowCancelled(WorkflowCancelled) = "workflowCancelled",
 }

@@ -64,4 +64,6 @@ pub enum IgnoredReason {
     ManifestMismatch,
     /// The workflow advanced after the Attempt was bound.
     WorkflowVersionChanged,
+    /// The Goal was revised after the Attempt was bound (catalog addition, issue #13).
+    GoalRevised,
 }

@@ -28,3 +28,15 @@ pub struct PhaseAdvanced {
     pub version: u32,
     pub workflow_id: Id,
 }
+
+/// A supervisor's cancellation of a whole Workflow (catalog addition, issue #13): a closing
+/// state distinct from ACCEPT and REJECT_TERMINAL, serialized on the workflow version like
+/// dispatch. An Attempt still active ends cancelled with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkflowCancelled {
+    pub reason: String,
+    pub workflow_id: Id,
+    /// The workflow's current version: a cancellation for another version is stale.
+    pub workflow_version: u32,
+}
