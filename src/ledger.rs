@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use ledger_schema::events::IgnoredReason;
 use ledger_schema::{Digest, Event, SealedEntry};
 
 use crate::admission::{self, AdmissionError};
@@ -20,6 +21,9 @@ pub struct Receipt {
     pub hash: Digest,
     /// The command was a redelivered Worker event: nothing was written.
     pub duplicate: bool,
+    /// The entry is an ignored delivery receipt (a stale or mismatched Worker event), and
+    /// why: the event was recorded but admitted as nothing.
+    pub ignored: Option<IgnoredReason>,
     /// Set when the commit is durable but sled lags (the next open restores it).
     pub sled_lag: Option<String>,
 }
@@ -241,16 +245,27 @@ impl<S: Store> Ledger<S> {
                         seq: e.entry.seq,
                         hash: e.hash,
                         duplicate: false,
+                        ignored: ignored_reason(&e.entry.event),
                         sled_lag: sled_lag.clone(),
                     })
                     .ok_or_else(|| SubmitError::Storage("receipt index out of range".to_owned())),
                 Outcome::Duplicate(seq) => {
-                    let hash =
+                    let original =
                         match seq.checked_sub(first_seq).and_then(|i| sealed.get(usize::try_from(i).ok()?)) {
-                            Some(e) => Ok(e.hash),
-                            None => self.store.read(seq).map(|e| e.hash).map_err(SubmitError::from),
+                            Some(e) => Ok((e.hash, ignored_reason(&e.entry.event))),
+                            None => self
+                                .store
+                                .read(seq)
+                                .map(|e| (e.hash, ignored_reason(&e.entry.event)))
+                                .map_err(SubmitError::from),
                         };
-                    hash.map(|hash| Receipt { seq, hash, duplicate: true, sled_lag: None })
+                    original.map(|(hash, ignored)| Receipt {
+                        seq,
+                        hash,
+                        duplicate: true,
+                        ignored,
+                        sled_lag: None,
+                    })
                 }
             })
             .collect();
@@ -293,6 +308,7 @@ impl<S: Store> Ledger<S> {
             admission::apply(&mut working, &entry.entry)?;
             sealed.push(entry);
         }
+        let ignored = sealed.last().and_then(|e| ignored_reason(&e.entry.event));
         let frame = Frame::new(sealed)?;
         let receipt = self.store.commit(&frame)?;
         self.state = working;
@@ -300,7 +316,16 @@ impl<S: Store> Ledger<S> {
             seq: receipt.last_seq,
             hash: receipt.hash,
             duplicate: false,
+            ignored,
             sled_lag: receipt.sled_lag,
         })
+    }
+}
+
+/// The reason of an ignored delivery receipt.
+fn ignored_reason(event: &Event) -> Option<IgnoredReason> {
+    match event {
+        Event::WorkerDeliveryIgnored(e) => Some(e.reason),
+        _ => None,
     }
 }

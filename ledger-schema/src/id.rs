@@ -45,10 +45,16 @@ pub struct ParseIdError(pub String);
 impl FromStr for Id {
     type Err = ParseIdError;
 
+    /// Exact: the text must be the id's own 26-character form (case aside). A first
+    /// character over `7` (more than 128 bits) is refused rather than wrapped into another
+    /// id that could collide with a later one.
     fn from_str(text: &str) -> Result<Id, ParseIdError> {
-        ulid::Ulid::from_string(text)
-            .map(Id::from_ulid)
-            .map_err(|_| ParseIdError(text.chars().take(40).collect()))
+        let refuse = || ParseIdError(text.chars().take(40).collect());
+        let id = ulid::Ulid::from_string(text).map(Id::from_ulid).map_err(|_| refuse())?;
+        if !id.to_string().eq_ignore_ascii_case(text) {
+            return Err(refuse());
+        }
+        Ok(id)
     }
 }
 
@@ -90,6 +96,19 @@ impl<'de> Deserialize<'de> for Id {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids are exact: over 128 bits is refused, not wrapped (issue #13).
+    #[test]
+    fn out_of_range_ulid_is_refused() {
+        assert!("8ZZZZZZZZZZZZZZZZZZZZZZZZZ".parse::<Id>().is_err());
+        assert!("ZZZZZZZZZZZZZZZZZZZZZZZZZZ".parse::<Id>().is_err());
+        let max = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ".parse::<Id>().map(|id| id.0);
+        assert_eq!(max, Ok(u128::MAX));
+        assert_eq!(
+            "01jc0000000000000000000010".parse::<Id>().map(|id| id.to_string()),
+            Ok("01JC0000000000000000000010".to_owned())
+        );
+    }
 
     /// An id displays as the `ulid` crate's own `to_string` (Crockford base32, 26 chars).
     #[test]

@@ -288,7 +288,14 @@ fn goal_revised_events_are_ignored_receipts() {
     w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
     let attempt = w.ledger.state().attempts[&lid(0x60)].clone();
     let c = deliver(&w, 0x70, progress("still working on revision 1"));
-    w.ok(c);
+    let receipt = w.ok(c);
+    assert_eq!(receipt.ignored, Some(IgnoredReason::GoalRevised), "the receipt says it was ignored");
+    let c = deliver(&w, 0x70, progress("still working on revision 1"));
+    let again = w.ok(c);
+    assert_eq!(
+        (again.duplicate, again.seq, again.ignored),
+        (true, receipt.seq, Some(IgnoredReason::GoalRevised))
+    );
     let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
     assert_eq!(i.reason, IgnoredReason::GoalRevised);
     assert_eq!(w.ledger.state().attempts[&lid(0x60)], attempt, "the attempt did not change");

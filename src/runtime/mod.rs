@@ -45,7 +45,7 @@ pub enum Rule {
     Genesis,
     /// An id is used once per kind of record.
     IdReused,
-    /// Text ≤ 65,536 bytes, lists ≤ 128 items, required text non-blank.
+    /// Text ≤ 65,536 bytes, lists ≤ 128 items; required text non-blank, required lists non-empty, no blank list item.
     OutOfBounds,
     /// A Policy Bundle's or Execution Profile's digest is the digest of its content.
     AuthorityDigest,
@@ -55,7 +55,7 @@ pub enum Rule {
     Unknown,
     /// Goal revisions go strictly +1.
     GoalRevisionNotNext,
-    /// Work bound to a Goal revision that is no longer current is refused.
+    /// Work or a result bound to a Goal revision that is no longer current is refused.
     StaleGoalRevision,
     /// A Workflow's policy/profile binding names the installed digest.
     AuthorityBinding,
@@ -63,7 +63,7 @@ pub enum Rule {
     PlanPair,
     /// Phases advance one step (or back to IMPLEMENT for a repair child); version +1.
     PhaseTransition,
-    /// A closed Workflow (ACCEPT / REJECT_TERMINAL) takes no more work.
+    /// A closed Workflow (ACCEPT / REJECT_TERMINAL / cancelled) takes no more work, by any command that names it.
     WorkflowClosed,
     /// One active Attempt per Workflow; nothing that changes its binding while one runs.
     AttemptActive,
@@ -75,13 +75,13 @@ pub enum Rule {
     ManifestBinding,
     /// A dispatch claim revalidates workflow version, profile, digests and plan pair.
     DispatchClaim,
-    /// Cancellation and dispatch serialize on the workflow version.
+    /// Cancellation (of an Attempt or a Workflow), restart and dispatch serialize on the workflow version.
     StaleWorkflowVersion,
     /// An Attempt that ended (or never started) takes no result, claim or cancel.
     AttemptNotActive,
     /// A result needs a dispatched Attempt.
     NotDispatched,
-    /// PROPOSALS for DISCOVERY/PLAN, COMPLETION_REQUEST for IMPLEMENT.
+    /// PROPOSALS for DISCOVERY/PLAN, COMPLETION_REQUEST for IMPLEMENT: results and current worker events alike.
     ResultKind,
     /// Canonical worker payload ≤ the policy's maxEventBytes.
     PayloadTooLarge,
@@ -89,7 +89,7 @@ pub enum Rule {
     PayloadDigest,
     /// A worker event needs the Attempt's dispatch claim.
     MissingDispatchClaim,
-    /// Stale or mismatched deliveries become only an ignored receipt; current ones are admitted.
+    /// Stale or mismatched deliveries (incl. a superseded Goal revision) become only an ignored receipt; current ones are admitted.
     DeliveryStaleness,
     /// A Fact is confirmed only from PROPOSED at the same revision; invalidated is final.
     FactStatus,
@@ -113,7 +113,7 @@ pub enum Rule {
     AlreadyDecided,
     /// The Acceptance Input Manifest binds the current goal revision, workflow version, policy.
     InputManifest,
-    /// The Evidence Set is sorted, non-empty, eligible, of this generation, and its digest matches.
+    /// The Evidence Set is exactly every current, eligible record of the generation (computed, never chosen), non-empty, and its digest matches.
     EvidenceSet,
     /// The decision digest is the digest of the decision.
     DecisionDigest,
