@@ -114,6 +114,13 @@ enum Command {
     },
     /// The scripted lifecycle on a fresh ledger (in DIR, or a temp dir), then a replay audit.
     Demo { dir: Option<PathBuf> },
+    /// Source registries (seed 003): scan a source tree into the ledger.
+    #[command(subcommand)]
+    Sources(crate::cli_profiles::SourcesCommand),
+    /// Context profiles (seed 003): preview plans; set, inspect, roll back and recover
+    /// the managed profile and its generations.
+    #[command(subcommand)]
+    Profile(crate::cli_profiles::ProfileCommand),
 }
 
 /// A copy of the ledger, as an operator names it.
@@ -308,6 +315,8 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
             compile(&dir, &attempt, cbor, json, out)
         }
         Command::Demo { dir } => crate::demo::run(dir.as_deref(), out),
+        Command::Sources(c) => crate::cli_profiles::run_sources(c, out),
+        Command::Profile(c) => crate::cli_profiles::run_profile(c, out),
     }
 }
 

@@ -28,12 +28,14 @@
 
 pub mod admission;
 pub mod cli;
+pub mod cli_profiles;
 pub mod compiler;
 mod demo;
 pub mod engine;
 pub mod ledger;
 #[doc(hidden)]
 pub mod lifecycle;
+pub mod profiles;
 pub mod replay;
 pub mod runtime;
 pub mod store;

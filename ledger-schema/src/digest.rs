@@ -55,6 +55,18 @@ pub enum DigestKind {
     State,
     /// A checkpoint file's identity.
     Checkpoint,
+    /// A source registry snapshot (seed 003).
+    SourceRegistry,
+    /// The bytes of one source resource (a file of a skill's tree).
+    SourceResource,
+    /// One registry source's content: its resources' `{path, bytes, digest}`.
+    RegistrySource,
+    /// A context profile definition (`lean@1`, `full@1`).
+    ContextProfile,
+    /// A context profile plan (a projection of the registry and a selection).
+    ProfilePlan,
+    /// A materialised generation's manifest.
+    ProfileGeneration,
 }
 
 impl DigestKind {
@@ -81,11 +93,17 @@ impl DigestKind {
             DigestKind::Source => "closure-ledger v1 source",
             DigestKind::State => "closure-ledger v1 state",
             DigestKind::Checkpoint => "closure-ledger v1 checkpoint",
+            DigestKind::SourceRegistry => "closure-ledger v1 source registry",
+            DigestKind::SourceResource => "closure-ledger v1 source resource",
+            DigestKind::RegistrySource => "closure-ledger v1 registry source",
+            DigestKind::ContextProfile => "closure-ledger v1 context profile",
+            DigestKind::ProfilePlan => "closure-ledger v1 profile plan",
+            DigestKind::ProfileGeneration => "closure-ledger v1 profile generation",
         }
     }
 
     /// Every kind, for tests that check the context strings are distinct.
-    pub const ALL: [DigestKind; 19] = [
+    pub const ALL: [DigestKind; 25] = [
         DigestKind::Entry,
         DigestKind::Frame,
         DigestKind::Package,
@@ -105,6 +123,12 @@ impl DigestKind {
         DigestKind::Source,
         DigestKind::State,
         DigestKind::Checkpoint,
+        DigestKind::SourceRegistry,
+        DigestKind::SourceResource,
+        DigestKind::RegistrySource,
+        DigestKind::ContextProfile,
+        DigestKind::ProfilePlan,
+        DigestKind::ProfileGeneration,
     ];
 }
 

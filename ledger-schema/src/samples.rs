@@ -9,6 +9,7 @@
 //! not hold (plan, package, feedback, check specs, candidate and change-set bytes, an
 //! ignored delivery's payload, a stale manifest) — are labels hashed with `dg`.
 
+use crate::events::profile;
 use crate::events::*;
 use crate::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
 use crate::types::*;
@@ -481,7 +482,114 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 workflow_version: 3,
             }),
         ),
+        ("source_registry_recorded", Event::SourceRegistryRecorded(Box::new(registry_sample()))),
+        (
+            "profile_revision_recorded",
+            Event::ProfileRevisionRecorded(profile::ProfileRevisionRecorded {
+                action: profile::RevisionAction::Set,
+                revision: 1,
+                selection: profile::ProfileSelection {
+                    mode: profile::SelectionMode::Manual,
+                    target: profile::Target::Codex,
+                    exclude: vec![],
+                    include: vec![s("skill:testing")],
+                    profile: s("lean@1"),
+                },
+                state_root: s("/srv/profile-store"),
+                plan_digest: dg("plan of lean@1 + skill:testing"),
+                rollback_to: None,
+                registry_digest: registry_sample().registry_digest,
+                generation_digest: dg("generation of lean@1 + skill:testing"),
+            }),
+        ),
+        (
+            "profile_revision_rollback",
+            Event::ProfileRevisionRecorded(profile::ProfileRevisionRecorded {
+                action: profile::RevisionAction::Rollback,
+                revision: 3,
+                selection: profile::ProfileSelection {
+                    mode: profile::SelectionMode::Auto,
+                    target: profile::Target::Claude,
+                    exclude: vec![s("skill:python-patterns")],
+                    include: vec![],
+                    profile: s("full@1"),
+                },
+                state_root: s("/srv/profile-store"),
+                plan_digest: dg("plan of full@1"),
+                rollback_to: Some(2),
+                registry_digest: registry_sample().registry_digest,
+                generation_digest: dg("generation of full@1"),
+            }),
+        ),
     ]
+}
+
+/// A two-source registry: one resource stored, one recorded by digest only; real digests.
+fn registry_sample() -> profile::SourceRegistryRecorded {
+    let skill_md = b"---\nname: testing\n---\n# Testing\n".to_vec();
+    let resource = |path: &str, bytes: &[u8], stored: bool| profile::SourceResource {
+        path: s(path),
+        bytes: bytes.len() as u64,
+        digest: profile::SourceResource::digest_of(bytes),
+        content: stored.then(|| profile::Blob(bytes.to_vec())),
+    };
+    let source = |id: &str, name: &str, deps: Vec<String>, resources: Vec<profile::SourceResource>| {
+        let mut src = profile::RegistrySource {
+            id: s(id),
+            name: s(name),
+            resources,
+            manual_only: false,
+            description: format!("{name} patterns"),
+            dependencies: deps,
+            authority_keys: vec![],
+            content_digest: Digest::ZERO,
+            dynamic_content: false,
+            required_resources: vec![],
+        };
+        src.content_digest = src.computed_content_digest();
+        src
+    };
+    let mut testing = source(
+        "skill:testing",
+        "testing",
+        vec![s("skill:python-patterns")],
+        vec![resource("SKILL.md", &skill_md, true), resource("references/big.bin", b"not stored", false)],
+    );
+    testing.required_resources = vec![s("references/big.bin")];
+    testing.content_digest = testing.computed_content_digest();
+    let registry = profile::Registry {
+        scanner: s("closure-ledger-scan/1"),
+        sources: vec![
+            source(
+                "skill:python-patterns",
+                "python-patterns",
+                vec![],
+                vec![resource("SKILL.md", b"---\n---\n", true)],
+            ),
+            testing,
+        ],
+        profiles: vec![
+            profile::ProfileDefinition {
+                id: s("full@1"),
+                eager: vec![],
+                eager_all: true,
+                required: vec![],
+                budget_mode: profile::BudgetMode::ReportOnly,
+                description: s("everything"),
+                budget_tokens: 8000,
+            },
+            profile::ProfileDefinition {
+                id: s("lean@1"),
+                eager: vec![s("skill:python-patterns")],
+                eager_all: false,
+                required: vec![s("skill:python-patterns")],
+                budget_mode: profile::BudgetMode::Blocking,
+                description: s("small base"),
+                budget_tokens: 2000,
+            },
+        ],
+    };
+    profile::SourceRegistryRecorded { registry_digest: registry.digest(), registry }
 }
 
 /// The samples sealed as one valid chain from genesis: `(name, sealed entry)`.

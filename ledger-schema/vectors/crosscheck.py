@@ -43,6 +43,7 @@ def check(name, what, found, expected):
 
 
 policies, profiles, goals, evidence, manifests, decisions = {}, {}, {}, {}, {}, {}
+registries = {}
 
 
 def binding(name, known, b, what):
@@ -147,6 +148,24 @@ for v in vectors:
             for field in ("decisionDigest", "inputManifestDigest", "evidenceSetDigest"):
                 check(name, "repair " + field, r[field], d[field])
             check(name, "repair parentCandidateDigest", r["parentCandidateDigest"], d["candidateDigest"])
+    elif kind == "sourceRegistryRecorded":
+        reg = r["registry"]
+        for src in reg["sources"]:
+            refs = []
+            for res in src["resources"]:
+                if "content" in res:
+                    check(name, "source resource", res["digest"], raw_digest("source resource", res["content"]))
+                    assert len(res["content"]) == res["bytes"], name
+                refs.append({"path": res["path"], "bytes": res["bytes"], "digest": res["digest"]})
+            check(name, "registry source", src["contentDigest"], digest("registry source", refs))
+        check(name, "source registry", r["registryDigest"], digest("source registry", reg))
+        registries[r["registryDigest"]] = reg
+    elif kind == "profileRevisionRecorded":
+        # The plan and generation digests are projections the runtime re-derives from the
+        # registry (docs/profiles.md); here only the registry binding is checked.
+        counts["profile revision registry binding"] = counts.get("profile revision registry binding", 0) + 1
+        if r["registryDigest"] not in registries:
+            failures.append(f"{name}: registryDigest names no earlier registry vector")
 
 if failures:
     print("\n".join(failures))

@@ -10,6 +10,7 @@ mod candidate;
 pub mod command;
 mod evidence;
 mod goal;
+pub mod profile;
 mod repair;
 mod source;
 pub mod state;
@@ -137,6 +138,12 @@ pub enum Rule {
     EvidenceEligibility,
     /// A FRESH thread is a never-used Worker Session; RESUME only where the profile allows it.
     ThreadPolicy,
+    /// A source registry snapshot is well formed, closed and its digests are its digests.
+    SourceRegistry,
+    /// Profile revisions go strictly +1; mode and rollback change only what they name.
+    ProfileRevision,
+    /// A revision's plan and generation digests are the ones the state derives.
+    ProfilePlan,
 }
 
 /// An event that breaks a rule: refused live, and fails replay.
@@ -332,6 +339,8 @@ fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleVio
         Event::EvidenceRecorded(e) => evidence::apply_recorded(state, e, seq),
         Event::AcceptanceDecided(e) => acceptance::apply_decided(state, e, seq),
         Event::RepairRecorded(e) => repair::apply_recorded(state, e, seq),
+        Event::SourceRegistryRecorded(e) => profile::apply_registry(state, e, seq),
+        Event::ProfileRevisionRecorded(e) => profile::apply_revision(state, e, seq),
         Event::WorkflowCancelled(e) => workflow::apply_cancelled(state, e),
     }
 }

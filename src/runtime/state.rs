@@ -43,6 +43,10 @@ pub struct State {
     /// (`worker::redelivery`).
     pub worker_events: Map<Id, u64>,
     pub human_decisions: Map<Id, HumanDecisionState>,
+    /// Context profiles (seed 003): registry snapshots and profile revisions. Omitted
+    /// while empty, so ledgers without them keep their state digest.
+    #[serde(skip_serializing_if = "super::profile::ContextProfiles::is_empty")]
+    pub context_profiles: super::profile::ContextProfiles,
 }
 
 fn is_false(b: &bool) -> bool {

@@ -13,6 +13,7 @@ pub mod candidate;
 pub mod evidence;
 pub mod genesis;
 pub mod goal;
+pub mod profile;
 pub mod repair;
 pub mod source;
 pub mod worker;
@@ -30,6 +31,7 @@ pub use candidate::{GenerationFrozen, GenerationOpened};
 pub use evidence::EvidenceRecorded;
 pub use genesis::LedgerInitialized;
 pub use goal::{GoalContent, GoalCreated, GoalRevised};
+pub use profile::{ProfileRevisionRecorded, SourceRegistryRecorded};
 pub use repair::RepairRecorded;
 pub use source::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
@@ -91,4 +93,6 @@ catalog! {
     AcceptanceDecided(Box<AcceptanceDecided>) = "acceptanceDecided",
     RepairRecorded(RepairRecorded) = "repairRecorded",
     WorkflowCancelled(WorkflowCancelled) = "workflowCancelled",
+    SourceRegistryRecorded(Box<SourceRegistryRecorded>) = "sourceRegistryRecorded",
+    ProfileRevisionRecorded(ProfileRevisionRecorded) = "profileRevisionRecorded",
 }

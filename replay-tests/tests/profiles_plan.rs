@@ -1,0 +1,190 @@
+//! `ledger profile preview` (issue #14): the plan is a pure projection of ledger state and
+//! flags — byte-identical across processes, whatever the flag order — with every refusal.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+mod profiles_util;
+
+use profiles_util::{Setup, cli, write};
+use serde_json::json;
+
+fn preview(s: &Setup, rest: &[&str]) -> serde_json::Value {
+    let mut args = rest.to_vec();
+    args.push("--json");
+    s.json(&["profile", "preview"], &args)
+}
+
+/// Lean over the fixture: required and eager selected with reasons, the selectable rest
+/// routed, manual-only, authority-bearing and dynamic sources excluded by rule; every
+/// source in exactly one list; nothing written.
+#[test]
+fn lean_plan_over_the_fixture() {
+    let s = Setup::scanned();
+    let before = s.head();
+    let p = preview(&s, &["lean"]);
+    assert_eq!(p["selectedIds"], json!(["skill:python-patterns", "skill:testing"]));
+    assert_eq!(p["entries"][0]["reason"], "required");
+    assert_eq!(p["entries"][1]["reason"], "eager");
+    assert_eq!(p["routedIds"], json!(["skill:api-design", "skill:security-review"]));
+    assert_eq!(
+        p["excludedIds"],
+        json!([
+            {"id": "skill:deploy", "rule": "manual-only"},
+            {"id": "skill:git-status", "rule": "dynamic-content"},
+            {"id": "skill:shell-tools", "rule": "authority-bearing"}
+        ])
+    );
+    // bytes/4, rounded up, per entry: "python-patterns" + its 79-byte description = 94 -> 24.
+    assert_eq!(p["entries"][0]["bytes"], 94);
+    assert_eq!(p["entries"][0]["tokens"], 24);
+    assert_eq!(p["estimate"]["tokens"], 41);
+    assert_eq!(p["estimate"]["budgetMode"], "blocking");
+    for key in ["registryDigest", "profileDigest", "planDigest", "generationDigest"] {
+        assert!(p[key].as_str().unwrap().starts_with("b3:"), "{key}");
+    }
+    assert_eq!(p["profileId"], "lean@1");
+    assert_eq!(s.head(), before, "preview writes nothing");
+    // The source tree is not consulted: the registry in the ledger is the input.
+    std::fs::remove_dir_all(&s.src).unwrap();
+    assert_eq!(preview(&s, &["lean"]), p);
+}
+
+/// Includes close over dependencies (with the reason naming the dependent); a user
+/// exclusion of a routed source is reported with rule `exclude`; Full selects every
+/// selectable source and reports its budget without refusing.
+#[test]
+fn include_closes_over_dependencies_and_full_reports_budget() {
+    let s = Setup::scanned();
+    let p = preview(&s, &["lean", "--include", "skill:api-design", "--exclude", "skill:security-review"]);
+    assert_eq!(p["selectedIds"], json!(["skill:api-design", "skill:python-patterns", "skill:testing"]));
+    assert_eq!(p["entries"][0]["reason"], "include");
+    assert_eq!(p["routedIds"], json!([]));
+    assert_eq!(p["excludedIds"][2], json!({"id": "skill:security-review", "rule": "exclude"}));
+    let s2 = Setup::scanned();
+    std::fs::write(
+        s2.src.join("manifests/context-packs/skill-registry@1.json"),
+        r#"{"version":1,"skills":[{"id":"skill:security-review","dependencies":["skill:deploy"]}]}"#,
+    )
+    .unwrap();
+    write(
+        &s2.src.join("manifests/context-profiles/lean@1.json"),
+        r#"{"id":"lean@1","eager":[],"required":[],"budgetTokens":1000,"budgetMode":"blocking"}"#,
+    );
+    assert_eq!(s2.scan().0, 0);
+    let p = preview(&s2, &["lean", "--include", "skill:security-review"]);
+    let dep = p["entries"].as_array().unwrap().iter().find(|e| e["id"] == "skill:deploy").unwrap().clone();
+    assert_eq!(dep["reason"], "dependency of skill:security-review", "a manual-only dependency is selected");
+    let full = preview(&s, &["full"]);
+    assert_eq!(
+        full["selectedIds"],
+        json!([
+            "skill:api-design",
+            "skill:deploy",
+            "skill:python-patterns",
+            "skill:security-review",
+            "skill:testing"
+        ])
+    );
+    assert_eq!(full["estimate"]["budgetMode"], "report-only");
+    assert_eq!(full["estimate"]["overBudget"], true, "Full reports, never refuses");
+}
+
+/// Lean's budget blocks at the exact boundary: tokens == budget passes, one token less
+/// of budget refuses (exit 1).
+#[test]
+fn lean_budget_blocks_at_the_exact_boundary() {
+    for (budget, ok) in [(41, true), (40, false)] {
+        let s = Setup::new();
+        write(
+            &s.src.join("manifests/context-profiles/lean@1.json"),
+            &format!(
+                r#"{{"id":"lean@1","eager":["skill:testing"],"required":["skill:python-patterns"],"budgetTokens":{budget},"budgetMode":"blocking"}}"#
+            ),
+        );
+        assert_eq!(s.scan().0, 0);
+        let (code, _, err) = s.run(&["profile", "preview"], &["lean", "--json"]);
+        if ok {
+            assert_eq!(code, 0, "{err}");
+        } else {
+            assert_eq!(code, 1);
+            assert!(err.contains("41 metadata tokens, over its blocking budget of 40"), "{err}");
+        }
+    }
+}
+
+/// Every refusal: exit 1, one line, nothing written.
+#[test]
+fn preview_refusals() {
+    let s = Setup::scanned();
+    let before = s.head();
+    let cases: &[(&[&str], &str)] = &[
+        (&["lean", "--include", "skill:nope"], "unknown source id \"skill:nope\""),
+        (&["lean", "--exclude", "skill:nope"], "unknown source id"),
+        (
+            &["lean", "--include", "skill:api-design", "--exclude", "skill:api-design"],
+            "both included and excluded",
+        ),
+        (
+            &["lean", "--include", "skill:api-design", "--include", "skill:api-design"],
+            "given twice in --include",
+        ),
+        (&["lean", "--exclude", "skill:deploy", "--exclude", "skill:deploy"], "given twice in --exclude"),
+        (&["lean", "--exclude", "skill:python-patterns"], "required by the profile"),
+        (
+            &["lean", "--exclude", "skill:testing", "--include", "skill:api-design"],
+            "is a dependency of selected",
+        ),
+        (&["full", "--exclude", "skill:testing"], "is a dependency of selected \"skill:api-design\""),
+        (&["lean", "--include", "skill:shell-tools"], "never selectable (authority-bearing)"),
+        (&["lean", "--include", "skill:git-status"], "never selectable (dynamic-content)"),
+        (&["medium"], "unknown profile"),
+    ];
+    for (args, expect) in cases {
+        let (code, out, err) = s.run(&["profile", "preview"], args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1);
+    }
+    let fresh = Setup::new();
+    let (code, _, err) = fresh.run(&["profile", "preview"], &["lean"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no source registry"), "{err}");
+    assert_eq!(s.head(), before);
+}
+
+const CHILD: &str = "PROFILES_PLAN_CHILD_ARGS";
+
+/// The same inputs give byte-identical output in separate processes, whatever the order
+/// of `--include`/`--exclude` flags.
+#[test]
+fn preview_is_byte_identical_across_processes_and_flag_orders() {
+    if let Ok(args) = std::env::var(CHILD) {
+        let args: Vec<&str> = args.split('\u{1f}').collect();
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 0, "{err}");
+        print!("<<<{out}>>>");
+        return;
+    }
+    let s = Setup::scanned();
+    let run = |flags: &[&str]| {
+        let mut args = vec!["profile", "preview", s.dir(), "full", "--json", "--target", "claude"];
+        args.extend_from_slice(flags);
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "preview_is_byte_identical_across_processes_and_flag_orders", "--nocapture"])
+            .env(CHILD, args.join("\u{1f}"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let start = text.find("<<<").unwrap() + 3;
+        let end = text.find(">>>").unwrap();
+        text[start..end].to_owned()
+    };
+    let a = run(&["--exclude", "skill:security-review", "--exclude", "skill:deploy"]);
+    let b = run(&["--exclude", "skill:deploy", "--exclude", "skill:security-review"]);
+    assert_eq!(a, b);
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(v["exclude"], json!(["skill:deploy", "skill:security-review"]));
+    assert_eq!(v["target"], "claude");
+    let c = run(&["--exclude", "skill:deploy"]);
+    assert_ne!(a, c);
+}

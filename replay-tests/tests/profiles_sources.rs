@@ -1,0 +1,373 @@
+//! `ledger sources scan` (issue #14): one registry snapshot per scan, failing closed on
+//! every listed case with nothing written.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+mod profiles_util;
+
+use closure_ledger::ledger::Ledger;
+use closure_ledger::runtime::{Ctx, Rule};
+use closure_ledger::store::DiskStore;
+use ledger_schema::Event;
+use profiles_util::{Setup, write};
+
+fn registry_of(s: &Setup) -> ledger_schema::events::profile::Registry {
+    let state = closure_ledger::profiles::read_state(&s.ledger).unwrap();
+    (*state.context_profiles.registry.clone().unwrap()).clone()
+}
+
+/// The fixture scans into one entry that records metadata, flags, dependencies, required
+/// resources (normalised), resource digests and bytes, and no invisible file.
+#[test]
+fn scan_records_one_registry_entry() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.src.join("skills/api-design/__pycache__")).unwrap();
+    std::fs::write(s.src.join("skills/api-design/__pycache__/x.cpython-312.pyc"), b"\0\x01junk").unwrap();
+    std::fs::write(s.src.join("skills/api-design/scripts/old.pyc"), b"\0junk").unwrap();
+    let (code, out, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["recorded"], true);
+    assert_eq!(v["seq"], 1);
+    assert_eq!(v["sources"], 7);
+    assert_eq!(s.head().0, 1, "exactly one entry was written");
+    let r = registry_of(&s);
+    let ids: Vec<&str> = r.sources.iter().map(|x| x.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "skill:api-design",
+            "skill:deploy",
+            "skill:git-status",
+            "skill:python-patterns",
+            "skill:security-review",
+            "skill:shell-tools",
+            "skill:testing"
+        ]
+    );
+    let get = |id: &str| r.sources.iter().find(|x| x.id == id).unwrap();
+    assert!(get("skill:deploy").manual_only);
+    assert_eq!(get("skill:shell-tools").authority_keys, ["allowed-tools"]);
+    assert!(get("skill:git-status").dynamic_content);
+    assert!(!get("skill:python-patterns").dynamic_content);
+    assert_eq!(
+        get("skill:python-patterns").description,
+        "Idiomatic Python patterns: typing, dataclasses, context managers and iteration."
+    );
+    assert_eq!(get("skill:api-design").dependencies, ["skill:python-patterns", "skill:testing"]);
+    assert_eq!(get("skill:testing").required_resources, ["references/checklist.md"]);
+    let api: Vec<&str> = get("skill:api-design").resources.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(api, ["SKILL.md", "scripts/lint_openapi.py"], "invisible files are not resources");
+    for source in &r.sources {
+        for res in &source.resources {
+            let bytes = std::fs::read(s.src.join("skills").join(&source.id[6..]).join(&res.path)).unwrap();
+            assert_eq!(res.content.as_ref().unwrap().0, bytes, "bytes stored in the ledger");
+            assert_eq!(res.digest, ledger_schema::events::profile::SourceResource::digest_of(&bytes));
+            assert_eq!(res.bytes, bytes.len() as u64);
+        }
+    }
+    assert_eq!(r.profiles.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), ["full@1", "lean@1"]);
+    assert!(r.profiles[0].eager_all);
+}
+
+/// A rescan of identical bytes writes nothing and returns the existing snapshot; a
+/// changed byte (source drift) records a new snapshot with another digest.
+#[test]
+fn rescan_identical_is_a_noop_and_drift_is_a_new_snapshot() {
+    let s = Setup::scanned();
+    let before = s.head();
+    let (code, out, _) = s.scan();
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["recorded"], false);
+    assert_eq!(v["seq"], 1);
+    assert_eq!(s.head(), before, "nothing written");
+    let first = v["registryDigest"].clone();
+    std::fs::write(s.src.join("skills/testing/references/checklist.md"), "1. changed\n").unwrap();
+    let (code, out, _) = s.scan();
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["recorded"], true);
+    assert_eq!(v["seq"], 2);
+    assert_ne!(v["registryDigest"], first, "registryDigest covers resource bytes");
+}
+
+/// Every fail-closed case: exit 1, one line on stderr, not one byte written.
+#[test]
+fn scan_fails_closed_on_every_listed_case() {
+    type Edit = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "unknown front-matter key",
+            Box::new(|src| {
+                write(&src.join("skills/deploy/SKILL.md"), "---\nname: deploy\nfrobnicate: yes\n---\nbody\n")
+            }),
+            "unknown front-matter key",
+        ),
+        (
+            "unknown key in the registry manifest",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","priority":1}]}"#,
+                )
+            }),
+            "unknown field",
+        ),
+        (
+            "unknown key in a profile",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/lean@1.json"),
+                    r#"{"id":"lean@1","eager":[],"budgetTokens":1,"budgetMode":"blocking","extra":true}"#,
+                )
+            }),
+            "unknown field",
+        ),
+        (
+            "duplicate id in the registry manifest",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing"},{"id":"skill:testing"}]}"#,
+                )
+            }),
+            "duplicate id skill:testing",
+        ),
+        (
+            "duplicate skill name",
+            Box::new(|src| {
+                write(&src.join("skills/zz/SKILL.md"), "---\nname: testing\ndescription: again\n---\n")
+            }),
+            "duplicate id",
+        ),
+        (
+            "unknown id in the registry manifest",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:nope"}]}"#,
+                )
+            }),
+            "unknown id skill:nope",
+        ),
+        (
+            "dependency on an unknown id",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","dependencies":["skill:ghost"]}]}"#,
+                )
+            }),
+            "unknown id skill:ghost",
+        ),
+        (
+            "dependency cycle",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","dependencies":["skill:api-design"]},{"id":"skill:api-design","dependencies":["skill:testing"]}]}"#,
+                )
+            }),
+            "dependency cycle",
+        ),
+        (
+            "required resource escaping with ..",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","requiredResources":["skills/testing/../deploy/SKILL.md"]}]}"#,
+                )
+            }),
+            "must lie inside skills/testing/",
+        ),
+        (
+            "required resource given as an absolute path",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","requiredResources":["/etc/passwd"]}]}"#,
+                )
+            }),
+            "must lie inside skills/testing/",
+        ),
+        (
+            "required resource in another skill's tree",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","requiredResources":["skills/deploy/SKILL.md"]}]}"#,
+                )
+            }),
+            "must lie inside skills/testing/",
+        ),
+        (
+            "symlink leaf",
+            Box::new(|src| {
+                std::os::unix::fs::symlink("/etc/hostname", src.join("skills/testing/references/link.md"))
+                    .unwrap()
+            }),
+            "is a symlink",
+        ),
+        (
+            "symlinked directory (an ancestor of every file in it)",
+            Box::new(|src| {
+                std::os::unix::fs::symlink(
+                    src.join("skills/testing/references"),
+                    src.join("skills/deploy/refs"),
+                )
+                .unwrap()
+            }),
+            "is a symlink",
+        ),
+        (
+            "symlinked skill directory",
+            Box::new(|src| {
+                std::os::unix::fs::symlink(src.join("skills/testing"), src.join("skills/testing2")).unwrap()
+            }),
+            "is a symlink",
+        ),
+        (
+            "non-regular file (a FIFO)",
+            Box::new(|src| {
+                let status = std::process::Command::new("mkfifo")
+                    .arg(src.join("skills/deploy/pipe"))
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }),
+            "not a regular file",
+        ),
+        (
+            "non-UTF-8 metadata",
+            Box::new(|src| {
+                std::fs::write(src.join("skills/deploy/SKILL.md"), b"---\nname: d\xffploy\n---\n").unwrap()
+            }),
+            "not valid UTF-8",
+        ),
+        (
+            "ESC in a description",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/deploy/SKILL.md"),
+                    "---\nname: deploy\ndescription: a \u{1b}[31mred\n---\n",
+                )
+            }),
+            "control character U+001B",
+        ),
+        (
+            "NUL in a name",
+            Box::new(|src| write(&src.join("skills/deploy/SKILL.md"), "---\nname: dep\u{0}loy\n---\n")),
+            "control character U+0000",
+        ),
+        (
+            "C1 control in a description",
+            Box::new(|src| {
+                write(&src.join("skills/deploy/SKILL.md"), "---\nname: deploy\ndescription: x\u{85}y\n---\n")
+            }),
+            "control character U+0085",
+        ),
+        (
+            "a file over the per-file bound",
+            Box::new(|src| {
+                std::fs::write(src.join("skills/deploy/big.bin"), vec![0u8; (4 << 20) + 1]).unwrap()
+            }),
+            "over the per-file bound",
+        ),
+        (
+            "a tree over the total bound",
+            Box::new(|src| {
+                for i in 0..5 {
+                    std::fs::write(src.join(format!("skills/deploy/part{i}.bin")), vec![7u8; 4 << 20])
+                        .unwrap();
+                }
+            }),
+            "over 16777216 bytes",
+        ),
+        (
+            "too many directory entries",
+            Box::new(|src| {
+                let dir = src.join("skills/deploy/many");
+                std::fs::create_dir_all(&dir).unwrap();
+                for i in 0..4100 {
+                    std::fs::write(dir.join(format!("{i}.md")), b"x").unwrap();
+                }
+            }),
+            "directory entries",
+        ),
+        (
+            "a skill without SKILL.md",
+            Box::new(|src| write(&src.join("skills/empty/README.md"), "no skill here\n")),
+            "SKILL.md: missing",
+        ),
+        (
+            "a missing profile",
+            Box::new(|src| std::fs::remove_file(src.join("manifests/context-profiles/full@1.json")).unwrap()),
+            "full@1.json: missing",
+        ),
+        (
+            "a profile making an authority-bearing source eager",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/lean@1.json"),
+                    r#"{"id":"lean@1","eager":["skill:shell-tools"],"budgetTokens":100,"budgetMode":"blocking"}"#,
+                )
+            }),
+            "never selectable",
+        ),
+    ];
+    for (name, edit, expect) in cases {
+        let s = Setup::new();
+        edit(&s.src);
+        let before = s.head();
+        let (code, out, err) = s.scan();
+        assert_eq!(code, 1, "{name}: exit 1 expected, got {code}: {out} {err}");
+        assert!(err.contains(expect), "{name}: {err:?} should mention {expect:?}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: one line: {err:?}");
+        assert_eq!(s.head(), before, "{name}: nothing written");
+    }
+}
+
+/// A resource over the storage bound is recorded by digest, marked not loadable, and the
+/// entry stays within the 1 MiB entry bound.
+#[test]
+fn oversized_resource_is_recorded_by_digest_only() {
+    let s = Setup::new();
+    let big: Vec<u8> = (0..300 * 1024).map(|i| (i % 251) as u8).collect();
+    std::fs::write(s.src.join("skills/security-review/corpus.bin"), &big).unwrap();
+    let (code, out, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["notLoadable"], serde_json::json!(["skill:security-review:corpus.bin"]));
+    let r = registry_of(&s);
+    let res = r.sources.iter().flat_map(|x| &x.resources).find(|x| x.path == "corpus.bin").unwrap();
+    assert!(res.content.is_none());
+    assert_eq!(res.bytes, big.len() as u64);
+    assert_eq!(res.digest, ledger_schema::events::profile::SourceResource::digest_of(&big));
+}
+
+/// A forged snapshot — bytes that do not match their digest, or a registry digest that is
+/// not the registry's — is refused by `apply` (so live and on replay), writing nothing.
+#[test]
+fn forged_registry_is_refused_by_apply() {
+    let s = Setup::new();
+    let mut recorded = closure_ledger::profiles::scan::scan(&s.src).unwrap();
+    let (mut ledger, _) = Ledger::<DiskStore>::open(&s.ledger).unwrap();
+    let mut wrong_digest = recorded.clone();
+    wrong_digest.registry_digest = ledger_schema::Digest::ZERO;
+    let e = ledger
+        .admit(vec![Event::SourceRegistryRecorded(Box::new(wrong_digest))], Ctx { time_ms: 1 })
+        .unwrap_err();
+    assert!(e.to_string().contains("SourceRegistry"), "{e}");
+    // Tamper with stored bytes and re-seal every digest around them: the resource digest
+    // still catches it.
+    let src = &mut recorded.registry.sources[0];
+    src.resources[0].content.as_mut().unwrap().0[0] ^= 1;
+    recorded.registry_digest = recorded.registry.digest();
+    let e = ledger
+        .admit(vec![Event::SourceRegistryRecorded(Box::new(recorded))], Ctx { time_ms: 1 })
+        .unwrap_err();
+    assert!(e.to_string().contains("digest mismatch"), "{e}");
+    assert_eq!(ledger.state().entries, 1);
+    let _ = Rule::SourceRegistry;
+}

@@ -1,0 +1,179 @@
+//! The `ledger sources` and `ledger profile` subcommands (issue #14): argument parsing and
+//! reporting only; the work is in `crate::profiles` (I/O) and `runtime::profile` (pure).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use ledger_schema::events::profile::{SelectionMode, Target};
+use serde_json::{Value, json};
+
+use crate::cli::{EXIT_USAGE_OR_IO, EXIT_VERIFY_FAILED, Failure};
+use crate::profiles::{self, ProfileError};
+use crate::runtime::profile as rp;
+
+#[derive(Subcommand, Debug)]
+pub enum SourcesCommand {
+    /// Scan a source tree in ECC's layout (ROOT/skills, ROOT/manifests) and record it in
+    /// the ledger as one registry snapshot (an identical rescan records nothing).
+    Scan {
+        dir: PathBuf,
+        root: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Plan inputs shared by `preview` and `set`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// lean or full (or lean@1, full@1).
+    pub profile: String,
+    #[arg(long, value_enum, default_value = "codex")]
+    pub target: TargetArg,
+    #[arg(long, value_enum, default_value = "manual")]
+    pub selection: ModeArg,
+    #[arg(long = "include", value_name = "ID")]
+    pub include: Vec<String>,
+    #[arg(long = "exclude", value_name = "ID")]
+    pub exclude: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum TargetArg {
+    Codex,
+    Claude,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum ModeArg {
+    Manual,
+    Suggest,
+    Auto,
+}
+
+impl From<TargetArg> for Target {
+    fn from(t: TargetArg) -> Target {
+        match t {
+            TargetArg::Codex => Target::Codex,
+            TargetArg::Claude => Target::Claude,
+        }
+    }
+}
+
+impl From<ModeArg> for SelectionMode {
+    fn from(m: ModeArg) -> SelectionMode {
+        match m {
+            ModeArg::Manual => SelectionMode::Manual,
+            ModeArg::Suggest => SelectionMode::Suggest,
+            ModeArg::Auto => SelectionMode::Auto,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProfileCommand {
+    /// Print the plan of a profile over the ledger's current registry. Writes nothing.
+    Preview {
+        dir: PathBuf,
+        #[command(flatten)]
+        plan: PlanArgs,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn failure(e: ProfileError) -> Failure {
+    let code = if e.is_refusal() { EXIT_VERIFY_FAILED } else { EXIT_USAGE_OR_IO };
+    Failure { code, message: e.to_string() }
+}
+
+fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {
+    writeln!(out, "{line}")
+        .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("write to stdout: {e}") })
+}
+
+fn emit_json(out: &mut dyn Write, value: &Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("json: {e}") })?;
+    emit(out, text)
+}
+
+pub fn run_sources(command: SourcesCommand, out: &mut dyn Write) -> Result<(), Failure> {
+    match command {
+        SourcesCommand::Scan { dir, root, json } => {
+            let o = profiles::record_registry(&dir, &root).map_err(failure)?;
+            if json {
+                emit_json(out, &json!(o))
+            } else {
+                let what = if o.recorded { "recorded" } else { "unchanged (nothing written)" };
+                emit(
+                    out,
+                    format!(
+                        "registry {} {what} at seq {}: {} sources, {} resources ({} not loadable), profiles {}",
+                        o.registry_digest,
+                        o.seq,
+                        o.sources,
+                        o.resources,
+                        o.not_loadable.len(),
+                        o.profiles.join(", ")
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// The preview of `args` over the ledger at `dir`, as printed by `--json` (a pure
+/// function of the ledger and the flags: byte-identical across processes).
+pub fn preview_json(dir: &Path, args: &PlanArgs) -> Result<Value, ProfileError> {
+    let state = profiles::read_state(dir)?;
+    let cp = &state.context_profiles;
+    let (registry, digest) = match (&cp.registry, cp.registry_digest) {
+        (Some(r), Some(d)) => (r, d),
+        _ => return Err(rp::PlanError::NoRegistry.into()),
+    };
+    let plan = rp::plan(
+        registry,
+        digest,
+        &args.profile,
+        args.target.into(),
+        args.selection.into(),
+        &args.include,
+        &args.exclude,
+    )?;
+    let generation = rp::generation(registry, &plan).ok().map(|(m, _)| m.digest());
+    Ok(plan_json(&plan, generation))
+}
+
+/// A plan as JSON: the plan's fields, `profileId`, `planDigest` and (when every selected
+/// resource is stored) the `generationDigest` it would materialise.
+pub fn plan_json(plan: &rp::Plan, generation: Option<ledger_schema::Digest>) -> Value {
+    let mut value = json!(plan);
+    if let Value::Object(map) = &mut value {
+        map.insert("profileId".into(), json!(plan.profile));
+        map.insert("planDigest".into(), json!(plan.digest()));
+        map.insert("generationDigest".into(), json!(generation));
+    }
+    value
+}
+
+pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), Failure> {
+    match command {
+        ProfileCommand::Preview { dir, plan, json } => {
+            let value = preview_json(&dir, &plan).map_err(failure)?;
+            if json {
+                return emit_json(out, &value);
+            }
+            let field = |k: &str| value.get(k).cloned().unwrap_or(Value::Null);
+            emit(
+                out,
+                format!("plan {} ({} for {})", field("planDigest"), field("profileId"), field("target")),
+            )?;
+            emit(out, format!("  selected: {}", field("selectedIds")))?;
+            emit(out, format!("  routed:   {}", field("routedIds")))?;
+            emit(out, format!("  excluded: {}", field("excludedIds")))?;
+            emit(out, format!("  estimate: {}", field("estimate")))
+        }
+    }
+}

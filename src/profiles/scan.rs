@@ -1,0 +1,608 @@
+//! `ledger sources scan`: reads a source tree in ECC's layout into one [`Registry`]
+//! snapshot, failing closed — nothing is recorded — on anything it does not understand.
+//!
+//! Layout: `ROOT/skills/<dir>/SKILL.md` (+ every other file of the tree as a resource),
+//! optional `ROOT/manifests/context-packs/skill-registry@1.json`, and
+//! `ROOT/manifests/context-profiles/{lean@1,full@1}.json`. Every file is read through
+//! `symlink_metadata` (a symlink, leaf or ancestor, is never followed) with its size
+//! bounded before a byte is read. Nothing is executed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use ledger_schema::codec::MAX_ENTRY_BYTES;
+use ledger_schema::events::profile::{
+    Blob, BudgetMode, ProfileDefinition, Registry, RegistrySource, SourceRegistryRecorded, SourceResource,
+};
+use ledger_schema::{Event, codec};
+use serde::Deserialize;
+
+use crate::runtime::profile::{
+    AUTHORITY_KEYS, SCANNER_VERSION, check_registry, dependency_cycle, safe_relative,
+};
+
+/// Largest file of a source tree (bytes), as in ECC.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+/// Largest source tree in all (bytes), as in ECC.
+pub const MAX_TREE_BYTES: u64 = 16 << 20;
+/// Most directory entries the scan visits (files and directories, ignored ones included).
+pub const MAX_DIR_ENTRIES: usize = 4096;
+/// Deepest directory nesting inside one skill.
+pub const MAX_DEPTH: usize = 16;
+/// Largest resource whose bytes are stored in the registry entry; a larger one is
+/// recorded by digest and is not loadable.
+pub const MAX_STORED_FILE_BYTES: u64 = 256 << 10;
+/// Most resource bytes stored in one registry entry (the entry itself stays ≤ 1 MiB);
+/// resources past it, in (id, path) order, are recorded by digest only.
+pub const MAX_STORED_TOTAL_BYTES: u64 = 640 << 10;
+/// Largest manifest JSON file (bytes).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// Names that are invisible to the scan (never read, never recorded).
+fn ignored(name: &str) -> bool {
+    matches!(name, "__pycache__" | ".gitignore" | ".DS_Store" | ".git" | "Thumbs.db")
+        || name.ends_with(".pyc")
+        || name.ends_with(".pyo")
+}
+
+/// Why a scan refused the tree. Nothing was recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{0}: is a symlink (symlinks are refused anywhere in a source tree)")]
+    Symlink(String),
+    #[error("{0}: not a regular file or directory")]
+    NotRegular(String),
+    #[error("{path}: {bytes} bytes, over the per-file bound of {MAX_FILE_BYTES}")]
+    FileTooLarge { path: String, bytes: u64 },
+    #[error("the tree holds over {MAX_TREE_BYTES} bytes")]
+    TreeTooLarge,
+    #[error("the tree holds over {MAX_DIR_ENTRIES} directory entries")]
+    TooManyEntries,
+    #[error("{0}: nested deeper than {MAX_DEPTH} directories")]
+    TooDeep(String),
+    #[error("{0}: not valid UTF-8")]
+    NotUtf8(String),
+    #[error("{path}: {reason}")]
+    Metadata { path: String, reason: String },
+    #[error("{0}: missing")]
+    Missing(String),
+    #[error("duplicate id {0}")]
+    DuplicateId(String),
+    #[error("unknown id {0}")]
+    UnknownId(String),
+    #[error("{path}: {reason}")]
+    PathEscapes { path: String, reason: String },
+    #[error("dependency cycle through {0}")]
+    Cycle(String),
+    #[error("the registry encodes to {0} bytes, over the entry bound of {MAX_ENTRY_BYTES}")]
+    EntryTooLarge(usize),
+    #[error("the registry breaks a rule: {0}")]
+    Rule(String),
+}
+
+impl ScanError {
+    /// An I/O failure (exit 2) rather than a refusal of the tree's content (exit 1).
+    pub fn is_io(&self) -> bool {
+        matches!(self, ScanError::Io { .. })
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ScanError + '_ {
+    move |source| ScanError::Io { path: path.display().to_string(), source }
+}
+
+fn meta(path: &Path, reason: impl Into<String>) -> ScanError {
+    ScanError::Metadata { path: path.display().to_string(), reason: reason.into() }
+}
+
+/// Counts what the scan visits against its bounds.
+struct Budget {
+    entries: usize,
+    bytes: u64,
+}
+
+impl Budget {
+    fn entry(&mut self) -> Result<(), ScanError> {
+        self.entries += 1;
+        if self.entries > MAX_DIR_ENTRIES { Err(ScanError::TooManyEntries) } else { Ok(()) }
+    }
+}
+
+/// `path` must exist as a directory that is no symlink.
+fn real_dir(path: &Path) -> Result<(), ScanError> {
+    let m = fs::symlink_metadata(path).map_err(io(path))?;
+    if m.file_type().is_symlink() {
+        return Err(ScanError::Symlink(path.display().to_string()));
+    }
+    if !m.is_dir() {
+        return Err(ScanError::NotRegular(path.display().to_string()));
+    }
+    Ok(())
+}
+
+/// Reads a regular, non-symlink file, its size bounded before reading.
+fn read_file(path: &Path, budget: &mut Budget) -> Result<Vec<u8>, ScanError> {
+    let m = fs::symlink_metadata(path).map_err(io(path))?;
+    if m.file_type().is_symlink() {
+        return Err(ScanError::Symlink(path.display().to_string()));
+    }
+    if !m.is_file() {
+        return Err(ScanError::NotRegular(path.display().to_string()));
+    }
+    if m.len() > MAX_FILE_BYTES {
+        return Err(ScanError::FileTooLarge { path: path.display().to_string(), bytes: m.len() });
+    }
+    budget.bytes = budget.bytes.saturating_add(m.len());
+    if budget.bytes > MAX_TREE_BYTES {
+        return Err(ScanError::TreeTooLarge);
+    }
+    let file = fs::File::open(path).map_err(io(path))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(m.len()).unwrap_or(0));
+    // Read at most one byte past the bound: a file that grew meanwhile is refused too.
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io(path))?;
+    if bytes.len() as u64 != m.len() {
+        return Err(meta(path, "changed while it was read"));
+    }
+    Ok(bytes)
+}
+
+/// Every ancestor of `root` (as given, made absolute) must be no symlink.
+fn no_symlink_ancestors(root: &Path) -> Result<PathBuf, ScanError> {
+    let abs = if root.is_absolute() {
+        root.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(io(root))?.join(root)
+    };
+    let mut walked = PathBuf::new();
+    for part in abs.components() {
+        match part {
+            Component::ParentDir => return Err(meta(root, "the root path holds `..`")),
+            Component::CurDir => continue,
+            other => walked.push(other.as_os_str()),
+        }
+        let m = fs::symlink_metadata(&walked).map_err(io(&walked))?;
+        if m.file_type().is_symlink() {
+            return Err(ScanError::Symlink(walked.display().to_string()));
+        }
+    }
+    Ok(walked)
+}
+
+/// One file of a skill's tree, read.
+struct RawResource {
+    path: String,
+    bytes: Vec<u8>,
+}
+
+fn walk(
+    dir: &Path,
+    rel: &str,
+    depth: usize,
+    budget: &mut Budget,
+    out: &mut Vec<RawResource>,
+) -> Result<(), ScanError> {
+    if depth > MAX_DEPTH {
+        return Err(ScanError::TooDeep(dir.display().to_string()));
+    }
+    let mut names = Vec::new();
+    for item in fs::read_dir(dir).map_err(io(dir))? {
+        let item = item.map_err(io(dir))?;
+        budget.entry()?;
+        let name = item.file_name();
+        let name =
+            name.to_str().ok_or_else(|| ScanError::NotUtf8(item.path().display().to_string()))?.to_owned();
+        names.push(name);
+    }
+    names.sort();
+    for name in names {
+        if ignored(&name) {
+            continue;
+        }
+        let path = dir.join(&name);
+        let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        if !safe_relative(&child) {
+            return Err(ScanError::PathEscapes {
+                path: path.display().to_string(),
+                reason: "not a plain relative name".into(),
+            });
+        }
+        let m = fs::symlink_metadata(&path).map_err(io(&path))?;
+        if m.file_type().is_symlink() {
+            return Err(ScanError::Symlink(path.display().to_string()));
+        } else if m.is_dir() {
+            walk(&path, &child, depth + 1, budget, out)?;
+        } else if m.is_file() {
+            let bytes = read_file(&path, budget)?;
+            out.push(RawResource { path: child, bytes });
+        } else {
+            return Err(ScanError::NotRegular(path.display().to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// What a SKILL.md's front matter and body say.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SkillMetadata {
+    pub name: Option<String>,
+    pub description: String,
+    pub manual_only: bool,
+    pub authority_keys: Vec<String>,
+    pub dynamic_content: bool,
+}
+
+/// Front-matter keys understood besides the authority-bearing ones (an unknown key is
+/// refused: it might bear authority this scanner does not know).
+const PLAIN_KEYS: [&str; 10] = [
+    "name",
+    "description",
+    "disable-model-invocation",
+    "user-invocable",
+    "argument-hint",
+    "license",
+    "version",
+    "origin",
+    "model",
+    "metadata",
+];
+
+/// Collapses whitespace runs to one space and trims; refuses control characters other
+/// than whitespace (ESC, NUL, DEL, C1, ...).
+pub fn clean_text(field: &str, value: &str) -> Result<String, String> {
+    // NEL (U+0085) is Unicode whitespace but a C1 control: refused like the rest.
+    if let Some(c) = value.chars().find(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+        return Err(format!("{field} holds control character U+{:04X}", u32::from(c)));
+    }
+    Ok(value.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+fn unquote(value: &str) -> String {
+    let v = value.trim();
+    let quoted = |q: char| v.len() >= 2 && v.starts_with(q) && v.ends_with(q);
+    if quoted('"') || quoted('\'') { v.get(1..v.len() - 1).unwrap_or("").to_owned() } else { v.to_owned() }
+}
+
+/// Parses a SKILL.md: YAML front matter (the subset skills use: `key: value`, quoted
+/// values, `>`/`|` block scalars and indented blocks under a key) and the body.
+pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err("no YAML front matter (the first line must be ---)".into());
+    }
+    let mut keys: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let mut closed = false;
+    for line in lines.by_ref() {
+        if line.trim_end() == "---" {
+            closed = true;
+            break;
+        }
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        if line.starts_with(' ') || line.starts_with('\t') {
+            let key = current.as_ref().ok_or("an indented line before any key")?;
+            let value = keys.get_mut(key).ok_or("front matter parse state")?;
+            value.push('\n');
+            value.push_str(line.trim());
+            continue;
+        }
+        let (key, value) =
+            line.split_once(':').ok_or_else(|| format!("front matter line is not `key: value`: {line:?}"))?;
+        let key = key.trim().to_owned();
+        if !PLAIN_KEYS.contains(&key.as_str()) && !AUTHORITY_KEYS.contains(&key.as_str()) {
+            return Err(format!("unknown front-matter key {key:?}"));
+        }
+        let value = value.trim();
+        let value = if value == ">" || value == "|" || value == ">-" || value == "|-" {
+            String::new()
+        } else {
+            unquote(value)
+        };
+        if keys.insert(key.clone(), value).is_some() {
+            return Err(format!("duplicate front-matter key {key:?}"));
+        }
+        current = Some(key);
+    }
+    if !closed {
+        return Err("front matter is not closed by ---".into());
+    }
+    let body: Vec<&str> = lines.collect();
+    let mut meta = SkillMetadata::default();
+    if let Some(name) = keys.get("name") {
+        let name = clean_text("name", name)?;
+        if name.is_empty() {
+            return Err("name is blank".into());
+        }
+        meta.name = Some(name);
+    }
+    meta.description = clean_text("description", keys.get("description").map(String::as_str).unwrap_or(""))?;
+    meta.manual_only = match keys.get("disable-model-invocation").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => return Err(format!("disable-model-invocation is {other:?}, not true or false")),
+    };
+    meta.authority_keys =
+        AUTHORITY_KEYS.iter().filter(|k| keys.contains_key(**k)).map(|k| (*k).to_owned()).collect();
+    meta.authority_keys.sort();
+    meta.dynamic_content = body.iter().any(|line| has_dynamic_snippet(line));
+    Ok(meta)
+}
+
+/// A `` !`cmd` `` snippet: `!` then a backquoted command on the same line.
+pub fn has_dynamic_snippet(line: &str) -> bool {
+    let mut rest = line;
+    while let Some(at) = rest.find("!`") {
+        let after = rest.get(at + 2..).unwrap_or("");
+        if after.find('`').is_some_and(|end| end > 0) {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PackManifest {
+    version: u32,
+    skills: Vec<PackSkill>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PackSkill {
+    id: String,
+    #[serde(default)]
+    dependencies: Vec<String>,
+    #[serde(default)]
+    required_resources: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ProfileFile {
+    id: String,
+    #[serde(default)]
+    description: String,
+    eager: serde_json::Value,
+    #[serde(default)]
+    required: Vec<String>,
+    budget_tokens: u32,
+    budget_mode: BudgetMode,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, budget: &mut Budget) -> Result<T, ScanError> {
+    let m = fs::symlink_metadata(path).map_err(io(path))?;
+    if m.len() > MAX_MANIFEST_BYTES {
+        return Err(ScanError::FileTooLarge { path: path.display().to_string(), bytes: m.len() });
+    }
+    let bytes = read_file(path, budget)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| ScanError::NotUtf8(path.display().to_string()))?;
+    serde_json::from_str(text).map_err(|e| meta(path, e.to_string()))
+}
+
+/// Sorted and unique, or the duplicate.
+fn sorted_unique(values: Vec<String>) -> Result<Vec<String>, String> {
+    let mut set = BTreeSet::new();
+    for v in values {
+        if !set.insert(v.clone()) {
+            return Err(v);
+        }
+    }
+    Ok(set.into_iter().collect())
+}
+
+fn exists(path: &Path) -> Result<bool, ScanError> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(ScanError::Io { path: path.display().to_string(), source: e }),
+    }
+}
+
+/// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
+pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
+    let root = no_symlink_ancestors(root)?;
+    real_dir(&root)?;
+    let mut budget = Budget { entries: 0, bytes: 0 };
+    let skills_dir = root.join("skills");
+    if !exists(&skills_dir)? {
+        return Err(ScanError::Missing(skills_dir.display().to_string()));
+    }
+    real_dir(&skills_dir)?;
+    let mut dirs = Vec::new();
+    for item in fs::read_dir(&skills_dir).map_err(io(&skills_dir))? {
+        let item = item.map_err(io(&skills_dir))?;
+        budget.entry()?;
+        let name = item.file_name();
+        let name =
+            name.to_str().ok_or_else(|| ScanError::NotUtf8(item.path().display().to_string()))?.to_owned();
+        dirs.push(name);
+    }
+    dirs.sort();
+    let mut sources: Vec<RegistrySource> = Vec::new();
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for dir in dirs {
+        if ignored(&dir) {
+            continue;
+        }
+        let path = skills_dir.join(&dir);
+        let m = fs::symlink_metadata(&path).map_err(io(&path))?;
+        if m.file_type().is_symlink() {
+            return Err(ScanError::Symlink(path.display().to_string()));
+        }
+        if !m.is_dir() {
+            return Err(ScanError::NotRegular(format!(
+                "{} (skills/ holds only skill directories)",
+                path.display()
+            )));
+        }
+        if !safe_relative(&dir) || dir.contains(':') {
+            return Err(meta(&path, "not a usable skill directory name"));
+        }
+        let mut raw = Vec::new();
+        walk(&path, "", 0, &mut budget, &mut raw)?;
+        let skill_md = raw
+            .iter()
+            .find(|r| r.path == "SKILL.md")
+            .ok_or_else(|| ScanError::Missing(path.join("SKILL.md").display().to_string()))?;
+        let text = std::str::from_utf8(&skill_md.bytes)
+            .map_err(|_| ScanError::NotUtf8(path.join("SKILL.md").display().to_string()))?;
+        let md = parse_skill(text).map_err(|reason| meta(&path.join("SKILL.md"), reason))?;
+        let id = format!("skill:{dir}");
+        let name = md.name.unwrap_or_else(|| dir.clone());
+        if let Some(other) = names.insert(name.clone(), id.clone()) {
+            return Err(ScanError::DuplicateId(format!("skill name {name:?} ({other} and {id})")));
+        }
+        let resources = raw
+            .into_iter()
+            .map(|r| SourceResource {
+                bytes: r.bytes.len() as u64,
+                digest: SourceResource::digest_of(&r.bytes),
+                path: r.path,
+                content: Some(Blob(r.bytes)),
+            })
+            .collect();
+        let mut source = RegistrySource {
+            id,
+            name,
+            resources,
+            manual_only: md.manual_only,
+            description: md.description,
+            dependencies: Vec::new(),
+            authority_keys: md.authority_keys,
+            content_digest: ledger_schema::Digest::ZERO,
+            dynamic_content: md.dynamic_content,
+            required_resources: Vec::new(),
+        };
+        source.content_digest = source.computed_content_digest();
+        sources.push(source);
+    }
+
+    // Dependencies and required resources.
+    let pack = root.join("manifests").join("context-packs").join("skill-registry@1.json");
+    if exists(&pack)? {
+        let manifest: PackManifest = read_json(&pack, &mut budget)?;
+        if manifest.version != 1 {
+            return Err(meta(&pack, format!("version {} (this scanner reads 1)", manifest.version)));
+        }
+        let mut seen = BTreeSet::new();
+        for skill in manifest.skills {
+            if !seen.insert(skill.id.clone()) {
+                return Err(ScanError::DuplicateId(skill.id));
+            }
+            let known: BTreeSet<String> = sources.iter().map(|s| s.id.clone()).collect();
+            let source = sources
+                .iter_mut()
+                .find(|s| s.id == skill.id)
+                .ok_or_else(|| ScanError::UnknownId(skill.id.clone()))?;
+            for dep in &skill.dependencies {
+                if !known.contains(dep) {
+                    return Err(ScanError::UnknownId(format!("{dep} (a dependency of {})", skill.id)));
+                }
+            }
+            source.dependencies = sorted_unique(skill.dependencies)
+                .map_err(|d| meta(&pack, format!("{} lists dependency {d} twice", skill.id)))?;
+            let dir = source.id.strip_prefix("skill:").unwrap_or("");
+            let prefix = format!("skills/{dir}/");
+            let mut required = Vec::new();
+            for path in skill.required_resources {
+                let inside =
+                    path.strip_prefix(&prefix).filter(|rest| safe_relative(rest)).ok_or_else(|| {
+                        ScanError::PathEscapes {
+                            path: path.clone(),
+                            reason: format!("a required resource of {} must lie inside {prefix}", skill.id),
+                        }
+                    })?;
+                if !source.resources.iter().any(|r| r.path == inside) {
+                    return Err(ScanError::Missing(format!("{path} (a required resource of {})", skill.id)));
+                }
+                required.push(inside.to_owned());
+            }
+            source.required_resources = sorted_unique(required)
+                .map_err(|p| meta(&pack, format!("{} lists required resource {p} twice", skill.id)))?;
+        }
+        if let Some(cycle) = dependency_cycle(&sources) {
+            return Err(ScanError::Cycle(cycle));
+        }
+    }
+
+    // Profiles.
+    let profiles_dir = root.join("manifests").join("context-profiles");
+    let mut profiles = Vec::new();
+    for id in ["full@1", "lean@1"] {
+        let path = profiles_dir.join(format!("{id}.json"));
+        if !exists(&path)? {
+            return Err(ScanError::Missing(path.display().to_string()));
+        }
+        let file: ProfileFile = read_json(&path, &mut budget)?;
+        if file.id != id {
+            return Err(meta(&path, format!("id {:?} in {id}.json", file.id)));
+        }
+        let description = clean_text("description", &file.description).map_err(|r| meta(&path, r))?;
+        let (eager, eager_all) = match file.eager {
+            serde_json::Value::String(s) if s == "all" => (Vec::new(), true),
+            serde_json::Value::Array(items) => {
+                let mut ids = Vec::with_capacity(items.len());
+                for item in items {
+                    match item {
+                        serde_json::Value::String(s) => ids.push(s),
+                        _ => return Err(meta(&path, "eager lists source ids")),
+                    }
+                }
+                (ids, false)
+            }
+            _ => return Err(meta(&path, "eager is \"all\" or a list of source ids")),
+        };
+        for sid in eager.iter().chain(&file.required) {
+            if !sources.iter().any(|s| &s.id == sid) {
+                return Err(ScanError::UnknownId(format!("{sid} (in {id})")));
+            }
+        }
+        let eager =
+            sorted_unique(eager).map_err(|d| ScanError::DuplicateId(format!("{d} (eager in {id})")))?;
+        let required = sorted_unique(file.required)
+            .map_err(|d| ScanError::DuplicateId(format!("{d} (required in {id})")))?;
+        profiles.push(ProfileDefinition {
+            id: file.id,
+            eager,
+            eager_all,
+            required,
+            budget_mode: file.budget_mode,
+            description,
+            budget_tokens: file.budget_tokens,
+        });
+    }
+
+    // Store bytes within the entry's bounds, in (id, path) order.
+    let mut stored: u64 = 0;
+    for source in &mut sources {
+        for r in &mut source.resources {
+            if r.bytes > MAX_STORED_FILE_BYTES || stored.saturating_add(r.bytes) > MAX_STORED_TOTAL_BYTES {
+                r.content = None;
+            } else {
+                stored += r.bytes;
+            }
+        }
+    }
+
+    let registry = Registry { scanner: SCANNER_VERSION.to_owned(), sources, profiles };
+    check_registry(&registry).map_err(|v| ScanError::Rule(v.to_string()))?;
+    let recorded = SourceRegistryRecorded { registry_digest: registry.digest(), registry };
+    // The entry around it adds well under 1 KiB; keep 4 KiB of headroom.
+    let event = Event::SourceRegistryRecorded(Box::new(recorded));
+    let size = codec::encode(&event).len();
+    if size + 4096 > MAX_ENTRY_BYTES {
+        return Err(ScanError::EntryTooLarge(size));
+    }
+    match event {
+        Event::SourceRegistryRecorded(r) => Ok(*r),
+        _ => Err(ScanError::Rule("internal: not a registry event".into())),
+    }
+}
