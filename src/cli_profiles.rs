@@ -81,6 +81,61 @@ pub enum ProfileCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Materialise the plan's generation under the state root and record it as the next
+    /// store revision (the same generation and selection again: a verified no-op).
+    Set {
+        dir: PathBuf,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// An absolute, dedicated directory (created 0700 and marked as this ledger's).
+        #[arg(long, value_name = "ABS")]
+        state_root: PathBuf,
+        /// Refuse, writing nothing anywhere, unless the store is at this revision.
+        #[arg(long, value_name = "N")]
+        expected_revision: Option<u32>,
+        /// Check and report what would be recorded; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The configured profile, from the ledger alone; its generation verified on disk.
+    Status {
+        dir: PathBuf,
+        /// Look for the generation here instead of the recorded state root.
+        #[arg(long, value_name = "ABS")]
+        state_root: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record another selection mode for the configured profile (a new revision).
+    Mode {
+        dir: PathBuf,
+        #[arg(value_enum)]
+        mode: ModeArg,
+        #[arg(long, value_name = "N")]
+        expected_revision: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Return to the previous revision's generation and selection (a new revision).
+    Rollback {
+        dir: PathBuf,
+        #[arg(long, value_name = "ABS")]
+        state_root: PathBuf,
+        #[arg(long, value_name = "N")]
+        expected_revision: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Finish or undo an interrupted generation transaction under the state root.
+    Recover {
+        dir: PathBuf,
+        #[arg(long, value_name = "ABS")]
+        state_root: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn failure(e: ProfileError) -> Failure {
@@ -175,5 +230,61 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), F
             emit(out, format!("  excluded: {}", field("excludedIds")))?;
             emit(out, format!("  estimate: {}", field("estimate")))
         }
+        ProfileCommand::Set { dir, plan, state_root, expected_revision, dry_run, json } => {
+            let input = profiles::PlanInput {
+                profile: plan.profile.clone(),
+                target: plan.target.into(),
+                mode: plan.selection.into(),
+                include: plan.include.clone(),
+                exclude: plan.exclude.clone(),
+            };
+            let st = profiles::set(&dir, &input, &state_root, expected_revision, dry_run).map_err(failure)?;
+            report(out, &st, json)
+        }
+        ProfileCommand::Status { dir, state_root, json } => {
+            let st = profiles::status(&dir, state_root.as_deref()).map_err(failure)?;
+            report(out, &st, json)
+        }
+        ProfileCommand::Mode { dir, mode, expected_revision, json } => {
+            let st = profiles::mode(&dir, mode.into(), expected_revision).map_err(failure)?;
+            report(out, &st, json)
+        }
+        ProfileCommand::Rollback { dir, state_root, expected_revision, json } => {
+            let st = profiles::rollback(&dir, &state_root, expected_revision).map_err(failure)?;
+            report(out, &st, json)
+        }
+        ProfileCommand::Recover { dir, state_root, json } => {
+            let st = profiles::recover(&dir, &state_root).map_err(failure)?;
+            report(out, &st, json)
+        }
     }
+}
+
+fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Result<(), Failure> {
+    if json {
+        return emit_json(out, &json!(st));
+    }
+    let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    emit(
+        out,
+        format!(
+            "{}: revision {} profile {} target {} mode {} selected [{}]",
+            st.outcome,
+            st.revision,
+            or_none(&st.profile_id),
+            st.target.map(|t| crate::runtime::wire(&t)).unwrap_or_else(|| "-".into()),
+            st.selection_mode.map(|m| crate::runtime::wire(&m)).unwrap_or_else(|| "-".into()),
+            st.selected_ids.join(", ")
+        ),
+    )?;
+    emit(
+        out,
+        format!(
+            "  generation {} at {}{}{}",
+            st.generation_digest.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
+            or_none(&st.generation_root),
+            if st.registry_current { "" } else { "  (a newer registry was recorded since: source drift)" },
+            if st.recovery_required { "  RECOVERY REQUIRED: run `ledger profile recover`" } else { "" }
+        ),
+    )
 }

@@ -1,15 +1,518 @@
-//! Generations under a state root (filled in by stage 3).
+//! Generations under a state root: the I/O half of `profile set`/`rollback`/`recover`.
+//!
+//! A generation is a materialisation of ledger state (`runtime::profile::generation`),
+//! written through a transaction with five durable boundaries; the ledger entry is the
+//! commit point:
+//!
+//! 1. **prepared** — `txn.json` (the revision, the expected revision, the generation digest
+//!    and the exact entry event to admit) written and fsynced;
+//! 2. **files written** — `stage/<hex>/`: each file created exclusively, fsynced, re-read
+//!    and re-hashed, plus `manifest.json`;
+//! 3. **generation published** — `stage/<hex>` renamed to `generations/<hex>` (immutable,
+//!    named by its digest);
+//! 4. **receipt published** — `receipts/<revision>.json`;
+//! 5. **state published** — the `profileRevisionRecorded` entry committed to the ledger;
+//!    then `txn.json` is removed.
+//!
+//! `recover` finds a left-over `txn.json` and decides from the ledger and the stage: the
+//! entry is committed → finish; the generation was published → roll forward (commit the
+//! entry); otherwise → roll back (remove its own verified stage). A tampered stage or
+//! journal is refused, never removed.
 
-/// Why a generation could not be materialised or verified.
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use ledger_schema::{Digest, Id};
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::profile::GenerationManifest;
+
+/// The ownership marker: a state root holding it belongs to the named ledger.
+pub const OWNER_FILE: &str = ".closure-ledger-owner";
+/// The one-writer lock (`pid host`).
+pub const LOCK_FILE: &str = "lock";
+/// The prepared transaction; present = a transaction was interrupted.
+pub const TXN_FILE: &str = "txn.json";
+/// Largest `txn.json` / receipt / marker read back (bytes).
+const MAX_SMALL_FILE: u64 = 2 << 20;
+
+/// The five durable boundaries, in order.
+pub const BOUNDARIES: [&str; 5] = ["prepared", "files", "generation", "receipt", "state"];
+
+/// Why a state root or a generation was refused, or I/O failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GenerationError {
     #[error("{path}: {source}")]
     Io { path: String, source: std::io::Error },
+    #[error("state root {0}")]
+    UnsafeRoot(String),
+    #[error("state root {path} is busy: locked by {holder}")]
+    Busy { path: String, holder: String },
+    #[error("state root {0} holds an interrupted transaction: run `ledger profile recover` first")]
+    RecoveryRequired(String),
+    #[error("generation {root}: {reason}")]
+    Tampered { root: String, reason: String },
+    #[error("transaction {path}: {reason}")]
+    BadTransaction { path: String, reason: String },
 }
 
 impl GenerationError {
     pub fn is_io(&self) -> bool {
         matches!(self, GenerationError::Io { .. })
     }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> GenerationError + '_ {
+    move |source| GenerationError::Io { path: path.display().to_string(), source }
+}
+
+fn unsafe_root(root: &Path, why: &str) -> GenerationError {
+    GenerationError::UnsafeRoot(format!("{}: {why}", root.display()))
+}
+
+/// Test hook for crash tests: with `CLOSURE_LEDGER_PROFILE_PAUSE_AT=<boundary>` the
+/// process announces the boundary on stderr once it is durable and waits there to be
+/// killed (SIGKILL), so a test can prove recovery from a real process death at it.
+pub fn boundary(name: &str) {
+    if std::env::var("CLOSURE_LEDGER_PROFILE_PAUSE_AT").is_ok_and(|v| v == name) {
+        eprintln!("PAUSED AT {name}");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+/// The current user's uid (the owner of `/proc/self`).
+fn current_uid() -> Result<u32, GenerationError> {
+    let p = Path::new("/proc/self");
+    Ok(fs::metadata(p).map_err(io(p))?.uid())
+}
+
+fn fsync_dir(dir: &Path) -> Result<(), GenerationError> {
+    fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io(dir))
+}
+
+fn read_small(path: &Path) -> Result<Vec<u8>, GenerationError> {
+    let m = fs::symlink_metadata(path).map_err(io(path))?;
+    if !m.is_file() || m.len() > MAX_SMALL_FILE {
+        return Err(GenerationError::BadTransaction {
+            path: path.display().to_string(),
+            reason: "not a regular file within bounds".into(),
+        });
+    }
+    let mut bytes = Vec::new();
+    fs::File::open(path).map_err(io(path))?.take(MAX_SMALL_FILE).read_to_end(&mut bytes).map_err(io(path))?;
+    Ok(bytes)
+}
+
+/// Writes `bytes` to `path` exclusively (never over an existing file) and fsyncs it.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
+    let mut f =
+        fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))?;
+    f.sync_all().map_err(io(path))
+}
+
+/// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync the directory).
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
+    let tmp = path.with_extension("tmp");
+    let _ = fs::remove_file(&tmp);
+    write_new(&tmp, bytes)?;
+    fs::rename(&tmp, path).map_err(io(path))?;
+    fsync_dir(path.parent().unwrap_or(Path::new("/")))
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Owner {
+    ledger_id: Id,
+}
+
+/// The checks every state root passes, before anything is written in it: absolute,
+/// normalised, not `/` nor the home directory, no symlink in it or any ancestor; if it
+/// exists: a directory owned by the current user, mode 0700, and either empty or marked as
+/// owned by this ledger. `create` makes a missing root (0700) and marks it.
+pub fn check_root(root: &Path, ledger: Id, create: bool) -> Result<(), GenerationError> {
+    let text = root.to_str().ok_or_else(|| unsafe_root(root, "is not UTF-8"))?;
+    if !root.is_absolute() {
+        return Err(unsafe_root(root, "is not absolute"));
+    }
+    let mut normal = PathBuf::from("/");
+    for c in root.components() {
+        match c {
+            Component::RootDir => {}
+            Component::Normal(part) => normal.push(part),
+            _ => return Err(unsafe_root(root, "is not normalised (. or ..)")),
+        }
+    }
+    if normal.to_str() != Some(text) {
+        return Err(unsafe_root(root, "is not normalised"));
+    }
+    if normal == Path::new("/") {
+        return Err(unsafe_root(root, "is the filesystem root"));
+    }
+    if std::env::var_os("HOME").is_some_and(|h| Path::new(&h) == normal) {
+        return Err(unsafe_root(root, "is the home directory"));
+    }
+    // No symlink in any ancestor (nor the root itself), checked without following.
+    let mut walked = PathBuf::from("/");
+    let parts: Vec<_> = normal.components().skip(1).collect();
+    for (i, part) in parts.iter().enumerate() {
+        walked.push(part.as_os_str());
+        match fs::symlink_metadata(&walked) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(unsafe_root(root, &format!("{} is a symlink", walked.display())));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && i + 1 == parts.len() => {
+                if !create {
+                    return Err(unsafe_root(root, "does not exist"));
+                }
+                fs::DirBuilder::new().mode(0o700).create(&normal).map_err(io(&normal))?;
+                fs::set_permissions(&normal, fs::Permissions::from_mode(0o700)).map_err(io(&normal))?;
+                let owner = serde_json::to_vec(&Owner { ledger_id: ledger }).unwrap_or_default();
+                write_new(&normal.join(OWNER_FILE), &owner)?;
+                fsync_dir(&normal)?;
+                if let Some(parent) = normal.parent() {
+                    fsync_dir(parent)?;
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(GenerationError::Io { path: walked.display().to_string(), source: e }),
+        }
+    }
+    let m = fs::symlink_metadata(&normal).map_err(io(&normal))?;
+    if !m.is_dir() {
+        return Err(unsafe_root(root, "is not a directory"));
+    }
+    let marker = normal.join(OWNER_FILE);
+    let marked = match fs::symlink_metadata(&marker) {
+        Ok(_) => {
+            let owner: Owner = serde_json::from_slice(&read_small(&marker)?)
+                .map_err(|_| unsafe_root(root, "has an unreadable ownership marker"))?;
+            if owner.ledger_id != ledger {
+                return Err(unsafe_root(root, &format!("is owned by another ledger ({})", owner.ledger_id)));
+            }
+            true
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(GenerationError::Io { path: marker.display().to_string(), source: e }),
+    };
+    if !marked && fs::read_dir(&normal).map_err(io(&normal))?.next().is_some() {
+        return Err(unsafe_root(root, "is a non-empty directory this ledger does not own (left untouched)"));
+    }
+    if m.uid() != current_uid()? {
+        return Err(unsafe_root(root, "is not owned by the current user"));
+    }
+    if m.mode() & 0o777 != 0o700 {
+        return Err(unsafe_root(root, &format!("has mode {:o}, not 0700", m.mode() & 0o777)));
+    }
+    if !marked {
+        if !create {
+            return Err(unsafe_root(root, "is not marked as owned by this ledger"));
+        }
+        let owner = serde_json::to_vec(&Owner { ledger_id: ledger }).unwrap_or_default();
+        write_new(&marker, &owner)?;
+        fsync_dir(&normal)?;
+    }
+    Ok(())
+}
+
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default()
+}
+
+/// The one-writer lock of a state root, released on drop.
+pub struct Lock {
+    path: PathBuf,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Takes the state root's lock. A lock held by a live process, or by any process on
+/// another host, is never reclaimed; a lock of a dead process on this host is.
+pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
+    let path = root.join(LOCK_FILE);
+    let me = format!("{} {}", std::process::id(), hostname());
+    for _ in 0..2 {
+        match fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+            Ok(mut f) => {
+                f.write_all(me.as_bytes()).and_then(|()| f.sync_all()).map_err(io(&path))?;
+                return Ok(Lock { path });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder =
+                    String::from_utf8_lossy(&read_small(&path).unwrap_or_default()).trim().to_owned();
+                let (pid, host) = holder.split_once(' ').unwrap_or((holder.as_str(), ""));
+                let alive = pid.parse::<u32>().map_or(true, |p| Path::new(&format!("/proc/{p}")).exists());
+                if host != hostname() || alive {
+                    return Err(GenerationError::Busy { path: root.display().to_string(), holder });
+                }
+                fs::remove_file(&path).map_err(io(&path))?;
+            }
+            Err(e) => return Err(GenerationError::Io { path: path.display().to_string(), source: e }),
+        }
+    }
+    Err(GenerationError::Busy { path: root.display().to_string(), holder: "a racing writer".into() })
+}
+
+/// `generations/<hex>` for a digest.
+pub fn generation_dir(root: &Path, digest: Digest) -> PathBuf {
+    root.join("generations").join(hex(digest))
+}
+
+pub fn hex(digest: Digest) -> String {
+    digest.to_string().trim_start_matches("b3:").to_owned()
+}
+
+/// The manifest file written into each generation.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestFile<'a> {
+    generation_digest: Digest,
+    #[serde(flatten)]
+    manifest: &'a GenerationManifest,
+}
+
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+fn manifest_bytes(manifest: &GenerationManifest) -> Vec<u8> {
+    serde_json::to_vec_pretty(&ManifestFile { generation_digest: manifest.digest(), manifest })
+        .unwrap_or_default()
+}
+
+/// Verifies a generation directory against its manifest: exactly the manifest's files
+/// (plus `manifest.json`), each a regular file with one link, its size and digest.
+pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), GenerationError> {
+    let tampered = |reason: String| GenerationError::Tampered { root: dir.display().to_string(), reason };
+    let m = fs::symlink_metadata(dir).map_err(io(dir))?;
+    if !m.is_dir() {
+        return Err(tampered("is not a directory".into()));
+    }
+    let mut expected: std::collections::BTreeMap<String, (u64, Digest)> =
+        manifest.files.iter().map(|f| (f.path.clone(), (f.bytes, f.digest))).collect();
+    let mbytes = manifest_bytes(manifest);
+    expected.insert(
+        MANIFEST_FILE.to_owned(),
+        (mbytes.len() as u64, ledger_schema::events::profile::SourceResource::digest_of(&mbytes)),
+    );
+    let mut seen = 0usize;
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((d, rel)) = stack.pop() {
+        for item in fs::read_dir(&d).map_err(io(&d))? {
+            let item = item.map_err(io(&d))?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let path = item.path();
+            let m = fs::symlink_metadata(&path).map_err(io(&path))?;
+            if m.file_type().is_symlink() {
+                return Err(tampered(format!("{child} was replaced by a symlink")));
+            } else if m.is_dir() {
+                stack.push((path, child));
+            } else if !m.is_file() {
+                return Err(tampered(format!("{child} is not a regular file")));
+            } else {
+                let (bytes, digest) =
+                    expected.get(&child).ok_or_else(|| tampered(format!("{child} was added")))?;
+                if m.nlink() != 1 {
+                    return Err(tampered(format!("{child} is hard-linked ({} links)", m.nlink())));
+                }
+                if m.len() != *bytes {
+                    return Err(tampered(format!("{child} was modified (size)")));
+                }
+                let mut content = Vec::new();
+                fs::File::open(&path)
+                    .map_err(io(&path))?
+                    .take(*bytes + 1)
+                    .read_to_end(&mut content)
+                    .map_err(io(&path))?;
+                if ledger_schema::events::profile::SourceResource::digest_of(&content) != *digest {
+                    return Err(tampered(format!("{child} was modified")));
+                }
+                seen += 1;
+            }
+        }
+    }
+    if seen != expected.len() {
+        return Err(tampered(format!("{} of {} files are missing", expected.len() - seen, expected.len())));
+    }
+    Ok(())
+}
+
+/// The prepared transaction, as `txn.json` records it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Transaction {
+    pub ledger_id: Id,
+    pub revision: u32,
+    pub expected_revision: u32,
+    pub generation_digest: Digest,
+    /// The canonical CBOR of the `profileRevisionRecorded` event to commit, in hex.
+    pub event_hex: String,
+}
+
+pub fn read_txn(root: &Path) -> Result<Option<Transaction>, GenerationError> {
+    let path = root.join(TXN_FILE);
+    match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(GenerationError::Io { path: path.display().to_string(), source: e }),
+        Ok(_) => serde_json::from_slice(&read_small(&path)?).map(Some).map_err(|e| {
+            GenerationError::BadTransaction { path: path.display().to_string(), reason: e.to_string() }
+        }),
+    }
+}
+
+/// Receipt of a committed revision (`receipts/<revision>.json`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Receipt {
+    pub ledger_id: Id,
+    pub revision: u32,
+    pub generation_digest: Digest,
+    pub plan_digest: Digest,
+    pub registry_digest: Digest,
+}
+
+/// Boundaries 1–4 of the transaction: prepared, files written, generation published,
+/// receipt published. The caller commits the entry (boundary 5) and then calls [`finish`].
+pub fn prepare_and_publish(
+    root: &Path,
+    txn: &Transaction,
+    manifest: &GenerationManifest,
+    contents: &[&[u8]],
+    receipt: &Receipt,
+) -> Result<(), GenerationError> {
+    if read_txn(root)?.is_some() {
+        return Err(GenerationError::RecoveryRequired(root.display().to_string()));
+    }
+    let txn_bytes = serde_json::to_vec_pretty(txn).unwrap_or_default();
+    write_atomic(&root.join(TXN_FILE), &txn_bytes)?;
+    boundary("prepared");
+    let target = generation_dir(root, txn.generation_digest);
+    if fs::symlink_metadata(&target).is_ok() {
+        // Immutable and content-addressed: an existing one is verified, never rewritten.
+        verify(&target, manifest)?;
+        boundary("files");
+        boundary("generation");
+    } else {
+        let stage_parent = root.join("stage");
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(&stage_parent).map_err(io(&stage_parent))?;
+        let stage = stage_parent.join(hex(txn.generation_digest));
+        if fs::symlink_metadata(&stage).is_ok() {
+            return Err(GenerationError::RecoveryRequired(root.display().to_string()));
+        }
+        fs::DirBuilder::new().mode(0o700).create(&stage).map_err(io(&stage))?;
+        for (file, bytes) in manifest.files.iter().zip(contents) {
+            let path = stage.join(&file.path);
+            if let Some(parent) = path.parent() {
+                fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io(parent))?;
+            }
+            write_new(&path, bytes)?;
+            let again = fs::read(&path).map_err(io(&path))?;
+            if ledger_schema::events::profile::SourceResource::digest_of(&again) != file.digest {
+                return Err(GenerationError::Tampered {
+                    root: stage.display().to_string(),
+                    reason: format!("{} does not re-hash to its digest after writing", file.path),
+                });
+            }
+        }
+        write_new(&stage.join(MANIFEST_FILE), &manifest_bytes(manifest))?;
+        verify(&stage, manifest)?;
+        sync_tree(&stage)?;
+        fsync_dir(&stage_parent)?;
+        boundary("files");
+        let generations = root.join("generations");
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(&generations).map_err(io(&generations))?;
+        fs::rename(&stage, &target).map_err(io(&target))?;
+        fsync_dir(&generations)?;
+        fsync_dir(&stage_parent)?;
+        boundary("generation");
+    }
+    publish_receipt(root, receipt)?;
+    boundary("receipt");
+    Ok(())
+}
+
+fn sync_tree(dir: &Path) -> Result<(), GenerationError> {
+    for item in fs::read_dir(dir).map_err(io(dir))? {
+        let item = item.map_err(io(dir))?;
+        if item.file_type().map_err(io(dir))?.is_dir() {
+            sync_tree(&item.path())?;
+        }
+    }
+    fsync_dir(dir)
+}
+
+pub fn publish_receipt(root: &Path, receipt: &Receipt) -> Result<(), GenerationError> {
+    let dir = root.join("receipts");
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(io(&dir))?;
+    let bytes = serde_json::to_vec_pretty(receipt).unwrap_or_default();
+    write_atomic(&dir.join(format!("{}.json", receipt.revision)), &bytes)
+}
+
+/// After the commit point: the transaction is over.
+pub fn finish(root: &Path) -> Result<(), GenerationError> {
+    let path = root.join(TXN_FILE);
+    match fs::remove_file(&path) {
+        Ok(()) => fsync_dir(root),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(GenerationError::Io { path: path.display().to_string(), source: e }),
+    }
+}
+
+/// Rolls an unpublished transaction back: removes its stage after verifying that every
+/// file in it is one the manifest names, with the bytes it names (a partial stage is its
+/// own; anything else is refused and left in place).
+pub fn roll_back(
+    root: &Path,
+    txn: &Transaction,
+    manifest: &GenerationManifest,
+) -> Result<(), GenerationError> {
+    let stage = root.join("stage").join(hex(txn.generation_digest));
+    if fs::symlink_metadata(&stage).is_ok() {
+        let tampered =
+            |reason: String| GenerationError::Tampered { root: stage.display().to_string(), reason };
+        let mbytes = manifest_bytes(manifest);
+        let mut known: std::collections::BTreeMap<String, Digest> =
+            manifest.files.iter().map(|f| (f.path.clone(), f.digest)).collect();
+        known
+            .insert(MANIFEST_FILE.into(), ledger_schema::events::profile::SourceResource::digest_of(&mbytes));
+        let mut stack = vec![(stage.clone(), String::new())];
+        while let Some((d, rel)) = stack.pop() {
+            for item in fs::read_dir(&d).map_err(io(&d))? {
+                let item = item.map_err(io(&d))?;
+                let name = item.file_name().to_string_lossy().into_owned();
+                let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+                let m = fs::symlink_metadata(item.path()).map_err(io(&d))?;
+                if m.file_type().is_symlink() {
+                    return Err(tampered(format!("{child} is a symlink")));
+                } else if m.is_dir() {
+                    stack.push((item.path(), child));
+                } else {
+                    let digest = known.get(&child).ok_or_else(|| tampered(format!("{child} is not ours")))?;
+                    let bytes = fs::read(item.path()).map_err(io(&d))?;
+                    // A file cut short by the crash is ours if it is a prefix of our bytes;
+                    // we cannot tell that from the digest alone, so accept an empty or
+                    // exact file and refuse anything else.
+                    if !bytes.is_empty()
+                        && ledger_schema::events::profile::SourceResource::digest_of(&bytes) != *digest
+                    {
+                        return Err(tampered(format!(
+                            "{child} does not hold the bytes the transaction wrote"
+                        )));
+                    }
+                }
+            }
+        }
+        fs::remove_dir_all(&stage).map_err(io(&stage))?;
+        fsync_dir(&root.join("stage"))?;
+    }
+    finish(root)
 }

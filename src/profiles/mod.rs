@@ -131,3 +131,450 @@ pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileEr
         ledger.admit(vec![Event::SourceRegistryRecorded(Box::new(recorded))], Ctx { time_ms: now_ms() })?;
     Ok(ScanOutcome { seq: receipt.seq, ..report })
 }
+
+// ---------------------------------------------------------------------------------------
+// Managed state: set, status, mode, rollback, recover.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ledger_schema::events::profile::{
+    ProfileRevisionRecorded, ProfileSelection, Registry, RevisionAction, SelectionMode, Target,
+};
+use ledger_schema::{Id, codec};
+
+use crate::runtime::profile::{self as rp, ContextProfiles};
+use crate::store::Store;
+use generation::{GenerationError, Receipt, Transaction};
+
+/// What every profile command prints (`--json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileStatus {
+    /// The store revision (0 = unconfigured).
+    pub revision: u32,
+    pub profile_id: Option<String>,
+    pub target: Option<Target>,
+    pub selection_mode: Option<SelectionMode>,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub selected_ids: Vec<String>,
+    pub plan_digest: Option<Digest>,
+    pub registry_digest: Option<Digest>,
+    /// False when a newer registry snapshot was recorded since (source drift): `set` again
+    /// to move to it.
+    pub registry_current: bool,
+    pub generation_digest: Option<Digest>,
+    pub generation_root: Option<String>,
+    pub state_root: Option<String>,
+    /// A transaction was interrupted: run `ledger profile recover`.
+    pub recovery_required: bool,
+    /// What the command did: `set`, `mode`, `rollback`, `no-op`, `dry-run`, `status`,
+    /// `completed`, `rolled-forward`, `rolled-back`, `nothing-to-recover`.
+    pub outcome: String,
+}
+
+/// Plan inputs given on the command line.
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    pub profile: String,
+    pub target: Target,
+    pub mode: SelectionMode,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+fn status_of(
+    cp: &ContextProfiles,
+    root_override: Option<&Path>,
+    outcome: &str,
+) -> Result<ProfileStatus, ProfileError> {
+    let Some(c) = cp.current() else {
+        return Ok(ProfileStatus {
+            revision: 0,
+            profile_id: None,
+            target: None,
+            selection_mode: None,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            selected_ids: Vec::new(),
+            plan_digest: None,
+            registry_digest: None,
+            registry_current: cp.registry_digest.is_some(),
+            generation_digest: None,
+            generation_root: None,
+            state_root: None,
+            recovery_required: root_override.map(|r| r.join(generation::TXN_FILE).exists()).unwrap_or(false),
+            outcome: outcome.to_owned(),
+        });
+    };
+    let root = root_override.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&c.state_root));
+    Ok(ProfileStatus {
+        revision: cp.revision(),
+        profile_id: Some(c.selection.profile.clone()),
+        target: Some(c.selection.target),
+        selection_mode: Some(c.selection.mode),
+        include: c.selection.include.clone(),
+        exclude: c.selection.exclude.clone(),
+        selected_ids: c.plan.selected_ids.clone(),
+        plan_digest: Some(c.plan_digest),
+        registry_digest: Some(c.registry_digest),
+        registry_current: cp.registry_digest == Some(c.registry_digest),
+        generation_digest: Some(c.generation_digest),
+        generation_root: Some(generation::generation_dir(&root, c.generation_digest).display().to_string()),
+        state_root: Some(c.state_root.clone()),
+        recovery_required: root.join(generation::TXN_FILE).exists(),
+        outcome: outcome.to_owned(),
+    })
+}
+
+/// The registry with `digest`, from the state (the current one) or its stored entry.
+fn registry_by_digest<S: Store>(ledger: &Ledger<S>, digest: Digest) -> Result<Arc<Registry>, ProfileError> {
+    let cp = &ledger.state().context_profiles;
+    if cp.registry_digest == Some(digest)
+        && let Some(r) = &cp.registry
+    {
+        return Ok(r.clone());
+    }
+    let seq = *cp
+        .registries
+        .get(&digest)
+        .ok_or_else(|| ProfileError::Refused(format!("registry {digest} is not in the ledger")))?;
+    let sealed = ledger.store().read(seq).map_err(|e| ProfileError::Usage(e.to_string()))?;
+    match sealed.entry.event {
+        Event::SourceRegistryRecorded(r) => Ok(Arc::new(r.registry)),
+        other => Err(ProfileError::Refused(format!("seq {seq} holds {}, not a registry", other.kind()))),
+    }
+}
+
+fn manifest_of(
+    registry: &Registry,
+    plan: &rp::Plan,
+) -> Result<(rp::GenerationManifest, Vec<Vec<u8>>), ProfileError> {
+    let (m, contents) = rp::generation(registry, plan).map_err(|e| ProfileError::Refused(e.to_string()))?;
+    Ok((m, contents.into_iter().map(<[u8]>::to_vec).collect()))
+}
+
+fn check_expected(cp: &ContextProfiles, expected: Option<u32>) -> Result<(), ProfileError> {
+    match expected {
+        Some(e) if e != cp.revision() => {
+            Err(ProfileError::StaleRevision { expected: e, found: cp.revision() })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `event` passes the rules over the current state (checked before anything is written).
+fn admissible<S: Store>(ledger: &Ledger<S>, event: &ProfileRevisionRecorded) -> Result<(), ProfileError> {
+    let mut working = ledger.state().clone();
+    rp::apply_revision(&mut working, event, ledger.store().head().seq + 1)
+        .map_err(|v| ProfileError::Refused(v.to_string()))
+}
+
+/// The current generation, if it lives under `root`, must verify (a modified, added,
+/// symlinked or hard-linked file blocks set, rollback and status).
+fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), ProfileError> {
+    let cp = &ledger.state().context_profiles;
+    if let Some(c) = cp.current()
+        && Path::new(&c.state_root) == root
+    {
+        let registry = registry_by_digest(ledger, c.registry_digest)?;
+        let (manifest, _) = manifest_of(&registry, &c.plan)?;
+        generation::verify(&generation::generation_dir(root, c.generation_digest), &manifest)?;
+    }
+    Ok(())
+}
+
+/// Runs the five-boundary transaction for `event` and commits it.
+fn transact(
+    ledger: &mut Ledger<DiskStore>,
+    root: &Path,
+    event: ProfileRevisionRecorded,
+    manifest: &rp::GenerationManifest,
+    contents: &[Vec<u8>],
+) -> Result<(), ProfileError> {
+    let ledger_id = ledger.store().head().ledger;
+    let _lock = generation::lock(root)?;
+    let txn = Transaction {
+        ledger_id,
+        revision: event.revision,
+        expected_revision: event.revision.saturating_sub(1),
+        generation_digest: event.generation_digest,
+        event_hex: hex_of(&codec::encode(&Event::ProfileRevisionRecorded(event.clone()))),
+    };
+    let receipt = Receipt {
+        ledger_id,
+        revision: event.revision,
+        generation_digest: event.generation_digest,
+        plan_digest: event.plan_digest,
+        registry_digest: event.registry_digest,
+    };
+    let slices: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+    generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt)?;
+    ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
+    generation::boundary("state");
+    generation::finish(root)?;
+    Ok(())
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || text.len() > 2 * codec::MAX_ENTRY_BYTES {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
+fn root_string(root: &Path) -> Result<String, ProfileError> {
+    root.to_str().map(str::to_owned).ok_or_else(|| ProfileError::Usage("the state root is not UTF-8".into()))
+}
+
+/// `profile set`: plan over the current registry, materialise its generation under
+/// `root` and record the revision (or verify and do nothing when it is the current one).
+pub fn set(
+    dir: &Path,
+    input: &PlanInput,
+    root: &Path,
+    expected: Option<u32>,
+    dry_run: bool,
+) -> Result<ProfileStatus, ProfileError> {
+    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    let cp = &ledger.state().context_profiles;
+    check_expected(cp, expected)?;
+    let (registry, registry_digest) = match (&cp.registry, cp.registry_digest) {
+        (Some(r), Some(d)) => (r.clone(), d),
+        _ => return Err(PlanError::NoRegistry.into()),
+    };
+    let plan = rp::plan(
+        &registry,
+        registry_digest,
+        &input.profile,
+        input.target,
+        input.mode,
+        &input.include,
+        &input.exclude,
+    )?;
+    let (manifest, contents) = manifest_of(&registry, &plan)?;
+    let state_root = root_string(root)?;
+    let event = ProfileRevisionRecorded {
+        action: RevisionAction::Set,
+        revision: cp.revision().saturating_add(1),
+        selection: plan.selection(),
+        state_root: state_root.clone(),
+        plan_digest: plan.digest(),
+        rollback_to: None,
+        registry_digest,
+        generation_digest: manifest.digest(),
+    };
+    let ledger_id = ledger.store().head().ledger;
+    if let Some(c) = cp.current()
+        && c.selection == event.selection
+        && c.generation_digest == event.generation_digest
+        && c.state_root == state_root
+    {
+        generation::check_root(root, ledger_id, false)?;
+        if generation::read_txn(root)?.is_some() {
+            return Err(GenerationError::RecoveryRequired(state_root).into());
+        }
+        verify_current(&ledger, root)?;
+        return status_of(cp, None, "no-op");
+    }
+    admissible(&ledger, &event)?;
+    if dry_run {
+        if fs_exists(root) {
+            generation::check_root(root, ledger_id, false)?;
+        }
+        let mut preview = status_of(cp, None, "dry-run")?;
+        preview.revision = event.revision;
+        preview.profile_id = Some(plan.profile.clone());
+        preview.target = Some(plan.target);
+        preview.selection_mode = Some(plan.selection_mode);
+        preview.include = plan.include.clone();
+        preview.exclude = plan.exclude.clone();
+        preview.selected_ids = plan.selected_ids.clone();
+        preview.plan_digest = Some(event.plan_digest);
+        preview.registry_digest = Some(registry_digest);
+        preview.registry_current = true;
+        preview.generation_digest = Some(event.generation_digest);
+        preview.generation_root =
+            Some(generation::generation_dir(root, event.generation_digest).display().to_string());
+        preview.state_root = Some(state_root);
+        return Ok(preview);
+    }
+    generation::check_root(root, ledger_id, true)?;
+    verify_current(&ledger, root)?;
+    transact(&mut ledger, root, event, &manifest, &contents)?;
+    status_of(&ledger.state().context_profiles, None, "set")
+}
+
+fn fs_exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// `profile status`: the configured profile from the ledger alone (the source tree is
+/// never read; the ledger is read without waiting for or disturbing a writer), with its
+/// generation verified on disk.
+pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileError> {
+    let mut state = State::default();
+    let mut registries: std::collections::BTreeMap<Digest, Arc<Registry>> = std::collections::BTreeMap::new();
+    let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::Corrupt {
+            seq: sealed.entry.seq,
+            replica: Replica::Journal,
+            reason: Corruption::Inadmissible(format!("{}: {e}", sealed.entry.event.kind())),
+        })?;
+        if let Event::SourceRegistryRecorded(r) = &sealed.entry.event {
+            registries.insert(r.registry_digest, Arc::new(r.registry.clone()));
+        }
+        Ok(())
+    };
+    store::replay_journal(dir, &mut fold)?;
+    let cp = &state.context_profiles;
+    let report = status_of(cp, root, "status")?;
+    if let Some(c) = cp.current() {
+        let root = root.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&c.state_root));
+        let registry = registries.get(&c.registry_digest).ok_or_else(|| {
+            ProfileError::Refused(format!("registry {} is not in the ledger", c.registry_digest))
+        })?;
+        let (manifest, _) = manifest_of(registry, &c.plan)?;
+        generation::verify(&generation::generation_dir(&root, c.generation_digest), &manifest)?;
+    }
+    Ok(report)
+}
+
+/// `profile mode`: the same plan under another selection mode, as a new revision (no
+/// generation changes; the same mode is a no-op).
+pub fn mode(dir: &Path, mode: SelectionMode, expected: u32) -> Result<ProfileStatus, ProfileError> {
+    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    let cp = &ledger.state().context_profiles;
+    check_expected(cp, Some(expected))?;
+    let c = cp.current().ok_or_else(|| {
+        ProfileError::Refused("no profile is configured: run `ledger profile set` first".into())
+    })?;
+    if c.selection.mode == mode {
+        return status_of(cp, None, "no-op");
+    }
+    let event = ProfileRevisionRecorded {
+        action: RevisionAction::Mode,
+        revision: cp.revision().saturating_add(1),
+        selection: ProfileSelection { mode, ..c.selection.clone() },
+        state_root: c.state_root.clone(),
+        plan_digest: c.plan.with_mode(mode).digest(),
+        rollback_to: None,
+        registry_digest: c.registry_digest,
+        generation_digest: c.generation_digest,
+    };
+    admissible(&ledger, &event)?;
+    ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
+    status_of(&ledger.state().context_profiles, None, "mode")
+}
+
+/// `profile rollback`: a new revision returning to the revision before the current one
+/// (its generation and its selection: profile, target, include, exclude, mode).
+pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus, ProfileError> {
+    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    let cp = &ledger.state().context_profiles;
+    check_expected(cp, Some(expected))?;
+    let c = cp
+        .current()
+        .ok_or_else(|| ProfileError::Refused("no profile is configured: nothing to roll back".into()))?;
+    let to = cp.revision().saturating_sub(1);
+    let back = cp
+        .revisions
+        .get(&to)
+        .ok_or_else(|| ProfileError::Refused("revision 1 has no earlier revision to roll back to".into()))?;
+    let state_root = root_string(root)?;
+    if state_root != c.state_root {
+        return Err(ProfileError::Refused(format!(
+            "the configured state root is {}, not {state_root}",
+            c.state_root
+        )));
+    }
+    let event = ProfileRevisionRecorded {
+        action: RevisionAction::Rollback,
+        revision: cp.revision().saturating_add(1),
+        selection: back.selection.clone(),
+        state_root,
+        plan_digest: back.plan_digest,
+        rollback_to: Some(to),
+        registry_digest: back.registry_digest,
+        generation_digest: back.generation_digest,
+    };
+    let plan = back.plan.clone();
+    admissible(&ledger, &event)?;
+    let registry = registry_by_digest(&ledger, event.registry_digest)?;
+    let (manifest, contents) = manifest_of(&registry, &plan)?;
+    generation::check_root(root, ledger.store().head().ledger, false)?;
+    verify_current(&ledger, root)?;
+    transact(&mut ledger, root, event, &manifest, &contents)?;
+    status_of(&ledger.state().context_profiles, None, "rollback")
+}
+
+/// `profile recover`: finishes or undoes an interrupted transaction, deciding from the
+/// ledger and the stage it finds. Idempotent.
+pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
+    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    let ledger_id: Id = ledger.store().head().ledger;
+    generation::check_root(root, ledger_id, false)?;
+    let _lock = generation::lock(root)?;
+    let Some(txn) = generation::read_txn(root)? else {
+        return status_of(&ledger.state().context_profiles, Some(root), "nothing-to-recover");
+    };
+    let bad = |reason: &str| GenerationError::BadTransaction {
+        path: root.join(generation::TXN_FILE).display().to_string(),
+        reason: reason.to_owned(),
+    };
+    if txn.ledger_id != ledger_id {
+        return Err(bad("it belongs to another ledger").into());
+    }
+    let bytes = unhex(&txn.event_hex).ok_or_else(|| bad("eventHex is not hex"))?;
+    let event = match codec::decode::<Event>(&bytes, codec::MAX_ENTRY_BYTES) {
+        Ok(Event::ProfileRevisionRecorded(e)) => e,
+        _ => return Err(bad("eventHex is not a profileRevisionRecorded event").into()),
+    };
+    if event.revision != txn.revision
+        || event.generation_digest != txn.generation_digest
+        || txn.expected_revision.checked_add(1) != Some(txn.revision)
+        || Path::new(&event.state_root) != root
+    {
+        return Err(bad("its fields disagree with its event").into());
+    }
+    let registry = registry_by_digest(&ledger, event.registry_digest)?;
+    let plan = rp::plan_of(&registry, event.registry_digest, &event.selection)?;
+    let (manifest, _) = manifest_of(&registry, &plan)?;
+    let receipt = Receipt {
+        ledger_id,
+        revision: event.revision,
+        generation_digest: event.generation_digest,
+        plan_digest: event.plan_digest,
+        registry_digest: event.registry_digest,
+    };
+    let cp = &ledger.state().context_profiles;
+    let committed = cp.revisions.get(&txn.revision).is_some_and(|r| {
+        r.generation_digest == event.generation_digest && r.plan_digest == event.plan_digest
+    });
+    let published = generation::generation_dir(root, txn.generation_digest);
+    let outcome = if committed {
+        generation::verify(&published, &manifest)?;
+        generation::publish_receipt(root, &receipt)?;
+        generation::finish(root)?;
+        "completed"
+    } else if cp.revision() == txn.expected_revision && fs_exists(&published) {
+        generation::verify(&published, &manifest)?;
+        admissible(&ledger, &event)?;
+        generation::publish_receipt(root, &receipt)?;
+        ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
+        generation::finish(root)?;
+        "rolled-forward"
+    } else {
+        generation::roll_back(root, &txn, &manifest)?;
+        "rolled-back"
+    };
+    status_of(&ledger.state().context_profiles, Some(root), outcome)
+}

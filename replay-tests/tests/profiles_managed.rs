@@ -1,0 +1,376 @@
+//! Managed profile state (issue #14): revisions as ledger entries, generations under a
+//! state root through the five-boundary transaction, state-root safety, integrity,
+//! and recovery from a real SIGKILL at every boundary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+mod profiles_util;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use profiles_util::{Setup, cli};
+
+fn root_of(s: &Setup) -> PathBuf {
+    s.tmp.path().join("store")
+}
+
+fn set(s: &Setup, root: &Path, rest: &[&str]) -> (u8, String, String) {
+    let mut args = vec!["--state-root", root.to_str().unwrap(), "--json"];
+    args.extend_from_slice(rest);
+    s.run(&["profile", "set"], &args)
+}
+
+fn ok(r: (u8, String, String)) -> serde_json::Value {
+    assert_eq!(r.0, 0, "{}{}", r.1, r.2);
+    serde_json::from_str(&r.1).unwrap()
+}
+
+fn status(s: &Setup) -> (u8, String, String) {
+    s.run(&["profile", "status"], &["--json"])
+}
+
+/// Full -> Lean -> Full, then rollback twice: each a new revision; rollback returns to the
+/// previous generation and selection, and rolling back twice toggles. Replay re-derives
+/// every recorded plan.
+#[test]
+fn full_lean_full_and_rollback_toggles() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let r1 = ok(set(&s, &root, &["full"]));
+    assert_eq!(r1["revision"], 1);
+    let r2 = ok(set(
+        &s,
+        &root,
+        &["lean", "--expected-revision", "1", "--selection", "auto", "--include", "skill:api-design"],
+    ));
+    assert_eq!(r2["revision"], 2);
+    assert_eq!(r2["selectionMode"], "auto");
+    let r3 = ok(set(&s, &root, &["full", "--expected-revision", "2"]));
+    assert_eq!(r3["generationDigest"], r1["generationDigest"], "content-addressed: the same generation");
+    let back = ok(s.run(
+        &["profile", "rollback"],
+        &["--state-root", root.to_str().unwrap(), "--expected-revision", "3", "--json"],
+    ));
+    assert_eq!(back["revision"], 4);
+    for key in
+        ["generationDigest", "selectionMode", "include", "exclude", "profileId", "selectedIds", "planDigest"]
+    {
+        assert_eq!(back[key], r2[key], "{key}");
+    }
+    let again = ok(s.run(
+        &["profile", "rollback"],
+        &["--state-root", root.to_str().unwrap(), "--expected-revision", "4", "--json"],
+    ));
+    assert_eq!(again["revision"], 5);
+    assert_eq!(again["generationDigest"], r3["generationDigest"]);
+    assert_eq!(again["selectionMode"], "manual");
+    let st = ok(status(&s));
+    assert_eq!(st["revision"], 5);
+    assert_eq!(st["recoveryRequired"], false);
+    assert!(Path::new(st["generationRoot"].as_str().unwrap()).join("manifest.json").is_file());
+    let (code, out, err) = cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let rep: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rep["ok"], true);
+}
+
+/// The same generation with the same selection is a verified no-op (same revision, no
+/// entry); the same generation with another selection is a new revision.
+#[test]
+fn same_selection_is_a_noop_other_selection_a_new_revision() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let first = ok(set(&s, &root, &["lean"]));
+    let head = s.head();
+    let again = ok(set(&s, &root, &["lean"]));
+    assert_eq!(again["outcome"], "no-op");
+    assert_eq!(again["revision"], first["revision"]);
+    assert_eq!(s.head(), head, "nothing written");
+    let other = ok(set(&s, &root, &["lean", "--selection", "suggest"]));
+    assert_eq!(other["revision"], 2);
+    assert_eq!(other["generationDigest"], first["generationDigest"]);
+    assert_ne!(other["planDigest"], first["planDigest"]);
+    let m = ok(s.run(&["profile", "mode"], &["auto", "--expected-revision", "2", "--json"]));
+    assert_eq!(m["revision"], 3);
+    assert_eq!(m["selectionMode"], "auto");
+    assert_eq!(m["generationDigest"], first["generationDigest"]);
+}
+
+/// A stale --expected-revision is refused before anything is written: not one ledger
+/// byte, and a state root that did not exist is not created.
+#[test]
+fn expected_revision_is_checked_before_any_write() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let before = s.head();
+    let (code, _, err) = set(&s, &root, &["lean", "--expected-revision", "3"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("expected revision 3, the store is at revision 0"), "{err}");
+    assert_eq!(s.head(), before);
+    assert!(!root.exists(), "the state root was not created");
+    ok(set(&s, &root, &["lean"]));
+    let before = s.head();
+    let (code, _, _) = set(&s, &root, &["full", "--expected-revision", "0"]);
+    assert_eq!(code, 1);
+    let (code, _, _) = s.run(&["profile", "mode"], &["auto", "--expected-revision", "0"]);
+    assert_eq!(code, 1);
+    let (code, _, err) = s
+        .run(&["profile", "rollback"], &["--state-root", root.to_str().unwrap(), "--expected-revision", "0"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = s
+        .run(&["profile", "rollback"], &["--state-root", root.to_str().unwrap(), "--expected-revision", "1"]);
+    assert_eq!(code, 1, "revision 1 has nothing to roll back to: {err}");
+    assert_eq!(s.head(), before);
+    assert!(!root.join("txn.json").exists());
+}
+
+/// Unsafe state roots are refused, untouched: relative, `/`, not normalised, under a
+/// symlink, a non-empty directory it does not own, a wrong mode, another ledger's.
+#[test]
+fn state_root_safety() {
+    let s = Setup::scanned();
+    let tmp = s.tmp.path();
+    let link = tmp.join("link");
+    std::os::unix::fs::symlink(tmp, &link).unwrap();
+    let foreign = tmp.join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("precious.txt"), "keep me").unwrap();
+    let open = tmp.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cases: Vec<(String, &str)> = vec![
+        ("relative/store".into(), "absolute"),
+        ("/".into(), "filesystem root"),
+        (format!("{}/a/../store", tmp.display()), "not normalised"),
+        (format!("{}/store/", tmp.display()), "not normalised"),
+        (format!("{}/store", link.display()), "is a symlink"),
+        (foreign.display().to_string(), "does not own (left untouched)"),
+        (open.display().to_string(), "not 0700"),
+    ];
+    let before = s.head();
+    for (root, expect) in &cases {
+        let (code, _, err) = s.run(&["profile", "set"], &["lean", "--state-root", root]);
+        assert_eq!(code, 1, "{root}: {err}");
+        assert!(err.contains(expect), "{root}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&foreign).unwrap().count(), 1, "the foreign directory is untouched");
+    assert_eq!(s.head(), before);
+    // Another ledger's state root.
+    let other = Setup::scanned();
+    let root = root_of(&other);
+    ok(set(&other, &root, &["lean"]));
+    let (code, _, err) = set(&s, &root, &["lean"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("owned by another ledger"), "{err}");
+    let meta = std::fs::metadata(&root).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700, "created 0700");
+}
+
+/// One writer at a time: a lock held by a live process or by another host is never
+/// reclaimed; one left by a dead process on this host is.
+#[test]
+fn state_root_lock() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
+    std::fs::write(root.join("lock"), format!("{} {host}", std::process::id())).unwrap();
+    let (code, _, err) = set(&s, &root, &["full"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is busy"), "{err}");
+    std::fs::write(root.join("lock"), "1 some-other-host").unwrap();
+    let (code, _, err) = set(&s, &root, &["full"]);
+    assert_eq!(code, 1, "a foreign host's lock is never reclaimed: {err}");
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    std::fs::write(root.join("lock"), format!("{pid} {host}")).unwrap();
+    let r = ok(set(&s, &root, &["full"]));
+    assert_eq!(r["revision"], 2);
+    assert!(!root.join("lock").exists());
+}
+
+/// A generation file that was modified, added, replaced by a symlink or hard-linked
+/// blocks status, set and rollback with a clear error (exit 1).
+#[test]
+fn tampered_generation_blocks_status_set_and_rollback() {
+    type Tamper = fn(&Path);
+    let tampers: [(&str, Tamper, &str); 4] = [
+        (
+            "modified",
+            |g| std::fs::write(g.join(".codex/skills/testing/SKILL.md"), "changed").unwrap(),
+            "was modified",
+        ),
+        ("added", |g| std::fs::write(g.join(".codex/skills/testing/extra.md"), "x").unwrap(), "was added"),
+        (
+            "symlink",
+            |g| {
+                let f = g.join(".codex/skills/testing/SKILL.md");
+                std::fs::remove_file(&f).unwrap();
+                std::os::unix::fs::symlink("/etc/hostname", &f).unwrap();
+            },
+            "replaced by a symlink",
+        ),
+        (
+            "hard link",
+            |g| {
+                std::fs::hard_link(
+                    g.join(".codex/skills/testing/SKILL.md"),
+                    g.parent().unwrap().join("outside"),
+                )
+                .unwrap()
+            },
+            "hard-linked",
+        ),
+    ];
+    for (name, tamper, expect) in tampers {
+        let s = Setup::scanned();
+        let root = root_of(&s);
+        ok(set(&s, &root, &["full"]));
+        let r = ok(set(&s, &root, &["lean"]));
+        tamper(Path::new(r["generationRoot"].as_str().unwrap()));
+        let before = s.head();
+        let (code, _, err) = status(&s);
+        assert_eq!(code, 1, "{name}: status");
+        assert!(err.contains(expect), "{name}: {err}");
+        let (code, _, err) = set(&s, &root, &["full"]);
+        assert_eq!(code, 1, "{name}: set: {err}");
+        let (code, _, err) = s.run(
+            &["profile", "rollback"],
+            &["--state-root", root.to_str().unwrap(), "--expected-revision", "2"],
+        );
+        assert_eq!(code, 1, "{name}: rollback: {err}");
+        assert_eq!(s.head(), before, "{name}: nothing written");
+    }
+}
+
+/// Status reads the ledger alone: the source tree can be gone.
+#[test]
+fn status_never_depends_on_the_source_tree() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let r = ok(set(&s, &root, &["lean", "--target", "claude"]));
+    std::fs::remove_dir_all(&s.src).unwrap();
+    let st = ok(status(&s));
+    for key in [
+        "revision",
+        "profileId",
+        "target",
+        "selectionMode",
+        "include",
+        "exclude",
+        "selectedIds",
+        "generationDigest",
+        "generationRoot",
+    ] {
+        assert_eq!(st[key], r[key], "{key}");
+    }
+    assert_eq!(st["target"], "claude");
+    assert!(
+        Path::new(st["generationRoot"].as_str().unwrap()).join(".claude/skills/testing/SKILL.md").is_file()
+    );
+    // Source drift: a new registry is reported, the configured generation stays put.
+    let fresh = Setup::scanned();
+    let r = ok(set(&fresh, &root_of(&fresh), &["lean"]));
+    std::fs::write(fresh.src.join("skills/testing/SKILL.md"), "---\nname: testing\ndescription: v2\n---\n")
+        .unwrap();
+    assert_eq!(fresh.scan().0, 0);
+    let st = ok(status(&fresh));
+    assert_eq!(st["registryCurrent"], false);
+    assert_eq!(st["generationDigest"], r["generationDigest"]);
+    let moved = ok(set(&fresh, &root_of(&fresh), &["lean"]));
+    assert_eq!(moved["revision"], 2);
+    assert_ne!(moved["generationDigest"], r["generationDigest"]);
+    assert_eq!(moved["registryCurrent"], true);
+}
+
+const CHILD: &str = "PROFILES_MANAGED_CHILD";
+
+/// Runs `ledger profile set` in a child process that pauses once `boundary` is durable,
+/// and kills it there with SIGKILL.
+fn killed_at(s: &Setup, root: &Path, boundary: &str, profile: &str) {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sigkill_at_every_boundary_then_recover", "--nocapture"])
+        .env(CHILD, format!("{}\u{1f}{}\u{1f}{profile}", s.dir(), root.display()))
+        .env("CLOSURE_LEDGER_PROFILE_PAUSE_AT", boundary)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines.find(|l| l.as_ref().map(|l| l.contains("PAUSED AT")).unwrap_or(true)).unwrap().unwrap();
+    assert_eq!(line, format!("PAUSED AT {boundary}"));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
+/// A real SIGKILL at each of the five boundaries, then `recover`: before the generation is
+/// published it rolls back (revision unchanged, stage gone); after, it rolls forward
+/// (the entry committed once); after the entry it completes. Recover is idempotent, and
+/// the ledger replays.
+#[test]
+fn sigkill_at_every_boundary_then_recover() {
+    if let Ok(args) = std::env::var(CHILD) {
+        let a: Vec<&str> = args.split('\u{1f}').collect();
+        let (code, out, err) = cli(&["profile", "set", a[0], a[2], "--state-root", a[1]]);
+        panic!("the child was not killed: {code} {out} {err}");
+    }
+    for (boundary, outcome, revision) in [
+        ("prepared", "rolled-back", 1),
+        ("files", "rolled-back", 1),
+        ("generation", "rolled-forward", 2),
+        ("receipt", "rolled-forward", 2),
+        ("state", "completed", 2),
+    ] {
+        let s = Setup::scanned();
+        let root = root_of(&s);
+        let first = ok(set(&s, &root, &["lean"]));
+        killed_at(&s, &root, boundary, "full");
+        let st = ok(status(&s));
+        assert_eq!(st["recoveryRequired"], true, "{boundary}");
+        let (code, _, err) = set(&s, &root, &["full"]);
+        assert_eq!(code, 1, "{boundary}: set refuses until recovered");
+        assert!(err.contains("recover"), "{boundary}: {err}");
+        let r = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+        assert_eq!(r["outcome"], outcome, "{boundary}");
+        assert_eq!(r["revision"], revision, "{boundary}");
+        assert_eq!(r["recoveryRequired"], false, "{boundary}");
+        if revision == 1 {
+            assert_eq!(r["generationDigest"], first["generationDigest"]);
+            let stage = root.join("stage");
+            assert!(
+                !stage.exists() || std::fs::read_dir(&stage).unwrap().count() == 0,
+                "{boundary}: stage removed"
+            );
+        } else {
+            assert!(root.join("receipts/2.json").is_file(), "{boundary}");
+        }
+        let again = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+        assert_eq!(again["outcome"], "nothing-to-recover", "{boundary}: idempotent");
+        assert_eq!(again["revision"], revision);
+        ok(status(&s));
+        let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
+        assert_eq!(code, 0, "{boundary}: {out}");
+        // The interrupted change can be made again.
+        let redo = ok(set(&s, &root, &["full"]));
+        assert_eq!(redo["outcome"], if revision == 1 { "set" } else { "no-op" }, "{boundary}");
+    }
+}
+
+/// Recover refuses a tampered stage (a file the transaction did not write) and leaves it.
+#[test]
+fn recover_refuses_a_tampered_stage() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    killed_at(&s, &root, "files", "full");
+    let stage = std::fs::read_dir(root.join("stage")).unwrap().next().unwrap().unwrap().path();
+    std::fs::write(stage.join("intruder.sh"), "rm -rf /").unwrap();
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("intruder.sh is not ours"), "{err}");
+    assert!(stage.join("intruder.sh").exists(), "left in place");
+    assert!(root.join("txn.json").exists());
+}
