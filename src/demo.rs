@@ -111,6 +111,27 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     }
     say(out, format!("replayed state digest equals the live one: {}", report.state_digest))?;
 
+    // Context profiles (seed 003): a registry, then Lean -> Full -> rollback, and a replay
+    // that re-derives every recorded plan and generation digest.
+    let work = dir.with_extension("profiles");
+    for line in crate::profiles::demo::run(&dir, &work).map_err(|e| fail(format!("profiles: {e}")))? {
+        say(out, line)?;
+    }
+    let report = crate::replay::replay(&dir, None, crate::store::AuditScope::Both, &mut |_| {})?;
+    if !report.ok || report.plans_proved != 3 {
+        return Err(fail(format!(
+            "profile replay: ok {}, {} plans proved: {:?}",
+            report.ok, report.plans_proved, report.failure
+        )));
+    }
+    say(
+        out,
+        format!(
+            "replay re-derived {} profile plan digests; head seq {}",
+            report.plans_proved, report.head_seq
+        ),
+    )?;
+
     let repair_attempt = lid(0x66);
     let again = crate::replay::recompile_attempt(&dir, repair_attempt)?
         .ok_or_else(|| fail("the repair attempt is missing"))?;

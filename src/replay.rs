@@ -64,6 +64,8 @@ pub struct ReplayReport {
     pub workflows: u64,
     pub attempts: Vec<AttemptProof>,
     pub manifests_proved: u64,
+    /// Profile revisions whose plan and generation digests were re-derived (issue #14).
+    pub plans_proved: u64,
     pub worker_events: WorkerEventCounts,
     /// Acceptance verdicts, by verdict.
     pub verdicts: BTreeMap<String, u64>,
@@ -127,6 +129,7 @@ impl<'r> Audit<'r> {
                 }
                 report.manifests_proved += 1;
             }
+            Event::ProfileRevisionRecorded(_) => report.plans_proved += 1,
             Event::WorkerEventAdmitted(_) => report.worker_events.admitted += 1,
             Event::WorkerDeliveryIgnored(_) => report.worker_events.ignored += 1,
             Event::AcceptanceDecided(d) => {

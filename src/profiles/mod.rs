@@ -4,6 +4,7 @@
 //! transaction whose commit point is the ledger entry. What is recorded is an event folded
 //! by `runtime::apply`, like every other fact.
 
+pub mod demo;
 pub mod generation;
 pub mod scan;
 
