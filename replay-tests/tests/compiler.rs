@@ -172,7 +172,8 @@ fn required_oversized_content_fails() {
     ));
 }
 
-/// Optional content over its budget is left out with a recorded omission decision.
+/// Optional content over its budget is left out with a recorded omission decision, its
+/// rule naming the class by its wire name (compiler/2; compiler/1 wrote `budget.ProjectMaterial`).
 #[test]
 fn optional_overflow_is_a_recorded_omission() {
     let mut w = World::at(Stage::Setup);
@@ -187,7 +188,7 @@ fn optional_overflow_is_a_recorded_omission() {
     b.policy = ledger_schema::types::Binding { id: lid(0x15), digest: bundle.digest() };
     let c = compile(w.ledger.state(), &b).unwrap();
     assert!(c.package.relevant_code.is_empty());
-    assert!(c.manifest.omission_decisions.iter().any(|o| o.rule == "budget.ProjectMaterial"));
+    assert!(c.manifest.omission_decisions.iter().any(|o| o.rule == "budget.PROJECT_MATERIAL"));
     assert!(!c.manifest.entries.iter().any(|e| e.kind == "projectSource"));
 }
 

@@ -7,11 +7,11 @@
 //! (the store's chain checks and the same fold as `ledger replay`), with every Attempt's
 //! manifest re-derived by the compiler its `compilerVersion` names.
 //!
-//! The binary has one released compiler today, so a newer one is simulated here by
-//! `NextCompiler` — a test-only compiler that renders differently — to prove the dispatch:
-//! beside it, the v1 ledger still replays (each manifest is re-derived by v1, not by the
-//! newest), new Attempts record the newest, and a version a registry lacks is refused by
-//! name.
+//! The binary releases compiler/2 (newest) and compiler/1. A ledger of v1 Attempts
+//! followed by v2 Attempts replays under the released registry, each manifest re-derived by
+//! its own version; a registry lacking either refuses at that version's first Attempt. A
+//! later compiler is simulated by `NextCompiler` — a test-only compiler that renders
+//! differently — to prove the dispatch beside a version this build does not have.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use closure_ledger::admission::{self, AdmissionError};
 use closure_ledger::compiler::{
-    self, COMPILER_VERSION, CompileError, Compiled, Compiler, RELEASED, Registry, v1,
+    self, COMPILER_VERSION, CompileError, Compiled, Compiler, RELEASED, Registry, v1, v2,
 };
 use closure_ledger::ledger::{Ledger, SubmitError};
 use closure_ledger::lifecycle::{GOAL, POLICY, PROFILE, Script, lid};
@@ -36,6 +36,7 @@ use ledger_schema::{Digest, DigestKind, Entry, Event, FORMAT_VERSION, SealedEntr
 use replay_tests::{LEDGER, T0};
 
 const V1: &str = "closure-ledger-compiler/1";
+const V2: &str = "closure-ledger-compiler/2";
 /// The fixture's head: seq 50, the hash of its last entry. Frozen with the file.
 const FIXTURE_HEAD_SEQ: u64 = 50;
 const FIXTURE_HEAD_HASH: &str = "b3:4165cc3e024ff49754ef4b6cb4fb089e80e2f0bfa98664d66a1ad76213872619";
@@ -66,6 +67,10 @@ impl Compiler for NextCompiler {
 static WITH_NEXT: Registry<'static> = Registry::new(&NextCompiler, &[&v1::V1]);
 /// A build that dropped v1.
 static NEXT_ONLY: Registry<'static> = Registry::new(&NextCompiler, &[]);
+/// A build from before compiler/2: v1 only.
+static V1_ONLY: Registry<'static> = Registry::new(&v1::V1, &[]);
+/// A build that dropped compiler/1.
+static V2_ONLY: Registry<'static> = Registry::new(&v2::V2, &[]);
 
 fn fixture_file() -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/compiler-v1/ledger.cborseq");
@@ -201,52 +206,100 @@ fn v1_fixture_replays_beside_a_newer_compiler() {
     assert_eq!(refused.folded, first_attempt);
 }
 
-/// New Attempts start on the newest compiler, at admission too: on top of the v1 ledger a
-/// new Attempt records the next compiler, and the mixed ledger replays with each manifest
-/// proved by its own version. The released build, lacking that version, refuses it.
-#[test]
-fn new_attempts_start_on_the_newest_compiler() {
+/// The fixture's entry bytes followed by `commands`, each decided and admitted under
+/// `registry` (so a `startAttempt` compiles with its newest); also the compiler versions
+/// the new Attempt starts recorded.
+fn fixture_then(registry: &Registry<'_>, commands: &[Command]) -> (Vec<Vec<u8>>, Vec<String>) {
     let file = fixture_file();
     let mut chain = Chain::empty();
     let mut state = State::default();
     let mut all: Vec<Vec<u8>> = Vec::new();
     for bytes in entries(&file) {
         let e = chain.verify(bytes).unwrap();
-        admission::apply_with(&WITH_NEXT, &mut state, &e.entry).unwrap();
+        admission::apply_with(registry, &mut state, &e.entry).unwrap();
         all.push(e.bytes);
     }
-    let commands = [
-        Command::StartWorkflow(StartWorkflow {
-            workflow_id: lid(0x32),
-            goal_id: lid(GOAL),
-            goal_revision: 1,
-            policy_id: lid(POLICY),
-            profile_id: lid(PROFILE),
-            plan: None,
-        }),
-        Command::StartAttempt(StartAttempt {
-            attempt_id: lid(0x6a),
-            workflow_id: lid(0x32),
-            worker_session_id: lid(0x6b),
-            thread: ThreadChoice::Fresh,
-        }),
-    ];
-    let time_ms = chain.head().unwrap().time_ms + 1000;
-    for command in &commands {
+    let mut recorded = Vec::new();
+    let mut time_ms = chain.head().unwrap().time_ms;
+    for command in commands {
+        time_ms += 1000;
         let Decided::Events(events) =
-            admission::decide_with(&WITH_NEXT, &state, command, Ctx { time_ms }).unwrap()
+            admission::decide_with(registry, &state, command, Ctx { time_ms }).unwrap()
         else {
             panic!("not a redelivery");
         };
         for event in events {
             if let Event::AttemptStarted(a) = &event {
-                assert_eq!(a.manifest.compiler_version, NEXT);
+                recorded.push(a.manifest.compiler_version.clone());
             }
             let e = chain.seal(event, time_ms, LEDGER).unwrap();
-            admission::apply_with(&WITH_NEXT, &mut state, &e.entry).unwrap();
+            admission::apply_with(registry, &mut state, &e.entry).unwrap();
             all.push(e.bytes);
         }
     }
+    (all, recorded)
+}
+
+/// A new Workflow on the fixture's goal, in DISCOVERY.
+fn start_workflow(workflow: u128) -> Command {
+    Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(workflow),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROFILE),
+        plan: None,
+    })
+}
+
+fn start_attempt(attempt: u128, workflow: u128) -> Command {
+    Command::StartAttempt(StartAttempt {
+        attempt_id: lid(attempt),
+        workflow_id: lid(workflow),
+        worker_session_id: lid(attempt + 1),
+        thread: ThreadChoice::Fresh,
+    })
+}
+
+/// The released build: a ledger of compiler/1 Attempts (the frozen fixture) followed by
+/// compiler/2 Attempts replays, each manifest re-derived by the version it records. A
+/// build from before compiler/2 refuses at the first v2 Attempt, naming compiler/2; a
+/// build without compiler/1 refuses at the first v1 Attempt, naming compiler/1.
+#[test]
+fn v1_attempts_then_v2_attempts_replay() {
+    let commands =
+        [start_workflow(0x32), start_attempt(0x6a, 0x32), start_workflow(0x33), start_attempt(0x6c, 0x33)];
+    let (all, recorded) = fixture_then(&RELEASED, &commands);
+    assert_eq!(recorded, [V2, V2], "new Attempts start on compiler/2");
+    let report = replay_entries(&RELEASED, all.iter().map(Vec::as_slice));
+    assert!(report.ok, "{:?}", report.failure);
+    let versions: Vec<&str> = report.attempts.iter().map(|a| a.compiler_version.as_str()).collect();
+    assert_eq!(versions, [V1, V1, V1, V1, V1, V2, V2]);
+    assert!(report.attempts.iter().all(|a| a.proved));
+    assert_eq!(report.manifests_proved, 7);
+    assert_eq!(report.head_seq, FIXTURE_HEAD_SEQ + 4);
+
+    let first_v2 = FIXTURE_HEAD_SEQ + 2;
+    let before_v2 = replay_entries(&V1_ONLY, all.iter().map(Vec::as_slice));
+    let failure = before_v2.failure.unwrap();
+    assert_eq!((failure.seq, failure.kind.as_str()), (first_v2, "attemptStarted"));
+    assert!(failure.reason.contains(&format!("compiler version {V2:?}")), "{}", failure.reason);
+    assert_eq!(before_v2.folded, first_v2);
+
+    let first_v1 = sealed(&fixture_file()).iter().find(|e| attempt(e).is_some()).unwrap().entry.seq;
+    let without_v1 = replay_entries(&V2_ONLY, all.iter().map(Vec::as_slice));
+    let failure = without_v1.failure.unwrap();
+    assert_eq!(failure.seq, first_v1);
+    assert!(failure.reason.contains(&format!("compiler version {V1:?}")), "{}", failure.reason);
+}
+
+/// New Attempts start on the newest compiler, at admission too: on top of the v1 ledger a
+/// new Attempt records the next compiler, and the mixed ledger replays with each manifest
+/// proved by its own version. The released build, lacking that version, refuses it.
+#[test]
+fn new_attempts_start_on_the_newest_compiler() {
+    let (all, recorded) = fixture_then(&WITH_NEXT, &[start_workflow(0x32), start_attempt(0x6a, 0x32)]);
+    assert_eq!(recorded, [NEXT]);
     let new_attempt = FIXTURE_HEAD_SEQ + 2;
 
     let mixed = replay_entries(&WITH_NEXT, all.iter().map(Vec::as_slice));
@@ -285,7 +338,7 @@ fn unknown_compiler_version_is_refused_by_name() {
     assert_eq!(a.manifest.compiler_version, COMPILER_VERSION);
 
     let before = (ledger.store().head(), ledger.state().digest());
-    for version in ["closure-ledger-compiler/2", "", &"x\n".repeat(500)] {
+    for version in ["closure-ledger-compiler/3", "closure-ledger-compiler/0", "", &"x\n".repeat(500)] {
         a.manifest.compiler_version = version.to_owned();
         a.manifest_digest = a.manifest.digest(); // a consistent manifest, but not derivable here
         let err = ledger.admit(vec![Event::AttemptStarted(a.clone())], ctx).unwrap_err();
@@ -297,7 +350,7 @@ fn unknown_compiler_version_is_refused_by_name() {
             }) => {
                 assert_eq!(*attempt, lid(0x60));
                 assert_eq!(v, version);
-                assert_eq!(known, &[V1]);
+                assert_eq!(known, &[V2, V1]);
             }
             other => panic!("{other:?}"),
         }
@@ -322,7 +375,8 @@ fn released_registry_is_keyed_by_version() {
     assert_eq!(versions.first(), Some(&COMPILER_VERSION));
     assert_eq!(RELEASED.newest().version(), COMPILER_VERSION);
     assert_eq!(versions.iter().collect::<BTreeSet<_>>().len(), versions.len(), "unique: {versions:?}");
-    assert!(versions.contains(&V1), "compiler/1 wrote ledgers: it is never dropped");
+    assert_eq!(versions, [V2, V1], "compiler/2 is the newest; compiler/1 wrote ledgers: it is never dropped");
+    assert_eq!(RELEASED.newest().version(), v2::VERSION);
     assert!(compiler::for_version("closure-ledger-compiler/0").is_none());
     assert!(compiler::for_version("closure-ledger-compiler/1 ").is_none());
 
@@ -365,4 +419,47 @@ fn catalog_v1_entries_decode_under_this_build() {
         kinds.insert(e.entry.event.kind());
     }
     assert!(kinds.len() >= 20, "the fixture covers most kinds: {kinds:?}");
+}
+
+/// Compiler/2 writes every closed enum value by its serde wire name: for every variant of
+/// each type it names, the name's canonical encoding is the value's own (so a renamed Rust
+/// variant cannot move a byte, and a name that drifted from the wire fails here).
+#[test]
+fn v2_names_are_the_wire_names() {
+    use closure_ledger::compiler::v2::WireName;
+    use closure_ledger::runtime::state::FactStatus;
+    use ledger_schema::package::FeedbackKind;
+    use ledger_schema::types::{CheckResult, InputClass, Phase, ResultKind};
+
+    macro_rules! check {
+        ($all:expr) => {{
+            let all = $all;
+            for v in &all {
+                assert_eq!(codec::encode(v), codec::encode(&v.wire_name()), "{v:?}");
+                assert!(v.wire_name().bytes().all(|b| b.is_ascii_uppercase() || b == b'_'), "{v:?}");
+            }
+            all.len()
+        }};
+    }
+    use InputClass as C;
+    let n =
+        check!([Phase::Discovery, Phase::Plan, Phase::Implement, Phase::EvidenceBuild, Phase::FinalVerify])
+            + check!([
+                C::Identity,
+                C::Phase,
+                C::Goal,
+                C::BlockersDecisions,
+                C::FactsScenariosObligations,
+                C::ProjectMaterial,
+                C::Working,
+            ])
+            + check!([FactStatus::Proposed, FactStatus::Confirmed, FactStatus::Invalidated])
+            + check!([ResultKind::Proposals, ResultKind::CompletionRequest])
+            + check!([CheckResult::Pass, CheckResult::Fail, CheckResult::Error])
+            + check!([
+                FeedbackKind::FailedCheck,
+                FeedbackKind::ParentChangeSet,
+                FeedbackKind::PreservationConstraint
+            ]);
+    assert_eq!(n, 23);
 }

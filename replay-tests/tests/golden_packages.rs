@@ -1,63 +1,196 @@
-//! Golden packages: the reference lifecycle's Context Packages (exact bytes) and Manifest
-//! digests are frozen in `replay-tests/golden/lifecycle-packages.json`, so any change in
-//! compiler output fails here until `COMPILER_VERSION` is bumped and the goldens are
-//! re-blessed on purpose (`BLESS_GOLDEN=1 cargo test -p replay-tests --test golden_packages`).
+//! Golden packages: each released compiler's Context Packages (exact bytes) and Manifest
+//! digests are frozen, so any change in a compiler's output fails here.
+//!
+//! - `golden/lifecycle-packages.json`: compiler/1 on the reference lifecycle (package
+//!   bytes, package and manifest digests). Frozen with compiler/1: never re-blessed.
+//! - `golden/lifecycle-packages-v2.json`: compiler/2 on the reference lifecycle and on a
+//!   "names" Workflow whose manifest records a phase exclusion and a budget omission;
+//!   package and manifest bytes and digests and the Markdown rendering. The newest
+//!   compiler's file: a change fails until `COMPILER_VERSION` is bumped and the goldens are
+//!   re-blessed on purpose (`BLESS_GOLDEN=1 cargo test -p replay-tests --test
+//!   golden_packages`), which writes only this file.
+//!
+//! `golden/crosscheck.py` re-verifies both files independently of the Rust code (Python
+//! `cbor2` + `blake3`, from docs/format.md): canonical bytes, every digest, every manifest
+//! entry's rendered digest against the package, and the wire names in omission rules.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::COMPILER_VERSION;
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2};
 use closure_ledger::ledger::Ledger;
-use closure_ledger::lifecycle::Script;
-use closure_ledger::runtime::State;
+use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
+use closure_ledger::runtime::command::{InstallPolicy, RaiseBlocker, StartAttempt, StartWorkflow};
+use closure_ledger::runtime::{self, AttemptBinding, Command, State};
 use closure_ledger::store::{MemStore, Store};
-use ledger_schema::Event;
+use ledger_schema::events::AttemptStarted;
+use ledger_schema::manifest::ContextManifest;
+use ledger_schema::types::{InputClass, Phase, ThreadChoice};
+use ledger_schema::{Event, codec};
 use replay_tests::*;
 use serde_json::json;
 
-fn golden_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/lifecycle-packages.json")
+fn golden_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name)
 }
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Every attempt of the reference lifecycle, recompiled from the ledger.
-fn current() -> serde_json::Value {
+fn read_golden(name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(golden_path(name)).unwrap()).unwrap()
+}
+
+/// The "names" Workflow's policy: DISCOVERY admits BLOCKERS_DECISIONS (8 bytes) but not
+/// PROJECT_MATERIAL, so its manifest records `phase.DISCOVERY.excludes.PROJECT_MATERIAL`
+/// and `budget.BLOCKERS_DECISIONS` — names whose wire and `Debug` forms differ.
+const NAMES_POLICY: u128 = 0x15;
+const NAMES_WORKFLOW: u128 = 0x32;
+
+fn names_policy() -> ledger_schema::events::PolicyBundle {
+    let mut bundle = policy_bundle();
+    for p in &mut bundle.phases {
+        if p.phase == Phase::Discovery {
+            p.optional = vec![InputClass::BlockersDecisions];
+        }
+    }
+    for b in &mut bundle.budgets {
+        if b.class == InputClass::BlockersDecisions {
+            b.max_bytes = 8;
+        }
+    }
+    bundle
+}
+
+/// One Attempt start of the golden ledger: the state before it, its event, its binding.
+struct Case {
+    state: State,
+    attempt: AttemptStarted,
+    binding: AttemptBinding,
+}
+
+/// The golden ledger, written through the live path (so by the newest compiler): the
+/// reference lifecycle (four Attempts), then the "names" Workflow's DISCOVERY Attempt.
+fn cases() -> Vec<Case> {
     let mut ledger = Ledger::from_store(MemStore::new(LEDGER, "golden", T0)).unwrap();
-    Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() }.lifecycle().unwrap();
+    let mut script = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    script.lifecycle().unwrap();
+    script
+        .run(Command::InstallPolicy(InstallPolicy { policy_id: lid(NAMES_POLICY), bundle: names_policy() }))
+        .unwrap();
+    script
+        .run(Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(NAMES_WORKFLOW),
+            goal_id: lid(GOAL),
+            goal_revision: 1,
+            policy_id: lid(NAMES_POLICY),
+            profile_id: lid(PROFILE),
+            plan: None,
+        }))
+        .unwrap();
+    script
+        .run(Command::RaiseBlocker(RaiseBlocker {
+            blocker_id: lid(0x45),
+            workflow_id: lid(NAMES_WORKFLOW),
+            description: "the names workflow waits for a reviewer".to_owned(),
+        }))
+        .unwrap();
+    script
+        .run(Command::StartAttempt(StartAttempt {
+            attempt_id: lid(0x6a),
+            workflow_id: lid(NAMES_WORKFLOW),
+            worker_session_id: lid(0x6b),
+            thread: ThreadChoice::Fresh,
+        }))
+        .unwrap();
+
     let mut state = State::default();
-    let mut attempts = Vec::new();
+    let mut cases = Vec::new();
     for sealed in ledger.store().read_range(0, u64::MAX).unwrap() {
         if let Event::AttemptStarted(a) = &sealed.entry.event {
-            let compiled = admission::recompile(&state, a).unwrap();
-            attempts.push(json!({
-                "attemptId": a.attempt_id,
-                "phase": a.phase,
+            let start = StartAttempt {
+                attempt_id: a.attempt_id,
+                workflow_id: a.workflow_id,
+                worker_session_id: a.worker_session_id,
+                thread: a.thread,
+            };
+            let binding = runtime::attempt_binding(&state, &start).unwrap();
+            cases.push(Case { state: state.clone(), attempt: AttemptStarted::clone(a), binding });
+        }
+        admission::apply(&mut state, &sealed.entry).unwrap();
+    }
+    assert_eq!(cases.len(), 5);
+    cases
+}
+
+/// Compiler/1's golden: the first four cases (the reference lifecycle) compiled by v1.
+fn v1_now(cases: &[Case]) -> serde_json::Value {
+    let attempts: Vec<_> = cases
+        .iter()
+        .take(4)
+        .map(|c| {
+            let compiled = v1::V1.compile(&c.state, &c.binding).unwrap();
+            json!({
+                "attemptId": c.attempt.attempt_id,
+                "phase": c.attempt.phase,
                 "schemaVersion": compiled.package.schema_version,
                 "packageDigest": compiled.manifest.package_digest,
                 "manifestDigest": compiled.manifest_digest,
                 "packageHex": hex(&compiled.package_bytes),
-            }));
-        }
-        admission::apply(&mut state, &sealed.entry).unwrap();
-    }
+            })
+        })
+        .collect();
+    json!({ "compilerVersion": v1::VERSION, "attempts": attempts })
+}
+
+/// The newest compiler's golden: every case as recorded (re-derived by admission, which
+/// the recorded manifest must match), with manifest bytes and Markdown.
+fn newest_now(cases: &[Case]) -> serde_json::Value {
+    let attempts: Vec<_> = cases
+        .iter()
+        .map(|c| {
+            let compiled = admission::recompile(&c.state, &c.attempt).unwrap();
+            assert_eq!(compiled.manifest, c.attempt.manifest, "the recorded manifest is the derived one");
+            json!({
+                "attemptId": c.attempt.attempt_id,
+                "phase": c.attempt.phase,
+                "schemaVersion": compiled.package.schema_version,
+                "packageDigest": compiled.manifest.package_digest,
+                "manifestDigest": compiled.manifest_digest,
+                "packageHex": hex(&compiled.package_bytes),
+                "manifestHex": hex(&codec::encode(&compiled.manifest)),
+                "markdown": compiled.markdown(),
+            })
+        })
+        .collect();
     json!({ "compilerVersion": COMPILER_VERSION, "attempts": attempts })
 }
 
-/// The compiler's output for the reference lifecycle is byte-for-byte the frozen one.
+/// Compiler/1's output for the reference lifecycle is byte for byte the frozen one, also
+/// now that compiler/2 writes the ledger it is compiled from.
 #[test]
-fn lifecycle_packages_are_frozen() {
-    let now = current();
-    if std::env::var_os("BLESS_GOLDEN").is_some() {
-        std::fs::write(golden_path(), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
-    }
-    let frozen: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(golden_path()).unwrap()).unwrap();
+fn v1_lifecycle_packages_are_frozen() {
+    let now = v1_now(&cases());
+    let frozen = read_golden("lifecycle-packages.json");
+    assert_eq!(frozen["compilerVersion"], v1::VERSION);
     assert_eq!(frozen["attempts"].as_array().unwrap().len(), 4);
+    assert!(frozen == now, "compiler/1's output changed: compiler/1 is frozen, never re-blessed");
+}
+
+/// The newest compiler's output for the golden ledger is byte for byte the frozen one.
+#[test]
+fn newest_packages_are_frozen() {
+    assert_eq!(COMPILER_VERSION, v2::VERSION, "the v2 golden is the newest compiler's");
+    let now = newest_now(&cases());
+    let name = "lifecycle-packages-v2.json";
+    if std::env::var_os("BLESS_GOLDEN").is_some() {
+        std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
+    }
+    let frozen = read_golden(name);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 5);
     if frozen != now {
         assert_ne!(
             frozen["compilerVersion"], now["compilerVersion"],
@@ -65,4 +198,125 @@ fn lifecycle_packages_are_frozen() {
         );
         panic!("compilerVersion changed: re-bless the goldens on purpose (BLESS_GOLDEN=1)");
     }
+}
+
+/// Compiler/1's manifest as compiler/2 writes it: the version, and the three names v1
+/// took from Rust `Debug` spelled by their wire names. This is the whole of the change.
+fn v1_manifest_renamed(mut m: ContextManifest) -> ContextManifest {
+    let classes = [
+        ("Identity", "IDENTITY"),
+        ("Phase", "PHASE"),
+        ("Goal", "GOAL"),
+        ("BlockersDecisions", "BLOCKERS_DECISIONS"),
+        ("FactsScenariosObligations", "FACTS_SCENARIOS_OBLIGATIONS"),
+        ("ProjectMaterial", "PROJECT_MATERIAL"),
+        ("Working", "WORKING"),
+    ];
+    let phases = [
+        ("Discovery", "DISCOVERY"),
+        ("Plan", "PLAN"),
+        ("Implement", "IMPLEMENT"),
+        ("EvidenceBuild", "EVIDENCE_BUILD"),
+        ("FinalVerify", "FINAL_VERIFY"),
+    ];
+    m.compiler_version = v2::VERSION.to_owned();
+    for o in &mut m.omission_decisions {
+        if let Some(class) = o.rule.strip_prefix("budget.") {
+            let (_, wire) = classes.iter().find(|(debug, _)| *debug == class).unwrap();
+            o.rule = format!("budget.{wire}");
+        } else if let Some(rest) = o.rule.strip_prefix("phase.") {
+            let (phase, class) = rest.split_once(".excludes.").unwrap();
+            let (_, phase) = phases.iter().find(|(debug, _)| *debug == phase).unwrap();
+            let (_, class) = classes.iter().find(|(debug, _)| *debug == class).unwrap();
+            o.rule = format!("phase.{phase}.excludes.{class}");
+        } else if o.rule == "authority.factNotConfirmed" {
+            for (debug, wire) in [("Proposed", "PROPOSED"), ("Invalidated", "INVALIDATED")] {
+                o.reason = o.reason.replace(&format!("fact is {debug};"), &format!("fact is {wire};"));
+            }
+        }
+    }
+    m
+}
+
+/// The `Debug` names compiler/1 wrote that differ from the wire names.
+const DEBUG_NAMES: [&str; 11] = [
+    "BlockersDecisions",
+    "FactsScenariosObligations",
+    "ProjectMaterial",
+    "Discovery",
+    "Implement",
+    "EvidenceBuild",
+    "FinalVerify",
+    "Proposed",
+    "Invalidated",
+    ".Identity",
+    ".Working",
+];
+
+/// Compiler/2 selects, orders, budgets and encodes exactly as compiler/1: on every golden
+/// case the package bytes are identical, and the manifests differ only in the version and
+/// the wire names — which every case exercises (the unconfirmed Fact's reason everywhere,
+/// a phase exclusion and a budget omission in the "names" case).
+#[test]
+fn v2_differs_from_v1_only_in_names() {
+    let mut renamed_rules = Vec::new();
+    for c in cases() {
+        let one: Compiled = v1::V1.compile(&c.state, &c.binding).unwrap();
+        let two: Compiled = v2::V2.compile(&c.state, &c.binding).unwrap();
+        assert_eq!(one.package_bytes, two.package_bytes, "{}", c.attempt.attempt_id);
+        assert_ne!(one.manifest, two.manifest);
+        assert_eq!(v1_manifest_renamed(one.manifest.clone()), two.manifest, "{}", c.attempt.attempt_id);
+        assert!(one.manifest.omission_decisions.iter().any(|o| o.reason.contains("fact is Proposed;")));
+        for o in &two.manifest.omission_decisions {
+            for debug in DEBUG_NAMES {
+                assert!(!o.rule.contains(debug) && !o.reason.contains(debug), "{debug} in {o:?}");
+            }
+            renamed_rules.push(o.rule.clone());
+        }
+    }
+    assert!(
+        renamed_rules.contains(&"phase.DISCOVERY.excludes.PROJECT_MATERIAL".to_owned()),
+        "{renamed_rules:?}"
+    );
+    assert!(renamed_rules.contains(&"budget.BLOCKERS_DECISIONS".to_owned()), "{renamed_rules:?}");
+}
+
+/// Each compiler renders its own packages: a v1 package's Markdown is compiler/1's (Rust
+/// `Debug` names, unchanged), a v2 package's uses wire names, and `Compiled::markdown`
+/// picks the rendering by the manifest's `compilerVersion`.
+#[test]
+fn markdown_is_rendered_by_the_compiler_that_derived_the_package() {
+    let cases = cases();
+    let repair = &cases[3];
+    assert_eq!(repair.binding.phase, Phase::Implement);
+    let one = v1::V1.compile(&repair.state, &repair.binding).unwrap();
+    let two = v2::V2.compile(&repair.state, &repair.binding).unwrap();
+    assert_eq!(one.markdown(), closure_ledger::compiler::markdown(&one.package));
+    assert_eq!(two.markdown(), v2::V2.markdown(&two.package));
+    let (old, new) = (one.markdown(), two.markdown());
+    for (debug, wire) in [
+        ("- phase: Implement", "- phase: IMPLEMENT"),
+        ("(Fail) obligation", "(FAIL) obligation"),
+        ("- [FailedCheck]", "- [FAILED_CHECK]"),
+        ("- [ParentChangeSet]", "- [PARENT_CHANGE_SET]"),
+        ("- [PreservationConstraint]", "- [PRESERVATION_CONSTRAINT]"),
+        ("result kinds: CompletionRequest", "result kinds: COMPLETION_REQUEST"),
+    ] {
+        assert!(old.contains(debug) && !old.contains(wire), "v1: {debug}");
+        assert!(new.contains(wire) && !new.contains(debug), "v2: {wire}");
+    }
+    // Apart from those names the two renderings are the same text.
+    let normalize = |s: &str| {
+        [
+            ("- phase: Implement", "- phase: IMPLEMENT"),
+            ("(Fail) obligation", "(FAIL) obligation"),
+            ("- [FailedCheck]", "- [FAILED_CHECK]"),
+            ("- [ParentChangeSet]", "- [PARENT_CHANGE_SET]"),
+            ("- [PreservationConstraint]", "- [PRESERVATION_CONSTRAINT]"),
+            ("result kinds: CompletionRequest", "result kinds: COMPLETION_REQUEST"),
+        ]
+        .iter()
+        .fold(s.to_owned(), |s, (a, b)| s.replace(a, b))
+    };
+    assert_eq!(normalize(&old), new);
 }

@@ -7,12 +7,14 @@
 //! manifest names ([`for_version`]), a version this build lacks is refused by name, and a
 //! new Attempt is compiled by the newest ([`compile`], [`newest`]).
 //!
-//! Each version lives in its own frozen module (`v1.rs`); a change to what the compiler
-//! selects, orders, budgets or renders is a new module registered as the newest, never an
-//! edit of a released one. No clock, randomness, environment or I/O in any of them.
+//! Each version lives in its own frozen module (`v1.rs`, `v2.rs`); a change to what the
+//! compiler selects, orders, budgets or renders is a new module registered as the newest,
+//! never an edit of a released one. No clock, randomness, environment or I/O in any of them.
+//! Each version also renders its own packages as Markdown ([`Compiler::markdown`]).
 
 mod render;
 pub mod v1;
+pub mod v2;
 
 use std::fmt;
 
@@ -24,16 +26,18 @@ use ledger_schema::{Digest, Id};
 use crate::runtime::AttemptBinding;
 use crate::runtime::state::State;
 
+/// Compiler/1's Markdown rendering of a package (Rust `Debug` names for enum values);
+/// [`Compiled::markdown`] renders with the compiler that derived the package.
 pub use render::markdown;
-pub use v1::DEFAULT_CLASS_BUDGET_BYTES;
+pub use v2::DEFAULT_CLASS_BUDGET_BYTES;
 
 /// The newest compiler's version: what a new Attempt's manifest records.
-pub const COMPILER_VERSION: &str = v1::VERSION;
+pub const COMPILER_VERSION: &str = v2::VERSION;
 
 /// Every released compiler, newest first: what this build can re-derive. Adding a
 /// version means adding its module and putting it here as `newest`, the previous newest
 /// first among `older`.
-pub static RELEASED: Registry<'static> = Registry::new(&v1::V1, &[]);
+pub static RELEASED: Registry<'static> = Registry::new(&v2::V2, &[&v1::V1]);
 
 /// One released compiler version.
 pub trait Compiler: Sync {
@@ -41,6 +45,12 @@ pub trait Compiler: Sync {
     fn version(&self) -> &'static str;
     /// Compiles the Context Package and Manifest for one Attempt start. Pure.
     fn compile(&self, state: &State, binding: &AttemptBinding) -> Result<Compiled, CompileError>;
+    /// The worker-facing Markdown rendering of a package this compiler derived. The
+    /// default is compiler/1's rendering (`render.rs`, frozen with `v1.rs`, which therefore
+    /// needs no override); every later compiler overrides it with its own.
+    fn markdown(&self, package: &ContextPackage) -> String {
+        render::markdown(package)
+    }
 }
 
 /// Compilers keyed by `compilerVersion`: one newest (new Attempts) and the older ones
@@ -110,9 +120,14 @@ pub struct Compiled {
 }
 
 impl Compiled {
-    /// The worker-facing Markdown rendering of the package.
+    /// The worker-facing Markdown rendering of the package, by the released compiler its
+    /// manifest names (each version keeps its own rendering). A package of a compiler
+    /// this build does not release (a test registry's) gets the trait's default rendering.
     pub fn markdown(&self) -> String {
-        markdown(&self.package)
+        match for_version(&self.manifest.compiler_version) {
+            Some(compiler) => compiler.markdown(&self.package),
+            None => markdown(&self.package),
+        }
     }
 }
 

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Independent check of the golden Context Packages, with another CBOR and BLAKE3
+implementation, written from docs/format.md and ledger-schema/ledger.cddl alone (no Rust code
+is consulted or run).
+
+lifecycle-packages.json (compiler/1) and lifecycle-packages-v2.json (compiler/2): each
+package decodes and cbor2's canonical encoder gives the identical bytes; packageDigest is
+derive_key("context package", raw bytes); schemaVersion is the package's.
+
+lifecycle-packages-v2.json also carries each manifest: it is canonical; manifestDigest is
+the "context manifest" record digest; it names compiler/2, the package digest, the
+capability grant, response contract and feedback digests of the package, and the package
+identity; every entry's renderedDigest is the "rendered entry" digest of the package part
+the entries table of docs/format.md names (every package list item matched exactly once);
+a confirmed Fact's sourceDigest is the "source" digest of its statement; and every
+omission rule or reason that names a phase, input class or Fact status uses the wire name
+(the CDDL's enumerations), never a Rust Debug name. The Markdown names the phase by its
+wire name. Finally the claim that compiler/2 changed names only: its packages of the
+reference lifecycle are compiler/1's, byte for byte.
+Run: pip install cbor2 blake3 && python3 replay-tests/golden/crosscheck.py"""
+import json, os, re, sys
+import blake3, cbor2
+
+here = os.path.dirname(os.path.abspath(__file__))
+cddl = open(os.path.join(here, "..", "..", "ledger-schema", "ledger.cddl")).read()
+
+
+def choices(rule):
+    """The text choices of a CDDL rule `name = ("A" / "B" / ...)`."""
+    m = re.search(r"^" + re.escape(rule) + r"\s*=\s*\(([^)]*)\)", cddl, re.M)
+    assert m, f"ledger.cddl has no rule {rule}"
+    return re.findall(r'"([A-Z_]+)"', m.group(1))
+
+
+PHASES = choices("phase-name")
+CLASSES = choices("input-class")
+FACT_STATUSES = ["PROPOSED", "CONFIRMED", "INVALIDATED"]  # docs/format.md: fact status
+assert len(PHASES) == 5 and len(CLASSES) == 7, (PHASES, CLASSES)
+
+
+def raw_digest(context, data):
+    return blake3.blake3(data, derive_key_context="closure-ledger v1 " + context).digest()
+
+
+def digest(context, value):
+    return raw_digest(context, cbor2.dumps(value, canonical=True))
+
+
+def b3(d):
+    return "b3:" + d.hex()
+
+
+failures = []
+counts = {}
+
+
+def check(name, what, ok, detail=""):
+    counts[what] = counts.get(what, 0) + 1
+    if not ok:
+        failures.append(f"{name}: {what} {detail}".rstrip())
+
+
+def canonical(name, what, raw):
+    value = cbor2.loads(raw)
+    check(name, what + " is canonical", cbor2.dumps(value, canonical=True) == raw)
+    return value
+
+
+def packages(path, version):
+    golden = json.load(open(os.path.join(here, path)))
+    check(path, "compilerVersion", golden["compilerVersion"] == version, golden["compilerVersion"])
+    out = []
+    for a in golden["attempts"]:
+        name = f"{path} {a['attemptId']}"
+        raw = bytes.fromhex(a["packageHex"])
+        pkg = canonical(name, "package", raw)
+        check(name, "packageDigest", b3(raw_digest("context package", raw)) == a["packageDigest"])
+        check(name, "schemaVersion", pkg["schemaVersion"] == a["schemaVersion"])
+        check(name, "phase", pkg["identity"]["phase"] == a["phase"])
+        out.append((name, a, raw, pkg))
+    return out
+
+
+def parts(pkg):
+    """Each manifest entry kind's rendered preimages, in package order (docs/format.md)."""
+    ident, repair = pkg["identity"], pkg.get("repairContext")
+    p = {
+        "identity": [ident],
+        "policy": [pkg["policyBundle"]],
+        "profile": [pkg["executionProfile"]],
+        "invariant": list(pkg["invariants"]),
+        "phase": [[pkg["phaseObjective"], pkg["capabilityGrant"], pkg["responseContract"]]],
+        "goal": [pkg["goal"]],
+        "candidate": [[ident["candidateGenerationId"], ident["candidateBaseDigest"]]]
+        if "candidateGenerationId" in ident else [],
+        "blocker": list(pkg["blockers"]),
+        "humanDecision": list(pkg["selectedDecisions"]),
+        "fact": list(pkg["selectedFacts"]),
+        "scenario": list(pkg["businessScenarios"]),
+        "obligation": list(pkg["verificationObligations"]),
+        "projectSource": list(pkg["relevantCode"]),
+        "failedEvidence": list(repair["failedEvidence"]) if repair else [],
+        "repairDecision": [repair] if repair else [],
+        "priorAttemptFeedback": [pkg["priorAttemptFeedback"]] if "priorAttemptFeedback" in pkg else [],
+    }
+    return p
+
+
+WIRE_RULES = [
+    re.compile(r"phase\.(" + "|".join(PHASES) + r")\.excludes\.(" + "|".join(CLASSES) + r")"),
+    re.compile(r"budget\.(" + "|".join(CLASSES) + r")"),
+    re.compile(r"authority\.factNotConfirmed"),
+    re.compile(r"feedback\.(blank|maxItemBytes|maxItems|maxTotalBytes)"),
+]
+
+
+def check_manifest(name, a, pkg):
+    raw = bytes.fromhex(a["manifestHex"])
+    m = canonical(name, "manifest", raw)
+    check(name, "manifestDigest", b3(digest("context manifest", m)) == a["manifestDigest"])
+    check(name, "manifest compilerVersion", m["compilerVersion"] == "closure-ledger-compiler/2")
+    check(name, "manifest packageDigest", b3(m["packageDigest"]) == a["packageDigest"])
+    check(name, "manifest schemaVersion", m["schemaVersion"] == pkg["schemaVersion"])
+    ident = pkg["identity"]
+    for mk, pk in [("goalId", "goalId"), ("goalRevision", "goalRevision"), ("workflowId", "workflowId"),
+                   ("workflowVersion", "workflowVersion"), ("phase", "phase"), ("attemptId", "attemptId"),
+                   ("generationId", "candidateGenerationId"), ("candidateDigest", "candidateBaseDigest"),
+                   ("plan", "plan")]:
+        check(name, "manifest identity", m.get(mk) == ident.get(pk), mk)
+    check(name, "manifest policy", m["policy"] == pkg["policyBundle"])
+    check(name, "manifest profile", m["profile"] == pkg["executionProfile"])
+    check(name, "capabilityGrantDigest",
+          m["capabilityGrantDigest"] == digest("capability grant", pkg["capabilityGrant"]))
+    check(name, "responseContractDigest",
+          m["responseContractDigest"] == digest("response contract", pkg["responseContract"]))
+    fb = pkg.get("priorAttemptFeedback")
+    check(name, "feedbackDigest", m.get("feedbackDigest") == (fb and fb["feedbackDigest"]))
+    if fb:
+        check(name, "feedback record digest",
+              fb["feedbackDigest"] == digest("prior attempt feedback", fb["items"]))
+
+    left = parts(pkg)
+    for e in m["entries"]:
+        queue = left.get(e["kind"])
+        if not queue:
+            check(name, "entry has a package part", False, e["kind"])
+            continue
+        value = queue.pop(0)
+        check(name, "renderedDigest", e["renderedDigest"] == digest("rendered entry", value), e["kind"])
+        if e["kind"] == "fact":
+            check(name, "fact sourceDigest",
+                  e["sourceDigest"] == raw_digest("source", value["statement"].encode()))
+    for kind, rest in left.items():
+        check(name, "every package part has an entry", not rest, kind)
+
+    for o in m["omissionDecisions"]:
+        check(name, "omission rule is a wire-name rule",
+              any(r.fullmatch(o["rule"]) for r in WIRE_RULES), o["rule"])
+        if o["rule"] == "authority.factNotConfirmed":
+            status = re.fullmatch(r"fact is ([A-Za-z_]+); only confirmed facts are authoritative", o["reason"])
+            check(name, "fact status is a wire name", bool(status) and status.group(1) in FACT_STATUSES,
+                  o["reason"])
+    check(name, "markdown phase", f"\n- phase: {pkg['identity']['phase']}\n" in a["markdown"])
+    return m
+
+
+v1 = packages("lifecycle-packages.json", "closure-ledger-compiler/1")
+v2 = packages("lifecycle-packages-v2.json", "closure-ledger-compiler/2")
+rules = set()
+for name, a, raw, pkg in v2:
+    m = check_manifest(name, a, pkg)
+    rules.update(o["rule"] for o in m["omissionDecisions"])
+for want in ["phase.DISCOVERY.excludes.PROJECT_MATERIAL", "budget.BLOCKERS_DECISIONS", "authority.factNotConfirmed"]:
+    check("v2", "golden exercises rule", want in rules, want)
+check("v1/v2", "same lifecycle attempts", [a["attemptId"] for _, a, _, _ in v1]
+      == [a["attemptId"] for _, a, _, _ in v2][:len(v1)])
+for (name, _, raw1, _), (_, _, raw2, _) in zip(v1, v2):
+    check(name, "compiler/2's package is compiler/1's", raw1 == raw2)
+
+for f in failures:
+    print("FAIL", f)
+print(", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
+if failures:
+    sys.exit(1)
+print(f"ok: {len(v1)} compiler/1 and {len(v2)} compiler/2 golden packages verified")

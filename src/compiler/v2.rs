@@ -1,0 +1,769 @@
+//! `closure-ledger-compiler/2`: the newest released Context Compiler, **frozen** from its
+//! release on, as compiler/1 is (`v1.rs`): replay re-derives every manifest that records
+//! `compilerVersion = "closure-ledger-compiler/2"` with this code, so what it selects,
+//! orders, budgets and renders never changes. A change in output is a new compiler
+//! (`v3.rs`) registered as the newest, with this file left as it is.
+//! `replay-tests/tests/golden_packages.rs` pins its packages, manifests and Markdown
+//! (`golden/lifecycle-packages-v2.json`).
+//!
+//! **What changed from compiler/1.** Selection, order, budgets and the package bytes are
+//! compiler/1's; only names that compiler/1 took from Rust `Debug` formatting now come from
+//! the serde wire names (`v2/names.rs`), so renaming a Rust variant can never move a digest:
+//!
+//! - omission `rule` `phase.<PHASE>.excludes.<CLASS>` and `budget.<CLASS>`:
+//!   `phase.DISCOVERY.excludes.PROJECT_MATERIAL`, `budget.PROJECT_MATERIAL` (compiler/1:
+//!   `phase.Discovery.excludes.ProjectMaterial`, `budget.ProjectMaterial`);
+//! - omission `reason` of an unconfirmed Fact: `fact is PROPOSED; …` (compiler/1:
+//!   `fact is Proposed; …`);
+//! - the manifest's `compilerVersion`;
+//! - the Markdown rendering (`render.rs`): phase, result kinds, check results and feedback
+//!   kinds by their wire names.
+//!
+//! **The pipeline** is the seed's, one function per stage, [`compile`] running them in
+//! order: (1) `bind_identity` — the [`AttemptBinding`] the runtime derived, resolved to
+//! its policy and goal; (2) `query_phase` — the phase policy's required and optional
+//! input classes and the class budgets; (3) `filter_by_authority` — every candidate item
+//! with its manifest entry: only confirmed Facts, only the exact current repair authority
+//! and the bounded feedback derived from it; (4) `budget` — semantic priority (input
+//! class order) and per-class byte budgets: required content that does not fit is an
+//! error, optional overflow is a recorded omission; (5) `render_and_hash` — canonical
+//! package bytes, manifest entries with their authority class, package and manifest
+//! digests. No clock, randomness, environment or I/O.
+
+mod names;
+mod render;
+
+use std::collections::BTreeMap;
+
+use ledger_schema::codec::{encode_into, record_digest};
+use ledger_schema::events::PhasePolicy;
+use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
+use ledger_schema::package::{
+    Blocker, CapabilityGrant, CodeExcerpt, ContextPackage, FEEDBACK_SCHEMA, FailedEvidence, Feedback,
+    FeedbackItem, FeedbackKind, Obligation, PACKAGE_SCHEMA_PLAIN, PACKAGE_SCHEMA_PROTECTED,
+    PACKAGE_SCHEMA_REPAIR, PackageGoal, PackageIdentity, RepairContext, ResponseContract, Scenario,
+    SelectedDecision, SelectedFact, WORKER_EVENT_SCHEMA,
+};
+use ledger_schema::types::{AuthorityClass, CheckResult, InputClass, Verdict};
+use ledger_schema::{Digest, DigestKind, Id};
+use serde::Serialize;
+
+pub use names::WireName;
+
+use super::{CompileError, Compiled, Compiler};
+use crate::runtime::state::{FactStatus, GenerationStatus, GoalState, PolicyState, State};
+use crate::runtime::{AttemptBinding, result_kind_allowed};
+
+/// The `compilerVersion` this compiler records.
+pub const VERSION: &str = "closure-ledger-compiler/2";
+/// Budget of a class the policy names no budget for.
+pub const DEFAULT_CLASS_BUDGET_BYTES: u32 = 65_536;
+
+/// Compiler/2 as a registry entry.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct V2;
+
+impl Compiler for V2 {
+    fn version(&self) -> &'static str {
+        VERSION
+    }
+
+    fn compile(&self, state: &State, binding: &AttemptBinding) -> Result<Compiled, CompileError> {
+        compile(state, binding)
+    }
+
+    fn markdown(&self, package: &ContextPackage) -> String {
+        render::markdown(package)
+    }
+}
+
+/// Compiles the Context Package and Manifest for one Attempt start: the five stages in
+/// order.
+pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, CompileError> {
+    let bound = bind_identity(state, binding)?;
+    let query = query_phase(&bound)?;
+    let selected = filter_by_authority(state, &bound, &query)?;
+    let budgeted = budget(selected, &query)?;
+    Ok(render_and_hash(&bound, &query, budgeted))
+}
+
+/// Classes every phase requires, whatever its policy says.
+const ALWAYS_REQUIRED: [InputClass; 3] = [InputClass::Identity, InputClass::Phase, InputClass::Goal];
+
+// ---------------------------------------------------------------------------------------
+// Stage 1: bind identity.
+
+/// The Attempt's identity, resolved to the policy and goal it binds.
+struct Bound<'s> {
+    binding: &'s AttemptBinding,
+    policy: &'s PolicyState,
+    goal: &'s GoalState,
+    /// The package identity: the binding's fields as the package carries them.
+    identity: PackageIdentity,
+}
+
+/// Stage 1: the binding the runtime derived, with its policy and goal looked up.
+fn bind_identity<'s>(state: &'s State, b: &'s AttemptBinding) -> Result<Bound<'s>, CompileError> {
+    let policy =
+        state.policies.get(&b.policy.id).ok_or(CompileError::Unknown { what: "policy", id: b.policy.id })?;
+    let goal = state.goals.get(&b.goal_id).ok_or(CompileError::Unknown { what: "goal", id: b.goal_id })?;
+    let identity = PackageIdentity {
+        goal_id: b.goal_id,
+        goal_revision: b.goal_revision,
+        workflow_id: b.workflow_id,
+        workflow_version: b.workflow_version,
+        phase: b.phase,
+        attempt_id: b.attempt_id,
+        candidate_generation_id: b.generation.map(|g| g.0),
+        candidate_base_digest: b.generation.map(|g| g.1),
+        plan: b.plan,
+    };
+    Ok(Bound { binding: b, policy, goal, identity })
+}
+
+// ---------------------------------------------------------------------------------------
+// Stage 2: phase query.
+
+/// What the phase policy asks for: its classes, its grant and response contract, and the
+/// class budgets.
+struct PhaseQuery<'s> {
+    phase_policy: &'s PhasePolicy,
+    grant: CapabilityGrant,
+    contract: ResponseContract,
+    budgets: BTreeMap<InputClass, u32>,
+}
+
+impl PhaseQuery<'_> {
+    /// Required classes: IDENTITY, PHASE, GOAL always, and the phase policy's.
+    fn required(&self, class: InputClass) -> bool {
+        ALWAYS_REQUIRED.contains(&class) || self.phase_policy.required.contains(&class)
+    }
+
+    /// Required or optional: what the phase admits at all.
+    fn wanted(&self, class: InputClass) -> bool {
+        self.required(class) || self.phase_policy.optional.contains(&class)
+    }
+
+    /// The class's byte budget: the policy's first budget for it, or the default.
+    fn budget(&self, class: InputClass) -> u32 {
+        self.budgets.get(&class).copied().unwrap_or(DEFAULT_CLASS_BUDGET_BYTES)
+    }
+}
+
+/// Stage 2: the phase policy of the bound phase, the capability grant and response
+/// contract it implies, and the policy's class budgets.
+fn query_phase<'s>(bound: &Bound<'s>) -> Result<PhaseQuery<'s>, CompileError> {
+    let phase = bound.binding.phase;
+    let bundle = &bound.policy.bundle;
+    let phase_policy =
+        bundle.phases.iter().find(|p| p.phase == phase).ok_or(CompileError::NoPhasePolicy(phase))?;
+    let mut budgets = BTreeMap::new();
+    for class_budget in &bundle.budgets {
+        // The first budget named for a class counts, as compiler/1's `find` did.
+        budgets.entry(class_budget.class).or_insert(class_budget.max_bytes);
+    }
+    Ok(PhaseQuery {
+        phase_policy,
+        grant: CapabilityGrant { phase, capabilities: phase_policy.capabilities.clone() },
+        contract: ResponseContract {
+            allowed_result_kinds: result_kind_allowed(phase).into_iter().collect(),
+            max_event_bytes: bundle.max_event_bytes,
+            worker_event_schema: WORKER_EVENT_SCHEMA.to_owned(),
+        },
+        budgets,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Stage 3: authority and freshness.
+
+/// One candidate item for the package: its class, its manifest entry, the size of its
+/// rendering, and where it goes in the package.
+struct Item {
+    class: InputClass,
+    entry: ManifestEntry,
+    bytes: usize,
+    place: Place,
+}
+
+enum Place {
+    Invariant(String),
+    Fact(SelectedFact),
+    Decision(SelectedDecision),
+    Scenario(Scenario),
+    Code(CodeExcerpt),
+    Obligation(Obligation),
+    Blocker(Blocker),
+    /// Identity, phase, goal, candidate, repair entries: rendered in fixed fields.
+    Fixed,
+}
+
+/// Where an item comes from: its manifest entry's fields but the rendered digest.
+struct Source {
+    kind: &'static str,
+    source_ref: String,
+    source_revision: u64,
+    source_digest: Option<Digest>,
+    authority_class: AuthorityClass,
+}
+
+/// An item of `class` rendering `value`, its manifest entry made from `source`.
+fn item<T: Serialize>(class: InputClass, source: Source, value: &T, place: Place) -> Item {
+    let (rendered_digest, bytes) = record_digest(DigestKind::Rendered, value);
+    let entry = ManifestEntry {
+        kind: source.kind.to_owned(),
+        source_ref: source.source_ref,
+        source_revision: source.source_revision,
+        source_digest: source.source_digest,
+        authority_class: source.authority_class,
+        rendered_digest,
+    };
+    Item { class, entry, bytes, place }
+}
+
+/// What stage 3 admits: every item whose authority holds, in the order met, the
+/// omissions it decided, and the repair context and feedback of a repair child.
+struct Selection {
+    items: Vec<Item>,
+    omissions: Vec<OmissionDecision>,
+    repair_context: Option<RepairContext>,
+    feedback: Option<Feedback>,
+}
+
+/// Stage 3: the fixed items, then the durable sources in semantic order filtered by
+/// authority, then (IMPLEMENT of a repair child) the repair authority and its feedback.
+fn filter_by_authority(
+    state: &State,
+    bound: &Bound<'_>,
+    query: &PhaseQuery<'_>,
+) -> Result<Selection, CompileError> {
+    let mut items = fixed_items(bound, query);
+    let mut omissions = Vec::new();
+    durable_sources(state, bound, &mut items, &mut omissions);
+    let mut selection = Selection { items, omissions, repair_context: None, feedback: None };
+    let b = bound.binding;
+    if let Some((gen_id, _)) = b.generation {
+        let generation =
+            state.generations.get(&gen_id).ok_or(CompileError::Unknown { what: "generation", id: gen_id })?;
+        if let Some(repair_id) = generation.repair_id {
+            let repair = repair_authority(state, bound, gen_id, repair_id)?;
+            selection.items.extend(repair.items);
+            selection.omissions.extend(repair.omissions);
+            selection.repair_context = Some(repair.context);
+            selection.feedback = repair.feedback;
+        }
+    }
+    Ok(selection)
+}
+
+/// Identity, policy, profile, invariants, phase, goal and (IMPLEMENT) candidate: always
+/// present, from the binding alone.
+fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
+    let b = bound.binding;
+    let wf_ref = format!("workflow/{}", b.workflow_id);
+    let policy_ref = format!("policy/{}", b.policy.id);
+    let runtime = |kind, source_ref, source_revision, source_digest| Source {
+        kind,
+        source_ref,
+        source_revision,
+        source_digest,
+        authority_class: AuthorityClass::RuntimeDecision,
+    };
+    let workflow_version = u64::from(b.workflow_version);
+    let mut items = vec![
+        item(
+            InputClass::Identity,
+            runtime("identity", wf_ref.clone(), workflow_version, None),
+            &bound.identity,
+            Place::Fixed,
+        ),
+        item(
+            InputClass::Identity,
+            runtime("policy", policy_ref.clone(), 0, Some(b.policy.digest)),
+            &b.policy,
+            Place::Fixed,
+        ),
+        item(
+            InputClass::Identity,
+            runtime("profile", format!("profile/{}", b.profile.id), 0, Some(b.profile.digest)),
+            &b.profile,
+            Place::Fixed,
+        ),
+    ];
+    for invariant in &bound.policy.bundle.invariants {
+        items.push(item(
+            InputClass::Identity,
+            runtime("invariant", policy_ref.clone(), 0, Some(b.policy.digest)),
+            invariant,
+            Place::Invariant(invariant.clone()),
+        ));
+    }
+    items.push(item(
+        InputClass::Phase,
+        runtime("phase", format!("{wf_ref}/phase"), workflow_version, Some(b.policy.digest)),
+        &(&query.phase_policy.objective, &query.grant, &query.contract),
+        Place::Fixed,
+    ));
+    items.push(item(
+        InputClass::Goal,
+        Source {
+            kind: "goal",
+            source_ref: format!("goal/{}", b.goal_id),
+            source_revision: u64::from(bound.goal.revision),
+            source_digest: Some(bound.goal.digest),
+            authority_class: AuthorityClass::Goal,
+        },
+        &package_goal(bound.goal),
+        Place::Fixed,
+    ));
+    if let Some((gen_id, base)) = b.generation {
+        items.push(item(
+            InputClass::Identity,
+            runtime("candidate", format!("generation/{gen_id}"), 0, Some(base)),
+            &(gen_id, base),
+            Place::Fixed,
+        ));
+    }
+    items
+}
+
+/// The goal content as the package carries it.
+fn package_goal(goal: &GoalState) -> PackageGoal {
+    PackageGoal {
+        objective: goal.content.objective.clone(),
+        success_criteria: goal.content.success_criteria.clone(),
+        scope: goal.content.scope.clone(),
+        non_goals: goal.content.non_goals.clone(),
+        preservation_constraints: goal.content.preservation_constraints.clone(),
+    }
+}
+
+/// Open blockers of the workflow, Human Decisions, confirmed Facts (an unconfirmed one is
+/// an omission), scenarios, obligations and project sources of the goal, in that order.
+fn durable_sources(
+    state: &State,
+    bound: &Bound<'_>,
+    items: &mut Vec<Item>,
+    omissions: &mut Vec<OmissionDecision>,
+) {
+    let b = bound.binding;
+    for (id, blocker) in
+        state.blockers.iter().filter(|(_, x)| x.workflow_id == b.workflow_id && x.resolution.is_none())
+    {
+        let value = Blocker { blocker_id: *id, description: blocker.description.clone() };
+        let source = Source {
+            kind: "blocker",
+            source_ref: format!("blocker/{id}"),
+            source_revision: blocker.seq,
+            source_digest: None,
+            authority_class: AuthorityClass::RuntimeDecision,
+        };
+        items.push(item(InputClass::BlockersDecisions, source, &value, Place::Blocker(value.clone())));
+    }
+    for (id, d) in state.human_decisions.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        let value =
+            SelectedDecision { decision_id: *id, question: d.question.clone(), answer: d.answer.clone() };
+        let source = Source {
+            kind: "humanDecision",
+            source_ref: format!("humanDecision/{id}"),
+            source_revision: d.seq,
+            source_digest: None,
+            authority_class: AuthorityClass::HumanDecision,
+        };
+        items.push(item(InputClass::BlockersDecisions, source, &value, Place::Decision(value.clone())));
+    }
+    for (id, fact) in state.facts.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        if fact.status != FactStatus::Confirmed {
+            // PROPOSED and invalidated Facts never appear as confirmed.
+            omissions.push(OmissionDecision {
+                source_ref: format!("fact/{id}@{}", fact.revision),
+                rule: "authority.factNotConfirmed".to_owned(),
+                reason: format!(
+                    "fact is {}; only confirmed facts are authoritative",
+                    fact.status.wire_name()
+                ),
+            });
+            continue;
+        }
+        let value = SelectedFact { fact_id: *id, revision: fact.revision, statement: fact.statement.clone() };
+        let source = Source {
+            kind: "fact",
+            source_ref: format!("fact/{id}"),
+            source_revision: u64::from(fact.revision),
+            source_digest: Some(Digest::of(DigestKind::Source, fact.statement.as_bytes())),
+            authority_class: AuthorityClass::ConfirmedFact,
+        };
+        items.push(item(InputClass::FactsScenariosObligations, source, &value, Place::Fact(value.clone())));
+    }
+    for (id, s) in state.scenarios.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        let value = Scenario { scenario_id: *id, title: s.title.clone(), description: s.description.clone() };
+        let source = Source {
+            kind: "scenario",
+            source_ref: format!("scenario/{id}"),
+            source_revision: s.seq,
+            source_digest: None,
+            authority_class: AuthorityClass::Goal,
+        };
+        items.push(item(
+            InputClass::FactsScenariosObligations,
+            source,
+            &value,
+            Place::Scenario(value.clone()),
+        ));
+    }
+    for (id, o) in state.obligations.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        let value = Obligation {
+            obligation_id: *id,
+            description: o.description.clone(),
+            check_spec_id: o.check_spec_id,
+            check_spec_digest: o.check_spec_digest,
+        };
+        let source = Source {
+            kind: "obligation",
+            source_ref: format!("obligation/{id}"),
+            source_revision: o.seq,
+            source_digest: Some(o.check_spec_digest),
+            authority_class: AuthorityClass::Goal,
+        };
+        items.push(item(
+            InputClass::FactsScenariosObligations,
+            source,
+            &value,
+            Place::Obligation(value.clone()),
+        ));
+    }
+    for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        let value = CodeExcerpt {
+            source_id: *id,
+            path: s.path.clone(),
+            revision: s.revision.clone(),
+            digest: s.digest,
+            content: s.content.clone(),
+        };
+        let source = Source {
+            kind: "projectSource",
+            source_ref: format!("source/{id}"),
+            source_revision: s.seq,
+            source_digest: Some(s.digest),
+            authority_class: AuthorityClass::ProjectSource,
+        };
+        items.push(item(InputClass::ProjectMaterial, source, &value, Place::Code(value.clone())));
+    }
+}
+
+/// What the repair authority of a repair child contributes.
+struct Repair {
+    context: RepairContext,
+    items: Vec<Item>,
+    feedback: Option<Feedback>,
+    omissions: Vec<OmissionDecision>,
+}
+
+/// The repair context of repair child `child_id`, proved from the exact current repair
+/// authority, and the bounded feedback derived from that closed source set only.
+fn repair_authority(
+    state: &State,
+    bound: &Bound<'_>,
+    child_id: Id,
+    repair_id: Id,
+) -> Result<Repair, CompileError> {
+    let b = bound.binding;
+    let fail = |m: String| CompileError::Repair(m);
+    let repair =
+        state.repairs.get(&repair_id).ok_or_else(|| fail(format!("repair {repair_id} is missing")))?;
+    let wf = state
+        .workflows
+        .get(&b.workflow_id)
+        .ok_or(CompileError::Unknown { what: "workflow", id: b.workflow_id })?;
+    let decision = state
+        .decisions
+        .get(&repair.decision_id)
+        .ok_or_else(|| fail(format!("decision {} is missing", repair.decision_id)))?;
+    if wf.current_decision != Some(repair.decision_id) || decision.verdict != Verdict::RejectRepairable {
+        return Err(fail(format!("decision {} is not the current REJECT_REPAIRABLE", repair.decision_id)));
+    }
+    if repair.child_generation_id != child_id || decision.generation_id != repair.parent_generation_id {
+        return Err(fail("the parent/child Candidate relationship does not match".to_owned()));
+    }
+    let parent = state
+        .generations
+        .get(&repair.parent_generation_id)
+        .ok_or_else(|| fail(format!("parent generation {} is missing", repair.parent_generation_id)))?;
+    let child = state
+        .generations
+        .get(&child_id)
+        .ok_or_else(|| fail(format!("child generation {child_id} is missing")))?;
+    let GenerationStatus::Frozen { candidate_digest, change_set_digest } = parent.status else {
+        return Err(fail("the parent generation is not frozen".to_owned()));
+    };
+    if child.base_digest != candidate_digest || decision.candidate_digest != candidate_digest {
+        return Err(fail("the child's base digest is not the parent's frozen digest".to_owned()));
+    }
+    let mut failed = Vec::new();
+    let mut items = Vec::new();
+    let mut fb_items = Vec::new();
+    for ev_id in &decision.evidence {
+        let ev = state.evidence.get(ev_id).ok_or_else(|| fail(format!("evidence {ev_id} is missing")))?;
+        if ev.record.generation_id != repair.parent_generation_id
+            || ev.record.candidate_digest != candidate_digest
+        {
+            return Err(fail(format!("evidence {ev_id} is for another Candidate generation")));
+        }
+        if ev.record.result != CheckResult::Fail {
+            continue;
+        }
+        let f = FailedEvidence {
+            evidence_id: *ev_id,
+            evidence_record_digest: ev.record_digest,
+            evidence_eligibility_version: ev.record.eligibility_version,
+            evidence_eligibility_state: ev.record.eligibility_state,
+            result_status: ev.record.result,
+            verification_obligation_id: ev.record.obligation_id,
+            check_specification_id: ev.record.check_spec_id,
+            check_specification_digest: ev.record.check_spec_digest,
+        };
+        let source = Source {
+            kind: "failedEvidence",
+            source_ref: format!("evidence/{ev_id}"),
+            source_revision: ev.seq,
+            source_digest: Some(ev.record_digest),
+            authority_class: AuthorityClass::Evidence,
+        };
+        items.push(item(InputClass::Identity, source, &f, Place::Fixed));
+        fb_items.push(FeedbackItem {
+            kind: FeedbackKind::FailedCheck,
+            content: format!(
+                "check {} of obligation {} failed: {}",
+                ev.record.check_spec_id, ev.record.obligation_id, ev.record.detail
+            ),
+            source_refs: vec![format!("evidence/{ev_id}")],
+            source_digests: vec![ev.record_digest],
+        });
+        failed.push(f);
+    }
+    fb_items.push(FeedbackItem {
+        kind: FeedbackKind::ParentChangeSet,
+        content: format!(
+            "the rejected parent generation {} froze as {candidate_digest} with change set {change_set_digest}; the repair starts from those exact bytes",
+            repair.parent_generation_id
+        ),
+        source_refs: vec![format!("generation/{}", repair.parent_generation_id)],
+        source_digests: vec![change_set_digest],
+    });
+    for c in &repair.constraints_to_preserve {
+        fb_items.push(FeedbackItem {
+            kind: FeedbackKind::PreservationConstraint,
+            content: c.clone(),
+            source_refs: vec![format!("goal/{}@{}", b.goal_id, bound.goal.revision)],
+            source_digests: vec![bound.goal.digest],
+        });
+    }
+    let context = RepairContext {
+        acceptance_repair_digest: repair.repair_digest,
+        acceptance_decision_id: repair.decision_id,
+        acceptance_decision_digest: decision.decision_digest,
+        input_manifest_digest: decision.input_manifest_digest,
+        evidence_set_digest: decision.evidence_set_digest,
+        rejected_candidate_generation_id: repair.parent_generation_id,
+        rejected_candidate_version: parent.sequence,
+        rejected_candidate_digest: candidate_digest,
+        repair_candidate_generation_id: child_id,
+        repair_candidate_sequence: child.sequence,
+        repair_candidate_base_digest: child.base_digest,
+        failed_evidence: failed,
+        constraints_to_preserve: repair.constraints_to_preserve.clone(),
+    };
+    let source = Source {
+        kind: "repairDecision",
+        source_ref: format!("decision/{}", repair.decision_id),
+        source_revision: decision.seq,
+        source_digest: Some(decision.decision_digest),
+        authority_class: AuthorityClass::RuntimeDecision,
+    };
+    items.push(item(InputClass::Identity, source, &context, Place::Fixed));
+
+    let (feedback, omissions) = bounded_feedback(fb_items, bound.policy);
+    if let Some(f) = &feedback {
+        let source = Source {
+            kind: "priorAttemptFeedback",
+            source_ref: format!("repair/{repair_id}/feedback"),
+            source_revision: repair.seq,
+            source_digest: Some(f.feedback_digest),
+            authority_class: AuthorityClass::NonAuthoritativeWorking,
+        };
+        items.push(item(InputClass::Working, source, f, Place::Fixed));
+    }
+    Ok(Repair { context, items, feedback, omissions })
+}
+
+/// The feedback items sorted by kind then content, each kept or omitted by the policy's
+/// feedback limits (blank, item size, item count, total size — in that order).
+fn bounded_feedback(
+    mut fb_items: Vec<FeedbackItem>,
+    policy: &PolicyState,
+) -> (Option<Feedback>, Vec<OmissionDecision>) {
+    fb_items.sort();
+    let limits = policy.bundle.feedback;
+    let mut omissions = Vec::new();
+    let mut kept = Vec::new();
+    let mut total = 0usize;
+    for (idx, it) in fb_items.into_iter().enumerate() {
+        let size = ledger_schema::codec::encode(&it).len();
+        let rule = if it.content.trim().is_empty() {
+            Some("feedback.blank")
+        } else if size > limits.max_item_bytes as usize {
+            Some("feedback.maxItemBytes")
+        } else if kept.len() >= usize::from(limits.max_items) {
+            Some("feedback.maxItems")
+        } else if total + size > limits.max_total_bytes as usize {
+            Some("feedback.maxTotalBytes")
+        } else {
+            None
+        };
+        match rule {
+            Some(rule) => omissions.push(OmissionDecision {
+                source_ref: it.source_refs.first().cloned().unwrap_or_else(|| format!("feedback/{idx}")),
+                rule: rule.to_owned(),
+                reason: "optional working context over the policy's feedback limits".to_owned(),
+            }),
+            None => {
+                total += size;
+                kept.push(it);
+            }
+        }
+    }
+    let feedback = (!kept.is_empty()).then(|| Feedback {
+        schema_version: FEEDBACK_SCHEMA,
+        feedback_digest: record_digest(DigestKind::Feedback, &kept).0,
+        items: kept,
+    });
+    (feedback, omissions)
+}
+
+// ---------------------------------------------------------------------------------------
+// Stage 4: semantic priority and per-class byte budgets.
+
+/// What survived the phase query and the budgets, in package order.
+struct Budgeted {
+    kept: Vec<Item>,
+    omissions: Vec<OmissionDecision>,
+    repair_context: Option<RepairContext>,
+    feedback: Option<Feedback>,
+}
+
+/// Stage 4: items in semantic priority (input class order; stable within a class), each
+/// kept while its class fits its budget. A class the phase does not want is an omission;
+/// required content over its budget is [`CompileError::RequiredOverflow`]; optional
+/// content over it is an omission. The feedback stays only if its entry was kept.
+fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, CompileError> {
+    let Selection { mut items, mut omissions, repair_context, mut feedback } = selection;
+    items.sort_by_key(|i| i.class);
+    let phase = query.phase_policy.phase.wire_name();
+    let mut used: BTreeMap<InputClass, usize> = BTreeMap::new();
+    let mut kept = Vec::with_capacity(items.len());
+    for it in items {
+        if !query.wanted(it.class) {
+            omissions.push(OmissionDecision {
+                source_ref: it.entry.source_ref.clone(),
+                rule: format!("phase.{phase}.excludes.{}", it.class.wire_name()),
+                reason: "the phase policy neither requires nor allows this input class".to_owned(),
+            });
+            continue;
+        }
+        let limit = query.budget(it.class);
+        let total = used.get(&it.class).copied().unwrap_or(0) + it.bytes;
+        if total > limit as usize {
+            if query.required(it.class) {
+                return Err(CompileError::RequiredOverflow { class: it.class, bytes: total, budget: limit });
+            }
+            omissions.push(OmissionDecision {
+                source_ref: it.entry.source_ref.clone(),
+                rule: format!("budget.{}", it.class.wire_name()),
+                reason: format!("optional content would bring the class to {total} of {limit} bytes"),
+            });
+            continue;
+        }
+        used.insert(it.class, total);
+        kept.push(it);
+    }
+    if !kept.iter().any(|it| it.entry.kind == "priorAttemptFeedback") {
+        feedback = None;
+    }
+    Ok(Budgeted { kept, omissions, repair_context, feedback })
+}
+
+// ---------------------------------------------------------------------------------------
+// Stage 5: render and hash.
+
+/// Stage 5: the package (every kept item in its place), its canonical bytes, and the
+/// manifest binding them (entries in package order, omissions, digests).
+fn render_and_hash(bound: &Bound<'_>, query: &PhaseQuery<'_>, budgeted: Budgeted) -> Compiled {
+    let b = bound.binding;
+    let Budgeted { kept, omissions, repair_context, feedback } = budgeted;
+    let mut package = ContextPackage {
+        schema_version: if b.plan.is_some() {
+            PACKAGE_SCHEMA_PROTECTED
+        } else if repair_context.is_some() {
+            PACKAGE_SCHEMA_REPAIR
+        } else {
+            PACKAGE_SCHEMA_PLAIN
+        },
+        identity: bound.identity.clone(),
+        phase_objective: query.phase_policy.objective.clone(),
+        capability_grant: query.grant.clone(),
+        invariants: Vec::new(),
+        goal: package_goal(bound.goal),
+        selected_facts: Vec::new(),
+        selected_decisions: Vec::new(),
+        business_scenarios: Vec::new(),
+        relevant_code: Vec::new(),
+        verification_obligations: Vec::new(),
+        blockers: Vec::new(),
+        repair_context,
+        prior_attempt_feedback: feedback,
+        execution_profile: b.profile,
+        policy_bundle: b.policy,
+        response_contract: query.contract.clone(),
+    };
+    // The package holds every kept item's rendering plus a little framing: size it once.
+    let package_estimate = kept.iter().map(|it| it.bytes).sum::<usize>() + 1024;
+    let mut entries = Vec::with_capacity(kept.len());
+    for it in kept {
+        match it.place {
+            Place::Invariant(v) => package.invariants.push(v),
+            Place::Fact(v) => package.selected_facts.push(v),
+            Place::Decision(v) => package.selected_decisions.push(v),
+            Place::Scenario(v) => package.business_scenarios.push(v),
+            Place::Code(v) => package.relevant_code.push(v),
+            Place::Obligation(v) => package.verification_obligations.push(v),
+            Place::Blocker(v) => package.blockers.push(v),
+            Place::Fixed => {}
+        }
+        entries.push(it.entry);
+    }
+    let mut package_bytes = Vec::with_capacity(package_estimate);
+    encode_into(&package, &mut package_bytes);
+    let manifest = ContextManifest {
+        schema_version: package.schema_version,
+        compiler_version: VERSION.to_owned(),
+        goal_id: b.goal_id,
+        goal_revision: b.goal_revision,
+        workflow_id: b.workflow_id,
+        workflow_version: b.workflow_version,
+        phase: b.phase,
+        attempt_id: b.attempt_id,
+        generation_id: b.generation.map(|g| g.0),
+        candidate_digest: b.generation.map(|g| g.1),
+        plan: b.plan,
+        profile: b.profile,
+        policy: b.policy,
+        capability_grant_digest: record_digest(DigestKind::CapabilityGrant, &query.grant).0,
+        response_contract_digest: record_digest(DigestKind::ResponseContract, &query.contract).0,
+        feedback_digest: package.prior_attempt_feedback.as_ref().map(|f| f.feedback_digest),
+        entries,
+        omission_decisions: omissions,
+        package_digest: Digest::of(DigestKind::Package, &package_bytes),
+    };
+    let manifest_digest = manifest.digest();
+    Compiled { package, package_bytes, manifest, manifest_digest }
+}

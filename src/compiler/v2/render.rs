@@ -1,0 +1,143 @@
+//! Compiler/2's worker-facing Markdown rendering of a Context Package. Deterministic: the
+//! same package always renders to the same text. The canonical identity is the package
+//! bytes. Compiler/1's rendering (`compiler/render.rs`) with every closed enum value
+//! (phase, check result, feedback kind, result kind) written by its wire name
+//! (`IMPLEMENT`, `FAIL`, `FAILED_CHECK`, `COMPLETION_REQUEST`) instead of its Rust `Debug`
+//! name.
+
+use std::fmt::Write;
+
+use ledger_schema::package::ContextPackage;
+
+use super::names::WireName;
+
+/// Renders `p` as Markdown.
+pub fn markdown(p: &ContextPackage) -> String {
+    let mut s = String::new();
+    let id = &p.identity;
+    let _ = writeln!(s, "# Context package (schema {})\n", p.schema_version);
+    let _ = writeln!(s, "- goal: {} revision {}", id.goal_id, id.goal_revision);
+    let _ = writeln!(s, "- workflow: {} version {}", id.workflow_id, id.workflow_version);
+    let _ = writeln!(s, "- phase: {}", id.phase.wire_name());
+    let _ = writeln!(s, "- attempt: {}", id.attempt_id);
+    if let (Some(g), Some(d)) = (id.candidate_generation_id, id.candidate_base_digest) {
+        let _ = writeln!(s, "- candidate generation: {g} (base {d})");
+    }
+    if let Some(plan) = id.plan {
+        let _ = writeln!(s, "- acceptance-critical verification plan: {} {}", plan.id, plan.digest);
+    }
+    let _ = writeln!(s, "- policy: {} {}", p.policy_bundle.id, p.policy_bundle.digest);
+    let _ = writeln!(s, "- execution profile: {} {}", p.execution_profile.id, p.execution_profile.digest);
+    let _ = writeln!(s, "\n## Phase objective\n\n{}\n", p.phase_objective);
+    list(&mut s, "Capabilities", &p.capability_grant.capabilities);
+    list(&mut s, "Invariants (non-negotiable)", &p.invariants);
+    let _ = writeln!(s, "## Goal\n\n{}\n", p.goal.objective);
+    list(&mut s, "Success criteria", &p.goal.success_criteria);
+    list(&mut s, "Scope", &p.goal.scope);
+    list(&mut s, "Non-goals", &p.goal.non_goals);
+    list(&mut s, "Preservation constraints", &p.goal.preservation_constraints);
+    let blockers: Vec<String> =
+        p.blockers.iter().map(|b| format!("{} ({})", b.description, b.blocker_id)).collect();
+    list(&mut s, "Open blockers", &blockers);
+    let decisions: Vec<String> = p
+        .selected_decisions
+        .iter()
+        .map(|d| format!("{} — {} ({})", d.question, d.answer, d.decision_id))
+        .collect();
+    list(&mut s, "Human decisions", &decisions);
+    let facts: Vec<String> =
+        p.selected_facts.iter().map(|f| format!("{} ({} r{})", f.statement, f.fact_id, f.revision)).collect();
+    list(&mut s, "Confirmed facts", &facts);
+    let scenarios: Vec<String> = p
+        .business_scenarios
+        .iter()
+        .map(|x| format!("{}: {} ({})", x.title, x.description, x.scenario_id))
+        .collect();
+    list(&mut s, "Scenarios", &scenarios);
+    let obligations: Vec<String> = p
+        .verification_obligations
+        .iter()
+        .map(|o| {
+            format!(
+                "{} (obligation {}, check {} {})",
+                o.description, o.obligation_id, o.check_spec_id, o.check_spec_digest
+            )
+        })
+        .collect();
+    list(&mut s, "Verification obligations", &obligations);
+    for c in &p.relevant_code {
+        let _ = writeln!(
+            s,
+            "## Source `{}` at {} ({})\n\n```\n{}\n```\n",
+            c.path, c.revision, c.digest, c.content
+        );
+    }
+    if let Some(r) = &p.repair_context {
+        let _ = writeln!(s, "## Repair context (authoritative)\n");
+        let _ = writeln!(
+            s,
+            "- decision {} ({}) rejected generation {} v{} ({})",
+            r.acceptance_decision_id,
+            r.acceptance_decision_digest,
+            r.rejected_candidate_generation_id,
+            r.rejected_candidate_version,
+            r.rejected_candidate_digest
+        );
+        let _ = writeln!(
+            s,
+            "- repair generation {} sequence {} starts from {}",
+            r.repair_candidate_generation_id, r.repair_candidate_sequence, r.repair_candidate_base_digest
+        );
+        let _ = writeln!(
+            s,
+            "- evidence set {}; input manifest {}; repair {}",
+            r.evidence_set_digest, r.input_manifest_digest, r.acceptance_repair_digest
+        );
+        for f in &r.failed_evidence {
+            let _ = writeln!(
+                s,
+                "- failed: evidence {} ({}) obligation {} check {}",
+                f.evidence_id,
+                f.result_status.wire_name(),
+                f.verification_obligation_id,
+                f.check_specification_id
+            );
+        }
+        let _ = writeln!(s);
+        list(&mut s, "Constraints to preserve", &r.constraints_to_preserve);
+    }
+    if let Some(f) = &p.prior_attempt_feedback {
+        let _ = writeln!(s, "## Prior attempt feedback (non-authoritative, {})\n", f.feedback_digest);
+        for it in &f.items {
+            let _ = writeln!(
+                s,
+                "- [{}] {} (sources: {})",
+                it.kind.wire_name(),
+                it.content,
+                it.source_refs.join(", ")
+            );
+        }
+        let _ = writeln!(s);
+    }
+    let kinds: Vec<String> =
+        p.response_contract.allowed_result_kinds.iter().map(|k| k.wire_name().to_owned()).collect();
+    let _ = writeln!(
+        s,
+        "## Response contract\n\n- result kinds: {}\n- worker event schema: {}\n- max event bytes: {}",
+        kinds.join(", "),
+        p.response_contract.worker_event_schema,
+        p.response_contract.max_event_bytes
+    );
+    s
+}
+
+fn list(s: &mut String, title: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "### {title}\n");
+    for it in items {
+        let _ = writeln!(s, "- {it}");
+    }
+    let _ = writeln!(s);
+}
