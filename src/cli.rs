@@ -184,7 +184,7 @@ where
             return code;
         }
     };
-    match run(cli.command, out) {
+    match run(cli.command, out, err) {
         Ok(()) => EXIT_OK,
         Err(f) => {
             let _ = out.flush();
@@ -205,7 +205,7 @@ fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure
     writeln!(out, "{line}").map_err(|e| usage(format!("write to stdout: {e}")))
 }
 
-fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
+fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     match command {
         Command::Init { dir, label, json } => {
             let ledger = Id::from_ulid(ulid::Ulid::new());
@@ -279,6 +279,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
                 }
                 Ok(())
             })?;
+            live_note(&report, err);
             let cp = found.ok_or_else(|| {
                 usage(format!("seq {} is beyond the head (seq {})", seq.unwrap_or_default(), report.head.seq))
             })?;
@@ -286,28 +287,17 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
         }
         Command::Show { dir, range, json } => {
             let (from, to) = parse_range(&range)?;
-            let mut lines = Vec::new();
-            let report = store::replay_journal(&dir, &mut |sealed| {
-                if (from..=to).contains(&sealed.entry.seq) {
-                    lines.push(if json { entry_json(sealed).to_string() } else { entry_text(sealed) });
-                }
-                Ok(())
-            })?;
-            if from > report.head.seq {
-                return Err(usage(format!("seq {from} is beyond the head (seq {})", report.head.seq)));
+            let verified = verified_head(&dir, err)?;
+            if from > verified {
+                return Err(usage(format!("seq {from} is beyond the head (seq {verified})")));
             }
-            lines.into_iter().try_for_each(|line| emit(out, line))
+            stream_entries(&dir, from, to.min(verified), out, &|sealed| {
+                if json { entry_json(sealed).to_string() } else { entry_text(sealed) }
+            })
         }
         Command::Export { dir } => {
-            // Streamed: each verified entry is written as it is read.
-            let mut failed = None;
-            store::replay_journal(&dir, &mut |sealed| {
-                if failed.is_none() {
-                    failed = emit(out, entry_json(sealed)).err();
-                }
-                Ok(())
-            })?;
-            failed.map_or(Ok(()), Err)
+            let verified = verified_head(&dir, err)?;
+            stream_entries(&dir, 0, verified, out, &|sealed| entry_json(sealed).to_string())
         }
         Command::Submit { dir, file } => submit(&dir, file.as_deref(), out),
         Command::Replay { dir, to, journal_only, json } => replay(&dir, to, journal_only, json, out),
@@ -349,6 +339,45 @@ fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
             Ok((n, n))
         }
     }
+}
+
+/// Says on stderr that a live writer held the ledger (the read stopped at its last
+/// complete record), so a reader of stdout is never misled about what was read.
+fn live_note(report: &store::VerifyReport, err: &mut dyn Write) {
+    if report.live_writer {
+        let _ = writeln!(
+            err,
+            "ledger: note: a live writer holds the ledger; read up to its last complete record (seq {})",
+            report.head.seq
+        );
+    }
+}
+
+/// The first pass of a read that prints entries: verify the whole journal, so nothing is
+/// printed from a ledger that then fails verification. Returns the verified head seq.
+fn verified_head(dir: &Path, err: &mut dyn Write) -> Result<u64, Failure> {
+    let report = store::replay_journal(dir, &mut |_| Ok(()))?;
+    live_note(&report, err);
+    Ok(report.head.seq)
+}
+
+/// The second pass: stream the entries `from..=to` (already verified by the first pass;
+/// the bytes are verified again as they are read), one line each.
+fn stream_entries(
+    dir: &Path,
+    from: u64,
+    to: u64,
+    out: &mut dyn Write,
+    line: &dyn Fn(&SealedEntry) -> String,
+) -> Result<(), Failure> {
+    let mut failed = None;
+    store::replay_journal(dir, &mut |sealed| {
+        if failed.is_none() && (from..=to).contains(&sealed.entry.seq) {
+            failed = emit(out, line(sealed)).err();
+        }
+        Ok(())
+    })?;
+    failed.map_or(Ok(()), Err)
 }
 
 fn read_checkpoint(path: &Path) -> Result<Checkpoint, Failure> {

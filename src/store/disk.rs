@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 
 use ledger_schema::events::LedgerInitialized;
 use ledger_schema::record::{
-    HEADER_BYTES, JOURNAL_FORMAT_VERSION, RecordFault, Tail, classify_tail, open_record,
+    HEADER_BYTES, JOURNAL_FORMAT_VERSION, RecordFault, RecordHeader, Tail, classify_tail, open_record,
 };
 use ledger_schema::{Event, Id, SealedEntry, decode_frame};
 
-use super::journal::{JournalWriter, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments, sync_dir};
+use super::journal::{
+    JournalWriter, MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments, sync_dir,
+};
 use super::{
     Chain, Checkpoint, CommitError, CommitReceipt, Corruption, Frame, Head, IoError, OpenError, ReadError,
     Replica, Store, check_next, receipt,
@@ -302,34 +304,47 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     })
 }
 
-/// Damaged journal bytes found by a tolerant scan (recovery decides what to do with them).
+/// Where a tolerant scan stopped: the first record that does not verify, of any kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Damage {
     pub segment: PathBuf,
     pub offset: u64,
-    /// The seq the damaged record should hold (the last good seq + 1).
+    /// The seq the record at `offset` should hold (the last good seq + 1).
     pub seq: u64,
-    pub fault: RecordFault,
-    /// The next intact record after the damage in the same segment: `(offset, first seq)`.
+    pub kind: DamageKind,
+    /// The next intact record after damaged bytes in the same segment: `(offset, first seq)`.
     pub next_intact: Option<(u64, u64)>,
     /// The segment's length.
     pub segment_len: u64,
     pub is_last: bool,
 }
 
+/// What is wrong at a [`Damage`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DamageKind {
+    /// The bytes are not an intact record (and not a torn tail).
+    Record(RecordFault),
+    /// An intact record that does not continue the chain where it stands (a missing,
+    /// duplicated or reordered record, a misnamed or empty segment, an altered entry).
+    Invalid { seq: u64, reason: Corruption },
+}
+
 impl Damage {
     pub(super) fn corruption(&self) -> OpenError {
-        corrupt(
-            self.seq,
-            Replica::Journal,
-            Corruption::Damaged(Box::new(super::DamagedAt {
-                segment: self.segment.display().to_string(),
-                offset: self.offset,
-                fault: self.fault,
-                last_good: self.seq.checked_sub(1),
-                next_intact: self.next_intact,
-            })),
-        )
+        match &self.kind {
+            DamageKind::Record(fault) => corrupt(
+                self.seq,
+                Replica::Journal,
+                Corruption::Damaged(Box::new(super::DamagedAt {
+                    segment: self.segment.display().to_string(),
+                    offset: self.offset,
+                    fault: *fault,
+                    last_good: self.seq.checked_sub(1),
+                    next_intact: self.next_intact,
+                })),
+            ),
+            DamageKind::Invalid { seq, reason } => corrupt(*seq, Replica::Journal, reason.clone()),
+        }
     }
 }
 
@@ -399,6 +414,8 @@ struct Held {
 
 /// Verifies every record of the journal, in order, and — when `sled` is given — that sled
 /// holds the same records under the right keys, allowing sled to lag only by a suffix.
+/// A tolerant scan (`OnDamage::Stop`) stops at the first record that does not verify, of
+/// any kind, and reports where (`Scan::damage`) with the chain as it was before it.
 pub(super) fn scan(
     root: &Path,
     sled: SledCopy<'_>,
@@ -428,22 +445,47 @@ pub(super) fn scan(
         last_segment: None,
     };
     let n_segments = segments.len();
+    // Where a tolerant scan stops: a damage finding, or a verification failure (fail mode).
+    let stop = |damage: Damage, out: &mut Scan| -> Result<(), OpenError> {
+        match on_damage {
+            OnDamage::Fail => Err(damage.corruption()),
+            OnDamage::Stop => {
+                out.damage = Some(damage);
+                Ok(())
+            }
+        }
+    };
     'segments: for (segment_idx, (named_seq, path)) in segments.into_iter().enumerate() {
         let is_last = segment_idx + 1 == n_segments;
-        let mut reader = SegmentReader::open(&path)?;
-        let segment = path.display().to_string();
-        if reader.len() == 0 && (!is_last || named_seq != chain.next_seq()) {
-            let reason = Corruption::SegmentName { segment, named: named_seq, found: chain.next_seq() };
+        let size = std::fs::metadata(&path).map_err(io("stat", &path))?.len();
+        if size > MAX_SEGMENT_BYTES {
+            let reason = Corruption::SegmentTooLarge {
+                segment: path.display().to_string(),
+                len: size,
+                max: MAX_SEGMENT_BYTES,
+            };
             return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
         }
+        let mut reader = SegmentReader::open(&path)?;
+        let segment = path.display().to_string();
+        let segment_len = reader.len();
+        let invalid = |offset: u64, seq: u64, reason: Corruption| Damage {
+            segment: path.clone(),
+            offset,
+            seq,
+            kind: DamageKind::Invalid { seq, reason },
+            next_intact: None,
+            segment_len,
+            is_last,
+        };
         let mut valid_len = 0;
+        let mut records_here = 0u64;
         loop {
             let (offset, header, record) = match reader.next_record(&path)? {
                 Split::Record { offset, header, record } => (offset, header, record),
                 Split::End => break,
                 Split::Fault { offset, fault } => {
                     let next_seq = chain.next_seq();
-                    let segment_len = reader.len();
                     let rest = reader.rest(&path)?;
                     if offset == 0 && rest.first() == Some(&V1_FIRST_BYTE) {
                         return Err(corrupt(next_seq, Replica::Journal, Corruption::JournalV1 { segment }));
@@ -463,15 +505,12 @@ pub(super) fn scan(
                                 segment: path.clone(),
                                 offset,
                                 seq: next_seq,
-                                fault,
+                                kind: DamageKind::Record(fault),
                                 next_intact: next_intact.map(|(at, seq)| (offset + at as u64, seq)),
                                 segment_len,
                                 is_last,
                             };
-                            if on_damage == OnDamage::Fail {
-                                return Err(damage.corruption());
-                            }
-                            out.damage = Some(damage);
+                            stop(damage, &mut out)?;
                             break 'segments;
                         }
                     }
@@ -479,53 +518,43 @@ pub(super) fn scan(
             };
             let first_seq = chain.next_seq();
             let before = chain.head();
-            if header.first_seq != first_seq {
-                let reason = Corruption::SeqGap { expected: first_seq, found: header.first_seq };
-                return Err(corrupt(first_seq, Replica::Journal, reason));
-            }
-            let payload = record.get(HEADER_BYTES..).unwrap_or_default();
-            let entry_bytes = decode_frame(payload)
-                .map_err(|e| corrupt(first_seq, Replica::Journal, Corruption::Decode(e)))?;
-            if entry_bytes.len() as u64 != u64::from(header.count) {
-                let reason = Corruption::HeaderMismatch {
-                    header_seq: header.first_seq,
-                    header_count: header.count,
-                    found_seq: first_seq,
-                    found_count: entry_bytes.len() as u64,
-                };
-                return Err(corrupt(first_seq, Replica::Journal, reason));
-            }
-            for bytes in entry_bytes {
-                let seq = chain.next_seq();
-                let sealed = match chain.verify(bytes) {
-                    Ok(sealed) => sealed,
-                    // A link that does not match an altered earlier entry: name both.
-                    Err(reason @ Corruption::PrevMismatch { .. }) if seq > 0 => {
-                        return Err(corrupt(
-                            seq - 1,
-                            Replica::Journal,
-                            Corruption::LinkBroken { next: seq, detail: reason.to_string() },
-                        ));
-                    }
-                    Err(reason) => return Err(corrupt(seq, Replica::Journal, reason)),
-                };
-                if held.as_ref().is_some_and(|h| h.authenticated_by == seq) {
+            // Every entry of the record is verified on a copy of the chain first, so a
+            // record that fails leaves the chain where it was.
+            let verified = verify_record(chain, header, record).and_then(|(next_chain, entries)| {
+                if offset == 0 && first_seq != named_seq {
+                    let reason = Corruption::SegmentName {
+                        segment: segment.clone(),
+                        named: named_seq,
+                        found: first_seq,
+                    };
+                    return Err((first_seq, reason));
+                }
+                Ok((next_chain, entries))
+            });
+            let entries = match verified {
+                Ok((next_chain, entries)) => {
+                    chain = next_chain;
+                    entries
+                }
+                Err((seq, reason)) => {
+                    stop(invalid(offset, seq, reason), &mut out)?;
+                    break 'segments;
+                }
+            };
+            for sealed in &entries {
+                if held.as_ref().is_some_and(|h| h.authenticated_by == sealed.entry.seq) {
                     // The journal's version of the differing frame is linked from here on:
                     // sled's differing copy is the wrong one.
                     if let Some(h) = held.as_mut() {
                         h.sled_intact = false;
                     }
                 }
-                on_entry(&sealed)?;
+                on_entry(sealed)?;
                 out.entries += 1;
-            }
-            if offset == 0 && first_seq != named_seq {
-                let reason =
-                    Corruption::SegmentName { segment: segment.clone(), named: named_seq, found: first_seq };
-                return Err(corrupt(first_seq, Replica::Journal, reason));
             }
             on_frame(&FramePos { segment: &path, offset, first_seq, record, before })?;
             out.frames += 1;
+            records_here += 1;
             valid_len = offset + record.len() as u64;
             if let Some(iter) = sled_iter.as_mut() {
                 let next = if sled_lagging { None } else { iter.next() };
@@ -553,15 +582,27 @@ pub(super) fn scan(
                 }
             }
         }
+        // A segment with no record (empty, or holding only a torn write) is legal only as
+        // the last one, named for the seq its first record would carry.
+        if records_here == 0 {
+            let next = chain.next_seq();
+            let reason = if !is_last {
+                Some(Corruption::EmptySegment { segment: segment.clone() })
+            } else if named_seq != next {
+                Some(Corruption::SegmentName { segment: segment.clone(), named: named_seq, found: next })
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                stop(invalid(0, next, reason), &mut out)?;
+                out.torn = None;
+                break 'segments;
+            }
+        }
         if is_last {
             out.last_segment =
-                Some((path, out.torn.as_ref().map_or(valid_len.max(reader.len()), |t| t.offset)));
+                Some((path, out.torn.as_ref().map_or(valid_len.max(segment_len), |t| t.offset)));
         }
-    }
-    if let Some(damage) = &out.damage
-        && on_damage == OnDamage::Fail
-    {
-        return Err(damage.corruption());
     }
     if let Some(h) = held {
         if h.sled_intact && out.damage.is_none() {
@@ -587,11 +628,50 @@ pub(super) fn scan(
     out.verified = chain.head();
     match out.verified {
         Some(head) => out.head = head,
-        // Damage at genesis: nothing verified (only a tolerant scan gets here).
-        None if out.damage.is_some() => {}
+        // Nothing verified: only a tolerant scan may report that (recovery restores it).
+        None if on_damage == OnDamage::Stop => {}
         None => return Err(OpenError::Empty),
     }
     Ok(out)
+}
+
+/// Verifies one intact record against the chain: header position, frame decoding, entry
+/// count, and every entry (decode, canonical form, hash, `prev`, seq, ledger, time). Returns
+/// the chain after it and its entries, or the seq and reason of the first failure.
+fn verify_record(
+    chain: Chain,
+    header: RecordHeader,
+    record: &[u8],
+) -> Result<(Chain, Vec<SealedEntry>), (u64, Corruption)> {
+    let mut chain = chain;
+    let first_seq = chain.next_seq();
+    if header.first_seq != first_seq {
+        return Err((first_seq, Corruption::SeqGap { expected: first_seq, found: header.first_seq }));
+    }
+    let payload = record.get(HEADER_BYTES..).unwrap_or_default();
+    let entry_bytes = decode_frame(payload).map_err(|e| (first_seq, Corruption::Decode(e)))?;
+    if entry_bytes.len() as u64 != u64::from(header.count) {
+        let reason = Corruption::HeaderMismatch {
+            header_seq: header.first_seq,
+            header_count: header.count,
+            found_seq: first_seq,
+            found_count: entry_bytes.len() as u64,
+        };
+        return Err((first_seq, reason));
+    }
+    let mut entries = Vec::with_capacity(entry_bytes.len());
+    for bytes in entry_bytes {
+        let seq = chain.next_seq();
+        match chain.verify(bytes) {
+            Ok(sealed) => entries.push(sealed),
+            // A link that does not match an altered earlier entry: name both.
+            Err(reason @ Corruption::PrevMismatch { .. }) if seq > 0 => {
+                return Err((seq - 1, Corruption::LinkBroken { next: seq, detail: reason.to_string() }));
+            }
+            Err(reason) => return Err((seq, reason)),
+        }
+    }
+    Ok((chain, entries))
 }
 
 pub(super) fn key_seq(k: &[u8]) -> Option<u64> {

@@ -23,8 +23,8 @@ use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
 pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
-    AuditScope, Copies, Damage, DiskStore, FaultPlan, FaultPoint, IndexRebuilt, OnEntry, OpenReport,
-    StoreReader, TornTail, VerifyReport, audit, audit_live, init, replay_journal, verify,
+    AuditScope, Copies, Damage, DamageKind, DiskStore, FaultPlan, FaultPoint, IndexRebuilt, OnEntry,
+    OpenReport, StoreReader, TornTail, VerifyReport, audit, audit_live, init, replay_journal, verify,
 };
 pub use memory::MemStore;
 pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};
@@ -165,6 +165,10 @@ pub enum Corruption {
          neither is chosen (decide with `ledger recover --checkpoint FILE` or `--prefer journal|sled`)"
     )]
     CopiesDisagree,
+    #[error("journal segment {segment} is {len} bytes, over the {max} bytes a segment may hold")]
+    SegmentTooLarge { segment: String, len: u64, max: u64 },
+    #[error("journal segment {segment} is empty but is not the last segment")]
+    EmptySegment { segment: String },
     #[error("frame is missing from sled while later frames are present")]
     MissingInSled,
     #[error("frame is present in sled but missing from the journal")]

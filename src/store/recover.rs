@@ -8,11 +8,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use ledger_schema::record::open_record;
+use ledger_schema::record::{check_record, next_intact, open_record};
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, corrupt, create_dir_0700, key, lock,
+    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, corrupt, create_dir_0700, key, lock,
     open_sled, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
@@ -97,24 +97,6 @@ fn move_segment_aside(segment: &Path, into: &Path) -> Result<PathBuf, OpenError>
     Ok(target)
 }
 
-/// Where the journal's intact records end and what follows them.
-#[derive(Debug, Clone)]
-struct Boundary {
-    segment: PathBuf,
-    /// Where the journal's trusted bytes end.
-    offset: u64,
-    /// Chain head before the first record to restore (`None`: restore from genesis).
-    head: Option<Head>,
-    /// Intact journal bytes that continue after a damaged region: `(offset, first seq)`;
-    /// restored records must fill exactly up to here.
-    resume: Option<(u64, u64)>,
-    /// There are later segments after this one (so the region must be filled exactly).
-    later_segments: bool,
-}
-
-/// A record with its sled key (its first seq).
-type Keyed = (u64, Vec<u8>);
-
 /// sled's records after `head` (from genesis for `None`) that are intact and chain on (up to
 /// `until`, exclusive), in order, with their total length.
 fn sled_continuation(
@@ -148,54 +130,6 @@ fn sled_continuation(
         out.push((first_seq, v.to_vec()));
     }
     Ok((out, chain.head()))
-}
-
-/// Rewrites `segment` as `bytes[..offset] ‖ records ‖ bytes[resume..]`, keeping the original
-/// under `into`; records that would grow the last segment past its target go to new
-/// segments. The original stays in `into` whatever happens.
-fn splice_segment(
-    journal: &Path,
-    segment: &Path,
-    offset: u64,
-    resume: Option<u64>,
-    records: &[(u64, Vec<u8>)],
-    into: &Path,
-) -> Result<PathBuf, OpenError> {
-    let mut original = Vec::new();
-    File::open(segment).and_then(|mut f| f.read_to_end(&mut original)).map_err(io("read", segment))?;
-    let name = segment.file_name().unwrap_or_default();
-    let kept = into.join(name);
-    std::fs::write(&kept, &original).map_err(io("write", &kept))?;
-    File::open(&kept).and_then(|f| f.sync_all()).map_err(io("fsync", &kept))?;
-    let cut = usize::try_from(offset).unwrap_or(usize::MAX);
-    let mut content = original.get(..cut).unwrap_or_default().to_vec();
-    let mut extra: Vec<(u64, Vec<u8>)> = Vec::new();
-    for (first_seq, record) in records {
-        if resume.is_none() && content.len() as u64 >= SEGMENT_TARGET_BYTES {
-            match extra.last_mut() {
-                Some((_, seg)) if (seg.len() as u64) < SEGMENT_TARGET_BYTES => seg.extend_from_slice(record),
-                _ => extra.push((*first_seq, record.clone())),
-            }
-        } else {
-            content.extend_from_slice(record);
-        }
-    }
-    if let Some(r) = resume {
-        content
-            .extend_from_slice(original.get(usize::try_from(r).unwrap_or(usize::MAX)..).unwrap_or_default());
-    }
-    let staged = into.join(format!("{}.new", name.to_string_lossy()));
-    let mut f = File::create(&staged).map_err(io("create", &staged))?;
-    f.write_all(&content).and_then(|()| f.sync_all()).map_err(io("write", &staged))?;
-    std::fs::rename(&staged, segment).map_err(io("rename", &staged))?;
-    for (first_seq, bytes) in &extra {
-        let path = journal.join(segment_name(*first_seq));
-        let mut f =
-            OpenOptions::new().write(true).create_new(true).open(&path).map_err(io("create", &path))?;
-        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io("write", &path))?;
-    }
-    sync_dir(journal)?;
-    Ok(kept)
 }
 
 /// A tolerant journal pass that remembers where each record sits and which records sled
@@ -365,12 +299,205 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str) -> OpenError {
         seq,
         replica,
         reason: Box::new(reason),
-        why: format!(
-            "{why}; nothing was changed. If those records were never acknowledged, cut with \
-             `ledger recover --truncate-after {}` (the cut bytes are moved aside)",
-            seq.saturating_sub(1)
-        ),
+        why: match damage.seq.checked_sub(1) {
+            Some(last_good) => format!(
+                "{why}; nothing was changed. If the records after seq {last_good} were never acknowledged, \
+                 cut them with `ledger recover --truncate-after {last_good}` (the cut bytes are moved aside)"
+            ),
+            None => format!(
+                "{why}; nothing was changed (the genesis record itself is damaged: no prefix can be kept)"
+            ),
+        },
     }
+}
+
+/// Where the journal stops being trusted, and the chain just before it.
+#[derive(Debug, Clone)]
+struct Boundary {
+    segment: PathBuf,
+    /// Where the journal's trusted bytes end in `segment`.
+    offset: u64,
+    /// Chain head before the first record to restore (`None`: restore from genesis).
+    head: Option<Head>,
+    /// Where to look for the journal's own intact records after the boundary (they are
+    /// kept, and must agree with sled where both hold them).
+    collect_from: u64,
+}
+
+/// A record with its sled key (its first seq).
+type Keyed = (u64, Vec<u8>);
+
+/// Every intact record of the journal from `segment` at `from` on (and of every later
+/// segment), resynchronising past damaged bytes. Bounded by [`MAX_RESTORE_BYTES`].
+fn intact_records_after(journal: &Path, segment: &Path, from: u64) -> Result<Vec<Keyed>, OpenError> {
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for (_, path) in list_segments(journal)?.into_iter().filter(|(_, p)| p.file_name() >= segment.file_name())
+    {
+        let start = if path == segment { from } else { 0 };
+        let mut bytes = Vec::new();
+        File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(io("read", &path))?;
+        let mut at = usize::try_from(start).unwrap_or(usize::MAX);
+        while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
+            match check_record(rest) {
+                Ok((header, _)) => {
+                    let len = header.record_len();
+                    total += len;
+                    if total > MAX_RESTORE_BYTES {
+                        return Err(OpenError::RestoreTooLarge { max: MAX_RESTORE_BYTES });
+                    }
+                    out.push((header.first_seq, rest.get(..len).unwrap_or_default().to_vec()));
+                    at += len;
+                }
+                Err(_) => match next_intact(rest) {
+                    Some((skip, _)) => at += skip,
+                    None => break,
+                },
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites the journal from `boundary` on as sled's intact continuation followed by the
+/// journal's own intact records beyond what sled holds. Refuses — changing nothing — if
+/// that would drop an intact journal record sled does not hold identically, or if the
+/// journal's later records cannot be joined on. The replaced segments go to `cut/N/`.
+fn rewrite_from(
+    root: &Path,
+    journal: &Path,
+    tree: &sled::Tree,
+    boundary: &Boundary,
+    damage: Option<&Damage>,
+    report: &mut RecoverReport,
+) -> Result<(), OpenError> {
+    let refuse = |why: &str| match damage {
+        Some(d) => damage_without_copy(d, why),
+        None => OpenError::Usage(format!("cannot restore the journal from sled: {why}")),
+    };
+    // A boundary at the very start of a segment that has a predecessor: the missing
+    // records belong at the end of the predecessor (where the writer put them).
+    let segments = list_segments(journal)?;
+    let previous = segments.iter().take_while(|(_, p)| *p != boundary.segment).last().map(|(_, p)| p.clone());
+    let moved;
+    let boundary = match previous {
+        Some(prev) if boundary.offset == 0 && boundary.collect_from == 0 => {
+            let len = std::fs::metadata(&prev).map(|m| m.len()).map_err(io("stat", &prev))?;
+            moved = Boundary { segment: prev, offset: len, head: boundary.head, collect_from: len };
+            &moved
+        }
+        _ => boundary,
+    };
+    let (sled_records, sled_head) = sled_continuation(tree, boundary.head, None)?;
+    let journal_records = intact_records_after(journal, &boundary.segment, boundary.collect_from)?;
+    let restored_to = sled_head.map(|h| h.seq);
+    let journal_has: std::collections::BTreeSet<u64> = journal_records.iter().map(|(s, _)| *s).collect();
+    let mut beyond: Vec<Keyed> = Vec::new();
+    for (first_seq, record) in journal_records {
+        let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
+        if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
+            // Held by sled too (or already before the boundary): it must be the same record.
+            let theirs = tree.get(key(first_seq)).map_err(OpenError::Sled)?;
+            if theirs.as_deref() != Some(record.as_slice()) {
+                return Err(refuse(&format!(
+                    "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"
+                )));
+            }
+        } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {
+            beyond.push((first_seq, record));
+        } else {
+            return Err(refuse(&format!(
+                "the journal's records after the damage are out of order at seq {first_seq}"
+            )));
+        }
+    }
+    let next = restored_to.map_or_else(|| boundary.head.map_or(0, |h| h.seq + 1), |to| to + 1);
+    if beyond.first().is_some_and(|(first, _)| *first != next) {
+        return Err(refuse(&format!(
+            "sled holds records up to seq {}, and the journal's next intact record begins at seq {}",
+            next.saturating_sub(1),
+            beyond.first().map_or(0, |(f, _)| *f)
+        )));
+    }
+    if sled_records.is_empty() && damage.is_some() {
+        return Err(refuse("sled does not hold an intact copy of the damaged records"));
+    }
+    if sled_records.is_empty() && beyond.is_empty() {
+        return Ok(());
+    }
+    // Write: the trusted prefix, sled's continuation, the journal's records beyond it;
+    // segments roll at the target size. The originals move aside first.
+    let into = cut_dir(root)?;
+    let mut prefix = Vec::new();
+    File::open(&boundary.segment)
+        .and_then(|mut f| f.read_to_end(&mut prefix))
+        .map_err(io("read", &boundary.segment))?;
+    prefix.truncate(usize::try_from(boundary.offset).unwrap_or(usize::MAX));
+    let originals: Vec<PathBuf> = list_segments(journal)?
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| p.file_name() >= boundary.segment.file_name())
+        .collect();
+    let first_name_seq =
+        list_segments(journal)?.into_iter().find(|(_, p)| *p == boundary.segment).map_or(0, |(s, _)| s);
+    // Keep the original segmentation where it still fits (a segment starts where one did),
+    // and roll at the target size otherwise.
+    let original_starts: std::collections::BTreeSet<u64> = list_segments(journal)?
+        .into_iter()
+        .filter(|(_, p)| p.file_name() > boundary.segment.file_name())
+        .map(|(s, _)| s)
+        .collect();
+    let prefix_empty = prefix.is_empty();
+    let mut files: Vec<(u64, Vec<u8>)> = vec![(first_name_seq, prefix)];
+    for (first_seq, record) in sled_records.iter().chain(beyond.iter()) {
+        match files.last_mut() {
+            Some((_, content))
+                if content.is_empty()
+                    || ((content.len() as u64) < SEGMENT_TARGET_BYTES
+                        && !original_starts.contains(first_seq)) =>
+            {
+                content.extend_from_slice(record);
+            }
+            _ => files.push((*first_seq, record.clone())),
+        }
+    }
+    if let Some((name_seq, _)) = files.first_mut()
+        && prefix_empty
+    {
+        // The boundary is at the very start of its segment: name it for what it now holds.
+        *name_seq = sled_records.first().or(beyond.first()).map_or(*name_seq, |(s, _)| *s);
+    }
+    for original in &originals {
+        report.cut.push(move_segment_aside(original, &into)?);
+    }
+    sync_dir(journal)?;
+    for (name_seq, content) in &files {
+        let path = journal.join(segment_name(*name_seq));
+        let mut f =
+            OpenOptions::new().write(true).create_new(true).open(&path).map_err(io("create", &path))?;
+        f.write_all(content).and_then(|()| f.sync_all()).map_err(io("write", &path))?;
+    }
+    sync_dir(journal)?;
+    if let Err(e) = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(())) {
+        // Put the originals back: the rewrite did not verify, so nothing may change.
+        for (name_seq, _) in &files {
+            let _ = std::fs::remove_file(journal.join(segment_name(*name_seq)));
+        }
+        for original in &originals {
+            let kept = into.join(original.file_name().unwrap_or_default());
+            std::fs::rename(&kept, original).map_err(io("rename", &kept))?;
+        }
+        sync_dir(journal)?;
+        report.cut.clear();
+        return Err(refuse(&format!("the journal rebuilt from sled does not verify ({e})")));
+    }
+    // What the journal lacked (its own intact copies were rewritten unchanged).
+    let lacked: Vec<&Keyed> = sled_records.iter().filter(|(s, _)| !journal_has.contains(s)).collect();
+    report.restored_from_sled = lacked.len() as u64;
+    report.restored_seqs = lacked.first().zip(lacked.last()).map(|((first, _), (last_first, last))| {
+        (*first, open_record(last).map_or(*last_first, |(h, _)| h.last_seq()))
+    });
+    Ok(())
 }
 
 /// The journal's trusted prefix, and what sled can add to it.
@@ -383,24 +510,16 @@ fn restore_from_sled(
     report: &mut RecoverReport,
 ) -> Result<(), OpenError> {
     let head = found.scan.verified;
-    // 1. Where the journal's trusted bytes end.
+    // 1. Where the journal stops being trusted.
     let mut boundary = match (&found.scan.damage, &found.scan.torn, &found.scan.last_segment) {
-        (Some(d), _, _) => Boundary {
-            segment: d.segment.clone(),
-            offset: d.offset,
-            head,
-            resume: d.next_intact,
-            later_segments: !d.is_last,
-        },
-        (None, Some(t), _) => Boundary {
-            segment: t.segment.clone(),
-            offset: t.offset,
-            head,
-            resume: None,
-            later_segments: false,
-        },
+        (Some(d), _, _) => {
+            Boundary { segment: d.segment.clone(), offset: d.offset, head, collect_from: d.offset }
+        }
+        (None, Some(t), _) => {
+            Boundary { segment: t.segment.clone(), offset: t.offset, head, collect_from: t.offset }
+        }
         (None, None, Some((path, len))) => {
-            Boundary { segment: path.clone(), offset: *len, head, resume: None, later_segments: false }
+            Boundary { segment: path.clone(), offset: *len, head, collect_from: *len }
         }
         (None, None, None) => return Err(OpenError::Empty),
     };
@@ -412,7 +531,6 @@ fn restore_from_sled(
         .as_ref()
         .is_some_and(|(_, _, first, _)| found.differs.last() == Some(first) && found.scan.damage.is_none());
     if newest_differs && let Some((segment, offset, first_seq, Some(before))) = found.newest.clone() {
-        let theirs = tree.get(key(first_seq)).map_err(OpenError::Sled)?.map(|v| v.to_vec());
         let (sled_chain, _) = sled_continuation(tree, Some(before), None)?;
         let sled_wins_by_link = sled_chain.len() > 1;
         let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
@@ -424,59 +542,17 @@ fn restore_from_sled(
             (Some(Replica::Sled), None) => true,
             (Some(Replica::Journal), None) => false,
             _ if sled_wins_by_link => true,
-            _ => {
-                return Err(corrupt(first_seq, Replica::Both, Corruption::CopiesDisagree));
-            }
+            _ => return Err(corrupt(first_seq, Replica::Both, Corruption::CopiesDisagree)),
         };
-        if take_sled && theirs.is_some() {
-            boundary = Boundary { segment, offset, head: Some(before), resume: None, later_segments: false };
-        } else {
+        if !take_sled || sled_chain.is_empty() {
             // The journal's version stands; sled is rebuilt from it.
             return Ok(());
         }
+        // Sled's version replaces the journal's newest record (kept in cut/).
+        let end = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
+        boundary = Boundary { segment, offset, head: Some(before), collect_from: end };
     }
 
-    // 3. What sled holds beyond the boundary, chained on.
-    let until = boundary
-        .resume
-        .map(|(_, seq)| seq)
-        .or_else(|| boundary.later_segments.then(|| next_segment_seq(journal, &boundary.segment)).flatten());
-    let (records, restored_head) = sled_continuation(tree, boundary.head, until)?;
-    let needs_exact = boundary.resume.is_some() || boundary.later_segments;
-    if let Some(damage) = &found.scan.damage {
-        let filled = until.is_some_and(|u| restored_head.map(|h| h.seq + 1) == Some(u));
-        if records.is_empty() || (needs_exact && !filled) {
-            return Err(damage_without_copy(
-                damage,
-                "sled does not hold an intact copy of the damaged records",
-            ));
-        }
-        let replaced = boundary.resume.map(|(r, _)| r.saturating_sub(boundary.offset));
-        let restored: u64 = records.iter().map(|(_, r)| r.len() as u64).sum();
-        if let Some(replaced) = replaced
-            && replaced != restored
-        {
-            return Err(damage_without_copy(damage, "sled's copy of the damaged records differs in length"));
-        }
-    }
-    if records.is_empty() {
-        return Ok(());
-    }
-    let into = cut_dir(root)?;
-    let resume = boundary.resume.map(|(r, _)| r).or_else(|| {
-        boundary.later_segments.then(|| std::fs::metadata(&boundary.segment).map(|m| m.len()).ok()).flatten()
-    });
-    report.cut.push(splice_segment(journal, &boundary.segment, boundary.offset, resume, &records, &into)?);
-    report.restored_from_sled = records.len() as u64;
-    report.restored_seqs = records.first().zip(restored_head).map(|((first, _), head)| (*first, head.seq));
-    Ok(())
-}
-
-/// The first seq of the segment after `segment`.
-fn next_segment_seq(journal: &Path, segment: &Path) -> Option<u64> {
-    list_segments(journal)
-        .ok()?
-        .into_iter()
-        .find(|(_, p)| p.file_name() > segment.file_name())
-        .map(|(s, _)| s)
+    // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.
+    rewrite_from(root, journal, tree, &boundary, found.scan.damage.as_ref(), report)
 }

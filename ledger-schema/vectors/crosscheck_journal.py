@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Independent check of journal.json against docs/format.md ("Journal, format v2").
+
+Written from the spec alone (blake3 only): the 60-byte record header, its header and
+payload checks, and the torn-tail rule. Exit status 1 on any mismatch, with one line
+per mismatch. Importable: `parse_record`, `seal`, `classify_tail` are reused by the
+whole-ledger verifier.
+"""
+import json
+import pathlib
+import struct
+import sys
+
+from blake3 import blake3
+
+MAGIC = b"CLJ2"
+HEADER = 60
+MAX_PAYLOAD = 16_777_216
+MAX_COUNT = 4_096
+CTX_HEADER = "closure-ledger v2 journal record header"
+CTX_PAYLOAD = "closure-ledger v2 journal record payload"
+
+
+def derive_key(context, data):
+    return blake3(data, derive_key_context=context).digest()
+
+
+def header_check(first20):
+    return derive_key(CTX_HEADER, first20)[:8]
+
+
+def seal(first_seq, count, payload):
+    """The record for a frame: header (with both checks) then the payload."""
+    head = MAGIC + struct.pack(">IQI", len(payload), first_seq, count)
+    return head + header_check(head) + derive_key(CTX_PAYLOAD, head + payload) + payload
+
+
+def parse_record(buf, off=0):
+    """Check the record at buf[off:]. Returns (fault, end, first_seq, count, payload);
+    fault is None for an intact record. Fault names follow the vectors' `fault` field."""
+    avail = len(buf) - off
+    if buf[off:off + min(4, avail)] != MAGIC[:min(4, avail)] or avail == 0:
+        return "Magic", None, None, None, None
+    if avail < HEADER:
+        return "Incomplete", None, None, None, None
+    head = buf[off:off + 20]
+    if buf[off + 20:off + 28] != header_check(head):
+        return "HeaderCheck", None, None, None, None
+    plen, first_seq, count = struct.unpack(">IQI", head[4:20])
+    if not (1 <= plen <= MAX_PAYLOAD and 1 <= count <= MAX_COUNT):
+        return "Bounds", None, None, None, None
+    end = off + HEADER + plen
+    if len(buf) < end:
+        return "Incomplete", None, None, None, None
+    payload = buf[off + HEADER:end]
+    if buf[off + 28:off + 60] != derive_key(CTX_PAYLOAD, head + payload):
+        return "PayloadCheck", None, None, None, None
+    return None, end, first_seq, count, payload
+
+
+def parse_single(buf):
+    """A sled value: exactly one intact record, nothing after it."""
+    fault, end, *_ = parse_record(buf)
+    if fault is None and end != len(buf):
+        return "Trailing"
+    return fault
+
+
+def next_intact(tail):
+    """First intact record starting at offset >= 1 of `tail`: (offset, firstSeq) or None."""
+    i = tail.find(MAGIC, 1)
+    while i != -1:
+        fault, _, first_seq, *_ = parse_record(tail, i)
+        if fault is None:
+            return (i, first_seq)
+        i = tail.find(MAGIC, i + 1)
+    return None
+
+
+def classify_tail(tail, next_seq, is_last):
+    """The torn-tail rule. Returns ('clean'|'torn'|'damaged', next intact record or None)."""
+    if not tail:
+        return "clean", None
+    found = next_intact(tail)
+    if not is_last or found is not None or len(tail) >= HEADER + MAX_PAYLOAD:
+        return "damaged", found
+    n = len(tail)
+    if tail.count(0) == n:                                            # 3(a)
+        return "torn", None
+    if n < HEADER:                                                    # 3(b)
+        ok = tail[:min(n, 4)] == MAGIC[:min(n, 4)]
+        if n >= 16:
+            ok = ok and struct.unpack(">Q", tail[8:16])[0] == next_seq
+        if n >= 28:
+            ok = ok and tail[20:28] == header_check(tail[:20])
+        return ("torn" if ok else "damaged"), None
+    head = tail[:20]                                                  # 3(c)
+    plen, first_seq, count = struct.unpack(">IQI", head[4:20])
+    ok = (head[:4] == MAGIC and tail[20:28] == header_check(head)
+          and 1 <= plen <= MAX_PAYLOAD and 1 <= count <= MAX_COUNT
+          and first_seq == next_seq and HEADER + plen > n)
+    return ("torn" if ok else "damaged"), None
+
+
+def main():
+    path = pathlib.Path(__file__).with_name("journal.json")
+    vectors = json.loads(path.read_text())
+    bad, total = [], 0
+
+    for r in vectors["records"]:
+        total += 1
+        want = bytes.fromhex(r.get("recordHex") or r["record_hex"])
+        payload = bytes.fromhex(r.get("payloadHex") or r["payload_hex"])
+        got = seal(r["firstSeq"], r["count"], payload)
+        if got != want:
+            bad.append(f"records/{r['name']}: resealed {got[:60].hex()} != {want[:60].hex()}")
+        elif parse_single(want) is not None:
+            bad.append(f"records/{r['name']}: own record refused ({parse_single(want)})")
+
+    for r in vectors["bad_records"]:
+        total += 1
+        fault = parse_single(bytes.fromhex(r.get("recordHex") or r["record_hex"]))
+        if fault is None:
+            bad.append(f"bad_records/{r['name']}: accepted (want {r['fault']})")
+        elif fault != r["fault"]:
+            # only refusal is required; a different fault name is reported, not fatal
+            print(f"note: bad_records/{r['name']}: fault {fault}, vector says {r['fault']}")
+
+    for t in vectors["tails"]:
+        total += 1
+        verdict, found = classify_tail(bytes.fromhex(t["tailHex"]), t["nextSeq"], t["isLast"])
+        want_found = tuple(t["nextIntact"]) if t["nextIntact"] is not None else None
+        if verdict != t["expect"] or found != want_found:
+            bad.append(f"tails/{t['name']}: got {verdict} next={found}, "
+                       f"want {t['expect']} next={want_found}")
+
+    for line in bad:
+        print("MISMATCH", line)
+    print(f"{total - len(bad)}/{total} journal vectors agree")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
