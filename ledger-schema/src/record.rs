@@ -206,8 +206,9 @@ pub fn next_intact(bytes: &[u8]) -> Option<(usize, u64)> {
 ///
 /// 1. every byte is zero (the file grew but the write's data never reached the disk), or
 /// 2. it is shorter than a header and is the prefix of a header for `next_seq`: its first
-///    `min(len, 4)` bytes are the magic, from 16 bytes on bytes 8..16 are `next_seq`, and
-///    from 28 bytes on the header check verifies; or
+///    `min(len, 4)` bytes are the magic, from 8 bytes on the payload length is in bounds,
+///    from 16 bytes on bytes 8..16 are `next_seq`, from 20 bytes on the count is in bounds,
+///    and from 28 bytes on the header check verifies; or
 /// 3. it begins with a header that verifies, names `next_seq`, and claims a payload that
 ///    extends past the end of the segment.
 ///
@@ -224,11 +225,13 @@ pub fn classify_tail(tail: &[u8], next_seq: u64, is_last: bool) -> Tail {
     }
     let torn = if tail.len() < HEADER_BYTES {
         let magic_ok = tail.iter().zip(RECORD_MAGIC).all(|(a, b)| *a == b);
+        let len_ok = tail.len() < 8 || (1..=MAX_FRAME_BYTES).contains(&(be_u32(tail, 4) as usize));
+        let count_ok = tail.len() < 20 || (1..=MAX_FRAME_ENTRIES).contains(&(be_u32(tail, 16) as usize));
         let seq_ok = tail.len() < 16 || be_u64(tail, 8) == next_seq;
         let check_ok = tail.len() < FIELDS + HEADER_CHECK_BYTES
             || tail.get(FIELDS..FIELDS + HEADER_CHECK_BYTES)
                 == tail.get(..FIELDS).map(header_check).as_ref().map(|c| &c[..]);
-        magic_ok && seq_ok && check_ok
+        magic_ok && len_ok && count_ok && seq_ok && check_ok
     } else {
         matches!(parse_header(tail), Ok(h) if h.first_seq == next_seq && h.record_len() > tail.len())
     };

@@ -151,6 +151,18 @@ fn fresh() -> Vectors {
         r[5] ^= 0x40;
         r
     }));
+    let out_of_bounds = |len: u32, count: u32| {
+        let mut r = seal_record(1, count, &vec![0xa2; len as usize]);
+        r.truncate(40);
+        r[4..8].copy_from_slice(&len.to_be_bytes());
+        r
+    };
+    tails.push(("a header prefix with payload length 0 (check valid)".into(), 1, true, {
+        let mut r = seal_record(1, 3, &[]);
+        r.truncate(40);
+        r
+    }));
+    tails.push(("a header prefix with 5000 entries (check valid)".into(), 1, true, out_of_bounds(7, 5000)));
     tails.push(("a stray byte 01".into(), 1, true, vec![1]));
     tails.push(("C then X".into(), 1, true, b"CX".to_vec()));
     tails.push((

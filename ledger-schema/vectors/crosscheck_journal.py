@@ -89,6 +89,10 @@ def classify_tail(tail, next_seq, is_last):
         return "torn", None
     if n < HEADER:                                                    # 3(b)
         ok = tail[:min(n, 4)] == MAGIC[:min(n, 4)]
+        if n >= 8:
+            ok = ok and 1 <= struct.unpack(">I", tail[4:8])[0] <= MAX_PAYLOAD
+        if n >= 20:
+            ok = ok and 1 <= struct.unpack(">I", tail[16:20])[0] <= MAX_COUNT
         if n >= 16:
             ok = ok and struct.unpack(">Q", tail[8:16])[0] == next_seq
         if n >= 28:
