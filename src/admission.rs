@@ -112,8 +112,29 @@ pub fn decide(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rej
     decide_with(&compiler::RELEASED, state, command, ctx)
 }
 
-/// [`decide`], with `startAttempt` compiled by the newest compiler of `registry`.
+/// [`decide`], with `startAttempt` compiled by the newest compiler of `registry`. A
+/// command whose step is already recorded is [`Decided::Redelivered`]
+/// (`runtime::dedup`), before anything is compiled.
 pub fn decide_with(
+    registry: &Registry<'_>,
+    state: &State,
+    command: &Command,
+    ctx: Ctx,
+) -> Result<Decided, Rejection> {
+    match runtime::dedup::recorded(state, command) {
+        Some(seq) => Ok(Decided::Redelivered { seq }),
+        None => decide_new_with(registry, state, command, ctx),
+    }
+}
+
+/// [`decide`] as if the command had never been submitted (a redelivery that is not the
+/// same command is decided by every rule, which refuse a step already taken).
+pub fn decide_new(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rejection> {
+    decide_new_with(&compiler::RELEASED, state, command, ctx)
+}
+
+/// [`decide_new`], with `startAttempt` compiled by the newest compiler of `registry`.
+pub fn decide_new_with(
     registry: &Registry<'_>,
     state: &State,
     command: &Command,
@@ -135,7 +156,7 @@ pub fn decide_with(
             };
             Ok(Decided::Events(vec![cancel, start_attempt(registry, &after, &start)?]))
         }
-        _ => runtime::decide(state, command, ctx),
+        _ => runtime::decide_new(state, command, ctx),
     }
 }
 

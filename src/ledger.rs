@@ -19,7 +19,8 @@ pub struct Receipt {
     pub seq: u64,
     /// Hash of that entry.
     pub hash: Digest,
-    /// The command was a redelivered Worker event: nothing was written.
+    /// The command was a redelivery of one already recorded (the same ids and content):
+    /// nothing was written, and `seq`/`hash` are the original receipt's.
     pub duplicate: bool,
     /// The entry is an ignored delivery receipt (a stale or mismatched Worker event), and
     /// why: the event was recorded but admitted as nothing.
@@ -64,6 +65,13 @@ fn seal_error(e: crate::store::Corruption) -> SubmitError {
         rule,
         format!("the entry cannot be sealed: {e}"),
     )))
+}
+
+/// What a command becomes in [`Ledger::submit_batch`].
+enum Decision {
+    /// Exactly the command whose receipt is this seq: nothing to write.
+    Duplicate(u64),
+    Events(Vec<Event>),
 }
 
 /// A store and its projection, always in step.
@@ -152,19 +160,16 @@ impl<S: Store> Ledger<S> {
         let mut frame_bytes = 64usize;
         let mut outcomes = Vec::with_capacity(commands.len());
         for command in commands {
-            let events = match admission::decide(&self.state, command, ctx) {
+            let events = match self.decide(command, ctx, &sealed) {
                 Err(e) => {
-                    outcomes.push(Outcome::Refused(e.into()));
+                    outcomes.push(Outcome::Refused(e));
                     continue;
                 }
-                Ok(Decided::Redelivered { seq }) => {
-                    outcomes.push(match self.redelivery(command, seq, &sealed) {
-                        Ok(()) => Outcome::Duplicate(seq),
-                        Err(e) => Outcome::Refused(e),
-                    });
+                Ok(Decision::Duplicate(seq)) => {
+                    outcomes.push(Outcome::Duplicate(seq));
                     continue;
                 }
-                Ok(Decided::Events(events)) => events,
+                Ok(Decision::Events(events)) => events,
             };
             let chain_before = chain;
             let mut mine = Vec::with_capacity(events.len());
@@ -273,20 +278,44 @@ impl<S: Store> Ledger<S> {
         (results, processed)
     }
 
-    /// Resolves a redelivered Worker event against the entry that first recorded its id —
-    /// in the frame being built, or in the store — into a duplicate or a conflict.
-    fn redelivery(&self, command: &Command, seq: u64, pending: &[SealedEntry]) -> Result<(), SubmitError> {
-        let Command::DeliverWorkerEvent(c) = command else {
-            return Err(SubmitError::Storage(format!(
-                "seq {seq} was reported as a redelivery of a non-delivery"
-            )));
+    /// What `command` becomes against the current state: events to admit, or — when its
+    /// step is already recorded and the stored original (in the frame being built, or in
+    /// the store) is exactly this command — a duplicate of that receipt. A redelivered Worker
+    /// event with another payload is a conflict; any other command whose step is taken but
+    /// which is not the same command is decided anew, and its rules refuse it.
+    fn decide(&self, command: &Command, ctx: Ctx, pending: &[SealedEntry]) -> Result<Decision, SubmitError> {
+        let seq = match admission::decide(&self.state, command, ctx)? {
+            Decided::Events(events) => return Ok(Decision::Events(events)),
+            Decided::Redelivered { seq } => seq,
         };
-        let in_frame = pending.iter().find(|e| e.entry.seq == seq).map(|e| e.entry.event.clone());
-        let original = match in_frame {
-            Some(event) => event,
-            None => self.store.read(seq)?.entry.event,
+        if let Command::DeliverWorkerEvent(c) = command {
+            let original = self.original(seq, pending)?;
+            crate::runtime::redelivery(c, &original, seq)?;
+            return Ok(Decision::Duplicate(seq));
+        }
+        let span = crate::runtime::dedup::span(command);
+        let originals = match seq.checked_sub(span.saturating_sub(1)) {
+            Some(first) => (first..=seq).map(|s| self.original(s, pending)).collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
         };
-        crate::runtime::redelivery(c, &original, seq).map_err(SubmitError::from)
+        if crate::runtime::dedup::same_command(&self.state, command, &originals) {
+            return Ok(Decision::Duplicate(seq));
+        }
+        match admission::decide_new(&self.state, command, ctx)? {
+            Decided::Events(events) => Ok(Decision::Events(events)),
+            Decided::Redelivered { seq } => Err(SubmitError::Storage(format!(
+                "{} was reported as a redelivery of seq {seq} twice",
+                command.kind()
+            ))),
+        }
+    }
+
+    /// The event recorded at `seq`: in the frame being built, or in the store.
+    fn original(&self, seq: u64, pending: &[SealedEntry]) -> Result<Event, SubmitError> {
+        match pending.iter().find(|e| e.entry.seq == seq) {
+            Some(e) => Ok(e.entry.event.clone()),
+            None => Ok(self.store.read(seq)?.entry.event),
+        }
     }
 
     /// The entries of the last frame committed by `submit`/`submit_batch` (empty if that

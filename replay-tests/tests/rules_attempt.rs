@@ -141,8 +141,14 @@ fn dispatch_claim_revalidates() {
     let mut c = good.clone();
     c.workflow_version = 2;
     w.refused(Command::ClaimDispatch(c), Rule::StaleWorkflowVersion);
-    w.ok(Command::ClaimDispatch(good.clone()));
-    w.refused(Command::ClaimDispatch(good), Rule::DispatchClaim);
+    let first = w.ok(Command::ClaimDispatch(good.clone()));
+    // Exactly the same claim again is a redelivery (the original receipt); any other claim
+    // of a claimed Attempt is refused.
+    let again = w.ok(Command::ClaimDispatch(good.clone()));
+    assert!(again.duplicate && again.seq == first.seq);
+    let mut other = good;
+    other.package_digest = digest_of("another package");
+    w.refused(Command::ClaimDispatch(other), Rule::DispatchClaim);
 }
 
 /// Cancelled before the dispatch claim: the claim is refused.
@@ -217,7 +223,16 @@ fn attempt_not_active() {
     w.ok(start(0x60));
     w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
     w.ok(finish(0x60, ResultKind::Proposals));
-    w.refused(finish(0x60, ResultKind::Proposals), Rule::AttemptNotActive);
+    // Exactly the same finish is a redelivery; another result for the ended Attempt is not.
+    assert!(w.ok(finish(0x60, ResultKind::Proposals)).duplicate);
+    w.refused(
+        Command::FinishAttempt(FinishAttempt {
+            attempt_id: lid(0x60),
+            result_kind: ResultKind::Proposals,
+            summary: "a second result".into(),
+        }),
+        Rule::AttemptNotActive,
+    );
     w.refused(
         Command::FailAttempt(FailAttempt { attempt_id: lid(0x60), reason: "x".into() }),
         Rule::AttemptNotActive,

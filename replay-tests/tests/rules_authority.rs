@@ -78,15 +78,15 @@ fn policy_bounds_budgets_sorted_unique() {
     w.refused(install(b), Rule::PolicyBounds);
 }
 
-/// An authority id is installed once.
+/// An authority id is installed once: the same id with another bundle is refused (exactly
+/// the same command is a redelivery: `redelivery.rs`).
 #[test]
 fn id_reused_policy() {
     let mut w = World::at(Stage::Setup);
+    let mut bundle = policy_bundle();
+    bundle.invariants.push("Never skip the review.".into());
     w.refused(
-        closure_ledger::runtime::Command::InstallPolicy(InstallPolicy {
-            policy_id: lid(POLICY),
-            bundle: policy_bundle(),
-        }),
+        closure_ledger::runtime::Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle }),
         Rule::IdReused,
     );
 }

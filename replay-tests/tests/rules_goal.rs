@@ -32,14 +32,14 @@ fn unknown_goal() {
     );
 }
 
-/// A goal id is created once.
+/// A goal id is created once: the same id with other content is refused (exactly the same
+/// command is a redelivery: `redelivery.rs`).
 #[test]
 fn id_reused_goal() {
     let mut w = World::at(Stage::Setup);
-    w.refused(
-        Command::CreateGoal(CreateGoal { goal_id: lid(GOAL), content: goal_content() }),
-        Rule::IdReused,
-    );
+    let mut content = goal_content();
+    content.objective.push_str(" Also the lexer.");
+    w.refused(Command::CreateGoal(CreateGoal { goal_id: lid(GOAL), content }), Rule::IdReused);
 }
 
 /// Blank objectives, text over 65,536 bytes and lists over 128 items are refused.

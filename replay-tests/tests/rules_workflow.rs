@@ -321,7 +321,7 @@ fn cancel_workflow() {
     }
     w.refused(blank, Rule::OutOfBounds);
     let before = w.ledger.state().clone();
-    w.ok(cancel(3));
+    let cancelled = w.ok(cancel(3));
     let after = w.ledger.state().clone();
     let wf = &after.workflows[&lid(WORKFLOW)];
     assert!(wf.closed && wf.cancelled && wf.active_attempt.is_none());
@@ -340,5 +340,12 @@ fn cancel_workflow() {
     .unwrap();
     let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
     assert_eq!(i.reason, ledger_schema::events::IgnoredReason::AttemptEnded);
-    w.refused(cancel(3), Rule::WorkflowClosed);
+    // Exactly the same cancellation again is a redelivery (the original receipt); another
+    // one is refused: the workflow is closed.
+    assert_eq!(w.ok(cancel(3)).seq, cancelled.seq);
+    let mut other = cancel(3);
+    if let Command::CancelWorkflow(c) = &mut other {
+        c.reason = "another reason".into();
+    }
+    w.refused(other, Rule::WorkflowClosed);
 }

@@ -8,6 +8,7 @@ mod attempt;
 mod authority;
 mod candidate;
 pub mod command;
+pub mod dedup;
 mod evidence;
 mod goal;
 pub mod profile;
@@ -196,8 +197,11 @@ pub struct Ctx {
 pub enum Decided {
     /// Events to admit, in order (each through `apply`).
     Events(Vec<Event>),
-    /// A Worker event id already recorded at `seq`: whoever holds the history resolves it
-    /// with [`redelivery`] against that entry (a duplicate or a conflict).
+    /// The command's step (its own id, or its record and version) is already recorded,
+    /// with its receipt at `seq`: whoever holds the history resolves it against the stored
+    /// original — a Worker event with [`redelivery`] (a duplicate or a conflict), any other
+    /// command with [`dedup::same_command`] (a duplicate, or decided anew by
+    /// [`decide_new`], whose rules refuse a step already taken).
     Redelivered { seq: u64 },
 }
 
@@ -302,6 +306,7 @@ pub fn apply(state: &mut State, entry: &Entry) -> Result<(), RuleViolation> {
         other => {
             ensure!(state.ledger.is_some(), Rule::Genesis, "{} before genesis", other.kind());
             apply_event(state, other, seq)?;
+            dedup::index(state, other, seq);
         }
     }
     state.entries = seq + 1;
@@ -361,13 +366,26 @@ pub fn restart_cancellation(c: &command::RestartAttempt) -> Event {
 pub fn fold_pending(state: &mut State, event: &Event) -> Result<(), RuleViolation> {
     ensure!(state.ledger.is_some(), Rule::Genesis, "{} before genesis", event.kind());
     apply_event(state, event, state.entries)?;
+    dedup::index(state, event, state.entries);
     state.entries += 1;
     Ok(())
 }
 
 /// Turns a command into the events that would record it (each still passes through
-/// `apply`). `startAttempt` needs the compiler and is decided by the admission step.
-pub fn decide(state: &State, command: &Command, _ctx: Ctx) -> Result<Decided, Rejection> {
+/// `apply`), or — when the step it takes is already recorded ([`dedup::recorded`]) — into
+/// [`Decided::Redelivered`], which whoever holds the history resolves against the stored
+/// original ([`dedup::same_command`]: a duplicate, else [`decide_new`] refuses it).
+/// `startAttempt` needs the compiler and is decided by the admission step.
+pub fn decide(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rejection> {
+    match dedup::recorded(state, command) {
+        Some(seq) => Ok(Decided::Redelivered { seq }),
+        None => decide_new(state, command, ctx),
+    }
+}
+
+/// [`decide`] as if the command had never been submitted: every rule decides it (a step
+/// already taken is refused by its rule). Worker events keep their own dedup here.
+pub fn decide_new(state: &State, command: &Command, _ctx: Ctx) -> Result<Decided, Rejection> {
     use Command as C;
     let one = |e: Event| Ok(Decided::Events(vec![e]));
     match command {

@@ -30,6 +30,11 @@ pub struct State {
     pub evidence: Map<Id, EvidenceState>,
     pub policies: Map<Id, PolicyState>,
     pub profiles: Map<Id, ProfileState>,
+    /// The receipt index: every admitted command's key (its own id, or its record and the
+    /// version it created) → the seq of its receipt entry. One small item per command,
+    /// never the command: a redelivery is judged against the stored entry
+    /// (`dedup::same_command`).
+    pub receipts: super::dedup::Receipts,
     pub decisions: Map<Id, DecisionState>,
     pub scenarios: Map<Id, ScenarioState>,
     pub workflows: Map<Id, WorkflowState>,
