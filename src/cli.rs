@@ -84,6 +84,14 @@ enum Command {
     Export { dir: PathBuf },
     /// Submit JSON commands (one per line) from FILE, or stdin when FILE is absent or `-`.
     Submit { dir: PathBuf, file: Option<PathBuf> },
+    /// The head (seq, hash), the state digest and counts of goals, workflows and attempts
+    /// by state: the journal folded by the same step as reopen and replay. Read-only;
+    /// never waits for a writer.
+    Status {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay every entry: both copies (journal and sled, compared frame by frame), chain,
     /// rules and manifest proofs; report what was verified and which copies.
     Replay {
@@ -177,11 +185,15 @@ where
 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: what was asked for, on stdout.
+            let text = e.render().to_string();
+            let _ = write!(out, "{text}{}", if text.ends_with('\n') { "" } else { "\n" });
+            return EXIT_OK;
+        }
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE_OR_IO } else { EXIT_OK };
-            let target: &mut dyn Write = if e.use_stderr() { err } else { out };
-            let _ = write!(target, "{}", e.render());
-            return code;
+            let _ = writeln!(err, "ledger: {}", usage_error_line(&e));
+            return EXIT_USAGE_OR_IO;
         }
     };
     match run(cli.command, out, err) {
@@ -191,6 +203,32 @@ where
             let _ = writeln!(err, "ledger: {}", f.message);
             f.code
         }
+    }
+}
+
+/// A usage error as one line: clap's message (without its `error: ` prefix, tips and
+/// help) and the usage it names, as a hint. A bare `ledger` says which commands exist.
+fn usage_error_line(e: &clap::Error) -> String {
+    use clap::CommandFactory;
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let names: Vec<String> = Cli::command().get_subcommands().map(|c| c.get_name().to_owned()).collect();
+        return format!("no command given (one of: {}); see `ledger --help`", names.join(", "));
+    }
+    let text = e.render().to_string();
+    // The message: its first line, and the lines it introduces ("...not provided:" and
+    // the arguments), up to the usage, a tip or a blank line.
+    let mut lines = text.lines().map(str::trim).skip_while(|l| l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    if message.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("tip:"))
+            .collect();
+        message = format!("{message} {}", listed.join(", "));
+    }
+    match text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {
+        Some(u) => format!("{message} (usage: {u}; see --help)"),
+        None => format!("{message} (see `ledger --help`)"),
     }
 }
 
@@ -300,6 +338,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             stream_entries(&dir, 0, verified, out, &|sealed| entry_json(sealed).to_string())
         }
         Command::Submit { dir, file } => submit(&dir, file.as_deref(), out),
+        Command::Status { dir, json } => status(&dir, json, out),
         Command::Replay { dir, to, journal_only, json } => replay(&dir, to, journal_only, json, out),
         Command::Compile { dir, attempt, markdown: _, cbor, json } => {
             compile(&dir, &attempt, cbor, json, out)
@@ -499,28 +538,19 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Fa
             break;
         }
         line_no += 1;
-        let too_long = line.len() > limit && line.last() != Some(&b'\n');
-        if too_long {
-            // Skip the rest of the over-long line without holding it.
-            loop {
-                let mut rest = Vec::new();
-                let m = std::io::Read::take(&mut input, 64 * 1024)
-                    .read_until(b'\n', &mut rest)
-                    .map_err(|e| usage(format!("read commands: {e}")))?;
-                if m == 0 || rest.last() == Some(&b'\n') {
-                    break;
-                }
-            }
+        if line.len() > limit && line.last() != Some(&b'\n') {
+            // Refused as soon as it passes the bound: never read on (the input may not end,
+            // e.g. /dev/zero). Nothing of this line is written; the lines before it were.
+            let reason = format!("command line over {limit} bytes without a newline");
+            emit(out, json!({"line": line_no, "rejected": reason}))?;
+            return Err(usage(format!("line {line_no}: {reason}: stopped reading")));
         }
-        if line.iter().all(u8::is_ascii_whitespace) && !too_long {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         n_commands += 1;
-        let parsed: Result<crate::runtime::Command, String> = if too_long {
-            Err(format!("command line over {limit} bytes"))
-        } else {
-            serde_json::from_slice(&line).map_err(|e| format!("malformed command: {e}"))
-        };
+        let parsed: Result<crate::runtime::Command, String> =
+            serde_json::from_slice(&line).map_err(|e| malformed(&line, &e));
         let command = match parsed {
             Ok(c) => c,
             Err(reason) => {
@@ -532,11 +562,16 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Fa
         let ctx = crate::runtime::Ctx { time_ms: now_ms() };
         match ledger.submit(&command, ctx) {
             Ok(r) => {
-                let receipt = if r.duplicate {
-                    json!({"line": line_no, "kind": command.kind(), "seq": r.seq, "hash": r.hash, "duplicate": true})
-                } else {
-                    json!({"line": line_no, "kind": command.kind(), "seq": r.seq, "hash": r.hash})
-                };
+                let mut receipt =
+                    json!({"line": line_no, "kind": command.kind(), "seq": r.seq, "hash": r.hash});
+                if let Some(map) = receipt.as_object_mut() {
+                    if let Some(reason) = r.ignored {
+                        map.insert("ignored".into(), json!(reason));
+                    }
+                    if r.duplicate {
+                        map.insert("duplicate".into(), json!(true));
+                    }
+                }
                 emit(out, receipt)?;
             }
             Err(e) if e.is_rejection() => {
@@ -553,6 +588,72 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Fa
         });
     }
     Ok(())
+}
+
+/// Why a command line is not a command. A lone UTF-16 surrogate escape (`\uD800` with no
+/// partner) is named as such: JSON text must be Unicode, and the parser's own words for it
+/// ("unexpected end of hex escape") do not say so.
+fn malformed(line: &[u8], e: &serde_json::Error) -> String {
+    match lone_surrogate(line) {
+        Some(escape) => format!(
+            "malformed command: a lone UTF-16 surrogate {escape} (a string must be Unicode text: a high surrogate \\uD800-\\uDBFF must be followed by a low one \\uDC00-\\uDFFF) at line 1 column {}",
+            e.column()
+        ),
+        None => format!("malformed command: {e}"),
+    }
+}
+
+/// The first `\uXXXX` escape in a JSON line that is an unpaired surrogate, if any.
+fn lone_surrogate(line: &[u8]) -> Option<String> {
+    let hex = |at: usize| -> Option<u16> {
+        let digits = line.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let unit_at = |at: usize| -> Option<u16> {
+        (line.get(at) == Some(&b'\\') && line.get(at + 1) == Some(&b'u')).then(|| hex(at + 2)).flatten()
+    };
+    let mut i = 0;
+    while i < line.len() {
+        if line.get(i) != Some(&b'\\') {
+            i += 1;
+            continue;
+        }
+        match unit_at(i) {
+            Some(unit @ 0xD800..=0xDBFF) => match unit_at(i + 6) {
+                Some(0xDC00..=0xDFFF) => i += 12,
+                _ => return Some(format!("\\u{unit:04X}")),
+            },
+            Some(unit @ 0xDC00..=0xDFFF) => return Some(format!("\\u{unit:04X}")),
+            Some(_) => i += 6,
+            // Any other escape (\\, \", \n, ...): skip it whole.
+            None => i += 2,
+        }
+    }
+    None
+}
+
+fn status(dir: &Path, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+    let s = crate::replay::status(dir)?;
+    if json {
+        return emit(out, serde_json::to_string(&s).unwrap_or_default());
+    }
+    let counts = |map: &std::collections::BTreeMap<String, u64>| {
+        let total = map.get("total").copied().unwrap_or(0);
+        let rest: Vec<String> =
+            map.iter().filter(|(k, _)| k.as_str() != "total").map(|(k, v)| format!("{k} {v}")).collect();
+        if rest.is_empty() { total.to_string() } else { format!("{total} ({})", rest.join(", ")) }
+    };
+    emit(
+        out,
+        format!("ledger {}: {} entries, head seq {} {}", s.ledger_id, s.entries, s.head_seq, s.head_hash),
+    )?;
+    emit(out, format!("  goals {}", counts(&s.counts.goals)))?;
+    emit(out, format!("  workflows {}", counts(&s.counts.workflows)))?;
+    emit(out, format!("  attempts {}", counts(&s.counts.attempts)))?;
+    if s.live_writer {
+        emit(out, "  a live writer holds the ledger: read up to its last complete record")?;
+    }
+    emit(out, format!("  state digest {}", s.state_digest))
 }
 
 fn replay(
@@ -580,6 +681,15 @@ fn replay(
     let report = crate::replay::replay(dir, to, scope, &mut progress)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
+    }
+    if let Some(to) = to
+        && report.ok
+        && to >= report.entries
+    {
+        return Err(usage(format!(
+            "--to {to} is beyond the head (seq {})",
+            report.entries.saturating_sub(1)
+        )));
     }
     if json {
         emit(out, serde_json::to_string(&report).unwrap_or_default())?;

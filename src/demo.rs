@@ -90,17 +90,18 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
 
     let report = crate::replay::replay(&dir, None, crate::store::AuditScope::Both, &mut |_| {})?;
     if !report.ok {
-        return Err(fail(format!("replay failed: {:?}", report.failure)));
+        let why = report.failure.as_ref().map(ToString::to_string).unwrap_or_default();
+        return Err(fail(format!("replay failed: {why}")));
     }
     say(
         out,
         format!(
-            "replay audit: {} entries, {} manifests proved, worker events admitted {} / ignored {}, verdicts {:?}",
+            "replay audit: {} entries, {} manifests proved, worker events admitted {} / ignored {}, verdicts {}",
             report.entries,
             report.manifests_proved,
             report.worker_events.admitted,
             report.worker_events.ignored,
-            report.verdicts
+            crate::replay::verdicts_text(&report.verdicts)
         ),
     )?;
     if report.state_digest != live_digest {
@@ -120,8 +121,10 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     let report = crate::replay::replay(&dir, None, crate::store::AuditScope::Both, &mut |_| {})?;
     if !report.ok || report.plans_proved != 3 {
         return Err(fail(format!(
-            "profile replay: ok {}, {} plans proved: {:?}",
-            report.ok, report.plans_proved, report.failure
+            "profile replay: ok {}, {} plans proved{}",
+            report.ok,
+            report.plans_proved,
+            report.failure.as_ref().map(|f| format!(": {f}")).unwrap_or_default()
         )));
     }
     say(

@@ -226,12 +226,17 @@ impl<S: Store> Ledger<S> {
                 Ok(r) => frame_receipt = Some(r),
                 Err(e) => {
                     self.poisoned = true;
-                    let message = e.to_string();
+                    // A commit error already says it was not committed (and why, with the
+                    // OS reason); anything else (a frame that could not be built) gets it said.
+                    let message = match &e {
+                        SubmitError::Commit(_) => e.to_string(),
+                        other => format!("not committed: {other}"),
+                    };
                     let results = outcomes
                         .into_iter()
                         .map(|o| match o {
                             Outcome::Refused(e) => Err(e),
-                            _ => Err(SubmitError::Storage(format!("not committed: {message}"))),
+                            _ => Err(SubmitError::Storage(message.clone())),
                         })
                         .collect();
                     return (results, processed);

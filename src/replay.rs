@@ -51,6 +51,18 @@ pub struct Failure {
     pub reason: String,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "seq {} ({}): {}", self.seq, self.kind, self.reason)
+    }
+}
+
+/// Acceptance verdicts as text: `ACCEPT 1, REJECT_REPAIRABLE 1` (or `none`).
+pub fn verdicts_text(verdicts: &BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if parts.is_empty() { "none".to_owned() } else { parts.join(", ") }
+}
+
 /// What a replay proved.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -265,4 +277,100 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
     };
     store::replay_journal(root, &mut fold)?;
     Ok(found)
+}
+
+/// Counts of a state's records by state, as `ledger status` reports them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateCounts {
+    /// Goals: `total`, and `revised` (at a revision after 1).
+    pub goals: BTreeMap<String, u64>,
+    /// Workflows: `total`; an open one by its phase (`DISCOVERY` … `FINAL_VERIFY`); a
+    /// closed one as `ACCEPT`, `REJECT_TERMINAL` or `CANCELLED`.
+    pub workflows: BTreeMap<String, u64>,
+    /// Attempts: `total`, and by status (`STARTED`, `DISPATCHED`, `FINISHED`, `FAILED`,
+    /// `CANCELLED`, `INTERRUPTED` — cancelled after its dispatch).
+    pub attempts: BTreeMap<String, u64>,
+}
+
+impl StateCounts {
+    pub fn of(state: &State) -> StateCounts {
+        use crate::runtime::state::AttemptStatus;
+        use crate::runtime::wire;
+        let zero = || BTreeMap::from([("total".to_owned(), 0)]);
+        let mut counts = StateCounts { goals: zero(), workflows: zero(), attempts: zero() };
+        let add = |map: &mut BTreeMap<String, u64>, key: &str| *map.entry(key.to_owned()).or_default() += 1;
+        for goal in state.goals.values() {
+            add(&mut counts.goals, "total");
+            if goal.revision > 1 {
+                add(&mut counts.goals, "revised");
+            }
+        }
+        for wf in state.workflows.values() {
+            add(&mut counts.workflows, "total");
+            let key = if wf.cancelled {
+                "CANCELLED".to_owned()
+            } else if wf.closed {
+                wf.current_decision
+                    .and_then(|d| state.decisions.get(&d))
+                    .map_or_else(|| "CLOSED".to_owned(), |d| wire(&d.verdict))
+            } else {
+                wire(&wf.phase)
+            };
+            add(&mut counts.workflows, &key);
+        }
+        for attempt in state.attempts.values() {
+            add(&mut counts.attempts, "total");
+            let key = match attempt.status {
+                AttemptStatus::Started => "STARTED",
+                AttemptStatus::Dispatched => "DISPATCHED",
+                AttemptStatus::Finished { .. } => "FINISHED",
+                AttemptStatus::Failed => "FAILED",
+                AttemptStatus::Cancelled { interrupted: false } => "CANCELLED",
+                AttemptStatus::Cancelled { interrupted: true } => "INTERRUPTED",
+            };
+            add(&mut counts.attempts, key);
+        }
+        counts
+    }
+}
+
+/// What `ledger status` reports: the head and the state folded up to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub ledger_id: Id,
+    pub head_seq: u64,
+    pub head_hash: Digest,
+    pub entries: u64,
+    /// The digest of the state every entry folds to — the same fold as reopen, `replay`
+    /// and the engine's live state, so the three compare by this digest.
+    pub state_digest: Digest,
+    pub counts: StateCounts,
+    /// A live writer held the ledger: the journal was read up to its last complete record.
+    pub live_writer: bool,
+}
+
+/// The ledger's head and state, read-only and without waiting for a writer: the journal
+/// (verified as `replay --journal-only` verifies it) folded through the admission step. An
+/// entry that does not fold is a verification failure.
+pub fn status(root: &Path) -> Result<Status, OpenError> {
+    let mut state = State::default();
+    let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::Corrupt {
+            seq: sealed.entry.seq,
+            replica: Replica::Journal,
+            reason: Corruption::Inadmissible(format!("{}: {e}", sealed.entry.event.kind())),
+        })
+    };
+    let report = store::replay_journal(root, &mut fold)?;
+    Ok(Status {
+        ledger_id: report.head.ledger,
+        head_seq: report.head.seq,
+        head_hash: report.head.hash,
+        entries: report.entries,
+        state_digest: state.digest(),
+        counts: StateCounts::of(&state),
+        live_writer: report.live_writer,
+    })
 }

@@ -106,3 +106,29 @@ fn a_frame_that_does_not_continue_the_head_is_refused() {
     disk.commit(&frame).unwrap();
     assert!(matches!(disk.commit(&frame), Err(CommitError::NotNext { .. })));
 }
+
+/// A command whose frame cannot be made durable (a disk full, a failed fdatasync) is
+/// refused with one message that says "not committed" once and keeps the OS reason.
+#[test]
+fn a_failed_commit_says_not_committed_once_with_the_os_reason() {
+    use closure_ledger::ledger::Ledger;
+    use closure_ledger::lifecycle::{POLICY, lid, policy_bundle};
+    use closure_ledger::runtime::command::InstallPolicy;
+    use closure_ledger::runtime::{Command, Ctx};
+    for point in [FaultPoint::JournalWrite, FaultPoint::Fdatasync] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("l");
+        drop(closure_ledger::store::init(&dir, "t", LEDGER, T0).unwrap());
+        let (store, _) = DiskStore::open_with_faults(&dir, FaultPlan { point, after: 0 }).unwrap();
+        let mut ledger = Ledger::from_store(store).unwrap();
+        let command =
+            Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle: policy_bundle() });
+        let message = ledger.submit(&command, Ctx { time_ms: T0 + 1 }).unwrap_err().to_string();
+        assert_eq!(message.matches("not committed").count(), 1, "{point:?}: {message}");
+        assert!(
+            message.contains("os error") || message.contains("injected"),
+            "{point:?}: the reason: {message}"
+        );
+        assert!(!message.contains("Custom {") && !message.contains("kind:"), "no Debug text: {message}");
+    }
+}

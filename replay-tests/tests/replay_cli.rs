@@ -67,6 +67,15 @@ fn replay_json_reports_what_was_proved() {
     assert_eq!(partial["folded"], 11);
     assert_eq!(partial["headSeq"], 10);
     assert_ne!(partial["stateDigest"], r["stateDigest"]);
+    // The head itself is the last seq `--to` accepts; beyond it is a usage error.
+    let head = r["headSeq"].as_u64().unwrap().to_string();
+    let (code, _, _) = cli(&["replay", dir.to_str().unwrap(), "--to", &head, "--json"]);
+    assert_eq!(code, 0);
+    let beyond = (r["headSeq"].as_u64().unwrap() + 1).to_string();
+    let (code, out, err) = cli(&["replay", dir.to_str().unwrap(), "--to", &beyond]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(err.lines().count(), 1);
+    assert!(err.contains("beyond the head"), "{err}");
 }
 
 /// `compile --attempt` re-renders every attempt's package from the ledger alone: the

@@ -17,9 +17,15 @@ fn goal_revision_not_next() {
     let mut w = World::at(Stage::Setup);
     w.refused(revise(3), Rule::GoalRevisionNotNext);
     w.refused(revise(1), Rule::GoalRevisionNotNext);
-    w.ok(revise(2));
+    let first = w.ok(revise(2));
     assert_eq!(w.ledger.state().goals[&lid(GOAL)].revision, 2);
-    w.refused(revise(2), Rule::GoalRevisionNotNext);
+    // Exactly the same revision again is a redelivery (the original receipt); revision 2
+    // with other content is refused.
+    let again = w.ok(revise(2));
+    assert!(again.duplicate && again.seq == first.seq);
+    let Command::ReviseGoal(mut other) = revise(2) else { unreachable!() };
+    other.content.objective.push_str(" And the lexer.");
+    w.refused(Command::ReviseGoal(other), Rule::GoalRevisionNotNext);
 }
 
 /// Revising an unknown goal is refused.

@@ -80,7 +80,6 @@ fn bad_input_changes_nothing() {
         ("unknown field", br#"{"raiseBlocker": {"blockerId": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "workflowId": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "description": "x", "extra": 1}}"#.to_vec()),
         ("wrong type", br#"{"reviseGoal": {"goalId": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "revision": "two", "content": {}}}"#.to_vec()),
         ("binary garbage", vec![0xff, 0xfe, 0x00, 0x9c, 0x12, b'\n']),
-        ("over-long line", vec![b'a'; 1_100_000]),
         ("oversized text", format!(r#"{{"createGoal": {{"goalId": "01ARZ3NDEKTSV4RRFFQ69G5FAW", "content": {{"objective": "{big}", "successCriteria": [], "scope": [], "nonGoals": [], "preservationConstraints": []}}}}}}"#).into_bytes()),
         ("rule violation", br#"{"reviseGoal": {"goalId": "01J00000000000000000000010", "revision": 5, "content": {"objective": "x", "successCriteria": [], "scope": [], "nonGoals": [], "preservationConstraints": []}}}"#.to_vec()),
     ];
@@ -101,6 +100,123 @@ fn bad_input_changes_nothing() {
     assert_eq!(stored(&dir), before);
 }
 
+/// A line that passes 1 MiB without a newline is refused as soon as it does — the read is
+/// bounded, so an input that never ends (`/dev/zero`) ends the run: exit 2, one receipt
+/// (rejected) and one error line, nothing of it written; the lines before it were admitted.
+#[test]
+fn a_line_without_end_is_refused_at_the_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fresh_ledger(tmp.path());
+    let before = stored(&dir);
+    let (code, out, err) = cli(&["submit", dir.to_str().unwrap(), "/dev/zero"]);
+    assert_eq!(code, 2, "{out}{err}");
+    let receipt: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(receipt["line"], 1);
+    assert!(receipt["rejected"].as_str().unwrap().contains("without a newline"), "{receipt}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("line 1") && err.contains("1048576"), "{err}");
+    assert_eq!(stored(&dir), before);
+    // After admitted lines: they stay, the over-long one is not read on.
+    let lines = std::fs::read_to_string(example()).unwrap();
+    let mut input: Vec<u8> = lines.lines().take(2).flat_map(|l| format!("{l}\n").into_bytes()).collect();
+    input.extend(vec![b'a'; 1_100_000]);
+    input.extend(b"\n");
+    input.extend(lines.lines().nth(2).unwrap().as_bytes());
+    let file = tmp.path().join("long.jsonl");
+    std::fs::write(&file, input).unwrap();
+    let (code, out, _) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(out.lines().count(), 3, "two receipts and the refusal, nothing after: {out}");
+    let (_, status, _) = cli(&["status", dir.to_str().unwrap(), "--json"]);
+    let status: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
+    assert_eq!(status["headSeq"], 2);
+}
+
+/// An ignored delivery's receipt says so: `"ignored": "<reason>"` (the lifecycle's late
+/// delivery after its Attempt ended), and so does its duplicate.
+#[test]
+fn an_ignored_delivery_receipt_names_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fresh_ledger(tmp.path());
+    let (code, out, err) = cli(&["submit", dir.to_str().unwrap(), example().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let receipts: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ignored: Vec<&serde_json::Value> = receipts.iter().filter(|r| r.get("ignored").is_some()).collect();
+    assert_eq!(ignored.len(), 1, "{out}");
+    assert_eq!(ignored[0]["ignored"], "ATTEMPT_ENDED");
+    assert_eq!(ignored[0]["kind"], "deliverWorkerEvent");
+    let line = ignored[0]["line"].as_u64().unwrap() as usize;
+    let again = tmp.path().join("again.jsonl");
+    let text = std::fs::read_to_string(example()).unwrap();
+    std::fs::write(&again, text.lines().nth(line - 1).unwrap()).unwrap();
+    let (code, out, _) = cli(&["submit", dir.to_str().unwrap(), again.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let dup: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(dup["ignored"], ignored[0]["ignored"]);
+    assert_eq!(dup["duplicate"], true);
+    assert_eq!(dup["seq"], ignored[0]["seq"]);
+}
+
+/// A lone UTF-16 surrogate escape is named as such (not "unexpected end of hex escape");
+/// a proper pair and an escaped backslash before `u` are fine.
+#[test]
+fn a_lone_surrogate_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fresh_ledger(tmp.path());
+    let goal = |id: &str, objective: &str| {
+        format!(
+            r#"{{"createGoal": {{"goalId": "{id}", "content": {{"objective": "{objective}", "successCriteria": ["a"], "scope": ["b"], "nonGoals": [], "preservationConstraints": []}}}}}}"#
+        )
+    };
+    for (objective, lone) in
+        [(r"x\ud800y", r"\uD800"), (r"x\uDC01", r"\uDC01"), (r"x\ud800\u0041", r"\uD800")]
+    {
+        let file = tmp.path().join("s.jsonl");
+        std::fs::write(&file, goal("01JC0000000000000000000010", objective)).unwrap();
+        let (code, out, _) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
+        assert_eq!(code, 1);
+        let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let reason = r["rejected"].as_str().unwrap();
+        assert!(reason.contains(&format!("a lone UTF-16 surrogate {lone}")), "{reason}");
+    }
+    let file = tmp.path().join("ok.jsonl");
+    std::fs::write(&file, goal("01JC0000000000000000000011", r"pair \ud83d\ude00, escaped \\ud800")).unwrap();
+    let (code, _, err) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Usage errors are one line on stderr with a hint (exit 2); a bare `ledger` is one line
+/// naming the commands; `--help` and `--version` go to stdout (exit 0).
+#[test]
+fn usage_errors_are_one_line() {
+    for args in [
+        &[][..],
+        &["submit"][..],
+        &["submit", "/tmp/x", "a", "b"][..],
+        &["nosuch"][..],
+        &["replay", "/tmp/x", "--to", "abc"][..],
+        &["compile", "/tmp/x", "--attempt", "1", "--cbor", "--json"][..],
+        &["verify", "--bogus"][..],
+    ] {
+        let (code, out, err) = cli(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert_eq!(out, "", "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("ledger: "), "{err}");
+        assert!(err.contains("--help"), "a hint: {err}");
+        assert!(!err.contains("error:"), "{err}");
+    }
+    let (_, _, err) = cli(&[]);
+    assert!(err.contains("submit") && err.contains("replay"), "{err}");
+    let (_, _, err) = cli(&["submit"]);
+    assert!(err.contains("<DIR>") && err.contains("usage: ledger submit"), "{err}");
+    for args in [&["--help"][..], &["--version"][..], &["submit", "--help"][..]] {
+        let (code, out, err) = cli(args);
+        assert_eq!((code, err.as_str()), (0, ""), "{args:?}");
+        assert!(out.ends_with('\n') && !out.is_empty(), "{args:?}");
+    }
+}
+
 /// Every example in docs/commands.md is a valid command (the docs move with the code).
 #[test]
 fn documented_examples_parse() {
@@ -115,4 +231,52 @@ fn documented_examples_parse() {
         kinds.insert(c.kind());
     }
     assert_eq!(kinds.len(), 28, "every command kind is documented");
+}
+
+/// Refusals name values as they are written on the wire (`CONFIRMED`, `IMPLEMENT`), never
+/// as Rust `Debug` text (`Confirmed`, `Some(..)`, `Finished { .. }`).
+#[test]
+fn refusal_messages_show_no_debug_text() {
+    use closure_ledger::lifecycle::lid;
+    use closure_ledger::runtime::Command;
+    use closure_ledger::runtime::command::{ConfirmFact, DecideAcceptance, FinishAttempt};
+    use ledger_schema::types::{ResultKind, Verdict};
+    use replay_tests::world::{Stage, World};
+    let debug_free = |message: &str| {
+        for debug in ["Some(", "None", " { ", "Confirmed", "Implement", "Proposals", "RejectRepairable"] {
+            assert!(!message.contains(debug), "Debug text {debug:?} in: {message}");
+        }
+    };
+    let mut w = World::at(Stage::Setup);
+    let m = w
+        .fails(Command::ConfirmFact(ConfirmFact {
+            fact_id: lid(0x50),
+            revision: 1,
+            confirmed_by: "human:bob".into(),
+        }))
+        .to_string();
+    assert!(m.contains("is CONFIRMED"), "{m}");
+    debug_free(&m);
+    let mut w = World::at(Stage::Frozen);
+    let m = w
+        .fails(Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0x3a0),
+            workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
+            generation_id: lid(0x80),
+            verdict: Verdict::RejectTerminal,
+            evidence_ids: None,
+            reasons: vec!["r".into()],
+        }))
+        .to_string();
+    assert!(m.contains("not IMPLEMENT"), "{m}");
+    debug_free(&m);
+    let m = w
+        .fails(Command::FinishAttempt(FinishAttempt {
+            attempt_id: lid(0x64),
+            result_kind: ResultKind::CompletionRequest,
+            summary: "again, differently".into(),
+        }))
+        .to_string();
+    assert!(m.contains("has ended"), "{m}");
+    debug_free(&m);
 }

@@ -70,8 +70,8 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     ensure!(
         wf.phase == Phase::FinalVerify,
         Rule::AcceptancePhase,
-        "acceptance happens in FINAL_VERIFY, not {:?}",
-        wf.phase
+        "acceptance happens in FINAL_VERIFY, not {}",
+        super::wire(&wf.phase)
     );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
     let generation = get(&state.generations, e.generation_id, "generation")?;
@@ -185,8 +185,8 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             ensure!(
                 uncovered.is_none(),
                 Rule::Verdict,
-                "ACCEPT leaves obligation {:?} without passing evidence",
-                uncovered.map(|u| *u.0)
+                "ACCEPT leaves obligation {} without passing evidence",
+                uncovered.map(|u| u.0.to_string()).unwrap_or_default()
             );
         }
         Verdict::RejectRepairable => {

@@ -57,9 +57,9 @@ pub fn apply_recorded(state: &mut State, e: &RepairRecorded, seq: u64) -> Result
     ensure!(
         decision.verdict == Verdict::RejectRepairable,
         Rule::RepairDecision,
-        "decision {} is {:?}, not REJECT_REPAIRABLE",
+        "decision {} is {}, not REJECT_REPAIRABLE",
         e.decision_id,
-        decision.verdict
+        super::wire(&decision.verdict)
     );
     ensure!(!decision.repaired, Rule::RepairDecision, "decision {} was already repaired", e.decision_id);
     let checks = [
@@ -78,7 +78,8 @@ pub fn apply_recorded(state: &mut State, e: &RepairRecorded, seq: u64) -> Result
     ensure!(
         missing.is_none(),
         Rule::RepairConstraints,
-        "the repair drops the preservation constraint {missing:?}"
+        "the repair drops the preservation constraint {:?}",
+        missing.map(String::as_str).unwrap_or_default()
     );
     ensure!(
         e.repair_digest == e.computed_digest(),

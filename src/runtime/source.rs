@@ -153,9 +153,9 @@ pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), 
     ensure!(
         fact.status == FactStatus::Proposed,
         Rule::FactStatus,
-        "fact {} is {:?}: only a PROPOSED fact can be confirmed",
+        "fact {} is {}: only a PROPOSED fact can be confirmed",
         e.fact_id,
-        fact.status
+        super::wire(&fact.status)
     );
     fact.status = FactStatus::Confirmed;
     fact.confirmed_by = Some(e.confirmed_by.clone());

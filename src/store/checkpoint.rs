@@ -54,6 +54,28 @@ impl Checkpoint {
         sealed
             .hash
             .check(self.hash)
-            .map_err(|m| Corruption::Checkpoint { expected: m.found, found: m.expected })
+            .map_err(|m| Corruption::Checkpoint { expected: m.expected, found: m.found })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ledger_schema::events::LedgerInitialized;
+    use ledger_schema::{Digest, DigestKind, Event, Id};
+
+    use super::Checkpoint;
+    use crate::store::Chain;
+
+    /// A mismatch names the checkpoint's hash as expected and the ledger's as found.
+    #[test]
+    fn mismatch_says_expected_checkpoint_found_ledger() {
+        let ledger = Id(7);
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "t".into() });
+        let sealed = Chain::empty().seal(genesis, 1, ledger).unwrap_or_else(|e| panic!("{e}"));
+        let claimed = Digest::of(DigestKind::Source, b"another history");
+        let cp = Checkpoint { ledger_id: ledger, seq: 0, hash: claimed };
+        let message = cp.check(&sealed).err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(message, format!("checkpoint mismatch: expected {claimed}, found {}", sealed.hash));
+        assert!(Checkpoint::of(&sealed).check(&sealed).is_ok());
     }
 }

@@ -1,0 +1,95 @@
+//! `ledger status DIR [--json]` (issue #13 item 11): the head, the state digest and counts
+//! by state, read-only and lock-free — so "live equals replay" can be checked on any
+//! ledger: the engine's live state digest, `status` (beside the live engine and after it)
+//! and `replay` all agree.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use closure_ledger::engine::{Engine, Options};
+use closure_ledger::ledger::Ledger;
+use closure_ledger::lifecycle::Script;
+use closure_ledger::store::{self, MemStore};
+use replay_tests::*;
+
+fn status_json(dir: &std::path::Path) -> serde_json::Value {
+    let (code, out, err) = cli(&["status", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(out.trim()).unwrap()
+}
+
+/// The reference lifecycle submitted through the engine: `status` read beside the live
+/// engine and after it equals the engine's live state digest and `replay`'s, with the
+/// head and the counts of what the lifecycle did.
+#[test]
+fn status_equals_the_live_and_the_replayed_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
+    // The lifecycle's commands (decided once in memory; the engine admits the same ones).
+    let mut mem = Ledger::from_store(MemStore::new(LEDGER, "t", T0)).unwrap();
+    let mut script = Script { ledger: &mut mem, time_ms: T0, log: Vec::new() };
+    script.lifecycle().unwrap();
+    let commands: Vec<_> = script.log.iter().map(|(c, _)| c.clone()).collect();
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (live, head, beside) = rt.block_on(async {
+        let engine = Engine::open(&dir, Options::default()).await.unwrap();
+        let mut last = None;
+        for c in commands {
+            last = Some(engine.submit(c).await.unwrap());
+        }
+        let live = engine.state().digest();
+        // Lock-free: read while the engine holds the ledger.
+        let beside = status_json(&dir);
+        engine.shutdown().await.unwrap();
+        (live, last.unwrap(), beside)
+    });
+    let after = status_json(&dir);
+    let (code, out, err) = cli(&["replay", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let replayed: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+
+    for s in [&beside, &after] {
+        assert_eq!(s["stateDigest"], live.to_string(), "status == live");
+        assert_eq!(s["headSeq"], head.seq);
+        assert_eq!(s["headHash"], head.hash.to_string());
+        assert_eq!(s["entries"], head.seq + 1);
+        assert_eq!(s["ledgerId"], LEDGER.to_string());
+    }
+    assert_eq!(beside["liveWriter"], true);
+    assert_eq!(after["liveWriter"], false);
+    assert_eq!(replayed["stateDigest"], after["stateDigest"], "status == replay");
+    assert_eq!(replayed["headHash"], after["headHash"]);
+    // One goal; the workflow ACCEPTed; four Attempts, all finished.
+    assert_eq!(after["counts"]["goals"], serde_json::json!({"total": 1}));
+    assert_eq!(after["counts"]["workflows"], serde_json::json!({"total": 1, "ACCEPT": 1}));
+    assert_eq!(after["counts"]["attempts"], serde_json::json!({"total": 4, "FINISHED": 4}));
+
+    // The text form says the same in lines.
+    let (code, text, _) = cli(&["status", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(text.contains(&format!("state digest {live}")), "{text}");
+    assert!(text.contains("workflows 1 (ACCEPT 1)"), "{text}");
+    assert!(text.contains("attempts 4 (FINISHED 4)"), "{text}");
+}
+
+/// A ledger that does not verify is a verification failure (exit 1, one line); a missing
+/// one a usage error (exit 2). `status` writes nothing.
+#[test]
+fn status_of_a_broken_or_missing_ledger() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, err) = cli(&["status", tmp.path().join("none").to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 2);
+    let seg = segment(&dir);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&seg, &bytes).unwrap();
+    let (code, _, err) = cli(&["status", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read(&seg).unwrap(), bytes, "nothing written");
+}
