@@ -210,7 +210,14 @@ fn ensure_room_for_sled(path: &Path) -> Result<(), OpenError> {
 /// own open (which writes).
 fn open_sled_for_reading(path: &Path) -> Result<sled::Db, OpenError> {
     ensure_room_for_sled(path)?;
-    open_sled_with(path, VERIFY_SLED_CACHE_BYTES)
+    open_sled_read(path)
+}
+
+/// sled for reading: a small page cache and no background flusher (an audit writes
+/// nothing, and a flusher thread would hold the database — and its lock — after the last
+/// handle drops, delaying the next open).
+fn open_sled_read(path: &Path) -> Result<sled::Db, OpenError> {
+    open_sled_config(path, VERIFY_SLED_CACHE_BYTES, false)
 }
 
 /// Is sled's own lock file (`db`, flocked by sled while open) held by another handle?
@@ -222,12 +229,20 @@ fn sled_lock_held(path: &Path) -> bool {
 
 /// Opens sled with a page cache of `cache_bytes` (read-only paths use a small one).
 pub(super) fn open_sled_with(path: &Path, cache_bytes: u64) -> Result<sled::Db, OpenError> {
+    open_sled_config(path, cache_bytes, true)
+}
+
+/// Opens sled at `path` (waiting while another handle of this process still holds its lock)
+/// with a page cache of `cache_bytes`, and a background flusher only if `flusher`.
+fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled::Db, OpenError> {
     if !path.is_dir() {
         return Err(OpenError::SledMissing(path.to_path_buf()));
     }
     let started = std::time::Instant::now();
     loop {
-        match sled::Config::new().path(path).cache_capacity(cache_bytes).open() {
+        let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
+        let config = if flusher { config } else { config.flush_every_ms(None) };
+        match config.open() {
             Ok(db) => return Ok(db),
             // sled 0.34 reports a held lock only as an `ErrorKind::Other` message; probe the
             // lock file ourselves instead of matching text.
@@ -390,6 +405,67 @@ pub(super) enum SledCopy<'a> {
     /// As `Strict`, but sled may also hold records after the journal's end (a live
     /// writer appended them after the journal was read).
     MayLead(&'a sled::Tree),
+    /// As `Strict`, reading sled through a [`SledCursor`] that starts with this handle
+    /// (bounded memory; read-only audits).
+    Streamed(&'a Path, &'a std::cell::RefCell<Option<sled::Db>>),
+}
+
+/// sled's `entries` tree in key order, read through a database handle that is dropped and
+/// reopened after every [`SLED_CURSOR_BUDGET`] bytes of values, so an audit's memory stays
+/// bounded whatever sled retains per handle.
+struct SledCursor {
+    path: PathBuf,
+    iter: Option<(sled::Db, sled::Iter)>,
+    /// The last key returned; a reopened iterator resumes after it.
+    last: Option<sled::IVec>,
+    read: usize,
+}
+
+/// Bytes of sled values read through one handle before the cursor reopens sled.
+const SLED_CURSOR_BUDGET: usize = 16 << 20;
+
+impl SledCursor {
+    /// A cursor starting with the open handle `db`.
+    fn new(path: &Path, db: sled::Db) -> Result<SledCursor, OpenError> {
+        let iter = db.open_tree(ENTRIES_TREE).map_err(OpenError::Sled)?.iter();
+        Ok(SledCursor { path: path.to_path_buf(), iter: Some((db, iter)), last: None, read: 0 })
+    }
+}
+
+impl Iterator for SledCursor {
+    type Item = sled::Result<(sled::IVec, sled::IVec)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.read >= SLED_CURSOR_BUDGET {
+            self.iter = None;
+            self.read = 0;
+        }
+        if self.iter.is_none() {
+            let db = match open_sled_read(&self.path) {
+                Ok(db) => db,
+                Err(OpenError::Sled(e)) => return Some(Err(e)),
+                Err(e) => return Some(Err(sled::Error::Io(std::io::Error::other(e.to_string())))),
+            };
+            let tree = match db.open_tree(ENTRIES_TREE) {
+                Ok(tree) => tree,
+                Err(e) => return Some(Err(e)),
+            };
+            let iter = match &self.last {
+                None => tree.iter(),
+                Some(last) => tree.range::<&[u8], _>((
+                    std::ops::Bound::Excluded(last.as_ref()),
+                    std::ops::Bound::Unbounded,
+                )),
+            };
+            self.iter = Some((db, iter));
+        }
+        let item = self.iter.as_mut().and_then(|(_, iter)| iter.next());
+        if let Some(Ok((k, v))) = &item {
+            self.last = Some(k.clone());
+            self.read += v.len();
+        }
+        item
+    }
 }
 
 /// How a scan treats damaged journal bytes.
@@ -427,9 +503,13 @@ pub(super) fn scan(
     let journal_dir = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal_dir)?;
     let mut chain = Chain::empty();
-    let mut sled_iter = match sled {
+    let mut sled_iter: Option<Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>>> = match sled {
         SledCopy::Off => None,
-        SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(t.iter()),
+        SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(Box::new(t.iter())),
+        SledCopy::Streamed(path, db) => match db.borrow_mut().take() {
+            Some(db) => Some(Box::new(SledCursor::new(path, db)?)),
+            None => None,
+        },
     };
     let mut sled_lagging = false;
     let mut held: Option<Held> = None;
@@ -709,9 +789,20 @@ fn compare_sled(first_seq: u64, journal_bytes: &[u8], k: &[u8], v: &[u8]) -> Res
 /// The meta tree must name the genesis ledger id and format version; `None` if it lacks
 /// them (a sled lagging since genesis).
 fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
-    let sled_err = OpenError::Sled;
-    let id = meta.get(META_LEDGER_ID).map_err(sled_err)?;
-    let version = meta.get(META_FORMAT_VERSION).map_err(sled_err)?;
+    check_meta_values(read_meta(meta)?, head)
+}
+
+/// The meta tree's ledger id and format version, as stored.
+type MetaValues = (Option<sled::IVec>, Option<sled::IVec>);
+
+fn read_meta(meta: &sled::Tree) -> Result<MetaValues, OpenError> {
+    Ok((
+        meta.get(META_LEDGER_ID).map_err(OpenError::Sled)?,
+        meta.get(META_FORMAT_VERSION).map_err(OpenError::Sled)?,
+    ))
+}
+
+fn check_meta_values((id, version): MetaValues, head: &Head) -> Result<bool, OpenError> {
     match (id, version) {
         (None, None) => Ok(false),
         (Some(id), Some(version)) => {
@@ -801,10 +892,18 @@ pub fn audit(
             Err(e) => return Err(e),
         },
     };
-    let trees = match &db {
-        Ok(db) => Some(trees(db)?),
+    // Read the meta tree, then hand sled to a cursor that reopens it every few MiB: sled
+    // 0.34 keeps every value it has read (its frames are stored as blobs, outside its cache
+    // accounting) until the database drops.
+    let meta = match &db {
+        Ok(db) => Some(read_meta(&trees(db)?.1)?),
         Err(_) => None,
     };
+    let (copies, handle) = match db {
+        Ok(db) => (Copies::Both, Some(db)),
+        Err(reason) => (Copies::JournalOnly(reason), None),
+    };
+    let handle = std::cell::RefCell::new(handle);
     let mut checkpoint_seen = false;
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
         if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
@@ -813,16 +912,16 @@ pub fn audit(
         }
         observe(sealed)
     };
-    let sled = trees.as_ref().map_or(SledCopy::Off, |(entries, _)| SledCopy::Strict(entries));
+    let sled = if meta.is_some() { SledCopy::Streamed(&sled_dir, &handle) } else { SledCopy::Off };
     let scan = scan(root, sled, false, OnDamage::Fail, &mut on_entry, &mut |_| Ok(()))?;
     if let Some(cp) = checkpoint
         && !checkpoint_seen
     {
         return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
     }
-    let lag = match &trees {
-        Some((_, meta)) => {
-            let meta_present = check_meta(meta, &scan.head)?;
+    let lag = match meta {
+        Some(values) => {
+            let meta_present = check_meta_values(values, &scan.head)?;
             scan.sled_lag_frames + u64::from(!meta_present && scan.sled_lag_frames == 0)
         }
         None => 0,
@@ -834,10 +933,7 @@ pub fn audit(
         torn_tail: scan.torn,
         sled_lag_frames: lag,
         checkpoint: checkpoint.cloned(),
-        copies: match db {
-            Ok(_) => Copies::Both,
-            Err(reason) => Copies::JournalOnly(reason),
-        },
+        copies,
         live_writer: lock.is_none(),
     })
 }
