@@ -421,6 +421,9 @@ struct SledCursor {
     read: usize,
 }
 
+/// sled's `entries` records in key order, however they are read.
+type SledItems = dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>;
+
 /// Bytes of sled values read through one handle before the cursor reopens sled.
 const SLED_CURSOR_BUDGET: usize = 16 << 20;
 
@@ -503,7 +506,7 @@ pub(super) fn scan(
     let journal_dir = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal_dir)?;
     let mut chain = Chain::empty();
-    let mut sled_iter: Option<Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>>> = match sled {
+    let mut sled_iter: Option<Box<SledItems>> = match sled {
         SledCopy::Off => None,
         SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(Box::new(t.iter())),
         SledCopy::Streamed(path, db) => match db.borrow_mut().take() {
