@@ -11,6 +11,10 @@ use serde_json::json;
 
 use crate::store::{self, Checkpoint, OpenError, ReadError, Store};
 
+/// `ledger demo`: a child of the CLI (it reports through the CLI's `Failure`).
+#[path = "demo.rs"]
+mod demo;
+
 /// Exit code: success (verified, or the command did what it said).
 pub const EXIT_OK: u8 = 0;
 /// Exit code: the ledger (or a checkpoint) failed verification.
@@ -343,7 +347,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         Command::Compile { dir, attempt, markdown: _, cbor, json } => {
             compile(&dir, &attempt, cbor, json, out)
         }
-        Command::Demo { dir } => crate::demo::run(dir.as_deref(), out),
+        Command::Demo { dir } => demo::run(dir.as_deref(), out),
         Command::Sources(c) => crate::cli_profiles::run_sources(c, out),
         Command::Profile(c) => crate::cli_profiles::run_profile(c, out),
     }

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 
 use ledger_schema::Id;
 
-use crate::cli::Failure;
+use super::Failure;
 use crate::engine::{Engine, Options};
 use crate::ledger::Ledger;
 use crate::lifecycle::{Script, lid};
 use crate::store::{self, Checkpoint, DiskStore, MemStore, OpenError, Store};
 
 fn fail(message: impl Into<String>) -> Failure {
-    Failure { code: crate::cli::EXIT_USAGE_OR_IO, message: message.into() }
+    Failure { code: super::EXIT_USAGE_OR_IO, message: message.into() }
 }
 
 fn say(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {

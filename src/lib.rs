@@ -27,10 +27,11 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+#[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "cli")]
 pub mod cli_profiles;
 pub mod compiler;
-mod demo;
 pub mod engine;
 pub mod ledger;
 #[doc(hidden)]
