@@ -5,5 +5,5 @@
 # present per round and a total. CI runs 20 rounds as part of `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CRASH_ROUNDS="${1:-100}" cargo test --release -p replay-tests --test crash -- --nocapture --test-threads=1 \
-  engine_kill_9_loses_no_receipt kill_9_loses_no_acknowledged_entry 2>&1 | grep -E 'crash|test result'
+CRASH_ROUNDS="${1:-100}" cargo test --release -p replay-tests --test it -- --nocapture --test-threads=1 \
+  crash::engine_kill_9_loses_no_receipt crash::kill_9_loses_no_acknowledged_entry 2>&1 | grep -E 'crash|test result'

@@ -3,5 +3,5 @@
 # both copies; prints tried vs detected per kind. CI runs 150 cases as part of `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TAMPER_CASES="${1:-1000}" cargo test --release -p replay-tests --test tamper -- --nocapture tamper_campaign 2>&1 \
+TAMPER_CASES="${1:-1000}" cargo test --release -p replay-tests --test it -- --nocapture tamper::tamper_campaign 2>&1 \
   | grep -E 'tamper campaign|test result'

@@ -93,7 +93,7 @@ fn kill_9_loses_no_acknowledged_entry() {
     let n_rounds = rounds();
     for round in 0..n_rounds {
         let wait = Duration::from_millis(30 + rng.below(250));
-        let acks = run_and_kill("crash_child", &[(CHILD_ENV, dir.as_os_str())], wait);
+        let acks = run_and_kill("crash::crash_child", &[(CHILD_ENV, dir.as_os_str())], wait);
         let (store, report) = DiskStore::open(&dir)
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): reopen failed: {e}"));
         let mut lost = 0;
@@ -192,7 +192,7 @@ fn engine_kill_9_loses_no_receipt() {
         let round_text = std::ffi::OsString::from(round.to_string());
         let wait = Duration::from_millis(80 + rng.below(300));
         let acks = run_and_kill(
-            "engine_crash_child",
+            "crash::engine_crash_child",
             &[(ENGINE_CHILD_ENV, dir.as_os_str()), ("CRASH_ROUND", round_text.as_os_str())],
             wait,
         );
