@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Disk full: a ledger on a 24 MiB tmpfs is filled to the last byte. Every later command must
+# Disk full and read-only: a ledger on a 24 MiB tmpfs is filled to the last byte. Every later command must
 # fail cleanly (exit 2) or read without writing; nothing acknowledged may be lost, and once
 # space is freed both copies verify against a checkpoint taken before. Needs `mount` (root
 # in a container that allows tmpfs); prints SKIPPED and exits 0 where that is not possible.
@@ -35,5 +35,15 @@ rm -f "$M/fill"
 grep -q "journal and sled" "$M.out" || fail "sled not verified after freeing space: $(cat "$M.out")"
 [ "$("$B" export "$L" | wc -l)" -eq "$before" ] || fail "entries lost"
 "$B" submit "$L" "$EX" >/dev/null 2>&1; [ $? -le 1 ] || fail "the ledger does not accept commands after freeing space"
+# Read-only mount: every command is an I/O error (exit 2) naming the OS reason, never a
+# verification failure; reading the journal alone still works.
+mount -o remount,ro "$M" || fail "remount read-only"
+for c in verify submit recover; do
+    "$B" $c "$L" </dev/null >/dev/null 2>"$M.err"; rc=$?
+    [ $rc -eq 2 ] || { mount -o remount,rw "$M"; fail "$c on a read-only mount exited $rc: $(cat "$M.err")"; }
+    grep -q "Read-only file system" "$M.err" || { mount -o remount,rw "$M"; fail "$c does not name the OS reason: $(cat "$M.err")"; }
+done
+"$B" replay "$L" --journal-only >/dev/null 2>&1 || { mount -o remount,rw "$M"; fail "replay --journal-only on a read-only mount"; }
+mount -o remount,rw "$M"
 rm -f "$M.cp.json" "$M.out" "$M.err"
-echo "diskfull-check: ok ($before entries kept; 3 rounds of submit/verify/replay/show/export on a full disk)"
+echo "diskfull-check: ok ($before entries kept; 3 rounds of submit/verify/replay/show/export on a full disk; read-only mount: exit 2 with the OS reason)"

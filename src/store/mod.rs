@@ -247,7 +247,7 @@ pub enum OpenError {
     #[error("the ledger has no entries (no genesis)")]
     Empty,
     /// The sled index failed: an index problem, not a broken history (exit 2).
-    #[error("the sled index failed: {0}; rebuild it from the journal with `ledger recover`")]
+    #[error("the sled index failed: {source}; {hint}", source = .0, hint = sled_hint(.0))]
     Sled(#[source] sled::Error),
     #[error("the sled index {0} is missing; rebuild it from the journal with `ledger recover`")]
     SledMissing(PathBuf),
@@ -278,6 +278,23 @@ pub enum OpenError {
     /// An operator request that cannot be carried out as given.
     #[error("{0}")]
     Usage(String),
+}
+
+/// What to do about a sled failure: an environment problem (read-only filesystem, no
+/// permission, no space) is not an index to rebuild.
+fn sled_hint(e: &sled::Error) -> &'static str {
+    use std::io::ErrorKind;
+    match e {
+        sled::Error::Io(io)
+            if matches!(
+                io.kind(),
+                ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
+            ) =>
+        {
+            "the index is not damaged: fix the filesystem or permissions and run the command again"
+        }
+        _ => "rebuild it from the journal with `ledger recover`",
+    }
 }
 
 impl OpenError {
