@@ -67,6 +67,16 @@ pub enum DigestKind {
     ProfilePlan,
     /// A materialised generation's manifest.
     ProfileGeneration,
+    /// A task's query text (a selection binds its digest, never the prose; issue #15).
+    TaskQuery,
+    /// The routable sources' names and descriptions (a selection's triggers).
+    SelectionTriggers,
+    /// Everything that invalidates reuse of a selection.
+    SelectionBinding,
+    /// A selection decision (binding, decision, candidates, explicit and selected ids).
+    Selection,
+    /// A selection receipt (without its own digest).
+    SelectionReceipt,
 }
 
 impl DigestKind {
@@ -99,11 +109,16 @@ impl DigestKind {
             DigestKind::ContextProfile => "closure-ledger v1 context profile",
             DigestKind::ProfilePlan => "closure-ledger v1 profile plan",
             DigestKind::ProfileGeneration => "closure-ledger v1 profile generation",
+            DigestKind::TaskQuery => "closure-ledger v1 task query",
+            DigestKind::SelectionTriggers => "closure-ledger v1 selection triggers",
+            DigestKind::SelectionBinding => "closure-ledger v1 selection binding",
+            DigestKind::Selection => "closure-ledger v1 selection",
+            DigestKind::SelectionReceipt => "closure-ledger v1 selection receipt",
         }
     }
 
     /// Every kind, for tests that check the context strings are distinct.
-    pub const ALL: [DigestKind; 25] = [
+    pub const ALL: [DigestKind; 30] = [
         DigestKind::Entry,
         DigestKind::Frame,
         DigestKind::Package,
@@ -129,6 +144,11 @@ impl DigestKind {
         DigestKind::ContextProfile,
         DigestKind::ProfilePlan,
         DigestKind::ProfileGeneration,
+        DigestKind::TaskQuery,
+        DigestKind::SelectionTriggers,
+        DigestKind::SelectionBinding,
+        DigestKind::Selection,
+        DigestKind::SelectionReceipt,
     ];
 }
 

@@ -521,7 +521,63 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 generation_digest: dg("generation of full@1"),
             }),
         ),
+        // Issue #15: a selection, with real binding and selection digests.
+        ("selection_recorded", Event::SelectionRecorded(Box::new(selection_sample()))),
     ]
+}
+
+/// An explicit selection that loaded one `SKILL.md`; binding and selection digests real.
+fn selection_sample() -> crate::events::selection::SelectionRecorded {
+    use crate::events::selection::{self as sel, SelectionDecision};
+    let plan_digest = dg("plan of lean@1 + skill:testing");
+    let query_digest = Some(Digest::of(DigestKind::TaskQuery, b"write the tests"));
+    let binding = sel::SelectionBinding {
+        phase: "implement",
+        task_id: "feature-1",
+        session_id: "session-1",
+        no_workflow: false,
+        plan_digest,
+        query_digest,
+        task_revision: 1,
+        routing_policy: "closure-ledger-routing/1",
+        trigger_digest: dg("triggers"),
+    };
+    let binding_digest = binding.digest();
+    let selected = vec![s("skill:testing")];
+    let selection_digest =
+        sel::selection_digest(binding_digest, SelectionDecision::Selected, &[], &selected, &selected);
+    let body = b"---\nname: testing\n---\n# Testing\n";
+    sel::SelectionRecorded {
+        load: true,
+        phase: s("implement"),
+        reason: s("explicit"),
+        reused: false,
+        task_id: s("feature-1"),
+        decision: SelectionDecision::Selected,
+        previous: None,
+        proposal: None,
+        resources: vec![sel::LoadedResource {
+            id: s("skill:testing"),
+            path: s("SKILL.md"),
+            bytes: body.len() as u64,
+            digest: profile::SourceResource::digest_of(body),
+        }],
+        session_id: s("session-1"),
+        candidates: vec![],
+        no_workflow: false,
+        plan_digest,
+        explicit_ids: selected.clone(),
+        proposed_ids: vec![],
+        query_digest,
+        selected_ids: selected,
+        task_revision: 1,
+        binding_digest,
+        routing_policy: s("closure-ledger-routing/1"),
+        trigger_digest: dg("triggers"),
+        registry_digest: registry_sample().registry_digest,
+        profile_revision: 1,
+        selection_digest,
+    }
 }
 
 /// A two-source registry: one resource stored, one recorded by digest only; real digests.

@@ -167,6 +167,19 @@ for v in vectors:
         if r["registryDigest"] not in registries:
             failures.append(f"{name}: registryDigest names no earlier registry vector")
 
+    elif kind == "selectionRecorded":
+        # Issue #15 (docs/selection.md): the binding and the decision digests.
+        keys = ("phase", "taskId", "sessionId", "noWorkflow", "planDigest", "queryDigest",
+                "taskRevision", "routingPolicy", "triggerDigest")
+        binding = {k: r[k] for k in keys if k in r}
+        check(name, "selection binding", r["bindingDigest"], digest("selection binding", binding))
+        body = {"decision": r["decision"], "candidates": [c["id"] for c in r["candidates"]],
+                "explicitIds": r["explicitIds"], "selectedIds": r["selectedIds"],
+                "bindingDigest": r["bindingDigest"]}
+        check(name, "selection", r["selectionDigest"], digest("selection", body))
+        if r["registryDigest"] not in registries:
+            failures.append(f"{name}: registryDigest names no earlier registry vector")
+
 if failures:
     print("\n".join(failures))
     sys.exit(f"crosscheck: {len(failures)} record digest(s) differ from the documented formulas")

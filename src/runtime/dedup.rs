@@ -132,7 +132,8 @@ fn recorded_key(event: &Event) -> Option<Key> {
         | Event::WorkerEventAdmitted(_)
         | Event::WorkerDeliveryIgnored(_)
         | Event::SourceRegistryRecorded(_)
-        | Event::ProfileRevisionRecorded(_) => return None,
+        | Event::ProfileRevisionRecorded(_)
+        | Event::SelectionRecorded(_) => return None,
     })
 }
 

@@ -13,6 +13,7 @@ mod evidence;
 mod goal;
 pub mod profile;
 mod repair;
+pub mod selection;
 mod source;
 pub mod state;
 mod worker;
@@ -145,6 +146,8 @@ pub enum Rule {
     ProfileRevision,
     /// A revision's plan and generation digests are the ones the state derives.
     ProfilePlan,
+    /// A task selection is the one the state derives from its task, request and configured profile.
+    Selection,
 }
 
 /// An event that breaks a rule: refused live, and fails replay.
@@ -346,6 +349,7 @@ fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleVio
         Event::RepairRecorded(e) => repair::apply_recorded(state, e, seq),
         Event::SourceRegistryRecorded(e) => profile::apply_registry(state, e, seq),
         Event::ProfileRevisionRecorded(e) => profile::apply_revision(state, e, seq),
+        Event::SelectionRecorded(e) => selection::apply_selection(state, e, seq),
         Event::WorkflowCancelled(e) => workflow::apply_cancelled(state, e),
     }
 }

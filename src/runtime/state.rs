@@ -52,6 +52,9 @@ pub struct State {
     /// while empty, so ledgers without them keep their state digest.
     #[serde(skip_serializing_if = "super::profile::ContextProfiles::is_empty")]
     pub context_profiles: super::profile::ContextProfiles,
+    /// Task selections (issue #15) by receipt digest. Omitted while empty.
+    #[serde(skip_serializing_if = "super::selection::Selections::is_empty")]
+    pub selections: super::selection::Selections,
 }
 
 fn is_false(b: &bool) -> bool {

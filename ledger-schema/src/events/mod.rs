@@ -15,6 +15,7 @@ pub mod genesis;
 pub mod goal;
 pub mod profile;
 pub mod repair;
+pub mod selection;
 pub mod source;
 pub mod worker;
 pub mod workflow;
@@ -33,6 +34,7 @@ pub use genesis::LedgerInitialized;
 pub use goal::{GoalContent, GoalCreated, GoalRevised};
 pub use profile::{ProfileRevisionRecorded, SourceRegistryRecorded};
 pub use repair::RepairRecorded;
+pub use selection::SelectionRecorded;
 pub use source::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
     ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
@@ -95,4 +97,5 @@ catalog! {
     WorkflowCancelled(WorkflowCancelled) = "workflowCancelled",
     SourceRegistryRecorded(Box<SourceRegistryRecorded>) = "sourceRegistryRecorded",
     ProfileRevisionRecorded(ProfileRevisionRecorded) = "profileRevisionRecorded",
+    SelectionRecorded(Box<SelectionRecorded>) = "selectionRecorded",
 }

@@ -1,0 +1,381 @@
+//! Task selection as a pure function (issue #15): task input parsing, routing in the
+//! seed's order, eligibility, closure, lexical ranking and directives.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+mod profiles_util;
+
+use closure_ledger::profiles::select::{SelectError, parse_proposal, parse_task};
+use closure_ledger::runtime::State;
+use closure_ledger::runtime::selection::{
+    self as sel, Request, SelectionError, Task, clears_bar, decide_live, directives, tokens,
+};
+use ledger_schema::events::selection::SelectionDecision;
+use profiles_util::{Setup, write};
+
+/// Extra routable skills beside the fixture's, so ranking has a corpus.
+pub fn richer(s: &Setup) {
+    let skill = |dir: &str, desc: &str| {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: {desc}\n---\n\n# {dir}\n\nBody of {dir}.\n"),
+        );
+    };
+    skill("docker-compose", "Write Docker Compose files for multi-container local development.");
+    skill("kubernetes", "Roll out workloads to Kubernetes clusters with manifests and Helm charts.");
+    skill("postgres-tuning", "Tune PostgreSQL queries, indexes and vacuum settings.");
+    skill("react-components", "Build React components with hooks and accessible markup.");
+    skill("release-notes", "Draft release notes from merged pull requests.");
+}
+
+/// A scanned ledger (fixture + `richer`), configured as `profile set lean` with `rest`.
+pub fn configured(rest: &[&str]) -> Setup {
+    let s = Setup::new();
+    richer(&s);
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let root = s.tmp.path().join("store");
+    let mut args = vec!["lean", "--state-root", root.to_str().unwrap(), "--json"];
+    args.extend_from_slice(rest);
+    let (code, _, err) = s.run(&["profile", "set"], &args);
+    assert_eq!(code, 0, "{err}");
+    s
+}
+
+fn state(s: &Setup) -> State {
+    closure_ledger::profiles::read_state(&s.ledger).unwrap()
+}
+
+fn task(query: Option<&str>) -> Task {
+    Task {
+        session_id: "session-1".into(),
+        task_id: "feature-1".into(),
+        revision: 1,
+        phase: "implement".into(),
+        query: query.map(str::to_owned),
+        ..Task::default()
+    }
+}
+
+fn ids(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn input_err(text: &str) -> String {
+    match parse_task(text.as_bytes()) {
+        Err(SelectError::Input(m)) => m,
+        other => panic!("{text}: {other:?}"),
+    }
+}
+
+#[test]
+fn task_input_is_parsed_within_its_bounds_and_never_echoed() {
+    let ok = parse_task(
+        br#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:b","skill:a"]}"#,
+    )
+    .unwrap();
+    assert_eq!(ok.explicit_ids, ids(&["skill:a", "skill:b"]));
+    let secret = "hunter2-SECRET";
+    let cases = [
+        format!(r#"{{"sessionId":"s","taskId":"t","revision":1,"phase":"p","{secret}":1}}"#),
+        format!(r#"{{"sessionId":"s","taskId":"t","revision":"{secret}","phase":"p"}}"#),
+        format!(r#"{{"sessionId":"s","taskId":"t","revision":0,"phase":"p","query":"{secret}"}}"#),
+        format!(
+            r#"{{"sessionId":"s","taskId":"t","revision":1,"phase":"p","query":"{secret}","query":"x"}}"#
+        ),
+        format!(r#"{{"sessionId":"s","taskId":"t","revision":1,"phase":"p" "{secret}"}}"#),
+        format!(r#"["{secret}"]"#),
+        format!(r#"{{"sessionId":"s","taskId":"t","revision":1.5,"phase":"{secret}"}}"#),
+        format!(r#"{{"taskId":"t","revision":1,"phase":"p","query":"{secret}"}}"#),
+        format!(
+            r#"{{"sessionId":"s","taskId":"t","revision":1,"phase":"p","explicitIds":["{secret}","{secret}"]}}"#
+        ),
+        format!(
+            r#"{{"sessionId":"s","taskId":"t","revision":1,"phase":"p","noWorkflow":true,"explicitIds":["{secret}"]}}"#
+        ),
+    ];
+    for case in &cases {
+        let m = input_err(case);
+        assert!(!m.contains(secret), "echoed: {m}");
+    }
+    // Bounds at their exact boundaries.
+    let q = |n: usize| {
+        format!(r#"{{"sessionId":"s","taskId":"t","revision":1,"phase":"p","query":"{}"}}"#, "q".repeat(n))
+    };
+    assert!(parse_task(q(8192).as_bytes()).is_ok());
+    assert!(input_err(&q(8193)).contains("8192"));
+    let list = |n: usize| {
+        let v: Vec<String> = (0..n).map(|i| format!("\"skill:x{i}\"")).collect();
+        format!(
+            r#"{{"sessionId":"s","taskId":"t","revision":1,"phase":"p","proposedIds":[{}]}}"#,
+            v.join(",")
+        )
+    };
+    assert!(parse_task(list(8).as_bytes()).is_ok());
+    assert!(input_err(&list(9)).contains("more than 8"));
+    let padded = |n: usize| {
+        let base = r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"p"}"#;
+        format!("{base}{}", " ".repeat(n - base.len()))
+    };
+    assert!(parse_task(padded(65_536).as_bytes()).is_ok());
+    assert!(input_err(&padded(65_537)).contains("65536"));
+    assert!(input_err("{\"sessionId\":\"s\u{0}\"}").contains("NUL"));
+    assert!(matches!(parse_task(&[0xff, 0xfe]), Err(SelectError::Input(m)) if m.contains("UTF-8")));
+    let revision = r#"{"sessionId":"s","taskId":"t","revision":4294967296,"phase":"p"}"#;
+    assert!(input_err(revision).contains("revision"));
+}
+
+#[test]
+fn proposal_documents_are_exact() {
+    assert_eq!(parse_proposal(br#"{"selectedIds":[]}"#).unwrap(), Vec::<String>::new());
+    assert_eq!(parse_proposal(br#"{"selectedIds":["skill:a"]}"#).unwrap(), ids(&["skill:a"]));
+    for bad in [
+        &br#"{"selectedIds":["skill:a","skill:b"]}"#[..],
+        br#"{"selectedIds":["skill:a"],"why":"x"}"#,
+        br#"{}"#,
+        br#"{"selectedIds":"skill:a"}"#,
+        br#"not json"#,
+    ] {
+        let e = parse_proposal(bad).unwrap_err();
+        assert!(e.is_refusal(), "{e}");
+    }
+    let big = format!(r#"{{"selectedIds":[]}}{}"#, " ".repeat(65_536));
+    assert!(parse_proposal(big.as_bytes()).is_err());
+}
+
+#[test]
+fn directive_wording() {
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    let cp = &st.context_profiles;
+    let plan = cp.current().unwrap().plan.clone();
+    let routable = sel::routable(&plan, cp.registry.as_ref().unwrap());
+    let d = |q: &str| directives(q, &routable);
+    let k = ids(&["skill:kubernetes"]);
+    assert_eq!(d("Use the kubernetes skill for this rollout."), k);
+    assert_eq!(d("please apply skill:kubernetes"), k);
+    assert_eq!(d("Load skill:kubernetes; then write the manifests"), k);
+    assert_eq!(d("We roll out with the kubernetes manifests."), Vec::<String>::new(), "bare mention");
+    assert_eq!(d("Should I use the kubernetes skill?"), Vec::<String>::new(), "question");
+    assert_eq!(d("use the kubernetes skill?"), Vec::<String>::new(), "question mark");
+    assert_eq!(d("Do not use the kubernetes skill."), Vec::<String>::new(), "negated");
+    assert_eq!(d("don't use skill:kubernetes"), Vec::<String>::new(), "negated");
+    assert_eq!(d("The doc says \"use the kubernetes skill\" here"), Vec::<String>::new(), "quoted");
+    assert_eq!(d("the doc says `apply skill:kubernetes`"), Vec::<String>::new(), "quoted");
+    assert_eq!(d("use the deploy skill"), Vec::<String>::new(), "manual-only is not routable");
+    assert_eq!(d("use the shell-tools skill"), Vec::<String>::new(), "authority-bearing is not routable");
+    assert_eq!(
+        d("Use the kubernetes skill and apply skill:docker-compose."),
+        ids(&["skill:docker-compose", "skill:kubernetes"])
+    );
+    // Two directives: no choice, a pending shortlist with both.
+    let e = decide_live(
+        &st,
+        &task(Some("Use the kubernetes skill and apply skill:docker-compose.")),
+        &Request::default(),
+    )
+    .unwrap();
+    assert_eq!(e.decision, SelectionDecision::Pending);
+    assert_eq!(e.reason, "several-directives");
+    let short: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(&short[..2], &["skill:docker-compose", "skill:kubernetes"]);
+    // One directive selects, even when ranking alone would be ambiguous.
+    let e = decide_live(&st, &task(Some("apply skill:release-notes")), &Request::default()).unwrap();
+    assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("directive", ids(&["skill:release-notes"])));
+}
+
+#[test]
+fn ranking_is_lexical_deterministic_and_over_a_bar() {
+    assert_eq!(tokens("Testing the APIs, tests & versioning"), ids(&["test", "api", "test", "version"]));
+    assert!(clears_bar(2000, None));
+    assert!(!clears_bar(1999, None));
+    assert!(clears_bar(4000, Some(2000)));
+    assert!(!clears_bar(3999, Some(2000)));
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    let e = decide_live(
+        &st,
+        &task(Some("Tune the slow PostgreSQL queries and add indexes")),
+        &Request::default(),
+    )
+    .unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "ranked"));
+    assert_eq!(e.selected_ids, ids(&["skill:postgres-tuning"]));
+    assert!(e.candidates[0].score >= sel::BAR_MIN_SCORE);
+    // A one-word overlap is below the bar: pending, shortlist ≤ 5, best first, ties by id.
+    let e =
+        decide_live(&st, &task(Some("write something with files and markup")), &Request::default()).unwrap();
+    assert_eq!(e.decision, SelectionDecision::Pending, "{e:?}");
+    assert_eq!(e.reason, "ambiguous");
+    assert!(!e.candidates.is_empty() && e.candidates.len() <= 5);
+    for w in e.candidates.windows(2) {
+        assert!(w[0].score > w[1].score || (w[0].score == w[1].score && w[0].id < w[1].id));
+    }
+    assert!(e.selected_ids.is_empty());
+    // Nothing matches: none. No query: none.
+    let e = decide_live(&st, &task(Some("zzz qqq")), &Request::default()).unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "no-match"));
+    let e = decide_live(&st, &task(None), &Request::default()).unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "no-query"));
+    // Deterministic: the same inputs, the same event.
+    let q = task(Some("Roll out the Kubernetes manifests with Helm"));
+    assert_eq!(decide_live(&st, &q, &Request::default()), decide_live(&state(&s), &q, &Request::default()));
+}
+
+#[test]
+fn routing_order_and_manual_mode() {
+    let s = configured(&["--selection", "manual"]);
+    let st = state(&s);
+    let q = Some("Tune the slow PostgreSQL queries and add indexes");
+    // Manual: the query routes nothing; proposals are silently ignored.
+    let mut t = task(q);
+    t.proposed_ids = ids(&["skill:kubernetes"]);
+    let e = decide_live(&st, &t, &Request::default()).unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "manual"));
+    // Explicit ids come first, closed over dependencies (sorted).
+    t.explicit_ids = ids(&["skill:api-design"]);
+    let e = decide_live(&st, &t, &Request::default()).unwrap();
+    assert_eq!(e.reason, "explicit");
+    assert_eq!(e.selected_ids, ids(&["skill:api-design", "skill:python-patterns", "skill:testing"]));
+    // noWorkflow: nothing, whatever the query.
+    let mut t = task(q);
+    t.no_workflow = true;
+    let e = decide_live(&st, &t, &Request::default()).unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "no-workflow"));
+    // Auto: admitted agent proposals come before the query.
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    let mut t = task(q);
+    t.proposed_ids = ids(&["skill:kubernetes"]);
+    let e = decide_live(&st, &t, &Request::default()).unwrap();
+    assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("agent-proposal", ids(&["skill:kubernetes"])));
+    // A proposal of a source that is not routable is refused, naming the rule.
+    for (id, rule) in [
+        ("skill:deploy", "manual-only"),
+        ("skill:shell-tools", "authority-bearing"),
+        ("skill:git-status", "dynamic"),
+    ] {
+        t.proposed_ids = ids(&[id]);
+        let err = decide_live(&st, &t, &Request::default()).unwrap_err();
+        assert!(err.to_string().contains(rule), "{id}: {err}");
+    }
+}
+
+#[test]
+fn eligibility_exclusions_manual_only_and_closure() {
+    let s = configured(&["--selection", "auto", "--exclude", "skill:security-review"]);
+    let st = state(&s);
+    let refuse = |explicit: &[&str]| {
+        let mut t = task(None);
+        t.explicit_ids = ids(explicit);
+        decide_live(&st, &t, &Request::default()).unwrap_err()
+    };
+    assert!(matches!(refuse(&["skill:security-review"]), SelectionError::Excluded { .. }));
+    assert!(matches!(
+        refuse(&["skill:shell-tools"]),
+        SelectionError::NotSelectable { rule: "authority-bearing", .. }
+    ));
+    assert!(matches!(
+        refuse(&["skill:git-status"]),
+        SelectionError::NotSelectable { rule: "dynamic-content", .. }
+    ));
+    assert!(matches!(refuse(&["skill:nope"]), SelectionError::UnknownId(_)));
+    // Manual-only loads when its own id is explicit.
+    let mut t = task(None);
+    t.explicit_ids = ids(&["skill:deploy"]);
+    assert_eq!(decide_live(&st, &t, &Request::default()).unwrap().selected_ids, ids(&["skill:deploy"]));
+    // Exclusions also bind dependencies; manual-only dependencies need their own id.
+    let s = Setup::new();
+    richer(&s);
+    write(
+        &s.src.join("manifests/context-packs/skill-registry@1.json"),
+        r#"{"version": 1, "skills": [
+            {"id": "skill:api-design", "dependencies": ["skill:python-patterns"]},
+            {"id": "skill:kubernetes", "dependencies": ["skill:docker-compose"]},
+            {"id": "skill:release-notes", "dependencies": ["skill:deploy"]},
+            {"id": "skill:react-components", "dependencies": ["skill:docker-compose", "skill:kubernetes",
+                "skill:postgres-tuning", "skill:release-notes", "skill:api-design", "skill:testing", "skill:deploy"]}
+        ]}"#,
+    );
+    assert_eq!(s.scan().0, 0);
+    let root = s.tmp.path().join("store");
+    let (code, _, err) = s.run(
+        &["profile", "set"],
+        &[
+            "lean",
+            "--state-root",
+            root.to_str().unwrap(),
+            "--selection",
+            "auto",
+            "--exclude",
+            "skill:docker-compose",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let st = state(&s);
+    let run = |explicit: &[&str]| {
+        let mut t = task(None);
+        t.explicit_ids = ids(explicit);
+        decide_live(&st, &t, &Request::default())
+    };
+    assert!(matches!(
+        run(&["skill:kubernetes"]).unwrap_err(),
+        SelectionError::ExcludedDependency { id, of } if id == "skill:docker-compose" && of == "skill:kubernetes"
+    ));
+    assert!(matches!(
+        run(&["skill:release-notes"]).unwrap_err(),
+        SelectionError::ManualOnly { of: Some(_), .. }
+    ));
+    assert_eq!(
+        run(&["skill:deploy", "skill:release-notes"]).unwrap().selected_ids,
+        ids(&["skill:deploy", "skill:release-notes"])
+    );
+    // The closure: at most eight (react-components closes over 9 with deploy explicit,
+    // but docker-compose is excluded first).
+    let s2 = Setup::new();
+    richer(&s2);
+    write(
+        &s2.src.join("manifests/context-packs/skill-registry@1.json"),
+        r#"{"version": 1, "skills": [
+            {"id": "skill:react-components", "dependencies": ["skill:docker-compose", "skill:kubernetes",
+                "skill:postgres-tuning", "skill:release-notes", "skill:api-design", "skill:testing",
+                "skill:python-patterns", "skill:security-review"]}
+        ]}"#,
+    );
+    assert_eq!(s2.scan().0, 0);
+    let root = s2.tmp.path().join("store");
+    let (code, _, err) = s2.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let st2 = state(&s2);
+    let mut t = task(None);
+    t.explicit_ids = ids(&["skill:react-components"]);
+    assert_eq!(decide_live(&st2, &t, &Request::default()).unwrap_err(), SelectionError::ClosureTooLarge(9));
+    t.explicit_ids = ids(&["skill:kubernetes"]);
+    assert_eq!(decide_live(&st2, &t, &Request::default()).unwrap().selected_ids.len(), 1);
+}
+
+#[test]
+fn load_budget_at_the_exact_boundary() {
+    let s = Setup::new();
+    // SKILL.md of exactly 32,000 bytes in all.
+    let head = "---\nname: big\ndescription: A large body.\n---\n\n";
+    let body = format!("{head}{}", "x".repeat(32_000 - head.len()));
+    write(&s.src.join("skills/big/SKILL.md"), &body);
+    let body2 = format!("{head}{}", "x".repeat(32_001 - head.len()));
+    write(&s.src.join("skills/bigger/SKILL.md"), &body2.replace("name: big", "name: bigger"));
+    assert_eq!(s.scan().0, 0);
+    let root = s.tmp.path().join("store");
+    let (code, _, err) = s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let st = state(&s);
+    let registry = st.context_profiles.registry.clone().unwrap();
+    assert_eq!(sel::load(&registry, &ids(&["skill:big"])).unwrap()[0].0.bytes, 32_000);
+    // "bigger" has one more byte in its name line too: well over.
+    assert!(matches!(sel::load(&registry, &ids(&["skill:bigger"])), Err(SelectionError::OverBudget { .. })));
+    let mut t = task(None);
+    t.explicit_ids = ids(&["skill:bigger"]);
+    let load = Request { load: true, ..Request::default() };
+    assert!(matches!(decide_live(&st, &t, &load), Err(SelectionError::OverBudget { .. })));
+    t.explicit_ids = ids(&["skill:big"]);
+    assert_eq!(decide_live(&st, &t, &load).unwrap().resources.len(), 1);
+}

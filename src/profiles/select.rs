@@ -1,0 +1,347 @@
+//! `ledger select` at the edge (issue #15): the task input, the `--previous` receipt and
+//! the `--proposal` document parsed within their bounds (malformed input is never echoed:
+//! it may hold secrets), then the pure decision of `runtime::selection` recorded as one
+//! `selectionRecorded` entry through `Ledger::admit`.
+
+use std::io::Read;
+use std::path::Path;
+
+use ledger_schema::events::selection::{ReceiptBody, SelectionRecorded};
+use ledger_schema::{Digest, Event};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+
+use crate::ledger::{Ledger, SubmitError};
+use crate::runtime::Ctx;
+use crate::runtime::selection::{
+    self as sel, MAX_PROPOSAL_BYTES, MAX_QUERY_BYTES, MAX_TASK_IDS, MAX_TASK_INPUT_BYTES, Request,
+    SelectionError, Task,
+};
+use crate::store::{DiskStore, OpenError};
+
+/// Why `ledger select` failed: a refusal (exit 1) or usage / I/O (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectError {
+    /// The task input, receipt or proposal is malformed (exit 2). Never echoes the input.
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Io(String),
+    #[error("{0}")]
+    Open(#[from] OpenError),
+    #[error("{0}")]
+    Submit(#[from] SubmitError),
+    #[error("{0}")]
+    Refused(#[from] SelectionError),
+    #[error("--previous: the receipt's receiptDigest does not recompute: refused")]
+    ReceiptDigest,
+    #[error("--expected-digest {expected}: the selection is now {found} (stale): nothing loaded")]
+    StaleExpected { expected: Digest, found: Digest },
+    #[error("{0}")]
+    Proposal(String),
+}
+
+impl SelectError {
+    /// A refusal of what was asked (exit 1), as opposed to usage or I/O (exit 2).
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            SelectError::Input(_) | SelectError::Io(_) => false,
+            SelectError::Open(e) => e.is_verification_failure(),
+            SelectError::Submit(e) => e.is_rejection(),
+            SelectError::Refused(SelectionError::Task(_)) => false,
+            SelectError::Refused(_)
+            | SelectError::ReceiptDigest
+            | SelectError::StaleExpected { .. }
+            | SelectError::Proposal(_) => true,
+        }
+    }
+}
+
+/// A JSON object's members in document order, duplicates kept (so they can be refused).
+struct Members(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    if out.len() >= 64 {
+                        return Err(de::Error::custom("too many members"));
+                    }
+                    out.push((k, v));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One UTF-8 JSON object of at most `max` bytes, no NUL, members unique and among
+/// `allowed`. Errors name the document and the rule, never its content.
+fn object(
+    what: &str,
+    bytes: &[u8],
+    max: usize,
+    allowed: &[&str],
+) -> Result<Vec<(String, Value)>, SelectError> {
+    let bad = |m: &str| SelectError::Input(format!("{what}: {m}"));
+    if bytes.len() > max {
+        return Err(bad(&format!("over {max} bytes")));
+    }
+    if bytes.contains(&0) {
+        return Err(bad("holds a NUL byte"));
+    }
+    if std::str::from_utf8(bytes).is_err() {
+        return Err(bad("not UTF-8"));
+    }
+    let Members(members) = serde_json::from_slice(bytes)
+        .map_err(|e| bad(&format!("not one JSON object (line {}, column {})", e.line(), e.column())))?;
+    let mut seen = std::collections::BTreeSet::new();
+    for (k, _) in &members {
+        if !allowed.contains(&k.as_str()) {
+            return Err(bad(&format!("unknown key (allowed: {})", allowed.join(", "))));
+        }
+        if !seen.insert(k.as_str()) {
+            return Err(bad("a key is given twice"));
+        }
+    }
+    Ok(members)
+}
+
+fn ids(what: &str, field: &str, v: &Value) -> Result<Vec<String>, SelectError> {
+    let bad = |m: &str| SelectError::Input(format!("{what}: {field} {m}"));
+    let list = v.as_array().ok_or_else(|| bad("must be a list of ids"))?;
+    if list.len() > MAX_TASK_IDS {
+        return Err(bad(&format!("holds more than {MAX_TASK_IDS} ids")));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(list.len());
+    for item in list {
+        let id = item.as_str().ok_or_else(|| bad("must be a list of ids"))?;
+        if id.is_empty() || id.len() > 4096 || id.chars().any(char::is_control) {
+            return Err(bad("holds a malformed id"));
+        }
+        out.push(id.to_owned());
+    }
+    out.sort();
+    let before = out.len();
+    out.dedup();
+    if out.len() != before {
+        return Err(bad("holds an id twice"));
+    }
+    Ok(out)
+}
+
+const TASK_KEYS: [&str; 8] =
+    ["sessionId", "taskId", "revision", "phase", "query", "explicitIds", "proposedIds", "noWorkflow"];
+
+/// Parses a task input (docs/selection.md). Ids are sorted; their existence is checked
+/// against the registry by the decision.
+pub fn parse_task(bytes: &[u8]) -> Result<Task, SelectError> {
+    let what = "task input";
+    let members = object(what, bytes, MAX_TASK_INPUT_BYTES, &TASK_KEYS)?;
+    let bad = |m: &str| SelectError::Input(format!("{what}: {m}"));
+    let mut task = Task::default();
+    let (mut session, mut task_id, mut revision, mut phase) = (false, false, false, false);
+    for (k, v) in members {
+        let text = |field: &str| {
+            v.as_str().map(str::to_owned).ok_or_else(|| bad(&format!("{field} must be a string")))
+        };
+        match k.as_str() {
+            "sessionId" => {
+                task.session_id = text("sessionId")?;
+                session = true;
+            }
+            "taskId" => {
+                task.task_id = text("taskId")?;
+                task_id = true;
+            }
+            "phase" => {
+                task.phase = text("phase")?;
+                phase = true;
+            }
+            "revision" => {
+                task.revision = v
+                    .as_u64()
+                    .and_then(|r| u32::try_from(r).ok())
+                    .filter(|r| *r >= 1)
+                    .ok_or_else(|| bad("revision must be an integer from 1 to 4294967295"))?;
+                revision = true;
+            }
+            "query" => {
+                let q = text("query")?;
+                if q.len() > MAX_QUERY_BYTES {
+                    return Err(bad(&format!("query is over {MAX_QUERY_BYTES} bytes")));
+                }
+                task.query = Some(q);
+            }
+            "explicitIds" => task.explicit_ids = ids(what, "explicitIds", &v)?,
+            "proposedIds" => task.proposed_ids = ids(what, "proposedIds", &v)?,
+            "noWorkflow" => {
+                task.no_workflow = v.as_bool().ok_or_else(|| bad("noWorkflow must be true or false"))?
+            }
+            _ => return Err(bad("unknown key")),
+        }
+    }
+    for (present, field) in
+        [(session, "sessionId"), (task_id, "taskId"), (revision, "revision"), (phase, "phase")]
+    {
+        if !present {
+            return Err(bad(&format!("{field} is required")));
+        }
+    }
+    sel::check_task(&task).map_err(|e| SelectError::Input(e.to_string()))?;
+    Ok(task)
+}
+
+/// Parses a provider's proposal: exactly `{"selectedIds": [...]}`, zero or one id.
+pub fn parse_proposal(bytes: &[u8]) -> Result<Vec<String>, SelectError> {
+    let members = object("proposal", bytes, MAX_PROPOSAL_BYTES, &["selectedIds"])
+        .map_err(|e| SelectError::Proposal(e.to_string()))?;
+    let Some((_, v)) = members.first() else {
+        return Err(SelectError::Proposal("proposal: selectedIds is required".into()));
+    };
+    let list = ids("proposal", "selectedIds", v).map_err(|e| SelectError::Proposal(e.to_string()))?;
+    if list.len() > 1 {
+        return Err(SelectionError::ProposalTooMany(list.len()).into());
+    }
+    Ok(list)
+}
+
+/// A receipt as printed (`receipt` of `--json`): its body and `receiptDigest`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Receipt {
+    #[serde(flatten)]
+    pub body: ReceiptBody,
+    pub receipt_digest: Digest,
+}
+
+impl Receipt {
+    pub fn of(e: &SelectionRecorded) -> Receipt {
+        let body = e.receipt();
+        Receipt { receipt_digest: body.digest(), body }
+    }
+}
+
+/// Parses a `--previous` receipt and recomputes its digest (a mismatch is refused).
+pub fn parse_receipt(bytes: &[u8]) -> Result<Digest, SelectError> {
+    if bytes.len() > MAX_TASK_INPUT_BYTES || bytes.contains(&0) {
+        return Err(SelectError::Input("--previous: not a receipt (size or NUL)".into()));
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        SelectError::Input(format!("--previous: not JSON (line {}, column {})", e.line(), e.column()))
+    })?;
+    let mut map = match value {
+        Value::Object(m) => m,
+        _ => return Err(SelectError::Input("--previous: not a receipt object".into())),
+    };
+    let digest = map
+        .remove("receiptDigest")
+        .and_then(|d| serde_json::from_value::<Digest>(d).ok())
+        .ok_or_else(|| SelectError::Input("--previous: receiptDigest is missing or malformed".into()))?;
+    let body: ReceiptBody = serde_json::from_value(Value::Object(map))
+        .map_err(|_| SelectError::Input("--previous: not a selection receipt (fields)".into()))?;
+    if body.digest() != digest {
+        return Err(SelectError::ReceiptDigest);
+    }
+    Ok(digest)
+}
+
+/// Reads a file, or standard input for `-`, refusing more than `max` bytes before
+/// holding them.
+pub fn read_bounded(path: &Path, max: usize, what: &str) -> Result<Vec<u8>, SelectError> {
+    let mut buf = Vec::new();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    let read = if path == Path::new("-") {
+        std::io::stdin().lock().take(limit).read_to_end(&mut buf)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut buf))
+    };
+    read.map_err(|e| SelectError::Io(format!("read {what}: {}", e.kind())))?;
+    if buf.len() > max {
+        return Err(SelectError::Input(format!("{what}: over {max} bytes")));
+    }
+    Ok(buf)
+}
+
+/// One loaded resource with its text (from the ledger, its digest re-checked).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadedText {
+    pub id: String,
+    pub path: String,
+    pub bytes: u64,
+    pub digest: Digest,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// What `ledger select` did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub event: SelectionRecorded,
+    /// The entry's seq (None for `--dry-run`).
+    pub seq: Option<u64>,
+    pub resources: Vec<LoadedText>,
+    pub mode: ledger_schema::events::profile::SelectionMode,
+}
+
+/// Options of `ledger select` besides the ledger and the task.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub request: Request,
+    pub expected_digest: Option<Digest>,
+    pub dry_run: bool,
+}
+
+/// Decides `task` over the ledger at `dir` and (unless `dry_run`) records it as one entry.
+pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, SelectError> {
+    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    let state = ledger.state();
+    let event = sel::decide_live(state, task, &opts.request)?;
+    if let Some(expected) = opts.expected_digest
+        && expected != event.selection_digest
+    {
+        return Err(SelectError::StaleExpected { expected, found: event.selection_digest });
+    }
+    let registry = state.context_profiles.registry.clone().ok_or(SelectionError::NotConfigured)?;
+    let mode =
+        state.context_profiles.current().map(|c| c.selection.mode).ok_or(SelectionError::NotConfigured)?;
+    let mut resources = Vec::new();
+    if opts.request.load {
+        for (r, bytes) in sel::load(&registry, &event.selected_ids)? {
+            // Bytes from the ledger, re-checked against the registry's digest.
+            if ledger_schema::events::profile::SourceResource::digest_of(bytes) != r.digest {
+                return Err(SelectionError::NotLoadable { id: r.id, path: r.path }.into());
+            }
+            let content = String::from_utf8(bytes.to_vec()).map_err(|_| {
+                SelectError::Refused(SelectionError::NotLoadable { id: r.id.clone(), path: r.path.clone() })
+            })?;
+            resources.push(LoadedText {
+                id: r.id,
+                path: r.path,
+                bytes: r.bytes,
+                digest: r.digest,
+                content: Some(content),
+            });
+        }
+    }
+    let seq = if opts.dry_run {
+        None
+    } else {
+        let receipt = ledger.admit(
+            vec![Event::SelectionRecorded(Box::new(event.clone()))],
+            Ctx { time_ms: super::now_ms() },
+        )?;
+        Some(receipt.seq)
+    };
+    Ok(Outcome { event, seq, resources, mode })
+}

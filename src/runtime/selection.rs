@@ -1,0 +1,841 @@
+//! Task selection (seed 003, issue #15): the routing decision as a pure function of the
+//! ledger state and a task, and the rule (`Rule::Selection`) that re-derives every
+//! recorded `selectionRecorded` from the state before it — live, on reopen and in
+//! `ledger replay`.
+//!
+//! Routing, in the seed's order: `noWorkflow` → nothing; explicit ids; a completed pinned
+//! decision reused from `--previous` (same binding); manual mode → nothing more; admitted
+//! agent-proposed ids (the task's `proposedIds`, or a provider's answer to a pending
+//! decision); in Auto and Suggest: exactly one directive citation, or an unambiguous
+//! ranked match over the bar; otherwise **pending** with a shortlist of at most five.
+//!
+//! The task prose never reaches the ledger (only its digest), so `apply` cannot re-run the
+//! lexical step: for a `directive`, `ranked` or pending decision it checks the recorded
+//! candidates instead (routable, bounded, ordered, over the bar for `ranked`); every
+//! other step is re-derived exactly. No I/O, no clock.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ledger_schema::events::profile::{Registry, RegistrySource, SelectionMode};
+use ledger_schema::events::selection::{
+    LoadedResource, SelectionBinding, SelectionCandidate, SelectionDecision, SelectionRecorded,
+    selection_digest,
+};
+use ledger_schema::{Digest, DigestKind, codec};
+use serde::Serialize;
+
+use super::profile::{Plan, unselectable};
+use super::state::Map;
+use super::{Rule, RuleViolation, State, ensure, violation};
+
+/// The routing policy this build applies (recorded in every selection and its binding).
+/// Tokens: lowercase alphanumeric runs of ≥ 2 characters, stop words dropped, a trailing
+/// `ing` (≥ 6 characters) or `s` (≥ 4, not `ss`) stripped. Documents: a source's name
+/// (weight 2) and description (its triggers). BM25 with k1 = 1.2, b = 0.75, idf =
+/// ln(1 + (N − n + 0.5)/(n + 0.5)) over the routable sources; scores × 1000, rounded.
+/// Ties by id. The bar: top ≥ [`BAR_MIN_SCORE`] and top ≥ [`BAR_RATIO`] × the runner-up.
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/1";
+/// Largest task input (bytes).
+pub const MAX_TASK_INPUT_BYTES: usize = 65_536;
+/// Largest query (bytes).
+pub const MAX_QUERY_BYTES: usize = 8192;
+/// Longest `sessionId` / `taskId` (bytes).
+pub const MAX_TASK_ID_BYTES: usize = 128;
+/// Longest `phase` (bytes).
+pub const MAX_PHASE_BYTES: usize = 64;
+/// Most `explicitIds` / `proposedIds`.
+pub const MAX_TASK_IDS: usize = 8;
+/// Most sources in a selection's dependency closure.
+pub const MAX_CLOSURE: usize = 8;
+/// Most candidates in a pending shortlist.
+pub const MAX_SHORTLIST: usize = 5;
+/// Longest candidate description (characters); longer ones are cut and flagged.
+pub const MAX_DESCRIPTION_CHARS: usize = 2048;
+/// Most bytes `--load` returns across every loaded resource.
+pub const MAX_LOAD_BYTES: u64 = 32_000;
+/// Largest provider proposal document (bytes).
+pub const MAX_PROPOSAL_BYTES: usize = 65_536;
+/// The bar's floor (BM25 × 1000): a match of at least two informative terms.
+pub const BAR_MIN_SCORE: u32 = 2000;
+/// The bar's margin: the top score is at least this many times the runner-up's.
+pub const BAR_RATIO: u32 = 2;
+
+/// Why a selection was made (recorded `reason`).
+pub const REASON_NO_WORKFLOW: &str = "no-workflow";
+pub const REASON_EXPLICIT: &str = "explicit";
+pub const REASON_REUSED: &str = "reused";
+pub const REASON_MANUAL: &str = "manual";
+pub const REASON_AGENT_PROPOSAL: &str = "agent-proposal";
+pub const REASON_PROVIDER_PROPOSAL: &str = "provider-proposal";
+pub const REASON_PROPOSAL_DECLINED: &str = "proposal-declined";
+pub const REASON_DIRECTIVE: &str = "directive";
+pub const REASON_RANKED: &str = "ranked";
+pub const REASON_SEVERAL_DIRECTIVES: &str = "several-directives";
+pub const REASON_AMBIGUOUS: &str = "ambiguous";
+pub const REASON_NO_QUERY: &str = "no-query";
+pub const REASON_NO_MATCH: &str = "no-match";
+
+/// A task, as the task input gives it (already within its bounds; see `profiles::select`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Task {
+    pub session_id: String,
+    pub task_id: String,
+    pub revision: u32,
+    pub phase: String,
+    pub query: Option<String>,
+    /// Sorted, unique.
+    pub explicit_ids: Vec<String>,
+    /// Sorted, unique.
+    pub proposed_ids: Vec<String>,
+    pub no_workflow: bool,
+}
+
+/// What a selection asks besides the task.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    /// `--load`.
+    pub load: bool,
+    /// The `receiptDigest` of the `--previous` receipt (recomputed by the caller).
+    pub previous: Option<Digest>,
+    /// A provider's answer (`--proposal`): its `selectedIds`.
+    pub proposal: Option<Vec<String>>,
+}
+
+/// Why a selection was refused. Nothing is recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectionError {
+    #[error("no profile is configured: run `ledger profile set` first")]
+    NotConfigured,
+    #[error(
+        "the configured profile is stale: registry {current} was recorded after it (source drift): run `ledger profile set` again"
+    )]
+    StaleSource { current: Digest },
+    #[error("task input: {0}")]
+    Task(String),
+    #[error("unknown source id {0:?}")]
+    UnknownId(String),
+    #[error("{id:?} is excluded by the configured profile")]
+    Excluded { id: String },
+    #[error("{id:?} is a dependency of {of:?} and is excluded by the configured profile")]
+    ExcludedDependency { id: String, of: String },
+    #[error("{id:?} is never selectable ({rule})")]
+    NotSelectable { id: String, rule: &'static str },
+    #[error("{id:?} is manual-only: it loads only when its own id is explicit{}", .of.as_ref().map(|o| format!(" (a dependency of {o:?})")).unwrap_or_default())]
+    ManualOnly { id: String, of: Option<String> },
+    #[error("agent-proposed {id:?} is not routable ({rule})")]
+    NotRoutable { id: String, rule: String },
+    #[error("the selection closes over {0} sources, over {MAX_CLOSURE}")]
+    ClosureTooLarge(usize),
+    #[error("the --previous receipt is not a selection recorded in this ledger")]
+    PreviousUnknown,
+    #[error(
+        "a proposal answers a pending selection: --previous must name its receipt, with the same binding (session, task, revision, phase, plan, query)"
+    )]
+    ProposalWithoutPending,
+    #[error("a proposal selects zero or one id, not {0}")]
+    ProposalTooMany(usize),
+    #[error("proposed {0:?} is not in the pending shortlist")]
+    ProposalNotInShortlist(String),
+    #[error("suggest mode never loads bodies")]
+    SuggestNeverLoads,
+    #[error("{id} resource {path:?} is recorded by digest only: it cannot be loaded")]
+    NotLoadable { id: String, path: String },
+    #[error("the load needs {bytes} bytes, over the budget of {MAX_LOAD_BYTES}: nothing loaded")]
+    OverBudget { bytes: u64 },
+}
+
+/// A recorded selection, as later selections see it (keyed by its receipt digest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectionState {
+    pub seq: u64,
+    pub binding_digest: Digest,
+    pub decision: SelectionDecision,
+    pub selection_digest: Digest,
+    pub explicit_ids: Vec<String>,
+    pub selected_ids: Vec<String>,
+    pub candidates: Vec<SelectionCandidate>,
+}
+
+/// The projection of selections: every recorded one by its receipt digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Selections {
+    pub by_receipt: Map<Digest, SelectionState>,
+}
+
+impl Selections {
+    pub fn is_empty(&self) -> bool {
+        self.by_receipt.is_empty()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Lexical ranking and directives
+
+const STOP_WORDS: [&str; 40] = [
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "how", "i", "in",
+    "into", "is", "it", "me", "my", "of", "on", "or", "our", "please", "should", "so", "that", "the", "then",
+    "this", "to", "up", "we", "what", "when", "with", "you", "your",
+];
+
+fn stem(word: &str) -> String {
+    let n = word.chars().count();
+    if n >= 6 && word.ends_with("ing") {
+        word.trim_end_matches("ing").to_owned()
+    } else if n >= 4 && word.ends_with('s') && !word.ends_with("ss") {
+        word.strip_suffix('s').unwrap_or(word).to_owned()
+    } else {
+        word.to_owned()
+    }
+}
+
+/// The routing policy's tokens of `text`.
+pub fn tokens(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2 && !STOP_WORDS.contains(w))
+        .map(stem)
+        .collect()
+}
+
+fn cut(description: &str) -> (String, bool) {
+    match description.char_indices().nth(MAX_DESCRIPTION_CHARS) {
+        Some((at, _)) => (description.get(..at).unwrap_or_default().to_owned(), true),
+        None => (description.to_owned(), false),
+    }
+}
+
+fn candidate(source: &RegistrySource, score: u32, matched: Vec<String>) -> SelectionCandidate {
+    let (description, truncated) = cut(&source.description);
+    SelectionCandidate { id: source.id.clone(), score, matched, truncated, description }
+}
+
+/// BM25 of `query` over `sources` (the routable ones): every source with a score above
+/// zero, best first, ties by id.
+pub fn rank(query: &str, sources: &[&RegistrySource]) -> Vec<SelectionCandidate> {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    let q: BTreeSet<String> = tokens(query).into_iter().collect();
+    if q.is_empty() || sources.is_empty() {
+        return Vec::new();
+    }
+    let docs: Vec<Vec<String>> = sources
+        .iter()
+        .map(|s| {
+            let name = tokens(&s.name);
+            let mut doc = name.clone();
+            doc.extend(name);
+            doc.extend(tokens(&s.description));
+            doc
+        })
+        .collect();
+    let n = docs.len() as f64;
+    let avgdl = (docs.iter().map(Vec::len).sum::<usize>() as f64 / n).max(1.0);
+    let mut df: BTreeMap<&str, f64> = BTreeMap::new();
+    for term in &q {
+        let count = docs.iter().filter(|d| d.iter().any(|t| t == term)).count();
+        df.insert(term.as_str(), count as f64);
+    }
+    let mut out = Vec::new();
+    for (source, doc) in sources.iter().zip(&docs) {
+        let dl = doc.len() as f64;
+        let mut score = 0.0f64;
+        let mut matched = Vec::new();
+        for term in &q {
+            let tf = doc.iter().filter(|t| *t == term).count() as f64;
+            if tf == 0.0 {
+                continue;
+            }
+            let n_t = df.get(term.as_str()).copied().unwrap_or(0.0);
+            let idf = (1.0 + (n - n_t + 0.5) / (n_t + 0.5)).ln();
+            score += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl));
+            matched.push(term.clone());
+        }
+        let milli = (score * 1000.0).round();
+        if milli >= 1.0 {
+            let milli = if milli >= f64::from(u32::MAX) { u32::MAX } else { milli as u32 };
+            out.push(candidate(source, milli, matched));
+        }
+    }
+    out.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    out
+}
+
+/// Whether `top` is an unambiguous match over `second` (the runner-up, if any).
+pub fn clears_bar(top: u32, second: Option<u32>) -> bool {
+    top >= BAR_MIN_SCORE && second.is_none_or(|s| u64::from(top) >= u64::from(BAR_RATIO) * u64::from(s))
+}
+
+const DIRECTIVE_VERBS: [&str; 6] = ["use", "apply", "load", "follow", "invoke", "using"];
+const NEGATIONS: [&str; 9] = ["not", "no", "never", "don't", "dont", "without", "avoid", "instead", "nor"];
+const QUESTION_WORDS: [&str; 16] = [
+    "should", "can", "could", "would", "will", "do", "does", "did", "is", "are", "shall", "may", "why",
+    "what", "which", "how",
+];
+const ARTICLES: [&str; 6] = ["the", "a", "an", "our", "your", "this"];
+
+/// The routable ids the query cites as a directive ("use the X skill", "apply skill:X"),
+/// sorted, unique. A bare mention, a question, a negated or a quoted mention is not a
+/// directive.
+pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
+    let lower = query.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
+    // Quoted text ("...", `...`, “...”) is not an instruction: blank it out.
+    let mut unquoted = String::with_capacity(lower.len());
+    let mut open: Option<char> = None;
+    for c in lower.chars() {
+        match (open, c) {
+            (None, '"' | '`' | '\u{201c}') => {
+                open = Some(if c == '\u{201c}' { '\u{201d}' } else { c });
+                unquoted.push(' ');
+            }
+            (Some(close), _) if c == close => {
+                open = None;
+                unquoted.push(' ');
+            }
+            (Some(_), _) => unquoted.push(' '),
+            (None, _) => unquoted.push(c),
+        }
+    }
+    let resolve = |word: &str| -> Option<String> {
+        let dir = word.strip_prefix("skill:").unwrap_or(word);
+        sources
+            .iter()
+            .find(|s| s.id.strip_prefix("skill:") == Some(dir) || s.name.to_lowercase() == dir)
+            .map(|s| s.id.clone())
+    };
+    let mut cited = BTreeSet::new();
+    let mut sentence = String::new();
+    for c in unquoted.chars().chain(std::iter::once('\n')) {
+        if matches!(c, '.' | '!' | '?' | ';' | '\n') {
+            let question = c == '?';
+            let words: Vec<&str> = sentence
+                .split_whitespace()
+                .map(|w| {
+                    w.trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, ':' | '-' | '_' | '\'')))
+                })
+                .filter(|w| !w.is_empty())
+                .collect();
+            let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
+            if !asks {
+                for (i, w) in words.iter().enumerate() {
+                    if !DIRECTIVE_VERBS.contains(w) {
+                        continue;
+                    }
+                    let before = words.get(i.saturating_sub(3)..i).unwrap_or_default();
+                    if before.iter().any(|b| NEGATIONS.contains(b) || b.ends_with("n't")) {
+                        continue;
+                    }
+                    let mut j = i + 1;
+                    if words.get(j).is_some_and(|a| ARTICLES.contains(a)) {
+                        j += 1;
+                    }
+                    let Some(target) = words.get(j) else { continue };
+                    let directive =
+                        target.starts_with("skill:") || words.get(j + 1).is_some_and(|k| *k == "skill");
+                    let id = if directive { resolve(target) } else { None };
+                    if let Some(id) = id {
+                        cited.insert(id);
+                    }
+                }
+            }
+            sentence.clear();
+            // Keep the colon of `skill:x` (only sentence terminators split).
+        } else {
+            sentence.push(c);
+        }
+    }
+    cited.into_iter().collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// The decision
+
+/// What the lexical step decided (Auto and Suggest only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lexical {
+    /// The chosen root (a `directive` or `ranked` decision), or none.
+    pub root: Option<String>,
+    pub pending: bool,
+    pub reason: &'static str,
+    pub candidates: Vec<SelectionCandidate>,
+}
+
+/// The lexical step over the query (live): directives first, then the ranked match.
+pub fn lexical(query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
+    let none = |reason| Lexical { root: None, pending: false, reason, candidates: Vec::new() };
+    let Some(query) = query.filter(|q| !tokens(q).is_empty() || q.contains("skill:")) else {
+        return none(REASON_NO_QUERY);
+    };
+    let ranked = rank(query, routable);
+    let cited = directives(query, routable);
+    let scored = |id: &str| {
+        ranked
+            .iter()
+            .find(|c| c.id == id)
+            .cloned()
+            .or_else(|| routable.iter().find(|s| s.id == id).map(|s| candidate(s, 0, Vec::new())))
+    };
+    match cited.as_slice() {
+        [one] => {
+            return Lexical {
+                root: Some(one.clone()),
+                pending: false,
+                reason: REASON_DIRECTIVE,
+                candidates: scored(one).into_iter().collect(),
+            };
+        }
+        [] => {}
+        several => {
+            let mut shortlist: Vec<SelectionCandidate> = several.iter().filter_map(|id| scored(id)).collect();
+            for c in &ranked {
+                if !several.contains(&c.id) {
+                    shortlist.push(c.clone());
+                }
+            }
+            shortlist.truncate(MAX_SHORTLIST);
+            return Lexical {
+                root: None,
+                pending: true,
+                reason: REASON_SEVERAL_DIRECTIVES,
+                candidates: shortlist,
+            };
+        }
+    }
+    match ranked.as_slice() {
+        [] => none(REASON_NO_MATCH),
+        [top, rest @ ..] if clears_bar(top.score, rest.first().map(|c| c.score)) => Lexical {
+            root: Some(top.id.clone()),
+            pending: false,
+            reason: REASON_RANKED,
+            candidates: ranked.iter().take(2).cloned().collect(),
+        },
+        _ => Lexical {
+            root: None,
+            pending: true,
+            reason: REASON_AMBIGUOUS,
+            candidates: ranked.into_iter().take(MAX_SHORTLIST).collect(),
+        },
+    }
+}
+
+/// The lexical step as recorded (replay: the prose is not in the ledger), checked for
+/// what can be checked without it.
+fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleViolation> {
+    let routable = |id: &str| plan.routed_ids.iter().any(|r| r == id);
+    ensure!(
+        e.candidates.len() <= MAX_SHORTLIST,
+        Rule::Selection,
+        "{} candidates, over {MAX_SHORTLIST}",
+        e.candidates.len()
+    );
+    let mut seen = BTreeSet::new();
+    for c in &e.candidates {
+        ensure!(routable(&c.id), Rule::Selection, "candidate {} is not routable", c.id);
+        ensure!(seen.insert(c.id.as_str()), Rule::Selection, "candidate {} twice", c.id);
+        ensure!(
+            c.description.chars().count() <= MAX_DESCRIPTION_CHARS,
+            Rule::Selection,
+            "candidate {} description over {MAX_DESCRIPTION_CHARS} characters",
+            c.id
+        );
+    }
+    let first = e.candidates.first().map(|c| c.id.clone());
+    let lex = |root: Option<String>, pending, reason| Lexical {
+        root,
+        pending,
+        reason,
+        candidates: e.candidates.clone(),
+    };
+    Ok(match e.reason.as_str() {
+        REASON_NO_QUERY => lex(None, false, REASON_NO_QUERY),
+        REASON_NO_MATCH => lex(None, false, REASON_NO_MATCH),
+        REASON_DIRECTIVE => {
+            ensure!(e.candidates.len() == 1, Rule::Selection, "a directive names exactly one candidate");
+            lex(first, false, REASON_DIRECTIVE)
+        }
+        REASON_RANKED => {
+            let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
+            let second = e.candidates.get(1).map(|c| c.score);
+            ensure!(
+                e.candidates.len() <= 2 && clears_bar(top, second),
+                Rule::Selection,
+                "a ranked choice records its match and runner-up, over the bar"
+            );
+            lex(first, false, REASON_RANKED)
+        }
+        REASON_SEVERAL_DIRECTIVES => lex(None, true, REASON_SEVERAL_DIRECTIVES),
+        REASON_AMBIGUOUS => {
+            let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
+            let second = e.candidates.get(1).map(|c| c.score);
+            ensure!(
+                !e.candidates.is_empty() && !clears_bar(top, second),
+                Rule::Selection,
+                "an ambiguous shortlist is non-empty and its top does not clear the bar"
+            );
+            lex(None, true, REASON_AMBIGUOUS)
+        }
+        other => {
+            return Err(violation(Rule::Selection, format!("reason {other:?} is not a lexical outcome")));
+        }
+    })
+}
+
+#[derive(Serialize)]
+struct Trigger<'a> {
+    id: &'a str,
+    name: &'a str,
+    description: &'a str,
+}
+
+/// `Digest::of(SelectionTriggers, [{id, name, description}])` of the routable sources.
+pub fn trigger_digest(routable: &[&RegistrySource]) -> Digest {
+    let t: Vec<Trigger<'_>> =
+        routable.iter().map(|s| Trigger { id: &s.id, name: &s.name, description: &s.description }).collect();
+    codec::record_digest(DigestKind::SelectionTriggers, &t).0
+}
+
+/// The bounds every task obeys (the parser enforces them first; `apply` again).
+pub fn check_task(task: &Task) -> Result<(), SelectionError> {
+    let bad = |m: &str| Err(SelectionError::Task(m.to_owned()));
+    let id_ok = |v: &str, max: usize| !v.is_empty() && v.len() <= max && !v.chars().any(char::is_control);
+    if !id_ok(&task.session_id, MAX_TASK_ID_BYTES) {
+        return bad("sessionId must be 1 to 128 bytes without control characters");
+    }
+    if !id_ok(&task.task_id, MAX_TASK_ID_BYTES) {
+        return bad("taskId must be 1 to 128 bytes without control characters");
+    }
+    if !id_ok(&task.phase, MAX_PHASE_BYTES) || task.phase.chars().any(char::is_whitespace) {
+        return bad("phase must be 1 to 64 bytes without whitespace or control characters");
+    }
+    if task.revision == 0 {
+        return bad("revision must be an integer of at least 1");
+    }
+    if task.query.as_ref().is_some_and(|q| q.len() > MAX_QUERY_BYTES) {
+        return bad("query is over 8192 bytes");
+    }
+    for (field, ids) in [("explicitIds", &task.explicit_ids), ("proposedIds", &task.proposed_ids)] {
+        if ids.len() > MAX_TASK_IDS {
+            return Err(SelectionError::Task(format!("{field} holds more than {MAX_TASK_IDS} ids")));
+        }
+        if ids.windows(2).any(|w| w.first() >= w.get(1)) {
+            return Err(SelectionError::Task(format!("{field} holds an id twice")));
+        }
+    }
+    if task.no_workflow && !(task.explicit_ids.is_empty() && task.proposed_ids.is_empty()) {
+        return bad("noWorkflow cannot be given together with explicitIds or proposedIds");
+    }
+    Ok(())
+}
+
+/// The configured profile's plan, its registry, and the routable sources.
+fn configured(state: &State) -> Result<(&Plan, &Registry, u32, Digest), SelectionError> {
+    let cp = &state.context_profiles;
+    let current = cp.current().ok_or(SelectionError::NotConfigured)?;
+    let (registry, current_digest) = match (&cp.registry, cp.registry_digest) {
+        (Some(r), Some(d)) => (r.as_ref(), d),
+        _ => return Err(SelectionError::NotConfigured),
+    };
+    if current.registry_digest != current_digest {
+        return Err(SelectionError::StaleSource { current: current_digest });
+    }
+    Ok((current.plan.as_ref(), registry, cp.revision(), current_digest))
+}
+
+/// The sources task routing may choose: the plan's `routedIds`.
+pub fn routable<'r>(plan: &Plan, registry: &'r Registry) -> Vec<&'r RegistrySource> {
+    registry.sources.iter().filter(|s| plan.routed_ids.contains(&s.id)).collect()
+}
+
+fn by_id(registry: &Registry) -> BTreeMap<&str, &RegistrySource> {
+    registry.sources.iter().map(|s| (s.id.as_str(), s)).collect()
+}
+
+/// The sorted dependency closure of `roots`, checked: excluded ids (roots and
+/// dependencies), never-selectable ones, manual-only ones not explicit, at most eight.
+pub fn closure(
+    plan: &Plan,
+    registry: &Registry,
+    roots: &[String],
+    explicit: &[String],
+) -> Result<Vec<String>, SelectionError> {
+    let sources = by_id(registry);
+    let excluded = |id: &str| plan.exclude.iter().any(|x| x == id);
+    let mut out: BTreeSet<String> = BTreeSet::new();
+    let mut stack: Vec<(String, Option<String>)> = roots.iter().rev().map(|r| (r.clone(), None)).collect();
+    while let Some((id, of)) = stack.pop() {
+        if out.contains(&id) {
+            continue;
+        }
+        let source = sources.get(id.as_str()).ok_or_else(|| SelectionError::UnknownId(id.clone()))?;
+        if excluded(&id) {
+            return Err(match of {
+                Some(of) => SelectionError::ExcludedDependency { id, of },
+                None => SelectionError::Excluded { id },
+            });
+        }
+        if let Some(rule) = unselectable(source) {
+            return Err(SelectionError::NotSelectable { id, rule });
+        }
+        if source.manual_only && !explicit.contains(&id) {
+            return Err(SelectionError::ManualOnly { id, of });
+        }
+        for dep in source.dependencies.iter().rev() {
+            stack.push((dep.clone(), Some(id.clone())));
+        }
+        out.insert(id);
+        if out.len() > MAX_CLOSURE {
+            return Err(SelectionError::ClosureTooLarge(out.len()));
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// What `--load` returns for `selected`: each source's `SKILL.md` and declared required
+/// resources, deduplicated, sorted by (id, path), with their bytes from the ledger.
+pub fn load<'r>(
+    registry: &'r Registry,
+    selected: &[String],
+) -> Result<Vec<(LoadedResource, &'r [u8])>, SelectionError> {
+    let sources = by_id(registry);
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for id in selected {
+        let source = sources.get(id.as_str()).ok_or_else(|| SelectionError::UnknownId(id.clone()))?;
+        let mut paths: BTreeSet<&str> = source.required_resources.iter().map(String::as_str).collect();
+        paths.insert("SKILL.md");
+        for path in paths {
+            let r = source
+                .resources
+                .iter()
+                .find(|r| r.path == path)
+                .ok_or_else(|| SelectionError::NotLoadable { id: id.clone(), path: path.to_owned() })?;
+            let bytes = r
+                .content
+                .as_ref()
+                .ok_or_else(|| SelectionError::NotLoadable { id: id.clone(), path: path.to_owned() })?;
+            total = total.saturating_add(r.bytes);
+            out.push((
+                LoadedResource { id: id.clone(), path: r.path.clone(), bytes: r.bytes, digest: r.digest },
+                bytes.0.as_slice(),
+            ));
+        }
+    }
+    if total > MAX_LOAD_BYTES {
+        return Err(SelectionError::OverBudget { bytes: total });
+    }
+    Ok(out)
+}
+
+/// The lexical step `decide` calls when routing reaches it.
+pub type LexicalStep<'a> = dyn Fn(&Plan, &[&RegistrySource]) -> Result<Lexical, SelectionError> + 'a;
+
+/// The event that records `task` and `request` over `state`: the whole routing
+/// decision. `lexical` runs the lexical step when routing reaches it (live: over the query;
+/// in `apply`: the recorded outcome, checked).
+pub fn decide(
+    state: &State,
+    task: &Task,
+    query_digest: Option<Digest>,
+    request: &Request,
+    lexical_step: &LexicalStep<'_>,
+) -> Result<SelectionRecorded, SelectionError> {
+    check_task(task)?;
+    let (plan, registry, profile_revision, registry_digest) = configured(state)?;
+    let sources = by_id(registry);
+    for id in task.explicit_ids.iter().chain(&task.proposed_ids) {
+        if !sources.contains_key(id.as_str()) {
+            return Err(SelectionError::UnknownId(id.clone()));
+        }
+    }
+    let routable_sources = routable(plan, registry);
+    let trigger = trigger_digest(&routable_sources);
+    let binding_digest = SelectionBinding {
+        phase: &task.phase,
+        task_id: &task.task_id,
+        session_id: &task.session_id,
+        no_workflow: task.no_workflow,
+        plan_digest: plan.digest(),
+        query_digest,
+        task_revision: task.revision,
+        routing_policy: ROUTING_POLICY,
+        trigger_digest: trigger,
+    }
+    .digest();
+    let previous = match request.previous {
+        Some(d) => Some(state.selections.by_receipt.get(&d).ok_or(SelectionError::PreviousUnknown)?),
+        None => None,
+    };
+    let same_binding = previous.filter(|p| p.binding_digest == binding_digest);
+    let routable_rule = |id: &str| -> Result<(), SelectionError> {
+        if plan.routed_ids.iter().any(|r| r == id) {
+            return Ok(());
+        }
+        let rule = plan
+            .excluded_ids
+            .iter()
+            .find(|x| x.id == id)
+            .map(|x| x.rule.clone())
+            .unwrap_or_else(|| "selected by the base profile".to_owned());
+        Err(SelectionError::NotRoutable { id: id.to_owned(), rule })
+    };
+    // (roots, decision, reason, reused, candidates, explicit ids the decision honours)
+    let mut explicit_for_digest = task.explicit_ids.clone();
+    let mut candidates: Vec<SelectionCandidate> = Vec::new();
+    let mut reused = false;
+    let (roots, pending, reason): (Vec<String>, bool, &str) = if task.no_workflow {
+        (Vec::new(), false, REASON_NO_WORKFLOW)
+    } else if !task.explicit_ids.is_empty() {
+        (task.explicit_ids.clone(), false, REASON_EXPLICIT)
+    } else if let Some(p) = same_binding.filter(|p| p.decision != SelectionDecision::Pending) {
+        reused = true;
+        explicit_for_digest = p.explicit_ids.clone();
+        candidates = p.candidates.clone();
+        (p.selected_ids.clone(), false, REASON_REUSED)
+    } else if plan.selection_mode == SelectionMode::Manual {
+        (Vec::new(), false, REASON_MANUAL)
+    } else if !task.proposed_ids.is_empty() {
+        for id in &task.proposed_ids {
+            routable_rule(id)?;
+        }
+        (task.proposed_ids.clone(), false, REASON_AGENT_PROPOSAL)
+    } else if let Some(answer) = &request.proposal {
+        let p = same_binding
+            .filter(|p| p.decision == SelectionDecision::Pending)
+            .ok_or(SelectionError::ProposalWithoutPending)?;
+        candidates = p.candidates.clone();
+        match answer.as_slice() {
+            [] => (Vec::new(), false, REASON_PROPOSAL_DECLINED),
+            [id] => {
+                if !p.candidates.iter().any(|c| &c.id == id) {
+                    return Err(SelectionError::ProposalNotInShortlist(id.clone()));
+                }
+                routable_rule(id)?;
+                (vec![id.clone()], false, REASON_PROVIDER_PROPOSAL)
+            }
+            more => return Err(SelectionError::ProposalTooMany(more.len())),
+        }
+    } else {
+        let lex = lexical_step(plan, &routable_sources)?;
+        candidates = lex.candidates;
+        if let Some(root) = &lex.root {
+            routable_rule(root)?;
+        }
+        (lex.root.into_iter().collect(), lex.pending, lex.reason)
+    };
+    let explicit_set: Vec<String> =
+        if reused { explicit_for_digest.clone() } else { task.explicit_ids.clone() };
+    let selected_ids = closure(plan, registry, &roots, &explicit_set)?;
+    let decision = if pending {
+        SelectionDecision::Pending
+    } else if selected_ids.is_empty() {
+        SelectionDecision::None
+    } else {
+        SelectionDecision::Selected
+    };
+    let resources = if request.load {
+        if plan.selection_mode == SelectionMode::Suggest {
+            return Err(SelectionError::SuggestNeverLoads);
+        }
+        load(registry, &selected_ids)?.into_iter().map(|(r, _)| r).collect()
+    } else {
+        Vec::new()
+    };
+    let selection_digest =
+        selection_digest(binding_digest, decision, &candidates, &explicit_for_digest, &selected_ids);
+    Ok(SelectionRecorded {
+        load: request.load,
+        phase: task.phase.clone(),
+        reason: reason.to_owned(),
+        reused,
+        task_id: task.task_id.clone(),
+        decision,
+        previous: request.previous,
+        proposal: request.proposal.clone(),
+        resources,
+        session_id: task.session_id.clone(),
+        candidates,
+        no_workflow: task.no_workflow,
+        plan_digest: plan.digest(),
+        explicit_ids: task.explicit_ids.clone(),
+        proposed_ids: task.proposed_ids.clone(),
+        query_digest,
+        selected_ids,
+        task_revision: task.revision,
+        binding_digest,
+        routing_policy: ROUTING_POLICY.to_owned(),
+        trigger_digest: trigger,
+        registry_digest,
+        profile_revision,
+        selection_digest,
+    })
+}
+
+/// The live decision over a task with its query.
+pub fn decide_live(
+    state: &State,
+    task: &Task,
+    request: &Request,
+) -> Result<SelectionRecorded, SelectionError> {
+    let query_digest = task.query.as_ref().map(|q| Digest::of(DigestKind::TaskQuery, q.as_bytes()));
+    let query = task.query.as_deref();
+    decide(state, task, query_digest, request, &|_, routable| Ok(lexical(query, routable)))
+}
+
+/// Folds a `selectionRecorded`: the state re-derives the whole event (the lexical step
+/// from its recorded outcome, checked), which must equal the recorded one.
+pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
+    ensure!(
+        e.routing_policy == ROUTING_POLICY,
+        Rule::Selection,
+        "routing policy {:?} is not {ROUTING_POLICY}",
+        e.routing_policy
+    );
+    let task = Task {
+        session_id: e.session_id.clone(),
+        task_id: e.task_id.clone(),
+        revision: e.task_revision,
+        phase: e.phase.clone(),
+        query: None,
+        explicit_ids: e.explicit_ids.clone(),
+        proposed_ids: e.proposed_ids.clone(),
+        no_workflow: e.no_workflow,
+    };
+    let request = Request { load: e.load, previous: e.previous, proposal: e.proposal.clone() };
+    let recorded_lexical = |plan: &Plan, _: &[&RegistrySource]| {
+        lexical_recorded(e, plan).map_err(|v| SelectionError::Task(v.detail))
+    };
+    let expected = decide(state, &task, e.query_digest, &request, &recorded_lexical)
+        .map_err(|err| violation(Rule::Selection, err.to_string()))?;
+    ensure!(
+        expected == *e,
+        Rule::Selection,
+        "the recorded selection is not the one the state derives (decision {:?}, selected {:?})",
+        expected.decision,
+        expected.selected_ids
+    );
+    let receipt = e.receipt().digest();
+    state.selections.by_receipt.insert(
+        receipt,
+        SelectionState {
+            seq,
+            binding_digest: e.binding_digest,
+            decision: e.decision,
+            selection_digest: e.selection_digest,
+            explicit_ids: if e.reused {
+                state
+                    .selections
+                    .by_receipt
+                    .get(&e.previous.unwrap_or(Digest::ZERO))
+                    .map(|p| p.explicit_ids.clone())
+                    .unwrap_or_default()
+            } else {
+                e.explicit_ids.clone()
+            },
+            selected_ids: e.selected_ids.clone(),
+            candidates: e.candidates.clone(),
+        },
+    );
+    Ok(())
+}
