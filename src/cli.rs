@@ -133,6 +133,9 @@ enum Command {
     /// the managed profile and its generations.
     #[command(subcommand)]
     Profile(crate::cli_profiles::ProfileCommand),
+    /// Task selection (seed 003): route a task over the configured profile and record the
+    /// decision (explicit, reused, proposed, directive or ranked; or pending with a shortlist).
+    Select(crate::cli_select::SelectArgs),
 }
 
 /// A copy of the ledger, as an operator names it.
@@ -350,6 +353,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         Command::Demo { dir } => demo::run(dir.as_deref(), out),
         Command::Sources(c) => crate::cli_profiles::run_sources(c, out),
         Command::Profile(c) => crate::cli_profiles::run_profile(c, out),
+        Command::Select(a) => crate::cli_select::run_select(a, out),
     }
 }
 

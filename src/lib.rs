@@ -31,6 +31,8 @@ pub mod admission;
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod cli_profiles;
+#[cfg(feature = "cli")]
+pub mod cli_select;
 pub mod compiler;
 pub mod engine;
 pub mod ledger;

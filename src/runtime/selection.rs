@@ -14,6 +14,7 @@
 //! candidates instead (routable, bounded, ordered, over the bar for `ranked`); every
 //! other step is re-derived exactly. No I/O, no clock.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ledger_schema::events::profile::{Registry, RegistrySource, SelectionMode};
@@ -108,7 +109,7 @@ pub enum SelectionError {
     #[error("no profile is configured: run `ledger profile set` first")]
     NotConfigured,
     #[error(
-        "the configured profile is stale: registry {current} was recorded after it (source drift): run `ledger profile set` again"
+        "the configured generation is stale: registry {current} (source drift) changes it: run `ledger profile set` again"
     )]
     StaleSource { current: Digest },
     #[error("task input: {0}")]
@@ -529,18 +530,31 @@ pub fn check_task(task: &Task) -> Result<(), SelectionError> {
     Ok(())
 }
 
-/// The configured profile's plan, its registry, and the routable sources.
-fn configured(state: &State) -> Result<(&Plan, &Registry, u32, Digest), SelectionError> {
+/// The configured profile's plan over the current registry, that registry, the store
+/// revision and the registry digest. After source drift the plan is re-derived over the
+/// newest registry: when the configured generation is unchanged (the drift touched only
+/// routed sources) routing uses the re-derived plan (so its digest, and every binding,
+/// moves); when the generation would change, the configured generation is stale: refused.
+fn configured(state: &State) -> Result<(Cow<'_, Plan>, &Registry, u32, Digest), SelectionError> {
     let cp = &state.context_profiles;
     let current = cp.current().ok_or(SelectionError::NotConfigured)?;
     let (registry, current_digest) = match (&cp.registry, cp.registry_digest) {
         (Some(r), Some(d)) => (r.as_ref(), d),
         _ => return Err(SelectionError::NotConfigured),
     };
-    if current.registry_digest != current_digest {
-        return Err(SelectionError::StaleSource { current: current_digest });
-    }
-    Ok((current.plan.as_ref(), registry, cp.revision(), current_digest))
+    let plan = if current.registry_digest == current_digest {
+        Cow::Borrowed(current.plan.as_ref())
+    } else {
+        let stale = SelectionError::StaleSource { current: current_digest };
+        let plan = super::profile::plan_of(registry, current_digest, &current.selection)
+            .map_err(|_| stale.clone())?;
+        let (manifest, _) = super::profile::generation(registry, &plan).map_err(|_| stale.clone())?;
+        if manifest.digest() != current.generation_digest {
+            return Err(stale);
+        }
+        Cow::Owned(plan)
+    };
+    Ok((plan, registry, cp.revision(), current_digest))
 }
 
 /// The sources task routing may choose: the plan's `routedIds`.
@@ -643,6 +657,7 @@ pub fn decide(
 ) -> Result<SelectionRecorded, SelectionError> {
     check_task(task)?;
     let (plan, registry, profile_revision, registry_digest) = configured(state)?;
+    let plan: &Plan = &plan;
     let sources = by_id(registry);
     for id in task.explicit_ids.iter().chain(&task.proposed_ids) {
         if !sources.contains_key(id.as_str()) {

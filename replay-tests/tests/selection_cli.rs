@@ -1,0 +1,383 @@
+//! `ledger select` (issue #15): one entry per selection, source-bound receipts, the
+//! stale-reuse matrix, proposals, suggest, `--expected-digest`, refusals and replay.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+mod profiles_util;
+
+use std::path::{Path, PathBuf};
+
+use closure_ledger::ledger::Ledger;
+use closure_ledger::runtime::Ctx;
+use closure_ledger::store::DiskStore;
+use ledger_schema::Event;
+use profiles_util::{Setup, cli, write};
+use serde_json::{Value, json};
+
+const CHILD: &str = "SELECTION_CLI_CHILD";
+
+fn richer(s: &Setup) {
+    let skill = |dir: &str, desc: &str| {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: {desc}\n---\n\n# {dir}\n\nBody of {dir}.\n"),
+        );
+    };
+    skill("docker-compose", "Write Docker Compose files for multi-container local development.");
+    skill("kubernetes", "Roll out workloads to Kubernetes clusters with manifests and Helm charts.");
+    skill("postgres-tuning", "Tune PostgreSQL queries, indexes and vacuum settings.");
+    skill("react-components", "Build React components with hooks and accessible markup.");
+}
+
+fn root(s: &Setup) -> PathBuf {
+    s.tmp.path().join("store")
+}
+
+fn configure(s: &Setup, rest: &[&str]) {
+    let r = root(s);
+    let mut args = vec!["lean", "--state-root", r.to_str().unwrap()];
+    args.extend_from_slice(rest);
+    let (code, _, err) = s.run(&["profile", "set"], &args);
+    assert_eq!(code, 0, "{err}");
+}
+
+fn setup(mode: &str) -> Setup {
+    let s = Setup::new();
+    richer(&s);
+    assert_eq!(s.scan().0, 0);
+    configure(&s, &["--selection", mode]);
+    s
+}
+
+fn file(s: &Setup, name: &str, v: &Value) -> String {
+    let p = s.tmp.path().join(name);
+    std::fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+fn task(query: &str) -> Value {
+    json!({"sessionId": "session-1", "taskId": "feature-1", "revision": 1, "phase": "implement", "query": query})
+}
+
+fn select(s: &Setup, t: &Value, rest: &[&str]) -> (u8, String, String) {
+    let f = file(s, "task.json", t);
+    let mut args = vec!["--task-input", f.as_str(), "--json"];
+    args.extend_from_slice(rest);
+    s.run(&["select"], &args)
+}
+
+fn ok(r: (u8, String, String)) -> Value {
+    assert_eq!(r.0, 0, "{}{}", r.1, r.2);
+    serde_json::from_str(&r.1).unwrap()
+}
+
+fn journal_text(dir: &Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir.join("journal")).unwrap() {
+        all.extend(std::fs::read(e.unwrap().path()).unwrap());
+    }
+    all
+}
+
+const RANKED: &str = "Tune the slow PostgreSQL queries and add indexes";
+
+#[test]
+fn explicit_selection_is_one_entry_with_a_receipt_and_no_prose() {
+    let s = setup("auto");
+    let before = s.head();
+    let mut t = task("SECRET-PROSE tune postgres");
+    t["explicitIds"] = json!(["skill:api-design"]);
+    let v = ok(select(&s, &t, &["--load"]));
+    assert_eq!(s.head().0, before.0 + 1);
+    assert_eq!(v["decision"], "selected");
+    assert_eq!(v["reason"], "explicit");
+    assert_eq!(v["selectedIds"], json!(["skill:api-design", "skill:python-patterns", "skill:testing"]));
+    assert_eq!(v["loadedIds"], v["selectedIds"]);
+    let paths: Vec<String> = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}:{}", r["id"].as_str().unwrap(), r["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "skill:api-design:SKILL.md",
+            "skill:python-patterns:SKILL.md",
+            "skill:python-patterns:references/details.md",
+            "skill:testing:SKILL.md",
+            "skill:testing:references/checklist.md"
+        ]
+    );
+    assert!(v["resources"][0]["content"].as_str().unwrap().contains("# API design"));
+    let receipt = &v["receipt"];
+    for k in [
+        "bindingDigest",
+        "selectionDigest",
+        "receiptDigest",
+        "decision",
+        "selectedIds",
+        "explicitIds",
+        "loadedIds",
+    ] {
+        assert!(!receipt[k].is_null(), "{k}");
+    }
+    assert!(receipt["resources"][0].get("content").is_none());
+    let text = v.to_string();
+    assert_eq!(text.matches("SECRET-PROSE").count(), 0, "the prose is never returned");
+    assert!(!journal_text(&s.ledger).windows(12).any(|w| w == b"SECRET-PROSE"), "nor recorded");
+    // Replay re-derives it.
+    let (code, _, err) = s.run(&["replay"], &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn stale_reuse_matrix() {
+    let s = setup("auto");
+    let first = ok(select(&s, &task(RANKED), &[]));
+    assert_eq!((first["decision"].as_str(), first["reason"].as_str()), (Some("selected"), Some("ranked")));
+    let prev = file(&s, "prev.json", &first["receipt"]);
+    let reuse = |s: &Setup, t: &Value| ok(select(s, t, &["--previous", &prev]));
+    // Same binding: reused, the same selection digest.
+    let again = reuse(&s, &task(RANKED));
+    assert_eq!(again["reused"], true);
+    assert_eq!(again["reason"], "reused");
+    assert_eq!(again["selectionDigest"], first["selectionDigest"]);
+    // Each bound input changed once: no reuse.
+    let changed: Vec<(&str, Value)> = vec![
+        ("sessionId", json!({"sessionId": "session-2"})),
+        ("taskId", json!({"taskId": "feature-2"})),
+        ("revision", json!({"revision": 2})),
+        ("phase", json!({"phase": "review"})),
+        ("query reworded", json!({"query": "Tune the slow PostgreSQL queries and add an index"})),
+        ("noWorkflow", json!({"noWorkflow": true})),
+    ];
+    for (what, patch) in changed {
+        let mut t = task(RANKED);
+        for (k, v) in patch.as_object().unwrap() {
+            t[k] = v.clone();
+        }
+        let v = reuse(&s, &t);
+        assert_eq!(v["reused"], false, "{what}");
+        assert_ne!(v["bindingDigest"], first["bindingDigest"], "{what}");
+    }
+    // The profile: mode, exclusions, source bytes.
+    let (code, _, err) = s.run(&["profile", "mode"], &["suggest", "--expected-revision", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(reuse(&s, &task(RANKED))["reused"], false, "mode");
+    configure(&s, &["--selection", "auto", "--exclude", "skill:react-components"]);
+    assert_eq!(reuse(&s, &task(RANKED))["reused"], false, "exclusions");
+    configure(&s, &["--selection", "auto"]);
+    assert_eq!(reuse(&s, &task(RANKED))["reused"], true, "back to the same plan");
+    // Drift in a routed source: the generation is unchanged, the plan (and binding) moves.
+    write(&s.src.join("skills/kubernetes/SKILL.md"), "---\nname: kubernetes\ndescription: Helm.\n---\n");
+    assert_eq!(s.scan().0, 0);
+    assert_eq!(reuse(&s, &task(RANKED))["reused"], false, "source bytes and triggers");
+    // Drift in the configured generation (an eager source): stale until `profile set`.
+    write(&s.src.join("skills/testing/references/checklist.md"), "changed\n");
+    assert_eq!(s.scan().0, 0);
+    let stale = select(&s, &task(RANKED), &["--previous", &prev]);
+    assert_eq!(stale.0, 1, "source drift: the configured generation is stale");
+    assert!(stale.2.contains("stale"), "{}", stale.2);
+    configure(&s, &["--selection", "auto"]);
+    assert_eq!(reuse(&s, &task(RANKED))["reused"], false, "after profile set");
+}
+
+#[test]
+fn pending_is_never_reused_none_is_and_receipts_must_recompute() {
+    let s = setup("auto");
+    let pending = ok(select(&s, &task("write something with files and markup"), &[]));
+    assert_eq!(pending["decision"], "pending");
+    let p = file(&s, "pending.json", &pending["receipt"]);
+    let again = ok(select(&s, &task("write something with files and markup"), &["--previous", &p]));
+    assert_eq!((again["reused"].as_bool(), again["decision"].as_str()), (Some(false), Some("pending")));
+    let none = ok(select(&s, &task("zzz qqq"), &[]));
+    assert_eq!(none["decision"], "none");
+    let n = file(&s, "none.json", &none["receipt"]);
+    let reused = ok(select(&s, &task("zzz qqq"), &["--previous", &n]));
+    assert_eq!((reused["reused"].as_bool(), reused["decision"].as_str()), (Some(true), Some("none")));
+    // A receipt whose digest does not recompute is refused, writing nothing.
+    let mut forged = none["receipt"].clone();
+    forged["selectedIds"] = json!(["skill:kubernetes"]);
+    let f = file(&s, "forged.json", &forged);
+    let before = s.head();
+    let r = select(&s, &task("zzz qqq"), &["--previous", &f]);
+    assert_eq!(r.0, 1, "{}", r.2);
+    assert!(r.2.contains("does not recompute"));
+    assert_eq!(s.head(), before);
+}
+
+#[test]
+fn pending_then_proposed() {
+    let s = setup("auto");
+    let q = task("write something with files and markup");
+    let pending = ok(select(&s, &q, &[]));
+    let p = file(&s, "pending.json", &pending["receipt"]);
+    let shortlisted = pending["candidates"][0]["id"].as_str().unwrap().to_owned();
+    let proposal = |v: Value| file(&s, "proposal.json", &v);
+    let before = s.head();
+    // Not in the shortlist; two ids; another key; no --previous: refused, nothing written.
+    for (v, prev) in [
+        (json!({"selectedIds": ["skill:api-design"]}), true),
+        (json!({"selectedIds": [shortlisted, "skill:kubernetes"]}), true),
+        (json!({"selectedIds": [shortlisted], "reason": "x"}), true),
+        (json!({"selectedIds": [shortlisted]}), false),
+    ] {
+        let f = proposal(v.clone());
+        let mut rest = vec!["--proposal", f.as_str()];
+        if prev {
+            rest.extend(["--previous", p.as_str()]);
+        }
+        let r = select(&s, &q, &rest);
+        assert_eq!(r.0, 1, "{v}: {}", r.2);
+    }
+    assert_eq!(s.head(), before);
+    let declined = proposal(json!({"selectedIds": []}));
+    let v = ok(select(&s, &q, &["--proposal", &declined, "--previous", &p]));
+    assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some("none"), Some("proposal-declined")));
+    let chosen = proposal(json!({"selectedIds": [shortlisted.clone()]}));
+    let v = ok(select(&s, &q, &["--proposal", &chosen, "--previous", &p, "--load"]));
+    assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some("selected"), Some("provider-proposal")));
+    assert_eq!(v["selectedIds"][0], json!(shortlisted));
+    assert_eq!(v["loadedIds"][0], json!(shortlisted));
+    // A reworded query is another binding: the proposal is stale.
+    let r = select(&s, &task("write something with files"), &["--proposal", &chosen, "--previous", &p]);
+    assert_eq!(r.0, 1, "{}", r.2);
+}
+
+#[test]
+fn suggest_never_loads_and_expected_digest_binds_a_load() {
+    let s = setup("suggest");
+    let v = ok(select(&s, &task(RANKED), &[]));
+    assert_eq!(v["decision"], "selected");
+    assert_eq!(v["resources"], json!([]));
+    let r = select(&s, &task(RANKED), &["--load"]);
+    assert_eq!(r.0, 1);
+    assert!(r.2.contains("suggest"), "{}", r.2);
+    let s = setup("auto");
+    let dry = ok(select(&s, &task(RANKED), &["--dry-run"]));
+    assert_eq!(dry["recorded"], false);
+    let digest = dry["selectionDigest"].as_str().unwrap().to_owned();
+    let before = s.head();
+    let mut other = task(RANKED);
+    other["revision"] = json!(2);
+    let stale = select(&s, &other, &["--load", "--expected-digest", &digest]);
+    assert_eq!(stale.0, 1);
+    assert!(stale.2.contains("stale"), "{}", stale.2);
+    assert_eq!(s.head(), before, "nothing recorded");
+    let v = ok(select(&s, &task(RANKED), &["--load", "--expected-digest", &digest]));
+    assert_eq!(v["loadedIds"], json!(["skill:postgres-tuning"]));
+}
+
+#[test]
+fn refusals_and_usage_errors() {
+    let s = Setup::scanned();
+    let r = select(&s, &task(RANKED), &[]);
+    assert_eq!(r.0, 1);
+    assert!(r.2.contains("configure") || r.2.contains("profile set"), "{}", r.2);
+    let s = setup("auto");
+    let r = select(&s, &task(RANKED), &["--load", "--dry-run"]);
+    assert_eq!(r.0, 2, "{}", r.2);
+    let r = select(
+        &s,
+        &json!({"sessionId": "s", "taskId": "t", "revision": 1, "phase": "p", "mode": "SECRET"}),
+        &[],
+    );
+    assert_eq!(r.0, 2);
+    assert!(!r.2.contains("SECRET") && r.2.lines().count() == 1, "{}", r.2);
+    // Overriding the configured profile on the command line is not an option.
+    let f = file(&s, "t.json", &task(RANKED));
+    let (code, _, _) = s.run(&["select"], &["--task-input", &f, "--exclude", "skill:kubernetes"]);
+    assert_eq!(code, 2);
+    let mut t = task(RANKED);
+    t["explicitIds"] = json!(["skill:nope"]);
+    assert_eq!(select(&s, &t, &[]).0, 1);
+}
+
+#[test]
+fn forged_selection_is_refused_by_apply() {
+    let s = setup("auto");
+    let v = ok(select(&s, &task(RANKED), &["--dry-run"]));
+    assert_eq!(v["recorded"], false);
+    let state = closure_ledger::profiles::read_state(&s.ledger).unwrap();
+    let mut t = closure_ledger::runtime::selection::Task {
+        session_id: "session-1".into(),
+        task_id: "feature-1".into(),
+        revision: 1,
+        phase: "implement".into(),
+        query: Some(RANKED.into()),
+        ..Default::default()
+    };
+    let good = closure_ledger::runtime::selection::decide_live(&state, &t, &Default::default()).unwrap();
+    let admit = |e: ledger_schema::events::SelectionRecorded| {
+        let (mut ledger, _) = Ledger::<DiskStore>::open(&s.ledger).unwrap();
+        ledger
+            .admit(vec![Event::SelectionRecorded(Box::new(e))], Ctx { time_ms: 1 })
+            .map_err(|e| e.to_string())
+    };
+    let mut cases = Vec::new();
+    let mut e = good.clone();
+    e.selected_ids = vec!["skill:kubernetes".into()];
+    cases.push(("selected ids", e));
+    let mut e = good.clone();
+    e.selection_digest = ledger_schema::Digest::ZERO;
+    cases.push(("selection digest", e));
+    let mut e = good.clone();
+    e.candidates[0].score = 10;
+    cases.push(("below the bar", e));
+    let mut e = good.clone();
+    e.reason = "explicit".into();
+    cases.push(("reason", e));
+    let mut e = good.clone();
+    e.candidates[0].id = "skill:deploy".into();
+    cases.push(("manual-only candidate", e));
+    let mut e = good.clone();
+    e.routing_policy = "closure-ledger-routing/0".into();
+    cases.push(("policy", e));
+    let before = s.head();
+    for (what, e) in cases {
+        let err = admit(e).unwrap_err();
+        assert!(err.contains("Selection"), "{what}: {err}");
+    }
+    assert_eq!(s.head(), before);
+    admit(good).unwrap();
+    t.explicit_ids = vec!["skill:deploy".into()];
+    let explicit = closure_ledger::runtime::selection::decide_live(
+        &closure_ledger::profiles::read_state(&s.ledger).unwrap(),
+        &t,
+        &Default::default(),
+    )
+    .unwrap();
+    admit(explicit).unwrap();
+    let (code, out, err) = s.run(&["replay"], &["--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn selection_is_byte_identical_across_processes() {
+    if let Ok(args) = std::env::var(CHILD) {
+        let args: Vec<&str> = args.split('\u{1f}').collect();
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 0, "{err}");
+        print!("<<<{out}>>>");
+        return;
+    }
+    let s = setup("auto");
+    let f = file(&s, "task.json", &task(RANKED));
+    let run = || {
+        let args = ["select", s.dir(), "--task-input", f.as_str(), "--dry-run", "--json"];
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "selection_is_byte_identical_across_processes", "--nocapture"])
+            .env(CHILD, args.join("\u{1f}"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let start = text.find("<<<").unwrap() + 3;
+        let end = text.find(">>>").unwrap();
+        text[start..end].to_owned()
+    };
+    let a = run();
+    assert_eq!(a, run());
+    let v: Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(v["selectedIds"], json!(["skill:postgres-tuning"]));
+}

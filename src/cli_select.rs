@@ -1,0 +1,136 @@
+//! `ledger select` (issue #15): argument parsing and reporting only; the decision is
+//! `runtime::selection` (pure), the I/O `profiles::select`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use ledger_schema::Digest;
+use ledger_schema::events::profile::SelectionMode;
+use serde_json::{Value, json};
+
+use crate::cli::{EXIT_USAGE_OR_IO, EXIT_VERIFY_FAILED, Failure};
+use crate::profiles::select::{self as ps, Options, Receipt, SelectError};
+use crate::runtime::selection::{MAX_PROPOSAL_BYTES, MAX_TASK_INPUT_BYTES, Request};
+
+/// Select sources for a task over the configured profile (its mode, include, exclude
+/// and target; none can be overridden here) and record the decision as one entry.
+#[derive(clap::Args, Debug)]
+pub struct SelectArgs {
+    dir: PathBuf,
+    /// The task input: one UTF-8 JSON object (at most 65,536 bytes), or `-` for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    task_input: PathBuf,
+    /// Return the selected sources' SKILL.md and required resources (≤ 32,000 bytes).
+    #[arg(long, conflicts_with = "dry_run")]
+    load: bool,
+    /// A receipt saved from an earlier selection, to reuse its completed decision.
+    #[arg(long, value_name = "RECEIPT.json")]
+    previous: Option<PathBuf>,
+    /// Refuse (nothing loaded, nothing recorded) unless the decision's selectionDigest is D.
+    #[arg(long, value_name = "D")]
+    expected_digest: Option<Digest>,
+    /// A provider's answer to a pending selection: `{"selectedIds": [...]}` (zero or one id).
+    #[arg(long, value_name = "PROPOSAL.json")]
+    proposal: Option<PathBuf>,
+    /// Decide and report; record nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+fn failure(e: SelectError) -> Failure {
+    let code = if e.is_refusal() { EXIT_VERIFY_FAILED } else { EXIT_USAGE_OR_IO };
+    Failure { code, message: e.to_string() }
+}
+
+fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {
+    writeln!(out, "{line}")
+        .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("write to stdout: {e}") })
+}
+
+/// The `--json` view of an outcome.
+pub fn outcome_json(o: &ps::Outcome) -> Value {
+    let e = &o.event;
+    let loaded_ids: Vec<&str> = {
+        let mut v: Vec<&str> = o.resources.iter().map(|r| r.id.as_str()).collect();
+        v.dedup();
+        v
+    };
+    json!({
+        "decision": e.decision,
+        "reason": e.reason,
+        "reused": e.reused,
+        "mode": o.mode,
+        "recorded": o.seq.is_some(),
+        "seq": o.seq,
+        "selectedIds": e.selected_ids,
+        "explicitIds": e.explicit_ids,
+        "loadedIds": loaded_ids,
+        "candidates": e.candidates,
+        "resources": if e.load { json!(o.resources) } else { json!(e.resources) },
+        "selectionDigest": e.selection_digest,
+        "bindingDigest": e.binding_digest,
+        "routingPolicy": e.routing_policy,
+        "receipt": Receipt::of(e),
+    })
+}
+
+pub fn run_select(a: SelectArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let task_bytes = ps::read_bounded(&a.task_input, MAX_TASK_INPUT_BYTES, "task input").map_err(failure)?;
+    let task = ps::parse_task(&task_bytes).map_err(failure)?;
+    let previous = match &a.previous {
+        Some(p) => Some(
+            ps::parse_receipt(&ps::read_bounded(p, MAX_TASK_INPUT_BYTES, "--previous").map_err(failure)?)
+                .map_err(failure)?,
+        ),
+        None => None,
+    };
+    let proposal = match &a.proposal {
+        Some(p) => Some(
+            ps::parse_proposal(&ps::read_bounded(p, MAX_PROPOSAL_BYTES, "--proposal").map_err(failure)?)
+                .map_err(failure)?,
+        ),
+        None => None,
+    };
+    let opts = Options {
+        request: Request { load: a.load, previous, proposal },
+        expected_digest: a.expected_digest,
+        dry_run: a.dry_run,
+    };
+    let o = ps::select(&a.dir, &task, &opts).map_err(failure)?;
+    if a.json {
+        let text = serde_json::to_string_pretty(&outcome_json(&o))
+            .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("json: {e}") })?;
+        return emit(out, text);
+    }
+    let e = &o.event;
+    emit(
+        out,
+        format!(
+            "{} ({}{}) in {} mode: [{}]{}",
+            crate::runtime::wire(&e.decision),
+            e.reason,
+            if e.reused { ", reused" } else { "" },
+            crate::runtime::wire(&o.mode),
+            e.selected_ids.join(", "),
+            match o.seq {
+                Some(seq) => format!(" recorded at seq {seq}"),
+                None => " (dry run: nothing recorded)".to_owned(),
+            }
+        ),
+    )?;
+    for c in &e.candidates {
+        emit(out, format!("  candidate {} score {} matched [{}]", c.id, c.score, c.matched.join(", ")))?;
+    }
+    if o.mode == SelectionMode::Suggest
+        && e.decision != ledger_schema::events::selection::SelectionDecision::Pending
+    {
+        emit(out, "  suggest mode: nothing is loaded")?;
+    }
+    for r in &o.resources {
+        emit(out, format!("--- {} {} ({} bytes, {})", r.id, r.path, r.bytes, r.digest))?;
+        emit(out, r.content.as_deref().unwrap_or_default())?;
+    }
+    emit(out, format!("selection {}  receipt {}", e.selection_digest, Receipt::of(e).receipt_digest))
+}
