@@ -5,7 +5,7 @@
 //! what it selects, orders, budgets and renders must never change: not one package byte,
 //! not one manifest entry. A change in compiler output is a new compiler (`v2.rs`) added to
 //! [`super::RELEASED`] as the newest, with this file left as it is (it may be copied as
-//! the starting point). `replay-tests/tests/compiler_versions.rs` replays a frozen ledger
+//! the starting point). `replay-tests/tests/it/compiler_versions.rs` replays a frozen ledger
 //! written by this compiler; `golden_packages.rs` pins its bytes on the reference lifecycle.
 //!
 //! The pipeline follows the seed: (1) bind identity — the [`AttemptBinding`] the runtime

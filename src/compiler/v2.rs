@@ -3,7 +3,7 @@
 //! `compilerVersion = "closure-ledger-compiler/2"` with this code, so what it selects,
 //! orders, budgets and renders never changes. A change in output is a new compiler
 //! (`v3.rs`) registered as the newest, with this file left as it is.
-//! `replay-tests/tests/golden_packages.rs` pins its packages, manifests and Markdown
+//! `replay-tests/tests/it/golden_packages.rs` pins its packages, manifests and Markdown
 //! (`golden/lifecycle-packages-v2.json`).
 //!
 //! **What changed from compiler/1.** Selection, order, budgets and the package bytes are

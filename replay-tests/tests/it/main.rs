@@ -1,13 +1,19 @@
 //! One test binary for the replay-tests crate (as ripgrep and rust-analyzer do): each module
-//! was a binary of its own, each re-linking sled, tokio and the ledger. Tests that still
-//! live beside this directory are separate binaries (the profile and compiler-version suites).
+//! was a binary of its own, each re-linking sled, tokio and the ledger.
 
 mod compiler;
+mod compiler_versions;
 mod crash;
 mod engine;
 mod faults;
 mod fuzz_corpus;
+mod golden_packages;
 mod lifecycle;
+mod profiles_managed;
+mod profiles_plan;
+mod profiles_replay;
+mod profiles_sources;
+mod profiles_util;
 mod recovery;
 mod redelivery;
 mod replay_cli;
@@ -21,6 +27,8 @@ mod rules_repair;
 mod rules_source;
 mod rules_worker;
 mod rules_workflow;
+mod selection_cli;
+mod selection_route;
 mod status;
 mod submit;
 mod tamper;

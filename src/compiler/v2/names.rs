@@ -5,7 +5,7 @@
 //! Written out here, one exhaustive `match` per type, rather than computed: the names are
 //! part of compiler/2's frozen output, so they live in its own text, cannot fail, and a
 //! new variant does not compile until it is named.
-//! `replay-tests/tests/compiler_versions.rs::v2_names_are_the_wire_names` proves each name
+//! `replay-tests/tests/it/compiler_versions.rs::v2_names_are_the_wire_names` proves each name
 //! equal to the variant's canonical encoding, for every variant.
 
 use ledger_schema::package::FeedbackKind;

@@ -3,15 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-mod profiles_util;
-
 use std::path::{Path, PathBuf};
 
+use super::profiles_util::{Setup, cli, write};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::runtime::Ctx;
 use closure_ledger::store::DiskStore;
 use ledger_schema::Event;
-use profiles_util::{Setup, cli, write};
 use serde_json::{Value, json};
 
 const CHILD: &str = "SELECTION_CLI_CHILD";
@@ -367,7 +365,7 @@ fn selection_is_byte_identical_across_processes() {
     let run = || {
         let args = ["select", s.dir(), "--task-input", f.as_str(), "--dry-run", "--json"];
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "selection_is_byte_identical_across_processes", "--nocapture"])
+            .args(["--exact", "selection_cli::selection_is_byte_identical_across_processes", "--nocapture"])
             .env(CHILD, args.join("\u{1f}"))
             .output()
             .unwrap();

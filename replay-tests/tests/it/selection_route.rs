@@ -3,15 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-mod profiles_util;
-
+use super::profiles_util::{Setup, write};
 use closure_ledger::profiles::select::{SelectError, parse_proposal, parse_task};
 use closure_ledger::runtime::State;
 use closure_ledger::runtime::selection::{
     self as sel, Request, SelectionError, Task, clears_bar, decide_live, directives, tokens,
 };
 use ledger_schema::events::selection::SelectionDecision;
-use profiles_util::{Setup, write};
 
 /// Extra routable skills beside the fixture's, so ranking has a corpus.
 pub fn richer(s: &Setup) {

@@ -3,8 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-mod profiles_util;
-
+use super::profiles_util::{Setup, cli};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::runtime::Ctx;
 use closure_ledger::store::DiskStore;
@@ -12,7 +11,6 @@ use ledger_schema::events::profile::{
     ProfileRevisionRecorded, ProfileSelection, RevisionAction, SelectionMode, Target,
 };
 use ledger_schema::{Digest, Event};
-use profiles_util::{Setup, cli};
 
 fn lean_event(s: &Setup) -> ProfileRevisionRecorded {
     let state = closure_ledger::profiles::read_state(&s.ledger).unwrap();

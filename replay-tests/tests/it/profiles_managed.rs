@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-mod profiles_util;
-
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use profiles_util::{Setup, cli};
+use super::profiles_util::{Setup, cli};
 
 fn root_of(s: &Setup) -> PathBuf {
     s.tmp.path().join("store")
@@ -292,7 +290,7 @@ const CHILD: &str = "PROFILES_MANAGED_CHILD";
 /// and kills it there with SIGKILL.
 fn killed_at(s: &Setup, root: &Path, boundary: &str, profile: &str) {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "sigkill_at_every_boundary_then_recover", "--nocapture"])
+        .args(["--exact", "profiles_managed::sigkill_at_every_boundary_then_recover", "--nocapture"])
         .env(CHILD, format!("{}\u{1f}{}\u{1f}{profile}", s.dir(), root.display()))
         .env("CLOSURE_LEDGER_PROFILE_PAUSE_AT", boundary)
         .stdout(std::process::Stdio::null())

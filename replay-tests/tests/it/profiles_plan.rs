@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-mod profiles_util;
-
-use profiles_util::{Setup, cli, write};
+use super::profiles_util::{Setup, cli, write};
 use serde_json::json;
 
 fn preview(s: &Setup, rest: &[&str]) -> serde_json::Value {
@@ -170,7 +168,11 @@ fn preview_is_byte_identical_across_processes_and_flag_orders() {
         let mut args = vec!["profile", "preview", s.dir(), "full", "--json", "--target", "claude"];
         args.extend_from_slice(flags);
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "preview_is_byte_identical_across_processes_and_flag_orders", "--nocapture"])
+            .args([
+                "--exact",
+                "profiles_plan::preview_is_byte_identical_across_processes_and_flag_orders",
+                "--nocapture",
+            ])
             .env(CHILD, args.join("\u{1f}"))
             .output()
             .unwrap();

@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-mod profiles_util;
-
+use super::profiles_util::{Setup, write};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::runtime::{Ctx, Rule};
 use closure_ledger::store::DiskStore;
 use ledger_schema::Event;
-use profiles_util::{Setup, write};
 
 fn registry_of(s: &Setup) -> ledger_schema::events::profile::Registry {
     let state = closure_ledger::profiles::read_state(&s.ledger).unwrap();
