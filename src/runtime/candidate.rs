@@ -3,9 +3,10 @@
 
 use ledger_schema::Event;
 use ledger_schema::events::{GenerationFrozen, GenerationOpened};
+use ledger_schema::types::{Phase, ResultKind};
 
 use super::command::{FreezeGeneration, OpenGeneration};
-use super::state::{GenerationState, GenerationStatus, State};
+use super::state::{AttemptStatus, GenerationState, GenerationStatus, State};
 use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow};
 
 pub fn decide_open(c: &OpenGeneration) -> Event {
@@ -38,6 +39,13 @@ pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleV
     );
     match e.repair_id {
         None => {
+            ensure!(
+                wf.phase == Phase::Implement,
+                Rule::CandidatePhase,
+                "a workflow's first generation opens in IMPLEMENT; workflow {} is in {}",
+                e.workflow_id,
+                super::wire(&wf.phase)
+            );
             ensure!(
                 e.parent.is_none() && e.sequence == 1,
                 Rule::GenerationOpen,
@@ -124,6 +132,33 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
         wf.active_attempt.is_none(),
         Rule::AttemptActive,
         "an attempt is still working on the generation"
+    );
+    ensure!(
+        wf.phase == Phase::Implement,
+        Rule::CandidatePhase,
+        "a generation freezes in IMPLEMENT; workflow {} is in {}",
+        generation.workflow_id,
+        super::wire(&wf.phase)
+    );
+    // The frozen bytes are a Worker's work: an IMPLEMENT Attempt bound to this exact
+    // generation finished with a completion request.
+    let worked = state.attempts.values().any(|a| {
+        a.generation_id == Some(e.generation_id)
+            && a.status == AttemptStatus::Finished { result_kind: ResultKind::CompletionRequest }
+    });
+    ensure!(
+        worked,
+        Rule::CandidateWork,
+        "generation {} has no finished COMPLETION_REQUEST Attempt",
+        e.generation_id
+    );
+    // A repair child that freezes the parent's exact bytes repaired nothing: its checks
+    // would re-run the failed candidate (a failing record is never laundered by re-running).
+    ensure!(
+        generation.repair_id.is_none() || e.candidate_digest != generation.base_digest,
+        Rule::CandidateWork,
+        "repair child {} freezes its parent's exact candidate digest",
+        e.generation_id
     );
     let generation = get_mut(&mut state.generations, e.generation_id, "generation")?;
     generation.status = GenerationStatus::Frozen {

@@ -140,6 +140,10 @@ pub enum Rule {
     EvidenceEligibility,
     /// A FRESH thread is a never-used Worker Session; RESUME only where the profile allows it.
     ThreadPolicy,
+    /// Candidates live in IMPLEMENT: a first generation opens and any generation freezes only while its workflow is in IMPLEMENT.
+    CandidatePhase,
+    /// A freeze needs a finished COMPLETION_REQUEST Attempt on the generation; a repair child differs from its parent.
+    CandidateWork,
     /// A source registry snapshot is well formed, closed and its digests are its digests.
     SourceRegistry,
     /// Profile revisions go strictly +1; mode and rollback change only what they name.

@@ -36,6 +36,11 @@ fn generation_open_once() {
 #[test]
 fn generation_open_without_repair_has_no_parent() {
     let mut w = World::at(Stage::Setup);
+    w.with(|s| {
+        s.advance(ledger_schema::types::Phase::Plan)?;
+        s.advance(ledger_schema::types::Phase::Implement)
+    })
+    .unwrap();
     w.forged(
         Event::GenerationOpened(GenerationOpened {
             generation_id: lid(0x82),
@@ -62,4 +67,105 @@ fn attempt_active_blocks_freeze() {
     let mut w = World::at(Stage::Implementing);
     w.with(|s| s.start(0x64, 0x65)).unwrap();
     w.refused(freeze(0x80), Rule::AttemptActive);
+}
+
+fn open_first() -> Command {
+    Command::OpenGeneration(OpenGeneration {
+        generation_id: lid(0x80),
+        workflow_id: lid(WORKFLOW),
+        base_digest: digest_of("base"),
+    })
+}
+
+/// Runs one IMPLEMENT Attempt to a COMPLETION_REQUEST result, as the lifecycle does.
+fn implement(w: &mut World, attempt: u128, session: u128, event: u128) {
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    w.with(|s| {
+        s.start(attempt, session)?;
+        s.claim(lid(attempt))?;
+        let t = s.time_ms;
+        s.deliver(lid(attempt), event, payload(WorkerEventKind::CompletionRequest, t, "repaired"))?;
+        s.finish(attempt, ResultKind::CompletionRequest)
+    })
+    .unwrap();
+}
+
+/// DISCOVERY and PLAN stay Candidate-free: a first generation opens only in IMPLEMENT
+/// (refused as a command and as a forged event, so replay refuses it too).
+#[test]
+fn candidate_phase_open_only_in_implement() {
+    let mut w = World::at(Stage::Setup);
+    w.refused(open_first(), Rule::CandidatePhase);
+    w.forged(
+        Event::GenerationOpened(GenerationOpened {
+            generation_id: lid(0x80),
+            workflow_id: lid(WORKFLOW),
+            sequence: 1,
+            base_digest: digest_of("base"),
+            parent: None,
+            repair_id: None,
+        }),
+        Rule::CandidatePhase,
+    );
+    w.with(|s| s.advance(ledger_schema::types::Phase::Plan)).unwrap();
+    w.refused(open_first(), Rule::CandidatePhase);
+    w.with(|s| s.advance(ledger_schema::types::Phase::Implement)).unwrap();
+    w.ok(open_first());
+}
+
+/// A generation freezes only in IMPLEMENT: a repair child opened in FINAL_VERIFY is not
+/// frozen there (it would strand the workflow).
+#[test]
+fn candidate_phase_freeze_only_in_implement() {
+    let mut w = World::at(Stage::Rejected);
+    let repair = w.with(|s| s.repair_command());
+    w.ok(Command::RecordRepair(repair));
+    w.refused(freeze(0x81), Rule::CandidatePhase);
+    w.forged(
+        Event::GenerationFrozen(ledger_schema::events::GenerationFrozen {
+            generation_id: lid(0x81),
+            candidate_digest: digest_of("c"),
+            change_set_digest: digest_of("cs"),
+        }),
+        Rule::CandidatePhase,
+    );
+}
+
+/// A freeze needs a Worker's finished COMPLETION_REQUEST Attempt on that exact generation.
+#[test]
+fn candidate_work_freeze_needs_a_finished_attempt() {
+    let mut w = World::at(Stage::Implementing);
+    w.refused(freeze(0x80), Rule::CandidateWork);
+    // An Attempt that started but did not finish is no work either.
+    w.with(|s| {
+        s.start(0x64, 0x65)?;
+        s.run(Command::FailAttempt(FailAttempt { attempt_id: lid(0x64), reason: "crashed".to_owned() }))
+    })
+    .unwrap();
+    w.refused(freeze(0x80), Rule::CandidateWork);
+    implement(&mut w, 0x66, 0x67, 0x76);
+    w.ok(freeze(0x80));
+}
+
+/// A failed check is not laundered through a no-change repair: the repair child needs a
+/// finished repair Attempt, and it cannot freeze the parent's exact candidate digest.
+#[test]
+fn candidate_work_repair_child_differs_from_its_parent() {
+    let mut w = World::at(Stage::Rejected);
+    let repair = w.with(|s| s.repair_command());
+    w.ok(Command::RecordRepair(repair));
+    w.with(|s| s.advance(ledger_schema::types::Phase::Implement)).unwrap();
+    let parent = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    let same = |d| {
+        Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(0x81),
+            candidate_digest: d,
+            change_set_digest: digest_of("change set 2"),
+        })
+    };
+    w.refused(same(parent), Rule::CandidateWork);
+    implement(&mut w, 0x66, 0x67, 0x76);
+    w.refused(same(parent), Rule::CandidateWork);
+    w.ok(same(digest_of("candidate 2")));
 }
