@@ -102,7 +102,53 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
             });
         }
     }
+    if let Event::DispatchClaimed(e) = &entry.event {
+        check_current(registry, state, e.attempt_id)?;
+    }
     runtime::apply(state, entry)?;
+    Ok(())
+}
+
+/// The currency proof of a dispatch claim: the Attempt's context, recompiled over the state
+/// at the claim by the compiler its manifest names, is still exactly the recorded manifest
+/// (a fact confirmed or invalidated, a blocker, an obligation, a human decision or a project
+/// source recorded since the start changes it: `ManifestStale`). Claims the runtime refuses
+/// anyway (`runtime::current_binding` is `None`) are left to their rules.
+fn check_current(
+    registry: &Registry<'_>,
+    state: &State,
+    attempt: ledger_schema::Id,
+) -> Result<(), AdmissionError> {
+    let (Some(binding), Some(recorded)) =
+        (runtime::current_binding(state, attempt), state.attempts.get(&attempt))
+    else {
+        return Ok(());
+    };
+    let version = &recorded.compiler_version;
+    let compiler = registry.for_version(version).ok_or_else(|| AdmissionError::UnknownCompilerVersion {
+        attempt,
+        version: version.clone(),
+        known: registry.versions(),
+    })?;
+    let current = match compiler.compile(state, &binding) {
+        Ok(compiled) => Some(compiled.manifest_digest),
+        Err(_) => None,
+    };
+    if current != Some(recorded.manifest_digest) {
+        return Err(AdmissionError::Rule(runtime::violation(
+            runtime::Rule::ManifestStale,
+            match current {
+                Some(current) => format!(
+                    "attempt {attempt}: its manifest {} is no longer current (the context compiles to {current} now); start a new Attempt",
+                    recorded.manifest_digest
+                ),
+                None => format!(
+                    "attempt {attempt}: its manifest {} is no longer current (the context no longer compiles); start a new Attempt",
+                    recorded.manifest_digest
+                ),
+            },
+        )));
+    }
     Ok(())
 }
 

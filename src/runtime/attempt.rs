@@ -89,6 +89,56 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
     })
 }
 
+/// What an active, not yet dispatched Attempt binds over the *current* state: the binding
+/// its start derived, with today's workflow, goal and Candidate. The admission step
+/// recompiles the Attempt's context from it at the dispatch claim (seed: a Context Manifest
+/// "is no longer current when any required bound input changes"; the claim "revalidates
+/// … all request digests"). `None` when the claim's own rules refuse it anyway (the
+/// Attempt ended or was claimed, the workflow moved on or closed, the Goal was revised, the
+/// Candidate is no longer the active MUTABLE one): those refusals keep their rules.
+pub fn current_binding(state: &State, attempt_id: Id) -> Option<AttemptBinding> {
+    let a = state.attempts.get(&attempt_id)?;
+    if a.status != AttemptStatus::Started {
+        return None;
+    }
+    let wf = state.workflows.get(&a.workflow_id)?;
+    if wf.closed
+        || wf.active_attempt != Some(attempt_id)
+        || wf.version != a.workflow_version
+        || wf.phase != a.phase
+    {
+        return None;
+    }
+    let goal = state.goals.get(&wf.goal_id)?;
+    if goal.revision != wf.goal_revision {
+        return None;
+    }
+    let generation = match a.generation_id {
+        Some(id) => {
+            let g = state.generations.get(&id)?;
+            if g.status != GenerationStatus::Mutable || wf.active_generation != Some(id) {
+                return None;
+            }
+            Some((id, g.base_digest))
+        }
+        None => None,
+    };
+    Some(AttemptBinding {
+        attempt_id,
+        workflow_id: a.workflow_id,
+        worker_session_id: a.worker_session_id,
+        thread: a.thread,
+        goal_id: wf.goal_id,
+        goal_revision: goal.revision,
+        workflow_version: wf.version,
+        phase: wf.phase,
+        generation,
+        plan: wf.plan,
+        profile: wf.profile,
+        policy: wf.policy,
+    })
+}
+
 /// The thread policy (seed: "a fresh Worker Session uses a fresh Thread by default; M2
 /// also defaults a new repair generation and a replacement Attempt after restart to a fresh
 /// Thread"; "an additional worker Turn or thread/resume requires an exact Runtime directive
@@ -249,6 +299,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             generation_id: e.generation_id,
             worker_session_id: e.worker_session_id,
             manifest_digest: digest,
+            compiler_version: e.manifest.compiler_version.clone(),
             package_digest: e.manifest.package_digest,
             status: AttemptStatus::Started,
             dispatched: false,

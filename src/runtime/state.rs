@@ -272,6 +272,8 @@ pub struct AttemptState {
     pub package_digest: Digest,
     pub events_admitted: u32,
     pub manifest_digest: Digest,
+    /// The `compilerVersion` its manifest records (the dispatch claim recompiles with it).
+    pub compiler_version: String,
     pub worker_session_id: Id,
     pub workflow_version: u32,
 }

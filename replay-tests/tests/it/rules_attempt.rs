@@ -14,7 +14,7 @@ use closure_ledger::store::Store;
 use ledger_schema::events::{IgnoredReason, WorkerEventKind};
 use ledger_schema::types::{Phase, ResultKind, ThreadChoice};
 use ledger_schema::{Event, Id};
-use replay_tests::world::{Stage, World};
+use replay_tests::world::{Stage, World, rule_of};
 
 fn start(attempt: u128) -> Command {
     Command::StartAttempt(StartAttempt {
@@ -452,4 +452,95 @@ fn restart_attempt() {
     })
     .unwrap();
     w.refused(restart(0x68, 0x69, 3), Rule::AttemptNotActive);
+}
+
+/// A dispatch claim revalidates the request digests against the *current* context: a bound
+/// input that changed between `startAttempt` and `claimDispatch` (a fact confirmed or
+/// invalidated, a blocker, an obligation, a human decision, a project source) makes the
+/// recorded manifest stale, and the claim is refused, writing nothing — as a forged
+/// `dispatchClaimed` too, so replay refuses it. A change outside the context (another
+/// Goal's records) leaves the claim admissible.
+#[test]
+fn manifest_stale_refuses_the_claim() {
+    let changes: Vec<Command> = vec![
+        Command::InvalidateFact(InvalidateFact {
+            fact_id: lid(0x50),
+            revision: 1,
+            reason: "wrong".to_owned(),
+        }),
+        Command::ConfirmFact(ConfirmFact {
+            fact_id: lid(0x51),
+            revision: 1,
+            confirmed_by: "human:bob".to_owned(),
+        }),
+        Command::RaiseBlocker(RaiseBlocker {
+            blocker_id: lid(0x58),
+            workflow_id: lid(WORKFLOW),
+            description: "the CI runner is down".to_owned(),
+        }),
+        Command::RecordObligation(RecordObligation {
+            obligation_id: lid(0x59),
+            goal_id: lid(GOAL),
+            description: "the lexer test passes".to_owned(),
+            check_spec_id: lid(0x5a),
+            check_spec_digest: digest_of("check: cargo test lexer"),
+        }),
+        Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(0x5b),
+            goal_id: lid(GOAL),
+            question: "Rename the Error enum?".to_owned(),
+            answer: "No.".to_owned(),
+            decided_by: "human:alice".to_owned(),
+        }),
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(0x5c),
+            goal_id: lid(GOAL),
+            path: "src/config/lexer.rs".to_owned(),
+            revision: "9f1c2e0".to_owned(),
+            content: "pub fn lex() {}\n".to_owned(),
+        }),
+    ];
+    for change in changes {
+        let kind = change.kind();
+        let mut w = World::at(Stage::Setup);
+        w.with(|s| s.start(0x60, 0x61)).unwrap();
+        let claim = ClaimDispatch::for_attempt(w.ledger.state(), lid(0x60)).unwrap();
+        w.ok(change);
+        let err = w.fails(Command::ClaimDispatch(claim.clone()));
+        assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "after {kind}: {err}");
+        w.forged(
+            Event::DispatchClaimed(ledger_schema::events::DispatchClaimed {
+                plan: claim.plan,
+                profile: claim.profile,
+                attempt_id: claim.attempt_id,
+                package_digest: claim.package_digest,
+                manifest_digest: claim.manifest_digest,
+                workflow_version: claim.workflow_version,
+            }),
+            Rule::ManifestStale,
+        );
+        // The stale Attempt is cancelled; a new one compiles the current context and runs.
+        w.ok(Command::CancelAttempt(CancelAttempt {
+            attempt_id: lid(0x60),
+            workflow_version: 1,
+            reason: "context changed".to_owned(),
+        }));
+        w.with(|s| {
+            s.start(0x62, 0x63)?;
+            s.claim(lid(0x62))
+        })
+        .unwrap();
+    }
+    // Outside the context: another Goal's records do not make the manifest stale.
+    let mut w = World::at(Stage::Setup);
+    w.with(|s| s.start(0x60, 0x61)).unwrap();
+    w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x5d), content: goal_content() }));
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x5e),
+        goal_id: lid(0x5d),
+        description: "another goal's test passes".to_owned(),
+        check_spec_id: lid(0x5f),
+        check_spec_digest: digest_of("check: cargo test other"),
+    }));
+    w.with(|s| s.claim(lid(0x60))).unwrap();
 }
