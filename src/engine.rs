@@ -61,8 +61,12 @@ pub enum EngineError {
     #[error(transparent)]
     Rejected(SubmitError),
     /// The storage failed; the command was not committed and the engine stops writing.
+    /// Every later request gets the same first failure (shared).
     #[error("storage failure: {0}")]
-    Storage(String),
+    Storage(#[source] Arc<SubmitError>),
+    /// The writer thread panicked (a broken invariant stops it loudly).
+    #[error("the writer thread panicked")]
+    WriterPanicked,
     /// The engine has shut down.
     #[error("the engine is shut down")]
     Closed,
@@ -237,8 +241,8 @@ impl Engine {
         if let Some(handle) = handle {
             tokio::task::spawn_blocking(move || handle.join())
                 .await
-                .map_err(|e| EngineError::Storage(e.to_string()))?
-                .map_err(|_| EngineError::Storage("the writer panicked".to_owned()))?;
+                .map_err(|_| EngineError::WriterPanicked)?
+                .map_err(|_| EngineError::WriterPanicked)?;
         }
         Ok(())
     }
@@ -291,7 +295,7 @@ fn writer(
     options: Options,
 ) {
     let max_batch = options.max_batch.max(1);
-    let mut failed: Option<String> = None;
+    let mut failed: Option<Arc<SubmitError>> = None;
     let mut pending: Vec<Request> = Vec::new();
     loop {
         if pending.is_empty() {
@@ -311,9 +315,9 @@ fn writer(
                 Err(mpsc::error::TryRecvError::Disconnected) => break,
             }
         }
-        if let Some(message) = &failed {
+        if let Some(first) = &failed {
             for r in pending.drain(..) {
-                let _ = r.reply.send(Err(EngineError::Storage(message.clone())));
+                let _ = r.reply.send(Err(EngineError::Storage(Arc::clone(first))));
             }
             continue;
         }
@@ -340,10 +344,10 @@ fn writer(
         let mut replies = replies.into_iter();
         for (reply, result) in replies.by_ref().take(processed).zip(results) {
             let result = result.map_err(|e| {
-                if e.is_rejection() { EngineError::Rejected(e) } else { EngineError::Storage(e.to_string()) }
+                if e.is_rejection() { EngineError::Rejected(e) } else { EngineError::Storage(Arc::new(e)) }
             });
-            if let Err(EngineError::Storage(m)) = &result {
-                failed.get_or_insert_with(|| m.clone());
+            if let Err(EngineError::Storage(first)) = &result {
+                failed.get_or_insert_with(|| Arc::clone(first));
             }
             let _ = reply.send(result);
         }
