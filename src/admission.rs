@@ -105,8 +105,43 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::DispatchClaimed(e) = &entry.event {
         check_current(registry, state, e.attempt_id)?;
     }
+    // The Goal whose context the entry changes, read before it is applied (every record
+    // it names exists already, else the rules refuse it).
+    let goal = runtime::input_goal(state, &entry.event);
     runtime::apply(state, entry)?;
+    if let Some(goal) = goal {
+        mark_changed_contexts(registry, state, goal);
+    }
     Ok(())
+}
+
+/// After an entry that changes a bound input of `goal`'s Worker Context
+/// ([`runtime::input_goal`]), each of its dispatched, active Attempts is recompiled once,
+/// by the compiler its manifest records, over the state after the entry; one whose
+/// manifest differs, whose context no longer compiles or whose compiler this registry lacks
+/// (fail closed) is marked ([`runtime::mark_context_changed`]): its later worker events
+/// are ignored receipts (CONTEXT_CHANGED) and its `finishAttempt` is refused
+/// (`ManifestStale`). Infallible, so the entry is applied whole or refused before any
+/// change. Replay and reopen run this same step, so they reproduce every mark.
+fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, goal: ledger_schema::Id) {
+    let stale: Vec<ledger_schema::Id> = runtime::in_flight_attempts(state, goal)
+        .into_iter()
+        .filter(|&attempt| {
+            let (Some(binding), Some(recorded)) =
+                (runtime::in_flight_binding(state, attempt), state.attempts.get(&attempt))
+            else {
+                return false;
+            };
+            let current = registry
+                .for_version(&recorded.compiler_version)
+                .and_then(|compiler| compiler.compile(state, &binding).ok())
+                .map(|compiled| compiled.manifest_digest);
+            current != Some(recorded.manifest_digest)
+        })
+        .collect();
+    for attempt in stale {
+        runtime::mark_context_changed(state, attempt);
+    }
 }
 
 /// The currency proof of a dispatch claim: the Attempt's context, recompiled over the state

@@ -97,8 +97,76 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
 /// Attempt ended or was claimed, the workflow moved on or closed, the Goal was revised, the
 /// Candidate is no longer the active MUTABLE one): those refusals keep their rules.
 pub fn current_binding(state: &State, attempt_id: Id) -> Option<AttemptBinding> {
+    binding_now(state, attempt_id, AttemptStatus::Started)
+}
+
+/// [`current_binding`] for a *dispatched* Attempt that may still deliver a result: the
+/// admission step recompiles its context from it after an input-changing entry
+/// ([`input_goal`]) and marks it with [`mark_context_changed`] when the manifest differs
+/// (seed: "An in-flight worker may finish, but its result is evaluated against the current
+/// Attempt and manifest. Stale results cannot advance the workflow."). `None` when the
+/// Attempt is not dispatched and active, is already marked, or is stale for an older reason
+/// (another version, a revised Goal, a closed workflow): those keep their reasons.
+pub fn in_flight_binding(state: &State, attempt_id: Id) -> Option<AttemptBinding> {
+    if state.attempts.get(&attempt_id)?.context_changed {
+        return None;
+    }
+    binding_now(state, attempt_id, AttemptStatus::Dispatched)
+}
+
+/// The dispatched, active Attempts of the workflows of `goal_id` not yet marked, by id.
+pub fn in_flight_attempts(state: &State, goal_id: Id) -> Vec<Id> {
+    state
+        .workflows
+        .values()
+        .filter(|wf| wf.goal_id == goal_id && !wf.closed)
+        .filter_map(|wf| wf.active_attempt)
+        .filter(|id| {
+            state
+                .attempts
+                .get(id)
+                .is_some_and(|a| a.status == AttemptStatus::Dispatched && !a.context_changed)
+        })
+        .collect()
+}
+
+/// Marks a dispatched Attempt whose context no longer compiles to its manifest (decided by
+/// the admission step, which owns the compiler). Marking is final; an unknown id is left
+/// alone.
+pub fn mark_context_changed(state: &mut State, attempt_id: Id) {
+    if let Some(attempt) = state.attempts.get_mut(&attempt_id) {
+        attempt.context_changed = true;
+    }
+}
+
+/// The Goal whose Worker Context an entry may change (a bound input of the compiler: a
+/// fact, a human decision, a project source, a scenario, an obligation, a blocker), read
+/// over the state before the entry; `None` for every other entry.
+pub fn input_goal(state: &State, event: &Event) -> Option<Id> {
+    use Event as E;
+    match event {
+        E::FactProposed(e) => Some(e.goal_id),
+        E::FactConfirmed(e) => state.facts.get(&e.fact_id).map(|f| f.goal_id),
+        E::FactInvalidated(e) => state.facts.get(&e.fact_id).map(|f| f.goal_id),
+        E::HumanDecisionRecorded(e) => Some(e.goal_id),
+        E::ProjectSourceRecorded(e) => Some(e.goal_id),
+        E::ScenarioRecorded(e) => Some(e.goal_id),
+        E::ObligationRecorded(e) => Some(e.goal_id),
+        E::BlockerRaised(e) => state.workflows.get(&e.workflow_id).map(|wf| wf.goal_id),
+        E::BlockerResolved(e) => state
+            .blockers
+            .get(&e.blocker_id)
+            .and_then(|b| state.workflows.get(&b.workflow_id))
+            .map(|wf| wf.goal_id),
+        _ => None,
+    }
+}
+
+/// The binding of an active Attempt in `status` over the current state (see
+/// [`current_binding`]).
+fn binding_now(state: &State, attempt_id: Id, status: AttemptStatus) -> Option<AttemptBinding> {
     let a = state.attempts.get(&attempt_id)?;
-    if a.status != AttemptStatus::Started {
+    if a.status != status {
         return None;
     }
     let wf = state.workflows.get(&a.workflow_id)?;
@@ -305,6 +373,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             dispatched: false,
             seq,
             events_admitted: 0,
+            context_changed: false,
         },
     );
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
@@ -437,6 +506,13 @@ pub fn apply_finished(state: &mut State, e: &AttemptFinished) -> Result<(), Rule
         wf.version == attempt.workflow_version,
         Rule::StaleWorkflowVersion,
         "a stale result cannot advance workflow {}",
+        attempt.workflow_id
+    );
+    ensure!(
+        !attempt.context_changed,
+        Rule::ManifestStale,
+        "attempt {}: a bound input of its context changed after dispatch; its result cannot advance workflow {} (fail or cancel it and start a new Attempt)",
+        e.attempt_id,
         attempt.workflow_id
     );
     end(state, e.attempt_id, AttemptStatus::Finished { result_kind: e.result_kind })

@@ -21,7 +21,10 @@ mod workflow;
 
 use ledger_schema::{Entry, Event, Id};
 
-pub use attempt::{AttemptBinding, attempt_binding, current_binding, result_kind_allowed};
+pub use attempt::{
+    AttemptBinding, attempt_binding, current_binding, in_flight_attempts, in_flight_binding, input_goal,
+    mark_context_changed, result_kind_allowed,
+};
 pub use command::Command;
 pub use evidence::evidence_set;
 pub use state::State;
@@ -144,7 +147,7 @@ pub enum Rule {
     CandidatePhase,
     /// A freeze needs a finished COMPLETION_REQUEST Attempt on the generation; a repair child differs from its parent.
     CandidateWork,
-    /// A dispatch claim needs the Attempt's manifest still current: recompiled over the state at the claim, it is the recorded one.
+    /// A dispatch claim needs the Attempt's manifest still current: recompiled over the state at the claim, it is the recorded one; a result of an Attempt whose context changed after dispatch does not advance the workflow.
     ManifestStale,
     /// A source registry snapshot is well formed, closed and its digests are its digests.
     SourceRegistry,

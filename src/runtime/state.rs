@@ -276,6 +276,12 @@ pub struct AttemptState {
     pub compiler_version: String,
     pub worker_session_id: Id,
     pub workflow_version: u32,
+    /// A bound input of its context changed after its dispatch claim (marked by the
+    /// admission step, `runtime::mark_context_changed`): its worker events are ignored
+    /// receipts (CONTEXT_CHANGED) and `finishAttempt` is refused (`ManifestStale`). Omitted
+    /// while false, so ledgers without it keep their state digest.
+    #[serde(skip_serializing_if = "is_false")]
+    pub context_changed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -35,6 +35,10 @@ pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Opti
     if state.goals.get(&wf.goal_id).is_some_and(|g| g.revision != wf.goal_revision) {
         return Some(IgnoredReason::GoalRevised);
     }
+    // Marked by the admission step after an input-changing entry; after every older reason.
+    if attempt.context_changed {
+        return Some(IgnoredReason::ContextChanged);
+    }
     None
 }
 

@@ -66,4 +66,8 @@ pub enum IgnoredReason {
     WorkflowVersionChanged,
     /// The Goal was revised after the Attempt was bound (catalog addition, issue #13).
     GoalRevised,
+    /// A bound input of the Attempt's context (a fact, a blocker, an obligation, a human
+    /// decision, a project source, a scenario) changed after its dispatch claim: the
+    /// manifest is no longer current (catalog addition, issue #13).
+    ContextChanged,
 }

@@ -310,3 +310,123 @@ fn goal_revised_events_are_ignored_receipts() {
     };
     w.forged(Event::WorkerEventAdmitted(forged), Rule::DeliveryStaleness);
 }
+
+/// Seed: "An in-flight worker may finish, but its result is evaluated against the current
+/// Attempt and manifest. Stale results cannot advance the workflow." A bound input of a
+/// dispatched Attempt's context that changes (a fact confirmed or invalidated, a blocker,
+/// an obligation, a human decision, a project source) marks it once, in the admission step:
+/// its worker events become ignored receipts (CONTEXT_CHANGED) that change nothing else, a
+/// forged admission of one is refused, `finishAttempt` is refused (`ManifestStale`) writing
+/// nothing, and `failAttempt` stays possible. A refold of the stored entries through the
+/// admission step (what reopen and `ledger replay` do) reproduces the mark exactly. Another
+/// Goal's records leave the Attempt current and its result advances the workflow.
+#[test]
+fn context_changed_results_do_not_advance() {
+    let changes: Vec<Command> = vec![
+        Command::InvalidateFact(InvalidateFact {
+            fact_id: lid(0x50),
+            revision: 1,
+            reason: "wrong".to_owned(),
+        }),
+        Command::ConfirmFact(ConfirmFact {
+            fact_id: lid(0x51),
+            revision: 1,
+            confirmed_by: "human:bob".to_owned(),
+        }),
+        Command::RaiseBlocker(RaiseBlocker {
+            blocker_id: lid(0x58),
+            workflow_id: lid(WORKFLOW),
+            description: "the CI runner is down".to_owned(),
+        }),
+        Command::RecordObligation(RecordObligation {
+            obligation_id: lid(0x59),
+            goal_id: lid(GOAL),
+            description: "the lexer test passes".to_owned(),
+            check_spec_id: lid(0x5a),
+            check_spec_digest: digest_of("check: cargo test lexer"),
+        }),
+        Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(0x5b),
+            goal_id: lid(GOAL),
+            question: "Rename the Error enum?".to_owned(),
+            answer: "No.".to_owned(),
+            decided_by: "human:alice".to_owned(),
+        }),
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(0x5c),
+            goal_id: lid(GOAL),
+            path: "src/config/lexer.rs".to_owned(),
+            revision: "9f1c2e0".to_owned(),
+            content: "pub fn lex() {}\n".to_owned(),
+        }),
+    ];
+    let finish = || {
+        Command::FinishAttempt(FinishAttempt {
+            attempt_id: lid(0x60),
+            result_kind: ledger_schema::types::ResultKind::Proposals,
+            summary: "done".to_owned(),
+        })
+    };
+    for change in changes {
+        let kind = change.kind();
+        let mut w = world(true);
+        // Before the change the Attempt is current: a receipt claiming otherwise is forged.
+        let p = progress("forged");
+        let forged = WorkerDeliveryIgnored {
+            attempt_id: lid(0x60),
+            worker_event_id: lid(0x72),
+            manifest_digest: manifest(&w),
+            payload_digest: p.digest(),
+            reason: IgnoredReason::ContextChanged,
+        };
+        w.forged(Event::WorkerDeliveryIgnored(forged), Rule::DeliveryStaleness);
+        w.ok(change);
+        assert!(w.ledger.state().attempts[&lid(0x60)].context_changed, "after {kind}: marked");
+        let attempt = w.ledger.state().attempts[&lid(0x60)].clone();
+        let c = deliver(&w, 0x70, payload(WorkerEventKind::Proposals, 1, "fact: parse() drops errors"));
+        let receipt = w.ok(c);
+        assert_eq!(receipt.ignored, Some(IgnoredReason::ContextChanged), "after {kind}");
+        let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
+        assert_eq!(i.reason, IgnoredReason::ContextChanged);
+        assert_eq!(
+            w.ledger.state().attempts[&lid(0x60)],
+            attempt,
+            "after {kind}: the attempt did not change"
+        );
+        let p = progress("forged");
+        let forged = WorkerEventAdmitted {
+            attempt_id: lid(0x60),
+            worker_event_id: lid(0x71),
+            manifest_digest: manifest(&w),
+            payload_digest: p.digest(),
+            payload: p,
+        };
+        w.forged(Event::WorkerEventAdmitted(forged), Rule::DeliveryStaleness);
+        w.refused(finish(), Rule::ManifestStale);
+        // Replay: refolding every stored entry through the admission step gives this state.
+        let head = w.ledger.store().head().seq;
+        let mut refolded = closure_ledger::runtime::State::default();
+        for entry in w.ledger.store().read_range(0, head).unwrap() {
+            closure_ledger::admission::apply(&mut refolded, &entry.entry).unwrap();
+        }
+        assert_eq!(refolded.digest(), w.ledger.state().digest(), "after {kind}: replay reproduces the mark");
+        w.ok(Command::FailAttempt(FailAttempt {
+            attempt_id: lid(0x60),
+            reason: "context changed".to_owned(),
+        }));
+    }
+    // Outside the context: another Goal's records leave the result current.
+    let mut w = world(true);
+    w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x5d), content: goal_content() }));
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x5e),
+        goal_id: lid(0x5d),
+        description: "another goal's test passes".to_owned(),
+        check_spec_id: lid(0x5f),
+        check_spec_digest: digest_of("check: cargo test other"),
+    }));
+    assert!(!w.ledger.state().attempts[&lid(0x60)].context_changed);
+    let c = deliver(&w, 0x70, payload(WorkerEventKind::Proposals, 1, "fact: parse() drops errors"));
+    assert_eq!(w.ok(c).ignored, None);
+    w.ok(finish());
+}
