@@ -28,7 +28,7 @@ pub use attempt::{
 pub use command::Command;
 pub use evidence::evidence_set;
 pub use state::State;
-pub use worker::{redelivery, staleness};
+pub use worker::{canonical_json_len, redelivery, staleness};
 pub use workflow::next_phase;
 
 /// Longest text field a command or worker may write (bytes).

@@ -6,7 +6,7 @@ use ledger_schema::events::{
     IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload,
 };
 use ledger_schema::types::ResultKind;
-use ledger_schema::{Digest, Event, Id, codec};
+use ledger_schema::{Digest, Event, Id};
 
 use super::command::DeliverWorkerEvent;
 use super::state::{AttemptState, State};
@@ -42,6 +42,16 @@ pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Opti
     None
 }
 
+/// The size `maxEventBytes` bounds (seed: "Admission measures the strictly decoded event's
+/// canonical UTF-8 JSON bytes against that limit"): the decoded payload serialized by
+/// `serde_json` as a JSON value — object keys sorted by code point, no whitespace, strings
+/// with serde_json's escapes (`\"`, `\\`, `\b \f \n \r \t`, other control characters as
+/// `\u00XX`, everything else as raw UTF-8), integers in decimal. Key order cannot change the
+/// length; a payload that cannot be serialized measures `usize::MAX` (fail closed).
+pub fn canonical_json_len(payload: &WorkerPayload) -> usize {
+    serde_json::to_value(payload).and_then(|v| serde_json::to_vec(&v)).map_or(usize::MAX, |b| b.len())
+}
+
 /// A current event must be one the Attempt's phase's response contract permits:
 /// PROPOSALS only in DISCOVERY/PLAN, COMPLETION_REQUEST only in IMPLEMENT (seed: "a
 /// phase-incompatible result fails closed before it can advance the Workflow"). Refused
@@ -70,11 +80,11 @@ fn check_delivery(
 ) -> Result<(), RuleViolation> {
     let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
     let policy = get(&state.policies, wf.policy.id, "policy")?;
-    let len = codec::encode(payload).len();
+    let len = canonical_json_len(payload);
     ensure!(
         len <= policy.bundle.max_event_bytes as usize,
         Rule::PayloadTooLarge,
-        "canonical payload of {len} bytes exceeds maxEventBytes {}",
+        "canonical JSON payload of {len} bytes exceeds maxEventBytes {}",
         policy.bundle.max_event_bytes
     );
     ensure!(

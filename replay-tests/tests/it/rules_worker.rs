@@ -430,3 +430,31 @@ fn context_changed_results_do_not_advance() {
     assert_eq!(w.ok(c).ignored, None);
     w.ok(finish());
 }
+
+/// Seed: "Admission measures the strictly decoded event's canonical UTF-8 JSON bytes against
+/// that limit". The canonical JSON of a payload is its compact serde_json form with sorted
+/// keys, written out here by hand: at exactly maxEventBytes (65,536) it is admitted, one
+/// byte more is refused writing nothing — although its CBOR encoding is well under the
+/// limit (what was measured before). Escapes count: a newline is two JSON bytes.
+#[test]
+fn payload_too_large_measures_canonical_json() {
+    let max = 65_536usize;
+    let json =
+        |text: &str| format!("{{\"items\":[],\"kind\":\"PROGRESS\",\"observedAtMs\":1,\"text\":{text:?}}}");
+    let overhead = json("").len();
+    let fits = "x".repeat(max - overhead);
+    assert_eq!(json(&fits).len(), max);
+    assert_eq!(closure_ledger::runtime::canonical_json_len(&progress(&fits)), max);
+    let over = "x".repeat(max - overhead + 1);
+    assert!(ledger_schema::codec::encode(&progress(&over)).len() <= max, "CBOR is under the limit");
+    let mut w = world(true);
+    let c = deliver(&w, 0x70, progress(&over));
+    w.refused(c, Rule::PayloadTooLarge);
+    // Escapes are measured as written: each newline is `\n`, two bytes.
+    let escaped = format!("{}\n", "x".repeat(max - overhead - 1));
+    assert_eq!(json(&escaped).len(), max + 1);
+    let c = deliver(&w, 0x70, progress(&escaped));
+    w.refused(c, Rule::PayloadTooLarge);
+    let c = deliver(&w, 0x70, progress(&fits));
+    w.ok(c);
+}
