@@ -74,6 +74,21 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         super::wire(&wf.phase)
     );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
+    if e.verdict == Verdict::Accept {
+        // A raised blocker is a current, unresolved obstacle to the workflow (a bound input
+        // of its context); ACCEPT closes the workflow, so it needs every blocker resolved.
+        let open =
+            state.blockers.iter().find(|(_, b)| b.workflow_id == e.workflow_id && b.resolution.is_none());
+        if let Some((blocker_id, _)) = open {
+            return Err(violation(
+                Rule::OpenBlocker,
+                format!(
+                    "blocker {blocker_id} of workflow {} is unresolved; resolve it before ACCEPT",
+                    e.workflow_id
+                ),
+            ));
+        }
+    }
     let generation = get(&state.generations, e.generation_id, "generation")?;
     ensure!(
         wf.active_generation == Some(e.generation_id),

@@ -149,6 +149,8 @@ pub enum Rule {
     CandidateWork,
     /// A dispatch claim needs the Attempt's manifest still current: recompiled over the state at the claim, it is the recorded one; a result of an Attempt whose context changed after dispatch does not advance the workflow.
     ManifestStale,
+    /// ACCEPT needs every blocker raised on the workflow resolved.
+    OpenBlocker,
     /// A source registry snapshot is well formed, closed and its digests are its digests.
     SourceRegistry,
     /// Profile revisions go strictly +1; mode and rollback change only what they name.

@@ -201,3 +201,28 @@ fn evidence_set_empty() {
     let mut w = verifying(&[]);
     w.refused(decide_computed(Verdict::RejectTerminal), Rule::EvidenceSet);
 }
+
+/// ACCEPT closes the workflow as done; an unresolved blocker raised on it says it is not
+/// (a blocker is a current input of its context). ACCEPT is refused writing nothing, as a
+/// forged `acceptanceDecided` too (so replay refuses it); once the blocker is resolved the
+/// same ACCEPT is admitted.
+#[test]
+fn open_blocker_refuses_accept() {
+    let mut probe = verifying(&[CheckResult::Pass]);
+    probe.ok(decide(Verdict::Accept, &[0x90]));
+    let Event::AcceptanceDecided(good) = probe.last_event("acceptanceDecided") else { unreachable!() };
+    let mut w = verifying(&[CheckResult::Pass]);
+    w.ok(Command::RaiseBlocker(RaiseBlocker {
+        blocker_id: lid(0xb0),
+        workflow_id: lid(WORKFLOW),
+        description: "security review pending".to_owned(),
+    }));
+    w.refused(decide(Verdict::Accept, &[0x90]), Rule::OpenBlocker);
+    w.refused(decide_computed(Verdict::Accept), Rule::OpenBlocker);
+    w.forged(Event::AcceptanceDecided(good), Rule::OpenBlocker);
+    w.ok(Command::ResolveBlocker(ResolveBlocker {
+        blocker_id: lid(0xb0),
+        resolution: "reviewed".to_owned(),
+    }));
+    w.ok(decide(Verdict::Accept, &[0x90]));
+}

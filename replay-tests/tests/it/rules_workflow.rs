@@ -239,13 +239,15 @@ fn workflow_closed_takes_no_work() {
         workflow_id: lid(WORKFLOW),
         description: "CI is red".into(),
     });
-    // ACCEPT.
+    // ACCEPT (which needs the blocker resolved first: `OpenBlocker`; a resolved blocker of
+    // a closed workflow is still named by `resolveBlocker`, refused as `WorkflowClosed`).
     let mut w = World::at(Stage::Setup);
     w.ok(blocker.clone());
     w.with(|s| {
         s.discover_and_plan()?;
         s.implement_first()?;
         s.reject_first()?;
+        s.run(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0xe1), resolution: "green".into() }))?;
         s.repair_and_accept()
     })
     .unwrap();
