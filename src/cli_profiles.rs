@@ -140,7 +140,9 @@ pub enum ProfileCommand {
 
 fn failure(e: ProfileError) -> Failure {
     let code = if e.is_refusal() { EXIT_VERIFY_FAILED } else { EXIT_USAGE_OR_IO };
-    Failure { code, message: e.to_string() }
+    // Every error is one line: anything untrusted that reached the message unescaped
+    // (a name from the tree, a registry key, an id) is escaped here too (idempotent).
+    Failure { code, message: profiles::scan::shown(&e.to_string()) }
 }
 
 fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {

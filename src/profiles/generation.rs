@@ -27,6 +27,7 @@ use std::path::{Component, Path, PathBuf};
 use ledger_schema::{Digest, Id};
 use serde::{Deserialize, Serialize};
 
+use crate::profiles::scan::shown;
 use crate::runtime::profile::GenerationManifest;
 
 /// The ownership marker: a state root holding it belongs to the named ledger.
@@ -70,7 +71,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> GenerationError + '_ {
 }
 
 fn unsafe_root(root: &Path, why: &str) -> GenerationError {
-    GenerationError::UnsafeRoot(format!("{}: {why}", root.display()))
+    GenerationError::UnsafeRoot(format!("{}: {}", shown(&root.display().to_string()), shown(why)))
 }
 
 /// Test hook for crash tests: with `CLOSURE_LEDGER_PROFILE_PAUSE_AT=<boundary>` the
@@ -131,11 +132,23 @@ struct Owner {
     ledger_id: Id,
 }
 
+/// How [`check_root`] treats a missing or empty, unmarked root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootUse {
+    /// The root must exist and be marked (status-like commands, rollback, recover).
+    Existing,
+    /// A missing root is created (0700) and an empty one marked (`set`).
+    Create,
+    /// The verdict `Create` would give, writing nothing (`set --dry-run`).
+    Preview,
+}
+
 /// The checks every state root passes, before anything is written in it: absolute,
 /// normalised, not `/` nor the home directory, no symlink in it or any ancestor; if it
 /// exists: a directory owned by the current user, mode 0700, and either empty or marked as
-/// owned by this ledger. `create` makes a missing root (0700) and marks it.
-pub fn check_root(root: &Path, ledger: Id, create: bool) -> Result<(), GenerationError> {
+/// owned by this ledger. [`RootUse::Create`] makes a missing root (0700) and marks it;
+/// [`RootUse::Preview`] accepts exactly what `Create` accepts and writes nothing.
+pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), GenerationError> {
     let text = root.to_str().ok_or_else(|| unsafe_root(root, "is not UTF-8"))?;
     if !root.is_absolute() {
         return Err(unsafe_root(root, "is not absolute"));
@@ -168,8 +181,10 @@ pub fn check_root(root: &Path, ledger: Id, create: bool) -> Result<(), Generatio
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && i + 1 == parts.len() => {
-                if !create {
-                    return Err(unsafe_root(root, "does not exist"));
+                match usage {
+                    RootUse::Existing => return Err(unsafe_root(root, "does not exist")),
+                    RootUse::Preview => return Ok(()),
+                    RootUse::Create => {}
                 }
                 fs::DirBuilder::new().mode(0o700).create(&normal).map_err(io(&normal))?;
                 fs::set_permissions(&normal, fs::Permissions::from_mode(0o700)).map_err(io(&normal))?;
@@ -211,8 +226,10 @@ pub fn check_root(root: &Path, ledger: Id, create: bool) -> Result<(), Generatio
         return Err(unsafe_root(root, &format!("has mode {:o}, not 0700", m.mode() & 0o777)));
     }
     if !marked {
-        if !create {
-            return Err(unsafe_root(root, "is not marked as owned by this ledger"));
+        match usage {
+            RootUse::Existing => return Err(unsafe_root(root, "is not marked as owned by this ledger")),
+            RootUse::Preview => return Ok(()),
+            RootUse::Create => {}
         }
         let owner = serde_json::to_vec(&Owner { ledger_id: ledger }).unwrap_or_default();
         write_new(&marker, &owner)?;
@@ -308,7 +325,7 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
     while let Some((d, rel)) = stack.pop() {
         for item in fs::read_dir(&d).map_err(io(&d))? {
             let item = item.map_err(io(&d))?;
-            let name = item.file_name().to_string_lossy().into_owned();
+            let name = shown(&item.file_name().to_string_lossy());
             let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
             let path = item.path();
             let m = fs::symlink_metadata(&path).map_err(io(&path))?;
@@ -380,8 +397,35 @@ pub struct Receipt {
     pub registry_digest: Digest,
 }
 
+/// Every check the transaction makes before it prepares anything, writing nothing (also
+/// what `set --dry-run` runs): no interrupted transaction, an existing target generation
+/// verifies, no left-over stage for it. True when the target generation already exists.
+pub fn preflight(
+    root: &Path,
+    digest: Digest,
+    manifest: &GenerationManifest,
+) -> Result<bool, GenerationError> {
+    if read_txn(root)?.is_some() {
+        return Err(GenerationError::RecoveryRequired(shown(&root.display().to_string())));
+    }
+    let target = generation_dir(root, digest);
+    if fs::symlink_metadata(&target).is_ok() {
+        verify(&target, manifest)?;
+        return Ok(true);
+    }
+    if fs::symlink_metadata(root.join("stage").join(hex(digest))).is_ok() {
+        return Err(GenerationError::RecoveryRequired(shown(&root.display().to_string())));
+    }
+    Ok(false)
+}
+
 /// Boundaries 1–4 of the transaction: prepared, files written, generation published,
 /// receipt published. The caller commits the entry (boundary 5) and then calls [`finish`].
+///
+/// A refusal leaves nothing behind: the checks of [`preflight`] run before `txn.json` is
+/// written, and a refusal after it (a generation tampered meanwhile) rolls the prepared
+/// transaction back, so `recover` can never commit a refused operation. An I/O failure
+/// leaves the transaction for `recover`, like a crash.
 pub fn prepare_and_publish(
     root: &Path,
     txn: &Transaction,
@@ -389,12 +433,27 @@ pub fn prepare_and_publish(
     contents: &[&[u8]],
     receipt: &Receipt,
 ) -> Result<(), GenerationError> {
-    if read_txn(root)?.is_some() {
-        return Err(GenerationError::RecoveryRequired(root.display().to_string()));
-    }
+    preflight(root, txn.generation_digest, manifest)?;
     let txn_bytes = serde_json::to_vec_pretty(txn).unwrap_or_default();
     write_atomic(&root.join(TXN_FILE), &txn_bytes)?;
     boundary("prepared");
+    match publish_prepared(root, txn, manifest, contents, receipt) {
+        Err(refused) if !refused.is_io() => {
+            roll_back(root, txn, manifest)?;
+            Err(refused)
+        }
+        other => other,
+    }
+}
+
+/// Boundaries 2–4, after `txn.json` is durable.
+fn publish_prepared(
+    root: &Path,
+    txn: &Transaction,
+    manifest: &GenerationManifest,
+    contents: &[&[u8]],
+    receipt: &Receipt,
+) -> Result<(), GenerationError> {
     let target = generation_dir(root, txn.generation_digest);
     if fs::symlink_metadata(&target).is_ok() {
         // Immutable and content-addressed: an existing one is verified, never rewritten.
@@ -488,7 +547,7 @@ pub fn roll_back(
         while let Some((d, rel)) = stack.pop() {
             for item in fs::read_dir(&d).map_err(io(&d))? {
                 let item = item.map_err(io(&d))?;
-                let name = item.file_name().to_string_lossy().into_owned();
+                let name = shown(&item.file_name().to_string_lossy());
                 let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
                 let m = fs::symlink_metadata(item.path()).map_err(io(&d))?;
                 if m.file_type().is_symlink() {

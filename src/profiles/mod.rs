@@ -313,7 +313,14 @@ fn transact(
     };
     let slices: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
     generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt)?;
-    ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
+    if let Err(e) = ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() }) {
+        if e.is_rejection() {
+            // Refused at the commit point: nothing was committed, and `recover` must not
+            // roll the refused operation forward later.
+            generation::roll_back(root, &txn, manifest)?;
+        }
+        return Err(e.into());
+    }
     generation::boundary("state");
     generation::finish(root)?;
     Ok(())
@@ -380,7 +387,7 @@ pub fn set(
         && c.generation_digest == event.generation_digest
         && c.state_root == state_root
     {
-        generation::check_root(root, ledger_id, false)?;
+        generation::check_root(root, ledger_id, generation::RootUse::Existing)?;
         if generation::read_txn(root)?.is_some() {
             return Err(GenerationError::RecoveryRequired(state_root).into());
         }
@@ -389,9 +396,10 @@ pub fn set(
     }
     admissible(&ledger, &event)?;
     if dry_run {
-        if fs_exists(root) {
-            generation::check_root(root, ledger_id, false)?;
-        }
+        // The same verdict as the real `set`, writing nothing.
+        generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
+        verify_current(&ledger, root)?;
+        generation::preflight(root, event.generation_digest, &manifest)?;
         let mut preview = status_of(cp, None, "dry-run")?;
         preview.revision = event.revision;
         preview.profile_id = Some(plan.profile.clone());
@@ -409,7 +417,7 @@ pub fn set(
         preview.state_root = Some(state_root);
         return Ok(preview);
     }
-    generation::check_root(root, ledger_id, true)?;
+    generation::check_root(root, ledger_id, generation::RootUse::Create)?;
     verify_current(&ledger, root)?;
     transact(&mut ledger, root, event, &manifest, &contents)?;
     status_of(&ledger.state().context_profiles, None, "set")
@@ -512,7 +520,7 @@ pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus,
     admissible(&ledger, &event)?;
     let registry = registry_by_digest(&ledger, event.registry_digest)?;
     let (manifest, contents) = manifest_of(&registry, &plan)?;
-    generation::check_root(root, ledger.store().head().ledger, false)?;
+    generation::check_root(root, ledger.store().head().ledger, generation::RootUse::Existing)?;
     verify_current(&ledger, root)?;
     transact(&mut ledger, root, event, &manifest, &contents)?;
     status_of(&ledger.state().context_profiles, None, "rollback")
@@ -523,7 +531,7 @@ pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus,
 pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let ledger_id: Id = ledger.store().head().ledger;
-    generation::check_root(root, ledger_id, false)?;
+    generation::check_root(root, ledger_id, generation::RootUse::Existing)?;
     let _lock = generation::lock(root)?;
     let Some(txn) = generation::read_txn(root)? else {
         return status_of(&ledger.state().context_profiles, Some(root), "nothing-to-recover");

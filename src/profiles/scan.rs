@@ -59,6 +59,8 @@ pub enum ScanError {
     NotRegular(String),
     #[error("{path}: {bytes} bytes, over the per-file bound of {MAX_FILE_BYTES}")]
     FileTooLarge { path: String, bytes: u64 },
+    #[error("{path}: {bytes} bytes, over the per-manifest bound of {MAX_MANIFEST_BYTES}")]
+    ManifestTooLarge { path: String, bytes: u64 },
     #[error("the tree holds over {MAX_TREE_BYTES} bytes")]
     TreeTooLarge,
     #[error("the tree holds over {MAX_DIR_ENTRIES} directory entries")]
@@ -92,12 +94,33 @@ impl ScanError {
     }
 }
 
+/// `text` with every control or non-printable character escaped as Rust's `{:?}` does
+/// (`\n`, `\u{1b}`, ...), everything else as is: an untrusted name, id or path quoted in
+/// a message keeps the message on one line and sends no raw escape to a terminal.
+/// Idempotent on text that is already clean.
+pub fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '"' | '\'') {
+            out.push(c);
+        } else {
+            out.extend(c.escape_debug());
+        }
+    }
+    out
+}
+
+/// A path for a message, escaped by [`shown`].
+fn disp(path: &Path) -> String {
+    shown(&path.display().to_string())
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ScanError + '_ {
-    move |source| ScanError::Io { path: path.display().to_string(), source }
+    move |source| ScanError::Io { path: disp(path), source }
 }
 
 fn meta(path: &Path, reason: impl Into<String>) -> ScanError {
-    ScanError::Metadata { path: path.display().to_string(), reason: reason.into() }
+    ScanError::Metadata { path: disp(path), reason: shown(&reason.into()) }
 }
 
 /// Counts what the scan visits against its bounds.
@@ -117,10 +140,10 @@ impl Budget {
 fn real_dir(path: &Path) -> Result<(), ScanError> {
     let m = fs::symlink_metadata(path).map_err(io(path))?;
     if m.file_type().is_symlink() {
-        return Err(ScanError::Symlink(path.display().to_string()));
+        return Err(ScanError::Symlink(disp(path)));
     }
     if !m.is_dir() {
-        return Err(ScanError::NotRegular(path.display().to_string()));
+        return Err(ScanError::NotRegular(disp(path)));
     }
     Ok(())
 }
@@ -129,13 +152,13 @@ fn real_dir(path: &Path) -> Result<(), ScanError> {
 fn read_file(path: &Path, budget: &mut Budget) -> Result<Vec<u8>, ScanError> {
     let m = fs::symlink_metadata(path).map_err(io(path))?;
     if m.file_type().is_symlink() {
-        return Err(ScanError::Symlink(path.display().to_string()));
+        return Err(ScanError::Symlink(disp(path)));
     }
     if !m.is_file() {
-        return Err(ScanError::NotRegular(path.display().to_string()));
+        return Err(ScanError::NotRegular(disp(path)));
     }
     if m.len() > MAX_FILE_BYTES {
-        return Err(ScanError::FileTooLarge { path: path.display().to_string(), bytes: m.len() });
+        return Err(ScanError::FileTooLarge { path: disp(path), bytes: m.len() });
     }
     budget.bytes = budget.bytes.saturating_add(m.len());
     if budget.bytes > MAX_TREE_BYTES {
@@ -167,7 +190,7 @@ fn no_symlink_ancestors(root: &Path) -> Result<PathBuf, ScanError> {
         }
         let m = fs::symlink_metadata(&walked).map_err(io(&walked))?;
         if m.file_type().is_symlink() {
-            return Err(ScanError::Symlink(walked.display().to_string()));
+            return Err(ScanError::Symlink(disp(&walked)));
         }
     }
     Ok(walked)
@@ -187,15 +210,14 @@ fn walk(
     out: &mut Vec<RawResource>,
 ) -> Result<(), ScanError> {
     if depth > MAX_DEPTH {
-        return Err(ScanError::TooDeep(dir.display().to_string()));
+        return Err(ScanError::TooDeep(disp(dir)));
     }
     let mut names = Vec::new();
     for item in fs::read_dir(dir).map_err(io(dir))? {
         let item = item.map_err(io(dir))?;
         budget.entry()?;
         let name = item.file_name();
-        let name =
-            name.to_str().ok_or_else(|| ScanError::NotUtf8(item.path().display().to_string()))?.to_owned();
+        let name = name.to_str().ok_or_else(|| ScanError::NotUtf8(disp(&item.path())))?.to_owned();
         names.push(name);
     }
     names.sort();
@@ -207,20 +229,20 @@ fn walk(
         let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
         if !safe_relative(&child) {
             return Err(ScanError::PathEscapes {
-                path: path.display().to_string(),
+                path: disp(&path),
                 reason: "not a plain relative name".into(),
             });
         }
         let m = fs::symlink_metadata(&path).map_err(io(&path))?;
         if m.file_type().is_symlink() {
-            return Err(ScanError::Symlink(path.display().to_string()));
+            return Err(ScanError::Symlink(disp(&path)));
         } else if m.is_dir() {
             walk(&path, &child, depth + 1, budget, out)?;
         } else if m.is_file() {
             let bytes = read_file(&path, budget)?;
             out.push(RawResource { path: child, bytes });
         } else {
-            return Err(ScanError::NotRegular(path.display().to_string()));
+            return Err(ScanError::NotRegular(disp(&path)));
         }
     }
     Ok(())
@@ -380,10 +402,10 @@ struct ProfileFile {
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path, budget: &mut Budget) -> Result<T, ScanError> {
     let m = fs::symlink_metadata(path).map_err(io(path))?;
     if m.len() > MAX_MANIFEST_BYTES {
-        return Err(ScanError::FileTooLarge { path: path.display().to_string(), bytes: m.len() });
+        return Err(ScanError::ManifestTooLarge { path: disp(path), bytes: m.len() });
     }
     let bytes = read_file(path, budget)?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| ScanError::NotUtf8(path.display().to_string()))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| ScanError::NotUtf8(disp(path)))?;
     serde_json::from_str(text).map_err(|e| meta(path, e.to_string()))
 }
 
@@ -398,11 +420,28 @@ fn sorted_unique(values: Vec<String>) -> Result<Vec<String>, String> {
     Ok(set.into_iter().collect())
 }
 
+/// Whether `root/parts...` exists, checking every component below `root` — ancestors and
+/// leaf — with `symlink_metadata`: a symlink anywhere refuses the scan (never followed);
+/// a missing component means the path does not exist.
+fn present_inside(root: &Path, parts: &[&str]) -> Result<bool, ScanError> {
+    let mut walked = root.to_path_buf();
+    for part in parts {
+        walked.push(part);
+        match fs::symlink_metadata(&walked) {
+            Ok(m) if m.file_type().is_symlink() => return Err(ScanError::Symlink(disp(&walked))),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(ScanError::Io { path: disp(&walked), source: e }),
+        }
+    }
+    Ok(true)
+}
+
 fn exists(path: &Path) -> Result<bool, ScanError> {
     match fs::symlink_metadata(path) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(ScanError::Io { path: path.display().to_string(), source: e }),
+        Err(e) => Err(ScanError::Io { path: disp(path), source: e }),
     }
 }
 
@@ -413,7 +452,7 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
     let mut budget = Budget { entries: 0, bytes: 0 };
     let skills_dir = root.join("skills");
     if !exists(&skills_dir)? {
-        return Err(ScanError::Missing(skills_dir.display().to_string()));
+        return Err(ScanError::Missing(disp(&skills_dir)));
     }
     real_dir(&skills_dir)?;
     let mut dirs = Vec::new();
@@ -421,8 +460,7 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         let item = item.map_err(io(&skills_dir))?;
         budget.entry()?;
         let name = item.file_name();
-        let name =
-            name.to_str().ok_or_else(|| ScanError::NotUtf8(item.path().display().to_string()))?.to_owned();
+        let name = name.to_str().ok_or_else(|| ScanError::NotUtf8(disp(&item.path())))?.to_owned();
         dirs.push(name);
     }
     dirs.sort();
@@ -435,12 +473,12 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         let path = skills_dir.join(&dir);
         let m = fs::symlink_metadata(&path).map_err(io(&path))?;
         if m.file_type().is_symlink() {
-            return Err(ScanError::Symlink(path.display().to_string()));
+            return Err(ScanError::Symlink(disp(&path)));
         }
         if !m.is_dir() {
             return Err(ScanError::NotRegular(format!(
                 "{} (skills/ holds only skill directories)",
-                path.display()
+                disp(&path)
             )));
         }
         if !safe_relative(&dir) || dir.contains(':') {
@@ -451,14 +489,18 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         let skill_md = raw
             .iter()
             .find(|r| r.path == "SKILL.md")
-            .ok_or_else(|| ScanError::Missing(path.join("SKILL.md").display().to_string()))?;
+            .ok_or_else(|| ScanError::Missing(disp(&path.join("SKILL.md"))))?;
         let text = std::str::from_utf8(&skill_md.bytes)
-            .map_err(|_| ScanError::NotUtf8(path.join("SKILL.md").display().to_string()))?;
+            .map_err(|_| ScanError::NotUtf8(disp(&path.join("SKILL.md"))))?;
         let md = parse_skill(text).map_err(|reason| meta(&path.join("SKILL.md"), reason))?;
         let id = format!("skill:{dir}");
         let name = md.name.unwrap_or_else(|| dir.clone());
         if let Some(other) = names.insert(name.clone(), id.clone()) {
-            return Err(ScanError::DuplicateId(format!("skill name {name:?} ({other} and {id})")));
+            return Err(ScanError::DuplicateId(format!(
+                "skill name {name:?} ({} and {})",
+                shown(&other),
+                shown(&id)
+            )));
         }
         let resources = raw
             .into_iter()
@@ -487,7 +529,7 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
 
     // Dependencies and required resources.
     let pack = root.join("manifests").join("context-packs").join("skill-registry@1.json");
-    if exists(&pack)? {
+    if present_inside(&root, &["manifests", "context-packs", "skill-registry@1.json"])? {
         let manifest: PackManifest = read_json(&pack, &mut budget)?;
         if manifest.version != 1 {
             return Err(meta(&pack, format!("version {} (this scanner reads 1)", manifest.version)));
@@ -495,16 +537,20 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         let mut seen = BTreeSet::new();
         for skill in manifest.skills {
             if !seen.insert(skill.id.clone()) {
-                return Err(ScanError::DuplicateId(skill.id));
+                return Err(ScanError::DuplicateId(shown(&skill.id)));
             }
             let known: BTreeSet<String> = sources.iter().map(|s| s.id.clone()).collect();
             let source = sources
                 .iter_mut()
                 .find(|s| s.id == skill.id)
-                .ok_or_else(|| ScanError::UnknownId(skill.id.clone()))?;
+                .ok_or_else(|| ScanError::UnknownId(shown(&skill.id)))?;
             for dep in &skill.dependencies {
                 if !known.contains(dep) {
-                    return Err(ScanError::UnknownId(format!("{dep} (a dependency of {})", skill.id)));
+                    return Err(ScanError::UnknownId(format!(
+                        "{} (a dependency of {})",
+                        shown(dep),
+                        shown(&skill.id)
+                    )));
                 }
             }
             source.dependencies = sorted_unique(skill.dependencies)
@@ -516,12 +562,20 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
                 let inside =
                     path.strip_prefix(&prefix).filter(|rest| safe_relative(rest)).ok_or_else(|| {
                         ScanError::PathEscapes {
-                            path: path.clone(),
-                            reason: format!("a required resource of {} must lie inside {prefix}", skill.id),
+                            path: shown(&path),
+                            reason: format!(
+                                "a required resource of {} must lie inside {}",
+                                shown(&skill.id),
+                                shown(&prefix)
+                            ),
                         }
                     })?;
                 if !source.resources.iter().any(|r| r.path == inside) {
-                    return Err(ScanError::Missing(format!("{path} (a required resource of {})", skill.id)));
+                    return Err(ScanError::Missing(format!(
+                        "{} (a required resource of {})",
+                        shown(&path),
+                        shown(&skill.id)
+                    )));
                 }
                 required.push(inside.to_owned());
             }
@@ -529,7 +583,7 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
                 .map_err(|p| meta(&pack, format!("{} lists required resource {p} twice", skill.id)))?;
         }
         if let Some(cycle) = dependency_cycle(&sources) {
-            return Err(ScanError::Cycle(cycle));
+            return Err(ScanError::Cycle(shown(&cycle)));
         }
     }
 
@@ -537,9 +591,10 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
     let profiles_dir = root.join("manifests").join("context-profiles");
     let mut profiles = Vec::new();
     for id in ["full@1", "lean@1"] {
-        let path = profiles_dir.join(format!("{id}.json"));
-        if !exists(&path)? {
-            return Err(ScanError::Missing(path.display().to_string()));
+        let file_name = format!("{id}.json");
+        let path = profiles_dir.join(&file_name);
+        if !present_inside(&root, &["manifests", "context-profiles", &file_name])? {
+            return Err(ScanError::Missing(disp(&path)));
         }
         let file: ProfileFile = read_json(&path, &mut budget)?;
         if file.id != id {
@@ -562,13 +617,13 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         };
         for sid in eager.iter().chain(&file.required) {
             if !sources.iter().any(|s| &s.id == sid) {
-                return Err(ScanError::UnknownId(format!("{sid} (in {id})")));
+                return Err(ScanError::UnknownId(format!("{} (in {id})", shown(sid))));
             }
         }
-        let eager =
-            sorted_unique(eager).map_err(|d| ScanError::DuplicateId(format!("{d} (eager in {id})")))?;
+        let eager = sorted_unique(eager)
+            .map_err(|d| ScanError::DuplicateId(format!("{} (eager in {id})", shown(&d))))?;
         let required = sorted_unique(file.required)
-            .map_err(|d| ScanError::DuplicateId(format!("{d} (required in {id})")))?;
+            .map_err(|d| ScanError::DuplicateId(format!("{} (required in {id})", shown(&d))))?;
         profiles.push(ProfileDefinition {
             id: file.id,
             eager,
@@ -593,7 +648,7 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
     }
 
     let registry = Registry { scanner: SCANNER_VERSION.to_owned(), sources, profiles };
-    check_registry(&registry).map_err(|v| ScanError::Rule(v.to_string()))?;
+    check_registry(&registry).map_err(|v| ScanError::Rule(shown(&v.to_string())))?;
     let recorded = SourceRegistryRecorded { registry_digest: registry.digest(), registry };
     // The entry around it adds well under 1 KiB; keep 4 KiB of headroom.
     let event = Event::SourceRegistryRecorded(Box::new(recorded));

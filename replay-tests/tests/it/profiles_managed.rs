@@ -372,3 +372,65 @@ fn recover_refuses_a_tampered_stage() {
     assert!(stage.join("intruder.sh").exists(), "left in place");
     assert!(root.join("txn.json").exists());
 }
+
+/// A refused `rollback` or `set` (its target generation, published by an earlier revision,
+/// was tampered) leaves nothing behind: no `txn.json`, status is not blocked, and once the
+/// file is restored `recover` has nothing to do — it never commits the refused operation.
+#[test]
+fn refused_set_or_rollback_leaves_no_transaction() {
+    for command in ["rollback", "set"] {
+        let s = Setup::scanned();
+        let root = root_of(&s);
+        let full = ok(set(&s, &root, &["full"]));
+        ok(set(&s, &root, &["lean", "--expected-revision", "1"]));
+        let file = Path::new(full["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
+        let original = std::fs::read(&file).unwrap();
+        let mut tampered = original.clone();
+        tampered.extend_from_slice(b"x\n");
+        std::fs::write(&file, &tampered).unwrap();
+        let before = s.head();
+        let (code, _, err) = match command {
+            "rollback" => s.run(
+                &["profile", "rollback"],
+                &["--state-root", root.to_str().unwrap(), "--expected-revision", "2"],
+            ),
+            _ => set(&s, &root, &["full", "--expected-revision", "2"]),
+        };
+        assert_eq!(code, 1, "{command}: {err}");
+        assert!(err.contains("was modified"), "{command}: {err}");
+        assert!(!root.join("txn.json").exists(), "{command}: no prepared transaction left");
+        let st = ok(status(&s));
+        assert_eq!(st["recoveryRequired"], false, "{command}");
+        assert_eq!(st["revision"], 2);
+        std::fs::write(&file, &original).unwrap();
+        let rec = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+        assert_eq!(rec["outcome"], "nothing-to-recover", "{command}");
+        assert_eq!(rec["revision"], 2, "{command}: the refused operation was never committed");
+        assert_eq!(s.head(), before, "{command}: nothing written");
+    }
+}
+
+/// `set --dry-run` gives the real `set`'s verdict without writing: an empty 0700 state root
+/// is accepted (and left empty), and a tampered target generation is refused by both.
+#[test]
+fn dry_run_gives_the_same_verdict_as_set() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    std::fs::create_dir(&root).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let before = s.head();
+    let dry = ok(set(&s, &root, &["full", "--dry-run"]));
+    assert_eq!(dry["outcome"], "dry-run");
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0, "the dry run wrote nothing");
+    assert_eq!(s.head(), before);
+    let full = ok(set(&s, &root, &["full"]));
+    ok(set(&s, &root, &["lean", "--expected-revision", "1"]));
+    let file = Path::new(full["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
+    std::fs::write(&file, "changed").unwrap();
+    let (code, _, err) = set(&s, &root, &["full", "--dry-run"]);
+    assert_eq!(code, 1, "the dry run refuses what set refuses: {err}");
+    assert!(err.contains("was modified"), "{err}");
+    let (code, _, err) = set(&s, &root, &["full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("was modified"), "{err}");
+}

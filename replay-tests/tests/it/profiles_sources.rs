@@ -369,3 +369,73 @@ fn forged_registry_is_refused_by_apply() {
     assert_eq!(ledger.state().entries, 1);
     let _ = Rule::SourceRegistry;
 }
+
+/// A symlinked `manifests/`, `manifests/context-packs/` or `manifests/context-profiles/`
+/// directory refuses the scan (an ancestor of a read file, checked without following it):
+/// nothing from outside the tree is recorded.
+#[test]
+fn symlinked_manifest_directories_refuse_the_scan() {
+    for dir in ["manifests", "manifests/context-packs", "manifests/context-profiles"] {
+        let s = Setup::new();
+        let outside = s.tmp.path().join("outside");
+        std::fs::rename(s.src.join(dir), &outside).unwrap();
+        std::os::unix::fs::symlink(&outside, s.src.join(dir)).unwrap();
+        let before = s.head();
+        let (code, _, err) = s.scan();
+        assert_eq!(code, 1, "{dir}: {err}");
+        assert!(err.contains("is a symlink"), "{dir}: {err}");
+        assert_eq!(s.head(), before, "{dir}: nothing recorded");
+    }
+}
+
+/// A manifest over 1 MiB is refused naming the manifest bound, not the per-file one.
+#[test]
+fn oversized_manifest_names_the_manifest_bound() {
+    let s = Setup::new();
+    let path = s.src.join("manifests/context-profiles/lean@1.json");
+    std::fs::write(&path, vec![b' '; (1 << 20) + 1]).unwrap();
+    let before = s.head();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("1048576") && err.contains("manifest"), "{err}");
+    assert!(!err.contains("4194304"), "{err}");
+    assert_eq!(s.head(), before);
+}
+
+/// Hostile names never reach the terminal raw: every scan error is one line, with control
+/// characters escaped (`\n`, `\u{1b}`).
+#[test]
+fn hostile_names_are_escaped_in_scan_errors() {
+    type Edit = Box<dyn Fn(&std::path::Path)>;
+    let pack = |json: &'static str| -> Edit {
+        Box::new(move |src: &std::path::Path| {
+            write(&src.join("manifests/context-packs/skill-registry@1.json"), json)
+        })
+    };
+    let cases: Vec<(&str, Edit)> = vec![
+        ("file a\\nb", Box::new(|src| write(&src.join("skills/deploy/a\nb"), "x"))),
+        ("file a ESC b", Box::new(|src| write(&src.join("skills/deploy/a\x1b[31mb"), "x"))),
+        ("skill dir x\\ny", Box::new(|src| write(&src.join("skills/x\ny/SKILL.md"), "---\nname: x\n---\n"))),
+        ("registry key", pack(r#"{"version":1,"skills":[{"id":"skill:testing","a\nb\u001b[31m":1}]}"#)),
+        (
+            "required resource",
+            pack(r#"{"version":1,"skills":[{"id":"skill:testing","requiredResources":["x\ny\u001b[31m"]}]}"#),
+        ),
+        (
+            "dependency id",
+            pack(
+                r#"{"version":1,"skills":[{"id":"skill:testing","dependencies":["skill:a\nb\u001b[31m"]}]}"#,
+            ),
+        ),
+        ("skill id", pack(r#"{"version":1,"skills":[{"id":"skill:a\nb\u001b[31m"}]}"#)),
+    ];
+    for (name, edit) in cases {
+        let s = Setup::new();
+        edit(&s.src);
+        let (code, _, err) = s.scan();
+        assert_eq!(code, 1, "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: one line: {err:?}");
+        assert!(!err.contains('\u{1b}'), "{name}: no raw ESC: {err:?}");
+        assert!(err.contains("\\n") || err.contains("\\u{1b}"), "{name}: escaped: {err:?}");
+    }
+}
