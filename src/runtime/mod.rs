@@ -151,6 +151,8 @@ pub enum Rule {
     ManifestStale,
     /// ACCEPT needs every blocker raised on the workflow resolved.
     OpenBlocker,
+    /// A compaction lifecycle worker event needs the bound Execution Profile's compaction enabled (MANUAL or AUTOMATIC).
+    CompactionMode,
     /// A source registry snapshot is well formed, closed and its digests are its digests.
     SourceRegistry,
     /// Profile revisions go strictly +1; mode and rollback change only what they name.

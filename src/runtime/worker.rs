@@ -5,7 +5,7 @@
 use ledger_schema::events::{
     IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload,
 };
-use ledger_schema::types::ResultKind;
+use ledger_schema::types::{CompactionMode, ResultKind};
 use ledger_schema::{Digest, Event, Id};
 
 use super::command::DeliverWorkerEvent;
@@ -56,7 +56,23 @@ pub fn canonical_json_len(payload: &WorkerPayload) -> usize {
 /// PROPOSALS only in DISCOVERY/PLAN, COMPLETION_REQUEST only in IMPLEMENT (seed: "a
 /// phase-incompatible result fails closed before it can advance the Workflow"). Refused
 /// (`ResultKind`), never admitted.
-fn check_kind(attempt: &AttemptState, payload: &WorkerPayload) -> Result<(), RuleViolation> {
+///
+/// A compaction lifecycle event (COMPACTION_STARTED / COMPACTION_COMPLETED) needs the
+/// Workflow-bound Execution Profile to select compaction (MANUAL or AUTOMATIC; seed:
+/// compaction mode is "selected by the Workflow-bound Execution Profile rather than adapter
+/// discretion"): under DISABLED it is refused (`CompactionMode`), never admitted.
+fn check_kind(state: &State, attempt: &AttemptState, payload: &WorkerPayload) -> Result<(), RuleViolation> {
+    if matches!(payload.kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted) {
+        let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
+        let profile = get(&state.profiles, wf.profile.id, "profile")?;
+        ensure!(
+            profile.profile.compaction != CompactionMode::Disabled,
+            Rule::CompactionMode,
+            "a {} event under Execution Profile {} whose compaction is DISABLED",
+            wire(&payload.kind),
+            wf.profile.id
+        );
+    }
     let result = match payload.kind {
         WorkerEventKind::Proposals => ResultKind::Proposals,
         WorkerEventKind::CompletionRequest => ResultKind::CompletionRequest,
@@ -105,7 +121,7 @@ pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, 
     let payload_digest = c.payload.digest();
     let event = match staleness(state, c.attempt_id, c.manifest_digest) {
         None => {
-            check_kind(attempt, &c.payload)?;
+            check_kind(state, attempt, &c.payload)?;
             Event::WorkerEventAdmitted(WorkerEventAdmitted {
                 attempt_id: c.attempt_id,
                 worker_event_id: c.worker_event_id,
@@ -166,7 +182,7 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
         "a stale delivery ({}) cannot be admitted",
         stale.map_or_else(String::new, |r| wire(&r))
     );
-    check_kind(attempt, &e.payload)?;
+    check_kind(state, attempt, &e.payload)?;
     state.worker_events.insert(e.worker_event_id, seq);
     let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
     attempt.events_admitted = attempt.events_admitted.saturating_add(1);

@@ -458,3 +458,53 @@ fn payload_too_large_measures_canonical_json() {
     let c = deliver(&w, 0x70, progress(&fits));
     w.ok(c);
 }
+
+/// Seed: compaction mode is "selected by the Workflow-bound Execution Profile rather than
+/// adapter discretion". Under a profile with compaction DISABLED a current
+/// COMPACTION_STARTED or COMPACTION_COMPLETED event is refused (`CompactionMode`) writing
+/// nothing, as a forged admission too; other events are admitted, and under the MANUAL
+/// profile the same compaction events are admitted.
+#[test]
+fn compaction_disabled_refuses_compaction_events() {
+    let mut w = World::at(Stage::Setup);
+    let mut profile = profile(false);
+    profile.name = "no compaction".into();
+    profile.compaction = ledger_schema::types::CompactionMode::Disabled;
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile }));
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x31),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(0x14),
+        plan: None,
+    }));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x60),
+        workflow_id: lid(0x31),
+        worker_session_id: lid(0x61),
+        thread: ThreadChoice::Fresh,
+    }));
+    w.with(|s| s.claim(lid(0x60))).unwrap();
+    for kind in [WorkerEventKind::CompactionStarted, WorkerEventKind::CompactionCompleted] {
+        let c = deliver(&w, 0x70, payload(kind, 1, "compacting"));
+        w.refused(c, Rule::CompactionMode);
+        let p = payload(kind, 1, "compacting");
+        let forged = WorkerEventAdmitted {
+            attempt_id: lid(0x60),
+            worker_event_id: lid(0x71),
+            manifest_digest: manifest(&w),
+            payload_digest: p.digest(),
+            payload: p,
+        };
+        w.forged(Event::WorkerEventAdmitted(forged), Rule::CompactionMode);
+    }
+    let c = deliver(&w, 0x70, progress("reading"));
+    w.ok(c);
+    // The MANUAL profile of the setup workflow admits them.
+    let mut w = world(true);
+    let c = deliver(&w, 0x70, payload(WorkerEventKind::CompactionStarted, 1, "compacting"));
+    assert_eq!(w.ok(c).ignored, None);
+    let c = deliver(&w, 0x71, payload(WorkerEventKind::CompactionCompleted, 2, "compacted"));
+    assert_eq!(w.ok(c).ignored, None);
+}
