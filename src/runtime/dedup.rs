@@ -203,32 +203,11 @@ pub fn span(command: &Command) -> u64 {
 /// at the time (bindings, computed sets and digests, compiled manifests), every field the
 /// command supplied must equal the recorded one.
 pub fn same_command(state: &State, command: &Command, originals: &[Event]) -> bool {
-    use super::{attempt, authority, candidate, evidence, goal, source, workflow};
     use Command as C;
-    let one = |event: Event| matches!(originals, [original] if *original == event);
+    if let Some(event) = super::decide_from_command(command) {
+        return matches!(originals, [original] if *original == event);
+    }
     match command {
-        C::InstallPolicy(c) => one(authority::decide_policy(c)),
-        C::InstallProfile(c) => one(authority::decide_profile(c)),
-        C::CreateGoal(c) => one(goal::decide_create(c)),
-        C::ReviseGoal(c) => one(goal::decide_revise(c)),
-        C::AdvancePhase(c) => one(workflow::decide_advance(c)),
-        C::ProposeFact(c) => one(source::decide_propose_fact(c)),
-        C::ConfirmFact(c) => one(source::decide_confirm_fact(c)),
-        C::InvalidateFact(c) => one(source::decide_invalidate_fact(c)),
-        C::RecordHumanDecision(c) => one(source::decide_human_decision(c)),
-        C::RecordProjectSource(c) => one(source::decide_project_source(c)),
-        C::RecordScenario(c) => one(source::decide_scenario(c)),
-        C::RecordObligation(c) => one(source::decide_obligation(c)),
-        C::RaiseBlocker(c) => one(source::decide_raise_blocker(c)),
-        C::ResolveBlocker(c) => one(source::decide_resolve_blocker(c)),
-        C::OpenGeneration(c) => one(candidate::decide_open(c)),
-        C::FreezeGeneration(c) => one(candidate::decide_freeze(c)),
-        C::ClaimDispatch(c) => one(attempt::decide_claim(c)),
-        C::FinishAttempt(c) => one(attempt::decide_finish(c)),
-        C::FailAttempt(c) => one(attempt::decide_fail(c)),
-        C::CancelAttempt(c) => one(attempt::decide_cancel(c)),
-        C::RecordEvidence(c) => one(evidence::decide_record(c)),
-        C::CancelWorkflow(c) => one(workflow::decide_cancel(c)),
         C::StartWorkflow(c) => matches!(originals, [Event::WorkflowStarted(e)]
             if e.workflow_id == c.workflow_id
                 && e.goal_id == c.goal_id
@@ -282,7 +261,7 @@ pub fn same_command(state: &State, command: &Command, originals: &[Event]) -> bo
             _ => false,
         },
         // Worker events are judged by `worker::redelivery` (a different payload is a
-        // conflict, not a new command).
-        C::DeliverWorkerEvent(_) => false,
+        // conflict, not a new command); every other command was compared above.
+        _ => false,
     }
 }

@@ -406,33 +406,50 @@ pub fn decide_new(state: &State, command: &Command, _ctx: Ctx) -> Result<Decided
     use Command as C;
     let one = |e: Event| Ok(Decided::Events(vec![e]));
     match command {
-        C::InstallPolicy(c) => one(authority::decide_policy(c)),
-        C::InstallProfile(c) => one(authority::decide_profile(c)),
-        C::CreateGoal(c) => one(goal::decide_create(c)),
-        C::ReviseGoal(c) => one(goal::decide_revise(c)),
         C::StartWorkflow(c) => one(workflow::decide_start(state, c)?),
-        C::AdvancePhase(c) => one(workflow::decide_advance(c)),
-        C::ProposeFact(c) => one(source::decide_propose_fact(c)),
-        C::ConfirmFact(c) => one(source::decide_confirm_fact(c)),
-        C::InvalidateFact(c) => one(source::decide_invalidate_fact(c)),
-        C::RecordHumanDecision(c) => one(source::decide_human_decision(c)),
-        C::RecordProjectSource(c) => one(source::decide_project_source(c)),
-        C::RecordScenario(c) => one(source::decide_scenario(c)),
-        C::RecordObligation(c) => one(source::decide_obligation(c)),
-        C::RaiseBlocker(c) => one(source::decide_raise_blocker(c)),
-        C::ResolveBlocker(c) => one(source::decide_resolve_blocker(c)),
-        C::OpenGeneration(c) => one(candidate::decide_open(c)),
-        C::FreezeGeneration(c) => one(candidate::decide_freeze(c)),
-        C::StartAttempt(_) => Err(Rejection::NeedsCompiler),
-        C::ClaimDispatch(c) => one(attempt::decide_claim(c)),
         C::DeliverWorkerEvent(c) => worker::decide_deliver(state, c),
-        C::FinishAttempt(c) => one(attempt::decide_finish(c)),
-        C::FailAttempt(c) => one(attempt::decide_fail(c)),
-        C::CancelAttempt(c) => one(attempt::decide_cancel(c)),
-        C::RecordEvidence(c) => one(evidence::decide_record(c)),
         C::DecideAcceptance(c) => one(acceptance::decide(state, c)?),
         C::RecordRepair(c) => repair::decide(state, c).map(Decided::Events),
-        C::CancelWorkflow(c) => one(workflow::decide_cancel(c)),
-        C::RestartAttempt(_) => Err(Rejection::NeedsCompiler),
+        C::StartAttempt(_) | C::RestartAttempt(_) => Err(Rejection::NeedsCompiler),
+        // Every other command is decided from the command alone (an exhaustive table).
+        other => decide_from_command(other).map_or(Err(Rejection::NeedsCompiler), one),
     }
+}
+
+/// The one event of a command whose event depends on nothing but the command (its rules are
+/// checked when it is applied); `None` for the commands decided against the state or by the
+/// compiler. Shared by [`decide_new`] and the redelivery check (`dedup::same_command`), so a
+/// resubmission is compared with exactly what deciding it would record.
+pub fn decide_from_command(command: &Command) -> Option<Event> {
+    use Command as C;
+    Some(match command {
+        C::InstallPolicy(c) => authority::decide_policy(c),
+        C::InstallProfile(c) => authority::decide_profile(c),
+        C::CreateGoal(c) => goal::decide_create(c),
+        C::ReviseGoal(c) => goal::decide_revise(c),
+        C::AdvancePhase(c) => workflow::decide_advance(c),
+        C::ProposeFact(c) => source::decide_propose_fact(c),
+        C::ConfirmFact(c) => source::decide_confirm_fact(c),
+        C::InvalidateFact(c) => source::decide_invalidate_fact(c),
+        C::RecordHumanDecision(c) => source::decide_human_decision(c),
+        C::RecordProjectSource(c) => source::decide_project_source(c),
+        C::RecordScenario(c) => source::decide_scenario(c),
+        C::RecordObligation(c) => source::decide_obligation(c),
+        C::RaiseBlocker(c) => source::decide_raise_blocker(c),
+        C::ResolveBlocker(c) => source::decide_resolve_blocker(c),
+        C::OpenGeneration(c) => candidate::decide_open(c),
+        C::FreezeGeneration(c) => candidate::decide_freeze(c),
+        C::ClaimDispatch(c) => attempt::decide_claim(c),
+        C::FinishAttempt(c) => attempt::decide_finish(c),
+        C::FailAttempt(c) => attempt::decide_fail(c),
+        C::CancelAttempt(c) => attempt::decide_cancel(c),
+        C::RecordEvidence(c) => evidence::decide_record(c),
+        C::CancelWorkflow(c) => workflow::decide_cancel(c),
+        C::StartWorkflow(_)
+        | C::StartAttempt(_)
+        | C::RestartAttempt(_)
+        | C::DeliverWorkerEvent(_)
+        | C::DecideAcceptance(_)
+        | C::RecordRepair(_) => return None,
+    })
 }
