@@ -67,6 +67,7 @@ fn benches(c: &mut Criterion) {
             workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
             worker_session_id: lid(0x67),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         },
     )
     .unwrap();

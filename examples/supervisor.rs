@@ -48,6 +48,7 @@ async fn worker(engine: Engine, n: u128, acks: Acks, stats: Arc<Mutex<[u64; 3]>>
             workflow_id: workflow,
             worker_session_id: lid(0x3000 + n),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         }),
     )
     .await;
@@ -100,6 +101,7 @@ async fn worker(engine: Engine, n: u128, acks: Acks, stats: Arc<Mutex<[u64; 3]>>
             workflow_id: workflow,
             worker_session_id: lid(0x5000 + n),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         }),
     )
     .await;

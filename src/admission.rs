@@ -71,17 +71,29 @@ pub fn recompile_with(
         workflow_id: e.workflow_id,
         worker_session_id: e.worker_session_id,
         thread: e.thread,
+        selection_receipt: e.selection_receipt,
     };
     let binding = runtime::attempt_binding(state, &start)?;
-    let version = &e.manifest.compiler_version;
+    compile_as(registry, state, &binding, &e.manifest.compiler_version)?
+        .map_err(|error| AdmissionError::Uncompilable { attempt: e.attempt_id, error })
+}
+
+/// The one "binding + compile" step of every manifest proof (an Attempt start, a dispatch
+/// claim, an input change after dispatch): the compiler of `registry` that records
+/// `version` compiles `binding` over `state`. A version the registry lacks is refused by
+/// name (the outer error); a context that does not compile is the inner one.
+fn compile_as(
+    registry: &Registry<'_>,
+    state: &State,
+    binding: &runtime::AttemptBinding,
+    version: &str,
+) -> Result<Result<Compiled, CompileError>, AdmissionError> {
     let compiler = registry.for_version(version).ok_or_else(|| AdmissionError::UnknownCompilerVersion {
-        attempt: e.attempt_id,
-        version: version.clone(),
+        attempt: binding.attempt_id,
+        version: version.to_owned(),
         known: registry.versions(),
     })?;
-    compiler
-        .compile(state, &binding)
-        .map_err(|error| AdmissionError::Uncompilable { attempt: e.attempt_id, error })
+    Ok(compiler.compile(state, binding))
 }
 
 /// Admits one entry: the manifest proof for an Attempt start, then every rule.
@@ -108,23 +120,32 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     // The Goal whose context the entry changes, read before it is applied (every record
     // it names exists already, else the rules refuse it).
     let goal = runtime::input_goal(state, &entry.event);
+    // A new registry or profile revision may make a carried task selection stale.
+    let selections =
+        matches!(entry.event, Event::SourceRegistryRecorded(_) | Event::ProfileRevisionRecorded(_));
     runtime::apply(state, entry)?;
     if let Some(goal) = goal {
-        mark_changed_contexts(registry, state, goal);
+        let attempts = runtime::in_flight_attempts(state, goal);
+        mark_changed_contexts(registry, state, attempts);
+    }
+    if selections {
+        let attempts = runtime::in_flight_selection_attempts(state);
+        mark_changed_contexts(registry, state, attempts);
     }
     Ok(())
 }
 
-/// After an entry that changes a bound input of `goal`'s Worker Context
-/// ([`runtime::input_goal`]), each of its dispatched, active Attempts is recompiled once,
+/// After an entry that changes a bound input of a Worker Context ([`runtime::input_goal`]:
+/// the goal's dispatched, active Attempts; a new source registry or profile revision: those
+/// that carry a task selection), each of those `attempts` is recompiled once,
 /// by the compiler its manifest records, over the state after the entry; one whose
 /// manifest differs, whose context no longer compiles or whose compiler this registry lacks
 /// (fail closed) is marked ([`runtime::mark_context_changed`]): its later worker events
 /// are ignored receipts (CONTEXT_CHANGED) and its `finishAttempt` is refused
 /// (`ManifestStale`). Infallible, so the entry is applied whole or refused before any
 /// change. Replay and reopen run this same step, so they reproduce every mark.
-fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, goal: ledger_schema::Id) {
-    let stale: Vec<ledger_schema::Id> = runtime::in_flight_attempts(state, goal)
+fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, attempts: Vec<ledger_schema::Id>) {
+    let stale: Vec<ledger_schema::Id> = attempts
         .into_iter()
         .filter(|&attempt| {
             let (Some(binding), Some(recorded)) =
@@ -132,9 +153,9 @@ fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, goal: ledge
             else {
                 return false;
             };
-            let current = registry
-                .for_version(&recorded.compiler_version)
-                .and_then(|compiler| compiler.compile(state, &binding).ok())
+            let current = compile_as(registry, state, &binding, &recorded.compiler_version)
+                .ok()
+                .and_then(Result::ok)
                 .map(|compiled| compiled.manifest_digest);
             current != Some(recorded.manifest_digest)
         })
@@ -159,32 +180,18 @@ fn check_current(
     else {
         return Ok(());
     };
-    let version = &recorded.compiler_version;
-    let compiler = registry.for_version(version).ok_or_else(|| AdmissionError::UnknownCompilerVersion {
-        attempt,
-        version: version.clone(),
-        known: registry.versions(),
-    })?;
-    let current = match compiler.compile(state, &binding) {
-        Ok(compiled) => Some(compiled.manifest_digest),
-        Err(_) => None,
+    let detail = match compile_as(registry, state, &binding, &recorded.compiler_version)? {
+        Ok(compiled) if compiled.manifest_digest == recorded.manifest_digest => return Ok(()),
+        Ok(compiled) => format!("the context compiles to {} now", compiled.manifest_digest),
+        Err(error) => format!("the context no longer compiles: {error}"),
     };
-    if current != Some(recorded.manifest_digest) {
-        return Err(AdmissionError::Rule(runtime::violation(
-            runtime::Rule::ManifestStale,
-            match current {
-                Some(current) => format!(
-                    "attempt {attempt}: its manifest {} is no longer current (the context compiles to {current} now); start a new Attempt",
-                    recorded.manifest_digest
-                ),
-                None => format!(
-                    "attempt {attempt}: its manifest {} is no longer current (the context no longer compiles); start a new Attempt",
-                    recorded.manifest_digest
-                ),
-            },
-        )));
-    }
-    Ok(())
+    Err(AdmissionError::Rule(runtime::violation(
+        runtime::Rule::ManifestStale,
+        format!(
+            "attempt {attempt}: its manifest {} is no longer current ({detail}); start a new Attempt",
+            recorded.manifest_digest
+        ),
+    )))
 }
 
 /// Turns a command into events: `startAttempt` is compiled here, by the newest released
@@ -229,11 +236,15 @@ pub fn decide_new_with(
             let cancel = runtime::restart_cancellation(c);
             let mut after = state.clone();
             runtime::fold_pending(&mut after, &cancel)?;
+            // The replacement carries the interrupted Attempt's task selection, if any
+            // (refused if that selection is no longer current: start a new Attempt).
+            let interrupted = after.attempts.get(&c.attempt_id);
             let start = StartAttempt {
                 attempt_id: c.replacement_attempt_id,
-                workflow_id: after.attempts.get(&c.attempt_id).map(|a| a.workflow_id).unwrap_or_default(),
+                workflow_id: interrupted.map(|a| a.workflow_id).unwrap_or_default(),
                 worker_session_id: c.worker_session_id,
                 thread: ledger_schema::types::ThreadChoice::Fresh,
+                selection_receipt: interrupted.and_then(|a| a.selection_receipt),
             };
             Ok(Decided::Events(vec![cancel, start_attempt(registry, &after, &start)?]))
         }
@@ -256,5 +267,6 @@ fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Re
         generation_id: binding.generation.map(|g| g.0),
         manifest_digest: compiled.manifest_digest,
         manifest: compiled.manifest,
+        selection_receipt: c.selection_receipt,
     })))
 }

@@ -37,6 +37,122 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The Attempt of the selection part of the demo.
+const SELECTION_ATTEMPT: u128 = 0x90;
+const SELECTION_WORKFLOW: u128 = 0x91;
+
+/// Three selections for the reference goal under Lean in Auto mode — explicit ids, a
+/// directive in the query, an ambiguous query answered by a proposal from its shortlist —
+/// then a DISCOVERY Attempt (a new workflow of the goal) that carries the proposed one.
+/// Returns one line per step.
+fn selections(dir: &Path) -> Result<Vec<String>, Failure> {
+    use crate::lifecycle::{GOAL, POLICY, PROFILE};
+    use crate::profiles::select::{Options, select};
+    use crate::runtime::command::{StartAttempt, StartWorkflow};
+    use crate::runtime::selection::{Request, Task};
+    use crate::runtime::{Command, Ctx};
+    use ledger_schema::events::profile::SelectionMode;
+    use ledger_schema::events::selection::{SelectionDecision, SelectionRecorded};
+
+    let selection = |e: &crate::profiles::ProfileError| fail(format!("selection demo: {e}"));
+    let status = crate::profiles::status(dir, None).map_err(|e| selection(&e))?;
+    crate::profiles::mode(dir, SelectionMode::Auto, status.revision).map_err(|e| selection(&e))?;
+    let goal = lid(GOAL);
+    let goal_revision = crate::profiles::read_state(dir)?
+        .goals
+        .get(&goal)
+        .map(|g| g.revision)
+        .ok_or_else(|| fail("no goal"))?;
+    let task = |query: Option<&str>, explicit: &[&str]| Task {
+        session_id: "demo-supervisor".to_owned(),
+        task_id: goal.to_string(),
+        revision: goal_revision,
+        phase: "discovery".to_owned(),
+        query: query.map(str::to_owned),
+        explicit_ids: explicit.iter().map(|s| (*s).to_owned()).collect(),
+        proposed_ids: Vec::new(),
+        no_workflow: false,
+    };
+    let run = |task: &Task, request: Request| -> Result<SelectionRecorded, Failure> {
+        let opts = Options { request, expected_digest: None, dry_run: false };
+        let outcome = select(dir, task, &opts).map_err(|e| fail(format!("selection demo: {e}")))?;
+        Ok(outcome.event)
+    };
+    let load = Request { load: true, ..Request::default() };
+    let line = |what: &str, e: &SelectionRecorded| {
+        format!(
+            "select {what}: {} ({}) [{}] receipt {}",
+            crate::runtime::wire(&e.decision),
+            e.reason,
+            e.selected_ids.join(", "),
+            e.receipt().digest()
+        )
+    };
+    let mut lines = Vec::new();
+    let explicit = run(&task(None, &["skill:security-review"]), load.clone())?;
+    lines.push(line("explicit", &explicit));
+    let auto = run(
+        &task(Some("Use the security-review skill on the parser's trust boundaries."), &[]),
+        load.clone(),
+    )?;
+    lines.push(line("auto", &auto));
+    let ambiguous = task(Some("Review and summarize the code changes."), &[]);
+    let pending = run(&ambiguous, Request::default())?;
+    lines.push(line("auto (ambiguous)", &pending));
+    let first = pending.candidates.first().map(|c| c.id.clone());
+    let (SelectionDecision::Pending, Some(first)) = (pending.decision, first) else {
+        return Err(fail("selection demo: the ambiguous query did not leave a shortlist"));
+    };
+    let proposed = run(
+        &ambiguous,
+        Request { load: true, previous: Some(pending.receipt().digest()), proposal: Some(vec![first]) },
+    )?;
+    lines.push(line("proposal from the shortlist", &proposed));
+    if [&explicit, &auto, &proposed].iter().any(|e| e.decision != SelectionDecision::Selected) {
+        return Err(fail("selection demo: a selection selected nothing"));
+    }
+
+    let receipt = proposed.receipt().digest();
+    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    let time_ms = ledger.store().head().time_ms + 1;
+    let ctx = Ctx { time_ms };
+    for command in [
+        Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(SELECTION_WORKFLOW),
+            goal_id: goal,
+            goal_revision,
+            policy_id: lid(POLICY),
+            profile_id: lid(PROFILE),
+            plan: None,
+        }),
+        Command::StartAttempt(StartAttempt {
+            attempt_id: lid(SELECTION_ATTEMPT),
+            workflow_id: lid(SELECTION_WORKFLOW),
+            worker_session_id: lid(SELECTION_ATTEMPT + 1),
+            thread: ledger_schema::types::ThreadChoice::Fresh,
+            selection_receipt: Some(receipt),
+        }),
+    ] {
+        ledger.submit(&command, ctx).map_err(|e| fail(format!("{}: {e}", command.kind())))?;
+    }
+    drop(ledger);
+    let found = crate::replay::recompile_attempt(dir, lid(SELECTION_ATTEMPT))?
+        .ok_or_else(|| fail("the selection attempt is missing"))?;
+    if !found.matches_recorded || found.compiled.manifest.selection_receipt != Some(receipt) {
+        return Err(fail("the selection attempt's context does not recompile to its manifest"));
+    }
+    let skills = &found.compiled.package.selected_skills;
+    lines.push(format!(
+        "attempt {} carries selection {receipt}: {} loaded resource(s) of [{}] as prompt-advisory project material; manifest {} (compiler {})",
+        lid(SELECTION_ATTEMPT),
+        skills.len(),
+        proposed.selected_ids.join(", "),
+        found.compiled.manifest_digest,
+        found.compiled.manifest.compiler_version
+    ));
+    Ok(lines)
+}
+
 pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     let dir: PathBuf = match dir {
         Some(d) => d.to_path_buf(),
@@ -132,6 +248,28 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
         format!(
             "replay re-derived {} profile plan digests; head seq {}",
             report.plans_proved, report.head_seq
+        ),
+    )?;
+
+    // Task selection (seed 003, issue #15): an explicit, an Auto and a pending-then-proposed
+    // selection for the goal, then an Attempt whose context carries one.
+    for line in selections(&dir)? {
+        say(out, line)?;
+    }
+    let report = crate::replay::replay(&dir, None, crate::store::AuditScope::Both, &mut |_| {})?;
+    if !report.ok || report.manifests_proved != 5 {
+        return Err(fail(format!(
+            "selection replay: ok {}, {} manifests proved{}",
+            report.ok,
+            report.manifests_proved,
+            report.failure.as_ref().map(|f| format!(": {f}")).unwrap_or_default()
+        )));
+    }
+    say(
+        out,
+        format!(
+            "replay re-derived every selection and {} manifests (one carrying a selection); head seq {}",
+            report.manifests_proved, report.head_seq
         ),
     )?;
 

@@ -171,6 +171,7 @@ impl<S: Store> Script<'_, S> {
             workflow_id: lid(WORKFLOW),
             worker_session_id: lid(session),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         }))
     }
 

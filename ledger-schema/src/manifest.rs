@@ -36,6 +36,10 @@ pub struct ContextManifest {
     pub candidate_digest: Option<Digest>,
     pub compiler_version: String,
     pub workflow_version: u32,
+    /// The `receiptDigest` of the task selection whose loaded sources the package carries
+    /// (compiler/3 and later; absent when the Attempt names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection_receipt: Option<Digest>,
     pub omission_decisions: Vec<OmissionDecision>,
     pub capability_grant_digest: Digest,
     pub response_contract_digest: Digest,

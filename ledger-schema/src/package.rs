@@ -33,6 +33,10 @@ pub struct ContextPackage {
     pub schema_version: u16,
     pub selected_facts: Vec<SelectedFact>,
     pub phase_objective: String,
+    /// The loaded sources of the task selection the Attempt names (compiler/3 and later):
+    /// prompt-advisory material that grants no tool and no authority. Omitted while empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selected_skills: Vec<SelectedSkill>,
     pub capability_grant: CapabilityGrant,
     pub execution_profile: Binding,
     pub response_contract: ResponseContract,
@@ -100,6 +104,21 @@ pub struct Scenario {
     pub title: String,
     pub scenario_id: Id,
     pub description: String,
+}
+
+/// One loaded resource of a task-selected source: a skill's `SKILL.md` or a required
+/// resource, its bytes as the registry recorded them (UTF-8 text), re-hashed against the
+/// registry digest when compiled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectedSkill {
+    /// The registry source id.
+    pub id: String,
+    /// The resource path inside the source (`SKILL.md`, `references/…`).
+    pub path: String,
+    /// The registry's resource digest.
+    pub digest: Digest,
+    pub content: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -134,6 +134,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
             reason: s("optional working context over budget"),
         }],
         package_digest: dg("package"),
+        selection_receipt: None,
     };
     let manifest_digest = manifest.digest();
     // An identity entry: the one kind of manifest entry with no `sourceDigest`, rendered
@@ -393,6 +394,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 generation_id: Some(id(50)),
                 manifest_digest,
                 manifest,
+                selection_receipt: None,
             })),
         ),
         (
@@ -407,6 +409,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 generation_id: None,
                 manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&plain_manifest)),
                 manifest: plain_manifest,
+                selection_receipt: None,
             })),
         ),
         (

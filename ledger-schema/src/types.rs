@@ -38,6 +38,10 @@ pub enum AuthorityClass {
     HumanDecision,
     ProjectSource,
     NonAuthoritativeWorking,
+    /// A task-selected source (seed 003: a skill's `SKILL.md` and its required resources)
+    /// rendered by compiler/3: prompt-advisory project material that grants no tool, no
+    /// capability and no authority.
+    PromptAdvisory,
 }
 
 /// Input classes of the Context Compiler, in semantic priority order; each has a byte

@@ -102,6 +102,7 @@ def parts(pkg):
         "failedEvidence": list(repair["failedEvidence"]) if repair else [],
         "repairDecision": [repair] if repair else [],
         "priorAttemptFeedback": [pkg["priorAttemptFeedback"]] if "priorAttemptFeedback" in pkg else [],
+        "selectedSkill": list(pkg.get("selectedSkills", [])),
     }
     return p
 
@@ -114,11 +115,14 @@ WIRE_RULES = [
 ]
 
 
-def check_manifest(name, a, pkg):
+def check_manifest(name, a, pkg, version="closure-ledger-compiler/2"):
     raw = bytes.fromhex(a["manifestHex"])
     m = canonical(name, "manifest", raw)
     check(name, "manifestDigest", b3(digest("context manifest", m)) == a["manifestDigest"])
-    check(name, "manifest compilerVersion", m["compilerVersion"] == "closure-ledger-compiler/2")
+    check(name, "manifest compilerVersion", m["compilerVersion"] == version)
+    sel = m.get("selectionReceipt")
+    check(name, "selectionReceipt", (b3(sel) if sel else None) == a.get("selectionReceipt"))
+    check(name, "selectedSkills only with a selection", bool(pkg.get("selectedSkills")) <= bool(sel))
     check(name, "manifest packageDigest", b3(m["packageDigest"]) == a["packageDigest"])
     check(name, "manifest schemaVersion", m["schemaVersion"] == pkg["schemaVersion"])
     ident = pkg["identity"]
@@ -150,6 +154,12 @@ def check_manifest(name, a, pkg):
         if e["kind"] == "fact":
             check(name, "fact sourceDigest",
                   e["sourceDigest"] == raw_digest("source", value["statement"].encode()))
+        if e["kind"] == "selectedSkill":
+            # compiler/3: the resource bytes re-hashed as the registry records them.
+            check(name, "selectedSkill sourceDigest", e["sourceDigest"] == value["digest"]
+                  == raw_digest("source resource", value["content"].encode()))
+            check(name, "selectedSkill authority", e["authorityClass"] == "PROMPT_ADVISORY")
+            check(name, "selectedSkill sourceRef", e["sourceRef"] == value["id"] + "/" + value["path"])
     for kind, rest in left.items():
         check(name, "every package part has an entry", not rest, kind)
 
@@ -177,9 +187,19 @@ check("v1/v2", "same lifecycle attempts", [a["attemptId"] for _, a, _, _ in v1]
 for (name, _, raw1, _), (_, _, raw2, _) in zip(v1, v2):
     check(name, "compiler/2's package is compiler/1's", raw1 == raw2)
 
+v3 = packages("lifecycle-packages-v3.json", "closure-ledger-compiler/3")
+skills = 0
+for (name, a, raw, pkg), (_, a2, raw2, _) in zip(v3, v2):
+    check(name, "compiler/3 without a selection packages as compiler/2", raw == raw2)
+for name, a, raw, pkg in v3:
+    check_manifest(name, a, pkg, "closure-ledger-compiler/3")
+    skills += len(pkg.get("selectedSkills", []))
+check("v3", "golden carries a selection", skills > 0 and any("selectionReceipt" in a for _, a, _, _ in v3))
+
 for f in failures:
     print("FAIL", f)
 print(", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
 if failures:
     sys.exit(1)
-print(f"ok: {len(v1)} compiler/1 and {len(v2)} compiler/2 golden packages verified")
+print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2 and {len(v3)} compiler/3 golden packages verified "
+      f"({skills} selected skills)")

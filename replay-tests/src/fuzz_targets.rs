@@ -188,6 +188,7 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                     _ => fresh_id(state, 4),
                 },
                 thread: if resume { ThreadChoice::Resume } else { ThreadChoice::Fresh },
+                selection_receipt: None,
             })
         }
         4 => {
@@ -404,6 +405,7 @@ fn next_step(state: &State, id: Id, v: u8) -> Option<Command> {
             workflow_id: id,
             worker_session_id: fresh_id(state, 22),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         })
     };
     let advance =
@@ -631,6 +633,7 @@ fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
                     workflow_id: wid,
                     worker_session_id: lid(1),
                     thread: ThreadChoice::Fresh,
+                    selection_receipt: None,
                 };
                 if let Ok(b) = attempt_binding(state, &req) {
                     let one = compile(state, &b);

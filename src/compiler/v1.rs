@@ -105,6 +105,9 @@ fn item<T: Serialize>(
 
 /// Compiles the Context Package and Manifest for one Attempt start, as compiler/1 does.
 fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileError> {
+    if b.selection.is_some() {
+        return Err(CompileError::SelectionUnsupported { version: VERSION });
+    }
     let policy =
         state.policies.get(&b.policy.id).ok_or(CompileError::Unknown { what: "policy", id: b.policy.id })?;
     let goal = state.goals.get(&b.goal_id).ok_or(CompileError::Unknown { what: "goal", id: b.goal_id })?;
@@ -394,6 +397,7 @@ fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileError> 
         },
         identity,
         phase_objective: phase_policy.objective.clone(),
+        selected_skills: Vec::new(),
         capability_grant: grant.clone(),
         invariants: Vec::new(),
         goal: package_goal,
@@ -444,6 +448,7 @@ fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileError> 
         capability_grant_digest: record_digest(DigestKind::CapabilityGrant, &grant).0,
         response_contract_digest: record_digest(DigestKind::ResponseContract, &contract).0,
         feedback_digest: feedback.as_ref().map(|f| f.feedback_digest),
+        selection_receipt: None,
         entries,
         omission_decisions: omissions,
         package_digest: Digest::of(DigestKind::Package, &package_bytes),

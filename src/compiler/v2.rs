@@ -42,13 +42,14 @@ use ledger_schema::package::{
     Blocker, CapabilityGrant, CodeExcerpt, ContextPackage, FEEDBACK_SCHEMA, FailedEvidence, Feedback,
     FeedbackItem, FeedbackKind, Obligation, PACKAGE_SCHEMA_PLAIN, PACKAGE_SCHEMA_PROTECTED,
     PACKAGE_SCHEMA_REPAIR, PackageGoal, PackageIdentity, RepairContext, ResponseContract, Scenario,
-    SelectedDecision, SelectedFact, WORKER_EVENT_SCHEMA,
+    SelectedDecision, SelectedFact, SelectedSkill, WORKER_EVENT_SCHEMA,
 };
 use ledger_schema::types::{AuthorityClass, CheckResult, InputClass, Verdict};
 use ledger_schema::{Digest, DigestKind, Id};
 use serde::Serialize;
 
 pub use names::WireName;
+pub use render::markdown;
 
 use super::{CompileError, Compiled, Compiler};
 use crate::runtime::state::{FactStatus, GenerationStatus, GoalState, PolicyState, State};
@@ -73,18 +74,36 @@ impl Compiler for V2 {
     }
 
     fn markdown(&self, package: &ContextPackage) -> String {
-        render::markdown(package)
+        markdown(package)
     }
 }
 
 /// Compiles the Context Package and Manifest for one Attempt start: the five stages in
-/// order.
+/// order. Compiler/2 carries no task selection: an Attempt that names one is compiled by
+/// compiler/3 (`v3.rs`).
 pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, CompileError> {
+    if binding.selection.is_some() {
+        return Err(CompileError::SelectionUnsupported { version: VERSION });
+    }
+    pipeline(state, binding, VERSION, Vec::new())
+}
+
+/// The five stages, shared with compiler/3 (`v3.rs`), which records its own `version` and
+/// adds the `advisory` items of a task selection after stage 3's (they go through the
+/// budgets like every other item). With no advisory items and [`VERSION`] this is exactly
+/// compiler/2 (pinned by the golden packages).
+pub(super) fn pipeline(
+    state: &State,
+    binding: &AttemptBinding,
+    version: &'static str,
+    advisory: Vec<Item>,
+) -> Result<Compiled, CompileError> {
     let bound = bind_identity(state, binding)?;
     let query = query_phase(&bound)?;
-    let selected = filter_by_authority(state, &bound, &query)?;
+    let mut selected = filter_by_authority(state, &bound, &query)?;
+    selected.items.extend(advisory);
     let budgeted = budget(selected, &query)?;
-    Ok(render_and_hash(&bound, &query, budgeted))
+    Ok(render_and_hash(&bound, &query, budgeted, version))
 }
 
 /// Classes every phase requires, whatever its policy says.
@@ -179,14 +198,14 @@ fn query_phase<'s>(bound: &Bound<'s>) -> Result<PhaseQuery<'s>, CompileError> {
 
 /// One candidate item for the package: its class, its manifest entry, the size of its
 /// rendering, and where it goes in the package.
-struct Item {
+pub(super) struct Item {
     class: InputClass,
     entry: ManifestEntry,
     bytes: usize,
     place: Place,
 }
 
-enum Place {
+pub(super) enum Place {
     Invariant(String),
     Fact(SelectedFact),
     Decision(SelectedDecision),
@@ -194,21 +213,23 @@ enum Place {
     Code(CodeExcerpt),
     Obligation(Obligation),
     Blocker(Blocker),
+    /// A task-selected source's resource (compiler/3).
+    Skill(SelectedSkill),
     /// Identity, phase, goal, candidate, repair entries: rendered in fixed fields.
     Fixed,
 }
 
 /// Where an item comes from: its manifest entry's fields but the rendered digest.
-struct Source {
-    kind: &'static str,
-    source_ref: String,
-    source_revision: u64,
-    source_digest: Option<Digest>,
-    authority_class: AuthorityClass,
+pub(super) struct Source {
+    pub(super) kind: &'static str,
+    pub(super) source_ref: String,
+    pub(super) source_revision: u64,
+    pub(super) source_digest: Option<Digest>,
+    pub(super) authority_class: AuthorityClass,
 }
 
 /// An item of `class` rendering `value`, its manifest entry made from `source`.
-fn item<T: Serialize>(class: InputClass, source: Source, value: &T, place: Place) -> Item {
+pub(super) fn item<T: Serialize>(class: InputClass, source: Source, value: &T, place: Place) -> Item {
     let (rendered_digest, bytes) = record_digest(DigestKind::Rendered, value);
     let entry = ManifestEntry {
         kind: source.kind.to_owned(),
@@ -673,7 +694,8 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
         let limit = query.budget(it.class);
         let total = used.get(&it.class).copied().unwrap_or(0) + it.bytes;
         if total > limit as usize {
-            if query.required(it.class) {
+            // Prompt-advisory material (compiler/3's selected sources) is never required.
+            if query.required(it.class) && it.entry.authority_class != AuthorityClass::PromptAdvisory {
                 return Err(CompileError::RequiredOverflow { class: it.class, bytes: total, budget: limit });
             }
             omissions.push(OmissionDecision {
@@ -697,7 +719,12 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
 
 /// Stage 5: the package (every kept item in its place), its canonical bytes, and the
 /// manifest binding them (entries in package order, omissions, digests).
-fn render_and_hash(bound: &Bound<'_>, query: &PhaseQuery<'_>, budgeted: Budgeted) -> Compiled {
+fn render_and_hash(
+    bound: &Bound<'_>,
+    query: &PhaseQuery<'_>,
+    budgeted: Budgeted,
+    version: &'static str,
+) -> Compiled {
     let b = bound.binding;
     let Budgeted { kept, omissions, repair_context, feedback } = budgeted;
     let mut package = ContextPackage {
@@ -710,6 +737,7 @@ fn render_and_hash(bound: &Bound<'_>, query: &PhaseQuery<'_>, budgeted: Budgeted
         },
         identity: bound.identity.clone(),
         phase_objective: query.phase_policy.objective.clone(),
+        selected_skills: Vec::new(),
         capability_grant: query.grant.clone(),
         invariants: Vec::new(),
         goal: package_goal(bound.goal),
@@ -737,6 +765,7 @@ fn render_and_hash(bound: &Bound<'_>, query: &PhaseQuery<'_>, budgeted: Budgeted
             Place::Code(v) => package.relevant_code.push(v),
             Place::Obligation(v) => package.verification_obligations.push(v),
             Place::Blocker(v) => package.blockers.push(v),
+            Place::Skill(v) => package.selected_skills.push(v),
             Place::Fixed => {}
         }
         entries.push(it.entry);
@@ -745,7 +774,7 @@ fn render_and_hash(bound: &Bound<'_>, query: &PhaseQuery<'_>, budgeted: Budgeted
     encode_into(&package, &mut package_bytes);
     let manifest = ContextManifest {
         schema_version: package.schema_version,
-        compiler_version: VERSION.to_owned(),
+        compiler_version: version.to_owned(),
         goal_id: b.goal_id,
         goal_revision: b.goal_revision,
         workflow_id: b.workflow_id,
@@ -760,6 +789,7 @@ fn render_and_hash(bound: &Bound<'_>, query: &PhaseQuery<'_>, budgeted: Budgeted
         capability_grant_digest: record_digest(DigestKind::CapabilityGrant, &query.grant).0,
         response_contract_digest: record_digest(DigestKind::ResponseContract, &query.contract).0,
         feedback_digest: package.prior_attempt_feedback.as_ref().map(|f| f.feedback_digest),
+        selection_receipt: b.selection,
         entries,
         omission_decisions: omissions,
         package_digest: Digest::of(DigestKind::Package, &package_bytes),

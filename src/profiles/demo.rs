@@ -22,6 +22,14 @@ const TREE: &[(&str, &str)] = &[
         "---\nname: security-review\ndescription: Review trust boundaries.\n---\n# Security review\n",
     ),
     (
+        "skills/code-review/SKILL.md",
+        "---\nname: code-review\ndescription: Review code changes for correctness and naming.\n---\n# Code review\n\nRead the diff twice; name what each change proves.\n",
+    ),
+    (
+        "skills/change-summary/SKILL.md",
+        "---\nname: change-summary\ndescription: Summarize code changes for reviewers.\n---\n# Change summary\n\nOne line per changed behaviour.\n",
+    ),
+    (
         "skills/deploy/SKILL.md",
         "---\nname: deploy\ndescription: Deploy to staging.\ndisable-model-invocation: true\n---\n# Deploy\n",
     ),

@@ -30,6 +30,9 @@ pub struct AttemptBinding {
     pub plan: Option<Binding>,
     pub profile: Binding,
     pub policy: Binding,
+    /// The `receiptDigest` of the task selection the context carries (issue #15), checked
+    /// by [`super::selection::attempt_material`].
+    pub selection: Option<Digest>,
 }
 
 /// The result kind a phase's response contract allows (`None`: no worker Attempts).
@@ -73,6 +76,10 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
     };
     check_thread(state, wf, c, generation.map(|g| g.0))?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
+    if let Some(receipt) = c.selection_receipt {
+        super::selection::attempt_material(state, receipt, wf.goal_id, goal.revision, wf.phase)
+            .map_err(|e| super::violation(Rule::AttemptSelection, e.to_string()))?;
+    }
     Ok(AttemptBinding {
         attempt_id: c.attempt_id,
         workflow_id: c.workflow_id,
@@ -86,6 +93,7 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
         plan: wf.plan,
         profile: wf.profile,
         policy: wf.policy,
+        selection: c.selection_receipt,
     })
 }
 
@@ -126,6 +134,22 @@ pub fn in_flight_attempts(state: &State, goal_id: Id) -> Vec<Id> {
                 .attempts
                 .get(id)
                 .is_some_and(|a| a.status == AttemptStatus::Dispatched && !a.context_changed)
+        })
+        .collect()
+}
+
+/// The dispatched, active Attempts not yet marked that carry a task selection (a new
+/// source registry or profile revision may make it stale), by id.
+pub fn in_flight_selection_attempts(state: &State) -> Vec<Id> {
+    state
+        .workflows
+        .values()
+        .filter(|wf| !wf.closed)
+        .filter_map(|wf| wf.active_attempt)
+        .filter(|id| {
+            state.attempts.get(id).is_some_and(|a| {
+                a.status == AttemptStatus::Dispatched && !a.context_changed && a.selection_receipt.is_some()
+            })
         })
         .collect()
 }
@@ -204,6 +228,7 @@ fn binding_now(state: &State, attempt_id: Id, status: AttemptStatus) -> Option<A
         plan: wf.plan,
         profile: wf.profile,
         policy: wf.policy,
+        selection: a.selection_receipt,
     })
 }
 
@@ -319,6 +344,7 @@ fn check_manifest(b: &AttemptBinding, e: &AttemptStarted) -> Result<(), RuleViol
         ("plan pair", m.plan == b.plan),
         ("profile", m.profile == b.profile),
         ("policy", m.policy == b.policy),
+        ("selection", e.selection_receipt == b.selection && m.selection_receipt == b.selection),
     ];
     for (what, ok) in checks {
         ensure!(
@@ -337,6 +363,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
         workflow_id: e.workflow_id,
         worker_session_id: e.worker_session_id,
         thread: e.thread,
+        selection_receipt: e.selection_receipt,
     };
     let binding = attempt_binding(state, &start)?;
     if binding.phase == Phase::Implement {
@@ -374,6 +401,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             seq,
             events_admitted: 0,
             context_changed: false,
+            selection_receipt: e.selection_receipt,
         },
     );
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {

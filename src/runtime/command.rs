@@ -143,8 +143,17 @@ command!(
 command!(FreezeGeneration { generation_id: Id, candidate_digest: Digest, change_set_digest: Digest });
 command!(
     /// Starts an Attempt in the workflow's current phase; the Context Manifest is compiled
-    /// by the admission step, never supplied by the command.
-    StartAttempt { attempt_id: Id, workflow_id: Id, worker_session_id: Id, thread: ThreadChoice }
+    /// by the admission step, never supplied by the command. `selectionReceipt` names a
+    /// recorded task selection (its `receiptDigest`) whose loaded sources the context
+    /// carries (issue #15; docs/selection.md "Into the Context Compiler").
+    StartAttempt {
+        attempt_id: Id,
+        workflow_id: Id,
+        worker_session_id: Id,
+        thread: ThreadChoice,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selection_receipt: Option<Digest>,
+    }
 );
 command!(
     /// The supervisor's view of what it is about to dispatch; every field is revalidated.

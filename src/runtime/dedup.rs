@@ -219,14 +219,16 @@ pub fn same_command(state: &State, command: &Command, originals: &[Event]) -> bo
             if e.attempt_id == c.attempt_id
                 && e.workflow_id == c.workflow_id
                 && e.worker_session_id == c.worker_session_id
-                && e.thread == c.thread),
+                && e.thread == c.thread
+                && e.selection_receipt == c.selection_receipt),
         C::RestartAttempt(c) => match originals {
             [cancel @ Event::AttemptCancelled(_), Event::AttemptStarted(start)] => {
                 *cancel == super::restart_cancellation(c)
                     && start.attempt_id == c.replacement_attempt_id
                     && start.worker_session_id == c.worker_session_id
                     && start.thread == ThreadChoice::Fresh
-                    && state.attempts.get(&c.attempt_id).map(|a| a.workflow_id) == Some(start.workflow_id)
+                    && state.attempts.get(&c.attempt_id).map(|a| (a.workflow_id, a.selection_receipt))
+                        == Some((start.workflow_id, start.selection_receipt))
             }
             _ => false,
         },

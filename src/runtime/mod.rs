@@ -22,8 +22,8 @@ mod workflow;
 use ledger_schema::{Entry, Event, Id};
 
 pub use attempt::{
-    AttemptBinding, attempt_binding, current_binding, in_flight_attempts, in_flight_binding, input_goal,
-    mark_context_changed, result_kind_allowed,
+    AttemptBinding, attempt_binding, current_binding, in_flight_attempts, in_flight_binding,
+    in_flight_selection_attempts, input_goal, mark_context_changed, result_kind_allowed,
 };
 pub use command::Command;
 pub use evidence::evidence_set;
@@ -77,6 +77,10 @@ pub enum Rule {
     AttemptBinding,
     /// IMPLEMENT names the exact active MUTABLE Candidate; DISCOVERY/PLAN name none.
     CandidateBinding,
+    /// A task selection an Attempt carries is recorded, completed (never pending), made for
+    /// a workflow, loaded, for this goal, goal revision and phase, and still current (no
+    /// source drift or profile change since), its loaded bytes still the registry's.
+    AttemptSelection,
     /// The manifest binds exactly the state's identities, and its digest is its digest.
     ManifestBinding,
     /// A dispatch claim revalidates workflow version, profile, digests and plan pair.

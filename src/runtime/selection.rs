@@ -22,7 +22,8 @@ use ledger_schema::events::selection::{
     LoadedResource, SelectionBinding, SelectionCandidate, SelectionDecision, SelectionRecorded,
     selection_digest,
 };
-use ledger_schema::{Digest, DigestKind, codec};
+use ledger_schema::types::Phase;
+use ledger_schema::{Digest, DigestKind, Id, codec};
 use serde::Serialize;
 
 use super::profile::{Plan, unselectable};
@@ -157,6 +158,15 @@ pub struct SelectionState {
     pub explicit_ids: Vec<String>,
     pub selected_ids: Vec<String>,
     pub candidates: Vec<SelectionCandidate>,
+    /// What an Attempt start that names the selection checks (stage 3): the task it was
+    /// made for, the plan and triggers its binding covered, and what it loaded.
+    pub task_id: String,
+    pub task_revision: u32,
+    pub phase: String,
+    pub no_workflow: bool,
+    pub plan_digest: Digest,
+    pub trigger_digest: Digest,
+    pub resources: Vec<LoadedResource>,
 }
 
 /// The projection of selections: every recorded one by its receipt digest.
@@ -850,7 +860,128 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
             },
             selected_ids: e.selected_ids.clone(),
             candidates: e.candidates.clone(),
+            task_id: e.task_id.clone(),
+            task_revision: e.task_revision,
+            phase: e.phase.clone(),
+            no_workflow: e.no_workflow,
+            plan_digest: e.plan_digest,
+            trigger_digest: e.trigger_digest,
+            resources: e.resources.clone(),
         },
     );
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Into the Context Compiler (stage 3)
+
+/// Why an Attempt cannot carry the selection it names. The rule refuses the start
+/// (`Rule::AttemptSelection`); the compiler reports it as a context that no longer
+/// compiles (a dispatch claim is then `ManifestStale`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttemptSelectionError {
+    #[error("no selection with receipt digest {0} is recorded")]
+    Unknown(Digest),
+    #[error(
+        "selection {0} is pending: answer it with a proposal first (a pending decision is not a completed one)"
+    )]
+    Pending(Digest),
+    #[error("selection {0} was made for a task with noWorkflow")]
+    NoWorkflow(Digest),
+    #[error("selection {0} selected sources without loading them (select again with --load)")]
+    NotLoaded(Digest),
+    #[error("selection {receipt} is for task {task:?}, not goal {goal}")]
+    OtherGoal { receipt: Digest, task: String, goal: Id },
+    #[error(
+        "selection {receipt} is for task revision {task_revision}, the goal is at revision {goal_revision}"
+    )]
+    OtherRevision { receipt: Digest, task_revision: u32, goal_revision: u32 },
+    #[error("selection {receipt} is for phase {selected:?}, the workflow is in {current}")]
+    OtherPhase { receipt: Digest, selected: String, current: String },
+    #[error("selection {receipt} is stale: {why}")]
+    Stale { receipt: Digest, why: String },
+    #[error("selection {receipt}: {id} resource {path:?} is not in the registry with its recorded digest")]
+    Resource { receipt: Digest, id: String, path: String },
+    #[error("selection {receipt}: {id} resource {path:?} is not UTF-8 text")]
+    NotText { receipt: Digest, id: String, path: String },
+}
+
+/// One loaded resource as an Attempt's context carries it: its record and its text, the
+/// registry's bytes re-hashed against the recorded digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Material<'s> {
+    pub resource: &'s LoadedResource,
+    pub text: &'s str,
+}
+
+/// The selection `receipt` an Attempt of `goal_id` at `goal_revision` in `phase` may carry,
+/// checked over the state: recorded; completed (`selected` or `none`, never pending); made
+/// for a workflow (not `noWorkflow`); loaded when it selected anything; for this goal (its
+/// `taskId` is the goal id), this goal revision and this phase (its wire name); its
+/// binding still current (the configured plan and the routable sources' triggers are the
+/// ones it was decided over: no source drift, no profile change since); every loaded
+/// resource still in the registry with its recorded digest, as UTF-8 text.
+pub fn attempt_material<'s>(
+    state: &'s State,
+    receipt: Digest,
+    goal_id: Id,
+    goal_revision: u32,
+    phase: Phase,
+) -> Result<(&'s SelectionState, Vec<Material<'s>>), AttemptSelectionError> {
+    use AttemptSelectionError as E;
+    let s = state.selections.by_receipt.get(&receipt).ok_or(E::Unknown(receipt))?;
+    if s.decision == SelectionDecision::Pending {
+        return Err(E::Pending(receipt));
+    }
+    if s.no_workflow {
+        return Err(E::NoWorkflow(receipt));
+    }
+    if s.decision == SelectionDecision::Selected && s.resources.is_empty() {
+        return Err(E::NotLoaded(receipt));
+    }
+    if s.task_id != goal_id.to_string() {
+        return Err(E::OtherGoal { receipt, task: s.task_id.clone(), goal: goal_id });
+    }
+    if s.task_revision != goal_revision {
+        return Err(E::OtherRevision { receipt, task_revision: s.task_revision, goal_revision });
+    }
+    let current = super::wire(&phase);
+    if !s.phase.eq_ignore_ascii_case(&current) {
+        return Err(E::OtherPhase { receipt, selected: s.phase.clone(), current });
+    }
+    let stale = |why: String| E::Stale { receipt, why };
+    let (plan, registry, _, _) = configured(state).map_err(|e| stale(e.to_string()))?;
+    if plan.digest() != s.plan_digest {
+        return Err(stale(format!(
+            "the configured plan is {} now, it was decided over {}",
+            plan.digest(),
+            s.plan_digest
+        )));
+    }
+    if trigger_digest(&routable(&plan, registry)) != s.trigger_digest {
+        return Err(stale("the routable sources' triggers changed".to_owned()));
+    }
+    let sources = by_id(registry);
+    let mut material = Vec::with_capacity(s.resources.len());
+    for r in &s.resources {
+        let missing = || E::Resource { receipt, id: r.id.clone(), path: r.path.clone() };
+        let stored = sources
+            .get(r.id.as_str())
+            .and_then(|source| source.resources.iter().find(|x| x.path == r.path))
+            .ok_or_else(missing)?;
+        let bytes = stored.content.as_ref().ok_or_else(missing)?;
+        if stored.digest != r.digest
+            || ledger_schema::events::profile::SourceResource::digest_of(&bytes.0) != r.digest
+        {
+            return Err(missing());
+        }
+        let text = std::str::from_utf8(&bytes.0).map_err(|_| E::NotText {
+            receipt,
+            id: r.id.clone(),
+            path: r.path.clone(),
+        })?;
+        material.push(Material { resource: r, text });
+    }
+    Ok((s, material))
 }

@@ -282,6 +282,9 @@ pub struct AttemptState {
     /// while false, so ledgers without it keep their state digest.
     #[serde(skip_serializing_if = "is_false")]
     pub context_changed: bool,
+    /// The task selection its context carries (issue #15). Omitted while absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection_receipt: Option<Digest>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -250,6 +250,7 @@ fn compile_p50(state: &State) -> f64 {
             workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
             worker_session_id: lid(1),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         },
     );
     // The workflow's attempt 0x60 is still active; compile for a second workflow-free

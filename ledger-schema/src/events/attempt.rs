@@ -23,6 +23,10 @@ pub struct AttemptStarted {
     pub worker_session_id: Id,
     /// The workflow version the Attempt is bound to; any later advance makes it stale.
     pub workflow_version: u32,
+    /// The `receiptDigest` of the task selection (issue #15) whose loaded sources the
+    /// context carries (compiler/3 and later); absent when none is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection_receipt: Option<Digest>,
 }
 
 /// The immutable dispatch claim: revalidates the workflow version, the bound profile and

@@ -20,6 +20,7 @@ fn binding(w: &World, attempt: u128, session: u128) -> AttemptBinding {
             workflow_id: lid(WORKFLOW),
             worker_session_id: lid(session),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         },
     )
     .unwrap()
@@ -64,6 +65,7 @@ fn changed_identity_changes_the_manifest() {
             workflow_id: lid(WORKFLOW),
             worker_session_id: lid(1),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         },
     );
     assert!(stale.is_err(), "a manifest for a stale goal revision is never compiled");
@@ -160,6 +162,7 @@ fn required_oversized_content_fails() {
         workflow_id: lid(WORKFLOW),
         worker_session_id: lid(0x61),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     }));
     assert!(
         matches!(&err, SubmitError::Rejected(Rejection::Compile(m)) if m.contains("GOAL") || m.contains("Goal")),
@@ -299,6 +302,7 @@ fn protected_plan_pair_in_package_and_manifest() {
             workflow_id: lid(0x33),
             worker_session_id: lid(0x69),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         },
     )
     .unwrap();

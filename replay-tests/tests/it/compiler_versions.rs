@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use closure_ledger::admission::{self, AdmissionError};
 use closure_ledger::compiler::{
-    self, COMPILER_VERSION, CompileError, Compiled, Compiler, RELEASED, Registry, v1, v2,
+    self, COMPILER_VERSION, CompileError, Compiled, Compiler, RELEASED, Registry, v1, v2, v3,
 };
 use closure_ledger::ledger::{Ledger, SubmitError};
 use closure_ledger::lifecycle::{GOAL, POLICY, PROFILE, Script, lid};
@@ -37,6 +37,7 @@ use replay_tests::{LEDGER, T0};
 
 const V1: &str = "closure-ledger-compiler/1";
 const V2: &str = "closure-ledger-compiler/2";
+const V3: &str = "closure-ledger-compiler/3";
 /// The fixture's head: seq 50, the hash of its last entry. Frozen with the file.
 const FIXTURE_HEAD_SEQ: u64 = 50;
 const FIXTURE_HEAD_HASH: &str = "b3:4165cc3e024ff49754ef4b6cb4fb089e80e2f0bfa98664d66a1ad76213872619";
@@ -70,7 +71,7 @@ static NEXT_ONLY: Registry<'static> = Registry::new(&NextCompiler, &[]);
 /// A build from before compiler/2: v1 only.
 static V1_ONLY: Registry<'static> = Registry::new(&v1::V1, &[]);
 /// A build that dropped compiler/1.
-static V2_ONLY: Registry<'static> = Registry::new(&v2::V2, &[]);
+static V3_V2_ONLY: Registry<'static> = Registry::new(&v3::V3, &[&v2::V2]);
 
 fn fixture_file() -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/compiler-v1/ledger.cborseq");
@@ -184,6 +185,7 @@ fn v1_fixture_replays_beside_a_newer_compiler() {
                     workflow_id: a.workflow_id,
                     worker_session_id: a.worker_session_id,
                     thread: a.thread,
+                    selection_receipt: None,
                 },
             )
             .unwrap();
@@ -258,23 +260,25 @@ fn start_attempt(attempt: u128, workflow: u128) -> Command {
         workflow_id: lid(workflow),
         worker_session_id: lid(attempt + 1),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     })
 }
 
 /// The released build: a ledger of compiler/1 Attempts (the frozen fixture) followed by
-/// compiler/2 Attempts replays, each manifest re-derived by the version it records. A
-/// build from before compiler/2 refuses at the first v2 Attempt, naming compiler/2; a
-/// build without compiler/1 refuses at the first v1 Attempt, naming compiler/1.
+/// newest-compiler (compiler/3) Attempts replays, each manifest re-derived by the version it
+/// records. A build from before compiler/2 refuses at the first new Attempt, naming
+/// compiler/3; a build without compiler/1 refuses at the first v1 Attempt, naming
+/// compiler/1.
 #[test]
-fn v1_attempts_then_v2_attempts_replay() {
+fn v1_attempts_then_newest_attempts_replay() {
     let commands =
         [start_workflow(0x32), start_attempt(0x6a, 0x32), start_workflow(0x33), start_attempt(0x6c, 0x33)];
     let (all, recorded) = fixture_then(&RELEASED, &commands);
-    assert_eq!(recorded, [V2, V2], "new Attempts start on compiler/2");
+    assert_eq!(recorded, [V3, V3], "new Attempts start on compiler/3");
     let report = replay_entries(&RELEASED, all.iter().map(Vec::as_slice));
     assert!(report.ok, "{:?}", report.failure);
     let versions: Vec<&str> = report.attempts.iter().map(|a| a.compiler_version.as_str()).collect();
-    assert_eq!(versions, [V1, V1, V1, V1, V1, V2, V2]);
+    assert_eq!(versions, [V1, V1, V1, V1, V1, V3, V3]);
     assert!(report.attempts.iter().all(|a| a.proved));
     assert_eq!(report.manifests_proved, 7);
     assert_eq!(report.head_seq, FIXTURE_HEAD_SEQ + 4);
@@ -283,11 +287,11 @@ fn v1_attempts_then_v2_attempts_replay() {
     let before_v2 = replay_entries(&V1_ONLY, all.iter().map(Vec::as_slice));
     let failure = before_v2.failure.unwrap();
     assert_eq!((failure.seq, failure.kind.as_str()), (first_v2, "attemptStarted"));
-    assert!(failure.reason.contains(&format!("compiler version {V2:?}")), "{}", failure.reason);
+    assert!(failure.reason.contains(&format!("compiler version {V3:?}")), "{}", failure.reason);
     assert_eq!(before_v2.folded, first_v2);
 
     let first_v1 = sealed(&fixture_file()).iter().find(|e| attempt(e).is_some()).unwrap().entry.seq;
-    let without_v1 = replay_entries(&V2_ONLY, all.iter().map(Vec::as_slice));
+    let without_v1 = replay_entries(&V3_V2_ONLY, all.iter().map(Vec::as_slice));
     let failure = without_v1.failure.unwrap();
     assert_eq!(failure.seq, first_v1);
     assert!(failure.reason.contains(&format!("compiler version {V1:?}")), "{}", failure.reason);
@@ -329,6 +333,7 @@ fn unknown_compiler_version_is_refused_by_name() {
         workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
         worker_session_id: lid(0x61),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     });
     let ctx = Ctx { time_ms: T0 + 100_000 };
     let Decided::Events(events) = admission::decide(ledger.state(), &start, ctx).unwrap() else {
@@ -338,7 +343,7 @@ fn unknown_compiler_version_is_refused_by_name() {
     assert_eq!(a.manifest.compiler_version, COMPILER_VERSION);
 
     let before = (ledger.store().head(), ledger.state().digest());
-    for version in ["closure-ledger-compiler/3", "closure-ledger-compiler/0", "", &"x\n".repeat(500)] {
+    for version in ["closure-ledger-compiler/4", "closure-ledger-compiler/0", "", &"x\n".repeat(500)] {
         a.manifest.compiler_version = version.to_owned();
         a.manifest_digest = a.manifest.digest(); // a consistent manifest, but not derivable here
         let err = ledger.admit(vec![Event::AttemptStarted(a.clone())], ctx).unwrap_err();
@@ -350,13 +355,13 @@ fn unknown_compiler_version_is_refused_by_name() {
             }) => {
                 assert_eq!(*attempt, lid(0x60));
                 assert_eq!(v, version);
-                assert_eq!(known, &[V2, V1]);
+                assert_eq!(known, &[V3, V2, V1]);
             }
             other => panic!("{other:?}"),
         }
         let message = err.to_string();
         assert!(!message.contains('\n'), "one line: {message}");
-        assert!(message.len() < 400, "clipped: {message}");
+        assert!(message.len() < 512, "clipped: {message}");
         let shown = format!("{:?}", version.get(..20).unwrap_or(version));
         assert!(message.contains(shown.trim_end_matches('"')), "names {shown}: {message}");
         assert_eq!((ledger.store().head(), ledger.state().digest()), before, "nothing written");
@@ -375,8 +380,12 @@ fn released_registry_is_keyed_by_version() {
     assert_eq!(versions.first(), Some(&COMPILER_VERSION));
     assert_eq!(RELEASED.newest().version(), COMPILER_VERSION);
     assert_eq!(versions.iter().collect::<BTreeSet<_>>().len(), versions.len(), "unique: {versions:?}");
-    assert_eq!(versions, [V2, V1], "compiler/2 is the newest; compiler/1 wrote ledgers: it is never dropped");
-    assert_eq!(RELEASED.newest().version(), v2::VERSION);
+    assert_eq!(
+        versions,
+        [V3, V2, V1],
+        "compiler/3 is the newest; compiler/2 and compiler/1 wrote ledgers: they are never dropped"
+    );
+    assert_eq!(RELEASED.newest().version(), v3::VERSION);
     assert!(compiler::for_version("closure-ledger-compiler/0").is_none());
     assert!(compiler::for_version("closure-ledger-compiler/1 ").is_none());
 
@@ -389,6 +398,7 @@ fn released_registry_is_keyed_by_version() {
                 workflow_id: a.workflow_id,
                 worker_session_id: a.worker_session_id,
                 thread: a.thread,
+                selection_receipt: None,
             };
             let binding = runtime::attempt_binding(&state, &start).unwrap();
             for version in &versions {

@@ -5,10 +5,14 @@
 //!   bytes, package and manifest digests). Frozen with compiler/1: never re-blessed.
 //! - `golden/lifecycle-packages-v2.json`: compiler/2 on the reference lifecycle and on a
 //!   "names" Workflow whose manifest records a phase exclusion and a budget omission;
-//!   package and manifest bytes and digests and the Markdown rendering. The newest
-//!   compiler's file: a change fails until `COMPILER_VERSION` is bumped and the goldens are
-//!   re-blessed on purpose (`BLESS_GOLDEN=1 cargo test -p replay-tests --test
-//!   golden_packages`), which writes only this file.
+//!   package and manifest bytes and digests and the Markdown rendering. Frozen with
+//!   compiler/2 (compiler/3 made it an older version): never re-blessed.
+//! - `golden/lifecycle-packages-v3.json`: compiler/3, the newest, on the same cases plus
+//!   an Attempt carrying a task selection (issue #15: `selectedSkills`, `selectionReceipt`,
+//!   PROMPT_ADVISORY entries). The newest compiler's file: a change fails until
+//!   `COMPILER_VERSION` is bumped and the goldens are re-blessed on purpose
+//!   (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which writes
+//!   only this file.
 //!
 //! `golden/crosscheck.py` re-verifies both files independently of the Rust code (Python
 //! `cbor2` + `blake3`, from docs/format.md): canonical bytes, every digest, every manifest
@@ -19,7 +23,7 @@
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2};
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
 use closure_ledger::runtime::command::{InstallPolicy, RaiseBlocker, StartAttempt, StartWorkflow};
@@ -104,6 +108,7 @@ fn cases() -> Vec<Case> {
             workflow_id: lid(NAMES_WORKFLOW),
             worker_session_id: lid(0x6b),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         }))
         .unwrap();
 
@@ -116,6 +121,7 @@ fn cases() -> Vec<Case> {
                 workflow_id: a.workflow_id,
                 worker_session_id: a.worker_session_id,
                 thread: a.thread,
+                selection_receipt: None,
             };
             let binding = runtime::attempt_binding(&state, &start).unwrap();
             cases.push(Case { state: state.clone(), attempt: AttemptStarted::clone(a), binding });
@@ -146,26 +152,44 @@ fn v1_now(cases: &[Case]) -> serde_json::Value {
     json!({ "compilerVersion": v1::VERSION, "attempts": attempts })
 }
 
-/// The newest compiler's golden: every case as recorded (re-derived by admission, which
-/// the recorded manifest must match), with manifest bytes and Markdown.
-fn newest_now(cases: &[Case]) -> serde_json::Value {
+/// One golden attempt: package and manifest bytes and digests, and the Markdown.
+fn golden_attempt(attempt: &AttemptStarted, compiled: &Compiled) -> serde_json::Value {
+    json!({
+        "attemptId": attempt.attempt_id,
+        "phase": attempt.phase,
+        "schemaVersion": compiled.package.schema_version,
+        "packageDigest": compiled.manifest.package_digest,
+        "manifestDigest": compiled.manifest_digest,
+        "packageHex": hex(&compiled.package_bytes),
+        "manifestHex": hex(&codec::encode(&compiled.manifest)),
+        "markdown": compiled.markdown(),
+    })
+}
+
+/// Compiler/2's golden: every case compiled by compiler/2 (no case names a selection).
+fn v2_now(cases: &[Case]) -> serde_json::Value {
     let attempts: Vec<_> = cases
+        .iter()
+        .map(|c| golden_attempt(&c.attempt, &v2::V2.compile(&c.state, &c.binding).unwrap()))
+        .collect();
+    json!({ "compilerVersion": v2::VERSION, "attempts": attempts })
+}
+
+/// The newest compiler's golden: every case as recorded (re-derived by admission, which
+/// the recorded manifest must match), then the Attempt that carries a task selection.
+fn newest_now(cases: &[Case]) -> serde_json::Value {
+    let mut attempts: Vec<_> = cases
         .iter()
         .map(|c| {
             let compiled = admission::recompile(&c.state, &c.attempt).unwrap();
             assert_eq!(compiled.manifest, c.attempt.manifest, "the recorded manifest is the derived one");
-            json!({
-                "attemptId": c.attempt.attempt_id,
-                "phase": c.attempt.phase,
-                "schemaVersion": compiled.package.schema_version,
-                "packageDigest": compiled.manifest.package_digest,
-                "manifestDigest": compiled.manifest_digest,
-                "packageHex": hex(&compiled.package_bytes),
-                "manifestHex": hex(&codec::encode(&compiled.manifest)),
-                "markdown": compiled.markdown(),
-            })
+            golden_attempt(&c.attempt, &compiled)
         })
         .collect();
+    let (attempt, compiled) = super::selection_attempt::golden_selection_case();
+    let mut one = golden_attempt(&attempt, &compiled);
+    one["selectionReceipt"] = json!(compiled.manifest.selection_receipt);
+    attempts.push(one);
     json!({ "compilerVersion": COMPILER_VERSION, "attempts": attempts })
 }
 
@@ -180,17 +204,43 @@ fn v1_lifecycle_packages_are_frozen() {
     assert!(frozen == now, "compiler/1's output changed: compiler/1 is frozen, never re-blessed");
 }
 
+/// Compiler/2's output for the golden ledger is byte for byte the frozen one, also now
+/// that compiler/3 writes the ledger it is compiled from.
+#[test]
+fn v2_packages_are_frozen() {
+    let now = v2_now(&cases());
+    let frozen = read_golden("lifecycle-packages-v2.json");
+    assert_eq!(frozen["compilerVersion"], v2::VERSION);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 5);
+    assert!(frozen == now, "compiler/2's output changed: compiler/2 is frozen, never re-blessed");
+}
+
+/// Compiler/3 without a selection is compiler/2 but for `compilerVersion`: the same
+/// package bytes on every golden case, and manifests equal once the version is replaced.
+#[test]
+fn v3_without_a_selection_differs_from_v2_only_in_its_version() {
+    for c in cases() {
+        let two = v2::V2.compile(&c.state, &c.binding).unwrap();
+        let three = v3::V3.compile(&c.state, &c.binding).unwrap();
+        assert_eq!(two.package_bytes, three.package_bytes);
+        let mut renamed = two.manifest.clone();
+        renamed.compiler_version = v3::VERSION.to_owned();
+        assert_eq!(renamed, three.manifest);
+        assert_eq!(two.markdown(), three.markdown());
+    }
+}
+
 /// The newest compiler's output for the golden ledger is byte for byte the frozen one.
 #[test]
 fn newest_packages_are_frozen() {
-    assert_eq!(COMPILER_VERSION, v2::VERSION, "the v2 golden is the newest compiler's");
+    assert_eq!(COMPILER_VERSION, v3::VERSION, "the v3 golden is the newest compiler's");
     let now = newest_now(&cases());
-    let name = "lifecycle-packages-v2.json";
+    let name = "lifecycle-packages-v3.json";
     if std::env::var_os("BLESS_GOLDEN").is_some() {
         std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }
     let frozen = read_golden(name);
-    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 5);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 6);
     if frozen != now {
         assert_ne!(
             frozen["compilerVersion"], now["compilerVersion"],

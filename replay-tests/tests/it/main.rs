@@ -27,6 +27,7 @@ mod rules_repair;
 mod rules_source;
 mod rules_worker;
 mod rules_workflow;
+mod selection_attempt;
 mod selection_cli;
 mod selection_route;
 mod status;

@@ -81,6 +81,7 @@ fn other_commands(w: &mut World, each: &mut dyn FnMut(&mut World, Command)) {
             workflow_id: wf,
             worker_session_id: lid(attempt + 1),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         })
     };
     let claim = |w: &World, attempt: u128| {

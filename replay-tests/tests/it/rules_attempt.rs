@@ -22,6 +22,7 @@ fn start(attempt: u128) -> Command {
         workflow_id: lid(WORKFLOW),
         worker_session_id: lid(attempt + 1),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     })
 }
 
@@ -306,6 +307,7 @@ fn start_with(attempt: u128, session: u128, thread: ThreadChoice) -> Command {
         workflow_id: lid(WORKFLOW),
         worker_session_id: lid(session),
         thread,
+        selection_receipt: None,
     })
 }
 
@@ -363,6 +365,7 @@ fn thread_policy_resume_profile() {
             workflow_id: lid(0x31),
             worker_session_id: lid(session),
             thread,
+            selection_receipt: None,
         })
     };
     w.refused(on(0x60, 0x61, ThreadChoice::Resume), Rule::ThreadPolicy); // nothing to resume

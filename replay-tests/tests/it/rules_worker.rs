@@ -22,6 +22,7 @@ fn world(claimed: bool) -> World {
         workflow_id: lid(WORKFLOW),
         worker_session_id: lid(0x61),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     }));
     if claimed {
         w.with(|s| s.claim(lid(0x60))).unwrap();
@@ -484,6 +485,7 @@ fn compaction_disabled_refuses_compaction_events() {
         workflow_id: lid(0x31),
         worker_session_id: lid(0x61),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     }));
     w.with(|s| s.claim(lid(0x60))).unwrap();
     for kind in [WorkerEventKind::CompactionStarted, WorkerEventKind::CompactionCompleted] {

@@ -45,6 +45,7 @@ fn stale_goal_revision_refuses_work() {
             workflow_id: lid(WORKFLOW),
             worker_session_id: lid(0x61),
             thread: ThreadChoice::Fresh,
+            selection_receipt: None,
         }),
         Rule::StaleGoalRevision,
     );
@@ -169,6 +170,7 @@ fn stale_goal_revision_refuses_results() {
         workflow_id: lid(0x31),
         worker_session_id: lid(0x69),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     }));
     let Event::AttemptStarted(a) = w.last_event("attemptStarted") else { unreachable!() };
     assert_eq!(a.manifest.goal_revision, 2);
@@ -197,6 +199,7 @@ fn workflow_closed_takes_no_work() {
                 workflow_id: lid(WORKFLOW),
                 worker_session_id: lid(0xe3),
                 thread: ThreadChoice::Fresh,
+                selection_receipt: None,
             }),
             Command::OpenGeneration(OpenGeneration {
                 generation_id: lid(0xe4),

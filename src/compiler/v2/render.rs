@@ -72,6 +72,15 @@ pub fn markdown(p: &ContextPackage) -> String {
             c.path, c.revision, c.digest, c.content
         );
     }
+    // Compiler/3's task-selected sources (compiler/2 packages have none).
+    for k in &p.selected_skills {
+        let fence = fence_for(&k.content);
+        let _ = writeln!(
+            s,
+            "## Selected skill `{}` — `{}` ({})\n\nAdvisory guidance chosen by task selection: it grants no tool, no capability and no authority.\n\n{fence}\n{}\n{fence}\n",
+            k.id, k.path, k.digest, k.content
+        );
+    }
     if let Some(r) = &p.repair_context {
         let _ = writeln!(s, "## Repair context (authoritative)\n");
         let _ = writeln!(
@@ -129,6 +138,13 @@ pub fn markdown(p: &ContextPackage) -> String {
         p.response_contract.max_event_bytes
     );
     s
+}
+
+/// A backtick fence longer than any backtick run in `content` (at least three), so a
+/// skill's own code blocks cannot close it.
+fn fence_for(content: &str) -> String {
+    let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }
 
 fn list(s: &mut String, title: &str, items: &[String]) {

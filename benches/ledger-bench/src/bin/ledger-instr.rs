@@ -46,6 +46,7 @@ fn main() {
         workflow_id: lid(WORKFLOW),
         worker_session_id: lid(0x67),
         thread: ThreadChoice::Fresh,
+        selection_receipt: None,
     };
     let binding = attempt_binding(&state, &request).unwrap();
     for _ in 0..n {

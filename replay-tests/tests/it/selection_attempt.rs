@@ -1,0 +1,511 @@
+//! Task selection into the Context Compiler (issue #15, third part): an Attempt start that
+//! names a selection's receipt carries its loaded sources as prompt-advisory project
+//! material (compiler/3), the manifest binds the receipt, every way the selection can be
+//! the wrong one is refused (`AttemptSelection`), a selection gone stale after the start
+//! makes the Attempt's manifest stale, and replay / `ledger compile` re-derive it all.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use std::path::Path;
+
+use super::profiles_util::{Setup, cli, write};
+use closure_ledger::admission;
+use closure_ledger::compiler::{self, Compiler, v2, v3};
+use closure_ledger::ledger::{Ledger, Receipt, SubmitError};
+use closure_ledger::lifecycle::{GOAL, POLICY, PROFILE, Script, WORKFLOW, lid};
+use closure_ledger::runtime::command::{
+    ClaimDispatch, RestartAttempt, ReviseGoal, StartAttempt, StartWorkflow,
+};
+use closure_ledger::runtime::{Command, Ctx, Rejection, Rule};
+use closure_ledger::store::{DiskStore, Store};
+use ledger_schema::types::{AuthorityClass, ThreadChoice};
+use ledger_schema::{Digest, Event, Id};
+use serde_json::{Value, json};
+
+use replay_tests::T0;
+
+/// A ledger with the profile fixture's registry configured (Lean, `mode`) and the
+/// reference lifecycle's setup (goal, sources, a workflow in DISCOVERY).
+struct World {
+    s: Setup,
+    time_ms: u64,
+}
+
+fn world(mode: &str) -> World {
+    let s = Setup::new();
+    let skill = |dir: &str, desc: &str| {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!(
+                "---\nname: {dir}\ndescription: {desc}\n---\n\n# {dir}\n\nBody of {dir}: ```rust\nfn x() {{}}\n```\n"
+            ),
+        );
+    };
+    skill("postgres-tuning", "Tune PostgreSQL queries, indexes and vacuum settings.");
+    skill("react-components", "Build React components with hooks and accessible markup.");
+    assert_eq!(s.scan().0, 0);
+    let root = s.tmp.path().join("store");
+    let (code, _, err) =
+        s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", mode]);
+    assert_eq!(code, 0, "{err}");
+    let mut w = World { s, time_ms: T0 + 10_000_000 };
+    w.with_ledger(|script| script.setup()).unwrap();
+    w
+}
+
+impl World {
+    fn dir(&self) -> &Path {
+        &self.s.ledger
+    }
+
+    /// Runs `f` over the ledger opened in-process (closed again afterwards, so the CLI can
+    /// open it).
+    fn with_ledger<T>(
+        &mut self,
+        f: impl FnOnce(&mut Script<'_, DiskStore>) -> Result<T, SubmitError>,
+    ) -> Result<T, SubmitError> {
+        let (mut ledger, _) = Ledger::<DiskStore>::open(self.dir()).unwrap();
+        let mut script = Script { ledger: &mut ledger, time_ms: self.time_ms, log: Vec::new() };
+        let out = f(&mut script);
+        self.time_ms = script.time_ms;
+        out
+    }
+
+    fn submit(&mut self, command: Command) -> Result<Receipt, SubmitError> {
+        self.with_ledger(|script| script.run(command))
+    }
+
+    fn state(&self) -> closure_ledger::runtime::State {
+        let (ledger, _) = Ledger::<DiskStore>::open(self.dir()).unwrap();
+        ledger.state().clone()
+    }
+
+    /// `ledger select` with `task` (and `rest`), as JSON; asserts exit 0.
+    fn select(&self, task: &Value, rest: &[&str]) -> Value {
+        let f = self.s.tmp.path().join("task.json");
+        std::fs::write(&f, serde_json::to_vec(task).unwrap()).unwrap();
+        let mut args = vec!["--task-input", f.to_str().unwrap(), "--json"];
+        args.extend_from_slice(rest);
+        let (code, out, err) = self.s.run(&["select"], &args);
+        assert_eq!(code, 0, "{out}{err}");
+        serde_json::from_str(&out).unwrap()
+    }
+
+    fn head(&self) -> u64 {
+        self.s.head().0
+    }
+}
+
+/// A task for the reference goal at `revision` in `phase`.
+fn task(phase: &str, revision: u32) -> Value {
+    json!({"sessionId": "supervisor-1", "taskId": lid(GOAL).to_string(), "revision": revision, "phase": phase})
+}
+
+fn explicit(phase: &str, ids: &[&str]) -> Value {
+    let mut t = task(phase, 1);
+    t["explicitIds"] = json!(ids);
+    t
+}
+
+fn receipt(v: &Value) -> Digest {
+    v["receipt"]["receiptDigest"].as_str().unwrap().parse().unwrap()
+}
+
+fn start(attempt: u128, workflow: u128, selection: Option<Digest>) -> Command {
+    Command::StartAttempt(StartAttempt {
+        attempt_id: lid(attempt),
+        workflow_id: lid(workflow),
+        worker_session_id: lid(attempt + 1),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: selection,
+    })
+}
+
+fn refused_rule(r: Result<Receipt, SubmitError>) -> (Rule, String) {
+    match r {
+        Err(SubmitError::Rejected(Rejection::Rule(v)))
+        | Err(SubmitError::Inadmissible(admission::AdmissionError::Rule(v))) => (v.rule, v.detail),
+        other => panic!("expected a rule refusal, got {other:?}"),
+    }
+}
+
+/// The golden case (golden_packages.rs, `lifecycle-packages-v3.json`): the reference
+/// setup with the fixture registry under Lean/Auto, an explicit loaded selection of
+/// `skill:api-design`, and a DISCOVERY Attempt carrying it — its event and its package.
+pub(super) fn golden_selection_case() -> (ledger_schema::events::AttemptStarted, compiler::Compiled) {
+    let mut w = world("auto");
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x60)).unwrap().unwrap();
+    assert!(found.matches_recorded);
+    let (ledger, _) = Ledger::<DiskStore>::open(w.dir()).unwrap();
+    let sealed = ledger.store().read(found.seq).unwrap();
+    let Event::AttemptStarted(a) = &sealed.entry.event else { panic!("an attempt start") };
+    (ledger_schema::events::AttemptStarted::clone(a), found.compiled)
+}
+
+/// The explicit selection's resources, as loaded (id, path, content).
+fn loaded(v: &Value) -> Vec<(String, String, String)> {
+    v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                r["path"].as_str().unwrap().to_owned(),
+                r["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// An Attempt that names a loaded, current selection carries each loaded resource as a
+/// `selectedSkill` entry of authority class PROMPT_ADVISORY (class PROJECT_MATERIAL, after
+/// the goal's project sources), exactly the bytes `--load` returned; the manifest binds the
+/// receipt; the capability grant and response contract are the ones an Attempt without the
+/// selection gets (advisory material grants nothing); replay proves the manifest and
+/// `ledger compile --attempt` re-renders it byte for byte, in another process too.
+#[test]
+fn an_attempt_carries_its_selection_as_advisory_project_material() {
+    let mut w = world("auto");
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    assert_eq!(sel["decision"], "selected");
+    let r = receipt(&sel);
+    let expected = loaded(&sel);
+    assert_eq!(expected.len(), 5, "{expected:?}"); // api-design, python-patterns (+ reference), testing (+ checklist)
+    w.submit(start(0x60, WORKFLOW, Some(r))).unwrap();
+
+    let state = w.state();
+    let a = &state.attempts[&lid(0x60)];
+    assert_eq!(a.compiler_version, v3::VERSION);
+    assert_eq!(a.selection_receipt, Some(r));
+    let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x60)).unwrap().unwrap();
+    assert!(found.matches_recorded);
+    let c = &found.compiled;
+    assert_eq!(c.manifest.selection_receipt, Some(r));
+    let skills: Vec<(String, String, String)> =
+        c.package.selected_skills.iter().map(|k| (k.id.clone(), k.path.clone(), k.content.clone())).collect();
+    assert_eq!(skills, expected);
+    let entries: Vec<_> = c.manifest.entries.iter().filter(|e| e.kind == "selectedSkill").collect();
+    assert_eq!(entries.len(), expected.len());
+    for (e, (id, path, _)) in entries.iter().zip(&expected) {
+        assert_eq!(e.authority_class, AuthorityClass::PromptAdvisory);
+        assert_eq!(e.source_ref, format!("{id}/{path}"));
+        let recorded = sel["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == id.as_str() && x["path"] == path.as_str())
+            .unwrap();
+        assert_eq!(e.source_digest.unwrap().to_string(), recorded["digest"].as_str().unwrap());
+    }
+    // Project material order: the goal's project source first, then the advisory sources.
+    let kinds: Vec<&str> = c
+        .manifest
+        .entries
+        .iter()
+        .filter(|e| e.kind == "projectSource" || e.kind == "selectedSkill")
+        .map(|e| e.kind.as_str())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"projectSource"), "{kinds:?}");
+    // No authority: the same grant and contract as the same Attempt without a selection.
+    let state_before = {
+        let (ledger, _) = Ledger::<DiskStore>::open(w.dir()).unwrap();
+        let mut st = closure_ledger::runtime::State::default();
+        for e in ledger.store().read_range(0, found.seq - 1).unwrap() {
+            admission::apply(&mut st, &e.entry).unwrap();
+        }
+        st
+    };
+    let mut binding = closure_ledger::runtime::attempt_binding(
+        &state_before,
+        &StartAttempt {
+            attempt_id: lid(0x60),
+            workflow_id: lid(WORKFLOW),
+            worker_session_id: lid(0x61),
+            thread: ThreadChoice::Fresh,
+            selection_receipt: Some(r),
+        },
+    )
+    .unwrap();
+    binding.selection = None;
+    let plain = v3::V3.compile(&state_before, &binding).unwrap();
+    assert_eq!(plain.manifest.capability_grant_digest, c.manifest.capability_grant_digest);
+    assert_eq!(plain.manifest.response_contract_digest, c.manifest.response_contract_digest);
+    assert_eq!(plain.package.capability_grant, c.package.capability_grant);
+    assert!(plain.package.selected_skills.is_empty() && plain.manifest.selection_receipt.is_none());
+    // Older compilers cannot carry a selection: they refuse rather than drop it.
+    binding.selection = Some(r);
+    assert!(matches!(
+        v2::V2.compile(&state_before, &binding),
+        Err(compiler::CompileError::SelectionUnsupported { .. })
+    ));
+    // The Markdown shows each skill in a fence its own code block cannot close.
+    let md = c.markdown();
+    assert!(md.contains("## Selected skill `skill:api-design` — `SKILL.md`"), "{md}");
+    assert!(md.contains("```\n# Details\n"), "{md}");
+    let mut fenced = c.package.clone();
+    fenced.selected_skills[0].content = "before\n```rust\nfn x() {}\n```\nafter".to_owned();
+    let md = v3::V3.markdown(&fenced);
+    assert!(md.contains("````\nbefore\n```rust\nfn x() {}\n```\nafter\n````\n"), "{md}");
+
+    // Replay proves it; `ledger compile` re-renders it byte for byte (another process).
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["ok"], true);
+    let (code, out, err) =
+        cli(&["compile", w.dir().to_str().unwrap(), "--attempt", &lid(0x60).to_string(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["manifestDigest"].as_str().unwrap(), c.manifest_digest.to_string());
+    assert_eq!(shown["packageDigest"].as_str().unwrap(), c.manifest.package_digest.to_string());
+    // Another process re-derives the same package bytes.
+    let bytes_file = w.s.tmp.path().join("child-package.cbor");
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "selection_attempt::child_compiles_the_attempt", "--nocapture"])
+        .env(CHILD, format!("{}\n{}", w.dir().display(), bytes_file.display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(std::fs::read(&bytes_file).unwrap(), c.package_bytes, "byte-identical in another process");
+}
+
+const CHILD: &str = "SELECTION_ATTEMPT_CHILD";
+
+/// The child of the test above (a no-op unless it is that child): recompiles Attempt 0x60
+/// of the ledger it is given and writes the package bytes.
+#[test]
+fn child_compiles_the_attempt() {
+    let Ok(arg) = std::env::var(CHILD) else { return };
+    let (dir, out) = arg.split_once('\n').unwrap();
+    let found = closure_ledger::replay::recompile_attempt(Path::new(dir), lid(0x60)).unwrap().unwrap();
+    assert!(found.matches_recorded);
+    std::fs::write(out, &found.compiled.package_bytes).unwrap();
+}
+
+/// Every way the named selection can be the wrong one is refused (`AttemptSelection`),
+/// writing nothing: unknown receipt; pending; selected but not loaded; made with
+/// noWorkflow; another task (goal); another goal revision; another phase; stale after
+/// source drift or a profile change. A completed `none` decision is carried (it binds
+/// nothing but the receipt).
+#[test]
+fn a_wrong_selection_is_refused_at_attempt_start() {
+    let mut w = world("auto");
+    let mut cases: Vec<(&str, Digest, &str)> = Vec::new();
+    cases.push(("unknown", Digest::of(ledger_schema::DigestKind::Source, b"nothing"), "is recorded"));
+    let mut pending = task("discovery", 1);
+    pending["query"] = json!("write something with files and markup");
+    let p = w.select(&pending, &[]);
+    assert_eq!(p["decision"], "pending");
+    cases.push(("pending", receipt(&p), "pending"));
+    let unloaded = w.select(&explicit("discovery", &["skill:api-design"]), &[]);
+    cases.push(("not loaded", receipt(&unloaded), "without loading"));
+    let mut nw = task("discovery", 1);
+    nw["noWorkflow"] = json!(true);
+    cases.push(("noWorkflow", receipt(&w.select(&nw, &[])), "noWorkflow"));
+    let mut other_task = explicit("discovery", &["skill:api-design"]);
+    other_task["taskId"] = json!("feature-1");
+    cases.push(("other goal", receipt(&w.select(&other_task, &["--load"])), "not goal"));
+    let mut other_rev = explicit("discovery", &["skill:api-design"]);
+    other_rev["revision"] = json!(2);
+    cases.push(("other revision", receipt(&w.select(&other_rev, &["--load"])), "revision 2"));
+    let other_phase = w.select(&explicit("implement", &["skill:api-design"]), &["--load"]);
+    cases.push(("other phase", receipt(&other_phase), "phase"));
+
+    for (what, r, needle) in &cases {
+        let head = w.head();
+        let (rule, detail) = refused_rule(w.submit(start(0x60, WORKFLOW, Some(*r))));
+        assert_eq!(rule, Rule::AttemptSelection, "{what}: {detail}");
+        assert!(detail.contains(needle), "{what}: {detail}");
+        assert_eq!(w.head(), head, "{what}: nothing written");
+    }
+
+    // A completed `none` decision (no match) is carried: it binds only the receipt.
+    let mut none = task("discovery", 1);
+    none["query"] = json!("zzzz qqqq");
+    let n = w.select(&none, &[]);
+    assert_eq!(n["decision"], "none");
+    let good = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+
+    // Stale: a profile change after the selection (mode) refuses it ...
+    let root = w.s.tmp.path().join("store");
+    let status: Value = w.s.json(&["profile", "status"], &["--json"]);
+    let revision = status["revision"].as_u64().unwrap().to_string();
+    let (code, _, err) = w.s.run(&["profile", "mode"], &["suggest", "--expected-revision", &revision]);
+    assert_eq!(code, 0, "{err}");
+    let head = w.head();
+    let (rule, detail) = refused_rule(w.submit(start(0x60, WORKFLOW, Some(receipt(&good)))));
+    assert_eq!((rule, detail.contains("stale")), (Rule::AttemptSelection, true), "{detail}");
+    let (rule, _) = refused_rule(w.submit(start(0x60, WORKFLOW, Some(receipt(&n)))));
+    assert_eq!(rule, Rule::AttemptSelection);
+    assert_eq!(w.head(), head);
+    // ... and so does source drift (a changed routable source) after going back.
+    let revision = (revision.parse::<u64>().unwrap() + 1).to_string();
+    let (code, _, err) = w.s.run(&["profile", "mode"], &["auto", "--expected-revision", &revision]);
+    assert_eq!(code, 0, "{err}");
+    let fresh = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    write(
+        &w.s.src.join("skills/postgres-tuning/SKILL.md"),
+        "---\nname: postgres-tuning\ndescription: Tune PostgreSQL queries and vacuum.\n---\n\n# changed\n",
+    );
+    assert_eq!(w.s.scan().0, 0);
+    let (rule, detail) = refused_rule(w.submit(start(0x60, WORKFLOW, Some(receipt(&fresh)))));
+    assert_eq!((rule, detail.contains("stale")), (Rule::AttemptSelection, true), "{detail}");
+    let _ = root;
+}
+
+/// A `none` selection is carried (the manifest binds its receipt, no skill is rendered).
+#[test]
+fn a_none_selection_is_carried_and_binds_its_receipt() {
+    let mut w = world("manual");
+    let n = w.select(&task("discovery", 1), &[]);
+    assert_eq!((n["decision"].as_str(), n["reason"].as_str()), (Some("none"), Some("manual")));
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&n)))).unwrap();
+    let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x60)).unwrap().unwrap();
+    assert!(found.matches_recorded);
+    assert_eq!(found.compiled.manifest.selection_receipt, Some(receipt(&n)));
+    assert!(found.compiled.package.selected_skills.is_empty());
+}
+
+/// After the start, a change that makes the selection stale (a profile revision, a new
+/// registry) makes the Attempt's manifest stale: the dispatch claim is refused
+/// (`ManifestStale`, naming the selection); once dispatched, the Attempt is marked
+/// CONTEXT_CHANGED by the same change. Replay reproduces both.
+#[test]
+fn a_selection_gone_stale_makes_the_manifest_stale() {
+    let mut w = world("auto");
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    let status: Value = w.s.json(&["profile", "status"], &["--json"]);
+    let revision = status["revision"].as_u64().unwrap();
+    let (code, _, err) =
+        w.s.run(&["profile", "mode"], &["suggest", "--expected-revision", &revision.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let claim = ClaimDispatch::for_attempt(&w.state(), lid(0x60)).unwrap();
+    let (rule, detail) = refused_rule(w.submit(Command::ClaimDispatch(claim)));
+    assert_eq!(rule, Rule::ManifestStale, "{detail}");
+    assert!(detail.contains("stale"), "names the selection: {detail}");
+
+    // Dispatched first, then the change: the Attempt is marked.
+    let mut w = world("auto");
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x60))).unwrap();
+    assert!(!w.state().attempts[&lid(0x60)].context_changed);
+    let status: Value = w.s.json(&["profile", "status"], &["--json"]);
+    let revision = status["revision"].as_u64().unwrap();
+    let (code, _, err) =
+        w.s.run(&["profile", "mode"], &["suggest", "--expected-revision", &revision.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(w.state().attempts[&lid(0x60)].context_changed, "marked by the profile revision");
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// Advisory material never overflows a budget: with a PROJECT_MATERIAL budget too small
+/// for the skills — even where the phase *requires* project material — each is a recorded
+/// `budget.PROJECT_MATERIAL` omission and the Attempt starts.
+#[test]
+fn advisory_material_over_its_budget_is_an_omission() {
+    let mut w = world("auto");
+    let mut bundle = closure_ledger::lifecycle::policy_bundle();
+    for p in &mut bundle.phases {
+        if p.phase == ledger_schema::types::Phase::Discovery {
+            p.required.push(ledger_schema::types::InputClass::ProjectMaterial);
+            p.required.sort();
+            p.optional.retain(|c| *c != ledger_schema::types::InputClass::ProjectMaterial);
+        }
+    }
+    for b in &mut bundle.budgets {
+        if b.class == ledger_schema::types::InputClass::ProjectMaterial {
+            b.max_bytes = 400; // the goal's project source fits, the skills do not
+        }
+    }
+    w.submit(Command::InstallPolicy(closure_ledger::runtime::command::InstallPolicy {
+        policy_id: lid(0x15),
+        bundle,
+    }))
+    .unwrap();
+    w.submit(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x32),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(0x15),
+        profile_id: lid(PROFILE),
+        plan: None,
+    }))
+    .unwrap();
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(start(0x6a, 0x32, Some(receipt(&sel)))).unwrap();
+    let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x6a)).unwrap().unwrap();
+    let m = &found.compiled.manifest;
+    assert!(found.matches_recorded);
+    assert!(m.entries.iter().any(|e| e.kind == "projectSource"), "the required source is kept");
+    let omitted: Vec<_> =
+        m.omission_decisions.iter().filter(|o| o.rule == "budget.PROJECT_MATERIAL").collect();
+    assert!(!omitted.is_empty(), "{:?}", m.omission_decisions);
+    assert!(omitted.iter().all(|o| o.source_ref.starts_with("skill:")), "{omitted:?}");
+    let kept = m.entries.iter().filter(|e| e.kind == "selectedSkill").count();
+    assert_eq!(kept + omitted.len(), loaded(&sel).len());
+    assert_eq!(found.compiled.package.selected_skills.len(), kept);
+    let _ = POLICY;
+}
+
+/// A restart's replacement carries the interrupted Attempt's selection; a redelivered
+/// start is a duplicate only with the same selection; a revised goal makes the selection
+/// (made for the old revision) refused.
+#[test]
+fn restart_redelivery_and_goal_revision() {
+    let mut w = world("auto");
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    let r = receipt(&sel);
+    let first = w.submit(start(0x60, WORKFLOW, Some(r))).unwrap();
+    let again = w.submit(start(0x60, WORKFLOW, Some(r))).unwrap();
+    assert!(again.duplicate && again.seq == first.seq);
+    let (rule, _) = refused_rule(w.submit(start(0x60, WORKFLOW, None)));
+    assert_eq!(rule, Rule::IdReused, "the same id with another selection is a new command");
+    w.with_ledger(|s| s.claim(lid(0x60))).unwrap();
+    let version = w.state().workflows[&lid(WORKFLOW)].version;
+    w.submit(Command::RestartAttempt(RestartAttempt {
+        attempt_id: lid(0x60),
+        workflow_version: version,
+        replacement_attempt_id: lid(0x62),
+        worker_session_id: lid(0x63),
+        reason: "worker crashed".to_owned(),
+    }))
+    .unwrap();
+    let state = w.state();
+    assert_eq!(state.attempts[&lid(0x62)].selection_receipt, Some(r));
+    let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x62)).unwrap().unwrap();
+    assert!(found.matches_recorded && !found.compiled.package.selected_skills.is_empty());
+
+    // A revised goal: the old revision's selection is refused for a new workflow.
+    let mut w = world("auto");
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(Command::ReviseGoal(ReviseGoal {
+        goal_id: lid(GOAL),
+        revision: 2,
+        content: closure_ledger::lifecycle::goal_content(),
+    }))
+    .unwrap();
+    w.submit(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x32),
+        goal_id: lid(GOAL),
+        goal_revision: 2,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROFILE),
+        plan: None,
+    }))
+    .unwrap();
+    let (rule, detail) = refused_rule(w.submit(start(0x6a, 0x32, Some(receipt(&sel)))));
+    assert_eq!(rule, Rule::AttemptSelection, "{detail}");
+    let mut t = explicit("discovery", &["skill:api-design"]);
+    t["revision"] = json!(2);
+    let sel2 = w.select(&t, &["--load"]);
+    w.submit(start(0x6a, 0x32, Some(receipt(&sel2)))).unwrap();
+    let _: Id = lid(0);
+    let _ = Event::AttemptStarted;
+    let _ = Ctx { time_ms: 0 };
+}
