@@ -297,6 +297,24 @@ fn v1_attempts_then_newest_attempts_replay() {
     assert!(failure.reason.contains(&format!("compiler version {V1:?}")), "{}", failure.reason);
 }
 
+/// The build before compiler/3 (compiler/2 newest).
+static PREVIOUS: Registry<'static> = Registry::new(&v2::V2, &[&v1::V1]);
+
+/// A ledger the previous build wrote — compiler/1 Attempts, then compiler/2 ones — replays
+/// on this build with each manifest proved by the compiler it names.
+#[test]
+fn v2_ledgers_of_the_previous_build_replay() {
+    let commands = [start_workflow(0x32), start_attempt(0x6a, 0x32)];
+    let (all, recorded) = fixture_then(&PREVIOUS, &commands);
+    assert_eq!(recorded, [V2]);
+    let report = replay_entries(&RELEASED, all.iter().map(Vec::as_slice));
+    assert!(report.ok, "{:?}", report.failure);
+    let versions: Vec<&str> = report.attempts.iter().map(|a| a.compiler_version.as_str()).collect();
+    assert_eq!(versions, [V1, V1, V1, V1, V1, V2]);
+    assert!(report.attempts.iter().all(|a| a.proved));
+    assert_eq!(report.manifests_proved, 6);
+}
+
 /// New Attempts start on the newest compiler, at admission too: on top of the v1 ledger a
 /// new Attempt records the next compiler, and the mixed ledger replays with each manifest
 /// proved by its own version. The released build, lacking that version, refuses it.
