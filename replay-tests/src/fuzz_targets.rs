@@ -531,12 +531,65 @@ fn base_ledger() -> &'static Ledger<MemStore> {
     })
 }
 
-/// Model-based conformance over a sequence of operations. After every step: no panic;
-/// the live state equals the fold (replay) of exactly the bytes written so far — kept
-/// incrementally by a shadow replica that strictly decodes each new entry and admits it
-/// through the same admission step — and `Reopen`/`Replay` check it again from genesis;
-/// compiling the same request twice yields identical bytes; a refused command changed no
-/// stored byte and no state. Returns the number of admitted commands.
+/// How many deep bases a sequence can start from (the first input byte picks one; base 0 is
+/// the plain setup).
+pub const BASES: u8 = 16;
+/// Steps a sequence runs from its base. Depth comes from the base, so a sequence no longer
+/// has to re-derive a deep state on every execution.
+pub const MAX_STEPS: usize = 32;
+/// Steps of the deterministic run that builds each deep base.
+const BASE_STEPS: usize = 160;
+
+/// The input that builds deep base `k`: lifecycle-biased submissions (the next step of a
+/// workflow, sometimes a new workflow or another command), drawn from a fixed seed — so
+/// every process builds the same bases, and a crash reproduces from its input alone.
+fn base_script(k: u8) -> Vec<u8> {
+    let mut rng = crate::Rng(0x0ba5_e000 + u64::from(k) * 7919);
+    let mut data = Vec::with_capacity(BASE_STEPS * 5);
+    for _ in 0..BASE_STEPS {
+        let r = rng.next_u64().to_le_bytes();
+        // Op byte >= 16: a submission; then Pick { action, target, variant, perturb: None }.
+        let action = match r[0] % 16 {
+            0 => 1,         // a new workflow
+            1 => r[1] % 16, // any command
+            _ => 64 | r[1], // the next lifecycle step
+        };
+        data.extend([16 | r[2], action, r[3], r[4], 0]);
+    }
+    data
+}
+
+/// The ledger a sequence starts from: base 0 is the setup, base `k > 0` the result of
+/// [`base_script`] run from the setup through [`run_steps`] with every oracle — built once
+/// per process and reused (cloning is cheap: the state's maps are persistent).
+fn base(k: u8) -> &'static Ledger<MemStore> {
+    static BASES_BUILT: [OnceLock<Ledger<MemStore>>; BASES as usize] =
+        [const { OnceLock::new() }; BASES as usize];
+    let k = k % BASES;
+    let cell = BASES_BUILT.get(usize::from(k)).unwrap_or_else(|| unreachable!("k < BASES"));
+    cell.get_or_init(|| {
+        if k == 0 {
+            return base_ledger().clone();
+        }
+        let mut run = Run::new(base_ledger());
+        run.steps(&mut Unstructured::new(&base_script(k)), BASE_STEPS);
+        run.finish();
+        run.ledger
+    })
+}
+
+/// Model-based conformance over a sequence of operations, from a deep base (the first
+/// byte picks it). After every step: no panic; the live state equals the fold (replay) of
+/// exactly the bytes written so far — kept incrementally by a shadow replica that strictly
+/// decodes each new entry and admits it through the same admission step; the two are
+/// compared for equality after each step, and after an equal comparison the shadow adopts
+/// the live value, so the next comparison walks only the nodes that step changed (imbl
+/// skips shared nodes) while the shadow remains, by induction, the fold of every byte from
+/// genesis. Full replays from genesis are bounded to one per sequence: the first `Reopen`
+/// replays and continues on the reopened ledger, or else a `Replay` is checked once at the
+/// end of the sequence (every step's state was already checked against the shadow fold). Compiling the same request twice yields
+/// identical bytes; a refused command changed no stored byte and no state. Returns the
+/// number of admitted commands.
 pub fn command_sequence(data: &[u8]) -> usize {
     run_sequence(data).1
 }
@@ -570,64 +623,63 @@ pub fn command_sequence_depth(data: &[u8]) -> Depth {
 
 fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
     let mut u = Unstructured::new(data);
-    let base = base_ledger();
-    let mut ledger = base.clone();
-    let mut shadow = base.state().clone();
-    let mut folded = base.store().head().seq + 1;
-    let mut time = T0 + 1_000_000;
-    let mut admitted = 0;
-    let mut full_replays = 0;
-    for _ in 0..160 {
-        let Ok(op) = Op::arbitrary(&mut u) else { break };
+    let Ok(k) = u8::arbitrary(&mut u) else { return (base(0).clone(), 0) };
+    let mut run = Run::new(base(k));
+    run.steps(&mut u, MAX_STEPS);
+    run.finish();
+    (run.ledger, run.admitted)
+}
+
+/// One sequence in progress: the live ledger, the shadow fold of its bytes, and the
+/// bookkeeping of the oracles.
+struct Run {
+    ledger: Ledger<MemStore>,
+    shadow: State,
+    folded: u64,
+    time: u64,
+    admitted: usize,
+    reopened: bool,
+    replay_due: bool,
+}
+
+impl Run {
+    fn new(base: &Ledger<MemStore>) -> Run {
+        Run {
+            shadow: base.state().clone(),
+            folded: base.store().head().seq + 1,
+            time: base.store().head().time_ms.max(T0) + 1_000_000,
+            ledger: base.clone(),
+            admitted: 0,
+            reopened: false,
+            replay_due: false,
+        }
+    }
+
+    fn steps(&mut self, u: &mut Unstructured<'_>, max: usize) {
+        for _ in 0..max {
+            let Ok(op) = Op::arbitrary(u) else { break };
+            self.step(op);
+        }
+    }
+
+    fn step(&mut self, op: Op) {
         match op {
-            Op::Submit(pick) => {
-                let Some(command) = command_for(ledger.state(), &pick) else { continue };
-                time += 1000;
-                let frames = ledger.store().frames().len();
-                let last = ledger.store().frames().last().cloned();
-                let before = ledger.state().clone();
-                match ledger.submit(&command, Ctx { time_ms: time }) {
-                    Ok(r) if !r.duplicate => admitted += 1,
-                    Ok(_) => assert_eq!(ledger.store().frames().len(), frames, "a duplicate wrote bytes"),
-                    Err(_) => {
-                        assert_eq!(ledger.store().frames().len(), frames, "a refused command wrote a frame");
-                        assert_eq!(ledger.store().frames().last(), last.as_ref());
-                        assert!(ledger.state() == &before, "a refused command changed the state");
-                    }
+            Op::Submit(pick) => self.submit(&pick),
+            Op::Reopen => {
+                // At most one full replay from genesis per sequence (a reopen, or else the
+                // deferred `Replay` at the end); every step is checked against the shadow
+                // fold regardless.
+                if self.reopened {
+                    return;
                 }
-                // The shadow replica folds exactly what was written, from its bytes.
-                let head = ledger.store().head().seq;
-                if head >= folded {
-                    for sealed in ledger.store().read_range(folded, head).unwrap_or_default() {
-                        let reopened = SealedEntry::open(&sealed.bytes)
-                            .unwrap_or_else(|e| panic!("stored bytes do not decode: {e}"));
-                        closure_ledger::admission::apply(&mut shadow, &reopened.entry)
-                            .unwrap_or_else(|e| panic!("replay refuses admitted history: {e}"));
-                    }
-                    folded = head + 1;
-                }
-                assert!(&shadow == ledger.state(), "live state != replayed state");
+                self.reopened = true;
+                let replayed = self.full_replay();
+                self.ledger = replayed;
             }
-            Op::Reopen | Op::Replay => {
-                if full_replays >= 2 {
-                    continue;
-                }
-                full_replays += 1;
-                let store = ledger.store().clone();
-                let replayed = Ledger::from_store(store)
-                    .unwrap_or_else(|e| panic!("replay of admitted history failed: {e}"));
-                assert_eq!(
-                    replayed.state().digest(),
-                    ledger.state().digest(),
-                    "live state != replayed state"
-                );
-                if matches!(op, Op::Reopen) {
-                    ledger = replayed;
-                }
-            }
+            Op::Replay => self.replay_due = true,
             Op::Compile(pick) => {
-                let state = ledger.state();
-                let Some((wid, _)) = nth(&state.workflows, pick) else { continue };
+                let state = self.ledger.state();
+                let Some((wid, _)) = nth(&state.workflows, pick) else { return };
                 let req = StartAttempt {
                     attempt_id: lid(0x70_0000),
                     workflow_id: wid,
@@ -643,7 +695,56 @@ fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
             }
         }
     }
-    (ledger, admitted)
+
+    fn submit(&mut self, pick: &Pick) {
+        let ledger = &mut self.ledger;
+        let Some(command) = command_for(ledger.state(), pick) else { return };
+        self.time += 1000;
+        let frames = ledger.store().frames().len();
+        let last = ledger.store().frames().last().cloned();
+        let before = ledger.state().clone();
+        match ledger.submit(&command, Ctx { time_ms: self.time }) {
+            Ok(r) if !r.duplicate => self.admitted += 1,
+            Ok(_) => assert_eq!(ledger.store().frames().len(), frames, "a duplicate wrote bytes"),
+            Err(_) => {
+                assert_eq!(ledger.store().frames().len(), frames, "a refused command wrote a frame");
+                assert_eq!(ledger.store().frames().last(), last.as_ref());
+                assert!(ledger.state() == &before, "a refused command changed the state");
+            }
+        }
+        // The shadow replica folds exactly what was written, from its bytes.
+        let head = ledger.store().head().seq;
+        if head >= self.folded {
+            for sealed in ledger.store().read_range(self.folded, head).unwrap_or_default() {
+                let reopened = SealedEntry::open(&sealed.bytes)
+                    .unwrap_or_else(|e| panic!("stored bytes do not decode: {e}"));
+                closure_ledger::admission::apply(&mut self.shadow, &reopened.entry)
+                    .unwrap_or_else(|e| panic!("replay refuses admitted history: {e}"));
+            }
+            self.folded = head + 1;
+        }
+        assert!(&self.shadow == ledger.state(), "live state != replayed state");
+        // Equal values: share the live nodes, so the next comparison walks only what the
+        // next step changes. The shadow stays the fold of every byte written (induction).
+        self.shadow = ledger.state().clone();
+    }
+
+    /// A strict reopen of everything written, from genesis; its state must be the live one.
+    fn full_replay(&self) -> Ledger<MemStore> {
+        let replayed = Ledger::from_store(self.ledger.store().clone())
+            .unwrap_or_else(|e| panic!("replay of admitted history failed: {e}"));
+        assert_eq!(replayed.state().digest(), self.ledger.state().digest(), "live state != replayed state");
+        replayed
+    }
+
+    /// The deferred `Replay`: once, from genesis, over the whole sequence — unless the
+    /// sequence already reopened (the bound is one full replay per sequence).
+    fn finish(&mut self) {
+        if self.replay_due && !self.reopened {
+            self.replay_due = false;
+            self.full_replay();
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -655,10 +756,24 @@ struct Template {
     entries: Vec<SealedEntry>,
 }
 
+/// A scratch directory on tmpfs (`/dev/shm`) where there is one, else in the system's
+/// temporary directory. `store_corruption` is about what strict open makes of edited bytes,
+/// not about durability: on tmpfs the store's fsyncs cost nothing and the copies, sled's
+/// segment reads and the cleanup never touch the disk.
+fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::Builder::new().prefix("cl-fuzz-").tempdir_in(shm)
+    {
+        return Ok(dir);
+    }
+    tempfile::tempdir()
+}
+
 fn template() -> &'static Template {
     static T: OnceLock<Template> = OnceLock::new();
     T.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = scratch_dir().unwrap_or_else(|e| panic!("{e}"));
         let root = dir.path().join("ledger");
         drop(store::init(&root, "t", LEDGER, T0).unwrap_or_else(|e| panic!("{e}")));
         let (mut ledger, _) = Ledger::open(&root).unwrap_or_else(|e| panic!("{e}"));
@@ -699,11 +814,15 @@ pub fn store_corruption(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(edits) = Vec::<Edit>::arbitrary(&mut u) else { return };
     let t = template();
-    let Ok(dir) = tempfile::tempdir() else { return };
+    let Ok(dir) = scratch_dir() else { return };
     let root = dir.path().join("ledger");
     crate::copy_dir(&t.root, &root);
     let segment = crate::segment(&root);
-    for edit in edits.iter().take(8) {
+    // Journal edits apply in order to the segment; sled edits apply in order to sled, all
+    // in one session (the two touch different files, so only the order within each copy
+    // matters, and one sled open instead of one per edit).
+    let edits: Vec<&Edit> = edits.iter().take(8).collect();
+    for edit in &edits {
         match edit {
             Edit::FlipJournal { at, mask } => {
                 let mut b = std::fs::read(&segment).unwrap_or_default();
@@ -723,19 +842,33 @@ pub fn store_corruption(data: &[u8]) {
                 b.extend(bytes.iter().take(4096));
                 let _ = std::fs::write(&segment, b);
             }
-            Edit::FlipSled { frame, at, mask } => edit_sled(&root, *frame, |v| {
-                if !v.is_empty() {
-                    let i = *at as usize % v.len();
-                    v[i] ^= mask;
-                }
-                true
-            }),
-            Edit::RemoveSled { frame } => edit_sled(&root, *frame, |_| false),
-            Edit::ReplaceSled { frame, bytes } => edit_sled(&root, *frame, |v| {
-                *v = bytes.iter().take(4096).copied().collect();
-                true
-            }),
+            Edit::FlipSled { .. } | Edit::RemoveSled { .. } | Edit::ReplaceSled { .. } => {}
         }
+    }
+    let sled_edits: Vec<&Edit> = edits
+        .into_iter()
+        .filter(|e| matches!(e, Edit::FlipSled { .. } | Edit::RemoveSled { .. } | Edit::ReplaceSled { .. }))
+        .collect();
+    if !sled_edits.is_empty() {
+        crate::with_sled(&root, |tree| {
+            for edit in sled_edits {
+                match edit {
+                    Edit::FlipSled { frame, at, mask } => edit_sled(tree, *frame, |v| {
+                        if !v.is_empty() {
+                            let i = *at as usize % v.len();
+                            v[i] ^= mask;
+                        }
+                        true
+                    }),
+                    Edit::RemoveSled { frame } => edit_sled(tree, *frame, |_| false),
+                    Edit::ReplaceSled { frame, bytes } => edit_sled(tree, *frame, |v| {
+                        *v = bytes.iter().take(4096).copied().collect();
+                        true
+                    }),
+                    _ => {}
+                }
+            }
+        });
     }
     let _ = store::verify(&root, None);
     if let Ok((store, report)) = DiskStore::open(&root) {
@@ -752,19 +885,17 @@ pub fn store_corruption(data: &[u8]) {
     }
 }
 
-fn edit_sled(root: &Path, frame: u8, f: impl FnOnce(&mut Vec<u8>) -> bool) {
-    crate::with_sled(root, |tree| {
-        let keys: Vec<_> = tree.iter().keys().filter_map(Result::ok).collect();
-        if keys.is_empty() {
-            return;
-        }
-        let key = keys[usize::from(frame) % keys.len()].clone();
-        let Ok(Some(v)) = tree.get(&key) else { return };
-        let mut v = v.to_vec();
-        if f(&mut v) {
-            let _ = tree.insert(key, v);
-        } else {
-            let _ = tree.remove(key);
-        }
-    });
+fn edit_sled(tree: &sled::Tree, frame: u8, f: impl FnOnce(&mut Vec<u8>) -> bool) {
+    let keys: Vec<_> = tree.iter().keys().filter_map(Result::ok).collect();
+    if keys.is_empty() {
+        return;
+    }
+    let key = keys[usize::from(frame) % keys.len()].clone();
+    let Ok(Some(v)) = tree.get(&key) else { return };
+    let mut v = v.to_vec();
+    if f(&mut v) {
+        let _ = tree.insert(key, v);
+    } else {
+        let _ = tree.remove(key);
+    }
 }
