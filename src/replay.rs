@@ -3,8 +3,10 @@
 //! and every manifest re-derivation (the admission step, by the compiler each manifest
 //! names) — and report what was proved. [`replay_entries`] runs the same checks and fold
 //! over entry bytes given in order, whatever file they came from.
-//! Read-only; memory is bounded by the live state, one record window and sled's small page
-//! cache, not by the ledger's length. By default both copies are verified (sled compared
+//! Read-only; memory is bounded by the live state, one record window, sled's small page
+//! cache and the few batches of verified entries between the two threads, not by the
+//! ledger's length. Reading and verifying records runs on a helper thread while the fold
+//! runs on the caller's ([`store::Threads`]), with the sequential result. By default both copies are verified (sled compared
 //! frame by frame with the journal as the fold goes); the report names the copies verified.
 
 use std::collections::BTreeMap;
@@ -179,12 +181,27 @@ pub fn replay(
     scope: store::AuditScope,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ReplayReport, OpenError> {
+    replay_with(root, to, scope, store::Threads::default(), progress)
+}
+
+/// [`replay`] on the cores `threads` says. With [`store::Threads::Two`] (the default) one
+/// thread reads and verifies the records (record checks, decode, canonical form, hash,
+/// chain, sled's copy) while the calling thread folds the entries (rules, manifest
+/// proofs); the report — the state digest and the first failure included — is the one
+/// [`store::Threads::One`] gives.
+pub fn replay_with(
+    root: &Path,
+    to: Option<u64>,
+    scope: store::AuditScope,
+    threads: store::Threads,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReplayReport, OpenError> {
     let mut audit = Audit::new(&compiler::RELEASED, to);
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
         progress(sealed.entry.seq);
         audit.fold(sealed)
     };
-    let fallback = match store::audit(root, None, scope, &mut fold) {
+    let fallback = match store::audit_with(root, None, scope, threads, &mut fold) {
         Ok(v) => {
             audit.report.ok = true;
             audit.report.entries = v.entries;

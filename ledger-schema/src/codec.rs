@@ -7,7 +7,8 @@
 //! canonical key order (proved by `tests/key_order.rs`). On input `serde_cbor` accepts far
 //! more than that, so [`decode`] first runs [`check_canonical`] — a bounded, allocation-free
 //! walk of the raw bytes — then decodes with unknown fields denied, and finally re-encodes
-//! and compares, so exactly one byte string stands for each value.
+//! and compares (re-encoding into a reused per-thread buffer), so exactly one byte string
+//! stands for each value.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -262,6 +263,52 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for RawBytes<'a> {
 /// Strictly decodes a record that borrows from `bytes` (used for frames, whose entries
 /// are borrowed byte strings). Same checks as [`decode`].
 pub fn decode_borrowed<'a, T: serde::Deserialize<'a> + Serialize>(
+    bytes: &'a [u8],
+    max_bytes: usize,
+) -> Result<T, DecodeError> {
+    if bytes.len() > max_bytes {
+        return Err(DecodeError::TooLarge { len: bytes.len(), max: max_bytes });
+    }
+    check_canonical(bytes)?;
+    let value: T = serde_cbor::from_slice(bytes).map_err(classify)?;
+    reencodes_to(&value, bytes)?;
+    Ok(value)
+}
+
+/// The re-encode backstop: `value`'s canonical encoding must be `bytes`, byte for byte.
+///
+/// The canonical walk proves the CBOR profile, not that the schema maps the value back to
+/// the same bytes: `serde` also accepts a struct's field named by an integer or a byte
+/// string, a text field given as a byte string, an id given as text — each canonical
+/// CBOR, each a second byte string for one value (the `integer_key`, `byte_string_key`,
+/// `byte_string_for_text` and `ulid_text_for_id` negative vectors; only this check refuses
+/// them). So it is never skipped; it is made cheaper instead: the re-encoding goes into a
+/// per-thread scratch buffer that is reused (as [`record_digest`] does), so it costs no
+/// allocation. The offset is the first differing byte, or the shorter length.
+fn reencodes_to<T: Serialize>(value: &T, bytes: &[u8]) -> Result<(), DecodeError> {
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut again = SCRATCH.take();
+    again.clear();
+    encode_into(value, &mut again);
+    let result = if again == bytes {
+        Ok(())
+    } else {
+        let offset = again.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+        Err(DecodeError::NonCanonical { offset })
+    };
+    if again.capacity() <= MAX_ENTRY_BYTES {
+        SCRATCH.set(again);
+    }
+    result
+}
+
+/// [`decode_borrowed`] with the backstop as it was first written — a fresh re-encoding,
+/// then compared — kept so tests and fuzzers can hold the scratch-buffer backstop to it
+/// (same verdict, same offset).
+#[doc(hidden)]
+pub fn decode_borrowed_reference<'a, T: serde::Deserialize<'a> + Serialize>(
     bytes: &'a [u8],
     max_bytes: usize,
 ) -> Result<T, DecodeError> {

@@ -406,8 +406,9 @@ pub(super) enum SledCopy<'a> {
     /// writer appended them after the journal was read).
     MayLead(&'a sled::Tree),
     /// As `Strict`, reading sled through a [`SledCursor`] that starts with this handle
-    /// (bounded memory; read-only audits).
-    Streamed(&'a Path, &'a std::cell::RefCell<Option<sled::Db>>),
+    /// (bounded memory; read-only audits). A `Mutex` only so that the scan may run on a
+    /// helper thread ([`Threads::Two`]); the scan takes the handle once.
+    Streamed(&'a Path, &'a std::sync::Mutex<Option<sled::Db>>),
 }
 
 /// sled's `entries` tree in key order, read through a database handle that is dropped and
@@ -503,16 +504,41 @@ pub(super) fn scan(
     on_entry: OnEntry<'_>,
     on_frame: OnFrame<'_>,
 ) -> Result<Scan, OpenError> {
+    let mut each = |entries: Vec<SealedEntry>| -> Result<(), OpenError> {
+        for sealed in &entries {
+            on_entry(sealed)?;
+        }
+        Ok(())
+    };
+    scan_records(root, sled, keep_lag, on_damage, &mut each, on_frame)
+}
+
+/// Per-record observer of a scan's entries: the verified entries of one record, in order,
+/// handed over by value (so a pipelined scan can send them to another thread uncopied).
+type OnRecord<'a> = &'a mut dyn FnMut(Vec<SealedEntry>) -> Result<(), OpenError>;
+
+/// [`scan`], showing each record's verified entries to `on_record` at the point where
+/// [`scan`] shows them one by one to its `on_entry`.
+fn scan_records(
+    root: &Path,
+    sled: SledCopy<'_>,
+    keep_lag: bool,
+    on_damage: OnDamage,
+    on_record: OnRecord<'_>,
+    on_frame: OnFrame<'_>,
+) -> Result<Scan, OpenError> {
     let journal_dir = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal_dir)?;
     let mut chain = Chain::empty();
     let mut sled_iter: Option<Box<SledItems>> = match sled {
         SledCopy::Off => None,
         SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(Box::new(t.iter())),
-        SledCopy::Streamed(path, db) => match db.borrow_mut().take() {
-            Some(db) => Some(Box::new(SledCursor::new(path, db)?)),
-            None => None,
-        },
+        SledCopy::Streamed(path, db) => {
+            match db.lock().map_or_else(|p| p.into_inner().take(), |mut d| d.take()) {
+                Some(db) => Some(Box::new(SledCursor::new(path, db)?)),
+                None => None,
+            }
+        }
     };
     let mut sled_lagging = false;
     let mut held: Option<Held> = None;
@@ -624,17 +650,16 @@ pub(super) fn scan(
                     break 'segments;
                 }
             };
-            for sealed in &entries {
-                if held.as_ref().is_some_and(|h| h.authenticated_by == sealed.entry.seq) {
-                    // The journal's version of the differing frame is linked from here on:
-                    // sled's differing copy is the wrong one.
-                    if let Some(h) = held.as_mut() {
-                        h.sled_intact = false;
-                    }
-                }
-                on_entry(sealed)?;
-                out.entries += 1;
+            if let Some(h) = held.as_mut()
+                && entries.iter().any(|sealed| h.authenticated_by == sealed.entry.seq)
+            {
+                // The journal's version of the differing frame is linked from here on:
+                // sled's differing copy is the wrong one.
+                h.sled_intact = false;
             }
+            let n = entries.len() as u64;
+            on_record(entries)?;
+            out.entries += n;
             on_frame(&FramePos { segment: &path, offset, first_seq, record, before })?;
             out.frames += 1;
             records_here += 1;
@@ -716,6 +741,128 @@ pub(super) fn scan(
         None => return Err(OpenError::Empty),
     }
     Ok(out)
+}
+
+/// How a strict scan uses the machine's cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Threads {
+    /// Everything on the calling thread, entry after entry (the reference order).
+    One,
+    /// Two threads: a helper thread reads the journal and does every store check —
+    /// record checks, frame and entry decoding (canonical form), hashing, the chain, the
+    /// comparison with sled and the checkpoint — and hands the verified entries, in order,
+    /// through a bounded channel to the calling thread, which shows them to the observer
+    /// (a replay's fold). The result is the one [`Threads::One`] gives, failure included:
+    /// the observer sees exactly the entries it would have seen, and its own first failure
+    /// wins over anything the helper found later in the journal.
+    #[default]
+    Two,
+}
+
+/// Entries handed to the observer per channel message (amortises the hand-over).
+const PIPELINE_BATCH_ENTRIES: usize = 256;
+/// Batches queued between the two threads. At most four are alive at once: the one
+/// being filled, one queued, the one being folded, and one folded batch on its way back
+/// to be freed. Each holds [`PIPELINE_BATCH_ENTRIES`] entries, or one record's entries if
+/// more (the sequential scan holds a whole record too: its entries are shown only once
+/// all of them verified). Memory stays bounded whatever the ledger's length; one queued
+/// batch is enough for the two threads to overlap.
+const PIPELINE_BATCHES: usize = 1;
+
+/// A strict scan (`OnDamage::Fail`, no per-frame observer) with `on_entry` run on the
+/// calling thread, and the rest where `threads` says.
+fn scan_strict(
+    root: &Path,
+    sled: SledCopy<'_>,
+    keep_lag: bool,
+    threads: Threads,
+    on_entry: OnEntry<'_>,
+) -> Result<Scan, OpenError> {
+    match threads {
+        Threads::One => scan(root, sled, keep_lag, OnDamage::Fail, on_entry, &mut |_| Ok(())),
+        Threads::Two => scan_pipelined(root, sled, keep_lag, on_entry),
+    }
+}
+
+/// [`Threads::Two`]: the scan on a helper thread, `on_entry` on this one.
+fn scan_pipelined(
+    root: &Path,
+    sled: SledCopy<'_>,
+    keep_lag: bool,
+    on_entry: OnEntry<'_>,
+) -> Result<Scan, OpenError> {
+    pipelined(
+        move |send: OnRecord<'_>| scan_records(root, sled, keep_lag, OnDamage::Fail, send, &mut |_| Ok(())),
+        on_entry,
+    )
+}
+
+/// Runs `produce` on a helper thread and shows every entry it hands over, in order, to
+/// `on_entry` on the calling thread, through a bounded channel. `produce` hands each
+/// entry over before it reads anything after it, and returns its own result (an error
+/// where a sequential scan would have stopped) only once everything before that point has
+/// been handed over; so `on_entry`'s first failure is the result if it comes first in seq
+/// order, and `produce`'s otherwise — exactly as when `produce` calls `on_entry` itself.
+/// When `on_entry` fails, dropping the receiver stops the helper at its next hand-over; a
+/// helper that panics closes the channel and is reported as a failed task, never a hang.
+fn pipelined<R: Send>(
+    produce: impl FnOnce(OnRecord<'_>) -> Result<R, OpenError> + Send,
+    on_entry: OnEntry<'_>,
+) -> Result<R, OpenError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<SealedEntry>>(PIPELINE_BATCHES);
+    // Folded batches go back to the helper, which allocated them, to be freed and reused
+    // there: freeing them on the folding thread contends for the helper's malloc arena.
+    // One at most: a spent batch waiting here still holds its entries.
+    let (spent_tx, spent_rx) = std::sync::mpsc::sync_channel::<Vec<SealedEntry>>(1);
+    std::thread::scope(|scope| {
+        let helper =
+            std::thread::Builder::new().name("ledger-scan".to_owned()).spawn_scoped(scope, move || {
+                let mut batch: Vec<SealedEntry> = Vec::with_capacity(PIPELINE_BATCH_ENTRIES);
+                let mut send = |entries: Vec<SealedEntry>| -> Result<(), OpenError> {
+                    batch.extend(entries);
+                    if batch.len() >= PIPELINE_BATCH_ENTRIES {
+                        let next = match spent_rx.try_recv() {
+                            Ok(mut spent) => {
+                                spent.clear();
+                                spent
+                            }
+                            Err(_) => Vec::with_capacity(PIPELINE_BATCH_ENTRIES),
+                        };
+                        let full = std::mem::replace(&mut batch, next);
+                        // The receiver is gone only once `on_entry` failed: its error is the
+                        // result, and this one is never seen.
+                        tx.send(full).map_err(|_| OpenError::Task("replay fold"))?;
+                    }
+                    Ok(())
+                };
+                let produced = produce(&mut send);
+                if !batch.is_empty() {
+                    // Ignored for the same reason: a closed channel means `on_entry` failed.
+                    let _ = tx.send(batch);
+                }
+                produced
+            });
+        let helper = match helper {
+            Ok(helper) => helper,
+            Err(_) => return Err(OpenError::Task("journal scan thread spawn")),
+        };
+        let mut observed = Ok(());
+        'batches: for batch in rx.iter() {
+            for sealed in &batch {
+                observed = on_entry(sealed);
+                if observed.is_err() {
+                    break 'batches;
+                }
+            }
+            // Back to the helper, or freed here if it is behind on taking them back.
+            let _ = spent_tx.try_send(batch);
+        }
+        drop(rx);
+        drop(spent_tx);
+        let produced = helper.join();
+        observed?;
+        produced.unwrap_or(Err(OpenError::Task("journal scan thread")))
+    })
 }
 
 /// Verifies one intact record against the chain: header position, frame decoding, entry
@@ -881,6 +1028,19 @@ pub fn audit(
     scope: AuditScope,
     observe: OnEntry<'_>,
 ) -> Result<VerifyReport, OpenError> {
+    audit_with(root, checkpoint, scope, Threads::default(), observe)
+}
+
+/// [`audit`] on the cores `threads` says: with [`Threads::Two`] (the default) every store
+/// check runs on a helper thread while `observe` runs on the calling thread; the report,
+/// or the first failure, is the same as with [`Threads::One`].
+pub fn audit_with(
+    root: &Path,
+    checkpoint: Option<&Checkpoint>,
+    scope: AuditScope,
+    threads: Threads,
+    observe: OnEntry<'_>,
+) -> Result<VerifyReport, OpenError> {
     let lock = read_lock(root)?;
     let sled_dir = root.join(SLED_DIR);
     let db = match (scope, &lock) {
@@ -906,7 +1066,7 @@ pub fn audit(
         Ok(db) => (Copies::Both, Some(db)),
         Err(reason) => (Copies::JournalOnly(reason), None),
     };
-    let handle = std::cell::RefCell::new(handle);
+    let handle = std::sync::Mutex::new(handle);
     let mut checkpoint_seen = false;
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
         if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
@@ -916,7 +1076,7 @@ pub fn audit(
         observe(sealed)
     };
     let sled = if meta.is_some() { SledCopy::Streamed(&sled_dir, &handle) } else { SledCopy::Off };
-    let scan = scan(root, sled, false, OnDamage::Fail, &mut on_entry, &mut |_| Ok(()))?;
+    let scan = scan_strict(root, sled, false, threads, &mut on_entry)?;
     if let Some(cp) = checkpoint
         && !checkpoint_seen
     {
@@ -950,8 +1110,7 @@ pub fn audit_live(
     observe: OnEntry<'_>,
 ) -> Result<VerifyReport, OpenError> {
     ledger_journal_dir(root)?;
-    let scan =
-        scan(root, SledCopy::MayLead(&reader.entries), false, OnDamage::Fail, observe, &mut |_| Ok(()))?;
+    let scan = scan_strict(root, SledCopy::MayLead(&reader.entries), false, Threads::default(), observe)?;
     Ok(VerifyReport {
         head: scan.head,
         frames: scan.frames,
@@ -1004,8 +1163,7 @@ impl DiskStore {
             Err(e) => return Err(e),
         };
         let (entries_tree, meta) = trees(&db)?;
-        let scan =
-            scan(root, SledCopy::Strict(&entries_tree), true, OnDamage::Fail, on_entry, &mut |_| Ok(()))?;
+        let scan = scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), on_entry)?;
         let meta_present = check_meta(&meta, &scan.head)?;
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = OpenError::Sled;
@@ -1207,5 +1365,110 @@ impl Store for DiskStore {
 
     fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {
         read_frames(from, to.min(self.head.seq), |s| self.frame_bytes_holding(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+    use ledger_schema::events::LedgerInitialized;
+    use ledger_schema::{Event, Id, SealedEntry};
+
+    use super::{OnRecord, PIPELINE_BATCH_ENTRIES, pipelined};
+    use crate::store::{Chain, Corruption, OpenError, Replica};
+
+    /// `n` sealed entries (their content does not matter to the pipeline).
+    fn entries(n: usize) -> Vec<SealedEntry> {
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "t".into() });
+        let sealed = Chain::empty().seal(genesis, 1, Id(7)).unwrap();
+        vec![sealed; n]
+    }
+
+    fn failure(seq: u64) -> OpenError {
+        OpenError::Corrupt { seq, replica: Replica::Journal, reason: Corruption::Differs }
+    }
+
+    /// Hands `total` entries over in records of 1, 2, 3 … entries; then `end`.
+    fn produce(
+        total: usize,
+        end: Result<u64, OpenError>,
+    ) -> impl FnOnce(OnRecord<'_>) -> Result<u64, OpenError> {
+        move |send: OnRecord<'_>| {
+            let mut left = total;
+            let mut size = 1;
+            while left > 0 {
+                let n = size.min(left);
+                send(entries(n))?;
+                left -= n;
+                size += 1;
+            }
+            end
+        }
+    }
+
+    /// Every entry arrives, in order, before the producer's result, whatever its sign.
+    #[test]
+    fn every_entry_then_the_producers_result() {
+        for total in
+            [0, 1, PIPELINE_BATCH_ENTRIES - 1, PIPELINE_BATCH_ENTRIES, 5 * PIPELINE_BATCH_ENTRIES + 3]
+        {
+            let mut seen = 0usize;
+            let got = pipelined(produce(total, Ok(42)), &mut |_| {
+                seen += 1;
+                Ok(())
+            });
+            assert_eq!((got.unwrap(), seen), (42, total));
+            let mut seen = 0usize;
+            let got = pipelined(produce(total, Err(failure(9))), &mut |_| {
+                seen += 1;
+                Ok(())
+            });
+            assert!(matches!(got, Err(OpenError::Corrupt { seq: 9, .. })), "{got:?}");
+            assert_eq!(seen, total, "every entry before the producer's failure is observed");
+        }
+    }
+
+    /// The observer's failure wins over anything the producer found after it, and stops a
+    /// producer that would otherwise never end.
+    #[test]
+    fn the_observers_failure_comes_first_and_stops_the_producer() {
+        let mut seen = 0usize;
+        let got = pipelined(produce(10 * PIPELINE_BATCH_ENTRIES, Err(failure(9))), &mut |_| {
+            seen += 1;
+            if seen == 300 { Err(failure(3)) } else { Ok(()) }
+        });
+        assert!(matches!(got, Err(OpenError::Corrupt { seq: 3, .. })), "{got:?}");
+        assert_eq!(seen, 300);
+        let endless = |send: OnRecord<'_>| -> Result<u64, OpenError> {
+            loop {
+                send(entries(7))?;
+            }
+        };
+        let mut seen = 0usize;
+        let got = pipelined(endless, &mut |_| {
+            seen += 1;
+            if seen == 1000 { Err(failure(4)) } else { Ok(()) }
+        });
+        assert!(matches!(got, Err(OpenError::Corrupt { seq: 4, .. })), "{got:?}");
+    }
+
+    /// A producer that panics — before or after handing entries over — is a typed error,
+    /// never a hang.
+    #[test]
+    fn a_panicking_producer_is_a_failed_task() {
+        for before in [0, 1, 3 * PIPELINE_BATCH_ENTRIES + 1] {
+            let panicking = move |send: OnRecord<'_>| -> Result<u64, OpenError> {
+                send(entries(before))?;
+                panic!("injected panic in the scan thread");
+            };
+            let mut seen = 0usize;
+            let got = pipelined(panicking, &mut |_| {
+                seen += 1;
+                Ok(())
+            });
+            assert!(matches!(got, Err(OpenError::Task("journal scan thread"))), "{got:?}");
+            assert!(seen <= before);
+        }
     }
 }

@@ -24,7 +24,8 @@ pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
     AuditScope, Copies, Damage, DamageKind, DiskStore, FaultPlan, FaultPoint, IndexRebuilt, OnEntry,
-    OpenReport, StoreReader, TornTail, VerifyReport, audit, audit_live, init, replay_journal, verify,
+    OpenReport, StoreReader, Threads, TornTail, VerifyReport, audit, audit_live, audit_with, init,
+    replay_journal, verify,
 };
 pub use memory::MemStore;
 pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};

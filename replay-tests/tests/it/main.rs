@@ -17,6 +17,7 @@ mod profiles_util;
 mod recovery;
 mod redelivery;
 mod replay_cli;
+mod replay_parallel;
 mod rules_acceptance;
 mod rules_attempt;
 mod rules_authority;
