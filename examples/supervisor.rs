@@ -80,6 +80,18 @@ async fn worker(engine: Engine, n: u128, acks: Acks, stats: Arc<Mutex<[u64; 3]>>
         }))) => stats.lock().unwrap()[1] += 1,
         other => fail(format!("worker {n}: a conflicting payload was not refused: {other:?}")),
     }
+    // The worker's terminal event: its result, which `finishAttempt` needs.
+    let result = ok(
+        &engine,
+        Command::DeliverWorkerEvent(DeliverWorkerEvent {
+            attempt_id: attempt,
+            worker_event_id: lid(0x10_0000 * (n + 1) + 30),
+            manifest_digest: manifest,
+            payload: payload(WorkerEventKind::Proposals, 30, "proposals"),
+        }),
+    )
+    .await;
+    acks.lock().unwrap().push(result);
     ok(
         &engine,
         Command::FinishAttempt(FinishAttempt {

@@ -175,6 +175,23 @@ impl<S: Store> Script<'_, S> {
         }))
     }
 
+    /// Delivers the Attempt's terminal Worker event of `kind` (its result; event id
+    /// `attempt + 0x1000`), which `finishAttempt` needs.
+    pub fn result(&mut self, attempt: u128, kind: ResultKind) -> Result<Receipt, SubmitError> {
+        let event_kind = match kind {
+            ResultKind::Proposals => WorkerEventKind::Proposals,
+            ResultKind::CompletionRequest => WorkerEventKind::CompletionRequest,
+        };
+        let t = self.time_ms;
+        self.deliver(lid(attempt), attempt + 0x1000, payload(event_kind, t, "result"))
+    }
+
+    /// [`Script::result`], then [`Script::finish`].
+    pub fn complete(&mut self, attempt: u128, kind: ResultKind) -> Result<Receipt, SubmitError> {
+        self.result(attempt, kind)?;
+        self.finish(attempt, kind)
+    }
+
     pub fn advance(&mut self, phase: Phase) -> Result<Receipt, SubmitError> {
         let version = self.ledger.state().workflows.get(&lid(WORKFLOW)).map_or(0, |w| w.version) + 1;
         self.run(Command::AdvancePhase(AdvancePhase { workflow_id: lid(WORKFLOW), phase, version }))

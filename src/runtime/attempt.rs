@@ -401,6 +401,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             seq,
             events_admitted: 0,
             context_changed: false,
+            result_delivered: false,
             selection_receipt: e.selection_receipt,
         },
     );
@@ -542,6 +543,13 @@ pub fn apply_finished(state: &mut State, e: &AttemptFinished) -> Result<(), Rule
         "attempt {}: a bound input of its context changed after dispatch; its result cannot advance workflow {} (fail or cancel it and start a new Attempt)",
         e.attempt_id,
         attempt.workflow_id
+    );
+    ensure!(
+        attempt.result_delivered,
+        Rule::TerminalEvent,
+        "attempt {}: no {} Worker event was admitted for it; a result needs the worker's own terminal event (deliver it, or fail the Attempt)",
+        e.attempt_id,
+        super::wire(&e.result_kind)
     );
     end(state, e.attempt_id, AttemptStatus::Finished { result_kind: e.result_kind })
 }

@@ -77,6 +77,9 @@ pub enum Rule {
     AttemptBinding,
     /// IMPLEMENT names the exact active MUTABLE Candidate; DISCOVERY/PLAN name none.
     CandidateBinding,
+    /// A finish needs a current terminal Worker event (PROPOSALS / COMPLETION_REQUEST, the
+    /// phase's result kind) admitted for the Attempt: terminal stream accounting.
+    TerminalEvent,
     /// A task selection an Attempt carries is recorded, completed (never pending), made for
     /// a workflow, loaded, for this goal, goal revision and phase, and still current (no
     /// source drift or profile change since), its loaded bytes still the registry's.

@@ -256,6 +256,7 @@ impl AttemptStatus {
     }
 }
 
+/// Fields in canonical key order (length, then bytes), as the state digest encodes them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptState {
@@ -270,18 +271,23 @@ pub struct AttemptState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation_id: Option<Id>,
     pub package_digest: Digest,
-    pub events_admitted: u32,
-    pub manifest_digest: Digest,
-    /// The `compilerVersion` its manifest records (the dispatch claim recompiles with it).
-    pub compiler_version: String,
-    pub worker_session_id: Id,
-    pub workflow_version: u32,
     /// A bound input of its context changed after its dispatch claim (marked by the
     /// admission step, `runtime::mark_context_changed`): its worker events are ignored
     /// receipts (CONTEXT_CHANGED) and `finishAttempt` is refused (`ManifestStale`). Omitted
     /// while false, so ledgers without it keep their state digest.
     #[serde(skip_serializing_if = "is_false")]
     pub context_changed: bool,
+    pub events_admitted: u32,
+    pub manifest_digest: Digest,
+    /// The `compilerVersion` its manifest records (the dispatch claim recompiles with it).
+    pub compiler_version: String,
+    /// A current terminal Worker event (PROPOSALS / COMPLETION_REQUEST: the phase's result
+    /// kind) was admitted: what `finishAttempt` needs (terminal stream accounting). Omitted
+    /// while false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub result_delivered: bool,
+    pub worker_session_id: Id,
+    pub workflow_version: u32,
     /// The task selection its context carries (issue #15). Omitted while absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection_receipt: Option<Digest>,

@@ -186,6 +186,10 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
     state.worker_events.insert(e.worker_event_id, seq);
     let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
     attempt.events_admitted = attempt.events_admitted.saturating_add(1);
+    if matches!(e.payload.kind, WorkerEventKind::Proposals | WorkerEventKind::CompletionRequest) {
+        // The terminal event of the stream (its kind is the phase's result kind: `check_kind`).
+        attempt.result_delivered = true;
+    }
     Ok(())
 }
 

@@ -50,7 +50,7 @@ fn changed_identity_changes_the_manifest() {
     w.with(|s| {
         s.start(0x60, 0x61)?;
         s.claim(lid(0x60))?;
-        s.finish(0x60, ledger_schema::types::ResultKind::Proposals)?;
+        s.complete(0x60, ledger_schema::types::ResultKind::Proposals)?;
         s.advance(Phase::Plan)
     })
     .unwrap();

@@ -61,7 +61,7 @@ fn candidate_binding_implement() {
     w.with(|s| {
         s.start(0x60, 0x61)?;
         s.claim(lid(0x60))?;
-        s.finish(0x60, ResultKind::Proposals)?;
+        s.complete(0x60, ResultKind::Proposals)?;
         s.advance(Phase::Plan)?;
         s.advance(Phase::Implement)
     })
@@ -210,11 +210,46 @@ fn result_kind_per_phase() {
     w.ok(start(0x60));
     w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
     w.refused(finish(0x60, ResultKind::CompletionRequest), Rule::ResultKind);
+    w.with(|s| s.result(0x60, ResultKind::Proposals)).unwrap();
     w.ok(finish(0x60, ResultKind::Proposals));
     let mut w = World::at(Stage::Implementing);
     w.ok(start(0x64));
     w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x64))));
     w.refused(finish(0x64, ResultKind::Proposals), Rule::ResultKind);
+}
+
+/// A result needs the worker's own terminal event (seed: "only a duplicate bound to the
+/// exact current dispatch can satisfy terminal stream accounting"): a finish with no
+/// admitted PROPOSALS / COMPLETION_REQUEST event is refused (`TerminalEvent`), live and as
+/// a forged entry; a progress event does not count, a stale (ignored) result event does
+/// not count; once the current terminal event is admitted the finish is.
+#[test]
+fn terminal_event_needed_to_finish() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
+    w.refused(finish(0x60, ResultKind::Proposals), Rule::TerminalEvent);
+    w.forged(
+        Event::AttemptFinished(ledger_schema::events::AttemptFinished {
+            attempt_id: lid(0x60),
+            result_kind: ResultKind::Proposals,
+            summary: "forged".into(),
+        }),
+        Rule::TerminalEvent,
+    );
+    w.with(|s| s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Progress, 1, "working"))).unwrap();
+    w.refused(finish(0x60, ResultKind::Proposals), Rule::TerminalEvent);
+    // A result event naming another manifest is an ignored receipt: it does not count.
+    w.ok(Command::DeliverWorkerEvent(closure_ledger::runtime::command::DeliverWorkerEvent {
+        attempt_id: lid(0x60),
+        worker_event_id: lid(0x71),
+        manifest_digest: ledger_schema::Digest::ZERO,
+        payload: payload(WorkerEventKind::Proposals, 2, "proposals for another manifest"),
+    }));
+    assert!(matches!(w.last_event("workerDeliveryIgnored"), Event::WorkerDeliveryIgnored(_)));
+    w.refused(finish(0x60, ResultKind::Proposals), Rule::TerminalEvent);
+    w.with(|s| s.result(0x60, ResultKind::Proposals)).unwrap();
+    w.ok(finish(0x60, ResultKind::Proposals));
 }
 
 /// An ended attempt takes no second result, failure or cancel.
@@ -223,6 +258,7 @@ fn attempt_not_active() {
     let mut w = World::at(Stage::Setup);
     w.ok(start(0x60));
     w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
+    w.with(|s| s.result(0x60, ResultKind::Proposals)).unwrap();
     w.ok(finish(0x60, ResultKind::Proposals));
     // Exactly the same finish is a redelivery; another result for the ended Attempt is not.
     assert!(w.ok(finish(0x60, ResultKind::Proposals)).duplicate);
@@ -320,7 +356,7 @@ fn thread_policy_fresh_profile() {
     w.with(|s| {
         s.start(0x60, 0x61)?;
         s.claim(lid(0x60))?;
-        s.finish(0x60, ResultKind::Proposals)
+        s.complete(0x60, ResultKind::Proposals)
     })
     .unwrap();
     w.refused(start_with(0x62, 0x61, ThreadChoice::Fresh), Rule::ThreadPolicy);
@@ -372,7 +408,7 @@ fn thread_policy_resume_profile() {
     w.ok(on(0x60, 0x61, ThreadChoice::Fresh));
     w.with(|s| {
         s.claim(lid(0x60))?;
-        s.finish(0x60, ResultKind::Proposals)
+        s.complete(0x60, ResultKind::Proposals)
     })
     .unwrap();
     w.refused(on(0x62, 0x63, ThreadChoice::Resume), Rule::ThreadPolicy); // another session
@@ -382,7 +418,7 @@ fn thread_policy_resume_profile() {
     w.ok(on(0x64, 0x65, ThreadChoice::Fresh));
     w.with(|s| {
         s.claim(lid(0x64))?;
-        s.finish(0x64, ResultKind::Proposals)
+        s.complete(0x64, ResultKind::Proposals)
     })
     .unwrap();
     w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: lid(0x31), phase: Phase::Plan, version: 2 }));
@@ -401,7 +437,7 @@ fn thread_policy_forged() {
     w.with(|s| {
         s.start(0x6a, 0x61)?;
         s.claim(lid(0x6a))?;
-        s.finish(0x6a, ResultKind::Proposals)
+        s.complete(0x6a, ResultKind::Proposals)
     })
     .unwrap();
     a.thread = ThreadChoice::Resume;
@@ -451,7 +487,7 @@ fn restart_attempt() {
     // The replacement runs to completion; a restart of an ended Attempt is refused.
     w.with(|s| {
         s.claim(lid(0x66))?;
-        s.finish(0x66, ResultKind::CompletionRequest)
+        s.complete(0x66, ResultKind::CompletionRequest)
     })
     .unwrap();
     w.refused(restart(0x68, 0x69, 3), Rule::AttemptNotActive);

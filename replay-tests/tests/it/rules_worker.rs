@@ -151,11 +151,11 @@ fn delivery_staleness_receipts() {
     w.ok(c);
     let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
     assert_eq!(i.reason, IgnoredReason::ManifestMismatch);
-    w.with(|s| s.finish(0x60, ledger_schema::types::ResultKind::Proposals)).unwrap();
+    w.with(|s| s.complete(0x60, ledger_schema::types::ResultKind::Proposals)).unwrap();
     w.ok(deliver(&w, 0x71, progress("late")));
     let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
     assert_eq!(i.reason, IgnoredReason::AttemptEnded);
-    assert_eq!(w.ledger.state().attempts[&lid(0x60)].events_admitted, 0);
+    assert_eq!(w.ledger.state().attempts[&lid(0x60)].events_admitted, 1, "only the terminal result event");
 }
 
 /// Forged: admitting a stale delivery, or an ignored receipt for a current one, is refused.
@@ -230,7 +230,7 @@ fn result_kind_event_outside_its_phase() {
     w.with(|s| {
         s.start(0x60, 0x61)?;
         s.claim(lid(0x60))?;
-        s.finish(0x60, ledger_schema::types::ResultKind::Proposals)?;
+        s.complete(0x60, ledger_schema::types::ResultKind::Proposals)?;
         s.advance(ledger_schema::types::Phase::Plan)?;
         s.start(0x62, 0x63)?;
         s.claim(lid(0x62))
