@@ -102,7 +102,7 @@ def parts(pkg):
         "failedEvidence": list(repair["failedEvidence"]) if repair else [],
         "repairDecision": [repair] if repair else [],
         "priorAttemptFeedback": [pkg["priorAttemptFeedback"]] if "priorAttemptFeedback" in pkg else [],
-        "selectedSkill": list(pkg.get("selectedSkills", [])),
+        "taskSelection": [pkg["selectedSkills"]] if pkg.get("selectedSkills") else [],
     }
     return p
 
@@ -154,12 +154,15 @@ def check_manifest(name, a, pkg, version="closure-ledger-compiler/2"):
         if e["kind"] == "fact":
             check(name, "fact sourceDigest",
                   e["sourceDigest"] == raw_digest("source", value["statement"].encode()))
-        if e["kind"] == "selectedSkill":
-            # compiler/3: the resource bytes re-hashed as the registry records them.
-            check(name, "selectedSkill sourceDigest", e["sourceDigest"] == value["digest"]
-                  == raw_digest("source resource", value["content"].encode()))
-            check(name, "selectedSkill authority", e["authorityClass"] == "PROMPT_ADVISORY")
-            check(name, "selectedSkill sourceRef", e["sourceRef"] == value["id"] + "/" + value["path"])
+        if e["kind"] == "taskSelection":
+            # compiler/3: one entry for the whole selection, bound to its receipt; each
+            # resource's bytes re-hashed as the registry records them.
+            check(name, "taskSelection sourceDigest", e.get("sourceDigest") == sel)
+            check(name, "taskSelection sourceRef", e["sourceRef"] == "selection/" + b3(sel or b""))
+            check(name, "taskSelection authority", e["authorityClass"] == "PROMPT_ADVISORY")
+            for k in value:
+                check(name, "selected skill digest",
+                      k["digest"] == raw_digest("source resource", k["content"].encode()), k["path"])
     for kind, rest in left.items():
         check(name, "every package part has an entry", not rest, kind)
 

@@ -213,8 +213,8 @@ pub(super) enum Place {
     Code(CodeExcerpt),
     Obligation(Obligation),
     Blocker(Blocker),
-    /// A task-selected source's resource (compiler/3).
-    Skill(SelectedSkill),
+    /// A task selection's loaded sources, whole (compiler/3).
+    Skills(Vec<SelectedSkill>),
     /// Identity, phase, goal, candidate, repair entries: rendered in fixed fields.
     Fixed,
 }
@@ -765,7 +765,7 @@ fn render_and_hash(
             Place::Code(v) => package.relevant_code.push(v),
             Place::Obligation(v) => package.verification_obligations.push(v),
             Place::Blocker(v) => package.blockers.push(v),
-            Place::Skill(v) => package.selected_skills.push(v),
+            Place::Skills(v) => package.selected_skills.extend(v),
             Place::Fixed => {}
         }
         entries.push(it.entry);

@@ -7,13 +7,14 @@
 //!   loaded resource still the registry's bytes, UTF-8 text); a selection that no longer
 //!   holds is a context that no longer compiles (a dispatch claim is then `ManifestStale`,
 //!   a dispatched Attempt is marked CONTEXT_CHANGED);
-//! - each loaded resource (a skill's `SKILL.md` and its required resources, in the
-//!   selection's (id, path) order) becomes a `PROJECT_MATERIAL` item of kind
-//!   `selectedSkill`, authority class `PROMPT_ADVISORY` (it grants no tool, capability or
-//!   authority), source `<id>/<path>`, revision the selection's seq, source digest the
-//!   registry's resource digest; they follow the goal's project sources inside the class
-//!   budget, and what does not fit (or a phase that does not want project material) is a
-//!   recorded omission — never a required overflow;
+//! - its loaded resources (each selected skill's `SKILL.md` and required resources, in the
+//!   selection's (id, path) order: the dependency closure) become **one**
+//!   `PROJECT_MATERIAL` item of kind `taskSelection`, authority class `PROMPT_ADVISORY`
+//!   (it grants no tool, capability or authority), source `selection/<receiptDigest>`,
+//!   revision the selection's seq, source digest the receipt digest; it follows the goal's
+//!   project sources inside the class budget and is kept or omitted whole — what does not
+//!   fit (or a phase that does not want project material) is one recorded omission, never
+//!   a required overflow and never half a skill;
 //! - the package carries them as `selectedSkills`, the manifest binds the selection's
 //!   `receiptDigest` (`selectionReceipt`), and `compilerVersion` is this one.
 //!
@@ -62,26 +63,31 @@ pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, Comp
     v2::pipeline(state, binding, VERSION, advisory)
 }
 
-/// One `PROJECT_MATERIAL` item per loaded resource of selection `receipt`, checked.
+/// The selection `receipt`, checked, as one `PROJECT_MATERIAL` item: its loaded sources
+/// are its dependency closure, so they are kept or omitted whole (a worker never gets a
+/// required resource without the instructions that use it, or a skill without its
+/// dependencies).
 fn selected_sources(state: &State, b: &AttemptBinding, receipt: Digest) -> Result<Vec<Item>, CompileError> {
     let (selection, material) = attempt_material(state, receipt, b.goal_id, b.goal_revision, b.phase)?;
-    Ok(material
+    if material.is_empty() {
+        // A `none` decision: the manifest binds the receipt, nothing is rendered.
+        return Ok(Vec::new());
+    }
+    let value: Vec<SelectedSkill> = material
         .into_iter()
-        .map(|m| {
-            let value = SelectedSkill {
-                id: m.resource.id.clone(),
-                path: m.resource.path.clone(),
-                digest: m.resource.digest,
-                content: m.text.to_owned(),
-            };
-            let source = Source {
-                kind: "selectedSkill",
-                source_ref: format!("{}/{}", m.resource.id, m.resource.path),
-                source_revision: selection.seq,
-                source_digest: Some(m.resource.digest),
-                authority_class: AuthorityClass::PromptAdvisory,
-            };
-            item(InputClass::ProjectMaterial, source, &value, Place::Skill(value.clone()))
+        .map(|m| SelectedSkill {
+            id: m.resource.id.clone(),
+            path: m.resource.path.clone(),
+            digest: m.resource.digest,
+            content: m.text.to_owned(),
         })
-        .collect())
+        .collect();
+    let source = Source {
+        kind: "taskSelection",
+        source_ref: format!("selection/{receipt}"),
+        source_revision: selection.seq,
+        source_digest: Some(receipt),
+        authority_class: AuthorityClass::PromptAdvisory,
+    };
+    Ok(vec![item(InputClass::ProjectMaterial, source, &value, Place::Skills(value.clone()))])
 }

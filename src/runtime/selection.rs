@@ -166,6 +166,10 @@ pub struct SelectionState {
     pub no_workflow: bool,
     pub plan_digest: Digest,
     pub trigger_digest: Digest,
+    /// The configured store revision it resolved against: any later profile revision
+    /// (`set`, `mode`, `rollback`) makes it stale for an Attempt, even one that returns to
+    /// the same plan.
+    pub profile_revision: u32,
     pub resources: Vec<LoadedResource>,
 }
 
@@ -866,6 +870,7 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
             no_workflow: e.no_workflow,
             plan_digest: e.plan_digest,
             trigger_digest: e.trigger_digest,
+            profile_revision: e.profile_revision,
             resources: e.resources.clone(),
         },
     );
@@ -891,6 +896,8 @@ pub enum AttemptSelectionError {
     NoWorkflow(Digest),
     #[error("selection {0} selected sources without loading them (select again with --load)")]
     NotLoaded(Digest),
+    #[error("selection {0} was made in suggest mode: suggestions are never delivered to a worker")]
+    Suggest(Digest),
     #[error("selection {receipt} is for task {task:?}, not goal {goal}")]
     OtherGoal { receipt: Digest, task: String, goal: Id },
     #[error(
@@ -951,7 +958,16 @@ pub fn attempt_material<'s>(
         return Err(E::OtherPhase { receipt, selected: s.phase.clone(), current });
     }
     let stale = |why: String| E::Stale { receipt, why };
-    let (plan, registry, _, _) = configured(state).map_err(|e| stale(e.to_string()))?;
+    let (plan, registry, revision, _) = configured(state).map_err(|e| stale(e.to_string()))?;
+    if revision != s.profile_revision {
+        return Err(stale(format!(
+            "the profile is at revision {revision}, the selection resolved against revision {}",
+            s.profile_revision
+        )));
+    }
+    if plan.selection_mode == SelectionMode::Suggest {
+        return Err(E::Suggest(receipt));
+    }
     if plan.digest() != s.plan_digest {
         return Err(stale(format!(
             "the configured plan is {} now, it was decided over {}",
