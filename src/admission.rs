@@ -34,10 +34,16 @@ pub enum AdmissionError {
         /// The versions this build has, newest first.
         known: Vec<&'static str>,
     },
-    #[error("attempt {attempt}: the recorded manifest {recorded} is not the compiled one {compiled}")]
+    #[error(
+        "attempt {attempt}: the recorded manifest (digest field {recorded}, body hashing to {recorded_body}) is not the compiled one {compiled}"
+    )]
     ManifestMismatch {
         attempt: ledger_schema::Id,
+        /// The recorded `manifestDigest` field.
         recorded: ledger_schema::Digest,
+        /// The digest of the recorded manifest body (differs from `recorded` when the body
+        /// was changed without its digest field).
+        recorded_body: ledger_schema::Digest,
         compiled: ledger_schema::Digest,
     },
 }
@@ -110,6 +116,7 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
             return Err(AdmissionError::ManifestMismatch {
                 attempt: e.attempt_id,
                 recorded: e.manifest_digest,
+                recorded_body: e.manifest.digest(),
                 compiled: compiled.manifest_digest,
             });
         }

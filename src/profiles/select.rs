@@ -323,7 +323,7 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
                 return Err(SelectionError::NotLoadable { id: r.id, path: r.path }.into());
             }
             let content = String::from_utf8(bytes.to_vec()).map_err(|_| {
-                SelectError::Refused(SelectionError::NotLoadable { id: r.id.clone(), path: r.path.clone() })
+                SelectError::Refused(SelectionError::NotText { id: r.id.clone(), path: r.path.clone() })
             })?;
             resources.push(LoadedText {
                 id: r.id,

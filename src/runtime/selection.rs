@@ -143,6 +143,8 @@ pub enum SelectionError {
     SuggestNeverLoads,
     #[error("{id} resource {path:?} is recorded by digest only: it cannot be loaded")]
     NotLoadable { id: String, path: String },
+    #[error("{id} resource {path:?} is not UTF-8 text: it cannot be loaded as instructions")]
+    NotText { id: String, path: String },
     #[error("the load needs {bytes} bytes, over the budget of {MAX_LOAD_BYTES}: nothing loaded")]
     OverBudget { bytes: u64 },
 }
