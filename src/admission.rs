@@ -34,18 +34,23 @@ pub enum AdmissionError {
         /// The versions this build has, newest first.
         known: Vec<&'static str>,
     },
-    #[error(
-        "attempt {attempt}: the recorded manifest (digest field {recorded}, body hashing to {recorded_body}) is not the compiled one {compiled}"
-    )]
-    ManifestMismatch {
-        attempt: ledger_schema::Id,
-        /// The recorded `manifestDigest` field.
-        recorded: ledger_schema::Digest,
-        /// The digest of the recorded manifest body (differs from `recorded` when the body
-        /// was changed without its digest field).
-        recorded_body: ledger_schema::Digest,
-        compiled: ledger_schema::Digest,
-    },
+    #[error("{0}")]
+    ManifestMismatch(Box<ManifestMismatch>),
+}
+
+/// A recorded manifest that is not the compiled one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "attempt {attempt}: the recorded manifest (digest field {recorded}, body hashing to {recorded_body}) is not the compiled one {compiled}"
+)]
+pub struct ManifestMismatch {
+    pub attempt: ledger_schema::Id,
+    /// The recorded `manifestDigest` field.
+    pub recorded: ledger_schema::Digest,
+    /// The digest of the recorded manifest body (differs from `recorded` when the body was
+    /// changed without its digest field).
+    pub recorded_body: ledger_schema::Digest,
+    pub compiled: ledger_schema::Digest,
 }
 
 /// A recorded version as the error shows it: quoted and escaped (one line whatever it
@@ -113,12 +118,12 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::AttemptStarted(e) = &entry.event {
         let compiled = recompile_with(registry, state, e)?;
         if compiled.manifest != e.manifest || compiled.manifest_digest != e.manifest_digest {
-            return Err(AdmissionError::ManifestMismatch {
+            return Err(AdmissionError::ManifestMismatch(Box::new(ManifestMismatch {
                 attempt: e.attempt_id,
                 recorded: e.manifest_digest,
                 recorded_body: e.manifest.digest(),
                 compiled: compiled.manifest_digest,
-            });
+            })));
         }
     }
     if let Event::DispatchClaimed(e) = &entry.event {

@@ -91,7 +91,7 @@ fn candidate_binding_in_manifests() {
     forged.workflow_version = 3;
     forged.phase = Phase::Implement;
     let err = w2.forged_error(vec![Event::AttemptStarted(forged)]);
-    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch { .. })), "{err}");
+    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch(_))), "{err}");
 }
 
 /// The compiler owns manifest entries: a forged entry is refused even with the manifest
@@ -106,7 +106,7 @@ fn manifest_binding_forged_entry() {
     a.manifest.entries[0].authority_class = ledger_schema::types::AuthorityClass::NonAuthoritativeWorking;
     a.manifest_digest = a.manifest.digest();
     let err = w.forged_error(vec![Event::AttemptStarted(a.clone())]);
-    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch { .. })), "{err}");
+    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch(_))), "{err}");
     // And a manifest digest that is not the manifest's is refused by the runtime rule.
     let mut w = World::at(Stage::Setup);
     let mut b = a;
@@ -118,7 +118,7 @@ fn manifest_binding_forged_entry() {
     };
     b.manifest_digest = digest_of("wrong");
     let err = w.forged_error(vec![Event::AttemptStarted(b)]);
-    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch { .. })), "{err}");
+    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch(_))), "{err}");
 }
 
 /// A dispatch claim revalidates the profile, both digests and the plan pair.
