@@ -489,6 +489,12 @@ pub fn decide_cancel(c: &CancelAttempt) -> Event {
     })
 }
 
+/// Attempts started by the builds before terminal stream accounting (`TerminalEvent`)
+/// record these compiler versions; their finishes keep the older rule, so every ledger
+/// those builds wrote still replays. Every Attempt started since (compiler/3 and later)
+/// needs its terminal Worker event.
+const PRE_TERMINAL_ACCOUNTING: [&str; 2] = ["closure-ledger-compiler/1", "closure-ledger-compiler/2"];
+
 /// Ends an active Attempt with `status`.
 fn end(state: &mut State, attempt_id: Id, status: AttemptStatus) -> Result<(), RuleViolation> {
     let attempt = get_mut(&mut state.attempts, attempt_id, "attempt")?;
@@ -545,7 +551,7 @@ pub fn apply_finished(state: &mut State, e: &AttemptFinished) -> Result<(), Rule
         attempt.workflow_id
     );
     ensure!(
-        attempt.result_delivered,
+        attempt.result_delivered || PRE_TERMINAL_ACCOUNTING.contains(&attempt.compiler_version.as_str()),
         Rule::TerminalEvent,
         "attempt {}: no {} Worker event was admitted for it; a result needs the worker's own terminal event (deliver it, or fail the Attempt)",
         e.attempt_id,

@@ -252,6 +252,30 @@ fn terminal_event_needed_to_finish() {
     w.ok(finish(0x60, ResultKind::Proposals));
 }
 
+/// Ledgers written before the rule keep replaying: an Attempt started by the previous build
+/// (its manifest records compiler/2) may still finish without a terminal event, as it
+/// could then; the same Attempt started now (compiler/3) may not.
+#[test]
+fn terminal_event_is_not_required_of_attempts_of_the_previous_build() {
+    use closure_ledger::compiler::{Registry, v1, v2};
+    static PREVIOUS: Registry<'static> = Registry::new(&v2::V2, &[&v1::V1]);
+    let mut w = World::at(Stage::Setup);
+    let ctx = closure_ledger::runtime::Ctx { time_ms: replay_tests::T0 + 900_000 };
+    let closure_ledger::runtime::Decided::Events(events) =
+        closure_ledger::admission::decide_with(&PREVIOUS, w.ledger.state(), &start(0x60), ctx).unwrap()
+    else {
+        panic!("not a redelivery")
+    };
+    w.ledger.admit(events, ctx).unwrap();
+    assert_eq!(w.ledger.state().attempts[&lid(0x60)].compiler_version, v2::VERSION);
+    w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
+    w.ok(finish(0x60, ResultKind::Proposals));
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    w.ok(Command::ClaimDispatch(claim_of(&w, lid(0x60))));
+    w.refused(finish(0x60, ResultKind::Proposals), Rule::TerminalEvent);
+}
+
 /// An ended attempt takes no second result, failure or cancel.
 #[test]
 fn attempt_not_active() {
