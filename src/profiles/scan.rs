@@ -298,6 +298,9 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
     }
     let mut keys: BTreeMap<String, String> = BTreeMap::new();
     let mut current: Option<String> = None;
+    // The current key opened a block (`>`, `|`, or an empty value with an indented block
+    // under it) rather than a plain scalar on its own line.
+    let mut block = false;
     let mut closed = false;
     for line in lines.by_ref() {
         if line.trim_end() == "---" {
@@ -309,6 +312,19 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
         }
         if line.starts_with(' ') || line.starts_with('\t') {
             let key = current.as_ref().ok_or("an indented line before any key")?;
+            let text = line.trim();
+            // Fail closed: metadata never hides inside another key's value.
+            if let Some(hidden) = PLAIN_KEYS
+                .iter()
+                .chain(AUTHORITY_KEYS.iter())
+                .find(|k| text.strip_prefix(**k).is_some_and(|r| r.trim_start().starts_with(':')))
+            {
+                return Err(format!("an indented line under {key:?} holds the front-matter key {hidden:?}"));
+            }
+            // YAML: a plain scalar continued on an indented line cannot hold `key: value`.
+            if !block && (text.contains(": ") || text.ends_with(':')) {
+                return Err(format!("an indented line continuing {key:?} is not valid YAML: {line:?}"));
+            }
             let value = keys.get_mut(key).ok_or("front matter parse state")?;
             value.push('\n');
             value.push_str(line.trim());
@@ -321,11 +337,8 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             return Err(format!("unknown front-matter key {key:?}"));
         }
         let value = value.trim();
-        let value = if value == ">" || value == "|" || value == ">-" || value == "|-" {
-            String::new()
-        } else {
-            unquote(value)
-        };
+        block = value.is_empty() || [">", "|", ">-", "|-", ">+", "|+"].contains(&value);
+        let value = if block { String::new() } else { unquote(value) };
         if keys.insert(key.clone(), value).is_some() {
             return Err(format!("duplicate front-matter key {key:?}"));
         }

@@ -103,6 +103,26 @@ fn scan_fails_closed_on_every_listed_case() {
             "unknown front-matter key",
         ),
         (
+            "an authority key hidden in an indented line",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/deploy/SKILL.md"),
+                    "---\nname: deploy\ndescription: Helper.\n  allowed-tools: Bash\n---\nbody\n",
+                )
+            }),
+            "holds the front-matter key \"allowed-tools\"",
+        ),
+        (
+            "a plain scalar continued with `key: value` (not YAML)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/deploy/SKILL.md"),
+                    "---\nname: deploy\ndescription: Helper.\n  colour: blue\n---\nbody\n",
+                )
+            }),
+            "not valid YAML",
+        ),
+        (
             "unknown key in the registry manifest",
             Box::new(|src| {
                 write(
