@@ -322,9 +322,15 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
             if ledger_schema::events::profile::SourceResource::digest_of(bytes) != r.digest {
                 return Err(SelectionError::NotLoadable { id: r.id, path: r.path }.into());
             }
-            let content = String::from_utf8(bytes.to_vec()).map_err(|_| {
-                SelectError::Refused(SelectionError::NotText { id: r.id.clone(), path: r.path.clone() })
-            })?;
+            let content = sel::deliverable_text(bytes)
+                .map_err(|why| {
+                    SelectError::Refused(SelectionError::NotText {
+                        id: r.id.clone(),
+                        path: r.path.clone(),
+                        why,
+                    })
+                })?
+                .to_owned();
             resources.push(LoadedText {
                 id: r.id,
                 path: r.path,

@@ -143,8 +143,8 @@ pub enum SelectionError {
     SuggestNeverLoads,
     #[error("{id} resource {path:?} is recorded by digest only: it cannot be loaded")]
     NotLoadable { id: String, path: String },
-    #[error("{id} resource {path:?} is not UTF-8 text: it cannot be loaded as instructions")]
-    NotText { id: String, path: String },
+    #[error("{id} resource {path:?} is not deliverable text ({why}): it cannot be loaded as instructions")]
+    NotText { id: String, path: String, why: &'static str },
     #[error("the load needs {bytes} bytes, over the budget of {MAX_LOAD_BYTES}: nothing loaded")]
     OverBudget { bytes: u64 },
 }
@@ -912,8 +912,22 @@ pub enum AttemptSelectionError {
     Stale { receipt: Digest, why: String },
     #[error("selection {receipt}: {id} resource {path:?} is not in the registry with its recorded digest")]
     Resource { receipt: Digest, id: String, path: String },
-    #[error("selection {receipt}: {id} resource {path:?} is not UTF-8 text")]
-    NotText { receipt: Digest, id: String, path: String },
+    #[error("selection {receipt}: {id} resource {path:?} is not deliverable text ({why})")]
+    NotText { receipt: Digest, id: String, path: String, why: &'static str },
+}
+
+/// A resource's bytes as text a worker (and a supervisor's terminal) may be given: UTF-8,
+/// no control character but tab, line feed and carriage return, no bidirectional override
+/// or isolate (U+202A–U+202E, U+2066–U+2069: text that reads differently than it is).
+pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
+    if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+        return Err("a control character");
+    }
+    if text.chars().any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')) {
+        return Err("a bidirectional override");
+    }
+    Ok(text)
 }
 
 /// One loaded resource as an Attempt's context carries it: its record and its text, the
@@ -994,10 +1008,11 @@ pub fn attempt_material<'s>(
         {
             return Err(missing());
         }
-        let text = std::str::from_utf8(&bytes.0).map_err(|_| E::NotText {
+        let text = deliverable_text(&bytes.0).map_err(|why| E::NotText {
             receipt,
             id: r.id.clone(),
             path: r.path.clone(),
+            why,
         })?;
         material.push(Material { resource: r, text });
     }

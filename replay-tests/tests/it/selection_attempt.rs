@@ -556,24 +556,36 @@ fn restart_redelivery_and_goal_revision() {
     let _ = Ctx { time_ms: 0 };
 }
 
-/// A required resource that is not UTF-8 text is refused at `--load` with that reason (not
-/// as "recorded by digest only", which it is not), nothing recorded.
+/// A required resource that is not deliverable text — not UTF-8, a control character
+/// (ESC, NUL: they would reach the worker and a supervisor's terminal), a bidirectional
+/// override — is refused at `--load` with that reason (not as "recorded by digest only",
+/// which it is not), nothing recorded.
 #[test]
-fn a_non_utf8_resource_is_refused_by_its_reason() {
+fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
     let w = world("auto");
-    std::fs::write(w.s.src.join("skills/python-patterns/references/details.md"), [0xff, 0xfe, b'x']).unwrap();
-    assert_eq!(w.s.scan().0, 0);
     let root = w.s.tmp.path().join("store");
-    let (code, _, err) = w
-        .s
-        .run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
-    assert_eq!(code, 0, "{err}");
-    let f = w.s.tmp.path().join("task.json");
-    std::fs::write(&f, serde_json::to_vec(&explicit("discovery", &["skill:api-design"])).unwrap()).unwrap();
-    let head = w.head();
-    let (code, _, err) = w.s.run(&["select"], &["--task-input", f.to_str().unwrap(), "--load"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("not UTF-8") && !err.contains("digest only"), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert_eq!(w.head(), head, "nothing recorded");
+    for (bytes, reason) in [
+        (vec![0xff, 0xfe, b'x'], "not UTF-8"),
+        (b"clear \x1b[2J the screen\n".to_vec(), "a control character"),
+        (b"nul \0 byte\n".to_vec(), "a control character"),
+        ("reads \u{202E}backwards\n".as_bytes().to_vec(), "a bidirectional override"),
+    ] {
+        std::fs::write(w.s.src.join("skills/python-patterns/references/details.md"), &bytes).unwrap();
+        assert_eq!(w.s.scan().0, 0);
+        let (code, _, err) = w.s.run(
+            &["profile", "set"],
+            &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"],
+        );
+        assert_eq!(code, 0, "{err}");
+        let f = w.s.tmp.path().join("task.json");
+        std::fs::write(&f, serde_json::to_vec(&explicit("discovery", &["skill:api-design"])).unwrap())
+            .unwrap();
+        let head = w.head();
+        let (code, _, err) = w.s.run(&["select"], &["--task-input", f.to_str().unwrap(), "--load"]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(reason) && !err.contains("digest only"), "{reason}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains('\u{1b}') && !err.contains('\u{202E}'), "never echoed raw: {err}");
+        assert_eq!(w.head(), head, "nothing recorded");
+    }
 }
