@@ -129,25 +129,18 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::DispatchClaimed(e) = &entry.event {
         check_current(registry, state, e.attempt_id)?;
     }
-    // The Goal whose context the entry changes, read before it is applied (every record
-    // it names exists already, else the rules refuse it).
-    let goal = runtime::input_goal(state, &entry.event);
-    // A new registry or profile revision may make a carried task selection stale.
-    let selections =
-        matches!(entry.event, Event::SourceRegistryRecorded(_) | Event::ProfileRevisionRecorded(_));
+    // The contexts the entry may change, read before it is applied (every record it names
+    // exists already, else the rules refuse it).
+    let input = runtime::input_of(state, &entry.event);
     runtime::apply(state, entry)?;
-    if let Some(goal) = goal {
-        let attempts = runtime::in_flight_attempts(state, goal);
-        mark_changed_contexts(registry, state, attempts);
-    }
-    if selections {
-        let attempts = runtime::in_flight_selection_attempts(state);
+    if let Some(input) = input {
+        let attempts = runtime::in_flight(state, input);
         mark_changed_contexts(registry, state, attempts);
     }
     Ok(())
 }
 
-/// After an entry that changes a bound input of a Worker Context ([`runtime::input_goal`]:
+/// After an entry that changes a bound input of a Worker Context ([`runtime::input_of`]:
 /// the goal's dispatched, active Attempts; a new source registry or profile revision: those
 /// that carry a task selection), each of those `attempts` is recompiled once,
 /// by the compiler its manifest records, over the state after the entry; one whose

@@ -110,7 +110,7 @@ pub fn current_binding(state: &State, attempt_id: Id) -> Option<AttemptBinding> 
 
 /// [`current_binding`] for a *dispatched* Attempt that may still deliver a result: the
 /// admission step recompiles its context from it after an input-changing entry
-/// ([`input_goal`]) and marks it with [`mark_context_changed`] when the manifest differs
+/// ([`input_of`]) and marks it with [`mark_context_changed`] when the manifest differs
 /// (seed: "An in-flight worker may finish, but its result is evaluated against the current
 /// Attempt and manifest. Stale results cannot advance the workflow."). `None` when the
 /// Attempt is not dispatched and active, is already marked, or is stale for an older reason
@@ -122,34 +122,44 @@ pub fn in_flight_binding(state: &State, attempt_id: Id) -> Option<AttemptBinding
     binding_now(state, attempt_id, AttemptStatus::Dispatched)
 }
 
-/// The dispatched, active Attempts of the workflows of `goal_id` not yet marked, by id.
-pub fn in_flight_attempts(state: &State, goal_id: Id) -> Vec<Id> {
+/// Which dispatched Attempts' Worker Contexts an entry may change (a bound input of the
+/// compiler), read over the state before the entry ([`input_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextInput {
+    /// A fact, human decision, project source, scenario, obligation or blocker of this Goal:
+    /// the Goal's Attempts.
+    Goal(Id),
+    /// A new source registry or profile revision: the Attempts that carry a task selection
+    /// (it may be stale now).
+    Selections,
+}
+
+/// The dispatched, active Attempts not yet marked that `input` may change, by id (over the
+/// state after the entry).
+pub fn in_flight(state: &State, input: ContextInput) -> Vec<Id> {
+    match input {
+        ContextInput::Goal(goal_id) => in_flight_where(state, |wf| wf.goal_id == goal_id, |_| true),
+        ContextInput::Selections => in_flight_where(state, |_| true, |a| a.selection_receipt.is_some()),
+    }
+}
+
+/// The active Attempts of the open workflows `wf` accepts that are dispatched, not yet
+/// marked, and accepted by `attempt`, by id.
+fn in_flight_where(
+    state: &State,
+    wf: impl Fn(&WorkflowState) -> bool,
+    attempt: impl Fn(&AttemptState) -> bool,
+) -> Vec<Id> {
     state
         .workflows
         .values()
-        .filter(|wf| wf.goal_id == goal_id && !wf.closed)
-        .filter_map(|wf| wf.active_attempt)
+        .filter(|w| !w.closed && wf(w))
+        .filter_map(|w| w.active_attempt)
         .filter(|id| {
             state
                 .attempts
                 .get(id)
-                .is_some_and(|a| a.status == AttemptStatus::Dispatched && !a.context_changed)
-        })
-        .collect()
-}
-
-/// The dispatched, active Attempts not yet marked that carry a task selection (a new
-/// source registry or profile revision may make it stale), by id.
-pub fn in_flight_selection_attempts(state: &State) -> Vec<Id> {
-    state
-        .workflows
-        .values()
-        .filter(|wf| !wf.closed)
-        .filter_map(|wf| wf.active_attempt)
-        .filter(|id| {
-            state.attempts.get(id).is_some_and(|a| {
-                a.status == AttemptStatus::Dispatched && !a.context_changed && a.selection_receipt.is_some()
-            })
+                .is_some_and(|a| a.status == AttemptStatus::Dispatched && !a.context_changed && attempt(a))
         })
         .collect()
 }
@@ -163,12 +173,14 @@ pub fn mark_context_changed(state: &mut State, attempt_id: Id) {
     }
 }
 
-/// The Goal whose Worker Context an entry may change (a bound input of the compiler: a
-/// fact, a human decision, a project source, a scenario, an obligation, a blocker), read
-/// over the state before the entry; `None` for every other entry.
-pub fn input_goal(state: &State, event: &Event) -> Option<Id> {
+/// What Worker Contexts an entry may change ([`ContextInput`]), read over the state before
+/// the entry; `None` for every other entry.
+pub fn input_of(state: &State, event: &Event) -> Option<ContextInput> {
     use Event as E;
-    match event {
+    if matches!(event, E::SourceRegistryRecorded(_) | E::ProfileRevisionRecorded(_)) {
+        return Some(ContextInput::Selections);
+    }
+    let goal = match event {
         E::FactProposed(e) => Some(e.goal_id),
         E::FactConfirmed(e) => state.facts.get(&e.fact_id).map(|f| f.goal_id),
         E::FactInvalidated(e) => state.facts.get(&e.fact_id).map(|f| f.goal_id),
@@ -183,7 +195,8 @@ pub fn input_goal(state: &State, event: &Event) -> Option<Id> {
             .and_then(|b| state.workflows.get(&b.workflow_id))
             .map(|wf| wf.goal_id),
         _ => None,
-    }
+    };
+    goal.map(ContextInput::Goal)
 }
 
 /// The binding of an active Attempt in `status` over the current state (see

@@ -22,8 +22,8 @@ mod workflow;
 use ledger_schema::{Entry, Event, Id};
 
 pub use attempt::{
-    AttemptBinding, attempt_binding, current_binding, in_flight_attempts, in_flight_binding,
-    in_flight_selection_attempts, input_goal, mark_context_changed, result_kind_allowed,
+    AttemptBinding, ContextInput, attempt_binding, current_binding, in_flight, in_flight_binding, input_of,
+    mark_context_changed, result_kind_allowed,
 };
 pub use command::Command;
 pub use evidence::evidence_set;
