@@ -408,7 +408,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 thread: ThreadChoice::Fresh,
                 generation_id: None,
                 manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&plain_manifest)),
-                manifest: plain_manifest,
+                manifest: plain_manifest.clone(),
                 selection_receipt: None,
             })),
         ),
@@ -526,6 +526,29 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ),
         // Issue #15: a selection, with real binding and selection digests.
         ("selection_recorded", Event::SelectionRecorded(Box::new(selection_sample()))),
+        // Catalog 1 (additive), compiler/3: an Attempt start that carries a task selection.
+        ("attempt_started_with_selection", {
+            let receipt = selection_sample().receipt().digest();
+            let manifest = ContextManifest {
+                compiler_version: "closure-ledger-compiler/3".to_owned(),
+                selection_receipt: Some(receipt),
+                ..plain_manifest.clone()
+            };
+            // The discovery Attempt's manifest (its entries render attempt 42's identity),
+            // recompiled by compiler/3 with the selection bound.
+            Event::AttemptStarted(Box::new(AttemptStarted {
+                attempt_id: id(42),
+                workflow_id: id(31),
+                workflow_version: 1,
+                phase: Phase::Discovery,
+                worker_session_id: id(45),
+                thread: ThreadChoice::Fresh,
+                generation_id: None,
+                manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&manifest)),
+                manifest,
+                selection_receipt: Some(receipt),
+            }))
+        }),
     ]
 }
 

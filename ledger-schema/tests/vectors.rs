@@ -145,6 +145,7 @@ fn positive_vectors_carry_real_record_digests() {
     let mut goals: BTreeMap<(Id, u64), Digest> = BTreeMap::new();
     let mut evidence: BTreeMap<Id, Digest> = BTreeMap::new();
     let mut manifests: BTreeMap<Id, Digest> = BTreeMap::new();
+    let mut receipts: BTreeMap<Digest, ()> = BTreeMap::new();
     let mut decisions: BTreeMap<Id, (Digest, Digest, Digest)> = BTreeMap::new();
     let mut checked = 0usize;
     let binding = |known: &BTreeMap<Id, Digest>, b: &ledger_schema::types::Binding, what: &str| {
@@ -192,8 +193,16 @@ fn positive_vectors_carry_real_record_digests() {
                     let content = goals.get(&(e.manifest.goal_id, m.source_revision)).unwrap();
                     assert_eq!(m.source_digest, Some(*content), "{name}: goal entry sourceDigest");
                 }
+                // The manifest binds the same selection receipt the event names (compiler/3).
+                assert_eq!(e.selection_receipt, e.manifest.selection_receipt, "{name}: selection receipt");
+                if let Some(r) = e.selection_receipt {
+                    assert_eq!(receipts.get(&r), Some(&()), "{name}: a recorded selection's receipt");
+                }
                 manifests.insert(e.attempt_id, e.manifest_digest);
                 checked += 1;
+            }
+            Event::SelectionRecorded(e) => {
+                receipts.insert(e.receipt().digest(), ());
             }
             Event::DispatchClaimed(e) => {
                 binding(&profiles, &e.profile, name);
@@ -232,6 +241,6 @@ fn positive_vectors_carry_real_record_digests() {
             _ => {}
         }
     }
-    // policy, profile, source, two attempts, payload, decision, repair
-    assert_eq!(checked, 8);
+    // policy, profile, source, three attempts (one carrying a selection), payload, decision, repair
+    assert_eq!(checked, 9);
 }

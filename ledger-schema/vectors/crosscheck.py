@@ -44,6 +44,7 @@ def check(name, what, found, expected):
 
 policies, profiles, goals, evidence, manifests, decisions = {}, {}, {}, {}, {}, {}
 registries = {}
+receipts = set()  # receiptDigests of the selections recorded so far
 
 
 def binding(name, known, b, what):
@@ -85,6 +86,12 @@ for v in vectors:
     elif kind == "attemptStarted":
         m = r["manifest"]
         check(name, "context manifest", r["manifestDigest"], digest("context manifest", m))
+        if "selectionReceipt" in r or "selectionReceipt" in m:
+            # compiler/3 (issue #15): the event and its manifest name the same receipt, of a
+            # selection recorded earlier in the ledger.
+            check(name, "selection receipt bound", r.get("selectionReceipt"), m.get("selectionReceipt"))
+            if r.get("selectionReceipt") not in receipts:
+                failures.append(f"{name}: selectionReceipt names no earlier selection's receipt")
         manifests[r["attemptId"]] = (r["manifestDigest"], m)
         binding(name, policies, m["policy"], "policy")
         binding(name, profiles, m["profile"], "profile")
@@ -171,14 +178,25 @@ for v in vectors:
         # Issue #15 (docs/selection.md): the binding and the decision digests.
         keys = ("phase", "taskId", "sessionId", "noWorkflow", "planDigest", "queryDigest",
                 "taskRevision", "routingPolicy", "triggerDigest")
-        binding = {k: r[k] for k in keys if k in r}
-        check(name, "selection binding", r["bindingDigest"], digest("selection binding", binding))
+        bound = {k: r[k] for k in keys if k in r}
+        check(name, "selection binding", r["bindingDigest"], digest("selection binding", bound))
         body = {"decision": r["decision"], "candidates": [c["id"] for c in r["candidates"]],
                 "explicitIds": r["explicitIds"], "selectedIds": r["selectedIds"],
                 "bindingDigest": r["bindingDigest"]}
         check(name, "selection", r["selectionDigest"], digest("selection", body))
         if r["registryDigest"] not in registries:
             failures.append(f"{name}: registryDigest names no earlier registry vector")
+        # The receipt (docs/selection.md "Receipts and bindings"): never the prose.
+        loaded = []
+        for res in r["resources"]:
+            if not loaded or loaded[-1] != res["id"]:
+                loaded.append(res["id"])
+        receipt = {k: r[k] for k in ("phase", "reason", "taskId", "decision", "resources", "sessionId",
+                                     "planDigest", "explicitIds", "queryDigest", "selectedIds", "taskRevision",
+                                     "bindingDigest", "routingPolicy", "registryDigest", "profileRevision",
+                                     "selectionDigest") if k in r}
+        receipt["loadedIds"] = loaded
+        receipts.add(raw_digest("selection receipt", cbor2.dumps(receipt, canonical=True)))
 
 if failures:
     print("\n".join(failures))
