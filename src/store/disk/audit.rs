@@ -1,0 +1,182 @@
+//! Read-only verification and replay: [`verify`], [`audit`] (both copies, or the journal
+//! alone beside a live writer), [`audit_live`] and [`replay_journal`].
+
+use std::fs::File;
+use std::path::Path;
+
+use ledger_schema::SealedEntry;
+
+use super::index::{check_meta_values, open_sled_for_reading, read_meta, trees};
+use super::read::StoreReader;
+use super::scan::{OnEntry, SledCopy, Threads, scan_strict};
+use super::{SLED_DIR, TornTail, corrupt, ledger_journal_dir};
+use crate::store::journal::io;
+use crate::store::{Checkpoint, Corruption, Head, OpenError, Replica};
+
+/// What a read-only verification found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub head: Head,
+    pub frames: u64,
+    pub entries: u64,
+    pub torn_tail: Option<TornTail>,
+    /// Frames durable in the journal but missing from sled's tail: recoverable by opening.
+    pub sled_lag_frames: u64,
+    /// The checkpoint that was verified, if one was given.
+    pub checkpoint: Option<Checkpoint>,
+    /// Which copies were verified.
+    pub copies: Copies,
+    /// A writer held the ledger: the journal was read up to its last complete record, and a
+    /// torn tail is that writer's write in flight.
+    pub live_writer: bool,
+}
+
+/// Which copies an audit verified, and why sled was left out when it was.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Copies {
+    /// The journal, and sled compared frame by frame against it.
+    Both,
+    /// The journal alone; the text says why sled was not verified.
+    JournalOnly(String),
+}
+
+/// Which copies an audit is asked to verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditScope {
+    /// Both copies, falling back to the journal alone (and saying so) when sled is held by
+    /// a live writer or cannot be opened without writing.
+    Both,
+    /// The journal alone (`--journal-only`).
+    JournalOnly,
+}
+
+/// Takes the shared lock if no writer holds the ledger; `None` beside a live writer (whose
+/// journal is append-only, so it can still be read up to its last complete record).
+pub(super) fn read_lock(root: &Path) -> Result<Option<File>, OpenError> {
+    let dir = ledger_journal_dir(root)?;
+    let file = File::open(&dir).map_err(io("open", &dir))?;
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(io("lock", &dir)(e).into()),
+    }
+}
+
+/// Verifies a ledger without writing to it: every record of the journal, sled against the
+/// journal, and (optionally) a checkpoint. A torn journal tail and a sled lagging by a
+/// suffix are reported as recoverable (the next open repairs both).
+pub fn verify(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<VerifyReport, OpenError> {
+    audit(root, checkpoint, AuditScope::Both, &mut |_| Ok(()))
+}
+
+/// [`verify`] over the copies `scope` asks for, showing every verified entry to `observe`
+/// as it is read, in seq order (a read-only replay folds its state in the same pass).
+/// Memory stays bounded by one record window and sled's small page cache. Never waits for
+/// a writer: beside one, it reads the journal alone and says so.
+pub fn audit(
+    root: &Path,
+    checkpoint: Option<&Checkpoint>,
+    scope: AuditScope,
+    observe: OnEntry<'_>,
+) -> Result<VerifyReport, OpenError> {
+    audit_with(root, checkpoint, scope, Threads::default(), observe)
+}
+
+/// [`audit`] on the cores `threads` says: with [`Threads::Two`] (the default) every store
+/// check runs on a helper thread while `observe` runs on the calling thread; the report,
+/// or the first failure, is the same as with [`Threads::One`].
+pub fn audit_with(
+    root: &Path,
+    checkpoint: Option<&Checkpoint>,
+    scope: AuditScope,
+    threads: Threads,
+    observe: OnEntry<'_>,
+) -> Result<VerifyReport, OpenError> {
+    let lock = read_lock(root)?;
+    let sled_dir = root.join(SLED_DIR);
+    let db = match (scope, &lock) {
+        (AuditScope::JournalOnly, _) => Err("not asked (--journal-only)".to_owned()),
+        (AuditScope::Both, None) => {
+            Err("held by a live writer; the journal was read up to its last complete record".to_owned())
+        }
+        (AuditScope::Both, Some(_)) => match open_sled_for_reading(&sled_dir) {
+            Ok(db) => Ok(db),
+            Err(OpenError::Locked(_)) => Err("held by a live writer".to_owned()),
+            Err(e @ OpenError::NoRoom { .. }) => Err(format!("not opened: {e}")),
+            Err(e) => return Err(e),
+        },
+    };
+    // Read the meta tree, then hand sled to a cursor that reopens it every few MiB: sled
+    // 0.34 keeps every value it has read (its frames are stored as blobs, outside its cache
+    // accounting) until the database drops.
+    let meta = match &db {
+        Ok(db) => Some(read_meta(&trees(db)?.1)?),
+        Err(_) => None,
+    };
+    let (copies, handle) = match db {
+        Ok(db) => (Copies::Both, Some(db)),
+        Err(reason) => (Copies::JournalOnly(reason), None),
+    };
+    let handle = std::sync::Mutex::new(handle);
+    let mut checkpoint_seen = false;
+    let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
+            cp.check(sealed).map_err(|reason| corrupt(cp.seq, Replica::Journal, reason))?;
+            checkpoint_seen = true;
+        }
+        observe(sealed)
+    };
+    let sled = if meta.is_some() { SledCopy::Streamed(&sled_dir, &handle) } else { SledCopy::Off };
+    let scan = scan_strict(root, sled, false, threads, &mut on_entry)?;
+    if let Some(cp) = checkpoint
+        && !checkpoint_seen
+    {
+        return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
+    }
+    let lag = match meta {
+        Some(values) => {
+            let meta_present = check_meta_values(values, &scan.head)?;
+            scan.sled_lag_frames + u64::from(!meta_present && scan.sled_lag_frames == 0)
+        }
+        None => 0,
+    };
+    Ok(VerifyReport {
+        head: scan.head,
+        frames: scan.frames,
+        entries: scan.entries,
+        torn_tail: scan.torn,
+        sled_lag_frames: lag,
+        checkpoint: checkpoint.cloned(),
+        copies,
+        live_writer: lock.is_none(),
+    })
+}
+
+/// The audit an embedding process runs beside its own live writer: the journal read up to
+/// each segment's length at open, and every record it holds compared with sled's copy
+/// through the writer's own sled handle (`reader`), which may lead or lag the journal read.
+pub fn audit_live(
+    root: &Path,
+    reader: &StoreReader,
+    observe: OnEntry<'_>,
+) -> Result<VerifyReport, OpenError> {
+    ledger_journal_dir(root)?;
+    let scan = scan_strict(root, SledCopy::MayLead(&reader.entries), false, Threads::default(), observe)?;
+    Ok(VerifyReport {
+        head: scan.head,
+        frames: scan.frames,
+        entries: scan.entries,
+        torn_tail: scan.torn,
+        sled_lag_frames: scan.sled_lag_frames,
+        checkpoint: None,
+        copies: Copies::Both,
+        live_writer: true,
+    })
+}
+
+/// Streams every entry of the journal — the commit point and the authority — to
+/// `observe`, strictly verified, without opening sled (see [`audit`] for both copies).
+pub fn replay_journal(root: &Path, observe: OnEntry<'_>) -> Result<VerifyReport, OpenError> {
+    audit(root, None, AuditScope::JournalOnly, observe)
+}

@@ -1,0 +1,254 @@
+//! sled, the derived index: opening it (locks, free space, a read-only configuration),
+//! reading it in bounded memory ([`SledCursor`]), comparing its frames with the journal's
+//! and its meta tree.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use ledger_schema::Id;
+use ledger_schema::record::{JOURNAL_FORMAT_VERSION, open_record};
+
+use super::corrupt;
+use crate::store::journal::io;
+use crate::store::{Corruption, Head, OpenError, Replica};
+
+pub(super) const ENTRIES_TREE: &str = "entries";
+
+pub(super) const META_TREE: &str = "meta";
+
+pub(super) const META_LEDGER_ID: &str = "ledgerId";
+
+pub(super) const META_FORMAT_VERSION: &str = "formatVersion";
+
+/// sled's page cache; the journal, not sled, is what must be fast to append.
+pub(super) const SLED_CACHE_BYTES: u64 = 64 << 20;
+
+/// sled's page cache for read-only verification and replay: they stream sled once.
+pub(super) const VERIFY_SLED_CACHE_BYTES: u64 = 8 << 20;
+
+/// How long to wait for sled's own file lock. sled releases it from a background thread
+/// after the last handle of a database drops, so a reopen in the same process can find
+/// it still held for a moment (our `journal/` lock already excludes other processes).
+pub(super) const SLED_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+pub(in crate::store) fn open_sled(path: &Path) -> Result<sled::Db, OpenError> {
+    ensure_room_for_sled(path)?;
+    open_sled_with(path, SLED_CACHE_BYTES)
+}
+
+/// Free bytes sled needs before it is opened: sled writes when it opens (its recovery and
+/// a new segment), and on a full disk that write leaves it unopenable.
+pub(super) const SLED_MIN_FREE_BYTES: u64 = 16 << 20;
+
+/// Refuses to open sled where its own open could fail half-way for want of space.
+pub(super) fn ensure_room_for_sled(path: &Path) -> Result<(), OpenError> {
+    let probe = if path.exists() { path } else { path.parent().unwrap_or(path) };
+    let stat = rustix::fs::statvfs(probe).map_err(|e| io("statvfs", probe)(e.into()))?;
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    if free < SLED_MIN_FREE_BYTES {
+        return Err(OpenError::NoRoom { path: probe.to_path_buf(), free, needed: SLED_MIN_FREE_BYTES });
+    }
+    Ok(())
+}
+
+/// sled for a read-only audit: a small page cache, and never on a disk too full for sled's
+/// own open (which writes).
+pub(super) fn open_sled_for_reading(path: &Path) -> Result<sled::Db, OpenError> {
+    ensure_room_for_sled(path)?;
+    open_sled_read(path)
+}
+
+/// sled for reading: a small page cache and no background flusher (an audit writes
+/// nothing, and a flusher thread would hold the database — and its lock — after the last
+/// handle drops, delaying the next open).
+pub(super) fn open_sled_read(path: &Path) -> Result<sled::Db, OpenError> {
+    open_sled_config(path, VERIFY_SLED_CACHE_BYTES, false)
+}
+
+/// Is sled's own lock file (`db`, flocked by sled while open) held by another handle?
+pub(super) fn sled_lock_held(path: &Path) -> bool {
+    File::open(path.join("db"))
+        .map(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
+        .unwrap_or(false)
+}
+
+/// Opens sled with a page cache of `cache_bytes` (read-only paths use a small one).
+pub(in crate::store) fn open_sled_with(path: &Path, cache_bytes: u64) -> Result<sled::Db, OpenError> {
+    open_sled_config(path, cache_bytes, true)
+}
+
+/// Opens sled at `path` (waiting while another handle of this process still holds its lock)
+/// with a page cache of `cache_bytes`, and a background flusher only if `flusher`.
+pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled::Db, OpenError> {
+    if !path.is_dir() {
+        return Err(OpenError::SledMissing(path.to_path_buf()));
+    }
+    let started = std::time::Instant::now();
+    loop {
+        let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
+        let config = if flusher { config } else { config.flush_every_ms(None) };
+        match config.open() {
+            Ok(db) => return Ok(db),
+            // sled 0.34 reports a held lock only as an `ErrorKind::Other` message; probe the
+            // lock file ourselves instead of matching text.
+            Err(_) if sled_lock_held(path) => {
+                if started.elapsed() >= SLED_LOCK_WAIT {
+                    return Err(OpenError::Locked(path.to_path_buf()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(OpenError::Sled(e)),
+        }
+    }
+}
+
+pub(in crate::store) fn trees(db: &sled::Db) -> Result<(sled::Tree, sled::Tree), OpenError> {
+    let entries = db.open_tree(ENTRIES_TREE).map_err(OpenError::Sled)?;
+    let meta = db.open_tree(META_TREE).map_err(OpenError::Sled)?;
+    Ok((entries, meta))
+}
+
+pub(in crate::store) fn key(seq: u64) -> [u8; 8] {
+    seq.to_be_bytes()
+}
+
+/// sled's `entries` tree in key order, read through a database handle that is dropped and
+/// reopened after every [`SLED_CURSOR_BUDGET`] bytes of values, so an audit's memory stays
+/// bounded whatever sled retains per handle.
+pub(super) struct SledCursor {
+    path: PathBuf,
+    iter: Option<(sled::Db, sled::Iter)>,
+    /// The last key returned; a reopened iterator resumes after it.
+    last: Option<sled::IVec>,
+    read: usize,
+}
+
+/// sled's `entries` records in key order, however they are read.
+pub(super) type SledItems = dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>;
+
+/// Bytes of sled values read through one handle before the cursor reopens sled.
+pub(super) const SLED_CURSOR_BUDGET: usize = 16 << 20;
+
+impl SledCursor {
+    /// A cursor starting with the open handle `db`.
+    pub(super) fn new(path: &Path, db: sled::Db) -> Result<SledCursor, OpenError> {
+        let iter = db.open_tree(ENTRIES_TREE).map_err(OpenError::Sled)?.iter();
+        Ok(SledCursor { path: path.to_path_buf(), iter: Some((db, iter)), last: None, read: 0 })
+    }
+}
+
+impl Iterator for SledCursor {
+    type Item = sled::Result<(sled::IVec, sled::IVec)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.read >= SLED_CURSOR_BUDGET {
+            self.iter = None;
+            self.read = 0;
+        }
+        if self.iter.is_none() {
+            let db = match open_sled_read(&self.path) {
+                Ok(db) => db,
+                Err(OpenError::Sled(e)) => return Some(Err(e)),
+                Err(e) => return Some(Err(sled::Error::Io(std::io::Error::other(e.to_string())))),
+            };
+            let tree = match db.open_tree(ENTRIES_TREE) {
+                Ok(tree) => tree,
+                Err(e) => return Some(Err(e)),
+            };
+            let iter = match &self.last {
+                None => tree.iter(),
+                Some(last) => tree.range::<&[u8], _>((
+                    std::ops::Bound::Excluded(last.as_ref()),
+                    std::ops::Bound::Unbounded,
+                )),
+            };
+            self.iter = Some((db, iter));
+        }
+        let item = self.iter.as_mut().and_then(|(_, iter)| iter.next());
+        if let Some(Ok((k, v))) = &item {
+            self.last = Some(k.clone());
+            self.read += v.len();
+        }
+        item
+    }
+}
+
+pub(in crate::store) fn key_seq(k: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(k).ok().map(u64::from_be_bytes)
+}
+
+/// The sled frame at this position must be the journal's frame, under its first seq.
+pub(super) fn compare_sled(
+    first_seq: u64,
+    journal_bytes: &[u8],
+    k: &[u8],
+    v: &[u8],
+) -> Result<(), OpenError> {
+    match key_seq(k) {
+        Some(key) if key == first_seq => {}
+        Some(key) if key > first_seq => {
+            return Err(corrupt(first_seq, Replica::Sled, Corruption::MissingInSled));
+        }
+        Some(key) => {
+            return Err(corrupt(key, Replica::Sled, Corruption::KeyMismatch { key, first_seq }));
+        }
+        None => {
+            return Err(corrupt(
+                first_seq,
+                Replica::Sled,
+                Corruption::KeyMismatch { key: u64::MAX, first_seq },
+            ));
+        }
+    }
+    if v != journal_bytes {
+        let reason = match open_record(v) {
+            Err(fault) => Corruption::Record(fault),
+            Ok(_) => Corruption::Differs,
+        };
+        return Err(corrupt(first_seq, Replica::Sled, reason));
+    }
+    Ok(())
+}
+
+/// The meta tree must name the genesis ledger id and format version; `None` if it lacks
+/// them (a sled lagging since genesis).
+pub(super) fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
+    check_meta_values(read_meta(meta)?, head)
+}
+
+/// The meta tree's ledger id and format version, as stored.
+pub(super) type MetaValues = (Option<sled::IVec>, Option<sled::IVec>);
+
+pub(super) fn read_meta(meta: &sled::Tree) -> Result<MetaValues, OpenError> {
+    Ok((
+        meta.get(META_LEDGER_ID).map_err(OpenError::Sled)?,
+        meta.get(META_FORMAT_VERSION).map_err(OpenError::Sled)?,
+    ))
+}
+
+pub(super) fn check_meta_values((id, version): MetaValues, head: &Head) -> Result<bool, OpenError> {
+    match (id, version) {
+        (None, None) => Ok(false),
+        (Some(id), Some(version)) => {
+            if id.as_ref() != head.ledger.to_bytes() {
+                return Err(corrupt(
+                    0,
+                    Replica::Sled,
+                    Corruption::Meta(format!("ledger id is not {}", head.ledger)),
+                ));
+            }
+            if version.as_ref() != JOURNAL_FORMAT_VERSION.to_be_bytes() {
+                return Err(corrupt(0, Replica::Sled, Corruption::Meta("format version differs".into())));
+            }
+            Ok(true)
+        }
+        _ => Err(corrupt(0, Replica::Sled, Corruption::Meta("half of the meta tree is missing".into()))),
+    }
+}
+
+pub(in crate::store) fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), OpenError> {
+    let sled_err = OpenError::Sled;
+    meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
+    meta.insert(META_FORMAT_VERSION, &JOURNAL_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
+    Ok(())
+}

@@ -1,0 +1,354 @@
+//! The real backend: the journal is the commit point, sled the index. Open is strict.
+//!
+//! [`DiskStore`] opens, writes and reads a ledger; the jobs around it live beside it:
+//! [`scan`] (the one verification pass over the journal, compared with sled), [`audit`]
+//! (read-only verification and replay), [`index`] (sled: opening it, its cursor, its
+//! meta tree), [`read`] (reading committed frames back) and [`faults`] (injected
+//! failures for tests).
+
+mod audit;
+mod faults;
+mod index;
+mod read;
+mod scan;
+
+pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with, replay_journal, verify};
+pub use faults::{FaultPlan, FaultPoint};
+pub(in crate::store) use index::{key, open_sled, trees, write_meta};
+pub use read::StoreReader;
+pub use scan::{Damage, DamageKind, OnEntry, Threads};
+pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, scan};
+
+use faults::Faults;
+use index::check_meta;
+use read::{frame_in_tree, read_frames};
+use scan::scan_strict;
+
+use std::fs::{DirBuilder, File};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use ledger_schema::events::LedgerInitialized;
+use ledger_schema::{Event, Id, SealedEntry};
+
+use crate::store::journal::{JournalWriter, io, sync_dir};
+use crate::store::{
+    Chain, CommitError, CommitReceipt, Corruption, Frame, Head, IoError, OpenError, ReadError, Replica,
+    Store, check_next, receipt,
+};
+
+pub(super) const JOURNAL_DIR: &str = "journal";
+
+pub(super) const SLED_DIR: &str = "sled";
+
+/// Frames that may be durable in the journal but not yet in sled before the store stops
+/// accepting commits (the next open restores them).
+const MAX_SLED_LAG_FRAMES: usize = 1024;
+
+/// A torn frame found (and, when opening, cut off) at the journal's tail.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TornTail {
+    pub segment: PathBuf,
+    pub offset: u64,
+    pub bytes: u64,
+    /// Where the cut bytes were moved (under `cut/`), once cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<PathBuf>,
+}
+
+/// What a strict open found and repaired.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OpenReport {
+    pub frames: u64,
+    pub entries: u64,
+    /// A never-acknowledged partial frame cut off the journal's tail.
+    pub torn_tail: Option<TornTail>,
+    /// Frames that were durable in the journal but missing from sled's tail, re-inserted.
+    pub sled_restored_frames: u64,
+    /// sled would not open and was rebuilt from the journal.
+    pub index_rebuilt: Option<IndexRebuilt>,
+}
+
+/// Why the index was rebuilt on open, and where the old one went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRebuilt {
+    pub reason: String,
+    pub moved_aside: Option<PathBuf>,
+}
+
+/// The journal + sled backend.
+#[derive(Debug)]
+pub struct DiskStore {
+    root: PathBuf,
+    journal: JournalWriter,
+    db: sled::Db,
+    entries: sled::Tree,
+    head: Head,
+    /// Frames durable in the journal whose sled insert failed, oldest first.
+    sled_pending: Vec<(u64, Vec<u8>)>,
+    poisoned: bool,
+    faults: Faults,
+    /// Held for the store's lifetime: one writer per ledger directory.
+    _lock: File,
+}
+
+pub(super) fn create_dir_0700(path: &Path) -> Result<(), IoError> {
+    DirBuilder::new().mode(0o700).create(path).map_err(io("create directory", path))
+}
+
+pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
+    let dir = ledger_journal_dir(root)?;
+    let file = File::open(&dir).map_err(io("open", &dir))?;
+    let deadline = std::time::Instant::now() + JOURNAL_LOCK_WAIT;
+    loop {
+        let locked = if exclusive { file.try_lock() } else { file.try_lock_shared() };
+        match locked {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err(OpenError::Locked(dir)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io("lock", &dir)(e).into()),
+        }
+    }
+}
+
+/// `root/journal`, or why `root` is not a readable ledger: missing → not a ledger; any
+/// other failure (permission denied, I/O) → that I/O error with the OS reason.
+fn ledger_journal_dir(root: &Path) -> Result<PathBuf, OpenError> {
+    let dir = root.join(JOURNAL_DIR);
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(OpenError::NotALedger(root.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::metadata(root) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("stat", root)(e).into()),
+            _ => Err(OpenError::NotALedger(root.to_path_buf())),
+        },
+        Err(e) => Err(io("stat", &dir)(e).into()),
+    }
+}
+
+/// How long to wait for the `journal/` lock before reporting `Locked`. A lock just released
+/// can still be held for a moment by a descriptor a child process inherited between fork
+/// and exec (another thread spawning a process while the lock was held) — that is no other
+/// writer. Found as a flaky `crash.rs::engine_kill_9_loses_no_receipt` under load.
+const JOURNAL_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+
+pub(super) fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenError {
+    OpenError::Corrupt { seq, replica, reason }
+}
+
+/// Creates a new ledger at `root` holding its genesis entry.
+pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskStore, OpenError> {
+    if root.exists() {
+        let mut items = std::fs::read_dir(root).map_err(io("read directory", root))?;
+        if items.next().is_some() {
+            return Err(OpenError::AlreadyExists(root.to_path_buf()));
+        }
+    } else {
+        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(io("create directory", parent))?;
+        }
+        create_dir_0700(root)?;
+        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+    }
+    let journal_dir = root.join(JOURNAL_DIR);
+    create_dir_0700(&journal_dir)?;
+    create_dir_0700(&root.join(SLED_DIR))?;
+    sync_dir(root)?;
+    let lock_file = lock(root, true)?;
+    let mut chain = Chain::empty();
+    let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: label.to_owned() });
+    let sealed = chain.seal(genesis, time_ms, ledger).map_err(OpenError::Genesis)?;
+    let frame = Frame::new(vec![sealed]).map_err(OpenError::GenesisFrame)?;
+    let mut writer = JournalWriter::create(&journal_dir, 0)?;
+    writer.append(frame.bytes(), false, false)?;
+    let db = open_sled(&root.join(SLED_DIR))?;
+    let (entries, meta) = trees(&db)?;
+    write_meta(&meta, ledger)?;
+    let sled_err = OpenError::Sled;
+    entries.insert(key(0), frame.bytes()).map_err(sled_err)?;
+    db.flush().map_err(sled_err)?;
+    let head = chain.head().ok_or(OpenError::Empty)?;
+    Ok(DiskStore {
+        root: root.to_path_buf(),
+        journal: writer,
+        db,
+        entries,
+        head,
+        sled_pending: Vec::new(),
+        poisoned: false,
+        faults: Faults::default(),
+        _lock: lock_file,
+    })
+}
+
+impl DiskStore {
+    /// Opens a ledger strictly: every frame of both copies is verified; a sled lagging by a
+    /// suffix is restored from the journal and a torn journal tail is cut off (both
+    /// reported); any other difference is an error and nothing is changed.
+    pub fn open(root: &Path) -> Result<(DiskStore, OpenReport), OpenError> {
+        Self::open_observed(root, None, &mut |_| Ok(()))
+    }
+
+    /// [`DiskStore::open`] with injected faults.
+    pub fn open_with_faults(root: &Path, plan: FaultPlan) -> Result<(DiskStore, OpenReport), OpenError> {
+        Self::open_observed(root, Some(plan), &mut |_| Ok(()))
+    }
+
+    /// [`DiskStore::open`], showing every verified entry to `on_entry` as it is read (a
+    /// replay folds its state in the same pass).
+    pub fn open_observed(
+        root: &Path,
+        faults: Option<FaultPlan>,
+        on_entry: OnEntry<'_>,
+    ) -> Result<(DiskStore, OpenReport), OpenError> {
+        let lock_file = lock(root, true)?;
+        let mut index_rebuilt = None;
+        let db = match open_sled(&root.join(SLED_DIR)) {
+            Ok(db) => db,
+            // The index is damaged, not the history: rebuild it from the journal (the old
+            // one is moved aside) and report it.
+            Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
+                let (moved, _) = crate::store::recover::rebuild_index(root)?;
+                index_rebuilt = Some(IndexRebuilt { reason: e.to_string(), moved_aside: moved });
+                open_sled(&root.join(SLED_DIR))?
+            }
+            Err(e) => return Err(e),
+        };
+        let (entries_tree, meta) = trees(&db)?;
+        let scan = scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), on_entry)?;
+        let meta_present = check_meta(&meta, &scan.head)?;
+        // Everything verified: now, and only now, repair what a crash can leave behind.
+        let sled_err = OpenError::Sled;
+        if !meta_present {
+            write_meta(&meta, scan.head.ledger)?;
+        }
+        for (first_seq, bytes) in &scan.sled_lag {
+            entries_tree.insert(key(*first_seq), bytes.as_slice()).map_err(sled_err)?;
+        }
+        if !meta_present || !scan.sled_lag.is_empty() {
+            db.flush().map_err(sled_err)?;
+        }
+        let mut torn_tail = scan.torn;
+        if let Some(torn) = torn_tail.as_mut() {
+            torn.moved_to = Some(crate::store::recover::move_tail_aside(root, &torn.segment, torn.offset)?);
+        }
+        let journal_dir = root.join(JOURNAL_DIR);
+        let journal = match scan.last_segment {
+            Some((path, len)) => JournalWriter::resume(&journal_dir, path, len)?,
+            None => return Err(OpenError::Empty),
+        };
+        let report = OpenReport {
+            frames: scan.frames,
+            entries: scan.entries,
+            torn_tail,
+            sled_restored_frames: scan.sled_lag.len() as u64,
+            index_rebuilt,
+        };
+        let store = DiskStore {
+            root: root.to_path_buf(),
+            journal,
+            db,
+            entries: entries_tree,
+            head: scan.head,
+            sled_pending: Vec::new(),
+            poisoned: false,
+            faults: Faults { plan: faults, seen: [0; 3] },
+            _lock: lock_file,
+        };
+        Ok((store, report))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Flushes sled (not needed for durability — the journal is the commit point — but it
+    /// makes the next open cheaper). Called on orderly shutdown.
+    pub fn flush_index(&self) -> Result<(), ReadError> {
+        self.db.flush().map(|_| ()).map_err(ReadError::Sled)
+    }
+
+    /// Inserts pending frames into sled, oldest first; stops at the first failure so sled
+    /// only ever lags by a suffix.
+    fn drain_sled_pending(&mut self) -> Result<(), String> {
+        while let Some((first_seq, bytes)) = self.sled_pending.first() {
+            if self.faults.hit(FaultPoint::SledInsert) {
+                return Err("injected fault: sled insert".into());
+            }
+            self.entries.insert(key(*first_seq), bytes.as_slice()).map_err(|e| e.to_string())?;
+            self.sled_pending.remove(0);
+        }
+        Ok(())
+    }
+
+    /// The frame holding `seq`: from the pending list, else from sled.
+    fn frame_bytes_holding(&self, seq: u64) -> Result<(u64, Vec<u8>), ReadError> {
+        if let Some((first, bytes)) = self.sled_pending.iter().rev().find(|(first, _)| *first <= seq) {
+            return Ok((*first, bytes.clone()));
+        }
+        frame_in_tree(&self.entries, seq, self.head.seq)
+    }
+
+    /// A read handle that can be used from other threads while this store keeps writing.
+    /// It reads sled only: it sees a frame once its sled insert is done (right after the
+    /// frame is durable, unless that insert failed — then after the next open).
+    pub fn reader(&self) -> StoreReader {
+        StoreReader { entries: self.entries.clone() }
+    }
+}
+
+impl Store for DiskStore {
+    fn head(&self) -> Head {
+        self.head
+    }
+
+    fn commit(&mut self, frame: &Frame) -> Result<CommitReceipt, CommitError> {
+        if self.poisoned {
+            return Err(CommitError::Poisoned);
+        }
+        check_next(self.head, frame)?;
+        let fail_write = self.faults.hit(FaultPoint::JournalWrite);
+        let fail_sync = !fail_write && self.faults.hit(FaultPoint::Fdatasync);
+        let appended = self
+            .journal
+            .roll_if_full(frame.first_seq())
+            .and_then(|()| self.journal.append(frame.bytes(), fail_write, fail_sync));
+        if let Err(e) = appended {
+            self.poisoned = true;
+            return Err(CommitError::NotDurable(e));
+        }
+        // Durable from here on: the commit stands whatever sled does.
+        if let Some(last) = frame.entries().last() {
+            self.head = Head {
+                ledger: self.head.ledger,
+                seq: last.entry.seq,
+                hash: last.hash,
+                time_ms: last.entry.time_ms,
+            };
+        }
+        self.sled_pending.push((frame.first_seq(), frame.bytes().to_vec()));
+        let sled_lag = self.drain_sled_pending().err();
+        if self.sled_pending.len() >= MAX_SLED_LAG_FRAMES {
+            self.poisoned = true;
+        }
+        Ok(receipt(frame, sled_lag))
+    }
+
+    fn read(&self, seq: u64) -> Result<SealedEntry, ReadError> {
+        if seq > self.head.seq {
+            return Err(ReadError::NotFound { seq, head: self.head.seq });
+        }
+        read_frames(seq, seq, |s| self.frame_bytes_holding(s))?
+            .pop()
+            .ok_or(ReadError::NotFound { seq, head: self.head.seq })
+    }
+
+    fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {
+        read_frames(from, to.min(self.head.seq), |s| self.frame_bytes_holding(s))
+    }
+}

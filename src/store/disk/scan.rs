@@ -1,0 +1,642 @@
+//! The one pass over the journal that every open, audit and recovery runs: each record
+//! verified in order (record checks, decoding, canonical form, hash, chain), compared with
+//! sled's copy when asked, on one thread or two.
+
+use std::path::{Path, PathBuf};
+
+use ledger_schema::record::{HEADER_BYTES, RecordFault, RecordHeader, Tail, classify_tail, open_record};
+use ledger_schema::{Id, SealedEntry, decode_frame};
+
+use super::index::{SledCursor, SledItems, compare_sled, key_seq};
+use super::{JOURNAL_DIR, TornTail, corrupt};
+use crate::store::journal::{MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments};
+use crate::store::{Chain, Corruption, Head, OpenError, Replica};
+
+/// Where a tolerant scan stopped: the first record that does not verify, of any kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    pub segment: PathBuf,
+    pub offset: u64,
+    /// The seq the record at `offset` should hold (the last good seq + 1).
+    pub seq: u64,
+    pub kind: DamageKind,
+    /// The next intact record after damaged bytes in the same segment: `(offset, first seq)`.
+    pub next_intact: Option<(u64, u64)>,
+    /// The segment's length.
+    pub segment_len: u64,
+    pub is_last: bool,
+}
+
+/// What is wrong at a [`Damage`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DamageKind {
+    /// The bytes are not an intact record (and not a torn tail).
+    Record(RecordFault),
+    /// An intact record that does not continue the chain where it stands (a missing,
+    /// duplicated or reordered record, a misnamed or empty segment, an altered entry).
+    Invalid { seq: u64, reason: Corruption },
+}
+
+impl Damage {
+    pub(in crate::store) fn corruption(&self) -> OpenError {
+        match &self.kind {
+            DamageKind::Record(fault) => corrupt(
+                self.seq,
+                Replica::Journal,
+                Corruption::Damaged(Box::new(crate::store::DamagedAt {
+                    segment: self.segment.display().to_string(),
+                    offset: self.offset,
+                    fault: *fault,
+                    last_good: self.seq.checked_sub(1),
+                    next_intact: self.next_intact,
+                })),
+            ),
+            DamageKind::Invalid { seq, reason } => corrupt(*seq, Replica::Journal, reason.clone()),
+        }
+    }
+}
+
+/// What one pass over the journal (compared against sled, when given) established.
+pub(in crate::store) struct Scan {
+    pub(in crate::store) head: Head,
+    /// The last verified entry (`None` only when a tolerant scan found damage at genesis).
+    pub(in crate::store) verified: Option<Head>,
+    pub(in crate::store) frames: u64,
+    pub(in crate::store) entries: u64,
+    pub(in crate::store) torn: Option<TornTail>,
+    /// Damage where a tolerant scan stopped (a strict scan returns it as an error).
+    pub(in crate::store) damage: Option<Damage>,
+    /// Frames of the journal missing from sled's tail (bytes kept only when asked).
+    pub(in crate::store) sled_lag: Vec<(u64, Vec<u8>)>,
+    pub(in crate::store) sled_lag_frames: u64,
+    /// The last segment and its verified length (where appends continue).
+    pub(in crate::store) last_segment: Option<(PathBuf, u64)>,
+}
+
+/// Per-entry observer of a scan (checkpoints, replay).
+pub type OnEntry<'a> = &'a mut dyn FnMut(&SealedEntry) -> Result<(), OpenError>;
+/// Where a verified record sits, shown to a scan's per-record observer.
+pub(in crate::store) struct FramePos<'a> {
+    pub segment: &'a Path,
+    pub offset: u64,
+    pub first_seq: u64,
+    pub record: &'a [u8],
+    /// The chain's head before this record (`None` for the genesis record).
+    pub before: Option<Head>,
+}
+
+/// Per-record observer of a scan (recovery inserts into a fresh sled).
+pub(in crate::store) type OnFrame<'a> = &'a mut dyn FnMut(&FramePos<'_>) -> Result<(), OpenError>;
+
+/// Which sled copy a scan compares with the journal, and how.
+#[derive(Clone, Copy)]
+pub(in crate::store) enum SledCopy<'a> {
+    /// The journal alone.
+    Off,
+    /// sled must hold the journal's records, lacking at most a suffix.
+    Strict(&'a sled::Tree),
+    /// As `Strict`, but sled may also hold records after the journal's end (a live
+    /// writer appended them after the journal was read).
+    MayLead(&'a sled::Tree),
+    /// As `Strict`, reading sled through a [`SledCursor`] that starts with this handle
+    /// (bounded memory; read-only audits). A `Mutex` only so that the scan may run on a
+    /// helper thread ([`Threads::Two`]); the scan takes the handle once.
+    Streamed(&'a Path, &'a std::sync::Mutex<Option<sled::Db>>),
+}
+
+/// How a scan treats damaged journal bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::store) enum OnDamage {
+    /// Return it as a verification failure.
+    Fail,
+    /// Stop there and report it in [`Scan::damage`] (recovery).
+    Stop,
+}
+
+/// A sled record that differs from the journal's, held until the scan knows whether the
+/// journal's version is authenticated by a later `prev` link.
+pub(super) struct Held {
+    first_seq: u64,
+    /// The entry whose `prev` must link to the journal's version.
+    authenticated_by: u64,
+    /// sled's record passes its own checks (else sled is simply damaged).
+    sled_intact: bool,
+    finding: OpenError,
+}
+
+/// Verifies every record of the journal, in order, and — when `sled` is given — that sled
+/// holds the same records under the right keys, allowing sled to lag only by a suffix.
+/// A tolerant scan (`OnDamage::Stop`) stops at the first record that does not verify, of
+/// any kind, and reports where (`Scan::damage`) with the chain as it was before it.
+pub(in crate::store) fn scan(
+    root: &Path,
+    sled: SledCopy<'_>,
+    keep_lag: bool,
+    on_damage: OnDamage,
+    on_entry: OnEntry<'_>,
+    on_frame: OnFrame<'_>,
+) -> Result<Scan, OpenError> {
+    let mut each = |entries: Vec<SealedEntry>| -> Result<(), OpenError> {
+        for sealed in &entries {
+            on_entry(sealed)?;
+        }
+        Ok(())
+    };
+    scan_records(root, sled, keep_lag, on_damage, &mut each, on_frame)
+}
+
+/// Per-record observer of a scan's entries: the verified entries of one record, in order,
+/// handed over by value (so a pipelined scan can send them to another thread uncopied).
+pub(super) type OnRecord<'a> = &'a mut dyn FnMut(Vec<SealedEntry>) -> Result<(), OpenError>;
+
+/// [`scan`], showing each record's verified entries to `on_record` at the point where
+/// [`scan`] shows them one by one to its `on_entry`.
+pub(super) fn scan_records(
+    root: &Path,
+    sled: SledCopy<'_>,
+    keep_lag: bool,
+    on_damage: OnDamage,
+    on_record: OnRecord<'_>,
+    on_frame: OnFrame<'_>,
+) -> Result<Scan, OpenError> {
+    let journal_dir = root.join(JOURNAL_DIR);
+    let segments = list_segments(&journal_dir)?;
+    let mut chain = Chain::empty();
+    let mut sled_iter: Option<Box<SledItems>> = match sled {
+        SledCopy::Off => None,
+        SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(Box::new(t.iter())),
+        SledCopy::Streamed(path, db) => {
+            match db.lock().map_or_else(|p| p.into_inner().take(), |mut d| d.take()) {
+                Some(db) => Some(Box::new(SledCursor::new(path, db)?)),
+                None => None,
+            }
+        }
+    };
+    let mut sled_lagging = false;
+    let mut held: Option<Held> = None;
+    let mut out = Scan {
+        head: Head { ledger: Id::default(), seq: 0, hash: Default::default(), time_ms: 0 },
+        verified: None,
+        frames: 0,
+        entries: 0,
+        torn: None,
+        damage: None,
+        sled_lag: Vec::new(),
+        sled_lag_frames: 0,
+        last_segment: None,
+    };
+    let n_segments = segments.len();
+    // Where a tolerant scan stops: a damage finding, or a verification failure (fail mode).
+    let stop = |damage: Damage, out: &mut Scan| -> Result<(), OpenError> {
+        match on_damage {
+            OnDamage::Fail => Err(damage.corruption()),
+            OnDamage::Stop => {
+                out.damage = Some(damage);
+                Ok(())
+            }
+        }
+    };
+    'segments: for (segment_idx, (named_seq, path)) in segments.into_iter().enumerate() {
+        let is_last = segment_idx + 1 == n_segments;
+        let size = std::fs::metadata(&path).map_err(io("stat", &path))?.len();
+        if size > MAX_SEGMENT_BYTES {
+            let reason = Corruption::SegmentTooLarge {
+                segment: path.display().to_string(),
+                len: size,
+                max: MAX_SEGMENT_BYTES,
+            };
+            return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
+        }
+        let mut reader = SegmentReader::open(&path)?;
+        let segment = path.display().to_string();
+        let segment_len = reader.len();
+        let invalid = |offset: u64, seq: u64, reason: Corruption| Damage {
+            segment: path.clone(),
+            offset,
+            seq,
+            kind: DamageKind::Invalid { seq, reason },
+            next_intact: None,
+            segment_len,
+            is_last,
+        };
+        let mut valid_len = 0;
+        let mut records_here = 0u64;
+        loop {
+            let (offset, header, record) = match reader.next_record(&path)? {
+                Split::Record { offset, header, record } => (offset, header, record),
+                Split::End => break,
+                Split::Fault { offset, fault } => {
+                    let next_seq = chain.next_seq();
+                    let rest = reader.rest(&path)?;
+                    if offset == 0 && rest.first() == Some(&V1_FIRST_BYTE) {
+                        return Err(corrupt(next_seq, Replica::Journal, Corruption::JournalV1 { segment }));
+                    }
+                    match classify_tail(rest, next_seq, is_last) {
+                        Tail::Torn => {
+                            out.torn = Some(TornTail {
+                                segment: path.clone(),
+                                offset,
+                                bytes: rest.len() as u64,
+                                moved_to: None,
+                            });
+                            break;
+                        }
+                        Tail::Damaged { next_intact } => {
+                            let damage = Damage {
+                                segment: path.clone(),
+                                offset,
+                                seq: next_seq,
+                                kind: DamageKind::Record(fault),
+                                next_intact: next_intact.map(|(at, seq)| (offset + at as u64, seq)),
+                                segment_len,
+                                is_last,
+                            };
+                            stop(damage, &mut out)?;
+                            break 'segments;
+                        }
+                    }
+                }
+            };
+            let first_seq = chain.next_seq();
+            let before = chain.head();
+            // Every entry of the record is verified on a copy of the chain first, so a
+            // record that fails leaves the chain where it was.
+            let verified = verify_record(chain, header, record).and_then(|(next_chain, entries)| {
+                if offset == 0 && first_seq != named_seq {
+                    let reason = Corruption::SegmentName {
+                        segment: segment.clone(),
+                        named: named_seq,
+                        found: first_seq,
+                    };
+                    return Err((first_seq, reason));
+                }
+                Ok((next_chain, entries))
+            });
+            let entries = match verified {
+                Ok((next_chain, entries)) => {
+                    chain = next_chain;
+                    entries
+                }
+                Err((seq, reason)) => {
+                    stop(invalid(offset, seq, reason), &mut out)?;
+                    break 'segments;
+                }
+            };
+            if let Some(h) = held.as_mut()
+                && entries.iter().any(|sealed| h.authenticated_by == sealed.entry.seq)
+            {
+                // The journal's version of the differing frame is linked from here on:
+                // sled's differing copy is the wrong one.
+                h.sled_intact = false;
+            }
+            let n = entries.len() as u64;
+            on_record(entries)?;
+            out.entries += n;
+            on_frame(&FramePos { segment: &path, offset, first_seq, record, before })?;
+            out.frames += 1;
+            records_here += 1;
+            valid_len = offset + record.len() as u64;
+            if let Some(iter) = sled_iter.as_mut() {
+                let next = if sled_lagging { None } else { iter.next() };
+                match next {
+                    None => {
+                        sled_lagging = true;
+                        out.sled_lag_frames += 1;
+                        if keep_lag {
+                            out.sled_lag.push((first_seq, record.to_vec()));
+                        }
+                    }
+                    Some(Err(e)) => return Err(OpenError::Sled(e)),
+                    Some(Ok((k, v))) => {
+                        if let Err(finding) = compare_sled(first_seq, record, &k, &v)
+                            && held.is_none()
+                        {
+                            held = Some(Held {
+                                first_seq,
+                                authenticated_by: chain.next_seq(),
+                                sled_intact: open_record(&v).is_ok(),
+                                finding,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        // A segment with no record (empty, or holding only a torn write) is legal only as
+        // the last one, named for the seq its first record would carry.
+        if records_here == 0 {
+            let next = chain.next_seq();
+            let reason = if !is_last {
+                Some(Corruption::EmptySegment { segment: segment.clone() })
+            } else if named_seq != next {
+                Some(Corruption::SegmentName { segment: segment.clone(), named: named_seq, found: next })
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                stop(invalid(0, next, reason), &mut out)?;
+                out.torn = None;
+                break 'segments;
+            }
+        }
+        if is_last {
+            out.last_segment =
+                Some((path, out.torn.as_ref().map_or(valid_len.max(segment_len), |t| t.offset)));
+        }
+    }
+    if let Some(h) = held {
+        if h.sled_intact && out.damage.is_none() {
+            // Both copies hold an intact record for the newest frame, and nothing later
+            // says which is right: choose neither.
+            return Err(corrupt(h.first_seq, Replica::Both, Corruption::CopiesDisagree));
+        }
+        return Err(h.finding);
+    }
+    // Beside a live writer sled may hold records appended after the journal was read.
+    let sled_may_lead = matches!(sled, SledCopy::MayLead(_));
+    if let Some(iter) = sled_iter.as_mut().filter(|_| !sled_lagging && out.damage.is_none() && !sled_may_lead)
+    {
+        match iter.next() {
+            None => {}
+            Some(Err(e)) => return Err(OpenError::Sled(e)),
+            Some(Ok((k, _))) => {
+                let seq = key_seq(&k).unwrap_or(chain.next_seq());
+                return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal));
+            }
+        }
+    }
+    out.verified = chain.head();
+    match out.verified {
+        Some(head) => out.head = head,
+        // Nothing verified: only a tolerant scan may report that (recovery restores it).
+        None if on_damage == OnDamage::Stop => {}
+        None => return Err(OpenError::Empty),
+    }
+    Ok(out)
+}
+
+/// How a strict scan uses the machine's cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Threads {
+    /// Everything on the calling thread, entry after entry (the reference order).
+    One,
+    /// Two threads: a helper thread reads the journal and does every store check —
+    /// record checks, frame and entry decoding (canonical form), hashing, the chain, the
+    /// comparison with sled and the checkpoint — and hands the verified entries, in order,
+    /// through a bounded channel to the calling thread, which shows them to the observer
+    /// (a replay's fold). The result is the one [`Threads::One`] gives, failure included:
+    /// the observer sees exactly the entries it would have seen, and its own first failure
+    /// wins over anything the helper found later in the journal.
+    #[default]
+    Two,
+}
+
+/// Entries handed to the observer per channel message (amortises the hand-over).
+pub(super) const PIPELINE_BATCH_ENTRIES: usize = 256;
+/// Batches queued between the two threads. At most four are alive at once: the one
+/// being filled, one queued, the one being folded, and one folded batch on its way back
+/// to be freed. Each holds [`PIPELINE_BATCH_ENTRIES`] entries, or one record's entries if
+/// more (the sequential scan holds a whole record too: its entries are shown only once
+/// all of them verified). Memory stays bounded whatever the ledger's length; one queued
+/// batch is enough for the two threads to overlap.
+pub(super) const PIPELINE_BATCHES: usize = 1;
+
+/// A strict scan (`OnDamage::Fail`, no per-frame observer) with `on_entry` run on the
+/// calling thread, and the rest where `threads` says.
+pub(super) fn scan_strict(
+    root: &Path,
+    sled: SledCopy<'_>,
+    keep_lag: bool,
+    threads: Threads,
+    on_entry: OnEntry<'_>,
+) -> Result<Scan, OpenError> {
+    match threads {
+        Threads::One => scan(root, sled, keep_lag, OnDamage::Fail, on_entry, &mut |_| Ok(())),
+        Threads::Two => scan_pipelined(root, sled, keep_lag, on_entry),
+    }
+}
+
+/// [`Threads::Two`]: the scan on a helper thread, `on_entry` on this one.
+pub(super) fn scan_pipelined(
+    root: &Path,
+    sled: SledCopy<'_>,
+    keep_lag: bool,
+    on_entry: OnEntry<'_>,
+) -> Result<Scan, OpenError> {
+    pipelined(
+        move |send: OnRecord<'_>| scan_records(root, sled, keep_lag, OnDamage::Fail, send, &mut |_| Ok(())),
+        on_entry,
+    )
+}
+
+/// Runs `produce` on a helper thread and shows every entry it hands over, in order, to
+/// `on_entry` on the calling thread, through a bounded channel. `produce` hands each
+/// entry over before it reads anything after it, and returns its own result (an error
+/// where a sequential scan would have stopped) only once everything before that point has
+/// been handed over; so `on_entry`'s first failure is the result if it comes first in seq
+/// order, and `produce`'s otherwise — exactly as when `produce` calls `on_entry` itself.
+/// When `on_entry` fails, dropping the receiver stops the helper at its next hand-over; a
+/// helper that panics closes the channel and is reported as a failed task, never a hang.
+pub(super) fn pipelined<R: Send>(
+    produce: impl FnOnce(OnRecord<'_>) -> Result<R, OpenError> + Send,
+    on_entry: OnEntry<'_>,
+) -> Result<R, OpenError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<SealedEntry>>(PIPELINE_BATCHES);
+    // Folded batches go back to the helper, which allocated them, to be freed and reused
+    // there: freeing them on the folding thread contends for the helper's malloc arena.
+    // One at most: a spent batch waiting here still holds its entries.
+    let (spent_tx, spent_rx) = std::sync::mpsc::sync_channel::<Vec<SealedEntry>>(1);
+    std::thread::scope(|scope| {
+        let helper =
+            std::thread::Builder::new().name("ledger-scan".to_owned()).spawn_scoped(scope, move || {
+                let mut batch: Vec<SealedEntry> = Vec::with_capacity(PIPELINE_BATCH_ENTRIES);
+                let mut send = |entries: Vec<SealedEntry>| -> Result<(), OpenError> {
+                    batch.extend(entries);
+                    if batch.len() >= PIPELINE_BATCH_ENTRIES {
+                        let next = match spent_rx.try_recv() {
+                            Ok(mut spent) => {
+                                spent.clear();
+                                spent
+                            }
+                            Err(_) => Vec::with_capacity(PIPELINE_BATCH_ENTRIES),
+                        };
+                        let full = std::mem::replace(&mut batch, next);
+                        // The receiver is gone only once `on_entry` failed: its error is the
+                        // result, and this one is never seen.
+                        tx.send(full).map_err(|_| OpenError::Task("replay fold"))?;
+                    }
+                    Ok(())
+                };
+                let produced = produce(&mut send);
+                if !batch.is_empty() {
+                    // Ignored for the same reason: a closed channel means `on_entry` failed.
+                    let _ = tx.send(batch);
+                }
+                produced
+            });
+        let helper = match helper {
+            Ok(helper) => helper,
+            Err(_) => return Err(OpenError::Task("journal scan thread spawn")),
+        };
+        let mut observed = Ok(());
+        'batches: for batch in rx.iter() {
+            for sealed in &batch {
+                observed = on_entry(sealed);
+                if observed.is_err() {
+                    break 'batches;
+                }
+            }
+            // Back to the helper, or freed here if it is behind on taking them back.
+            let _ = spent_tx.try_send(batch);
+        }
+        drop(rx);
+        drop(spent_tx);
+        let produced = helper.join();
+        observed?;
+        produced.unwrap_or(Err(OpenError::Task("journal scan thread")))
+    })
+}
+
+/// Verifies one intact record against the chain: header position, frame decoding, entry
+/// count, and every entry (decode, canonical form, hash, `prev`, seq, ledger, time). Returns
+/// the chain after it and its entries, or the seq and reason of the first failure.
+pub(super) fn verify_record(
+    chain: Chain,
+    header: RecordHeader,
+    record: &[u8],
+) -> Result<(Chain, Vec<SealedEntry>), (u64, Corruption)> {
+    let mut chain = chain;
+    let first_seq = chain.next_seq();
+    if header.first_seq != first_seq {
+        return Err((first_seq, Corruption::SeqGap { expected: first_seq, found: header.first_seq }));
+    }
+    let payload = record.get(HEADER_BYTES..).unwrap_or_default();
+    let entry_bytes = decode_frame(payload).map_err(|e| (first_seq, Corruption::Decode(e)))?;
+    if entry_bytes.len() as u64 != u64::from(header.count) {
+        let reason = Corruption::HeaderMismatch {
+            header_seq: header.first_seq,
+            header_count: header.count,
+            found_seq: first_seq,
+            found_count: entry_bytes.len() as u64,
+        };
+        return Err((first_seq, reason));
+    }
+    let mut entries = Vec::with_capacity(entry_bytes.len());
+    for bytes in entry_bytes {
+        let seq = chain.next_seq();
+        match chain.verify(bytes) {
+            Ok(sealed) => entries.push(sealed),
+            // A link that does not match an altered earlier entry: name both.
+            Err(reason @ Corruption::PrevMismatch { .. }) if seq > 0 => {
+                return Err((seq - 1, Corruption::LinkBroken { next: seq, detail: reason.to_string() }));
+            }
+            Err(reason) => return Err((seq, reason)),
+        }
+    }
+    Ok((chain, entries))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+    use ledger_schema::events::LedgerInitialized;
+    use ledger_schema::{Event, Id, SealedEntry};
+
+    use super::{OnRecord, PIPELINE_BATCH_ENTRIES, pipelined};
+    use crate::store::{Chain, Corruption, OpenError, Replica};
+
+    /// `n` sealed entries (their content does not matter to the pipeline).
+    fn entries(n: usize) -> Vec<SealedEntry> {
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "t".into() });
+        let sealed = Chain::empty().seal(genesis, 1, Id(7)).unwrap();
+        vec![sealed; n]
+    }
+
+    fn failure(seq: u64) -> OpenError {
+        OpenError::Corrupt { seq, replica: Replica::Journal, reason: Corruption::Differs }
+    }
+
+    /// Hands `total` entries over in records of 1, 2, 3 … entries; then `end`.
+    fn produce(
+        total: usize,
+        end: Result<u64, OpenError>,
+    ) -> impl FnOnce(OnRecord<'_>) -> Result<u64, OpenError> {
+        move |send: OnRecord<'_>| {
+            let mut left = total;
+            let mut size = 1;
+            while left > 0 {
+                let n = size.min(left);
+                send(entries(n))?;
+                left -= n;
+                size += 1;
+            }
+            end
+        }
+    }
+
+    /// Every entry arrives, in order, before the producer's result, whatever its sign.
+    #[test]
+    fn every_entry_then_the_producers_result() {
+        for total in
+            [0, 1, PIPELINE_BATCH_ENTRIES - 1, PIPELINE_BATCH_ENTRIES, 5 * PIPELINE_BATCH_ENTRIES + 3]
+        {
+            let mut seen = 0usize;
+            let got = pipelined(produce(total, Ok(42)), &mut |_| {
+                seen += 1;
+                Ok(())
+            });
+            assert_eq!((got.unwrap(), seen), (42, total));
+            let mut seen = 0usize;
+            let got = pipelined(produce(total, Err(failure(9))), &mut |_| {
+                seen += 1;
+                Ok(())
+            });
+            assert!(matches!(got, Err(OpenError::Corrupt { seq: 9, .. })), "{got:?}");
+            assert_eq!(seen, total, "every entry before the producer's failure is observed");
+        }
+    }
+
+    /// The observer's failure wins over anything the producer found after it, and stops a
+    /// producer that would otherwise never end.
+    #[test]
+    fn the_observers_failure_comes_first_and_stops_the_producer() {
+        let mut seen = 0usize;
+        let got = pipelined(produce(10 * PIPELINE_BATCH_ENTRIES, Err(failure(9))), &mut |_| {
+            seen += 1;
+            if seen == 300 { Err(failure(3)) } else { Ok(()) }
+        });
+        assert!(matches!(got, Err(OpenError::Corrupt { seq: 3, .. })), "{got:?}");
+        assert_eq!(seen, 300);
+        let endless = |send: OnRecord<'_>| -> Result<u64, OpenError> {
+            loop {
+                send(entries(7))?;
+            }
+        };
+        let mut seen = 0usize;
+        let got = pipelined(endless, &mut |_| {
+            seen += 1;
+            if seen == 1000 { Err(failure(4)) } else { Ok(()) }
+        });
+        assert!(matches!(got, Err(OpenError::Corrupt { seq: 4, .. })), "{got:?}");
+    }
+
+    /// A producer that panics — before or after handing entries over — is a typed error,
+    /// never a hang.
+    #[test]
+    fn a_panicking_producer_is_a_failed_task() {
+        for before in [0, 1, 3 * PIPELINE_BATCH_ENTRIES + 1] {
+            let panicking = move |send: OnRecord<'_>| -> Result<u64, OpenError> {
+                send(entries(before))?;
+                panic!("injected panic in the scan thread");
+            };
+            let mut seen = 0usize;
+            let got = pipelined(panicking, &mut |_| {
+                seen += 1;
+                Ok(())
+            });
+            assert!(matches!(got, Err(OpenError::Task("journal scan thread"))), "{got:?}");
+            assert!(seen <= before);
+        }
+    }
+}
