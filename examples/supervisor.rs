@@ -12,18 +12,49 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use closure_ledger::engine::{Engine, EngineError, Options};
-use closure_ledger::ledger::{Ledger, Receipt};
-use closure_ledger::lifecycle::{goal_content, lid, payload, policy_bundle, profile};
-use closure_ledger::runtime::command::*;
-use closure_ledger::runtime::{Command, Rejection};
-use closure_ledger::store::{self, Store};
+// Only the embedding surface, at the crate root: the engine, commands, receipts, state,
+// the refusal an embedder matches on, and the record types (`schema`).
+use closure_ledger::commands::*;
+use closure_ledger::schema::events::{WorkerEventKind, WorkerPayload};
+use closure_ledger::schema::types::{ResultKind, ThreadChoice};
+use closure_ledger::schema::{Digest, Id};
+use closure_ledger::{Command, Engine, EngineError, Options, Receipt, Refusal};
 use futures::StreamExt;
-use ledger_schema::events::WorkerEventKind;
-use ledger_schema::types::{ResultKind, ThreadChoice};
-use ledger_schema::{Digest, Id};
 
 type Acks = Arc<Mutex<Vec<Receipt>>>;
+
+/// The supervisor's ids: ULIDs it chooses (here, numbered).
+fn lid(n: u128) -> Id {
+    Id(0x0193_0000_0000_0000_0000_0000_0000_0000 | n)
+}
+
+fn payload(kind: WorkerEventKind, observed_at_ms: u64, text: &str) -> WorkerPayload {
+    WorkerPayload { kind, observed_at_ms, text: text.to_owned(), items: vec![] }
+}
+
+/// The setup every workflow shares — a Policy Bundle, an Execution Profile and a Goal — as
+/// the JSON commands a supervisor receives (the first lines of the reference lifecycle,
+/// docs/commands.md).
+fn setup() -> Vec<Command> {
+    include_str!("lifecycle.jsonl")
+        .lines()
+        .take(3)
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| fail(format!("setup command: {e}"))))
+        .collect()
+}
+
+/// The ids the setup commands use.
+fn setup_id(commands: &[Command], kind: &str) -> Id {
+    commands
+        .iter()
+        .find_map(|c| match c {
+            Command::InstallPolicy(p) if kind == "policy" => Some(p.policy_id),
+            Command::InstallProfile(p) if kind == "profile" => Some(p.profile_id),
+            Command::CreateGoal(g) if kind == "goal" => Some(g.goal_id),
+            _ => None,
+        })
+        .unwrap_or_else(|| fail(format!("no {kind} in the setup")))
+}
 
 fn fail(message: String) -> ! {
     eprintln!("supervisor: {message}");
@@ -75,9 +106,7 @@ async fn worker(engine: Engine, n: u128, acks: Acks, stats: Arc<Mutex<[u64; 3]>>
         }
     }
     match engine.submit(deliver(0, 0, "a different payload under an old id")).await {
-        Err(EngineError::Rejected(closure_ledger::ledger::SubmitError::Rejected(Rejection::Conflict {
-            ..
-        }))) => stats.lock().unwrap()[1] += 1,
+        Err(EngineError::Refused(Refusal::Conflict { .. })) => stats.lock().unwrap()[1] += 1,
         other => fail(format!("worker {n}: a conflicting payload was not refused: {other:?}")),
     }
     // The worker's terminal event: its result, which `finishAttempt` needs.
@@ -138,9 +167,9 @@ async fn worker(engine: Engine, n: u128, acks: Acks, stats: Arc<Mutex<[u64; 3]>>
 async fn main() {
     let workers: u128 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(8);
     let dir = std::env::temp_dir().join(format!("closure-ledger-supervisor-{}", ulid::Ulid::new()));
-    let ledger_id = Id::from_ulid(ulid::Ulid::new());
-    drop(store::init(&dir, "supervisor example", ledger_id, 1).unwrap_or_else(|e| fail(e.to_string())));
-    let engine = Engine::open(&dir, Options::default()).await.unwrap_or_else(|e| fail(e.to_string()));
+    let engine = Engine::create(&dir, "supervisor example", Options::default())
+        .await
+        .unwrap_or_else(|e| fail(e.to_string()));
     let observer = engine.observer();
 
     // The audit trail: a subscriber from genesis, printing each committed entry.
@@ -162,20 +191,21 @@ async fn main() {
         n
     });
 
-    ok(&engine, Command::InstallPolicy(InstallPolicy { policy_id: lid(0x10), bundle: policy_bundle() }))
-        .await;
-    ok(&engine, Command::InstallProfile(InstallProfile { profile_id: lid(0x11), profile: profile(false) }))
-        .await;
-    ok(&engine, Command::CreateGoal(CreateGoal { goal_id: lid(0x20), content: goal_content() })).await;
+    let setup = setup();
+    let (policy, profile, goal) =
+        (setup_id(&setup, "policy"), setup_id(&setup, "profile"), setup_id(&setup, "goal"));
+    for command in setup {
+        ok(&engine, command).await;
+    }
     for n in 0..workers {
         ok(
             &engine,
             Command::StartWorkflow(StartWorkflow {
                 workflow_id: lid(0x2000 + n),
-                goal_id: lid(0x20),
+                goal_id: goal,
                 goal_revision: 1,
-                policy_id: lid(0x10),
-                profile_id: lid(0x11),
+                policy_id: policy,
+                profile_id: profile,
                 plan: None,
             }),
         )
@@ -208,14 +238,21 @@ async fn main() {
     let printed =
         tokio::time::timeout(Duration::from_secs(30), printer).await.ok().and_then(|r| r.ok()).unwrap_or(0);
 
-    // Reopen (a full replay through every rule and manifest proof) and prove.
-    let (ledger, _) = Ledger::open(&dir).unwrap_or_else(|e| fail(format!("reopen: {e}")));
+    // Reopen (a full replay through every rule and manifest proof) and prove: every
+    // acknowledged receipt is a committed entry with the same hash.
+    let engine =
+        Engine::open(&dir, Options::default()).await.unwrap_or_else(|e| fail(format!("reopen: {e}")));
+    let head = engine.head();
+    let replayed = engine.state().digest();
+    let committed: std::collections::BTreeMap<u64, Digest> = engine
+        .subscribe(0)
+        .take(usize::try_from(head + 1).unwrap())
+        .map(|item| item.map(|e| (e.seq, e.hash)).unwrap_or_else(|e| fail(format!("reading back: {e}"))))
+        .collect()
+        .await;
+    engine.shutdown().await.unwrap_or_else(|e| fail(format!("shutdown: {e}")));
     let acks = acks.lock().unwrap().clone();
-    let missing =
-        acks.iter().filter(|r| ledger.store().read(r.seq).map(|e| e.hash != r.hash).unwrap_or(true)).count();
-    let replayed = ledger.state().digest();
-    let head = ledger.store().head().seq;
-    drop(ledger);
+    let missing = acks.iter().filter(|r| committed.get(&r.seq) != Some(&r.hash)).count();
     let [duplicates, conflicts, stale] = *stats.lock().unwrap();
     if missing > 0 {
         fail(format!("{missing} acknowledged receipts are missing after reopen"));

@@ -12,16 +12,33 @@ use ledger_schema::{Entry, Event};
 
 use crate::compiler::{self, CompileError, Compiled, Registry};
 use crate::runtime::command::StartAttempt;
-use crate::runtime::{self, Command, Ctx, Decided, Rejection, RuleViolation, State};
+use crate::runtime::{self, Command, Decided, Rejection, RuleViolation, State};
 
-/// Why an entry cannot be admitted (live: refused; replay: verification fails).
+/// Why a command or an entry was refused: live, nothing was written and the state is
+/// unchanged; in a replay, the ledger fails verification at that entry. The one refusal
+/// type an embedder matches on (`EngineError::Refused`, `SubmitError::Refused`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum AdmissionError {
+pub enum Refusal {
+    /// A rule of the runtime ([`runtime::Rule`], listed in docs/rules.md).
     #[error("rule {0}")]
     Rule(#[from] RuleViolation),
+    /// A Worker event id already recorded with another payload.
+    #[error(
+        "worker event {worker_event_id} was already recorded at seq {original_seq} with a different payload"
+    )]
+    Conflict { worker_event_id: ledger_schema::Id, original_seq: u64 },
+    /// A new Attempt's context cannot be compiled (an Attempt start, or a restart's
+    /// replacement).
+    #[error("cannot compile the context: {0}")]
+    Compile(#[source] CompileError),
+    /// A recorded Attempt start whose context no longer compiles (replay).
     #[error("attempt {attempt}: the context cannot be recompiled: {error}")]
-    Uncompilable { attempt: ledger_schema::Id, error: CompileError },
+    Uncompilable {
+        attempt: ledger_schema::Id,
+        #[source]
+        error: CompileError,
+    },
     #[error(
         "attempt {attempt}: its manifest records compiler version {}, which this build does not have (it has {})",
         clip(.version),
@@ -34,8 +51,33 @@ pub enum AdmissionError {
         /// The versions this build has, newest first.
         known: Vec<&'static str>,
     },
+    /// A recorded manifest that is not what its compiler derives.
     #[error("{0}")]
     ManifestMismatch(Box<ManifestMismatch>),
+    /// Events that do not fit one frame (or none at all).
+    #[error("{0}")]
+    Frame(#[source] crate::store::FrameError),
+}
+
+impl From<Rejection> for Refusal {
+    fn from(r: Rejection) -> Refusal {
+        match r {
+            Rejection::Rule(v) => Refusal::Rule(v),
+            Rejection::Conflict { worker_event_id, original_seq } => {
+                Refusal::Conflict { worker_event_id, original_seq }
+            }
+        }
+    }
+}
+
+impl Refusal {
+    /// The rule refused, when a rule did.
+    pub fn rule(&self) -> Option<runtime::Rule> {
+        match self {
+            Refusal::Rule(v) => Some(v.rule),
+            _ => None,
+        }
+    }
 }
 
 /// A recorded manifest that is not the compiled one.
@@ -65,18 +107,18 @@ fn clip(version: &str) -> String {
 
 /// Recompiles the context an `attemptStarted` records, over the state before it, with
 /// the released compiler its manifest names.
-pub fn recompile(state: &State, e: &AttemptStarted) -> Result<Compiled, AdmissionError> {
+pub fn recompile(state: &State, e: &AttemptStarted) -> Result<Compiled, Refusal> {
     recompile_with(&compiler::RELEASED, state, e)
 }
 
 /// Recompiles the context an `attemptStarted` records, over the state before it, with
 /// the compiler of `registry` its manifest names; a version the registry lacks is
-/// [`AdmissionError::UnknownCompilerVersion`].
+/// [`Refusal::UnknownCompilerVersion`].
 pub fn recompile_with(
     registry: &Registry<'_>,
     state: &State,
     e: &AttemptStarted,
-) -> Result<Compiled, AdmissionError> {
+) -> Result<Compiled, Refusal> {
     let start = StartAttempt {
         attempt_id: e.attempt_id,
         workflow_id: e.workflow_id,
@@ -86,7 +128,7 @@ pub fn recompile_with(
     };
     let binding = runtime::attempt_binding(state, &start)?;
     compile_as(registry, state, &binding, &e.manifest.compiler_version)?
-        .map_err(|error| AdmissionError::Uncompilable { attempt: e.attempt_id, error })
+        .map_err(|error| Refusal::Uncompilable { attempt: e.attempt_id, error })
 }
 
 /// The one "binding + compile" step of every manifest proof (an Attempt start, a dispatch
@@ -98,8 +140,8 @@ fn compile_as(
     state: &State,
     binding: &runtime::AttemptBinding,
     version: &str,
-) -> Result<Result<Compiled, CompileError>, AdmissionError> {
-    let compiler = registry.for_version(version).ok_or_else(|| AdmissionError::UnknownCompilerVersion {
+) -> Result<Result<Compiled, CompileError>, Refusal> {
+    let compiler = registry.for_version(version).ok_or_else(|| Refusal::UnknownCompilerVersion {
         attempt: binding.attempt_id,
         version: version.to_owned(),
         known: registry.versions(),
@@ -108,17 +150,17 @@ fn compile_as(
 }
 
 /// Admits one entry: the manifest proof for an Attempt start, then every rule.
-pub fn apply(state: &mut State, entry: &Entry) -> Result<(), AdmissionError> {
+pub fn apply(state: &mut State, entry: &Entry) -> Result<(), Refusal> {
     apply_with(&compiler::RELEASED, state, entry)
 }
 
 /// [`apply`], with an Attempt start's manifest re-derived by the compiler of `registry`
 /// it names.
-pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> Result<(), AdmissionError> {
+pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> Result<(), Refusal> {
     if let Event::AttemptStarted(e) = &entry.event {
         let compiled = recompile_with(registry, state, e)?;
         if compiled.manifest != e.manifest || compiled.manifest_digest != e.manifest_digest {
-            return Err(AdmissionError::ManifestMismatch(Box::new(ManifestMismatch {
+            return Err(Refusal::ManifestMismatch(Box::new(ManifestMismatch {
                 attempt: e.attempt_id,
                 recorded: e.manifest_digest,
                 recorded_body: e.manifest.digest(),
@@ -175,11 +217,7 @@ fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, attempts: V
 /// (a fact confirmed or invalidated, a blocker, an obligation, a human decision or a project
 /// source recorded since the start changes it: `ManifestStale`). Claims the runtime refuses
 /// anyway (`runtime::current_binding` is `None`) are left to their rules.
-fn check_current(
-    registry: &Registry<'_>,
-    state: &State,
-    attempt: ledger_schema::Id,
-) -> Result<(), AdmissionError> {
+fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema::Id) -> Result<(), Refusal> {
     let (Some(binding), Some(recorded)) =
         (runtime::current_binding(state, attempt), state.attempts.get(&attempt))
     else {
@@ -190,7 +228,7 @@ fn check_current(
         Ok(compiled) => format!("the context compiles to {} now", compiled.manifest_digest),
         Err(error) => format!("the context no longer compiles: {error}"),
     };
-    Err(AdmissionError::Rule(runtime::violation(
+    Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,
         format!(
             "attempt {attempt}: its manifest {} is no longer current ({detail}); start a new Attempt",
@@ -199,69 +237,45 @@ fn check_current(
     )))
 }
 
-/// Turns a command into events: `startAttempt` is compiled here, by the newest released
-/// compiler; everything else is the runtime's `decide`.
-pub fn decide(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rejection> {
-    decide_with(&compiler::RELEASED, state, command, ctx)
+/// Turns a command into events: the runtime's `decide`, with every Attempt start compiled
+/// here by the newest released compiler.
+pub fn decide(state: &State, command: &Command) -> Result<Decided, Refusal> {
+    decide_with(&compiler::RELEASED, state, command)
 }
 
-/// [`decide`], with `startAttempt` compiled by the newest compiler of `registry`. A
+/// [`decide`], with Attempt starts compiled by the newest compiler of `registry`. A
 /// command whose step is already recorded is [`Decided::Redelivered`]
 /// (`runtime::dedup`), before anything is compiled.
-pub fn decide_with(
-    registry: &Registry<'_>,
-    state: &State,
-    command: &Command,
-    ctx: Ctx,
-) -> Result<Decided, Rejection> {
-    match runtime::dedup::recorded(state, command) {
-        Some(seq) => Ok(Decided::Redelivered { seq }),
-        None => decide_new_with(registry, state, command, ctx),
-    }
+pub fn decide_with(registry: &Registry<'_>, state: &State, command: &Command) -> Result<Decided, Refusal> {
+    runtime::decide(state, command, &|state, start| start_attempt(registry, state, start))
 }
 
 /// [`decide`] as if the command had never been submitted (a redelivery that is not the
 /// same command is decided by every rule, which refuse a step already taken).
-pub fn decide_new(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rejection> {
-    decide_new_with(&compiler::RELEASED, state, command, ctx)
+pub fn decide_new(state: &State, command: &Command) -> Result<Decided, Refusal> {
+    runtime::decide_new(state, command, &|state, start| start_attempt(&compiler::RELEASED, state, start))
 }
 
-/// [`decide_new`], with `startAttempt` compiled by the newest compiler of `registry`.
-pub fn decide_new_with(
+/// The context a new Attempt start would record over `state`: its binding (every start
+/// rule) compiled by the newest released compiler. What `Engine::compile` previews.
+pub fn compile_start(state: &State, c: &StartAttempt) -> Result<Compiled, Refusal> {
+    compile_start_with(&compiler::RELEASED, state, c).map(|(_, compiled)| compiled)
+}
+
+/// [`compile_start`] by the newest compiler of `registry`, with the binding.
+fn compile_start_with(
     registry: &Registry<'_>,
     state: &State,
-    command: &Command,
-    ctx: Ctx,
-) -> Result<Decided, Rejection> {
-    match command {
-        Command::StartAttempt(c) => Ok(Decided::Events(vec![start_attempt(registry, state, c)?])),
-        Command::RestartAttempt(c) => {
-            // The interrupted Attempt ends first; the replacement compiles over the state
-            // after that, exactly as admission will re-derive it.
-            let cancel = runtime::restart_cancellation(c);
-            let mut after = state.clone();
-            runtime::fold_pending(&mut after, &cancel)?;
-            // The replacement carries the interrupted Attempt's task selection, if any
-            // (refused if that selection is no longer current: start a new Attempt).
-            let interrupted = after.attempts.get(&c.attempt_id);
-            let start = StartAttempt {
-                attempt_id: c.replacement_attempt_id,
-                workflow_id: interrupted.map(|a| a.workflow_id).unwrap_or_default(),
-                worker_session_id: c.worker_session_id,
-                thread: ledger_schema::types::ThreadChoice::Fresh,
-                selection_receipt: interrupted.and_then(|a| a.selection_receipt),
-            };
-            Ok(Decided::Events(vec![cancel, start_attempt(registry, &after, &start)?]))
-        }
-        _ => runtime::decide_new(state, command, ctx),
-    }
+    c: &StartAttempt,
+) -> Result<(runtime::AttemptBinding, Compiled), Refusal> {
+    let binding = runtime::attempt_binding(state, c)?;
+    let compiled = registry.newest().compile(state, &binding).map_err(Refusal::Compile)?;
+    Ok((binding, compiled))
 }
 
 /// An Attempt start compiled by the newest compiler of `registry`.
-fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Result<Event, Rejection> {
-    let binding = runtime::attempt_binding(state, c)?;
-    let compiled =
-        registry.newest().compile(state, &binding).map_err(|e| Rejection::Compile(e.to_string()))?;
+fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Result<Event, Refusal> {
+    let (binding, compiled) = compile_start_with(registry, state, c)?;
     Ok(Event::AttemptStarted(Box::new(AttemptStarted {
         attempt_id: c.attempt_id,
         workflow_id: c.workflow_id,

@@ -582,7 +582,7 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Fa
                 }
                 emit(out, receipt)?;
             }
-            Err(e) if e.is_rejection() => {
+            Err(e) if e.is_refusal() => {
                 n_rejected += 1;
                 emit(out, json!({"line": line_no, "kind": command.kind(), "rejected": e.to_string()}))?;
             }

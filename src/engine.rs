@@ -26,10 +26,11 @@ use futures::Stream;
 use ledger_schema::{Digest, Entry};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::compiler::{self, CompileError, Compiled};
-use crate::ledger::{Ledger, Receipt, SubmitError};
+use crate::admission::Refusal;
+use crate::compiler::Compiled;
+use crate::ledger::{Ledger, Receipt, StorageError, SubmitError};
 use crate::runtime::command::StartAttempt;
-use crate::runtime::{Command, Ctx, RuleViolation, State};
+use crate::runtime::{Command, Ctx, State};
 use crate::store::{DiskStore, OpenError, ReadError, Store, StoreReader};
 
 /// Engine options.
@@ -54,16 +55,16 @@ impl Default for Options {
 }
 
 /// Why a submission failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
     /// The command was refused; nothing was written.
-    #[error(transparent)]
-    Rejected(SubmitError),
+    #[error("refused: {0}")]
+    Refused(Refusal),
     /// The storage failed; the command was not committed and the engine stops writing.
-    /// Every later request gets the same first failure (shared).
+    /// Every later request gets the same first failure.
     #[error("storage failure: {0}")]
-    Storage(#[source] Arc<SubmitError>),
+    Storage(#[source] StorageError),
     /// The writer thread panicked (a broken invariant stops it loudly).
     #[error("the writer thread panicked")]
     WriterPanicked,
@@ -72,12 +73,31 @@ pub enum EngineError {
     Closed,
 }
 
+impl From<SubmitError> for EngineError {
+    fn from(e: SubmitError) -> EngineError {
+        match e {
+            SubmitError::Refused(r) => EngineError::Refused(r),
+            SubmitError::Storage(s) => EngineError::Storage(s),
+        }
+    }
+}
+
+impl EngineError {
+    /// The refusal, when the command itself was refused.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            EngineError::Refused(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
 /// Why a subscription ended.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubscribeError {
     #[error("reading committed entries failed: {0}")]
-    Read(String),
+    Read(#[source] Arc<ReadError>),
 }
 
 /// One committed entry, as a subscriber sees it.
@@ -124,6 +144,20 @@ impl Engine {
         let path = path.to_path_buf();
         let opened = tokio::task::spawn_blocking(move || Ledger::open(&path)).await;
         let (ledger, _) = opened.map_err(|_| OpenError::Task("open"))??;
+        Engine::start(ledger, options)
+    }
+
+    /// Creates a new ledger at `path` (absent or an empty directory) under a fresh ledger
+    /// id, holding only its genesis entry, and starts the writer on it.
+    pub async fn create(path: &Path, label: &str, options: Options) -> Result<Engine, OpenError> {
+        let (path, label) = (path.to_path_buf(), label.to_owned());
+        let created = tokio::task::spawn_blocking(move || {
+            let ledger = ledger_schema::Id::from_ulid(ulid::Ulid::new());
+            crate::store::init(&path, &label, ledger, now_ms())?;
+            Ledger::open(&path)
+        })
+        .await;
+        let (ledger, _) = created.map_err(|_| OpenError::Task("create"))??;
         Engine::start(ledger, options)
     }
 
@@ -190,10 +224,8 @@ impl Engine {
 
     /// Compiles the next Attempt's context over the current snapshot (what `startAttempt`
     /// would record now).
-    pub fn compile(&self, request: &StartAttempt) -> Result<Compiled, CompileOnSnapshotError> {
-        let state = self.state();
-        let binding = crate::runtime::attempt_binding(&state, request)?;
-        Ok(compiler::compile(&state, &binding)?)
+    pub fn compile(&self, request: &StartAttempt) -> Result<Compiled, Refusal> {
+        crate::admission::compile_start(&self.state(), request)
     }
 
     /// Every committed entry from `from_seq` on: first those already durable (from the
@@ -277,16 +309,6 @@ impl Observer {
     }
 }
 
-/// Why the engine could not compile over its snapshot.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CompileOnSnapshotError {
-    #[error("rule {0}")]
-    Rule(#[from] RuleViolation),
-    #[error(transparent)]
-    Compile(#[from] CompileError),
-}
-
 /// The writer thread: owns the ledger until the queue closes.
 fn writer(
     mut ledger: Ledger<DiskStore>,
@@ -295,7 +317,7 @@ fn writer(
     options: Options,
 ) {
     let max_batch = options.max_batch.max(1);
-    let mut failed: Option<Arc<SubmitError>> = None;
+    let mut failed: Option<StorageError> = None;
     let mut pending: Vec<Request> = Vec::new();
     loop {
         if pending.is_empty() {
@@ -317,7 +339,7 @@ fn writer(
         }
         if let Some(first) = &failed {
             for r in pending.drain(..) {
-                let _ = r.reply.send(Err(EngineError::Storage(Arc::clone(first))));
+                let _ = r.reply.send(Err(EngineError::Storage(first.clone())));
             }
             continue;
         }
@@ -343,11 +365,9 @@ fn writer(
         let processed = processed.min(commands.len());
         let mut replies = replies.into_iter();
         for (reply, result) in replies.by_ref().take(processed).zip(results) {
-            let result = result.map_err(|e| {
-                if e.is_rejection() { EngineError::Rejected(e) } else { EngineError::Storage(Arc::new(e)) }
-            });
+            let result = result.map_err(EngineError::from);
             if let Err(EngineError::Storage(first)) = &result {
-                failed.get_or_insert_with(|| Arc::clone(first));
+                failed.get_or_insert_with(|| first.clone());
             }
             let _ = reply.send(result);
         }
@@ -454,5 +474,5 @@ impl Subscription {
 }
 
 fn read_error(e: ReadError) -> SubscribeError {
-    SubscribeError::Read(e.to_string())
+    SubscribeError::Read(Arc::new(e))
 }

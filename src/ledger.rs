@@ -7,9 +7,11 @@ use std::path::Path;
 use ledger_schema::events::IgnoredReason;
 use ledger_schema::{Digest, Event, SealedEntry};
 
-use crate::admission::{self, AdmissionError};
+use std::sync::Arc;
+
+use crate::admission::{self, Refusal};
 use crate::runtime::{Command, Ctx, Decided, Rejection, State};
-use crate::store::{CommitError, DiskStore, Frame, FrameError, OpenError, OpenReport, Replica, Store};
+use crate::store::{CommitError, DiskStore, Frame, FrameError, OpenError, OpenReport, ReadError, Store};
 use ledger_schema::codec::{MAX_FRAME_BYTES, MAX_FRAME_ENTRIES};
 
 /// A durable admission.
@@ -30,27 +32,63 @@ pub struct Receipt {
 }
 
 /// Why a submission wrote nothing.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubmitError {
-    #[error("rejected: {0}")]
-    Rejected(#[from] Rejection),
-    #[error("rejected: {0}")]
-    Inadmissible(#[from] AdmissionError),
-    #[error("rejected: {0}")]
-    Frame(#[from] FrameError),
+    /// The command was refused; nothing was written and the state is unchanged.
+    #[error("refused: {0}")]
+    Refused(#[from] Refusal),
+    /// The storage failed: the command was not committed (or, for a duplicate, its
+    /// original could not be read back).
     #[error(transparent)]
-    Commit(#[from] CommitError),
+    Storage(#[from] StorageError),
+}
+
+/// A storage failure met by a submission. Shared (`Arc`) because one failed commit fails
+/// every command of its batch, and the engine answers every later request with it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// The frame was not committed (`CommitError::NotDurable` says why, with the OS reason).
+    #[error(transparent)]
+    Commit(Arc<CommitError>),
+    /// The batch's admitted entries did not form a frame; nothing was written.
+    #[error("not committed: {0}")]
+    Frame(#[source] FrameError),
     #[error("reading the original of a duplicate failed: {0}")]
-    Read(#[from] crate::store::ReadError),
-    #[error("storage: {0}")]
-    Storage(String),
+    Read(#[source] Arc<ReadError>),
+}
+
+impl From<CommitError> for SubmitError {
+    fn from(e: CommitError) -> SubmitError {
+        SubmitError::Storage(StorageError::Commit(Arc::new(e)))
+    }
+}
+
+impl From<ReadError> for SubmitError {
+    fn from(e: ReadError) -> SubmitError {
+        SubmitError::Storage(StorageError::Read(Arc::new(e)))
+    }
+}
+
+impl From<Rejection> for SubmitError {
+    fn from(e: Rejection) -> SubmitError {
+        SubmitError::Refused(e.into())
+    }
 }
 
 impl SubmitError {
     /// True when the command itself was refused (as opposed to a storage failure).
-    pub fn is_rejection(&self) -> bool {
-        matches!(self, SubmitError::Rejected(_) | SubmitError::Inadmissible(_) | SubmitError::Frame(_))
+    pub fn is_refusal(&self) -> bool {
+        self.refusal().is_some()
+    }
+
+    /// The refusal, when the command itself was refused (as opposed to a storage failure).
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            SubmitError::Refused(r) => Some(r),
+            SubmitError::Storage(_) => None,
+        }
     }
 }
 
@@ -61,7 +99,7 @@ fn seal_error(e: crate::store::Corruption) -> SubmitError {
         crate::store::Corruption::Decode(_) => crate::runtime::Rule::OutOfBounds,
         _ => crate::runtime::Rule::Genesis,
     };
-    SubmitError::Rejected(Rejection::Rule(crate::runtime::violation(
+    SubmitError::Refused(Refusal::Rule(crate::runtime::violation(
         rule,
         format!("the entry cannot be sealed: {e}"),
     )))
@@ -90,13 +128,9 @@ impl Ledger<DiskStore> {
     pub fn open(path: &Path) -> Result<(Ledger<DiskStore>, OpenReport), OpenError> {
         let mut state = State::default();
         let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
-            admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::Corrupt {
-                seq: sealed.entry.seq,
-                replica: Replica::Journal,
-                reason: crate::store::Corruption::Inadmissible(format!("{}: {e}", sealed.entry.event.kind())),
-            })
+            admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::inadmissible(sealed, e))
         };
-        let (store, report) = DiskStore::open_observed(path, None, &mut fold)?;
+        let (store, report) = DiskStore::open_observed(path, &mut fold)?;
         Ok((Ledger { store, state, poisoned: false, last_committed: Vec::new() }, report))
     }
 }
@@ -127,8 +161,12 @@ impl<S: Store> Ledger<S> {
     /// Decides, admits and commits one command as one frame. On any error nothing is
     /// written and the state is unchanged.
     pub fn submit(&mut self, command: &Command, ctx: Ctx) -> Result<Receipt, SubmitError> {
-        let (mut results, _) = self.submit_batch(std::slice::from_ref(command), ctx);
-        results.pop().unwrap_or(Err(SubmitError::Storage("empty batch".to_owned())))
+        let (mut results, processed) = self.submit_batch(std::slice::from_ref(command), ctx);
+        assert_eq!(processed, 1, "a batch processes at least its first command");
+        match results.pop() {
+            Some(result) => result,
+            None => unreachable!("a processed command has a result"),
+        }
     }
 
     /// Group commit: decides and admits each command in order against the state as the
@@ -151,7 +189,7 @@ impl<S: Store> Ledger<S> {
             Admitted(usize),
         }
         if self.poisoned {
-            let results = commands.iter().map(|_| Err(SubmitError::Commit(CommitError::Poisoned))).collect();
+            let results = commands.iter().map(|_| Err(SubmitError::from(CommitError::Poisoned))).collect();
             return (results, commands.len());
         }
         let ledger = self.store.head().ledger;
@@ -160,7 +198,7 @@ impl<S: Store> Ledger<S> {
         let mut frame_bytes = 64usize;
         let mut outcomes = Vec::with_capacity(commands.len());
         for command in commands {
-            let events = match self.decide(command, ctx, &sealed) {
+            let events = match self.decide(command, &sealed) {
                 Err(e) => {
                     outcomes.push(Outcome::Refused(e));
                     continue;
@@ -187,8 +225,15 @@ impl<S: Store> Ledger<S> {
             if refused.is_none()
                 && (sealed.len() + mine.len() > MAX_FRAME_ENTRIES || frame_bytes + size > MAX_FRAME_BYTES)
             {
-                // Does not fit this frame: leave it (and the rest) for the next one.
-                break;
+                if !sealed.is_empty() {
+                    // Does not fit this frame: leave it (and the rest) for the next one.
+                    break;
+                }
+                // Fits no frame at all: refused, so that a batch always makes progress.
+                refused = Some(SubmitError::Refused(Refusal::Rule(crate::runtime::violation(
+                    crate::runtime::Rule::OutOfBounds,
+                    format!("its {} entries ({size} bytes) do not fit one frame", mine.len()),
+                ))));
             }
             let backup = (mine.len() > 1 && refused.is_none()).then(|| self.state.clone());
             if refused.is_none() {
@@ -216,27 +261,21 @@ impl<S: Store> Ledger<S> {
         if !sealed.is_empty() {
             let committed = match Frame::new(std::mem::take(&mut sealed)) {
                 Ok(frame) => {
-                    let committed = self.store.commit(&frame).map_err(SubmitError::from);
+                    let committed = self.store.commit(&frame).map_err(|e| StorageError::Commit(Arc::new(e)));
                     sealed = frame.into_entries();
                     committed
                 }
-                Err(e) => Err(SubmitError::from(e)),
+                Err(e) => Err(StorageError::Frame(e)),
             };
             match committed {
                 Ok(r) => frame_receipt = Some(r),
                 Err(e) => {
                     self.poisoned = true;
-                    // A commit error already says it was not committed (and why, with the
-                    // OS reason); anything else (a frame that could not be built) gets it said.
-                    let message = match &e {
-                        SubmitError::Commit(_) => e.to_string(),
-                        other => format!("not committed: {other}"),
-                    };
                     let results = outcomes
                         .into_iter()
                         .map(|o| match o {
                             Outcome::Refused(e) => Err(e),
-                            _ => Err(SubmitError::Storage(message.clone())),
+                            _ => Err(SubmitError::Storage(e.clone())),
                         })
                         .collect();
                     return (results, processed);
@@ -249,16 +288,16 @@ impl<S: Store> Ledger<S> {
             .into_iter()
             .map(|o| match o {
                 Outcome::Refused(e) => Err(e),
-                Outcome::Admitted(idx) => sealed
-                    .get(idx)
-                    .map(|e| Receipt {
+                Outcome::Admitted(idx) => match sealed.get(idx) {
+                    Some(e) => Ok(Receipt {
                         seq: e.entry.seq,
                         hash: e.hash,
                         duplicate: false,
                         ignored: ignored_reason(&e.entry.event),
                         sled_lag: sled_lag.clone(),
-                    })
-                    .ok_or_else(|| SubmitError::Storage("receipt index out of range".to_owned())),
+                    }),
+                    None => unreachable!("an admitted command's entry {idx} is in the committed frame"),
+                },
                 Outcome::Duplicate(seq) => {
                     let original =
                         match seq.checked_sub(first_seq).and_then(|i| sealed.get(usize::try_from(i).ok()?)) {
@@ -288,8 +327,8 @@ impl<S: Store> Ledger<S> {
     /// the store) is exactly this command — a duplicate of that receipt. A redelivered Worker
     /// event with another payload is a conflict; any other command whose step is taken but
     /// which is not the same command is decided anew, and its rules refuse it.
-    fn decide(&self, command: &Command, ctx: Ctx, pending: &[SealedEntry]) -> Result<Decision, SubmitError> {
-        let seq = match admission::decide(&self.state, command, ctx)? {
+    fn decide(&self, command: &Command, pending: &[SealedEntry]) -> Result<Decision, SubmitError> {
+        let seq = match admission::decide(&self.state, command)? {
             Decided::Events(events) => return Ok(Decision::Events(events)),
             Decided::Redelivered { seq } => seq,
         };
@@ -306,12 +345,12 @@ impl<S: Store> Ledger<S> {
         if crate::runtime::dedup::same_command(&self.state, command, &originals) {
             return Ok(Decision::Duplicate(seq));
         }
-        match admission::decide_new(&self.state, command, ctx)? {
+        match admission::decide_new(&self.state, command)? {
             Decided::Events(events) => Ok(Decision::Events(events)),
-            Decided::Redelivered { seq } => Err(SubmitError::Storage(format!(
-                "{} was reported as a redelivery of seq {seq} twice",
-                command.kind()
-            ))),
+            // Only a Worker event is decided as a redelivery anew, and it returned above.
+            Decided::Redelivered { seq } => {
+                unreachable!("{} decided as a redelivery of seq {seq} twice", command.kind())
+            }
         }
     }
 
@@ -330,8 +369,9 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Admits already-built events as one frame, through the same admission step as
-    /// everything else (used by `submit`, and by tests that forge events to show a rule
-    /// holds even when `decide` is bypassed). All or nothing.
+    /// everything else: the events the CLI derives outside `decide` (a source registry
+    /// snapshot, a profile revision), and tests that forge events to show a rule holds even
+    /// when `decide` is bypassed. All or nothing.
     pub fn admit(&mut self, events: Vec<Event>, ctx: Ctx) -> Result<Receipt, SubmitError> {
         let mut chain = self.store.chain();
         let mut working = self.state.clone();
@@ -343,7 +383,7 @@ impl<S: Store> Ledger<S> {
             sealed.push(entry);
         }
         let ignored = sealed.last().and_then(|e| ignored_reason(&e.entry.event));
-        let frame = Frame::new(sealed)?;
+        let frame = Frame::new(sealed).map_err(Refusal::Frame)?;
         let receipt = self.store.commit(&frame)?;
         self.state = working;
         Ok(Receipt {

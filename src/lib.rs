@@ -36,6 +36,8 @@ pub mod cli_select;
 pub mod compiler;
 pub mod engine;
 pub mod ledger;
+/// The reference lifecycle script (the demo's ledger, tests, benchmarks, fuzzing).
+#[cfg(any(feature = "cli", feature = "testkit"))]
 #[doc(hidden)]
 pub mod lifecycle;
 pub mod profiles;
@@ -46,7 +48,9 @@ pub mod store;
 pub use ledger_schema as schema;
 
 // The embedding surface: what a supervisor needs to run, feed, watch and audit a ledger.
+pub use admission::{ManifestMismatch, Refusal};
 pub use engine::{CommittedEntry, Engine, EngineError, Observer, Options, SubscribeError};
-pub use ledger::{Receipt, SubmitError};
-pub use runtime::{Command, Rejection, RuleViolation, State};
+pub use ledger::{Receipt, StorageError, SubmitError};
+pub use runtime::command as commands;
+pub use runtime::{Command, Rule, RuleViolation, State};
 pub use store::{Checkpoint, Copies, OpenError, Replica, VerifyReport};

@@ -146,7 +146,7 @@ impl<S: Store> Script<'_, S> {
     /// Claims the dispatch of an Attempt with exactly what the ledger recorded.
     pub fn claim(&mut self, attempt: Id) -> Result<Receipt, SubmitError> {
         let claim = ClaimDispatch::for_attempt(self.ledger.state(), attempt).ok_or_else(|| {
-            SubmitError::Rejected(crate::runtime::Rejection::Rule(crate::runtime::violation(
+            SubmitError::Refused(crate::admission::Refusal::Rule(crate::runtime::violation(
                 crate::runtime::Rule::Unknown,
                 format!("unknown attempt {attempt}"),
             )))

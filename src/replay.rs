@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::admission;
 use crate::compiler::{self, Compiled, Registry};
 use crate::runtime::State;
-use crate::store::{self, Chain, Corruption, OpenError, Replica};
+use crate::store::{self, Chain, OpenError, Replica};
 
 /// One Attempt whose Context Manifest was re-derived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -129,11 +129,7 @@ impl<'r> Audit<'r> {
         }
         if let Err(e) = admission::apply_with(self.registry, &mut self.state, &sealed.entry) {
             self.failure = Some(Failure { seq, kind: kind.to_owned(), copy: None, reason: e.to_string() });
-            return Err(OpenError::Corrupt {
-                seq,
-                replica: Replica::Journal,
-                reason: Corruption::Inadmissible(e.to_string()),
-            });
+            return Err(OpenError::inadmissible(sealed, e));
         }
         let report = &mut self.report;
         match &sealed.entry.event {
@@ -210,6 +206,8 @@ pub fn replay_with(
             audit.report.live_writer = v.live_writer;
             None
         }
+        // The fold's own failure, already recorded by `Audit::fold`.
+        Err(OpenError::Inadmissible { .. }) => None,
         Err(OpenError::Corrupt { seq, replica, reason }) => Some(Failure {
             seq,
             kind: "(undecodable)".to_owned(),
@@ -271,11 +269,7 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
             return Ok(());
         }
         let seq = sealed.entry.seq;
-        let inadmissible = |e: admission::AdmissionError| OpenError::Corrupt {
-            seq,
-            replica: Replica::Journal,
-            reason: Corruption::Inadmissible(e.to_string()),
-        };
+        let inadmissible = |e: admission::Refusal| OpenError::inadmissible(sealed, e);
         if let Event::AttemptStarted(a) = &sealed.entry.event
             && a.attempt_id == attempt
         {
@@ -374,11 +368,7 @@ pub struct Status {
 pub fn status(root: &Path) -> Result<Status, OpenError> {
     let mut state = State::default();
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
-        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::Corrupt {
-            seq: sealed.entry.seq,
-            replica: Replica::Journal,
-            reason: Corruption::Inadmissible(format!("{}: {e}", sealed.entry.event.kind())),
-        })
+        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::inadmissible(sealed, e))
     };
     let report = store::replay_journal(root, &mut fold)?;
     Ok(Status {

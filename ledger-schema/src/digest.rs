@@ -10,7 +10,8 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A 32-byte BLAKE3 digest; printed and parsed as `b3:` + 64 lowercase hex digits.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, arbitrary::Arbitrary)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Digest(pub [u8; 32]);
 
 /// What a digest is a digest *of*. Each kind owns one `derive_key` context string.

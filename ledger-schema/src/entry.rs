@@ -13,7 +13,8 @@ pub const FRAME_VERSION: u64 = 1;
 
 /// One ledger entry. Field order is canonical key order (`v`, `seq`, `prev`, `event`,
 /// `ledger`, `timeMs`), so `v` is always the first key and decoding can dispatch on it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Entry {
     /// Format version: lets a later build read, and upcast, version-1 history without
@@ -81,6 +82,7 @@ pub fn entry_hash(bytes: &[u8]) -> Digest {
 
 /// An entry with its canonical bytes and hash, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
+
 pub struct SealedEntry {
     pub hash: Digest,
     pub bytes: Vec<u8>,

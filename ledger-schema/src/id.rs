@@ -9,7 +9,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// A ULID. 16 bytes (big-endian) in CBOR, its 26-character Crockford text in JSON.
 ///
 /// Any 128-bit value is a valid ULID, so decoding cannot produce an invalid id.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, arbitrary::Arbitrary)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Id(pub u128);
 
 impl Id {

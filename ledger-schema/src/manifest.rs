@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::types::{AuthorityClass, Binding, Phase};
 use crate::{Digest, Id};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextManifest {
     /// The AcceptanceCriticalVerificationPlan pair (protected profiles only).
@@ -46,7 +47,8 @@ pub struct ContextManifest {
 }
 
 /// One source rendered into the package, with its authority class.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManifestEntry {
     pub kind: String,
@@ -59,7 +61,8 @@ pub struct ManifestEntry {
 }
 
 /// A potentially relevant source deliberately left out, and the rule that chose it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OmissionDecision {
     pub rule: String,

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::{Digest, Id};
 
 /// An exact identity: an id together with the digest of its canonical content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Binding {
     pub id: Id,
@@ -13,9 +14,8 @@ pub struct Binding {
 }
 
 /// Workflow phases, in order.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Phase {
     Discovery,
@@ -26,9 +26,8 @@ pub enum Phase {
 }
 
 /// Closed authority classes of Context Manifest entries.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AuthorityClass {
     Goal,
@@ -46,9 +45,8 @@ pub enum AuthorityClass {
 
 /// Input classes of the Context Compiler, in semantic priority order; each has a byte
 /// budget in the Policy Bundle.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum InputClass {
     /// Identity and non-negotiable invariants.
@@ -68,9 +66,8 @@ pub enum InputClass {
 }
 
 /// The result kinds a worker may end an Attempt with (the phase's response contract).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ResultKind {
     /// DISCOVERY and PLAN end in proposals.
@@ -80,9 +77,8 @@ pub enum ResultKind {
 }
 
 /// Acceptance verdicts.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
     Accept,
@@ -91,9 +87,8 @@ pub enum Verdict {
 }
 
 /// Outcome of one verification check.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CheckResult {
     Pass,
@@ -103,9 +98,8 @@ pub enum CheckResult {
 }
 
 /// Whether an Evidence record may be used by an Acceptance decision.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Eligibility {
     Eligible,
@@ -113,9 +107,8 @@ pub enum Eligibility {
 }
 
 /// Thread choice of an Attempt's Worker Session.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ThreadChoice {
     Fresh,
@@ -123,9 +116,8 @@ pub enum ThreadChoice {
 }
 
 /// History compaction mode selected by an Execution Profile.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CompactionMode {
     Disabled,

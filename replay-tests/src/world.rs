@@ -1,10 +1,9 @@
 //! A ledger in memory at a chosen stage of the reference lifecycle, with checks that a
 //! command or a forged event is refused by a named rule and that nothing was written.
 
-use closure_ledger::admission::AdmissionError;
 use closure_ledger::ledger::{Ledger, Receipt, SubmitError};
 use closure_ledger::lifecycle::Script;
-use closure_ledger::runtime::{Command, Ctx, Rejection, Rule};
+use closure_ledger::runtime::{Command, Ctx, Rule};
 use closure_ledger::store::{MemStore, Store};
 use ledger_schema::Event;
 
@@ -137,9 +136,5 @@ impl World {
 
 /// The rule behind a refusal, if it was a rule.
 pub fn rule_of(err: &SubmitError) -> Option<Rule> {
-    match err {
-        SubmitError::Rejected(Rejection::Rule(v)) => Some(v.rule),
-        SubmitError::Inadmissible(AdmissionError::Rule(v)) => Some(v.rule),
-        _ => None,
-    }
+    err.refusal().and_then(|r| r.rule())
 }

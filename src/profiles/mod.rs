@@ -18,7 +18,7 @@ use crate::admission;
 use crate::ledger::{Ledger, SubmitError};
 use crate::runtime::profile::PlanError;
 use crate::runtime::{Ctx, State};
-use crate::store::{self, Corruption, DiskStore, OpenError, Replica};
+use crate::store::{self, DiskStore, OpenError};
 
 /// Why a profile command failed. [`ProfileError::is_refusal`] tells a refusal (exit 1)
 /// from a usage or I/O failure (exit 2).
@@ -49,7 +49,7 @@ impl ProfileError {
         match self {
             ProfileError::Scan(e) => !e.is_io(),
             ProfileError::Open(e) => e.is_verification_failure(),
-            ProfileError::Submit(e) => e.is_rejection(),
+            ProfileError::Submit(e) => e.is_refusal(),
             ProfileError::Generation(e) => !e.is_io(),
             ProfileError::Usage(_) => false,
             ProfileError::Plan(_) | ProfileError::StaleRevision { .. } | ProfileError::Refused(_) => true,
@@ -69,11 +69,7 @@ pub(crate) fn now_ms() -> u64 {
 pub fn read_state(dir: &Path) -> Result<State, OpenError> {
     let mut state = State::default();
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
-        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::Corrupt {
-            seq: sealed.entry.seq,
-            replica: Replica::Journal,
-            reason: Corruption::Inadmissible(format!("{}: {e}", sealed.entry.event.kind())),
-        })
+        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::inadmissible(sealed, e))
     };
     store::replay_journal(dir, &mut fold)?;
     Ok(state)
@@ -314,7 +310,7 @@ fn transact(
     let slices: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
     generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt)?;
     if let Err(e) = ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() }) {
-        if e.is_rejection() {
+        if e.is_refusal() {
             // Refused at the commit point: nothing was committed, and `recover` must not
             // roll the refused operation forward later.
             generation::roll_back(root, &txn, manifest)?;
@@ -434,11 +430,7 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     let mut state = State::default();
     let mut registries: std::collections::BTreeMap<Digest, Arc<Registry>> = std::collections::BTreeMap::new();
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
-        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::Corrupt {
-            seq: sealed.entry.seq,
-            replica: Replica::Journal,
-            reason: Corruption::Inadmissible(format!("{}: {e}", sealed.entry.event.kind())),
-        })?;
+        admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::inadmissible(sealed, e))?;
         if let Event::SourceRegistryRecorded(r) = &sealed.entry.event {
             registries.insert(r.registry_digest, Arc::new(r.registry.clone()));
         }

@@ -48,7 +48,7 @@ impl SelectError {
         match self {
             SelectError::Input(_) | SelectError::Io(_) => false,
             SelectError::Open(e) => e.is_verification_failure(),
-            SelectError::Submit(e) => e.is_rejection(),
+            SelectError::Submit(e) => e.is_refusal(),
             SelectError::Refused(SelectionError::Task(_)) => false,
             SelectError::Refused(_)
             | SelectError::ReceiptDigest

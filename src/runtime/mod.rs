@@ -192,7 +192,8 @@ macro_rules! ensure {
 }
 pub(crate) use ensure;
 
-/// Why a command was refused. Nothing was written.
+/// The runtime's share of a refusal (the admission step adds the compiler's, in
+/// `admission::Refusal`, the one type an embedder sees). Nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Rejection {
@@ -202,13 +203,10 @@ pub enum Rejection {
         "worker event {worker_event_id} was already recorded at seq {original_seq} with a different payload"
     )]
     Conflict { worker_event_id: Id, original_seq: u64 },
-    #[error("the command is decided by the admission step (it needs the Context Compiler)")]
-    NeedsCompiler,
-    #[error("cannot compile the context: {0}")]
-    Compile(String),
 }
 
-/// Context of a decision, produced outside the pure core.
+/// Context of a submission, produced outside the pure core: the admission time the ledger
+/// seals the entries with (deciding a command never reads it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ctx {
     /// Admission time (ms since the Unix epoch).
@@ -395,31 +393,65 @@ pub fn fold_pending(state: &mut State, event: &Event) -> Result<(), RuleViolatio
     Ok(())
 }
 
+/// How an Attempt start becomes its `attemptStarted` event: the Context Compiler, which the
+/// runtime does not know — the admission step passes it in. Called over the state the start
+/// is decided against (for a restart, the state after the interrupted Attempt's end).
+pub type CompileStart<'a, E> = &'a dyn Fn(&State, &command::StartAttempt) -> Result<Event, E>;
+
 /// Turns a command into the events that would record it (each still passes through
 /// `apply`), or — when the step it takes is already recorded ([`dedup::recorded`]) — into
 /// [`Decided::Redelivered`], which whoever holds the history resolves against the stored
 /// original ([`dedup::same_command`]: a duplicate, else [`decide_new`] refuses it).
-/// `startAttempt` needs the compiler and is decided by the admission step.
-pub fn decide(state: &State, command: &Command, ctx: Ctx) -> Result<Decided, Rejection> {
+/// An Attempt start's event is made by `compile`.
+pub fn decide<E: From<Rejection>>(
+    state: &State,
+    command: &Command,
+    compile: CompileStart<'_, E>,
+) -> Result<Decided, E> {
     match dedup::recorded(state, command) {
         Some(seq) => Ok(Decided::Redelivered { seq }),
-        None => decide_new(state, command, ctx),
+        None => decide_new(state, command, compile),
     }
 }
 
 /// [`decide`] as if the command had never been submitted: every rule decides it (a step
 /// already taken is refused by its rule). Worker events keep their own dedup here.
-pub fn decide_new(state: &State, command: &Command, _ctx: Ctx) -> Result<Decided, Rejection> {
+pub fn decide_new<E: From<Rejection>>(
+    state: &State,
+    command: &Command,
+    compile: CompileStart<'_, E>,
+) -> Result<Decided, E> {
     use Command as C;
     let one = |e: Event| Ok(Decided::Events(vec![e]));
     match command {
         C::StartWorkflow(c) => one(workflow::decide_start(state, c)?),
-        C::DeliverWorkerEvent(c) => worker::decide_deliver(state, c),
+        C::DeliverWorkerEvent(c) => Ok(worker::decide_deliver(state, c)?),
         C::DecideAcceptance(c) => one(acceptance::decide(state, c)?),
-        C::RecordRepair(c) => repair::decide(state, c).map(Decided::Events),
-        C::StartAttempt(_) | C::RestartAttempt(_) => Err(Rejection::NeedsCompiler),
+        C::RecordRepair(c) => Ok(repair::decide(state, c).map(Decided::Events)?),
+        C::StartAttempt(c) => one(compile(state, c)?),
+        C::RestartAttempt(c) => {
+            // The interrupted Attempt ends first; the replacement compiles over the state
+            // after that, exactly as admission will re-derive it.
+            let cancel = restart_cancellation(c);
+            let mut after = state.clone();
+            fold_pending(&mut after, &cancel).map_err(Rejection::from)?;
+            // The replacement carries the interrupted Attempt's task selection, if any
+            // (refused if that selection is no longer current: start a new Attempt).
+            let interrupted = after.attempts.get(&c.attempt_id);
+            let start = command::StartAttempt {
+                attempt_id: c.replacement_attempt_id,
+                workflow_id: interrupted.map(|a| a.workflow_id).unwrap_or_default(),
+                worker_session_id: c.worker_session_id,
+                thread: ledger_schema::types::ThreadChoice::Fresh,
+                selection_receipt: interrupted.and_then(|a| a.selection_receipt),
+            };
+            Ok(Decided::Events(vec![cancel, compile(&after, &start)?]))
+        }
         // Every other command is decided from the command alone (an exhaustive table).
-        other => decide_from_command(other).map_or(Err(Rejection::NeedsCompiler), one),
+        other => match decide_from_command(other) {
+            Some(event) => one(event),
+            None => unreachable!("decide_from_command decides every remaining command, not {}", other.kind()),
+        },
     }
 }
 

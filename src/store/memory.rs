@@ -27,6 +27,7 @@ impl MemStore {
     }
 
     /// Every frame's stored bytes, in order (tests compare them before and after).
+    #[cfg(feature = "testkit")]
     pub fn frames(&self) -> &[Vec<u8>] {
         &self.frames
     }

@@ -3,7 +3,7 @@
 //!
 //! A commit is a [`Frame`]: the consecutive sealed entries of one group commit. Every
 //! backend implements [`Store`]; [`DiskStore`] is the real one (journal = commit point,
-//! sled = index), [`MemStore`] serves tests and fuzzing, and [`DiskStore::open_with_faults`]
+//! sled = index), [`MemStore`] serves tests and fuzzing, and `DiskStore::open_with_faults`
 //! injects failures for fault-injection tests.
 
 mod chain;
@@ -23,10 +23,11 @@ use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
 pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
-    AuditScope, Copies, Damage, DamageKind, DiskStore, FaultPlan, FaultPoint, IndexRebuilt, OnEntry,
-    OpenReport, StoreReader, Threads, TornTail, VerifyReport, audit, audit_live, audit_with, init,
-    replay_journal, verify,
+    AuditScope, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry, OpenReport, StoreReader,
+    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, init, replay_journal, verify,
 };
+#[cfg(feature = "testkit")]
+pub use disk::{FaultPlan, FaultPoint};
 pub use memory::MemStore;
 pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};
 
@@ -199,9 +200,6 @@ pub enum Corruption {
     Checkpoint { expected: Digest, found: Digest },
     #[error("the ledger ends at seq {head}, before the checkpointed seq")]
     Truncated { head: u64 },
-    /// The entry verifies as bytes but breaks an admission rule (found by replay).
-    #[error("inadmissible {0}")]
-    Inadmissible(String),
 }
 
 /// Where damaged journal bytes are, and the next intact record found after them, which
@@ -263,6 +261,17 @@ pub enum OpenError {
     Task(&'static str),
     #[error("verification failed at seq {seq} in the {replica} copy: {reason}")]
     Corrupt { seq: u64, replica: Replica, reason: Corruption },
+    /// A verified entry that the scan's observer refused: in a replay or an open, an entry
+    /// that breaks an admission rule. `refusal` is the observer's own typed error (for the
+    /// ledger, an `admission::Refusal`; downcast to match on it).
+    #[error("verification failed at seq {seq} in the journal copy: inadmissible {kind}: {refusal}")]
+    Inadmissible {
+        seq: u64,
+        /// The entry's event kind.
+        kind: &'static str,
+        #[source]
+        refusal: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("cannot create the genesis entry: {0}")]
     Genesis(#[source] Corruption),
     #[error("cannot create the genesis frame: {0}")]
@@ -299,11 +308,24 @@ fn sled_hint(e: &sled::Error) -> &'static str {
 }
 
 impl OpenError {
+    /// The verified entry `sealed` refused by an observer of the scan, with its reason.
+    pub fn inadmissible(
+        sealed: &SealedEntry,
+        refusal: impl std::error::Error + Send + Sync + 'static,
+    ) -> OpenError {
+        OpenError::Inadmissible {
+            seq: sealed.entry.seq,
+            kind: sealed.entry.event.kind(),
+            refusal: Box::new(refusal),
+        }
+    }
+
     /// True when the failure is about the stored bytes (exit 1), not about I/O or usage.
     pub fn is_verification_failure(&self) -> bool {
         matches!(
             self,
             OpenError::Corrupt { .. }
+                | OpenError::Inadmissible { .. }
                 | OpenError::Unrecoverable { .. }
                 | OpenError::Empty
                 | OpenError::UnexpectedFile(_)

@@ -113,7 +113,7 @@ fn workload(n: u128, batch: usize, text: &str) -> (Ledger<MemStore>, Vec<Vec<Sea
     let mut current = Vec::new();
     for i in 0..n {
         let closure_ledger::runtime::Decided::Events(events) =
-            admission::decide(&state, &event(i, manifest, text), Ctx { time_ms: 2 }).unwrap()
+            admission::decide(&state, &event(i, manifest, text)).unwrap()
         else {
             unreachable!()
         };

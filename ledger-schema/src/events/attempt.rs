@@ -7,7 +7,8 @@ use crate::manifest::ContextManifest;
 use crate::types::{Binding, Phase, ResultKind, ThreadChoice};
 use crate::{Digest, Id};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttemptStarted {
     pub phase: Phase,
@@ -31,7 +32,8 @@ pub struct AttemptStarted {
 
 /// The immutable dispatch claim: revalidates the workflow version, the bound profile and
 /// every request digest right before the worker is invoked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DispatchClaimed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,7 +45,8 @@ pub struct DispatchClaimed {
     pub workflow_version: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttemptFinished {
     pub summary: String,
@@ -52,14 +55,16 @@ pub struct AttemptFinished {
     pub result_kind: ResultKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttemptFailed {
     pub reason: String,
     pub attempt_id: Id,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttemptCancelled {
     pub reason: String,

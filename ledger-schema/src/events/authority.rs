@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::types::{CompactionMode, InputClass, Phase, ThreadChoice};
 use crate::{Digest, Id};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyBundleInstalled {
     pub bundle: PolicyBundle,
@@ -16,7 +17,8 @@ pub struct PolicyBundleInstalled {
 }
 
 /// Context budgets, feedback limits and per-phase policies.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyBundle {
     /// One policy per phase, sorted by phase.
@@ -29,14 +31,16 @@ pub struct PolicyBundle {
     pub max_event_bytes: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClassBudget {
     pub class: InputClass,
     pub max_bytes: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FeedbackLimits {
     pub max_items: u16,
@@ -44,7 +48,8 @@ pub struct FeedbackLimits {
     pub max_total_bytes: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PhasePolicy {
     pub phase: Phase,
@@ -54,7 +59,8 @@ pub struct PhasePolicy {
     pub capabilities: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutionProfileInstalled {
     /// `Digest::of(Profile, encode(profile))`.
@@ -64,7 +70,8 @@ pub struct ExecutionProfileInstalled {
 }
 
 /// Thread policy, compaction mode and whether the profile is acceptance-critical.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutionProfile {
     pub name: String,

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Digest, Id};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GenerationOpened {
     /// The rejected parent generation (repair children only).
@@ -21,7 +22,8 @@ pub struct GenerationOpened {
     pub generation_id: Id,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GenerationFrozen {
     pub generation_id: Id,

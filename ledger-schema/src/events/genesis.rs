@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Opens a ledger. Always and only at seq 0; the entry's `ledger` field fixes the ledger id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LedgerInitialized {
     /// Free-form human label.

@@ -45,7 +45,8 @@ pub use workflow::{PhaseAdvanced, WorkflowCancelled, WorkflowStarted};
 macro_rules! catalog {
     ($($variant:ident($ty:ty) = $name:literal,)*) => {
         /// Exactly one event per entry. Encoded as a one-key map `{kind: record}`.
-        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         #[serde(deny_unknown_fields)]
         pub enum Event {
             $(#[serde(rename = $name)] $variant($ty),)*

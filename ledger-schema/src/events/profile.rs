@@ -11,7 +11,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::Digest;
 
 /// Opaque bytes, encoded as a CBOR byte string (never an array of integers).
-#[derive(Clone, PartialEq, Eq, Default, arbitrary::Arbitrary)]
+#[derive(Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Blob(pub Vec<u8>);
 
 impl std::fmt::Debug for Blob {
@@ -48,7 +49,8 @@ impl<'de> Deserialize<'de> for Blob {
 /// One file of a source's tree. `content` is present exactly when the bytes are stored in
 /// the ledger (within the registry's storage bounds); otherwise the resource is recorded
 /// by digest only and is not loadable.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceResource {
     /// Relative to the skill's directory, `/`-separated (e.g. `SKILL.md`, `references/a.md`).
@@ -62,7 +64,8 @@ pub struct SourceResource {
 }
 
 /// One source (a skill) of the registry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RegistrySource {
     /// `skill:<dir>`.
@@ -87,9 +90,8 @@ pub struct RegistrySource {
 }
 
 /// How a profile's token budget applies.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum BudgetMode {
     /// Over budget refuses the plan (Lean).
     #[serde(rename = "blocking")]
@@ -100,7 +102,8 @@ pub enum BudgetMode {
 }
 
 /// A context profile definition (`lean@1`, `full@1`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProfileDefinition {
     /// `lean@1`, `full@1`.
@@ -117,7 +120,8 @@ pub struct ProfileDefinition {
 }
 
 /// A registry snapshot: everything a scan read, resource bytes included.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Registry {
     /// The scanner that read the tree (`closure-ledger-scan/1`).
@@ -129,7 +133,8 @@ pub struct Registry {
 }
 
 /// `sourceRegistryRecorded`: one scan of a source tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceRegistryRecorded {
     pub registry: Registry,
@@ -138,9 +143,8 @@ pub struct SourceRegistryRecorded {
 }
 
 /// The provider a generation is laid out for.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
     Codex,
@@ -148,9 +152,8 @@ pub enum Target {
 }
 
 /// Task-selection mode (issue #15 routes with it; the plan binds it).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum SelectionMode {
     Manual,
@@ -159,7 +162,8 @@ pub enum SelectionMode {
 }
 
 /// What a user chose: the inputs of a plan besides the registry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProfileSelection {
     pub mode: SelectionMode,
@@ -173,9 +177,8 @@ pub struct ProfileSelection {
 }
 
 /// What a profile revision did.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum RevisionAction {
     /// `profile set`: a new plan (and generation) over the current registry.
@@ -188,7 +191,8 @@ pub enum RevisionAction {
 
 /// `profileRevisionRecorded`: the configured profile's next store revision. The commit
 /// point of a generation transaction (docs/profiles.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProfileRevisionRecorded {
     pub action: RevisionAction,
@@ -208,6 +212,7 @@ pub struct ProfileRevisionRecorded {
 
 /// What a registry source's `contentDigest` covers: each resource without its bytes.
 #[derive(Serialize)]
+
 struct ResourceRef<'a> {
     path: &'a str,
     bytes: u64,

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Digest, Id};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RepairRecorded {
     pub repair_id: Id,

@@ -9,9 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::{Digest, DigestKind, codec};
 
 /// What a selection decided.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum SelectionDecision {
     /// Sources were selected (`selectedIds`, the sorted dependency closure).
@@ -24,7 +23,8 @@ pub enum SelectionDecision {
 }
 
 /// One ranked candidate (a shortlist entry, or the match a ranked decision chose).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectionCandidate {
     pub id: String,
@@ -38,7 +38,8 @@ pub struct SelectionCandidate {
 }
 
 /// One loaded resource: a selected source's `SKILL.md` or a declared required resource.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LoadedResource {
     pub id: String,
@@ -48,7 +49,8 @@ pub struct LoadedResource {
 }
 
 /// `selectionRecorded`: one task-selection decision. Fields in canonical key order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectionRecorded {
     /// `--load`: the selected sources' bodies were returned (`resources`).

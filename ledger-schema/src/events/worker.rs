@@ -6,7 +6,8 @@ use crate::{Digest, Id};
 
 /// A current Worker event, admitted. Its `payloadDigest` covers every payload field,
 /// including the observed time, so a redelivery that differs in any byte is a conflict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkerEventAdmitted {
     pub payload: WorkerPayload,
@@ -18,7 +19,8 @@ pub struct WorkerEventAdmitted {
 }
 
 /// The durable receipt of a stale or mismatched delivery: nothing else changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkerDeliveryIgnored {
     pub reason: IgnoredReason,
@@ -29,7 +31,8 @@ pub struct WorkerDeliveryIgnored {
 }
 
 /// The closed Worker event payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkerPayload {
     pub kind: WorkerEventKind,
@@ -38,9 +41,8 @@ pub struct WorkerPayload {
     pub observed_at_ms: u64,
 }
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum WorkerEventKind {
     Progress,
@@ -51,9 +53,8 @@ pub enum WorkerEventKind {
     CompletionRequest,
 }
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, arbitrary::Arbitrary,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum IgnoredReason {
     /// The Attempt is no longer the workflow's current one.

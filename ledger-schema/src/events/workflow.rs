@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::Id;
 use crate::types::{Binding, Phase};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkflowStarted {
     /// The AcceptanceCriticalVerificationPlan id/digest pair: present exactly when the
@@ -20,7 +21,8 @@ pub struct WorkflowStarted {
     pub goal_revision: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PhaseAdvanced {
     pub phase: Phase,
@@ -32,7 +34,8 @@ pub struct PhaseAdvanced {
 /// A supervisor's cancellation of a whole Workflow (catalog addition, issue #13): a closing
 /// state distinct from ACCEPT and REJECT_TERMINAL, serialized on the workflow version like
 /// dispatch. An Attempt still active ends cancelled with it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkflowCancelled {
     pub reason: String,

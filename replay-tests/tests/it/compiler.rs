@@ -3,11 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
+use closure_ledger::Refusal;
 use closure_ledger::compiler::{CompileError, compile};
 use closure_ledger::ledger::SubmitError;
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
-use closure_ledger::runtime::{AttemptBinding, Command, Rejection, attempt_binding};
+use closure_ledger::runtime::{AttemptBinding, Command, attempt_binding};
 use ledger_schema::package::{FeedbackKind, PACKAGE_SCHEMA_PROTECTED, PACKAGE_SCHEMA_REPAIR};
 use ledger_schema::types::{AuthorityClass, InputClass, Phase, ThreadChoice};
 use replay_tests::world::{Stage, World};
@@ -165,7 +166,7 @@ fn required_oversized_content_fails() {
         selection_receipt: None,
     }));
     assert!(
-        matches!(&err, SubmitError::Rejected(Rejection::Compile(m)) if m.contains("GOAL") || m.contains("Goal")),
+        matches!(&err, SubmitError::Refused(Refusal::Compile(m)) if m.to_string().contains("GOAL") || m.to_string().contains("Goal")),
         "{err}"
     );
     let b = binding(&w, 0x60, 0x61);

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use closure_ledger::admission::{self, AdmissionError};
+use closure_ledger::admission::{self, Refusal};
 use closure_ledger::compiler::{
     self, COMPILER_VERSION, CompileError, Compiled, Compiler, RELEASED, Registry, v1, v2, v3,
 };
@@ -225,9 +225,7 @@ fn fixture_then(registry: &Registry<'_>, commands: &[Command]) -> (Vec<Vec<u8>>,
     let mut time_ms = chain.head().unwrap().time_ms;
     for command in commands {
         time_ms += 1000;
-        let Decided::Events(events) =
-            admission::decide_with(registry, &state, command, Ctx { time_ms }).unwrap()
-        else {
+        let Decided::Events(events) = admission::decide_with(registry, &state, command).unwrap() else {
             panic!("not a redelivery");
         };
         for event in events {
@@ -354,7 +352,7 @@ fn unknown_compiler_version_is_refused_by_name() {
         selection_receipt: None,
     });
     let ctx = Ctx { time_ms: T0 + 100_000 };
-    let Decided::Events(events) = admission::decide(ledger.state(), &start, ctx).unwrap() else {
+    let Decided::Events(events) = admission::decide(ledger.state(), &start).unwrap() else {
         panic!("not a redelivery");
     };
     let Some(Event::AttemptStarted(mut a)) = events.into_iter().next() else { panic!("an attempt start") };
@@ -366,11 +364,7 @@ fn unknown_compiler_version_is_refused_by_name() {
         a.manifest_digest = a.manifest.digest(); // a consistent manifest, but not derivable here
         let err = ledger.admit(vec![Event::AttemptStarted(a.clone())], ctx).unwrap_err();
         match &err {
-            SubmitError::Inadmissible(AdmissionError::UnknownCompilerVersion {
-                attempt,
-                version: v,
-                known,
-            }) => {
+            SubmitError::Refused(Refusal::UnknownCompilerVersion { attempt, version: v, known }) => {
                 assert_eq!(*attempt, lid(0x60));
                 assert_eq!(v, version);
                 assert_eq!(known, &[V3, V2, V1]);

@@ -6,11 +6,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use closure_ledger::Refusal;
 use closure_ledger::engine::{Engine, EngineError, Options};
-use closure_ledger::ledger::{Ledger, SubmitError};
+use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{Script, lid, payload};
+use closure_ledger::runtime::Command;
 use closure_ledger::runtime::command::DeliverWorkerEvent;
-use closure_ledger::runtime::{Command, Rejection};
 use closure_ledger::store::{self, DiskStore, Store};
 use futures::StreamExt;
 use ledger_schema::events::WorkerEventKind;
@@ -112,10 +113,7 @@ fn exactly_once_with_64_submitters() {
             }
         }
         assert!(matches!(by_seq[&stale.unwrap().seq].entry.event, Event::WorkerDeliveryIgnored(_)));
-        assert!(matches!(
-            conflict,
-            Err(EngineError::Rejected(SubmitError::Rejected(Rejection::Conflict { .. })))
-        ));
+        assert!(matches!(conflict, Err(EngineError::Refused(Refusal::Conflict { .. }))));
     }
     assert_eq!(replayed_digest(&dir), live_digest, "live state == replayed state");
 }

@@ -9,10 +9,11 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use closure_ledger::Refusal;
 use closure_ledger::ledger::{Ledger, Receipt, SubmitError};
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
-use closure_ledger::runtime::{Command, Ctx, Rejection, Rule};
+use closure_ledger::runtime::{Command, Ctx, Rule};
 use closure_ledger::store::{self, DiskStore, Store};
 use ledger_schema::types::{Phase, ThreadChoice};
 use replay_tests::world::{Stage, World, rule_of};
@@ -293,10 +294,10 @@ fn conflict_refused(w: &mut World, c: &Command) {
     let (other, rule) = conflicting(c);
     assert_ne!(other, *c);
     let err = w.fails(other);
-    assert!(err.is_rejection(), "{}: {err}", c.kind());
+    assert!(err.is_refusal(), "{}: {err}", c.kind());
     match (c, rule) {
         (Command::DeliverWorkerEvent(_), _) => {
-            assert!(matches!(err, SubmitError::Rejected(Rejection::Conflict { .. })), "{err}");
+            assert!(matches!(err, SubmitError::Refused(Refusal::Conflict { .. })), "{err}");
         }
         (_, Some(rule)) => assert_eq!(rule_of(&err), Some(rule), "{}: {err}", c.kind()),
         (_, None) => assert!(rule_of(&err).is_some(), "{}: not a rule refusal: {err}", c.kind()),
@@ -433,7 +434,7 @@ fn after_reopen_duplicates_and_conflicts_hold_for_every_kind() {
             assert_eq!((again.seq, again.hash, again.ignored), (first.seq, first.hash, first.ignored));
             let (other, _) = conflicting(c);
             let err = submit(&mut ledger, &other, T0 + 10_000_000).unwrap_err();
-            assert!(err.is_rejection(), "{}: {err}", c.kind());
+            assert!(err.is_refusal(), "{}: {err}", c.kind());
         }
         assert_eq!(ledger.store().head(), head, "nothing written");
         assert_eq!(*ledger.state(), live);

@@ -14,9 +14,7 @@ use closure_ledger::lifecycle::{GOAL, Script, goal_content, lid, payload};
 use closure_ledger::replay::{ReplayReport, replay_with};
 use closure_ledger::runtime::command::DeliverWorkerEvent;
 use closure_ledger::runtime::{Command, Ctx, State};
-use closure_ledger::store::{
-    self, AuditScope, Corruption, DiskStore, Frame, OpenError, Replica, Store, Threads,
-};
+use closure_ledger::store::{self, AuditScope, DiskStore, Frame, OpenError, Replica, Store, Threads};
 use ledger_schema::events::{GoalRevised, WorkerEventKind};
 use ledger_schema::{Event, SealedEntry};
 use replay_tests::*;
@@ -107,11 +105,7 @@ fn same_both_ways(dir: &Path) -> ReplayReport {
         let folded = |threads| {
             let mut state = State::default();
             let result = store::audit_with(dir, None, scope, threads, &mut |sealed| {
-                admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::Corrupt {
-                    seq: sealed.entry.seq,
-                    replica: Replica::Journal,
-                    reason: Corruption::Inadmissible(e.to_string()),
-                })
+                admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::inadmissible(sealed, e))
             });
             (format!("{result:?}"), state.digest())
         };

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
-use closure_ledger::admission::AdmissionError;
+use closure_ledger::admission::Refusal;
 use closure_ledger::ledger::SubmitError;
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
@@ -91,7 +91,7 @@ fn candidate_binding_in_manifests() {
     forged.workflow_version = 3;
     forged.phase = Phase::Implement;
     let err = w2.forged_error(vec![Event::AttemptStarted(forged)]);
-    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch(_))), "{err}");
+    assert!(matches!(err, SubmitError::Refused(Refusal::ManifestMismatch(_))), "{err}");
 }
 
 /// The compiler owns manifest entries: a forged entry is refused even with the manifest
@@ -106,7 +106,7 @@ fn manifest_binding_forged_entry() {
     a.manifest.entries[0].authority_class = ledger_schema::types::AuthorityClass::NonAuthoritativeWorking;
     a.manifest_digest = a.manifest.digest();
     let err = w.forged_error(vec![Event::AttemptStarted(a.clone())]);
-    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch(_))), "{err}");
+    assert!(matches!(err, SubmitError::Refused(Refusal::ManifestMismatch(_))), "{err}");
     // And a manifest digest that is not the manifest's is refused by the runtime rule.
     let mut w = World::at(Stage::Setup);
     let mut b = a;
@@ -118,7 +118,7 @@ fn manifest_binding_forged_entry() {
     };
     b.manifest_digest = digest_of("wrong");
     let err = w.forged_error(vec![Event::AttemptStarted(b)]);
-    assert!(matches!(err, SubmitError::Inadmissible(AdmissionError::ManifestMismatch(_))), "{err}");
+    assert!(matches!(err, SubmitError::Refused(Refusal::ManifestMismatch(_))), "{err}");
 }
 
 /// A dispatch claim revalidates the profile, both digests and the plan pair.
@@ -262,7 +262,7 @@ fn terminal_event_is_not_required_of_attempts_of_the_previous_build() {
     let mut w = World::at(Stage::Setup);
     let ctx = closure_ledger::runtime::Ctx { time_ms: replay_tests::T0 + 900_000 };
     let closure_ledger::runtime::Decided::Events(events) =
-        closure_ledger::admission::decide_with(&PREVIOUS, w.ledger.state(), &start(0x60), ctx).unwrap()
+        closure_ledger::admission::decide_with(&PREVIOUS, w.ledger.state(), &start(0x60)).unwrap()
     else {
         panic!("not a redelivery")
     };

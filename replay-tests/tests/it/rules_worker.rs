@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
+use closure_ledger::Refusal;
 use closure_ledger::ledger::SubmitError;
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
@@ -87,7 +88,7 @@ fn conflict_on_a_different_payload() {
     let c = deliver(&w, 0x70, other);
     let err = w.fails(c);
     assert!(
-        matches!(err, SubmitError::Rejected(Rejection::Conflict { original_seq, .. }) if original_seq == first.seq),
+        matches!(err, SubmitError::Refused(Refusal::Conflict { original_seq, .. }) if original_seq == first.seq),
         "{err}"
     );
 }
@@ -134,7 +135,7 @@ fn redelivery_is_judged_against_the_stored_original() {
     let second = results[1].as_ref().unwrap();
     assert!(!first.duplicate && second.duplicate && second.seq == first.seq && second.hash == first.hash);
     assert!(
-        matches!(&results[2], Err(SubmitError::Rejected(Rejection::Conflict { original_seq, .. })) if *original_seq == first.seq)
+        matches!(&results[2], Err(SubmitError::Refused(Refusal::Conflict { original_seq, .. })) if *original_seq == first.seq)
     );
     assert_eq!(w.ledger.store().frames().len(), frames + 1, "one frame, one entry");
     assert_eq!(w.ledger.state().worker_events.get(&lid(0x72)), Some(&first.seq));

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use super::profiles_util::{Setup, cli, write};
+use closure_ledger::Refusal;
 use closure_ledger::admission;
 use closure_ledger::compiler::{self, Compiler, v2, v3};
 use closure_ledger::ledger::{Ledger, Receipt, SubmitError};
@@ -16,7 +17,7 @@ use closure_ledger::lifecycle::{GOAL, POLICY, PROFILE, Script, WORKFLOW, lid};
 use closure_ledger::runtime::command::{
     ClaimDispatch, RestartAttempt, ReviseGoal, StartAttempt, StartWorkflow,
 };
-use closure_ledger::runtime::{Command, Ctx, Rejection, Rule};
+use closure_ledger::runtime::{Command, Ctx, Rule};
 use closure_ledger::store::{DiskStore, Store};
 use ledger_schema::types::{AuthorityClass, ThreadChoice};
 use ledger_schema::{Digest, Event, Id};
@@ -123,8 +124,7 @@ fn start(attempt: u128, workflow: u128, selection: Option<Digest>) -> Command {
 
 fn refused_rule(r: Result<Receipt, SubmitError>) -> (Rule, String) {
     match r {
-        Err(SubmitError::Rejected(Rejection::Rule(v)))
-        | Err(SubmitError::Inadmissible(admission::AdmissionError::Rule(v))) => (v.rule, v.detail),
+        Err(SubmitError::Refused(Refusal::Rule(v))) => (v.rule, v.detail),
         other => panic!("expected a rule refusal, got {other:?}"),
     }
 }

@@ -13,6 +13,7 @@ mod read;
 mod scan;
 
 pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with, replay_journal, verify};
+#[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
 pub(in crate::store) use index::{key, open_sled, trees, write_meta};
 pub use read::StoreReader;
@@ -191,19 +192,25 @@ impl DiskStore {
     /// suffix is restored from the journal and a torn journal tail is cut off (both
     /// reported); any other difference is an error and nothing is changed.
     pub fn open(root: &Path) -> Result<(DiskStore, OpenReport), OpenError> {
-        Self::open_observed(root, None, &mut |_| Ok(()))
+        Self::open_inner(root, None, &mut |_| Ok(()))
     }
 
     /// [`DiskStore::open`] with injected faults.
+    #[cfg(feature = "testkit")]
     pub fn open_with_faults(root: &Path, plan: FaultPlan) -> Result<(DiskStore, OpenReport), OpenError> {
-        Self::open_observed(root, Some(plan), &mut |_| Ok(()))
+        Self::open_inner(root, Some(plan), &mut |_| Ok(()))
     }
 
     /// [`DiskStore::open`], showing every verified entry to `on_entry` as it is read (a
     /// replay folds its state in the same pass).
-    pub fn open_observed(
+    pub fn open_observed(root: &Path, on_entry: OnEntry<'_>) -> Result<(DiskStore, OpenReport), OpenError> {
+        Self::open_inner(root, None, on_entry)
+    }
+
+    /// [`DiskStore::open_observed`] with the faults of `faults` injected (tests only).
+    fn open_inner(
         root: &Path,
-        faults: Option<FaultPlan>,
+        faults: Option<faults::FaultPlan>,
         on_entry: OnEntry<'_>,
     ) -> Result<(DiskStore, OpenReport), OpenError> {
         let lock_file = lock(root, true)?;
@@ -277,7 +284,7 @@ impl DiskStore {
     /// only ever lags by a suffix.
     fn drain_sled_pending(&mut self) -> Result<(), String> {
         while let Some((first_seq, bytes)) = self.sled_pending.first() {
-            if self.faults.hit(FaultPoint::SledInsert) {
+            if self.faults.hit(faults::FaultPoint::SledInsert) {
                 return Err("injected fault: sled insert".into());
             }
             self.entries.insert(key(*first_seq), bytes.as_slice()).map_err(|e| e.to_string())?;
@@ -312,8 +319,8 @@ impl Store for DiskStore {
             return Err(CommitError::Poisoned);
         }
         check_next(self.head, frame)?;
-        let fail_write = self.faults.hit(FaultPoint::JournalWrite);
-        let fail_sync = !fail_write && self.faults.hit(FaultPoint::Fdatasync);
+        let fail_write = self.faults.hit(faults::FaultPoint::JournalWrite);
+        let fail_sync = !fail_write && self.faults.hit(faults::FaultPoint::Fdatasync);
         let appended = self
             .journal
             .roll_if_full(frame.first_seq())
