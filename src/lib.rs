@@ -4,19 +4,41 @@
 //! Layers, in dependency order (nothing points back up): `ledger_schema` (types, codec,
 //! digests) → [`store`] (journal + sled, chain, strict reopen, checkpoints) → … → [`cli`].
 //!
-//! Embedding: open an [`Engine`] on a ledger directory, submit [`Command`]s (a receipt comes
-//! back only once the entry is durable), read immutable [`State`] snapshots, subscribe to
-//! the committed entries, and audit both copies beside the running writer.
+//! Embedding: create or open an [`Engine`] on a ledger directory, submit [`Command`]s (a
+//! receipt comes back only once the entry is durable; a refused command is a [`Refusal`]
+//! and writes nothing), read immutable [`State`] snapshots, subscribe to the committed
+//! entries, and audit both copies beside the running writer.
 //!
-//! ```no_run
-//! # async fn run(command: closure_ledger::Command) -> Result<(), Box<dyn std::error::Error>> {
-//! use closure_ledger::{Copies, Engine, Options};
+//! ```
+//! use closure_ledger::{Command, Copies, Engine, EngineError, Options, Refusal, Rule};
 //!
-//! let engine = Engine::open(std::path::Path::new("/var/lib/supervisor/ledger"), Options::default()).await?;
-//! let receipt = engine.submit(command).await?; // durable (journal fdatasync) when it returns
-//! println!("admitted at seq {}", receipt.seq);
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = tmp.path().join("ledger");
+//! let engine = Engine::create(&dir, "my supervisor", Options::default()).await?;
+//!
+//! // Commands are what a supervisor receives, e.g. as JSON (docs/commands.md).
+//! let profile: Command = serde_json::from_str(
+//!     r#"{"installProfile":{"profileId":"01JC000000000000000000000H","profile":{"name":"bounded",
+//!        "protected":false,"compaction":"MANUAL","repairThread":"FRESH","attemptThread":"FRESH"}}}"#,
+//! )?;
+//! let receipt = engine.submit(profile).await?; // durable (journal fdatasync) when it returns
+//! assert_eq!(receipt.seq, 1);
+//!
+//! // A workflow under a goal that does not exist is refused by a named rule; nothing is written.
+//! let orphan: Command = serde_json::from_str(
+//!     r#"{"startWorkflow":{"workflowId":"01JC000000000000000000001G","goalId":"01JC0000000000000000000010",
+//!        "goalRevision":1,"policyId":"01JC000000000000000000000G","profileId":"01JC000000000000000000000H"}}"#,
+//! )?;
+//! match engine.submit(orphan).await {
+//!     Err(EngineError::Refused(Refusal::Rule(violation))) => assert_eq!(violation.rule, Rule::Unknown),
+//!     other => panic!("expected a refusal, got {other:?}"),
+//! }
+//! assert_eq!(engine.head(), 1);
+//!
 //! let state = engine.state(); // an immutable snapshot; never blocks the writer
-//! println!("{} goals", state.goals.len());
+//! assert_eq!(state.goals.len(), 0);
 //! let audit = engine.audit().await?; // every journal record compared with sled's copy
 //! assert_eq!(audit.copies, Copies::Both);
 //! engine.shutdown().await?;

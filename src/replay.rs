@@ -46,14 +46,14 @@ pub struct WorkerEventCounts {
 /// The first failure of a replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Failure {
+pub struct ReplayFailure {
     pub seq: u64,
     pub kind: String,
     pub copy: Option<Replica>,
     pub reason: String,
 }
 
-impl std::fmt::Display for Failure {
+impl std::fmt::Display for ReplayFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "seq {} ({}): {}", self.seq, self.kind, self.reason)
     }
@@ -91,7 +91,7 @@ pub struct ReplayReport {
     /// A live writer held the ledger: the journal was read up to its last complete record.
     pub live_writer: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<Failure>,
+    pub failure: Option<ReplayFailure>,
 }
 
 /// The audit fold shared by [`replay`] and [`replay_entries`]: every entry through the
@@ -102,7 +102,7 @@ struct Audit<'r> {
     to: Option<u64>,
     state: State,
     report: ReplayReport,
-    failure: Option<Failure>,
+    failure: Option<ReplayFailure>,
 }
 
 impl<'r> Audit<'r> {
@@ -128,7 +128,8 @@ impl<'r> Audit<'r> {
             });
         }
         if let Err(e) = admission::apply_with(self.registry, &mut self.state, &sealed.entry) {
-            self.failure = Some(Failure { seq, kind: kind.to_owned(), copy: None, reason: e.to_string() });
+            self.failure =
+                Some(ReplayFailure { seq, kind: kind.to_owned(), copy: None, reason: e.to_string() });
             return Err(OpenError::inadmissible(sealed, e));
         }
         let report = &mut self.report;
@@ -156,7 +157,7 @@ impl<'r> Audit<'r> {
 
     /// The report, with the state's totals and the first failure (or `fallback`, a
     /// failure found before the fold: an entry that did not decode or link).
-    fn finish(mut self, fallback: Option<Failure>) -> ReplayReport {
+    fn finish(mut self, fallback: Option<ReplayFailure>) -> ReplayReport {
         if let Some(failure) = self.failure.or(fallback) {
             self.report.ok = false;
             self.report.failure = Some(failure);
@@ -208,7 +209,7 @@ pub fn replay_with(
         }
         // The fold's own failure, already recorded by `Audit::fold`.
         Err(OpenError::Inadmissible { .. }) => None,
-        Err(OpenError::Corrupt { seq, replica, reason }) => Some(Failure {
+        Err(OpenError::Corrupt { seq, replica, reason }) => Some(ReplayFailure {
             seq,
             kind: "(undecodable)".to_owned(),
             copy: Some(replica),
@@ -235,8 +236,12 @@ pub fn replay_entries<'b>(
         let sealed = match chain.verify(bytes) {
             Ok(sealed) => sealed,
             Err(reason) => {
-                let failure =
-                    Failure { seq, kind: "(undecodable)".to_owned(), copy: None, reason: reason.to_string() };
+                let failure = ReplayFailure {
+                    seq,
+                    kind: "(undecodable)".to_owned(),
+                    copy: None,
+                    reason: reason.to_string(),
+                };
                 return audit.finish(Some(failure));
             }
         };

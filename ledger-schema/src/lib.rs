@@ -6,13 +6,13 @@
 
 pub mod codec;
 mod digest;
-pub mod digests;
 pub mod entry;
 pub mod events;
 mod id;
 pub mod manifest;
 pub mod package;
 pub mod record;
+pub mod record_digests;
 #[doc(hidden)]
 pub mod samples;
 pub mod types;

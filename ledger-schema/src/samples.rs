@@ -209,7 +209,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         candidate_digest: dg("frozen 50"),
         verdict: Verdict::RejectRepairable,
         input_manifest_digest: input_manifest.digest(),
-        evidence_set_digest: crate::digests::evidence_set_digest(&input_manifest.evidence),
+        evidence_set_digest: crate::record_digests::evidence_set_digest(&input_manifest.evidence),
         input_manifest,
         decision_digest: Digest::ZERO,
         reasons: vec![s("check 65 failed")],

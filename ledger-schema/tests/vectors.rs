@@ -136,7 +136,7 @@ fn negative_vectors_are_rejected() {
 /// manifest's goal entry — equals that record's digest. No placeholder passes.
 #[test]
 fn positive_vectors_carry_real_record_digests() {
-    use ledger_schema::digests::evidence_set_digest;
+    use ledger_schema::record_digests::evidence_set_digest;
     use ledger_schema::{Digest, DigestKind, Id};
     use std::collections::BTreeMap;
 

@@ -1,8 +1,8 @@
 //! Acceptance decisions over an exact Evidence Set, bound by an Acceptance Input Manifest.
 
 use ledger_schema::Event;
-use ledger_schema::digests::evidence_set_digest;
 use ledger_schema::events::{AcceptanceDecided, AcceptanceInputManifest, EvidenceRef};
+use ledger_schema::record_digests::evidence_set_digest;
 use ledger_schema::types::{CheckResult, Eligibility, Phase, Verdict};
 
 use super::command::DecideAcceptance;

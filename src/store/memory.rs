@@ -42,14 +42,7 @@ impl Store for MemStore {
         check_next(self.head, frame)?;
         self.frames.push(frame.bytes().to_vec());
         self.entries.extend(frame.entries().iter().cloned());
-        if let Some(last) = frame.entries().last() {
-            self.head = Head {
-                ledger: self.head.ledger,
-                seq: last.entry.seq,
-                hash: last.hash,
-                time_ms: last.entry.time_ms,
-            };
-        }
+        self.head = frame.head_after(self.head.ledger);
         Ok(receipt(frame, None))
     }
 

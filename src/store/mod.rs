@@ -35,11 +35,35 @@ pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};
 /// per segment; readers accept up to this plus one maximal frame).
 pub const SEGMENT_TARGET_BYTES: u64 = 16 << 20;
 
-/// The consecutive sealed entries of one commit, with the frame's canonical bytes.
+/// The consecutive sealed entries of one commit, with the frame's canonical bytes. Never
+/// empty: [`Frame::new`] refuses an empty list, and the ends it found are kept, so a frame's
+/// first and last seq, first `prev` and last hash are facts, not lookups that could fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     entries: Vec<SealedEntry>,
     bytes: Vec<u8>,
+    first: FrameEnd,
+    last: FrameEnd,
+}
+
+/// What a commit needs of a frame's first or last entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FrameEnd {
+    seq: u64,
+    prev: Digest,
+    hash: Digest,
+    time_ms: u64,
+}
+
+impl FrameEnd {
+    fn of(sealed: &SealedEntry) -> FrameEnd {
+        FrameEnd {
+            seq: sealed.entry.seq,
+            prev: sealed.entry.prev,
+            hash: sealed.hash,
+            time_ms: sealed.entry.time_ms,
+        }
+    }
 }
 
 /// A frame that would break a frame bound.
@@ -57,7 +81,11 @@ pub enum FrameError {
 impl Frame {
     /// Builds a frame from consecutive sealed entries.
     pub fn new(entries: Vec<SealedEntry>) -> Result<Frame, FrameError> {
-        if entries.is_empty() || entries.len() > MAX_FRAME_ENTRIES {
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+            return Err(FrameError::Entries { n: 0, max: MAX_FRAME_ENTRIES });
+        };
+        let (first, last) = (FrameEnd::of(first), FrameEnd::of(last));
+        if entries.len() > MAX_FRAME_ENTRIES {
             return Err(FrameError::Entries { n: entries.len(), max: MAX_FRAME_ENTRIES });
         }
         if let Some(big) = entries.iter().find(|e| e.bytes.len() > ledger_schema::codec::MAX_ENTRY_BYTES) {
@@ -78,13 +106,12 @@ impl Frame {
         if payload.len() > MAX_FRAME_BYTES {
             return Err(FrameError::TooLarge { len: payload.len(), max: MAX_FRAME_BYTES });
         }
-        let first_seq = entries.first().map(|e| e.entry.seq);
         // Bounded above: at most MAX_FRAME_ENTRIES (4096) entries.
         let count = u32::try_from(entries.len())
             .map_err(|_| FrameError::Entries { n: entries.len(), max: MAX_FRAME_ENTRIES })?;
-        let first_seq = first_seq.ok_or(FrameError::Entries { n: 0, max: MAX_FRAME_ENTRIES })?;
-        let bytes = seal_record(first_seq, count, &payload);
-        Ok(Frame { entries, bytes })
+        assert_eq!(last.seq - first.seq + 1, u64::from(count), "a frame's ends span its entries");
+        let bytes = seal_record(first.seq, count, &payload);
+        Ok(Frame { entries, bytes, first, last })
     }
 
     pub fn entries(&self) -> &[SealedEntry] {
@@ -105,16 +132,29 @@ impl Frame {
         self.entries
     }
 
-    /// Seq of the first entry (the frame's sled key). A frame holds at least one entry.
+    /// Seq of the first entry (the frame's sled key).
     pub fn first_seq(&self) -> u64 {
-        debug_assert!(!self.entries.is_empty());
-        self.entries.first().map_or(0, |e| e.entry.seq)
+        self.first.seq
     }
 
     /// Seq of the last entry.
     pub fn last_seq(&self) -> u64 {
-        debug_assert!(!self.entries.is_empty());
-        self.entries.last().map_or(0, |e| e.entry.seq)
+        self.last.seq
+    }
+
+    /// The first entry's `prev`: the head this frame continues.
+    pub fn first_prev(&self) -> Digest {
+        self.first.prev
+    }
+
+    /// Hash of the last entry: the head after this frame.
+    pub fn last_hash(&self) -> Digest {
+        self.last.hash
+    }
+
+    /// The head of `ledger` once this frame is committed.
+    pub fn head_after(&self, ledger: Id) -> Head {
+        Head { ledger, seq: self.last.seq, hash: self.last.hash, time_ms: self.last.time_ms }
     }
 }
 
@@ -396,15 +436,26 @@ pub trait Store {
 }
 
 /// The checks every backend makes before writing: the frame continues the head.
+///
+/// The record is then asserted to name what the frame holds — the pair of the reader's
+/// header check (`SeqGap`, `HeaderMismatch`): a writer that would store a record its own
+/// reader must refuse stops instead.
 fn check_next(head: Head, frame: &Frame) -> Result<(), CommitError> {
     let expected = head.seq + 1;
     if frame.first_seq() != expected {
         return Err(CommitError::NotNext { expected, found: frame.first_seq() });
     }
-    let prev = frame.entries.first().map(|e| e.entry.prev).unwrap_or_default();
+    let prev = frame.first_prev();
     if prev != head.hash {
         return Err(CommitError::PrevMismatch(prev));
     }
+    let header = ledger_schema::record::parse_header(frame.bytes());
+    assert!(
+        matches!(header, Ok(h) if h.first_seq == frame.first_seq() && h.last_seq() == frame.last_seq()),
+        "the record of frame {}..={} names {header:?}",
+        frame.first_seq(),
+        frame.last_seq()
+    );
     Ok(())
 }
 
@@ -412,7 +463,7 @@ fn receipt(frame: &Frame, sled_lag: Option<String>) -> CommitReceipt {
     CommitReceipt {
         first_seq: frame.first_seq(),
         last_seq: frame.last_seq(),
-        hash: frame.entries.last().map(|e| e.hash).unwrap_or_default(),
+        hash: frame.last_hash(),
         sled_lag,
     }
 }

@@ -291,3 +291,27 @@ fn a_panicking_fold_propagates_and_does_not_hang() {
     // The ledger is untouched and replays after it.
     assert!(same_both_ways(&fx.worker).ok);
 }
+
+/// Opening a ledger whose entry breaks a rule fails with `OpenError::Inadmissible`, whose
+/// source is the typed `Refusal` an embedder can match on (not a message to parse), and the
+/// engine refuses to open it the same way.
+#[test]
+fn an_inadmissible_entry_is_a_typed_refusal_when_opening() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    lifecycle_ledger(&dir);
+    append_unjudged(&dir, vec![inadmissible()]);
+    let last = DiskStore::open(&dir).unwrap().0.head().seq;
+    let check = |e: &OpenError| {
+        let OpenError::Inadmissible { seq, kind, refusal } = e else { panic!("not inadmissible: {e}") };
+        assert_eq!((*seq, *kind), (last, "goalRevised"));
+        let refusal = refusal.downcast_ref::<closure_ledger::Refusal>().expect("a Refusal");
+        assert_eq!(refusal.rule(), Some(closure_ledger::Rule::GoalRevisionNotNext), "{refusal}");
+        assert!(e.is_verification_failure());
+        assert!(std::error::Error::source(e).is_some(), "the refusal is the error's source");
+    };
+    check(&Ledger::open(&dir).unwrap_err());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let engine = rt.block_on(closure_ledger::Engine::open(&dir, closure_ledger::Options::default()));
+    check(&engine.err().unwrap());
+}

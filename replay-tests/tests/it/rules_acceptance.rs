@@ -124,7 +124,7 @@ fn forged_decision_digests() {
     let mut d = good.clone();
     d.input_manifest.evidence.reverse();
     d.input_manifest_digest = d.input_manifest.digest();
-    d.evidence_set_digest = ledger_schema::digests::evidence_set_digest(&d.input_manifest.evidence);
+    d.evidence_set_digest = ledger_schema::record_digests::evidence_set_digest(&d.input_manifest.evidence);
     d.decision_digest = d.computed_digest();
     base.forged(Event::AcceptanceDecided(d), Rule::EvidenceSet);
 }

@@ -330,14 +330,7 @@ impl Store for DiskStore {
             return Err(CommitError::NotDurable(e));
         }
         // Durable from here on: the commit stands whatever sled does.
-        if let Some(last) = frame.entries().last() {
-            self.head = Head {
-                ledger: self.head.ledger,
-                seq: last.entry.seq,
-                hash: last.hash,
-                time_ms: last.entry.time_ms,
-            };
-        }
+        self.head = frame.head_after(self.head.ledger);
         self.sled_pending.push((frame.first_seq(), frame.bytes().to_vec()));
         let sled_lag = self.drain_sled_pending().err();
         if self.sled_pending.len() >= MAX_SLED_LAG_FRAMES {

@@ -66,9 +66,16 @@ impl StoreReader {
     pub fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {
         let last = match self.entries.last().map_err(ReadError::Sled)? {
             None => return Ok(Vec::new()),
+            // sled's newest record names the last seq it holds; damage there is an error
+            // naming it, never a guessed seq.
             Some((k, v)) => {
-                let first = key_seq(&k).unwrap_or(0);
-                open_record(&v).map_or(first, |(header, _)| header.last_seq())
+                let first = key_seq(&k).ok_or(ReadError::Corrupt {
+                    seq: from,
+                    reason: Corruption::KeyMismatch { key: u64::MAX, first_seq: from },
+                })?;
+                let (header, _) = open_record(&v)
+                    .map_err(|fault| ReadError::Corrupt { seq: first, reason: Corruption::Record(fault) })?;
+                header.last_seq()
             }
         };
         if from > last {
