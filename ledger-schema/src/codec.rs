@@ -4,7 +4,7 @@
 //! shortest-form arguments, map keys in bytewise order of their encodings, no floats, no
 //! tags, no duplicate keys. `serde_cbor` writes shortest forms and definite lengths, and
 //! struct fields in *declaration* order, so every encoded struct declares its fields in
-//! canonical key order (proved by `tests/key_order.rs`). On input `serde_cbor` accepts far
+//! canonical key order (proved by `tests/it/key_order.rs`). On input `serde_cbor` accepts far
 //! more than that, so [`decode`] first runs [`check_canonical`] — a bounded, allocation-free
 //! walk of the raw bytes — then decodes with unknown fields denied, and finally re-encodes
 //! and compares (re-encoding into a reused per-thread buffer), so exactly one byte string

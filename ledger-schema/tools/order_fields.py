@@ -2,7 +2,7 @@
 """Reorders the fields of every `pub struct` (and struct-like enum variant bodies are left
 alone) in the given Rust files into RFC 8949 canonical key order of their camelCase names:
 shorter encoded key first, then bytewise. serde_cbor writes fields in declaration order, so
-declaration order must be canonical order; tests/key_order.rs proves the result."""
+declaration order must be canonical order; tests/it/key_order.rs proves the result."""
 import re, sys
 
 def camel(n):

@@ -25,7 +25,7 @@ pub enum CheckpointError {
     #[error("checkpoint of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge { len: usize, max: usize },
     #[error("not a checkpoint: {0}")]
-    Parse(String),
+    Parse(#[source] serde_json::Error),
 }
 
 impl Checkpoint {
@@ -39,7 +39,7 @@ impl Checkpoint {
         if bytes.len() > MAX_CHECKPOINT_BYTES {
             return Err(CheckpointError::TooLarge { len: bytes.len(), max: MAX_CHECKPOINT_BYTES });
         }
-        serde_json::from_slice(bytes).map_err(|e| CheckpointError::Parse(e.to_string()))
+        serde_json::from_slice(bytes).map_err(CheckpointError::Parse)
     }
 
     pub fn to_json(&self) -> String {

@@ -199,9 +199,9 @@ pub enum Corruption {
     #[error("frame bytes differ from the journal copy")]
     Differs,
     #[error(
-        "entry {next} does not link to this entry ({detail}): this entry, or the link in entry {next}, was altered"
+        "entry {next} does not link to this entry (its prev is {found}, this entry hashes to {expected}): this entry, or the link in entry {next}, was altered"
     )]
-    LinkBroken { next: u64, detail: String },
+    LinkBroken { next: u64, expected: Digest, found: Digest },
     #[error(
         "the copies hold different intact records for this frame and no later entry decides between them: \
          neither is chosen (decide with `ledger recover --checkpoint FILE` or `--prefer journal|sled`)"
@@ -235,11 +235,23 @@ pub enum Corruption {
     #[error("journal segment {segment} is named for seq {named} but begins at seq {found}")]
     SegmentName { segment: String, named: u64, found: u64 },
     #[error("meta tree disagrees with genesis: {0}")]
-    Meta(String),
+    Meta(MetaFault),
     #[error("checkpoint mismatch: expected {expected}, found {found}")]
     Checkpoint { expected: Digest, found: Digest },
     #[error("the ledger ends at seq {head}, before the checkpointed seq")]
     Truncated { head: u64 },
+}
+
+/// How sled's meta tree disagrees with the journal's genesis.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetaFault {
+    #[error("ledger id is not {expected}")]
+    LedgerId { expected: Id },
+    #[error("format version differs")]
+    FormatVersion,
+    #[error("half of the meta tree is missing")]
+    HalfMissing,
 }
 
 /// Where damaged journal bytes are, and the next intact record found after them, which

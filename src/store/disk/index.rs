@@ -10,7 +10,7 @@ use ledger_schema::record::{JOURNAL_FORMAT_VERSION, open_record};
 
 use super::corrupt;
 use crate::store::journal::io;
-use crate::store::{Corruption, Head, OpenError, Replica};
+use crate::store::{Corruption, Head, MetaFault, OpenError, Replica};
 
 pub(super) const ENTRIES_TREE: &str = "entries";
 
@@ -234,15 +234,15 @@ pub(super) fn check_meta_values((id, version): MetaValues, head: &Head) -> Resul
                 return Err(corrupt(
                     0,
                     Replica::Sled,
-                    Corruption::Meta(format!("ledger id is not {}", head.ledger)),
+                    Corruption::Meta(MetaFault::LedgerId { expected: head.ledger }),
                 ));
             }
             if version.as_ref() != JOURNAL_FORMAT_VERSION.to_be_bytes() {
-                return Err(corrupt(0, Replica::Sled, Corruption::Meta("format version differs".into())));
+                return Err(corrupt(0, Replica::Sled, Corruption::Meta(MetaFault::FormatVersion)));
             }
             Ok(true)
         }
-        _ => Err(corrupt(0, Replica::Sled, Corruption::Meta("half of the meta tree is missing".into()))),
+        _ => Err(corrupt(0, Replica::Sled, Corruption::Meta(MetaFault::HalfMissing))),
     }
 }
 

@@ -527,8 +527,8 @@ pub(super) fn verify_record(
         match chain.verify(bytes) {
             Ok(sealed) => entries.push(sealed),
             // A link that does not match an altered earlier entry: name both.
-            Err(reason @ Corruption::PrevMismatch { .. }) if seq > 0 => {
-                return Err((seq - 1, Corruption::LinkBroken { next: seq, detail: reason.to_string() }));
+            Err(Corruption::PrevMismatch { expected, found }) if seq > 0 => {
+                return Err((seq - 1, Corruption::LinkBroken { next: seq, expected, found }));
             }
             Err(reason) => return Err((seq, reason)),
         }

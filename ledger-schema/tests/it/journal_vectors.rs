@@ -1,8 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 //! Golden vectors of the journal v2 record layout and the torn-tail rule.
 //!
 //! `vectors/journal.json` is produced by deleting it and running
-//! `BLESS_VECTORS=1 cargo test -p ledger-schema --test journal_vectors`, then cross-checked
+//! `BLESS_VECTORS=1 cargo test -p ledger-schema --test it journal_vectors`, then cross-checked
 //! by an independent implementation written from docs/format.md alone
 //! (`vectors/crosscheck_journal.py`: Python + blake3). Once frozen, a change that moves one
 //! byte of a record, or one torn/damaged decision, fails here.

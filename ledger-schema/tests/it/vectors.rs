@@ -1,9 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 //! Golden vectors: frozen canonical bytes and entry hashes for every event kind, and
 //! frozen non-canonical inputs that the strict decoder must refuse.
 //!
 //! `vectors/positive.json` is produced from `samples::chain()` by deleting it and running
-//! `BLESS_VECTORS=1 cargo test -p ledger-schema --test vectors`, and cross-checked by an
+//! `BLESS_VECTORS=1 cargo test -p ledger-schema --test it vectors`, and cross-checked by an
 //! independent implementation written from docs/format.md (`vectors/crosscheck.py`: Python
 //! cbor2 + blake3; it recomputes the entry hashes and every record digest).
 //! `vectors/negative.json` is written by `vectors/make_negative.py` (its own encoder). A

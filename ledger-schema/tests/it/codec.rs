@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 //! Digests, ids, size bounds and frames.
 
 use ledger_schema::codec::{self, DecodeError, MAX_ENTRY_BYTES, MAX_FRAME_ENTRIES};

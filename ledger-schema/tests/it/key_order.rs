@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 //! serde_cbor writes struct fields in declaration order, so every encoded struct must
 //! declare its fields in RFC 8949 §4.2.1 key order. This walks every map of many
 //! arbitrary entries (all kinds, optional groups present and absent) with the canonical
