@@ -2,7 +2,7 @@
 //! coding agent was asked, given, did and was judged on.
 //!
 //! Layers, in dependency order (nothing points back up): `ledger_schema` (types, codec,
-//! digests) → [`store`] (journal + sled, chain, strict reopen, checkpoints) → … → [`cli`].
+//! digests) → [`store`] (journal + sled, chain, strict reopen, checkpoints) → … → `cli` (feature `cli`).
 //!
 //! Embedding: create or open an [`Engine`] on a ledger directory, submit [`Command`]s (a
 //! receipt comes back only once the entry is durable; a refused command is a [`Refusal`]

@@ -55,7 +55,7 @@ pub(super) fn read_frames(
     Ok(out)
 }
 
-/// A thread-safe read handle on a ledger's sled copy (see [`DiskStore::reader`]).
+/// A thread-safe read handle on a ledger's sled copy (see [`super::DiskStore::reader`]).
 #[derive(Debug, Clone)]
 pub struct StoreReader {
     pub(in crate::store) entries: sled::Tree,
