@@ -105,7 +105,7 @@ pub fn record_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> (crate
 /// `Digest::of(kind, &encode(value))`, computed by streaming the canonical encoding into
 /// the hasher instead of materialising it (for large records such as the whole state).
 pub fn encode_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> crate::Digest {
-    let mut hasher = blake3::Hasher::new_derive_key(kind.context());
+    let mut hasher = kind.hasher();
     #[expect(
         clippy::expect_used,
         reason = "writing derived plain-data records into a hasher has no failure path"

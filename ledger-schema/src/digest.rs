@@ -118,6 +118,20 @@ impl DigestKind {
         }
     }
 
+    /// A hasher in `derive_key` mode for this kind, before any input. Deriving the context
+    /// key costs a BLAKE3 compression of its own; it is done once per kind per process and
+    /// the prepared hasher cloned, which gives exactly `new_derive_key(context)`.
+    pub fn hasher(self) -> blake3::Hasher {
+        static PREPARED: std::sync::OnceLock<[blake3::Hasher; 30]> = std::sync::OnceLock::new();
+        let prepared =
+            PREPARED.get_or_init(|| DigestKind::ALL.map(|k| blake3::Hasher::new_derive_key(k.context())));
+        // `ALL` lists the kinds in declaration order, so a kind's discriminant is its index.
+        match prepared.get(self as usize) {
+            Some(hasher) => hasher.clone(),
+            None => blake3::Hasher::new_derive_key(self.context()),
+        }
+    }
+
     /// Every kind, for tests that check the context strings are distinct.
     pub const ALL: [DigestKind; 30] = [
         DigestKind::Entry,
@@ -167,7 +181,7 @@ impl Digest {
 
     /// Hash `bytes` under the context of `kind`.
     pub fn of(kind: DigestKind, bytes: &[u8]) -> Digest {
-        let mut hasher = blake3::Hasher::new_derive_key(kind.context());
+        let mut hasher = kind.hasher();
         hasher.update(bytes);
         Digest(*hasher.finalize().as_bytes())
     }
@@ -281,6 +295,22 @@ mod tests {
             assert_eq!(text, format!("b3:{naive}"));
             assert_eq!(text.parse::<Digest>(), Ok(d));
             assert_eq!(format!("{d:>70}"), format!("   {text}"));
+        }
+    }
+
+    /// Every kind's prepared hasher is its own `derive_key` context: the digest equals
+    /// `blake3::derive_key(context, bytes)` computed afresh (empty, short and multi-chunk
+    /// inputs), and no two kinds share a prepared hasher.
+    #[test]
+    fn prepared_hashers_are_each_kinds_derive_key() {
+        let long = vec![0xa5u8; 5000];
+        for input in [&b""[..], b"x", &long] {
+            let mut seen = std::collections::BTreeSet::new();
+            for kind in DigestKind::ALL {
+                let expected = blake3::derive_key(kind.context(), input);
+                assert_eq!(Digest::of(kind, input).0, expected, "{kind:?}");
+                assert!(seen.insert(expected), "{kind:?} shares a digest with another kind");
+            }
         }
     }
 }
