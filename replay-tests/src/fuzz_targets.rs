@@ -198,7 +198,11 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
         5 | 6 => {
             let (aid, a) = nth(&state.attempts, v)?;
             let event = match v % 4 {
-                0 => nth(&state.worker_events, pick.target).map_or(fresh_id(state, 5), |(id, _)| id),
+                0 => {
+                    let n = state.worker_events.len();
+                    let at = if n == 0 { 0 } else { usize::from(pick.target) % n };
+                    state.worker_events.iter().nth(at).map_or(fresh_id(state, 5), |(id, _)| id)
+                }
                 _ => fresh_id(state, 5),
             };
             let kind =

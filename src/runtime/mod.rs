@@ -14,6 +14,7 @@ mod goal;
 pub mod profile;
 mod repair;
 pub mod selection;
+pub mod seq_index;
 mod source;
 pub mod state;
 mod worker;

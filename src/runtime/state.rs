@@ -43,10 +43,11 @@ pub struct State {
     pub generations: Map<Id, GenerationState>,
     pub obligations: Map<Id, ObligationState>,
     /// The dedup index: every Worker event id ever recorded (admitted or ignored) → the
-    /// seq of its entry. Kept to one `u64` per id — it grows with every worker event — so
+    /// seq of its entry. Kept to one `u64` per id in a compact index (24 bytes per id,
+    /// encoded as the map it stands for) — it grows with every worker event — so
     /// a redelivery is told apart from a conflict against the stored entry itself
     /// (`worker::redelivery`).
-    pub worker_events: Map<Id, u64>,
+    pub worker_events: super::seq_index::SeqIndex,
     pub human_decisions: Map<Id, HumanDecisionState>,
     /// Context profiles (seed 003): registry snapshots and profile revisions. Omitted
     /// while empty, so ledgers without them keep their state digest.

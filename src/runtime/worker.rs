@@ -11,8 +11,8 @@ use ledger_schema::{Digest, Event, Id};
 use super::command::DeliverWorkerEvent;
 use super::state::{AttemptState, State};
 use super::{
-    Decided, Rejection, Rule, RuleViolation, ensure, fresh, get, get_mut, list, required_text,
-    result_kind_allowed, wire,
+    Decided, Rejection, Rule, RuleViolation, ensure, get, get_mut, list, required_text, result_kind_allowed,
+    wire,
 };
 
 /// Why a delivery for `attempt_id` bound to `manifest_digest` is stale, if it is.
@@ -164,8 +164,13 @@ pub fn redelivery(c: &DeliverWorkerEvent, original: &Event, seq: u64) -> Result<
     }
 }
 
+fn fresh_event(state: &State, id: Id) -> Result<(), RuleViolation> {
+    ensure!(!state.worker_events.contains_key(&id), Rule::IdReused, "worker event {id} already exists");
+    Ok(())
+}
+
 pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> Result<(), RuleViolation> {
-    fresh(&state.worker_events, e.worker_event_id, "worker event")?;
+    fresh_event(state, e.worker_event_id)?;
     let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
     check_delivery(state, attempt, &e.payload)?;
     let digest = e.payload.digest();
@@ -194,7 +199,7 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
 }
 
 pub fn apply_ignored(state: &mut State, e: &WorkerDeliveryIgnored, seq: u64) -> Result<(), RuleViolation> {
-    fresh(&state.worker_events, e.worker_event_id, "worker event")?;
+    fresh_event(state, e.worker_event_id)?;
     let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
     ensure!(
         attempt.dispatched,
