@@ -33,7 +33,8 @@ use crate::runtime::command::StartAttempt;
 use crate::runtime::{Command, Ctx, State};
 use crate::store::{DiskStore, OpenError, ReadError, Store, StoreReader};
 
-/// Engine options.
+/// Engine options. The defaults: a queue of 4,096 commands, at most 1,024 commands per
+/// group commit, no wait for more (`max_wait: None`), 1,024 frames kept for subscribers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// Commands waiting for the writer before `submit` waits (backpressure).
@@ -113,11 +114,22 @@ struct Request {
     reply: oneshot::Sender<Result<Receipt, EngineError>>,
 }
 
+/// What the writer's queue carries.
+#[allow(clippy::large_enum_variant)] // nearly every message is a `Submit`; boxing it would allocate per command
+enum Msg {
+    Submit(Request),
+    /// [`Engine::shutdown`]: commit what was queued before, then stop (whatever clones of
+    /// the handle remain; their later requests get [`EngineError::Closed`]).
+    Shutdown,
+}
+
 struct Shared {
     state: RwLock<Arc<State>>,
     /// Seq of the last durable entry.
     head: watch::Sender<u64>,
-    live: broadcast::Sender<Arc<Vec<CommittedEntry>>>,
+    /// The live channel, for new subscriptions; taken (and so closed) when the writer
+    /// stops, which ends every subscription once it has caught up.
+    live: Mutex<Option<broadcast::Sender<Arc<Vec<CommittedEntry>>>>>,
     reader: StoreReader,
     /// The ledger directory (for in-process audits).
     root: std::path::PathBuf,
@@ -127,8 +139,14 @@ struct Shared {
 /// The cloneable handle.
 #[derive(Clone)]
 pub struct Engine {
-    queue: mpsc::Sender<Request>,
+    queue: mpsc::Sender<Msg>,
     shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("root", &self.shared.root).field("head", &self.head()).finish()
+    }
 }
 
 fn now_ms() -> u64 {
@@ -167,7 +185,7 @@ impl Engine {
         let shared = Arc::new(Shared {
             state: RwLock::new(Arc::new(ledger.state().clone())),
             head: watch::channel(ledger.store().head().seq).0,
-            live,
+            live: Mutex::new(Some(live.clone())),
             reader: ledger.store().reader(),
             root: ledger.store().root().to_path_buf(),
             writer: Mutex::new(None),
@@ -176,7 +194,7 @@ impl Engine {
         // Without its writer thread an engine could only queue requests forever: refuse.
         let handle = std::thread::Builder::new()
             .name("closure-ledger-writer".to_owned())
-            .spawn(move || writer(ledger, rx, writer_shared, options))
+            .spawn(move || writer(ledger, rx, writer_shared, live, options))
             .map_err(|_| OpenError::Task("writer thread spawn"))?;
         match shared.writer.lock() {
             Ok(mut slot) => *slot = Some(handle),
@@ -188,16 +206,18 @@ impl Engine {
     /// Submits one command; resolves once it is durable (or refused).
     pub async fn submit(&self, command: Command) -> Result<Receipt, EngineError> {
         let (reply, rx) = oneshot::channel();
-        self.queue.send(Request { command, reply }).await.map_err(|_| EngineError::Closed)?;
+        self.queue.send(Msg::Submit(Request { command, reply })).await.map_err(|_| EngineError::Closed)?;
         rx.await.map_err(|_| EngineError::Closed)?
     }
 
-    /// Submits several commands; they are admitted in order (usually in one frame).
+    /// Submits several commands; they are admitted in order (usually in one frame). Each
+    /// gets its own result: a refused command writes nothing and leaves the others to be
+    /// admitted.
     pub async fn submit_batch(&self, commands: Vec<Command>) -> Vec<Result<Receipt, EngineError>> {
         let mut waiting = Vec::with_capacity(commands.len());
         for command in commands {
             let (reply, rx) = oneshot::channel();
-            match self.queue.send(Request { command, reply }).await {
+            match self.queue.send(Msg::Submit(Request { command, reply })).await {
                 Ok(()) => waiting.push(Some(rx)),
                 Err(_) => waiting.push(None),
             }
@@ -229,21 +249,15 @@ impl Engine {
     }
 
     /// Every committed entry from `from_seq` on: first those already durable (from the
-    /// store), then live ones, in order, each exactly once.
+    /// store), then live ones, in order, each exactly once. The stream ends once the
+    /// writer has stopped (shutdown, or every `Engine` handle dropped) and every entry it
+    /// committed was delivered; until then it waits for entries (also for a `from_seq`
+    /// beyond the head).
     pub fn subscribe(
         &self,
         from_seq: u64,
-    ) -> impl Stream<Item = Result<CommittedEntry, SubscribeError>> + Send + 'static {
-        let sub = Subscription {
-            next_seq: from_seq,
-            live: self.shared.live.subscribe(),
-            head: self.shared.head.subscribe(),
-            reader: self.shared.reader.clone(),
-            buffered: std::collections::VecDeque::new(),
-            done: false,
-            closed: false,
-        };
-        futures::stream::unfold(sub, |mut sub| async move { sub.next().await.map(|item| (item, sub)) })
+    ) -> impl Stream<Item = Result<CommittedEntry, SubscribeError>> + Send + use<> {
+        self.observer().subscribe(from_seq)
     }
 
     /// Audits both copies beside the running writer, without disturbing it: every journal
@@ -259,15 +273,20 @@ impl Engine {
         .map_err(|_| OpenError::Task("audit"))?
     }
 
-    /// A read-only handle (snapshots, head, subscriptions) that does not keep the writer
+    /// A read-only handle ([`Observer`]: snapshots, head, subscriptions) that does not keep the writer
     /// alive: when every `Engine` handle is dropped the writer stops regardless.
     pub fn observer(&self) -> Observer {
         Observer { shared: Arc::clone(&self.shared) }
     }
 
-    /// Stops accepting commands, drains the queue, flushes sled, and joins the writer.
+    /// Stops the engine: commands queued before this call are committed (or refused) as
+    /// usual; then the writer flushes sled and stops, and this returns once it has. Other
+    /// clones of the handle get [`EngineError::Closed`] from then on, and subscriptions end
+    /// once they have delivered every committed entry.
     pub async fn shutdown(self) -> Result<(), EngineError> {
         let Engine { queue, shared } = self;
+        // Fails only if the writer is already gone, which is what was asked.
+        let _ = queue.send(Msg::Shutdown).await;
         drop(queue);
         let handle = shared.writer.lock().ok().and_then(|mut slot| slot.take());
         if let Some(handle) = handle {
@@ -280,7 +299,7 @@ impl Engine {
     }
 }
 
-/// See [`Engine::observer`].
+/// A read-only handle: snapshots, the head and subscriptions (see [`Engine::observer`]).
 #[derive(Clone)]
 pub struct Observer {
     shared: Arc<Shared>,
@@ -307,29 +326,58 @@ impl Observer {
             Err(_) => true,
         }
     }
+
+    /// See [`Engine::subscribe`].
+    pub fn subscribe(
+        &self,
+        from_seq: u64,
+    ) -> impl Stream<Item = Result<CommittedEntry, SubscribeError>> + Send + use<> {
+        let live = match self.shared.live.lock() {
+            Ok(slot) => slot.as_ref().map(broadcast::Sender::subscribe),
+            Err(poisoned) => poisoned.into_inner().as_ref().map(broadcast::Sender::subscribe),
+        };
+        // The writer has stopped: a receiver whose channel is already closed.
+        let live = live.unwrap_or_else(|| broadcast::channel(1).1);
+        let sub = Subscription {
+            next_seq: from_seq,
+            live,
+            head: self.shared.head.subscribe(),
+            reader: self.shared.reader.clone(),
+            buffered: std::collections::VecDeque::new(),
+            done: false,
+            closed: false,
+        };
+        futures::stream::unfold(sub, |mut sub| async move { sub.next().await.map(|item| (item, sub)) })
+    }
 }
 
 /// The writer thread: owns the ledger until the queue closes.
 fn writer(
     mut ledger: Ledger<DiskStore>,
-    mut rx: mpsc::Receiver<Request>,
+    mut rx: mpsc::Receiver<Msg>,
     shared: Arc<Shared>,
+    live: broadcast::Sender<Arc<Vec<CommittedEntry>>>,
     options: Options,
 ) {
     let max_batch = options.max_batch.max(1);
     let mut failed: Option<StorageError> = None;
     let mut pending: Vec<Request> = Vec::new();
+    let mut stopping = false;
     loop {
         if pending.is_empty() {
+            if stopping {
+                break;
+            }
             match rx.blocking_recv() {
-                Some(first) => pending.push(first),
-                None => break,
+                Some(Msg::Submit(first)) => pending.push(first),
+                Some(Msg::Shutdown) | None => break,
             }
         }
         let deadline = options.max_wait.map(|w| Instant::now() + w);
-        while pending.len() < max_batch {
+        while pending.len() < max_batch && !stopping {
             match rx.try_recv() {
-                Ok(r) => pending.push(r),
+                Ok(Msg::Submit(r)) => pending.push(r),
+                Ok(Msg::Shutdown) => stopping = true,
                 Err(mpsc::error::TryRecvError::Empty) => match deadline {
                     Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_micros(50)),
                     _ => break,
@@ -360,7 +408,7 @@ fn writer(
         span.record("entries", head_after - head_before);
         span.record("latency_us", u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
         if head_after > head_before {
-            publish(&ledger, &shared, head_after);
+            publish(&ledger, &shared, &live, head_after);
         }
         let processed = processed.min(commands.len());
         let mut replies = replies.into_iter();
@@ -379,18 +427,31 @@ fn writer(
             .map(|(command, reply)| Request { command, reply })
             .collect();
     }
+    // Later requests (from clones of the handle) are refused at once: the queue is gone.
+    drop(rx);
+    // Close the live channel: every subscription ends once it has caught up.
+    match shared.live.lock() {
+        Ok(mut slot) => drop(slot.take()),
+        Err(poisoned) => drop(poisoned.into_inner().take()),
+    }
+    drop(live);
     let _ = ledger.store().flush_index();
 }
 
 /// Publishes a commit: the new snapshot, the new head, then the entries to live subscribers.
-fn publish(ledger: &Ledger<DiskStore>, shared: &Shared, to: u64) {
+fn publish(
+    ledger: &Ledger<DiskStore>,
+    shared: &Shared,
+    live: &broadcast::Sender<Arc<Vec<CommittedEntry>>>,
+    to: u64,
+) {
     let snapshot = Arc::new(ledger.state().clone());
     match shared.state.write() {
         Ok(mut guard) => *guard = snapshot,
         Err(poisoned) => *poisoned.into_inner() = snapshot,
     }
     shared.head.send_replace(to);
-    if shared.live.receiver_count() == 0 {
+    if live.receiver_count() == 0 {
         // No live subscriber: nothing to copy (a later one catches up from the store).
         return;
     }
@@ -399,7 +460,7 @@ fn publish(ledger: &Ledger<DiskStore>, shared: &Shared, to: u64) {
         .iter()
         .map(|s| CommittedEntry { seq: s.entry.seq, hash: s.hash, entry: s.entry.clone() })
         .collect();
-    let _ = shared.live.send(Arc::new(entries));
+    let _ = live.send(Arc::new(entries));
 }
 
 struct Subscription {

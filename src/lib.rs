@@ -67,12 +67,19 @@ pub mod replay;
 pub mod runtime;
 pub mod store;
 
+#[doc(inline)]
 pub use ledger_schema as schema;
 
 // The embedding surface: what a supervisor needs to run, feed, watch and audit a ledger.
 pub use admission::{ManifestMismatch, Refusal};
+pub use compiler::{CompileError, Compiled};
 pub use engine::{CommittedEntry, Engine, EngineError, Observer, Options, SubscribeError};
 pub use ledger::{Receipt, StorageError, SubmitError};
 pub use runtime::command as commands;
+/// The projection's record types (the fields of [`State`]).
+pub use runtime::state;
 pub use runtime::{Command, Rule, RuleViolation, State};
-pub use store::{Checkpoint, Copies, OpenError, Replica, VerifyReport};
+pub use store::{
+    Checkpoint, CommitError, Copies, Corruption, FrameError, Head, OpenError, ReadError, Replica,
+    VerifyReport,
+};

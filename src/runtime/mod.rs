@@ -171,6 +171,13 @@ pub enum Rule {
     Selection,
 }
 
+impl std::fmt::Display for Rule {
+    /// The rule's name, as docs/rules.md lists it (`IdReused`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
 /// An event that breaks a rule: refused live, and fails replay.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{rule:?}: {detail}")]

@@ -291,7 +291,7 @@ pub enum OpenError {
     NotALedger(PathBuf),
     #[error("{0} already exists and is not empty")]
     AlreadyExists(PathBuf),
-    #[error("the ledger is in use by another process (lock held on {0})")]
+    #[error("the ledger is in use by another writer (lock held on {0})")]
     Locked(PathBuf),
     #[error("unexpected file in journal/: {0}")]
     UnexpectedFile(PathBuf),

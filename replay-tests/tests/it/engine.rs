@@ -273,3 +273,40 @@ fn audits_run_beside_a_live_engine() {
     assert_eq!((r["headSeq"].as_u64(), r["copies"].as_str()), (Some(head), Some("both")), "{r}");
     assert_eq!(r["workerEvents"]["admitted"], 600, "every append of the writer landed");
 }
+
+/// `shutdown` stops the engine even while clones of the handle are alive (a supervisor's
+/// worker tasks): what was queued before it is committed, a clone's later request is
+/// `Closed` and writes nothing, and every subscription — from an `Engine` or an `Observer`,
+/// taken before or after — ends once it has delivered every committed entry.
+#[test]
+fn shutdown_stops_the_writer_with_clones_alive_and_ends_subscriptions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, manifest) = prepared(tmp.path());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let last = rt.block_on(async {
+        let engine = Engine::open(&dir, Options::default()).await.unwrap();
+        let clone = engine.clone();
+        let observer = engine.observer();
+        let before = engine.subscribe(0);
+        let last = engine.submit(deliver(1, manifest, "before shutdown")).await.unwrap();
+        let shutdown = tokio::time::timeout(std::time::Duration::from_secs(20), engine.shutdown()).await;
+        assert!(matches!(shutdown, Ok(Ok(()))), "shutdown returns while a clone is alive: {shutdown:?}");
+        assert!(observer.is_stopped());
+        let late = clone.submit(deliver(2, manifest, "after shutdown")).await;
+        assert!(matches!(late, Err(EngineError::Closed)), "{late:?}");
+        assert_eq!(observer.head(), last.seq, "nothing written after shutdown");
+        for stream in [before.boxed(), observer.subscribe(0).boxed(), clone.subscribe(3).boxed()] {
+            let seqs: Vec<u64> = tokio::time::timeout(
+                std::time::Duration::from_secs(20),
+                stream.map(|item| item.unwrap().seq).collect::<Vec<u64>>(),
+            )
+            .await
+            .expect("a subscription ends after the writer stopped");
+            assert_eq!(seqs.last(), Some(&last.seq), "every committed entry, then the end");
+        }
+        last.seq
+    });
+    drop(rt);
+    let (ledger, _) = Ledger::open(&dir).unwrap();
+    assert_eq!(ledger.store().head().seq, last, "the reopened ledger ends where the engine stopped");
+}
