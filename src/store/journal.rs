@@ -321,3 +321,86 @@ impl JournalWriter {
         self.file.sync_data().map_err(io("fdatasync", &self.path))
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn file_len(w: &JournalWriter) -> u64 {
+        std::fs::metadata(&w.path).unwrap().len()
+    }
+
+    /// The writer zero-fills ahead in growing chunks, writes in place (the file's length
+    /// does not change while a record fits), keeps zeros after its records, and reaches the
+    /// target size with no zeros left — so a rolled segment ends exactly at its last record.
+    #[test]
+    fn zero_fill_grows_in_chunks_and_a_rolled_segment_has_no_zeros_after_its_records() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = JournalWriter::create(tmp.path(), 0).unwrap();
+        w.append(&[7u8; 1000], false, false).unwrap();
+        assert_eq!(
+            (w.len, w.filled, file_len(&w)),
+            (1000, 1000 + ZERO_FILL_MIN_BYTES, 1000 + ZERO_FILL_MIN_BYTES)
+        );
+        w.append(&[7u8; 1000], false, false).unwrap();
+        assert_eq!(file_len(&w), 1000 + ZERO_FILL_MIN_BYTES, "written in place: the size did not change");
+        let record = vec![9u8; 600_000];
+        let mut last_fill = w.filled;
+        while w.len < SEGMENT_TARGET_BYTES {
+            w.append(&record, false, false).unwrap();
+            assert!(w.filled >= w.len && file_len(&w) == w.filled);
+            assert!(w.filled - last_fill <= ZERO_FILL_MAX_BYTES + record.len() as u64);
+            last_fill = w.filled;
+        }
+        assert_eq!(file_len(&w), w.len, "the segment ends at its last record when it is full");
+        let bytes = std::fs::read(&w.path).unwrap();
+        assert!(bytes[..2000].iter().all(|b| *b == 7) && bytes[2000..].iter().all(|b| *b == 9));
+        let full = w.path.clone();
+        w.roll_if_full(99).unwrap();
+        assert_ne!(w.path, full);
+        assert_eq!((w.len, w.filled, file_len(&w)), (0, 0, 0));
+    }
+
+    /// A failed append cuts the segment back to the end of its last record, zero-filled
+    /// space included, and the next append fills again from there.
+    #[test]
+    fn a_failed_append_cuts_back_to_the_last_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = JournalWriter::create(tmp.path(), 0).unwrap();
+        w.append(&[7u8; 100], false, false).unwrap();
+        assert!(w.append(&[8u8; 100], true, false).is_err());
+        assert_eq!((w.len, w.filled, file_len(&w)), (100, 100, 100));
+        assert!(w.append(&[8u8; 100], false, true).is_err());
+        assert_eq!(file_len(&w), 100);
+        w.append(&[9u8; 100], false, false).unwrap();
+        let bytes = std::fs::read(&w.path).unwrap();
+        assert_eq!((&bytes[..100], &bytes[100..200]), (&[7u8; 100][..], &[9u8; 100][..]));
+        assert!(bytes[200..].iter().all(|b| *b == 0));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod enospc {
+    use super::*;
+
+    /// Out of space while zero-filling ahead (`/dev/full` answers every write with
+    /// ENOSPC) fails the append — before any fdatasync, so nothing is acknowledged — with
+    /// an error that names the preallocation and the OS reason on one line.
+    #[test]
+    fn enospc_while_zero_filling_fails_the_append_with_a_clear_error() {
+        let dev_full = PathBuf::from("/dev/full");
+        if !dev_full.exists() {
+            return; // not on this system: nothing to show
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = JournalWriter::resume(tmp.path(), dev_full, 0, 0).unwrap();
+        let err = w.append(&[1u8; 100], false, false).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.op, "preallocate", "{text}");
+        assert_eq!(err.source.raw_os_error(), Some(28), "{text}"); // ENOSPC
+        assert!(!text.contains('\n'), "{text}");
+        assert_eq!(w.len, 0, "nothing was appended");
+    }
+}
