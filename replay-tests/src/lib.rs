@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use closure_ledger::store::{self, Checkpoint, DiskStore, Frame, Store};
 use ledger_schema::codec::item_end;
-use ledger_schema::record::{HEADER_BYTES, check_record, seal_record};
+use ledger_schema::record::{check_record, seal_record};
 use ledger_schema::{Event, Id, decode_frame, encode_frame, samples};
 
 /// The ledger id of every generated test ledger.
@@ -101,6 +101,9 @@ pub fn journal_frames(dir: &Path) -> Vec<FrameAt> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < bytes.len() {
+        if bytes[pos..].iter().all(|b| *b == 0) {
+            break; // preallocated space (journal v3): the records end here
+        }
         let (header, _) = check_record(&bytes[pos..]).unwrap();
         let end = pos + header.record_len();
         out.push(FrameAt {
@@ -115,7 +118,23 @@ pub fn journal_frames(dir: &Path) -> Vec<FrameAt> {
 
 /// The frame (CBOR) inside a journal record.
 pub fn payload_of(record: &[u8]) -> &[u8] {
-    &record[HEADER_BYTES..]
+    ledger_schema::record::payload_of(record)
+}
+
+/// The end of the records of the (single) journal segment: what follows is preallocated
+/// zero space (journal v3).
+pub fn journal_end(dir: &Path) -> usize {
+    journal_frames(dir).last().map_or(0, |f| f.range.end)
+}
+
+/// Cuts the preallocated zero space off the end of the (single) journal segment, leaving
+/// its records only — the file as a v3 writer leaves it after a roll or a recovery. For
+/// tests that edit the segment as if its length were the end of its data (the zero space
+/// itself is covered by `tests/it/preallocated.rs`).
+pub fn trim_preallocated(dir: &Path) {
+    let end = journal_end(dir);
+    let file = std::fs::OpenOptions::new().write(true).open(segment(dir)).unwrap();
+    file.set_len(end as u64).unwrap();
 }
 
 /// A record holding `frame` with valid checks (what a forger who recomputes them writes).

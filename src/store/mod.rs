@@ -17,7 +17,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use ledger_schema::codec::{MAX_FRAME_BYTES, MAX_FRAME_ENTRIES};
-use ledger_schema::record::{HEADER_BYTES, RecordFault, seal_record};
+use ledger_schema::record::{RecordFault, payload_of, seal_record};
 use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
 
 pub use chain::{Chain, Head};
@@ -118,14 +118,14 @@ impl Frame {
         &self.entries
     }
 
-    /// The journal record: the v2 header followed by the frame (what both copies store).
+    /// The journal record: the header, the frame, and the v3 end (what both copies store).
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 
     /// The frame alone (canonical CBOR), without the record header.
     pub fn payload(&self) -> &[u8] {
-        self.bytes.get(HEADER_BYTES..).unwrap_or_default()
+        payload_of(&self.bytes)
     }
 
     pub fn into_entries(self) -> Vec<SealedEntry> {

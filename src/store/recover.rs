@@ -8,7 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use ledger_schema::record::{check_record, next_intact, open_record};
+use ledger_schema::record::{RecordVersion, check_record, next_intact, open_record};
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
@@ -454,7 +454,9 @@ fn rewrite_from(
             Some((_, content))
                 if content.is_empty()
                     || ((content.len() as u64) < SEGMENT_TARGET_BYTES
-                        && !original_starts.contains(first_seq)) =>
+                        && !original_starts.contains(first_seq)
+                        // A segment holds records of one format (v2 and v3 never mix).
+                        && RecordVersion::of_segment(content) == RecordVersion::of_segment(record)) =>
             {
                 content.extend_from_slice(record);
             }

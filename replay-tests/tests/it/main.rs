@@ -9,6 +9,7 @@ mod faults;
 mod fuzz_corpus;
 mod golden_packages;
 mod lifecycle;
+mod preallocated;
 mod profiles_managed;
 mod profiles_plan;
 mod profiles_replay;

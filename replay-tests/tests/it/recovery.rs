@@ -100,6 +100,7 @@ fn a_damaged_middle_record_is_restored_from_sled() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
     let before = all_entries(&dir);
     let frames = journal_frames(&dir);
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
@@ -127,6 +128,7 @@ fn recover_refuses_damage_no_copy_holds_and_cuts_only_where_told() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
     let frames = journal_frames(&dir);
     let last = frames.last().unwrap().clone();
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
@@ -161,6 +163,7 @@ fn a_lost_journal_tail_is_restored_from_sled() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 8, 2);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
     let before = all_entries(&dir);
     let frames = journal_frames(&dir);
     let bytes = std::fs::read(segment(&dir)).unwrap();
@@ -184,6 +187,7 @@ fn copies_that_disagree_on_the_newest_record_are_decided_only_with_evidence() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     let cp = make_ledger(&dir, 5, 2);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
     let before = all_entries(&dir);
     let frames = journal_frames(&dir);
     let last = frames.last().unwrap().clone();
@@ -221,6 +225,7 @@ fn a_torn_tail_is_cut_off_and_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 5, 2);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
     let before = all_entries(&dir);
     let next = next_record(&dir, 2);
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
@@ -253,6 +258,7 @@ fn frames_larger_than_the_read_window() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 3, 3000);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
     let before = all_entries(&dir);
     let frames = journal_frames(&dir);
     assert!(frames.iter().filter(|f| f.range.len() > 1 << 20).count() >= 2, "frames over 1 MiB");
@@ -376,6 +382,7 @@ fn deleted_duplicated_and_swapped_records_are_restored_from_sled() {
     let tmp = tempfile::tempdir().unwrap();
     let template = tmp.path().join("template");
     make_ledger(&template, 8, 2);
+    trim_preallocated(&template); // edits below treat the file length as the end of the data
     let original = std::fs::read(segment(&template)).unwrap();
     let before = all_entries(&template);
     let frames = journal_frames(&template);
@@ -452,6 +459,7 @@ fn a_damaged_genesis_record_is_restored_from_sled() {
     let tmp = tempfile::tempdir().unwrap();
     let template = tmp.path().join("template");
     make_ledger(&template, 4, 2);
+    trim_preallocated(&template); // edits below treat the file length as the end of the data
     let original = std::fs::read(segment(&template)).unwrap();
     let before = all_entries(&template);
     let mut flipped = original.clone();
@@ -484,6 +492,7 @@ fn a_misnamed_or_empty_segment_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 2, 1);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
     let next = next_record(&dir, 1);
     let misnamed = dir.join("journal").join(format!("{:020}.clj", 5));
     std::fs::write(&misnamed, &next[..20]).unwrap();

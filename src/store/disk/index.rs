@@ -237,13 +237,25 @@ pub(super) fn check_meta_values((id, version): MetaValues, head: &Head) -> Resul
                     Corruption::Meta(MetaFault::LedgerId { expected: head.ledger }),
                 ));
             }
-            if version.as_ref() != JOURNAL_FORMAT_VERSION.to_be_bytes() {
+            if !READABLE_FORMAT_VERSIONS.iter().any(|v| version.as_ref() == v.to_be_bytes()) {
                 return Err(corrupt(0, Replica::Sled, Corruption::Meta(MetaFault::FormatVersion)));
             }
             Ok(true)
         }
         _ => Err(corrupt(0, Replica::Sled, Corruption::Meta(MetaFault::HalfMissing))),
     }
+}
+
+/// Journal formats a ledger's meta tree may name: 2 (a ledger no v3 writer has opened yet)
+/// or 3 (the writer's: v3 segments may follow v2 ones).
+pub(super) const READABLE_FORMAT_VERSIONS: [u64; 2] = [2, JOURNAL_FORMAT_VERSION];
+
+/// Whether the meta tree names the writer's format ([`JOURNAL_FORMAT_VERSION`]); a writer
+/// raises an older one before it appends, so a build that reads only v2 refuses the ledger
+/// by its meta instead of reporting v3 segments as damage.
+pub(super) fn meta_is_current(meta: &sled::Tree) -> Result<bool, OpenError> {
+    let version = meta.get(META_FORMAT_VERSION).map_err(OpenError::Sled)?;
+    Ok(version.is_some_and(|v| v.as_ref() == JOURNAL_FORMAT_VERSION.to_be_bytes()))
 }
 
 pub(in crate::store) fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), OpenError> {

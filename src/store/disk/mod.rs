@@ -21,7 +21,7 @@ pub use scan::{Damage, DamageKind, OnEntry, Threads};
 pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, scan};
 
 use faults::Faults;
-use index::check_meta;
+use index::{check_meta, meta_is_current};
 use read::{frame_in_tree, read_frames};
 use scan::scan_strict;
 
@@ -231,13 +231,15 @@ impl DiskStore {
         let meta_present = check_meta(&meta, &scan.head)?;
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = OpenError::Sled;
-        if !meta_present {
+        // A v2 ledger gets v3 segments from here on: its meta says so first.
+        let write_meta_now = !meta_present || !meta_is_current(&meta)?;
+        if write_meta_now {
             write_meta(&meta, scan.head.ledger)?;
         }
         for (first_seq, bytes) in &scan.sled_lag {
             entries_tree.insert(key(*first_seq), bytes.as_slice()).map_err(sled_err)?;
         }
-        if !meta_present || !scan.sled_lag.is_empty() {
+        if write_meta_now || !scan.sled_lag.is_empty() {
             db.flush().map_err(sled_err)?;
         }
         let mut torn_tail = scan.torn;
@@ -246,7 +248,7 @@ impl DiskStore {
         }
         let journal_dir = root.join(JOURNAL_DIR);
         let journal = match scan.last_segment {
-            Some((path, len)) => JournalWriter::resume(&journal_dir, path, len)?,
+            Some((path, len)) => JournalWriter::resume(&journal_dir, path, len, scan.head.seq + 1)?,
             None => return Err(OpenError::Empty),
         };
         let report = OpenReport {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ledger_schema::record::{HEADER_BYTES, RecordFault, RecordHeader, Tail, classify_tail, open_record};
+use ledger_schema::record::{RecordFault, RecordHeader, Tail, classify_tail_as, open_record, payload_of};
 use ledger_schema::{Id, SealedEntry, decode_frame};
 
 use super::index::{SledCursor, SledItems, compare_sled, key_seq};
@@ -221,17 +221,24 @@ pub(super) fn scan_records(
         };
         let mut valid_len = 0;
         let mut records_here = 0u64;
+        // Where preallocated, never written space begins (v3): the segment's records end there.
+        let mut unwritten_from = None;
         loop {
             let (offset, header, record) = match reader.next_record(&path)? {
                 Split::Record { offset, header, record } => (offset, header, record),
                 Split::End => break,
                 Split::Fault { offset, fault } => {
                     let next_seq = chain.next_seq();
+                    let version = reader.version();
                     let rest = reader.rest(&path)?;
                     if offset == 0 && rest.first() == Some(&V1_FIRST_BYTE) {
                         return Err(corrupt(next_seq, Replica::Journal, Corruption::JournalV1 { segment }));
                     }
-                    match classify_tail(rest, next_seq, is_last) {
+                    match classify_tail_as(version, rest, next_seq, is_last) {
+                        Tail::Unwritten => {
+                            unwritten_from = Some(offset);
+                            break;
+                        }
                         Tail::Torn => {
                             out.torn = Some(TornTail {
                                 segment: path.clone(),
@@ -340,8 +347,8 @@ pub(super) fn scan_records(
             }
         }
         if is_last {
-            out.last_segment =
-                Some((path, out.torn.as_ref().map_or(valid_len.max(segment_len), |t| t.offset)));
+            let end = out.torn.as_ref().map(|t| t.offset).or(unwritten_from);
+            out.last_segment = Some((path, end.unwrap_or(valid_len.max(segment_len))));
         }
     }
     if let Some(h) = held {
@@ -510,7 +517,7 @@ pub(super) fn verify_record(
     if header.first_seq != first_seq {
         return Err((first_seq, Corruption::SeqGap { expected: first_seq, found: header.first_seq }));
     }
-    let payload = record.get(HEADER_BYTES..).unwrap_or_default();
+    let payload = payload_of(record);
     let entry_bytes = decode_frame(payload).map_err(|e| (first_seq, Corruption::Decode(e)))?;
     if entry_bytes.len() as u64 != u64::from(header.count) {
         let reason = Corruption::HeaderMismatch {

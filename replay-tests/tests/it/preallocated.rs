@@ -1,0 +1,247 @@
+//! Journal format v3 on real ledger files: segments are zero-filled ahead of the writer
+//! and records are written in place, so the file length is not where the data ends. These
+//! tests prove, through the store, that the zeros are read as unwritten space, that a
+//! torn write into them is cut, that no single damaged byte of an acknowledged record is
+//! ever taken for a torn tail, and that v2 ledgers stay readable and writable.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+use std::path::Path;
+
+use closure_ledger::store::{self, DiskStore, OpenError, RecoverOptions, Store};
+use ledger_schema::record::{END_MARKER, RECORD_ALIGN, RecordVersion, seal_record_as};
+use replay_tests::*;
+
+const N_FRAMES: usize = 12;
+const PER_FRAME: usize = 3;
+
+fn seg_len(dir: &Path) -> u64 {
+    std::fs::metadata(segment(dir)).unwrap().len()
+}
+
+/// A journal-only strict read (no sled): what every reader applies the tail rule with.
+fn journal_verdict(dir: &Path) -> Result<store::VerifyReport, OpenError> {
+    store::replay_journal(dir, &mut |_| Ok(()))
+}
+
+/// A new ledger's segment is preallocated: its records end before the file does, in v3
+/// layout (8-aligned, end marker), zeros after them; reading it reports no torn tail.
+#[test]
+fn a_new_segment_is_zero_filled_after_its_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, N_FRAMES, PER_FRAME);
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let end = journal_end(&dir);
+    assert!(bytes.len() > end, "no space preallocated: {} bytes, records end at {end}", bytes.len());
+    assert!(bytes[end..].iter().all(|b| *b == 0), "the preallocated space is not zero");
+    for f in journal_frames(&dir) {
+        assert_eq!(f.range.start % RECORD_ALIGN, 0);
+        assert_eq!(&bytes[f.range.end - 8..f.range.end], &END_MARKER);
+        assert_eq!(RecordVersion::of_record(&bytes[f.range.clone()]), Some(RecordVersion::V3));
+    }
+    let report = journal_verdict(&dir).unwrap();
+    assert_eq!((report.frames, report.torn_tail), (1 + N_FRAMES as u64, None));
+    let (_, opened) = DiskStore::open(&dir).unwrap();
+    assert_eq!(opened.torn_tail, None, "unwritten space is not a torn tail");
+    assert_eq!(seg_len(&dir), bytes.len() as u64, "open cut the preallocated space");
+}
+
+/// A resumed segment keeps writing in place: commits after a reopen land where the
+/// records ended, inside the zeros, and do not change the file's length while it has room.
+#[test]
+fn a_resumed_segment_writes_in_place_without_growing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, N_FRAMES, PER_FRAME);
+    let len_before = seg_len(&dir);
+    let end_before = journal_end(&dir);
+    {
+        let (mut store, _) = DiskStore::open(&dir).unwrap();
+        append_frames(&mut store, 3, PER_FRAME);
+        store.flush_index().unwrap();
+    }
+    let frames = journal_frames(&dir);
+    assert_eq!(frames.len(), 1 + N_FRAMES + 3);
+    assert_eq!(
+        frames[1 + N_FRAMES].range.start,
+        end_before,
+        "the first new record starts where the old ones ended"
+    );
+    assert!(journal_end(&dir) as u64 <= len_before);
+    assert_eq!(seg_len(&dir), len_before, "the segment grew although it had room");
+    let report = store::verify(&dir, None).unwrap();
+    assert_eq!((report.frames, report.torn_tail, report.sled_lag_frames), (1 + N_FRAMES as u64 + 3, None, 0));
+}
+
+/// A write cut short inside the zeros — at any of these points, including 4 KiB-page
+/// boundaries — is a torn tail: open moves it (with the zeros after it) to `cut/`, the
+/// segment ends at the last acknowledged record, and the ledger continues from there.
+#[test]
+fn a_torn_write_into_preallocated_space_is_cut_on_reopen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, N_FRAMES, PER_FRAME);
+    let next = next_record(&template, PER_FRAME);
+    let end = journal_end(&template);
+    let l = next.len();
+    let mut cuts = vec![1, 4, 16, 28, 59, 60, 61, l / 2, l - 8];
+    cuts.extend((1..=l / 4096).map(|p| p * 4096 - end % 4096).filter(|c| *c < l));
+    for cut in cuts {
+        let dir = tmp.path().join(format!("cut{cut}"));
+        copy_dir(&template, &dir);
+        let mut bytes = std::fs::read(segment(&dir)).unwrap();
+        let file_len = bytes.len();
+        bytes[end..end + cut].copy_from_slice(&next[..cut]);
+        std::fs::write(segment(&dir), &bytes).unwrap();
+        let report = journal_verdict(&dir).unwrap();
+        let torn = report.torn_tail.expect("a torn tail");
+        assert_eq!((torn.offset, torn.bytes), (end as u64, (file_len - end) as u64), "cut at {cut}");
+        let (mut store, opened) = DiskStore::open(&dir).unwrap();
+        let moved = opened.torn_tail.unwrap().moved_to.unwrap();
+        assert_eq!(std::fs::read(&moved).unwrap(), &bytes[end..], "cut/ holds the tail as it was");
+        assert_eq!(seg_len(&dir), end as u64, "the segment ends at the last acknowledged record");
+        append_frames(&mut store, 2, PER_FRAME);
+        drop(store);
+        let report = store::verify(&dir, None).unwrap();
+        assert_eq!((report.frames, report.torn_tail), (1 + N_FRAMES as u64 + 2, None), "cut at {cut}");
+    }
+}
+
+/// The v3 rule's safety property, through the store: in a preallocated segment, changing
+/// any single byte of the last two acknowledged records — to 00 (or 01 where it was 00),
+/// or flipping its top bit — is reported as damage and never passes for a torn tail.
+#[test]
+fn no_single_damaged_byte_of_the_last_records_passes_for_a_torn_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, PER_FRAME);
+    let frames = journal_frames(&dir);
+    let original = std::fs::read(segment(&dir)).unwrap();
+    let from = frames[frames.len() - 2].range.start;
+    let end = frames[frames.len() - 1].range.end;
+    let mut checked = 0;
+    for i in from..end {
+        for change in [if original[i] == 0 { 1 } else { 0 }, original[i] ^ 0x80] {
+            let mut bytes = original.clone();
+            bytes[i] = change;
+            std::fs::write(segment(&dir), &bytes).unwrap();
+            match journal_verdict(&dir) {
+                Err(OpenError::Corrupt { .. }) => checked += 1,
+                other => panic!("byte {i} set to {change:#04x}: {:?}", other.map(|r| r.torn_tail)),
+            }
+        }
+    }
+    assert_eq!(checked, 2 * (end - from));
+    std::fs::write(segment(&dir), &original).unwrap();
+    assert!(journal_verdict(&dir).unwrap().torn_tail.is_none());
+}
+
+/// Recovery on a preallocated segment: a damaged newest record is restored from sled
+/// (the zeros after it are not taken for records), and `--truncate-after` moves the rest
+/// of the segment — zeros included — to `cut/`; the ledger then continues.
+#[test]
+fn recovery_on_a_preallocated_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, N_FRAMES, PER_FRAME);
+    let frames = journal_frames(&dir);
+    let last = frames.last().unwrap().clone();
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[last.range.start + 70] ^= 0x10;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    assert!(matches!(DiskStore::open(&dir), Err(OpenError::Corrupt { .. })));
+    let report = store::recover(&dir, &RecoverOptions::default()).unwrap();
+    assert_eq!(report.restored_from_sled, 1);
+    let (mut store, _) = DiskStore::open(&dir).unwrap();
+    append_frames(&mut store, 1, PER_FRAME);
+    drop(store);
+    assert_eq!(store::verify(&dir, None).unwrap().frames, 1 + N_FRAMES as u64 + 1);
+
+    let keep = &journal_frames(&dir)[5];
+    let after = keep.first_seq + keep.n_entries - 1;
+    let options = RecoverOptions { truncate_after: Some(after), ..Default::default() };
+    store::recover(&dir, &options).unwrap();
+    assert_eq!(seg_len(&dir), keep.range.end as u64);
+    let (mut store, _) = DiskStore::open(&dir).unwrap();
+    assert_eq!(store.head().seq, after);
+    append_frames(&mut store, 2, PER_FRAME);
+    drop(store);
+    let report = store::verify(&dir, None).unwrap();
+    assert_eq!((report.head.seq, report.torn_tail), (after + 2 * PER_FRAME as u64, None));
+}
+
+/// A v2 ledger (records without end marker in a segment that grew, sled meta format 2) is
+/// read as before; the writer does not append v3 records to its v2 segment but starts a
+/// v3 segment for the next seq, and raises sled's meta to 3 first.
+#[test]
+fn a_v2_ledger_is_read_and_continued_in_a_v3_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, N_FRAMES, PER_FRAME);
+    // Rewrite both copies in format v2.
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let mut v2 = Vec::new();
+    let mut v2_records = Vec::new();
+    for f in journal_frames(&dir) {
+        let record = &bytes[f.range.clone()];
+        let r = seal_record_as(RecordVersion::V2, f.first_seq, f.n_entries as u32, payload_of(record));
+        v2.extend_from_slice(&r);
+        v2_records.push((f.first_seq, r));
+    }
+    std::fs::write(segment(&dir), &v2).unwrap();
+    with_sled(&dir, |tree| {
+        for (first_seq, r) in &v2_records {
+            tree.insert(first_seq.to_be_bytes(), r.as_slice()).unwrap();
+        }
+    });
+    let meta_version = |dir: &Path| {
+        let db = sled::open(dir.join("sled")).unwrap();
+        let v = db.open_tree("meta").unwrap().get("formatVersion").unwrap().unwrap();
+        u64::from_be_bytes(v.as_ref().try_into().unwrap())
+    };
+    {
+        let db = sled::open(dir.join("sled")).unwrap();
+        db.open_tree("meta").unwrap().insert("formatVersion", &2u64.to_be_bytes()[..]).unwrap();
+        db.flush().unwrap();
+    }
+    assert_eq!(meta_version(&dir), 2);
+    let report = store::verify(&dir, None).unwrap();
+    assert_eq!((report.frames, report.torn_tail), (1 + N_FRAMES as u64, None), "a v2 ledger verifies");
+    let head = report.head.seq;
+    {
+        let (mut store, opened) = DiskStore::open(&dir).unwrap();
+        assert_eq!(opened.torn_tail, None);
+        append_frames(&mut store, 2, PER_FRAME);
+        store.flush_index().unwrap();
+    }
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), v2, "the v2 segment was appended to");
+    let v3_segment = dir.join("journal").join(format!("{:020}.clj", head + 1));
+    let v3 = std::fs::read(&v3_segment).unwrap();
+    assert_eq!(RecordVersion::of_segment(&v3), RecordVersion::V3);
+    assert_eq!(meta_version(&dir), 3);
+    let report = store::verify(&dir, None).unwrap();
+    assert_eq!((report.frames, report.torn_tail), (1 + N_FRAMES as u64 + 2, None));
+    // A torn v2 tail (a growing file's) is still cut as before.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let torn = tmp2.path().join("t");
+    make_ledger(&torn, 2, 1);
+    let frames = journal_frames(&torn);
+    let bytes = std::fs::read(segment(&torn)).unwrap();
+    let mut v2: Vec<u8> = frames
+        .iter()
+        .flat_map(|f| {
+            seal_record_as(
+                RecordVersion::V2,
+                f.first_seq,
+                f.n_entries as u32,
+                payload_of(&bytes[f.range.clone()]),
+            )
+        })
+        .collect();
+    let good = v2.len() as u64;
+    v2.extend_from_slice(&seal_record_as(RecordVersion::V2, 3, 1, b"\xa2 a frame")[..30]);
+    std::fs::write(segment(&torn), &v2).unwrap();
+    let report = journal_verdict(&torn).unwrap();
+    assert_eq!(report.torn_tail.map(|t| (t.offset, t.bytes)), Some((good, 30)));
+}
