@@ -9,7 +9,7 @@
 //! appended to.
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -170,6 +170,20 @@ impl SegmentReader {
         let left = usize::try_from(self.len - self.offset()).unwrap_or(usize::MAX);
         self.fill(left, path)?;
         Ok(self.unread())
+    }
+
+    /// Forgets what was read from `offset` on and reads it again from the file (up to the
+    /// length seen at open). A reader beside a live writer uses it once per fault offset in
+    /// a v3 segment: it may have read a record's later pages after the writer copied them
+    /// and an earlier one before, a view no crash leaves behind; read again, the record is
+    /// whole. Damage on disk reads the same the second time.
+    pub fn reread_from(&mut self, offset: u64, path: &Path) -> Result<(), OpenError> {
+        self.file.seek(SeekFrom::Start(offset)).map_err(io("seek", path))?;
+        self.window.clear();
+        self.base = offset;
+        self.pos = 0;
+        self.read = offset.min(self.len);
+        Ok(())
     }
 
     /// Drops what was consumed and reads at least a chunk more (enough for `want` unread
@@ -360,6 +374,33 @@ mod tests {
         w.roll_if_full(99).unwrap();
         assert_ne!(w.path, full);
         assert_eq!((w.len, w.filled, file_len(&w)), (0, 0, 0));
+    }
+
+    /// A reader that saw a record half-copied by a live writer — its later bytes but not
+    /// its first page — sees it whole once it reads it again after the copy finished.
+    #[test]
+    fn a_record_read_mid_copy_is_whole_when_read_again() {
+        use ledger_schema::record::seal_record;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(segment_name(0));
+        let first = seal_record(0, 1, &[0xa2; 100]);
+        let second = seal_record(1, 1, &[0xa2; 9000]);
+        let mut bytes = first.clone();
+        bytes.extend(vec![0u8; 4096]);
+        bytes.extend_from_slice(&second[4096..]);
+        bytes.extend(vec![0u8; 8192]);
+        std::fs::write(&path, &bytes).unwrap();
+        let mut reader = SegmentReader::open(&path).unwrap();
+        assert!(matches!(reader.next_record(&path).unwrap(), Split::Record { offset: 0, .. }));
+        let at = first.len() as u64;
+        assert!(matches!(reader.next_record(&path).unwrap(), Split::Fault { offset, .. } if offset == at));
+        // The writer's copy finishes.
+        let file = OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_all_at(&second, at).unwrap();
+        reader.reread_from(at, &path).unwrap();
+        assert!(matches!(reader.next_record(&path).unwrap(),
+            Split::Record { offset, header, .. } if offset == at && header.first_seq == 1));
+        assert!(matches!(reader.next_record(&path).unwrap(), Split::Fault { .. }), "then the zeros");
     }
 
     /// A failed append cuts the segment back to the end of its last record, zero-filled

@@ -4,13 +4,18 @@
 
 use std::path::{Path, PathBuf};
 
-use ledger_schema::record::{RecordFault, RecordHeader, Tail, classify_tail_as, open_record, payload_of};
+use ledger_schema::record::{
+    RecordFault, RecordHeader, RecordVersion, Tail, classify_tail_as, open_record, payload_of,
+};
 use ledger_schema::{Id, SealedEntry, decode_frame};
 
 use super::index::{SledCursor, SledItems, compare_sled, key_seq};
 use super::{JOURNAL_DIR, TornTail, corrupt};
 use crate::store::journal::{MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments};
 use crate::store::{Chain, Corruption, Head, OpenError, Replica};
+
+/// How many times one scan reads damage in the last (v3) segment again before reporting it.
+const MAX_TAIL_REREADS: u32 = 8;
 
 /// Where a tolerant scan stopped: the first record that does not verify, of any kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,6 +228,11 @@ pub(super) fn scan_records(
         let mut records_here = 0u64;
         // Where preallocated, never written space begins (v3): the segment's records end there.
         let mut unwritten_from = None;
+        // Damage in the last v3 segment is read a second time before it is reported (once
+        // per offset, a bounded number of times): a live writer may have been copying that
+        // record while it was read (`SegmentReader::reread_from`).
+        let mut rereads_left = MAX_TAIL_REREADS;
+        let mut reread_at = None;
         loop {
             let (offset, header, record) = match reader.next_record(&path)? {
                 Split::Record { offset, header, record } => (offset, header, record),
@@ -247,6 +257,17 @@ pub(super) fn scan_records(
                                 moved_to: None,
                             });
                             break;
+                        }
+                        Tail::Damaged { .. }
+                            if version == RecordVersion::V3
+                                && is_last
+                                && rereads_left > 0
+                                && reread_at != Some(offset) =>
+                        {
+                            rereads_left -= 1;
+                            reread_at = Some(offset);
+                            reader.reread_from(offset, &path)?;
+                            continue;
                         }
                         Tail::Damaged { next_intact } => {
                             let damage = Damage {
