@@ -228,7 +228,7 @@ pub enum Corruption {
     HeaderMismatch { header_seq: u64, header_count: u32, found_seq: u64, found_count: u64 },
     /// A segment in the v1 layout (frames without record headers).
     #[error(
-        "{segment} is in journal format v1 (frames without record headers); this build reads format v2 only \
+        "{segment} is in journal format v1 (frames without record headers); this build reads formats v2 and v3 \
          (no v1 ledger was published: create a new ledger)"
     )]
     JournalV1 { segment: String },
