@@ -321,6 +321,32 @@ fn main() {
             eprintln!("{m}");
         }
     };
+    // `--replay-only N`: build an N-entry ledger and report only the replay figures
+    // (throughput of the library replay of both copies, and the CLI replay's peak RSS).
+    if let Some(n) = args.iter().position(|a| a == "--replay-only").and_then(|i| args.get(i + 1)) {
+        let n: u128 = n.parse().expect("--replay-only N");
+        log(&format!("building a {n}-entry ledger …"));
+        let big = big_ledger(base, "big", n, &text);
+        let t = Instant::now();
+        let report =
+            closure_ledger::replay::replay(&big, None, closure_ledger::store::AuditScope::Both, &mut |_| {})
+                .unwrap();
+        assert!(report.ok, "{:?}", report.failure);
+        let replay_eps = report.entries as f64 / t.elapsed().as_secs_f64();
+        let (rss, replay_cli_s) = replay_rss_mib(&big);
+        let out = serde_json::json!({
+            "entries": report.entries,
+            "replay_eps": replay_eps.round(),
+            "replay_peak_rss_mib": rss,
+            "replay_cli_seconds": replay_cli_s,
+        });
+        println!("{out}");
+        if keep {
+            let kept = tmp.keep();
+            eprintln!("kept {}", kept.display());
+        }
+        return;
+    }
 
     log("a. engine append …");
     let a1 = engine_append(base, 1, append_n / 4, &text);
