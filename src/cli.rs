@@ -742,6 +742,26 @@ fn replay(
         if report.live_writer {
             emit(out, "  a live writer holds the ledger: read up to its last complete record")?;
         }
+        if let Some(t) = &report.torn_tail {
+            let what = if report.live_writer {
+                "a write in flight by the live writer"
+            } else {
+                "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/)"
+            };
+            emit(
+                out,
+                format!("  {what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()),
+            )?;
+        }
+        if report.sled_lag_frames > 0 {
+            emit(
+                out,
+                format!(
+                    "  recoverable: sled lags the journal by {} frame(s) (the next open restores them)",
+                    report.sled_lag_frames
+                ),
+            )?;
+        }
         emit(out, format!("  state digest {}", report.state_digest))?;
     }
     match &report.failure {

@@ -155,7 +155,8 @@ fn selections(dir: &Path) -> Result<Vec<String>, Failure> {
 
 pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     let dir: PathBuf = match dir {
-        Some(d) => d.to_path_buf(),
+        // Absolute, so the profiles' state root beside it is too (it must be).
+        Some(d) => std::path::absolute(d).map_err(|e| fail(format!("{}: {e}", d.display())))?,
         None => std::env::temp_dir().join(format!("closure-ledger-demo-{}", ulid::Ulid::new())),
     };
     let ledger_id = Id::from_ulid(ulid::Ulid::new());

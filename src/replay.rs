@@ -48,6 +48,8 @@ pub struct WorkerEventCounts {
 #[serde(rename_all = "camelCase")]
 pub struct ReplayFailure {
     pub seq: u64,
+    /// The entry's event kind, or `store check` when the store's checks (record, decoding,
+    /// canonical form, hash, chain, sled's copy) failed before the entry could be folded.
     pub kind: String,
     pub copy: Option<Replica>,
     pub reason: String,
@@ -90,6 +92,12 @@ pub struct ReplayReport {
     pub copies: Option<store::Copies>,
     /// A live writer held the ledger: the journal was read up to its last complete record.
     pub live_writer: bool,
+    /// A torn journal tail (never acknowledged; the next open moves it to `cut/`), or the
+    /// live writer's write in flight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torn_tail: Option<store::TornTail>,
+    /// Frames durable in the journal that sled lacks at its tail (the next open restores them).
+    pub sled_lag_frames: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<ReplayFailure>,
 }
@@ -205,13 +213,15 @@ pub fn replay_with(
             audit.report.frames = v.frames;
             audit.report.copies = Some(v.copies);
             audit.report.live_writer = v.live_writer;
+            audit.report.torn_tail = v.torn_tail;
+            audit.report.sled_lag_frames = v.sled_lag_frames;
             None
         }
         // The fold's own failure, already recorded by `Audit::fold`.
         Err(OpenError::Inadmissible { .. }) => None,
         Err(OpenError::Corrupt { seq, replica, reason }) => Some(ReplayFailure {
             seq,
-            kind: "(undecodable)".to_owned(),
+            kind: "store check".to_owned(),
             copy: Some(replica),
             reason: reason.to_string(),
         }),
@@ -238,7 +248,7 @@ pub fn replay_entries<'b>(
             Err(reason) => {
                 let failure = ReplayFailure {
                     seq,
-                    kind: "(undecodable)".to_owned(),
+                    kind: "store check".to_owned(),
                     copy: None,
                     reason: reason.to_string(),
                 };

@@ -4,8 +4,6 @@
 //! torn write into them is cut, that no single damaged byte of an acknowledged record is
 //! ever taken for a torn tail, and that v2 ledgers stay readable and writable.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
-
 use std::path::Path;
 
 use closure_ledger::store::{self, DiskStore, OpenError, RecoverOptions, Store};
@@ -275,4 +273,38 @@ fn audits_beside_a_live_writer_never_report_damage() {
         assert!(live > 0, "no audit ran beside the writer ({audits} audits)");
     });
     assert_eq!(store::verify(&dir, None).unwrap().frames, 2 + 150);
+}
+
+/// `ledger replay` reports what `ledger verify` reports as recoverable — a torn tail and a
+/// sled lagging by a suffix — in its text and JSON, not only the head (outside finding).
+#[test]
+fn replay_reports_a_torn_tail_and_a_sled_lag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
+    {
+        let (mut ledger, _) = closure_ledger::ledger::Ledger::open(&dir).unwrap();
+        let mut script =
+            closure_ledger::lifecycle::Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+        script.lifecycle().unwrap();
+    }
+    let end = journal_end(&dir);
+    let last_key = sled_frames(&dir).last().unwrap().0;
+    with_sled(&dir, |tree| tree.remove(last_key.to_be_bytes()).unwrap());
+    // The first bytes of the next record's header (its magic): a write torn at a crash.
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[end..end + 4].copy_from_slice(b"CLJ3");
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let path = dir.to_str().unwrap();
+    let (code, out, _) = cli(&["replay", path, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["tornTail"]["offset"], end as u64, "{report}");
+    assert_eq!(report["sledLagFrames"], 1, "{report}");
+    let (code, out, _) = cli(&["replay", path]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("recoverable: a torn record") && out.contains("sled lags the journal by 1 frame"),
+        "{out}"
+    );
 }
