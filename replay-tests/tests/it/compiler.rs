@@ -1,7 +1,6 @@
 //! The Context Compiler against the seed's "Required Tests": determinism, invalidation,
 //! authority, budgets, the Candidate and repair contexts, the plan pair.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::Refusal;
 use closure_ledger::compiler::{CompileError, compile};

@@ -13,7 +13,6 @@
 //! later compiler is simulated by `NextCompiler` — a test-only compiler that renders
 //! differently — to prove the dispatch beside a version this build does not have.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

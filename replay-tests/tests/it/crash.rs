@@ -2,7 +2,6 @@
 //! prints each acknowledged seq; the parent SIGKILLs it at a random moment, reopens,
 //! verifies, and checks every printed seq is present with the printed hash.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -2,7 +2,6 @@
 //! target functions cargo-fuzz runs, on the stable toolchain, so CI exercises them.
 //! `SEED_CORPUS=1` (re)writes the seed files (deterministic) before replaying.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::{Path, PathBuf};
 

@@ -18,7 +18,6 @@
 //! `cbor2` + `blake3`, from docs/format.md): canonical bytes, every digest, every manifest
 //! entry's rendered digest against the package, and the wire names in omission rules.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::PathBuf;
 

@@ -1,6 +1,8 @@
 //! One test binary for the replay-tests crate (as ripgrep and rust-analyzer do): each module
 //! was a binary of its own, each re-linking sled, tokio and the ledger.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
 mod compiler;
 mod compiler_versions;
 mod crash;

@@ -2,7 +2,6 @@
 //! state root through the five-boundary transaction, state-root safety, integrity,
 //! and recovery from a real SIGKILL at every boundary.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,6 @@
 //! `ledger sources scan` (issue #14): one registry snapshot per scan, failing closed on
 //! every listed case with nothing written.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use super::profiles_util::{Setup, write};
 use closure_ledger::ledger::Ledger;

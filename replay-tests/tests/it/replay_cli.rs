@@ -3,7 +3,6 @@
 //! (a broken rule, a forged manifest) refused with its seq and kind; replay reads the
 //! journal alone.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::{Path, PathBuf};
 

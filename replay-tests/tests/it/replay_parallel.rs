@@ -4,7 +4,6 @@
 //! inadmissible ledger the same first failure (seq, kind, copy, reason) — on good ledgers
 //! and on damaged ones where the helper runs far ahead of the fold.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,6 @@
 //! Candidate, a manifest the compiler derives; dispatch claims revalidate; results obey
 //! the response contract; cancellation and dispatch serialize on the workflow version.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::admission::Refusal;
 use closure_ledger::ledger::SubmitError;

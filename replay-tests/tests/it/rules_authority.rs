@@ -1,6 +1,5 @@
 //! Authority installs: Policy Bundles and Execution Profiles.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::Rule;

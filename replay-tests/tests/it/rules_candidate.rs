@@ -1,7 +1,6 @@
 //! Candidate generations: the first opened once; frozen once; nothing frozen under an
 //! active attempt.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;

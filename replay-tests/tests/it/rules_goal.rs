@@ -1,6 +1,5 @@
 //! Goals: revision strictly +1, content bounded.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;

@@ -1,7 +1,6 @@
 //! Repair: only from the exact current REJECT_REPAIRABLE decision with matching digests;
 //! constraints preserved; the child starts from the parent's frozen bytes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;

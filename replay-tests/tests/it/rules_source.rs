@@ -1,7 +1,6 @@
 //! Durable sources: Facts (PROPOSED is never confirmed), Human Decisions, project sources,
 //! scenarios, obligations, blockers.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;

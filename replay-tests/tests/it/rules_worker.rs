@@ -1,6 +1,5 @@
 //! Worker events: size, dispatch claim, dedup (duplicate / conflict), staleness receipts.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::Refusal;
 use closure_ledger::ledger::SubmitError;

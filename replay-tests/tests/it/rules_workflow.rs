@@ -1,6 +1,5 @@
 //! Workflows: exact Goal revision and authority bindings, the plan pair, phase steps.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;

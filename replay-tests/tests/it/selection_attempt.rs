@@ -4,7 +4,6 @@
 //! the wrong one is refused (`AttemptSelection`), a selection gone stale after the start
 //! makes the Attempt's manifest stale, and replay / `ledger compile` re-derive it all.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::Path;
 

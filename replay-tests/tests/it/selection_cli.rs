@@ -1,7 +1,6 @@
 //! `ledger select` (issue #15): one entry per selection, source-bound receipts, the
 //! stale-reuse matrix, proposals, suggest, `--expected-digest`, refusals and replay.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,6 @@
 //! `examples/lifecycle.jsonl` is exactly the reference script and is admitted with exit 0;
 //! bad input gives one clear line, a non-zero exit, and an unchanged ledger.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
 
 use std::path::{Path, PathBuf};
 
