@@ -1,7 +1,6 @@
 //! The Context Compiler against the seed's "Required Tests": determinism, invalidation,
 //! authority, budgets, the Candidate and repair contexts, the plan pair.
 
-
 use closure_ledger::Refusal;
 use closure_ledger::compiler::{CompileError, compile};
 use closure_ledger::ledger::SubmitError;

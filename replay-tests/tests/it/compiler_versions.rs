@@ -13,7 +13,6 @@
 //! later compiler is simulated by `NextCompiler` — a test-only compiler that renders
 //! differently — to prove the dispatch beside a version this build does not have.
 
-
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

@@ -2,7 +2,6 @@
 //! prints each acknowledged seq; the parent SIGKILLs it at a random moment, reopens,
 //! verifies, and checks every printed seq is present with the printed hash.
 
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,7 +1,6 @@
 //! The embedded engine under concurrency: exactly-once admission with 64 submitters,
 //! duplicates and stale deliveries; gap-free subscriptions; live == replayed state.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

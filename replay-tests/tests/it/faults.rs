@@ -3,7 +3,6 @@
 //! a failure after it (in the sled insert) leaves the commit standing and reopen restores
 //! sled from the journal.
 
-
 use closure_ledger::store::{CommitError, DiskStore, FaultPlan, FaultPoint, Frame, MemStore, Store};
 use replay_tests::*;
 

@@ -2,7 +2,6 @@
 //! target functions cargo-fuzz runs, on the stable toolchain, so CI exercises them.
 //! `SEED_CORPUS=1` (re)writes the seed files (deterministic) before replaying.
 
-
 use std::path::{Path, PathBuf};
 
 use closure_ledger::store::{DiskStore, Store};

@@ -18,7 +18,6 @@
 //! `cbor2` + `blake3`, from docs/format.md): canonical bytes, every digest, every manifest
 //! entry's rendered digest against the package, and the wire names in omission rules.
 
-
 use std::path::PathBuf;
 
 use closure_ledger::admission;

@@ -1,7 +1,6 @@
 //! The reference lifecycle is admitted end to end, and reopening (a replay through the
 //! same admission step) reproduces the live state byte for byte.
 
-
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{Script, lid};
 use closure_ledger::runtime::state::AttemptStatus;

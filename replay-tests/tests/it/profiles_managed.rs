@@ -2,7 +2,6 @@
 //! state root through the five-boundary transaction, state-root safety, integrity,
 //! and recovery from a real SIGKILL at every boundary.
 
-
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

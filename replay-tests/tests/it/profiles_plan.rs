@@ -1,7 +1,6 @@
 //! `ledger profile preview` (issue #14): the plan is a pure projection of ledger state and
 //! flags — byte-identical across processes, whatever the flag order — with every refusal.
 
-
 use super::profiles_util::{Setup, cli, write};
 use serde_json::json;
 

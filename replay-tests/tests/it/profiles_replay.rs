@@ -1,7 +1,6 @@
 //! Plans on replay (issue #14): `apply` re-derives every recorded plan and generation
 //! digest, so a forged one is refused live and `ledger replay` proves the real ones.
 
-
 use super::profiles_util::{Setup, cli};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::runtime::Ctx;

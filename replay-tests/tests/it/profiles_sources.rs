@@ -1,7 +1,6 @@
 //! `ledger sources scan` (issue #14): one registry snapshot per scan, failing closed on
 //! every listed case with nothing written.
 
-
 use super::profiles_util::{Setup, write};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::runtime::{Ctx, Rule};

@@ -1,7 +1,6 @@
 //! What a crash or a broken index leaves behind is restored from the journal with nothing
 //! lost — and only that: anything else is refused, never silently repaired.
 
-
 use closure_ledger::store::{DiskStore, Store};
 use replay_tests::*;
 

@@ -4,7 +4,6 @@
 //! and writes nothing; after a reopen (the receipt index is rebuilt by the replay fold) both
 //! still hold, for every command ever admitted, at any later time.
 
-
 use std::collections::BTreeSet;
 use std::path::Path;
 

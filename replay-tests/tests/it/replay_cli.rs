@@ -3,7 +3,6 @@
 //! (a broken rule, a forged manifest) refused with its seq and kind; replay reads the
 //! journal alone.
 
-
 use std::path::{Path, PathBuf};
 
 use closure_ledger::ledger::Ledger;

@@ -4,7 +4,6 @@
 //! inadmissible ledger the same first failure (seq, kind, copy, reason) — on good ledgers
 //! and on damaged ones where the helper runs far ahead of the fold.
 
-
 use std::path::{Path, PathBuf};
 
 use closure_ledger::admission;

@@ -1,7 +1,6 @@
 //! Acceptance: FINAL_VERIFY, the exact Evidence Set of this generation, bound digests,
 //! consistent verdicts, runner errors not repairable, one decision per generation.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};

@@ -2,7 +2,6 @@
 //! Candidate, a manifest the compiler derives; dispatch claims revalidate; results obey
 //! the response contract; cancellation and dispatch serialize on the workflow version.
 
-
 use closure_ledger::admission::Refusal;
 use closure_ledger::ledger::SubmitError;
 use closure_ledger::lifecycle::*;

@@ -1,6 +1,5 @@
 //! Authority installs: Policy Bundles and Execution Profiles.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::Rule;
 use closure_ledger::runtime::command::*;

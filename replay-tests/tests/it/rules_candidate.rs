@@ -1,7 +1,6 @@
 //! Candidate generations: the first opened once; frozen once; nothing frozen under an
 //! active attempt.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};

@@ -1,7 +1,6 @@
 //! Evidence: only in EVIDENCE_BUILD, for the exact active, frozen Candidate generation and
 //! its obligation's exact check specification; eligibility is the ledger's.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};

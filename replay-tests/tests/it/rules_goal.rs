@@ -1,6 +1,5 @@
 //! Goals: revision strictly +1, content bounded.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};

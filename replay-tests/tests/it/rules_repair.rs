@@ -1,7 +1,6 @@
 //! Repair: only from the exact current REJECT_REPAIRABLE decision with matching digests;
 //! constraints preserved; the child starts from the parent's frozen bytes.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};

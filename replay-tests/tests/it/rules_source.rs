@@ -1,7 +1,6 @@
 //! Durable sources: Facts (PROPOSED is never confirmed), Human Decisions, project sources,
 //! scenarios, obligations, blockers.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::state::FactStatus;

@@ -1,6 +1,5 @@
 //! Worker events: size, dispatch claim, dedup (duplicate / conflict), staleness receipts.
 
-
 use closure_ledger::Refusal;
 use closure_ledger::ledger::SubmitError;
 use closure_ledger::lifecycle::*;

@@ -1,6 +1,5 @@
 //! Workflows: exact Goal revision and authority bindings, the plan pair, phase steps.
 
-
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};

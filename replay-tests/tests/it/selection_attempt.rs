@@ -4,7 +4,6 @@
 //! the wrong one is refused (`AttemptSelection`), a selection gone stale after the start
 //! makes the Attempt's manifest stale, and replay / `ledger compile` re-derive it all.
 
-
 use std::path::Path;
 
 use super::profiles_util::{Setup, cli, write};

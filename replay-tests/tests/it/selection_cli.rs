@@ -1,7 +1,6 @@
 //! `ledger select` (issue #15): one entry per selection, source-bound receipts, the
 //! stale-reuse matrix, proposals, suggest, `--expected-digest`, refusals and replay.
 
-
 use std::path::{Path, PathBuf};
 
 use super::profiles_util::{Setup, cli, write};

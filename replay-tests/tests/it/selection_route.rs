@@ -1,7 +1,6 @@
 //! Task selection as a pure function (issue #15): task input parsing, routing in the
 //! seed's order, eligibility, closure, lexical ranking and directives.
 
-
 use super::profiles_util::{Setup, write};
 use closure_ledger::profiles::select::{SelectError, parse_proposal, parse_task};
 use closure_ledger::runtime::State;

@@ -3,7 +3,6 @@
 //! ledger: the engine's live state digest, `status` (beside the live engine and after it)
 //! and `replay` all agree.
 
-
 use closure_ledger::engine::{Engine, Options};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::Script;

@@ -2,7 +2,6 @@
 //! `examples/lifecycle.jsonl` is exactly the reference script and is admitted with exit 0;
 //! bad input gives one clear line, a non-zero exit, and an unchanged ledger.
 
-
 use std::path::{Path, PathBuf};
 
 use closure_ledger::ledger::Ledger;

@@ -1,7 +1,6 @@
 //! Tamper detection on real ledger files, in both copies: every edit of stored bytes is
 //! found by `ledger verify` (exit 1) and by strict open, naming the right seq and copy.
 
-
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
