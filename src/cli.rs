@@ -440,6 +440,26 @@ fn read_checkpoint(path: &Path) -> Result<Checkpoint, Failure> {
     Checkpoint::parse(&bytes).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))
 }
 
+/// What a verification found that the next open repairs (or a live writer's write in
+/// flight), one line each: `verify` and `replay` say it in the same words.
+fn recoverable(torn: Option<&store::TornTail>, sled_lag_frames: u64, live_writer: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(t) = torn {
+        let what = if live_writer {
+            "a write in flight by the live writer"
+        } else {
+            "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/)"
+        };
+        lines.push(format!("{what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()));
+    }
+    if sled_lag_frames > 0 {
+        lines.push(format!(
+            "recoverable: sled lags the journal by {sled_lag_frames} frame(s) (the next open restores them)"
+        ));
+    }
+    lines
+}
+
 /// Which copies a report verified, in words.
 fn copies_text(copies: &store::Copies) -> String {
     match copies {
@@ -488,25 +508,8 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
             if let Some(cp) = r.checkpoint {
                 emit(out, format!("checkpoint verified: seq {} {}", cp.seq, cp.hash))?;
             }
-            if let Some(t) = r.torn_tail {
-                let what = if r.live_writer {
-                    "a write in flight by the live writer"
-                } else {
-                    "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/)"
-                };
-                emit(
-                    out,
-                    format!("{what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()),
-                )?;
-            }
-            if r.sled_lag_frames > 0 {
-                emit(
-                    out,
-                    format!(
-                        "recoverable: sled lags the journal by {} frame(s) (the next open restores them)",
-                        r.sled_lag_frames
-                    ),
-                )?;
+            for line in recoverable(r.torn_tail.as_ref(), r.sled_lag_frames, r.live_writer) {
+                emit(out, line)?;
             }
             Ok(())
         }
@@ -742,25 +745,8 @@ fn replay(
         if report.live_writer {
             emit(out, "  a live writer holds the ledger: read up to its last complete record")?;
         }
-        if let Some(t) = &report.torn_tail {
-            let what = if report.live_writer {
-                "a write in flight by the live writer"
-            } else {
-                "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/)"
-            };
-            emit(
-                out,
-                format!("  {what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()),
-            )?;
-        }
-        if report.sled_lag_frames > 0 {
-            emit(
-                out,
-                format!(
-                    "  recoverable: sled lags the journal by {} frame(s) (the next open restores them)",
-                    report.sled_lag_frames
-                ),
-            )?;
+        for line in recoverable(report.torn_tail.as_ref(), report.sled_lag_frames, report.live_writer) {
+            emit(out, format!("  {line}"))?;
         }
         emit(out, format!("  state digest {}", report.state_digest))?;
     }
