@@ -146,12 +146,14 @@ pub fn reseal(first_seq: u64, frame: &[u8]) -> Vec<u8> {
 /// Runs `f` on the ledger's sled `entries` tree, then flushes and closes sled.
 pub fn with_sled<R>(dir: &Path, f: impl FnOnce(&sled::Tree) -> R) -> R {
     // sled releases its file lock from a background thread after the last handle drops,
-    // so a just-closed ledger may still be locked for a moment.
+    // so a just-closed ledger may still be locked for a moment — on a loaded machine for
+    // over a second (seen as an intermittent "could not acquire lock"): wait up to 5 s, as
+    // the store itself does (`SLED_LOCK_WAIT`).
     let mut attempts = 0;
     let db = loop {
         match sled::open(dir.join("sled")) {
             Ok(db) => break db,
-            Err(e) if attempts < 50 => {
+            Err(e) if attempts < 250 => {
                 attempts += 1;
                 let _ = e;
                 std::thread::sleep(std::time::Duration::from_millis(20));
