@@ -86,27 +86,33 @@ fn tail_of(t: Tail) -> (String, Option<(usize, u64)>) {
 }
 
 /// Builds the v2 vectors from the sample chain (only when blessing a missing file).
-fn fresh() -> Vectors {
-    let seal_record = |first: u64, count: u32, p: &[u8]| seal_record_as(RecordVersion::V2, first, count, p);
+/// The sample chain's first five entries as three records of `version` (genesis; seqs
+/// 1..=3; seq 4), named with `prefix`.
+fn record_vectors(version: RecordVersion, journal_format: Option<u64>, prefix: &str) -> Vec<RecordVector> {
     let chain = samples::chain();
     let bytes: Vec<&[u8]> = chain.iter().map(|(_, s)| s.bytes.as_slice()).collect();
     let groups: [(&str, std::ops::Range<usize>); 3] =
         [("genesis", 0..1), ("three entries", 1..4), ("one entry", 4..5)];
-    let records: Vec<RecordVector> = groups
+    groups
         .iter()
         .map(|(name, r)| {
             let payload = encode_frame(bytes[r.clone()].iter().copied());
-            let record = seal_record(r.start as u64, r.len() as u32, &payload);
+            let record = seal_record_as(version, r.start as u64, r.len() as u32, &payload);
             RecordVector {
-                journal_format: None,
-                name: (*name).to_owned(),
+                journal_format,
+                name: format!("{prefix}{name}"),
                 first_seq: r.start as u64,
                 count: r.len() as u32,
                 payload_hex: hex(&payload),
                 record_hex: hex(&record),
             }
         })
-        .collect();
+        .collect()
+}
+
+fn fresh() -> Vectors {
+    let seal_record = |first: u64, count: u32, p: &[u8]| seal_record_as(RecordVersion::V2, first, count, p);
+    let records = record_vectors(RecordVersion::V2, None, "");
     let next = unhex(&records[1].record_hex); // the record for seq 1..=3
     let other = unhex(&records[2].record_hex); // seq 4
     let mut bad = Vec::new();
@@ -218,25 +224,7 @@ fn fresh() -> Vectors {
 fn fresh_v3() -> Vectors {
     let v3 = Some(3);
     let seal = |first: u64, count: u32, p: &[u8]| seal_record_as(RecordVersion::V3, first, count, p);
-    let chain = samples::chain();
-    let bytes: Vec<&[u8]> = chain.iter().map(|(_, s)| s.bytes.as_slice()).collect();
-    let groups: [(&str, std::ops::Range<usize>); 3] =
-        [("v3 genesis", 0..1), ("v3 three entries", 1..4), ("v3 one entry", 4..5)];
-    let records: Vec<RecordVector> = groups
-        .iter()
-        .map(|(name, r)| {
-            let payload = encode_frame(bytes[r.clone()].iter().copied());
-            let record = seal(r.start as u64, r.len() as u32, &payload);
-            RecordVector {
-                journal_format: v3,
-                name: (*name).to_owned(),
-                first_seq: r.start as u64,
-                count: r.len() as u32,
-                payload_hex: hex(&payload),
-                record_hex: hex(&record),
-            }
-        })
-        .collect();
+    let records = record_vectors(RecordVersion::V3, v3, "v3 ");
     let next = unhex(&records[1].record_hex); // seq 1..=3
     let other = unhex(&records[2].record_hex); // seq 4
     let l = next.len();
