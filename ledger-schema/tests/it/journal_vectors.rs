@@ -223,7 +223,6 @@ fn fresh() -> Vectors {
 /// (followed by zeros) or in one that grew (nothing after).
 fn fresh_v3() -> Vectors {
     let v3 = Some(3);
-    let seal = |first: u64, count: u32, p: &[u8]| seal_record_as(RecordVersion::V3, first, count, p);
     let records = record_vectors(RecordVersion::V3, v3, "v3 ");
     let next = unhex(&records[1].record_hex); // seq 1..=3
     let other = unhex(&records[2].record_hex); // seq 4
