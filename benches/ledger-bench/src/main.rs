@@ -306,6 +306,17 @@ fn replay_rss_mib(dir: &Path) -> (f64, f64) {
     (peak_kib / 1024.0, start.elapsed().as_secs_f64())
 }
 
+/// The library replay of both copies of `dir` (it must verify), and its entries per second.
+fn timed_replay(dir: &Path) -> (closure_ledger::replay::ReplayReport, f64) {
+    let t = Instant::now();
+    let report =
+        closure_ledger::replay::replay(dir, None, closure_ledger::store::AuditScope::Both, &mut |_| {})
+            .unwrap();
+    assert!(report.ok, "{:?}", report.failure);
+    let eps = report.entries as f64 / t.elapsed().as_secs_f64();
+    (report, eps)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -327,12 +338,7 @@ fn main() {
         let n: u128 = n.parse().expect("--replay-only N");
         log(&format!("building a {n}-entry ledger …"));
         let big = big_ledger(base, "big", n, &text);
-        let t = Instant::now();
-        let report =
-            closure_ledger::replay::replay(&big, None, closure_ledger::store::AuditScope::Both, &mut |_| {})
-                .unwrap();
-        assert!(report.ok, "{:?}", report.failure);
-        let replay_eps = report.entries as f64 / t.elapsed().as_secs_f64();
+        let (report, replay_eps) = timed_replay(&big);
         let (rss, replay_cli_s) = replay_rss_mib(&big);
         let out = serde_json::json!({
             "entries": report.entries,
@@ -364,12 +370,7 @@ fn main() {
 
     log(&format!("e. building a {big_n}-entry ledger …"));
     let big = big_ledger(base, "big", big_n, &text);
-    let t = Instant::now();
-    let report =
-        closure_ledger::replay::replay(&big, None, closure_ledger::store::AuditScope::Both, &mut |_| {})
-            .unwrap();
-    let replay_eps = report.entries as f64 / t.elapsed().as_secs_f64();
-    assert!(report.ok);
+    let (report, replay_eps) = timed_replay(&big);
     // The peer replays the very same entries from SQLite.
     let peer_path = base.join("peer-replay.sqlite");
     {
