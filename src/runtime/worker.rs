@@ -48,8 +48,57 @@ pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Opti
 /// with serde_json's escapes (`\"`, `\\`, `\b \f \n \r \t`, other control characters as
 /// `\u00XX`, everything else as raw UTF-8), integers in decimal. Key order cannot change the
 /// length; a payload that cannot be serialized measures `usize::MAX` (fail closed).
+///
+/// Counted, not serialized: `{"items":[…],"kind":"…","observedAtMs":N,"text":"…"}` has a
+/// fixed skeleton, and a string's length is its UTF-8 length, its quotes, and one extra byte
+/// per two-character escape or five per `\u00XX`. The tests hold it to serde_json's output.
 pub fn canonical_json_len(payload: &WorkerPayload) -> usize {
-    serde_json::to_value(payload).and_then(|v| serde_json::to_vec(&v)).map_or(usize::MAX, |b| b.len())
+    // `{` `}`, three commas, and the four keys with their quotes and colons.
+    const SKELETON: usize =
+        2 + 3 + r#""items":"#.len() + r#""kind":"#.len() + r#""observedAtMs":"#.len() + r#""text":"#.len();
+    let items = payload
+        .items
+        .iter()
+        .fold(2 + payload.items.len().saturating_sub(1), |n, item| n.saturating_add(json_str_len(item)));
+    SKELETON
+        .saturating_add(items)
+        .saturating_add(json_str_len(kind_name(payload.kind)))
+        .saturating_add(decimal_len(payload.observed_at_ms))
+        .saturating_add(json_str_len(&payload.text))
+}
+
+/// The wire name of a Worker event kind (its serde name).
+const fn kind_name(kind: WorkerEventKind) -> &'static str {
+    match kind {
+        WorkerEventKind::Progress => "PROGRESS",
+        WorkerEventKind::ToolActivity => "TOOL_ACTIVITY",
+        WorkerEventKind::CompactionStarted => "COMPACTION_STARTED",
+        WorkerEventKind::CompactionCompleted => "COMPACTION_COMPLETED",
+        WorkerEventKind::Proposals => "PROPOSALS",
+        WorkerEventKind::CompletionRequest => "COMPLETION_REQUEST",
+    }
+}
+
+/// Length of `s` as a serde_json string: quotes, raw UTF-8, `\"` `\\` `\b` `\f` `\n` `\r`
+/// `\t` for those bytes, `\u00XX` for every other byte below 0x20.
+fn json_str_len(s: &str) -> usize {
+    let extra: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+            0x00..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len().saturating_add(2).saturating_add(extra)
+}
+
+/// Digits of `n` in decimal.
+const fn decimal_len(n: u64) -> usize {
+    match n.checked_ilog10() {
+        Some(log) => log as usize + 1,
+        None => 1,
+    }
 }
 
 /// A current event must be one the Attempt's phase's response contract permits:
@@ -216,4 +265,62 @@ pub fn apply_ignored(state: &mut State, e: &WorkerDeliveryIgnored, seq: u64) -> 
     );
     state.worker_events.insert(e.worker_event_id, seq);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+    use super::*;
+
+    /// The reference: serde_json's own output for the payload as a JSON value.
+    fn serde_len(payload: &WorkerPayload) -> usize {
+        serde_json::to_value(payload).and_then(|v| serde_json::to_vec(&v)).map(|b| b.len()).unwrap()
+    }
+
+    const KINDS: [WorkerEventKind; 6] = [
+        WorkerEventKind::Progress,
+        WorkerEventKind::ToolActivity,
+        WorkerEventKind::CompactionStarted,
+        WorkerEventKind::CompactionCompleted,
+        WorkerEventKind::Proposals,
+        WorkerEventKind::CompletionRequest,
+    ];
+
+    #[test]
+    fn counted_length_is_serde_jsons_for_every_byte_kind_and_digit_count() {
+        // Every byte class that escapes differently, one at a time and mixed.
+        let mut chars: Vec<char> = (0u8..0x80).map(char::from).collect();
+        chars.extend(['é', '€', '𝄞', '\u{7f}', '\u{2028}']);
+        let mut texts: Vec<String> = chars.iter().map(|c| c.to_string()).collect();
+        texts.push(String::new());
+        texts.push(chars.iter().collect());
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..200 {
+            let mut t = String::new();
+            for _ in 0..len % 37 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                t.push(chars[(seed % chars.len() as u64) as usize]);
+            }
+            texts.push(t);
+        }
+        let times = [0, 1, 9, 10, 99, 100, 1_000_000_007, u64::MAX / 10, u64::MAX];
+        for (i, text) in texts.iter().enumerate() {
+            let items: Vec<String> = texts.iter().skip(i).take(i % 4).cloned().collect();
+            let payload = WorkerPayload {
+                kind: KINDS[i % KINDS.len()],
+                text: text.clone(),
+                items,
+                observed_at_ms: times[i % times.len()],
+            };
+            assert_eq!(canonical_json_len(&payload), serde_len(&payload), "{payload:?}");
+        }
+        for kind in KINDS {
+            for observed_at_ms in times {
+                let payload = WorkerPayload { kind, text: "t".into(), items: vec![], observed_at_ms };
+                assert_eq!(canonical_json_len(&payload), serde_len(&payload), "{payload:?}");
+            }
+        }
+    }
 }

@@ -112,6 +112,84 @@ pub(in crate::store) fn key(seq: u64) -> [u8; 8] {
     seq.to_be_bytes()
 }
 
+/// One record of sled's `entries` tree, as sled's iterators yield it.
+pub(super) type SledItem = sled::Result<(sled::IVec, sled::IVec)>;
+
+/// Items a [`Prefetched`] reader keeps ready: one frame being compared, the next ready.
+const PREFETCH_ITEMS: usize = 2;
+
+/// A sled reader on its own thread, a few items ahead of the scan: reading sled's copy
+/// (and the cursor's reopens, which re-read sled's log) then overlaps the journal scan's
+/// decoding and hashing instead of adding to it. Yields exactly the cursor's items, in
+/// order; a reader thread that stops before its end (a panic) yields an error, never a
+/// shorter copy (a shorter copy would read as sled lagging). Dropping it stops and joins
+/// the thread, so sled's handle is closed when the scan returns.
+pub(super) struct Prefetched {
+    /// `Some(item)` per cursor item, then `None` once the cursor ended.
+    rx: Option<std::sync::mpsc::Receiver<Option<SledItem>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    ended: bool,
+}
+
+impl Prefetched {
+    /// Reads `items` (a [`SledCursor`]) on a new thread.
+    pub(super) fn spawn<I>(items: I) -> Result<Prefetched, OpenError>
+    where
+        I: Iterator<Item = SledItem> + Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(PREFETCH_ITEMS);
+        let thread = std::thread::Builder::new()
+            .name("ledger-sled".to_owned())
+            .spawn(move || {
+                for item in items {
+                    let failed = item.is_err();
+                    // A closed channel: the scan stopped reading; stop too.
+                    if tx.send(Some(item)).is_err() || failed {
+                        return;
+                    }
+                }
+                let _ = tx.send(None);
+            })
+            .map_err(|_| OpenError::Task("sled reader thread spawn"))?;
+        Ok(Prefetched { rx: Some(rx), thread: Some(thread), ended: false })
+    }
+}
+
+impl Iterator for Prefetched {
+    type Item = SledItem;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
+        let received = self.rx.as_ref().map(std::sync::mpsc::Receiver::recv);
+        match received {
+            Some(Ok(Some(item))) => {
+                self.ended = item.is_err();
+                Some(item)
+            }
+            Some(Ok(None)) => {
+                self.ended = true;
+                None
+            }
+            Some(Err(_)) | None => {
+                self.ended = true;
+                Some(Err(sled::Error::Io(std::io::Error::other("the sled reader thread stopped early"))))
+            }
+        }
+    }
+}
+
+impl Drop for Prefetched {
+    fn drop(&mut self) {
+        // Closing the channel first wakes a reader blocked on a full channel.
+        drop(self.rx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// sled's `entries` tree in key order, read through a database handle that is dropped and
 /// reopened after every [`SLED_CURSOR_BUDGET`] bytes of values, so an audit's memory stays
 /// bounded whatever sled retains per handle.
@@ -124,7 +202,7 @@ pub(super) struct SledCursor {
 }
 
 /// sled's `entries` records in key order, however they are read.
-pub(super) type SledItems = dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>;
+pub(super) type SledItems = dyn Iterator<Item = SledItem>;
 
 /// Bytes of sled values read through one handle before the cursor reopens sled.
 pub(super) const SLED_CURSOR_BUDGET: usize = 16 << 20;
@@ -138,7 +216,7 @@ impl SledCursor {
 }
 
 impl Iterator for SledCursor {
-    type Item = sled::Result<(sled::IVec, sled::IVec)>;
+    type Item = SledItem;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.read >= SLED_CURSOR_BUDGET {
@@ -263,4 +341,53 @@ pub(in crate::store) fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), 
     meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
     meta.insert(META_FORMAT_VERSION, &JOURNAL_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+    use super::*;
+
+    type Item = SledItem;
+
+    fn item(i: u64) -> Item {
+        Ok((key(i).as_slice().into(), i.to_le_bytes().as_slice().into()))
+    }
+
+    fn keys(items: impl Iterator<Item = Item>) -> Vec<Result<u64, String>> {
+        items.map(|r| r.map(|(k, _)| key_seq(&k).unwrap_or(u64::MAX)).map_err(|e| e.to_string())).collect()
+    }
+
+    #[test]
+    fn prefetched_yields_exactly_the_source_items_in_order() {
+        let source = (0..100).map(item);
+        let got = keys(Prefetched::spawn(source).unwrap());
+        assert_eq!(got, (0..100).map(Ok).collect::<Vec<_>>());
+        assert_eq!(keys(Prefetched::spawn(std::iter::empty()).unwrap()), vec![]);
+    }
+
+    #[test]
+    fn prefetched_stops_after_the_source_error() {
+        let source =
+            (0..3).map(item).chain([Err(sled::Error::Unsupported("x".into()))]).chain((3..6).map(item));
+        let got = keys(Prefetched::spawn(source).unwrap());
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert!(got[3].is_err());
+    }
+
+    #[test]
+    fn a_reader_thread_that_dies_is_an_error_not_a_shorter_copy() {
+        let source = (0..5).map(|i| if i == 3 { panic!("reader dies") } else { item(i) });
+        let got = keys(Prefetched::spawn(source).unwrap());
+        assert_eq!(got[..3], [Ok(0), Ok(1), Ok(2)]);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert!(got[3].as_ref().is_err_and(|e| e.contains("stopped early")), "{got:?}");
+    }
+
+    #[test]
+    fn dropping_a_prefetched_reader_early_stops_its_thread() {
+        let mut reader = Prefetched::spawn((0..).map(item)).unwrap();
+        assert!(matches!(reader.next(), Some(Ok(_))));
+        drop(reader); // joins: an endless source must not keep it alive
+    }
 }

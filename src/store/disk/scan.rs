@@ -9,7 +9,7 @@ use ledger_schema::record::{
 };
 use ledger_schema::{Id, SealedEntry, decode_frame};
 
-use super::index::{SledCursor, SledItems, compare_sled, key_seq};
+use super::index::{Prefetched, SledCursor, SledItems, compare_sled, key_seq};
 use super::{JOURNAL_DIR, TornTail, corrupt};
 use crate::store::journal::{MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments};
 use crate::store::{Chain, Corruption, Head, OpenError, Replica};
@@ -104,7 +104,7 @@ pub(in crate::store) enum SledCopy<'a> {
     /// writer appended them after the journal was read).
     MayLead(&'a sled::Tree),
     /// As `Strict`, reading sled through a [`SledCursor`] that starts with this handle
-    /// (bounded memory; read-only audits). A `Mutex` only so that the scan may run on a
+    /// (bounded memory; read-only audits), on its own thread ([`Prefetched`]). A `Mutex` only so that the scan may run on a
     /// helper thread ([`Threads::Two`]); the scan takes the handle once.
     Streamed(&'a Path, &'a std::sync::Mutex<Option<sled::Db>>),
 }
@@ -172,7 +172,7 @@ pub(super) fn scan_records(
         SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(Box::new(t.iter())),
         SledCopy::Streamed(path, db) => {
             match db.lock().map_or_else(|p| p.into_inner().take(), |mut d| d.take()) {
-                Some(db) => Some(Box::new(SledCursor::new(path, db)?)),
+                Some(db) => Some(Box::new(Prefetched::spawn(SledCursor::new(path, db)?)?)),
                 None => None,
             }
         }
