@@ -307,11 +307,13 @@ fn replay_rss_mib(dir: &Path) -> (f64, f64) {
 }
 
 /// The library replay of both copies of `dir` (it must verify), and its entries per second.
-fn timed_replay(dir: &Path) -> (closure_ledger::replay::ReplayReport, f64) {
+/// A strict replay of `dir` over the copies `scope` names, and its entries per second.
+fn timed_replay(
+    dir: &Path,
+    scope: closure_ledger::store::AuditScope,
+) -> (closure_ledger::replay::ReplayReport, f64) {
     let t = Instant::now();
-    let report =
-        closure_ledger::replay::replay(dir, None, closure_ledger::store::AuditScope::Both, &mut |_| {})
-            .unwrap();
+    let report = closure_ledger::replay::replay(dir, None, scope, &mut |_| {}).unwrap();
     assert!(report.ok, "{:?}", report.failure);
     let eps = report.entries as f64 / t.elapsed().as_secs_f64();
     (report, eps)
@@ -338,11 +340,13 @@ fn main() {
         let n: u128 = n.parse().expect("--replay-only N");
         log(&format!("building a {n}-entry ledger …"));
         let big = big_ledger(base, "big", n, &text);
-        let (report, replay_eps) = timed_replay(&big);
+        let (report, replay_eps) = timed_replay(&big, closure_ledger::store::AuditScope::Both);
+        let (_, journal_only_eps) = timed_replay(&big, closure_ledger::store::AuditScope::JournalOnly);
         let (rss, replay_cli_s) = replay_rss_mib(&big);
         let out = serde_json::json!({
             "entries": report.entries,
             "replay_eps": replay_eps.round(),
+            "replay_journal_only_eps": journal_only_eps.round(),
             "replay_peak_rss_mib": rss,
             "replay_cli_seconds": replay_cli_s,
         });
@@ -370,7 +374,9 @@ fn main() {
 
     log(&format!("e. building a {big_n}-entry ledger …"));
     let big = big_ledger(base, "big", big_n, &text);
-    let (report, replay_eps) = timed_replay(&big);
+    let (report, replay_eps) = timed_replay(&big, closure_ledger::store::AuditScope::Both);
+    // The same replay without sled's copy: what reading sled costs is the difference.
+    let (_, journal_only_eps) = timed_replay(&big, closure_ledger::store::AuditScope::JournalOnly);
     // The peer replays the very same entries from SQLite.
     let peer_path = base.join("peer-replay.sqlite");
     {
@@ -424,6 +430,7 @@ fn main() {
         "single_p50_us": a1.p50_us,
         "fdatasync_p50_us": fdatasync_p50,
         "replay_eps": replay_eps.round(),
+        "replay_journal_only_eps": journal_only_eps.round(),
         "replay_vs_sqlite": replay_eps / peer_replay_eps,
         "sqlite_replay_eps": peer_replay_eps.round(),
         "compile_p50_us": compile_small,
