@@ -575,10 +575,39 @@ fn base(k: u8) -> &'static Ledger<MemStore> {
         if k == 0 {
             return base_ledger().clone();
         }
-        let mut run = Run::new(base_ledger());
+        let mut run = Run::new(0);
         run.steps(&mut Unstructured::new(&base_script(k)), BASE_STEPS);
         run.finish();
         run.ledger
+    })
+}
+
+/// A base's full replay from genesis, done once per process: the entries its store holds and
+/// the state `Ledger::from_store` folds from them (checked equal to the base's live state).
+struct BaseReplay {
+    entries: Vec<SealedEntry>,
+    state: State,
+}
+
+fn base_replay(k: u8) -> &'static BaseReplay {
+    static REPLAYED: [OnceLock<BaseReplay>; BASES as usize] = [const { OnceLock::new() }; BASES as usize];
+    let k = k % BASES;
+    let cell = REPLAYED.get(usize::from(k)).unwrap_or_else(|| unreachable!("k < BASES"));
+    cell.get_or_init(|| {
+        let base = base(k);
+        let replayed = Ledger::from_store(base.store().clone())
+            .unwrap_or_else(|e| panic!("replay of base {k} from genesis failed: {e}"));
+        assert!(replayed.state() == base.state(), "base {k}: live state != replayed state");
+        assert_eq!(
+            replayed.state().digest(),
+            base.state().digest(),
+            "base {k}: live state != replayed state"
+        );
+        let entries = base.store().read_range(0, u64::MAX).unwrap_or_else(|e| panic!("{e}"));
+        // Equal values: keep the base's own (as the shadow adopts the live state), so a
+        // replay resumed from it shares the nodes the sequence did not touch with the live
+        // state, and the final comparison walks only what the sequence changed.
+        BaseReplay { entries, state: base.state().clone() }
     })
 }
 
@@ -596,6 +625,25 @@ fn base(k: u8) -> &'static Ledger<MemStore> {
 /// number of admitted commands.
 pub fn command_sequence(data: &[u8]) -> usize {
     run_sequence(data).1
+}
+
+/// Checks the shortcut behind `command_sequence`'s full replay against the real thing: runs
+/// the sequence in `data`, then folds its whole store from genesis (`Ledger::from_store`)
+/// and from the cached base (`Ledger::from_store_resumed`, as the target does) — the two
+/// states must be equal and equal to the live one. For the corpus test, not the fuzzer.
+pub fn resumed_replay_matches_genesis(data: &[u8]) {
+    let k = data.first().map_or(0, |k| k % BASES);
+    let (ledger, _) = run_sequence(data);
+    let genesis = Ledger::from_store(ledger.store().clone()).unwrap_or_else(|e| panic!("{e}"));
+    let prefix = base_replay(k);
+    let held =
+        ledger.store().read_range(0, prefix.entries.len() as u64 - 1).unwrap_or_else(|e| panic!("{e}"));
+    assert!(held == prefix.entries);
+    let resumed = Ledger::from_store_resumed(ledger.store().clone(), prefix.state.clone())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(genesis.state() == ledger.state(), "genesis replay != live");
+    assert_eq!(genesis.state().digest(), resumed.state().digest());
+    assert!(resumed.state() == genesis.state(), "resumed replay != genesis replay");
 }
 
 /// How deep one command sequence went (for corpus statistics).
@@ -628,7 +676,7 @@ pub fn command_sequence_depth(data: &[u8]) -> Depth {
 fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
     let mut u = Unstructured::new(data);
     let Ok(k) = u8::arbitrary(&mut u) else { return (base(0).clone(), 0) };
-    let mut run = Run::new(base(k));
+    let mut run = Run::new(k % BASES);
     run.steps(&mut u, MAX_STEPS);
     run.finish();
     (run.ledger, run.admitted)
@@ -637,6 +685,8 @@ fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
 /// One sequence in progress: the live ledger, the shadow fold of its bytes, and the
 /// bookkeeping of the oracles.
 struct Run {
+    /// The base it started from (its full replay from genesis is cached: [`base_replay`]).
+    base: u8,
     ledger: Ledger<MemStore>,
     shadow: State,
     folded: u64,
@@ -647,8 +697,10 @@ struct Run {
 }
 
 impl Run {
-    fn new(base: &Ledger<MemStore>) -> Run {
+    fn new(k: u8) -> Run {
+        let base = base(k);
         Run {
+            base: k,
             shadow: base.state().clone(),
             folded: base.store().head().seq + 1,
             time: base.store().head().time_ms.max(T0) + 1_000_000,
@@ -677,8 +729,7 @@ impl Run {
                     return;
                 }
                 self.reopened = true;
-                let replayed = self.full_replay();
-                self.ledger = replayed;
+                self.full_replay();
             }
             Op::Replay => self.replay_due = true,
             Op::Compile(pick) => {
@@ -734,15 +785,33 @@ impl Run {
     }
 
     /// A strict reopen of everything written, from genesis; its state must be the live one.
-    fn full_replay(&self) -> Ledger<MemStore> {
-        let replayed = Ledger::from_store(self.ledger.store().clone())
+    /// The fold of the base's entries from genesis is the same for every sequence on that
+    /// base (the fold is a function of the entries), so it is done once per process
+    /// ([`base_replay`], a real `from_store` checked against the base); here the store's
+    /// entries must begin with exactly the base's entries, and the rest are folded onto
+    /// that state by the same fold (`Ledger::from_store_resumed`) — the state
+    /// `Ledger::from_store` would give, without redoing the base's part every execution.
+    fn full_replay(&mut self) {
+        let prefix = base_replay(self.base);
+        let live = self.ledger.state().clone();
+        // The store moves into the replay (no copy); the reopened ledger replaces the live one.
+        let store = std::mem::replace(&mut self.ledger, base(0).clone()).into_store();
+        let n = prefix.entries.len() as u64;
+        let held = store
+            .read_range(0, n.saturating_sub(1))
+            .unwrap_or_else(|e| panic!("stored entries unreadable: {e}"));
+        assert!(held == prefix.entries, "a commit changed an entry written before it");
+        let replayed = Ledger::from_store_resumed(store, prefix.state.clone())
             .unwrap_or_else(|e| panic!("replay of admitted history failed: {e}"));
-        assert_eq!(replayed.state().digest(), self.ledger.state().digest(), "live state != replayed state");
-        replayed
+        // Structural equality over every field: implies equal digests (the digest is the
+        // encoding of the same fields), with no hashing.
+        assert!(replayed.state() == &live, "live state != replayed state");
+        self.ledger = replayed;
     }
 
     /// The deferred `Replay`: once, from genesis, over the whole sequence — unless the
-    /// sequence already reopened (the bound is one full replay per sequence).
+    /// sequence already reopened (the bound is one full replay per sequence). The sequence
+    /// ends on the replayed ledger (its state equals the live one).
     fn finish(&mut self) {
         if self.replay_due && !self.reopened {
             self.replay_due = false;
