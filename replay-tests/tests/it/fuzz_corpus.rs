@@ -108,6 +108,13 @@ fn command_sequence_resumed_replay_is_the_genesis_replay() {
     }
 }
 
+/// `store_corruption` writes its copy of the template from memory (sparsely): the copy is
+/// the template, byte for byte.
+#[test]
+fn store_corruption_copy_is_the_template() {
+    t::store_corruption_copy_is_exact();
+}
+
 /// The command-sequence generator reaches deep states: across the seed corpus, runs
 /// admit many commands (not just early rejections).
 #[test]
