@@ -823,16 +823,31 @@ impl Run {
 // ---------------------------------------------------------------------------------------
 // store_corruption
 
+/// The template ledger, held in memory only: its scratch directory is removed once read
+/// (it lived in a never-dropped static before, so every fuzz process left one in /dev/shm).
 struct Template {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
     entries: Vec<SealedEntry>,
+    /// Every directory and file as read from the template's directory, sorted (the corpus
+    /// test compares a copy with these).
+    original: Tree,
     /// The template ledger's directories and files (paths relative to its root), held in
     /// memory: every execution writes its copy from here, byte for byte.
     dirs: Vec<PathBuf>,
     files: Vec<(PathBuf, Sparse)>,
     /// The journal segment's bytes (the journal edits apply to a copy of these).
     segment: Vec<u8>,
+}
+
+/// Directories and files (with their bytes), paths relative to the ledger's root.
+type Tree = (Vec<PathBuf>, Vec<(PathBuf, Vec<u8>)>);
+
+/// [`read_tree`] of a whole ledger directory, sorted.
+fn sorted_tree(root: &Path) -> Tree {
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    read_tree(root, Path::new(""), &mut dirs, &mut files);
+    dirs.sort();
+    files.sort();
+    (dirs, files)
 }
 
 /// The files and directories under `root` (paths relative to it), directories first.
@@ -955,8 +970,9 @@ fn template() -> &'static Template {
         let entries = ledger.store().read_range(0, u64::MAX).unwrap_or_else(|e| panic!("{e}"));
         drop(ledger);
         wait_sled_unlocked(&root);
-        let (mut dirs, mut files) = (Vec::new(), Vec::new());
-        read_tree(&root, Path::new(""), &mut dirs, &mut files);
+        let original = sorted_tree(&root);
+        drop(dir);
+        let (dirs, mut files) = original.clone();
         let segment_rel = crate::segment(Path::new(""));
         let segment = files
             .iter()
@@ -965,25 +981,19 @@ fn template() -> &'static Template {
             .unwrap_or_else(|| panic!("the template has no journal segment"));
         files.retain(|(rel, _)| *rel != segment_rel);
         let files = files.into_iter().map(|(rel, bytes)| (rel, Sparse::of(&bytes))).collect();
-        Template { _dir: dir, root, entries, dirs, files, segment }
+        Template { entries, original, dirs, files, segment }
     })
 }
 
 /// The copy `store_corruption` writes for an input without edits holds exactly the
-/// template ledger's directories and files, byte for byte. For the corpus test.
+/// template ledger's directories and files as read from its directory, byte for byte. For
+/// the corpus test.
 pub fn store_corruption_copy_is_exact() {
-    fn tree(root: &Path) -> (Vec<PathBuf>, Vec<(PathBuf, Vec<u8>)>) {
-        let (mut dirs, mut files) = (Vec::new(), Vec::new());
-        read_tree(root, Path::new(""), &mut dirs, &mut files);
-        dirs.sort();
-        files.sort();
-        (dirs, files)
-    }
     let t = template();
     let dir = scratch_dir().unwrap_or_else(|e| panic!("{e}"));
     let root = dir.path().join("ledger");
     assert!(write_copy(t, &root, &t.segment));
-    let (want, got) = (tree(&t.root), tree(&root));
+    let (want, got) = (&t.original, sorted_tree(&root));
     assert!(!want.1.is_empty());
     assert_eq!(want.0, got.0, "directories differ");
     assert_eq!(want.1.len(), got.1.len(), "files differ");
