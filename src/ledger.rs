@@ -138,10 +138,26 @@ impl Ledger<DiskStore> {
 impl<S: Store> Ledger<S> {
     /// A ledger over a store whose entries are folded from genesis (e.g. a fresh `MemStore`).
     pub fn from_store(store: S) -> Result<Ledger<S>, SubmitError> {
-        let entries = store.read_range(0, store.head().seq)?;
-        let mut state = State::default();
-        for sealed in &entries {
-            admission::apply(&mut state, &sealed.entry)?;
+        Self::fold_from(store, State::default())
+    }
+
+    /// [`Ledger::from_store`] resumed from a fold already done: `prefix` must be the state
+    /// the fold of this store's entries `0..prefix.entries` gives (e.g. the state of an
+    /// earlier `from_store` over a store whose entries this one's begin with, byte for
+    /// byte — the caller checks that); the remaining entries are folded onto it exactly as
+    /// `from_store` folds them. Tests and fuzzing only: a wrong `prefix` is not detected.
+    #[cfg(feature = "testkit")]
+    pub fn from_store_resumed(store: S, prefix: State) -> Result<Ledger<S>, SubmitError> {
+        Self::fold_from(store, prefix)
+    }
+
+    /// Folds the store's entries from `state.entries` on, onto `state`.
+    fn fold_from(store: S, mut state: State) -> Result<Ledger<S>, SubmitError> {
+        let head = store.head().seq;
+        if state.entries <= head {
+            for sealed in &store.read_range(state.entries, head)? {
+                admission::apply(&mut state, &sealed.entry)?;
+            }
         }
         Ok(Ledger { store, state, poisoned: false, last_committed: Vec::new() })
     }

@@ -575,10 +575,39 @@ fn base(k: u8) -> &'static Ledger<MemStore> {
         if k == 0 {
             return base_ledger().clone();
         }
-        let mut run = Run::new(base_ledger());
+        let mut run = Run::new(0);
         run.steps(&mut Unstructured::new(&base_script(k)), BASE_STEPS);
         run.finish();
         run.ledger
+    })
+}
+
+/// A base's full replay from genesis, done once per process: the entries its store holds and
+/// the state `Ledger::from_store` folds from them (checked equal to the base's live state).
+struct BaseReplay {
+    entries: Vec<SealedEntry>,
+    state: State,
+}
+
+fn base_replay(k: u8) -> &'static BaseReplay {
+    static REPLAYED: [OnceLock<BaseReplay>; BASES as usize] = [const { OnceLock::new() }; BASES as usize];
+    let k = k % BASES;
+    let cell = REPLAYED.get(usize::from(k)).unwrap_or_else(|| unreachable!("k < BASES"));
+    cell.get_or_init(|| {
+        let base = base(k);
+        let replayed = Ledger::from_store(base.store().clone())
+            .unwrap_or_else(|e| panic!("replay of base {k} from genesis failed: {e}"));
+        assert!(replayed.state() == base.state(), "base {k}: live state != replayed state");
+        assert_eq!(
+            replayed.state().digest(),
+            base.state().digest(),
+            "base {k}: live state != replayed state"
+        );
+        let entries = base.store().read_range(0, u64::MAX).unwrap_or_else(|e| panic!("{e}"));
+        // Equal values: keep the base's own (as the shadow adopts the live state), so a
+        // replay resumed from it shares the nodes the sequence did not touch with the live
+        // state, and the final comparison walks only what the sequence changed.
+        BaseReplay { entries, state: base.state().clone() }
     })
 }
 
@@ -596,6 +625,25 @@ fn base(k: u8) -> &'static Ledger<MemStore> {
 /// number of admitted commands.
 pub fn command_sequence(data: &[u8]) -> usize {
     run_sequence(data).1
+}
+
+/// Checks the shortcut behind `command_sequence`'s full replay against the real thing: runs
+/// the sequence in `data`, then folds its whole store from genesis (`Ledger::from_store`)
+/// and from the cached base (`Ledger::from_store_resumed`, as the target does) — the two
+/// states must be equal and equal to the live one. For the corpus test, not the fuzzer.
+pub fn resumed_replay_matches_genesis(data: &[u8]) {
+    let k = data.first().map_or(0, |k| k % BASES);
+    let (ledger, _) = run_sequence(data);
+    let genesis = Ledger::from_store(ledger.store().clone()).unwrap_or_else(|e| panic!("{e}"));
+    let prefix = base_replay(k);
+    let held =
+        ledger.store().read_range(0, prefix.entries.len() as u64 - 1).unwrap_or_else(|e| panic!("{e}"));
+    assert!(held == prefix.entries);
+    let resumed = Ledger::from_store_resumed(ledger.store().clone(), prefix.state.clone())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(genesis.state() == ledger.state(), "genesis replay != live");
+    assert_eq!(genesis.state().digest(), resumed.state().digest());
+    assert!(resumed.state() == genesis.state(), "resumed replay != genesis replay");
 }
 
 /// How deep one command sequence went (for corpus statistics).
@@ -628,7 +676,7 @@ pub fn command_sequence_depth(data: &[u8]) -> Depth {
 fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
     let mut u = Unstructured::new(data);
     let Ok(k) = u8::arbitrary(&mut u) else { return (base(0).clone(), 0) };
-    let mut run = Run::new(base(k));
+    let mut run = Run::new(k % BASES);
     run.steps(&mut u, MAX_STEPS);
     run.finish();
     (run.ledger, run.admitted)
@@ -637,6 +685,8 @@ fn run_sequence(data: &[u8]) -> (Ledger<MemStore>, usize) {
 /// One sequence in progress: the live ledger, the shadow fold of its bytes, and the
 /// bookkeeping of the oracles.
 struct Run {
+    /// The base it started from (its full replay from genesis is cached: [`base_replay`]).
+    base: u8,
     ledger: Ledger<MemStore>,
     shadow: State,
     folded: u64,
@@ -647,8 +697,10 @@ struct Run {
 }
 
 impl Run {
-    fn new(base: &Ledger<MemStore>) -> Run {
+    fn new(k: u8) -> Run {
+        let base = base(k);
         Run {
+            base: k,
             shadow: base.state().clone(),
             folded: base.store().head().seq + 1,
             time: base.store().head().time_ms.max(T0) + 1_000_000,
@@ -677,8 +729,7 @@ impl Run {
                     return;
                 }
                 self.reopened = true;
-                let replayed = self.full_replay();
-                self.ledger = replayed;
+                self.full_replay();
             }
             Op::Replay => self.replay_due = true,
             Op::Compile(pick) => {
@@ -734,15 +785,33 @@ impl Run {
     }
 
     /// A strict reopen of everything written, from genesis; its state must be the live one.
-    fn full_replay(&self) -> Ledger<MemStore> {
-        let replayed = Ledger::from_store(self.ledger.store().clone())
+    /// The fold of the base's entries from genesis is the same for every sequence on that
+    /// base (the fold is a function of the entries), so it is done once per process
+    /// ([`base_replay`], a real `from_store` checked against the base); here the store's
+    /// entries must begin with exactly the base's entries, and the rest are folded onto
+    /// that state by the same fold (`Ledger::from_store_resumed`) — the state
+    /// `Ledger::from_store` would give, without redoing the base's part every execution.
+    fn full_replay(&mut self) {
+        let prefix = base_replay(self.base);
+        let live = self.ledger.state().clone();
+        // The store moves into the replay (no copy); the reopened ledger replaces the live one.
+        let store = std::mem::replace(&mut self.ledger, base(0).clone()).into_store();
+        let n = prefix.entries.len() as u64;
+        let held = store
+            .read_range(0, n.saturating_sub(1))
+            .unwrap_or_else(|e| panic!("stored entries unreadable: {e}"));
+        assert!(held == prefix.entries, "a commit changed an entry written before it");
+        let replayed = Ledger::from_store_resumed(store, prefix.state.clone())
             .unwrap_or_else(|e| panic!("replay of admitted history failed: {e}"));
-        assert_eq!(replayed.state().digest(), self.ledger.state().digest(), "live state != replayed state");
-        replayed
+        // Structural equality over every field: implies equal digests (the digest is the
+        // encoding of the same fields), with no hashing.
+        assert!(replayed.state() == &live, "live state != replayed state");
+        self.ledger = replayed;
     }
 
     /// The deferred `Replay`: once, from genesis, over the whole sequence — unless the
-    /// sequence already reopened (the bound is one full replay per sequence).
+    /// sequence already reopened (the bound is one full replay per sequence). The sequence
+    /// ends on the replayed ledger (its state equals the live one).
     fn finish(&mut self) {
         if self.replay_due && !self.reopened {
             self.replay_due = false;
@@ -754,10 +823,124 @@ impl Run {
 // ---------------------------------------------------------------------------------------
 // store_corruption
 
+/// The template ledger, held in memory only: its scratch directory is removed once read
+/// (it lived in a never-dropped static before, so every fuzz process left one in /dev/shm).
 struct Template {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
     entries: Vec<SealedEntry>,
+    /// Every directory and file as read from the template's directory, sorted (the corpus
+    /// test compares a copy with these).
+    original: Tree,
+    /// The template ledger's directories and files (paths relative to its root), held in
+    /// memory: every execution writes its copy from here, byte for byte.
+    dirs: Vec<PathBuf>,
+    files: Vec<(PathBuf, Sparse)>,
+    /// The journal segment's bytes (the journal edits apply to a copy of these).
+    segment: Vec<u8>,
+}
+
+/// Directories and files (with their bytes), paths relative to the ledger's root.
+type Tree = (Vec<PathBuf>, Vec<(PathBuf, Vec<u8>)>);
+
+/// [`read_tree`] of a whole ledger directory, sorted.
+fn sorted_tree(root: &Path) -> Tree {
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    read_tree(root, Path::new(""), &mut dirs, &mut files);
+    dirs.sort();
+    files.sort();
+    (dirs, files)
+}
+
+/// The files and directories under `root` (paths relative to it), directories first.
+fn read_tree(root: &Path, rel: &Path, dirs: &mut Vec<PathBuf>, files: &mut Vec<(PathBuf, Vec<u8>)>) {
+    let Ok(items) = std::fs::read_dir(root.join(rel)) else { return };
+    for item in items.filter_map(Result::ok) {
+        let rel = rel.join(item.file_name());
+        if item.file_type().is_ok_and(|t| t.is_dir()) {
+            dirs.push(rel.clone());
+            read_tree(root, &rel, dirs, files);
+        } else {
+            files.push((rel.clone(), std::fs::read(root.join(&rel)).unwrap_or_else(|e| panic!("{e}"))));
+        }
+    }
+}
+
+const BLOCK: usize = 4096;
+static ZERO_BLOCK: [u8; BLOCK] = [0; BLOCK];
+
+/// A file's bytes as its length and its 4 KiB blocks that are not all zeros.
+struct Sparse {
+    len: u64,
+    blocks: Vec<(u64, Vec<u8>)>,
+}
+
+impl Sparse {
+    fn of(bytes: &[u8]) -> Sparse {
+        let blocks = bytes
+            .chunks(BLOCK)
+            .enumerate()
+            .filter(|(_, block)| *block != &ZERO_BLOCK[..block.len()])
+            .map(|(i, block)| ((i * BLOCK) as u64, block.to_vec()))
+            .collect();
+        Sparse { len: bytes.len() as u64, blocks }
+    }
+
+    /// Writes the file at `path` (new) as a sparse file: its length, then only the blocks
+    /// that are not all zeros. It reads back byte for byte as the bytes it was made of
+    /// (holes read as zeros); sled's 512 KiB segment and the journal's preallocated tail
+    /// are almost all zeros, so this writes a few pages instead of copying ~600 KiB.
+    fn write(&self, path: &Path) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::create(path)?;
+        file.set_len(self.len)?;
+        for (at, block) in &self.blocks {
+            file.write_all_at(block, *at)?;
+        }
+        Ok(())
+    }
+}
+
+/// Waits (up to 5 s, as the store does) until no handle holds sled's lock on `root`'s sled
+/// directory: sled releases it from a background thread after its last handle drops, and
+/// the store's next open would otherwise find it held and sleep 10 ms before retrying.
+/// Only when the next open starts changes, not what it does.
+fn wait_sled_unlocked(root: &Path) {
+    let Ok(file) = std::fs::File::open(root.join("sled").join("db")) else { return };
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                return;
+            }
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed().as_secs() < 5 => {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// [`crate::with_sled`] for the target: sled opened without its background flusher (the
+/// session ends with an explicit flush, as `with_sled`'s does), then waits until the lock is
+/// released.
+fn sled_session(root: &Path, f: impl FnOnce(&sled::Tree)) {
+    let path = root.join("sled");
+    let started = std::time::Instant::now();
+    let db = loop {
+        match sled::Config::new().path(&path).flush_every_ms(None).open() {
+            Ok(db) => break db,
+            Err(_) if started.elapsed().as_secs() < 5 => {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            Err(e) => panic!("open sled: {e}"),
+        }
+    };
+    let tree = db.open_tree("entries").unwrap_or_else(|e| panic!("open sled tree: {e}"));
+    f(&tree);
+    db.flush().unwrap_or_else(|e| panic!("flush sled: {e}"));
+    drop(tree);
+    drop(db);
+    wait_sled_unlocked(root);
 }
 
 /// A scratch directory on tmpfs (`/dev/shm`) where there is one, else in the system's
@@ -786,8 +969,46 @@ fn template() -> &'static Template {
             .unwrap_or_else(|e| panic!("{e}"));
         let entries = ledger.store().read_range(0, u64::MAX).unwrap_or_else(|e| panic!("{e}"));
         drop(ledger);
-        Template { _dir: dir, root, entries }
+        wait_sled_unlocked(&root);
+        let original = sorted_tree(&root);
+        drop(dir);
+        let (dirs, mut files) = original.clone();
+        let segment_rel = crate::segment(Path::new(""));
+        let segment = files
+            .iter()
+            .find(|(rel, _)| *rel == segment_rel)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_else(|| panic!("the template has no journal segment"));
+        files.retain(|(rel, _)| *rel != segment_rel);
+        let files = files.into_iter().map(|(rel, bytes)| (rel, Sparse::of(&bytes))).collect();
+        Template { entries, original, dirs, files, segment }
     })
+}
+
+/// The copy `store_corruption` writes for an input without edits holds exactly the
+/// template ledger's directories and files as read from its directory, byte for byte. For
+/// the corpus test.
+pub fn store_corruption_copy_is_exact() {
+    let t = template();
+    let dir = scratch_dir().unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().join("ledger");
+    assert!(write_copy(t, &root, &t.segment));
+    let (want, got) = (&t.original, sorted_tree(&root));
+    assert!(!want.1.is_empty());
+    assert_eq!(want.0, got.0, "directories differ");
+    assert_eq!(want.1.len(), got.1.len(), "files differ");
+    for ((wp, wb), (gp, gb)) in want.1.iter().zip(&got.1) {
+        assert_eq!(wp, gp);
+        assert!(wb == gb, "{} differs", wp.display());
+    }
+}
+
+/// Writes the template's copy at `root` with `segment` as its journal segment.
+fn write_copy(t: &Template, root: &Path, segment: &[u8]) -> bool {
+    std::fs::create_dir_all(root).is_ok()
+        && t.dirs.iter().all(|d| std::fs::create_dir_all(root.join(d)).is_ok())
+        && t.files.iter().all(|(rel, file)| file.write(&root.join(rel)).is_ok())
+        && Sparse::of(segment).write(&crate::segment(root)).is_ok()
 }
 
 /// One edit of stored bytes.
@@ -820,41 +1041,37 @@ pub fn store_corruption(data: &[u8]) {
     let t = template();
     let Ok(dir) = scratch_dir() else { return };
     let root = dir.path().join("ledger");
-    crate::copy_dir(&t.root, &root);
-    let segment = crate::segment(&root);
-    // Journal edits apply in order to the segment; sled edits apply in order to sled, all
-    // in one session (the two touch different files, so only the order within each copy
-    // matters, and one sled open instead of one per edit).
+    // The copy: the template's files written from memory, byte for byte (sparse). Journal
+    // edits apply in order to the segment's bytes before it is written — the same final
+    // bytes as editing the file in place edit by edit.
     let edits: Vec<&Edit> = edits.iter().take(8).collect();
+    let mut segment = t.segment.clone();
     for edit in &edits {
         match edit {
             Edit::FlipJournal { at, mask } => {
-                let mut b = std::fs::read(&segment).unwrap_or_default();
-                if !b.is_empty() {
-                    let i = *at as usize % b.len();
-                    b[i] ^= mask;
-                    let _ = std::fs::write(&segment, b);
+                if !segment.is_empty() {
+                    let i = *at as usize % segment.len();
+                    segment[i] ^= mask;
                 }
             }
             Edit::TruncateJournal { len } => {
-                let b = std::fs::read(&segment).unwrap_or_default();
-                let keep = *len as usize % (b.len() + 1);
-                let _ = std::fs::write(&segment, &b[..keep]);
+                let keep = *len as usize % (segment.len() + 1);
+                segment.truncate(keep);
             }
-            Edit::AppendJournal { bytes } => {
-                let mut b = std::fs::read(&segment).unwrap_or_default();
-                b.extend(bytes.iter().take(4096));
-                let _ = std::fs::write(&segment, b);
-            }
+            Edit::AppendJournal { bytes } => segment.extend(bytes.iter().take(4096)),
             Edit::FlipSled { .. } | Edit::RemoveSled { .. } | Edit::ReplaceSled { .. } => {}
         }
     }
+    assert!(write_copy(t, &root, &segment), "could not write the copy of the template ledger");
+    // Sled edits apply in order to sled, all in one session (journal and sled edits touch
+    // different files, so only the order within each copy matters, and one sled open
+    // instead of one per edit).
     let sled_edits: Vec<&Edit> = edits
         .into_iter()
         .filter(|e| matches!(e, Edit::FlipSled { .. } | Edit::RemoveSled { .. } | Edit::ReplaceSled { .. }))
         .collect();
     if !sled_edits.is_empty() {
-        crate::with_sled(&root, |tree| {
+        sled_session(&root, |tree| {
             for edit in sled_edits {
                 match edit {
                     Edit::FlipSled { frame, at, mask } => edit_sled(tree, *frame, |v| {
@@ -875,6 +1092,7 @@ pub fn store_corruption(data: &[u8]) {
         });
     }
     let _ = store::verify(&root, None);
+    wait_sled_unlocked(&root);
     if let Ok((store, report)) = DiskStore::open(&root) {
         let got =
             store.read_range(0, u64::MAX).unwrap_or_else(|e| panic!("an opened store cannot be read: {e}"));

@@ -126,6 +126,12 @@ impl SeqIndex {
 
 impl PartialEq for SeqIndex {
     fn eq(&self, other: &SeqIndex) -> bool {
+        // The same run and equal recent items hold the same items (imbl compares shared
+        // nodes by pointer), without walking the run; otherwise compare item by item (the
+        // same items can be split differently between the two).
+        if Arc::ptr_eq(&self.run, &other.run) && self.recent == other.recent {
+            return true;
+        }
         self.len() == other.len() && self.iter().eq(other.iter())
     }
 }

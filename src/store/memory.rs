@@ -1,15 +1,18 @@
 //! An in-memory backend for tests and fuzzing: the same chain checks, no I/O.
 
+use std::sync::Arc;
+
 use ledger_schema::events::LedgerInitialized;
 use ledger_schema::{Event, Id, SealedEntry};
 
 use super::{Chain, CommitError, CommitReceipt, Frame, Head, ReadError, Store, check_next, receipt};
 
-/// Frames kept as their exact bytes, plus the decoded entries.
+/// Frames kept as their exact bytes, plus the decoded entries. Both are shared between
+/// clones (never changed once committed), so cloning a store copies pointers, not bytes.
 #[derive(Debug, Clone)]
 pub struct MemStore {
-    frames: Vec<Vec<u8>>,
-    entries: Vec<SealedEntry>,
+    frames: Vec<Arc<[u8]>>,
+    entries: Vec<Arc<SealedEntry>>,
     head: Head,
 }
 
@@ -23,12 +26,16 @@ impl MemStore {
         #[expect(clippy::expect_used, reason = "a one-entry frame is within every frame bound")]
         let frame = Frame::new(vec![sealed]).expect("genesis frame");
         let head = chain.head().unwrap_or(Head { ledger, seq: 0, hash: Default::default(), time_ms });
-        MemStore { frames: vec![frame.bytes().to_vec()], entries: frame.into_entries(), head }
+        MemStore {
+            frames: vec![Arc::from(frame.bytes())],
+            entries: frame.into_entries().into_iter().map(Arc::new).collect(),
+            head,
+        }
     }
 
     /// Every frame's stored bytes, in order (tests compare them before and after).
     #[cfg(feature = "testkit")]
-    pub fn frames(&self) -> &[Vec<u8>] {
+    pub fn frames(&self) -> &[Arc<[u8]>] {
         &self.frames
     }
 }
@@ -40,8 +47,8 @@ impl Store for MemStore {
 
     fn commit(&mut self, frame: &Frame) -> Result<CommitReceipt, CommitError> {
         check_next(self.head, frame)?;
-        self.frames.push(frame.bytes().to_vec());
-        self.entries.extend(frame.entries().iter().cloned());
+        self.frames.push(Arc::from(frame.bytes()));
+        self.entries.extend(frame.entries().iter().cloned().map(Arc::new));
         self.head = frame.head_after(self.head.ledger);
         Ok(receipt(frame, None))
     }
@@ -50,7 +57,7 @@ impl Store for MemStore {
         usize::try_from(seq)
             .ok()
             .and_then(|i| self.entries.get(i))
-            .cloned()
+            .map(|e| SealedEntry::clone(e))
             .ok_or(ReadError::NotFound { seq, head: self.head.seq })
     }
 

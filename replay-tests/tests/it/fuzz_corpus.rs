@@ -99,6 +99,22 @@ fn every_corpus_file_passes_its_target() {
     }
 }
 
+/// `command_sequence`'s full replay folds the base's part once per process and resumes from
+/// it: over the corpus, that state is the one a fold from genesis gives (and the live one).
+#[test]
+fn command_sequence_resumed_replay_is_the_genesis_replay() {
+    for input in files("command_sequence") {
+        t::resumed_replay_matches_genesis(&input);
+    }
+}
+
+/// `store_corruption` writes its copy of the template from memory (sparsely): the copy is
+/// the template, byte for byte.
+#[test]
+fn store_corruption_copy_is_the_template() {
+    t::store_corruption_copy_is_exact();
+}
+
 /// The command-sequence generator reaches deep states: across the seed corpus, runs
 /// admit many commands (not just early rejections).
 #[test]
