@@ -85,6 +85,31 @@ pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     serde_cbor::to_writer(&mut *out, value).expect("encoding a plain record into a Vec");
 }
 
+/// `encode(value).len()`, counted without materialising the encoding.
+pub fn encoded_len<T: Serialize>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+            self.0 += buf.len();
+            Ok(())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    #[expect(
+        clippy::expect_used,
+        reason = "counting the encoding of derived plain-data records has no failure path"
+    )]
+    serde_cbor::to_writer(&mut count, value).expect("counting a plain record's encoding");
+    count.0
+}
+
 /// `Digest::of(kind, &encode(value))` and the encoding's length, for records (bounded by
 /// an entry): encoded into a per-thread scratch buffer that is reused, so hashing a record
 /// costs no allocation and no regrowth. A scratch grown past 1 MiB is not kept.

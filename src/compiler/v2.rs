@@ -103,7 +103,7 @@ pub(super) fn pipeline(
     let mut selected = filter_by_authority(state, &bound, &query)?;
     selected.items.extend(advisory);
     let budgeted = budget(selected, &query)?;
-    Ok(render_and_hash(&bound, &query, budgeted, version))
+    Ok(render_and_hash(&bound, query, budgeted, version))
 }
 
 /// Classes every phase requires, whatever its policy says.
@@ -215,7 +215,9 @@ pub(super) enum Place {
     Blocker(Blocker),
     /// A task selection's loaded sources, whole (compiler/3).
     Skills(Vec<SelectedSkill>),
-    /// Identity, phase, goal, candidate, repair entries: rendered in fixed fields.
+    /// The goal's content, rendered in its fixed field.
+    Goal(PackageGoal),
+    /// Identity, phase, candidate, repair entries: rendered in fixed fields.
     Fixed,
 }
 
@@ -240,6 +242,28 @@ pub(super) fn item<T: Serialize>(class: InputClass, source: Source, value: &T, p
         rendered_digest,
     };
     Item { class, entry, bytes, place }
+}
+
+/// An item of `class` rendering `value`, which then moves into its `place` (no copy of
+/// the rendered value is made for the package).
+pub(super) fn item_in<T: Serialize>(
+    class: InputClass,
+    source: Source,
+    value: T,
+    place: fn(T) -> Place,
+) -> Item {
+    let mut it = item(class, source, &value, Place::Fixed);
+    it.place = place(value);
+    it
+}
+
+/// `prefix` followed by `id`'s text: exactly `format!("{prefix}{id}")`, without the
+/// formatter (a source ref is built for every item of every compile).
+pub(super) fn id_ref(prefix: &str, id: Id) -> String {
+    let mut out = String::with_capacity(prefix.len() + 26);
+    out.push_str(prefix);
+    id.push_to(&mut out);
+    out
 }
 
 /// What stage 3 admits: every item whose authority holds, in the order met, the
@@ -281,8 +305,8 @@ fn filter_by_authority(
 /// present, from the binding alone.
 fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
     let b = bound.binding;
-    let wf_ref = format!("workflow/{}", b.workflow_id);
-    let policy_ref = format!("policy/{}", b.policy.id);
+    let wf_ref = id_ref("workflow/", b.workflow_id);
+    let policy_ref = id_ref("policy/", b.policy.id);
     let runtime = |kind, source_ref, source_revision, source_digest| Source {
         kind,
         source_ref,
@@ -306,7 +330,7 @@ fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
         ),
         item(
             InputClass::Identity,
-            runtime("profile", format!("profile/{}", b.profile.id), 0, Some(b.profile.digest)),
+            runtime("profile", id_ref("profile/", b.profile.id), 0, Some(b.profile.digest)),
             &b.profile,
             Place::Fixed,
         ),
@@ -321,26 +345,26 @@ fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
     }
     items.push(item(
         InputClass::Phase,
-        runtime("phase", format!("{wf_ref}/phase"), workflow_version, Some(b.policy.digest)),
+        runtime("phase", [wf_ref.as_str(), "/phase"].concat(), workflow_version, Some(b.policy.digest)),
         &(&query.phase_policy.objective, &query.grant, &query.contract),
         Place::Fixed,
     ));
-    items.push(item(
+    items.push(item_in(
         InputClass::Goal,
         Source {
             kind: "goal",
-            source_ref: format!("goal/{}", b.goal_id),
+            source_ref: id_ref("goal/", b.goal_id),
             source_revision: u64::from(bound.goal.revision),
             source_digest: Some(bound.goal.digest),
             authority_class: AuthorityClass::Goal,
         },
-        &package_goal(bound.goal),
-        Place::Fixed,
+        package_goal(bound.goal),
+        Place::Goal,
     ));
     if let Some((gen_id, base)) = b.generation {
         items.push(item(
             InputClass::Identity,
-            runtime("candidate", format!("generation/{gen_id}"), 0, Some(base)),
+            runtime("candidate", id_ref("generation/", gen_id), 0, Some(base)),
             &(gen_id, base),
             Place::Fixed,
         ));
@@ -374,24 +398,24 @@ fn durable_sources(
         let value = Blocker { blocker_id: *id, description: blocker.description.clone() };
         let source = Source {
             kind: "blocker",
-            source_ref: format!("blocker/{id}"),
+            source_ref: id_ref("blocker/", *id),
             source_revision: blocker.seq,
             source_digest: None,
             authority_class: AuthorityClass::RuntimeDecision,
         };
-        items.push(item(InputClass::BlockersDecisions, source, &value, Place::Blocker(value.clone())));
+        items.push(item_in(InputClass::BlockersDecisions, source, value, Place::Blocker));
     }
     for (id, d) in state.human_decisions.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value =
             SelectedDecision { decision_id: *id, question: d.question.clone(), answer: d.answer.clone() };
         let source = Source {
             kind: "humanDecision",
-            source_ref: format!("humanDecision/{id}"),
+            source_ref: id_ref("humanDecision/", *id),
             source_revision: d.seq,
             source_digest: None,
             authority_class: AuthorityClass::HumanDecision,
         };
-        items.push(item(InputClass::BlockersDecisions, source, &value, Place::Decision(value.clone())));
+        items.push(item_in(InputClass::BlockersDecisions, source, value, Place::Decision));
     }
     for (id, fact) in state.facts.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         if fact.status != FactStatus::Confirmed {
@@ -409,28 +433,23 @@ fn durable_sources(
         let value = SelectedFact { fact_id: *id, revision: fact.revision, statement: fact.statement.clone() };
         let source = Source {
             kind: "fact",
-            source_ref: format!("fact/{id}"),
+            source_ref: id_ref("fact/", *id),
             source_revision: u64::from(fact.revision),
             source_digest: Some(Digest::of(DigestKind::Source, fact.statement.as_bytes())),
             authority_class: AuthorityClass::ConfirmedFact,
         };
-        items.push(item(InputClass::FactsScenariosObligations, source, &value, Place::Fact(value.clone())));
+        items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Fact));
     }
     for (id, s) in state.scenarios.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value = Scenario { scenario_id: *id, title: s.title.clone(), description: s.description.clone() };
         let source = Source {
             kind: "scenario",
-            source_ref: format!("scenario/{id}"),
+            source_ref: id_ref("scenario/", *id),
             source_revision: s.seq,
             source_digest: None,
             authority_class: AuthorityClass::Goal,
         };
-        items.push(item(
-            InputClass::FactsScenariosObligations,
-            source,
-            &value,
-            Place::Scenario(value.clone()),
-        ));
+        items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Scenario));
     }
     for (id, o) in state.obligations.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value = Obligation {
@@ -441,17 +460,12 @@ fn durable_sources(
         };
         let source = Source {
             kind: "obligation",
-            source_ref: format!("obligation/{id}"),
+            source_ref: id_ref("obligation/", *id),
             source_revision: o.seq,
             source_digest: Some(o.check_spec_digest),
             authority_class: AuthorityClass::Goal,
         };
-        items.push(item(
-            InputClass::FactsScenariosObligations,
-            source,
-            &value,
-            Place::Obligation(value.clone()),
-        ));
+        items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Obligation));
     }
     for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value = CodeExcerpt {
@@ -463,12 +477,12 @@ fn durable_sources(
         };
         let source = Source {
             kind: "projectSource",
-            source_ref: format!("source/{id}"),
+            source_ref: id_ref("source/", *id),
             source_revision: s.seq,
             source_digest: Some(s.digest),
             authority_class: AuthorityClass::ProjectSource,
         };
-        items.push(item(InputClass::ProjectMaterial, source, &value, Place::Code(value.clone())));
+        items.push(item_in(InputClass::ProjectMaterial, source, value, Place::Code));
     }
 }
 
@@ -543,9 +557,10 @@ fn repair_authority(
             check_specification_id: ev.record.check_spec_id,
             check_specification_digest: ev.record.check_spec_digest,
         };
+        let evidence_ref = id_ref("evidence/", *ev_id);
         let source = Source {
             kind: "failedEvidence",
-            source_ref: format!("evidence/{ev_id}"),
+            source_ref: evidence_ref.clone(),
             source_revision: ev.seq,
             source_digest: Some(ev.record_digest),
             authority_class: AuthorityClass::Evidence,
@@ -553,29 +568,52 @@ fn repair_authority(
         items.push(item(InputClass::Identity, source, &f, Place::Fixed));
         fb_items.push(FeedbackItem {
             kind: FeedbackKind::FailedCheck,
-            content: format!(
-                "check {} of obligation {} failed: {}",
-                ev.record.check_spec_id, ev.record.obligation_id, ev.record.detail
-            ),
-            source_refs: vec![format!("evidence/{ev_id}")],
+            content: {
+                // "check {check} of obligation {obligation} failed: {detail}"
+                let mut c = String::with_capacity(6 + 26 + 15 + 26 + 9 + ev.record.detail.len());
+                c.push_str("check ");
+                ev.record.check_spec_id.push_to(&mut c);
+                c.push_str(" of obligation ");
+                ev.record.obligation_id.push_to(&mut c);
+                c.push_str(" failed: ");
+                c.push_str(&ev.record.detail);
+                c
+            },
+            source_refs: vec![evidence_ref],
             source_digests: vec![ev.record_digest],
         });
         failed.push(f);
     }
     fb_items.push(FeedbackItem {
         kind: FeedbackKind::ParentChangeSet,
-        content: format!(
-            "the rejected parent generation {} froze as {candidate_digest} with change set {change_set_digest}; the repair starts from those exact bytes",
-            repair.parent_generation_id
-        ),
-        source_refs: vec![format!("generation/{}", repair.parent_generation_id)],
+        content: {
+            // "the rejected parent generation {id} froze as {candidate} with change set
+            // {change set}; the repair starts from those exact bytes"
+            let mut c = String::with_capacity(31 + 26 + 11 + 67 + 17 + 67 + 42);
+            c.push_str("the rejected parent generation ");
+            repair.parent_generation_id.push_to(&mut c);
+            c.push_str(" froze as ");
+            candidate_digest.push_to(&mut c);
+            c.push_str(" with change set ");
+            change_set_digest.push_to(&mut c);
+            c.push_str("; the repair starts from those exact bytes");
+            c
+        },
+        source_refs: vec![id_ref("generation/", repair.parent_generation_id)],
         source_digests: vec![change_set_digest],
     });
+    let goal_ref = {
+        // "goal/{id}@{revision}"
+        let mut r = id_ref("goal/", b.goal_id);
+        r.push('@');
+        r.push_str(&bound.goal.revision.to_string());
+        r
+    };
     for c in &repair.constraints_to_preserve {
         fb_items.push(FeedbackItem {
             kind: FeedbackKind::PreservationConstraint,
             content: c.clone(),
-            source_refs: vec![format!("goal/{}@{}", b.goal_id, bound.goal.revision)],
+            source_refs: vec![goal_ref.clone()],
             source_digests: vec![bound.goal.digest],
         });
     }
@@ -596,7 +634,7 @@ fn repair_authority(
     };
     let source = Source {
         kind: "repairDecision",
-        source_ref: format!("decision/{}", repair.decision_id),
+        source_ref: id_ref("decision/", repair.decision_id),
         source_revision: decision.seq,
         source_digest: Some(decision.decision_digest),
         authority_class: AuthorityClass::RuntimeDecision,
@@ -607,7 +645,7 @@ fn repair_authority(
     if let Some(f) = &feedback {
         let source = Source {
             kind: "priorAttemptFeedback",
-            source_ref: format!("repair/{repair_id}/feedback"),
+            source_ref: [id_ref("repair/", repair_id).as_str(), "/feedback"].concat(),
             source_revision: repair.seq,
             source_digest: Some(f.feedback_digest),
             authority_class: AuthorityClass::NonAuthoritativeWorking,
@@ -629,7 +667,7 @@ fn bounded_feedback(
     let mut kept = Vec::new();
     let mut total = 0usize;
     for (idx, it) in fb_items.into_iter().enumerate() {
-        let size = ledger_schema::codec::encode(&it).len();
+        let size = ledger_schema::codec::encoded_len(&it);
         let rule = if it.content.trim().is_empty() {
             Some("feedback.blank")
         } else if size > limits.max_item_bytes as usize {
@@ -721,12 +759,15 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
 /// manifest binding them (entries in package order, omissions, digests).
 fn render_and_hash(
     bound: &Bound<'_>,
-    query: &PhaseQuery<'_>,
+    query: PhaseQuery<'_>,
     budgeted: Budgeted,
     version: &'static str,
 ) -> Compiled {
     let b = bound.binding;
     let Budgeted { kept, omissions, repair_context, feedback } = budgeted;
+    // The grant and contract move into the package: digest them first.
+    let capability_grant_digest = record_digest(DigestKind::CapabilityGrant, &query.grant).0;
+    let response_contract_digest = record_digest(DigestKind::ResponseContract, &query.contract).0;
     let mut package = ContextPackage {
         schema_version: if b.plan.is_some() {
             PACKAGE_SCHEMA_PROTECTED
@@ -738,9 +779,16 @@ fn render_and_hash(
         identity: bound.identity.clone(),
         phase_objective: query.phase_policy.objective.clone(),
         selected_skills: Vec::new(),
-        capability_grant: query.grant.clone(),
+        capability_grant: query.grant,
         invariants: Vec::new(),
-        goal: package_goal(bound.goal),
+        // Set from the goal item's place below (the goal is always kept).
+        goal: PackageGoal {
+            objective: String::new(),
+            success_criteria: Vec::new(),
+            scope: Vec::new(),
+            non_goals: Vec::new(),
+            preservation_constraints: Vec::new(),
+        },
         selected_facts: Vec::new(),
         selected_decisions: Vec::new(),
         business_scenarios: Vec::new(),
@@ -751,8 +799,9 @@ fn render_and_hash(
         prior_attempt_feedback: feedback,
         execution_profile: b.profile,
         policy_bundle: b.policy,
-        response_contract: query.contract.clone(),
+        response_contract: query.contract,
     };
+    let mut goal_placed = false;
     // The package holds every kept item's rendering plus a little framing: size it once.
     let package_estimate = kept.iter().map(|it| it.bytes).sum::<usize>() + 1024;
     let mut entries = Vec::with_capacity(kept.len());
@@ -766,9 +815,16 @@ fn render_and_hash(
             Place::Obligation(v) => package.verification_obligations.push(v),
             Place::Blocker(v) => package.blockers.push(v),
             Place::Skills(v) => package.selected_skills.extend(v),
+            Place::Goal(v) => {
+                package.goal = v;
+                goal_placed = true;
+            }
             Place::Fixed => {}
         }
         entries.push(it.entry);
+    }
+    if !goal_placed {
+        package.goal = package_goal(bound.goal);
     }
     let mut package_bytes = Vec::with_capacity(package_estimate);
     encode_into(&package, &mut package_bytes);
@@ -786,8 +842,8 @@ fn render_and_hash(
         plan: b.plan,
         profile: b.profile,
         policy: b.policy,
-        capability_grant_digest: record_digest(DigestKind::CapabilityGrant, &query.grant).0,
-        response_contract_digest: record_digest(DigestKind::ResponseContract, &query.contract).0,
+        capability_grant_digest,
+        response_contract_digest,
         feedback_digest: package.prior_attempt_feedback.as_ref().map(|f| f.feedback_digest),
         selection_receipt: b.selection,
         entries,
