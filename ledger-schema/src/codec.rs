@@ -13,6 +13,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+mod writer;
+
 /// Largest encoded entry (format v1). Checked before anything is decoded or allocated.
 pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 /// Most entries one frame (one group commit) may hold.
@@ -76,8 +78,22 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     out
 }
 
-/// Encodes a record canonically, appending to `out`.
+/// Encodes a record canonically, appending to `out`: through [`writer`]'s direct
+/// serializer, or — for a value it does not support (none of the canonical records) —
+/// through `serde_cbor`. Both write the same bytes.
 pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
+    let start = out.len();
+    if value.serialize(&mut writer::Writer { out: &mut *out }).is_ok() {
+        return;
+    }
+    out.truncate(start);
+    encode_into_serde_cbor(value, out);
+}
+
+/// [`encode_into`] through `serde_cbor` alone: the reference the direct writer is tested
+/// against.
+#[doc(hidden)]
+pub fn encode_into_serde_cbor<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     #[expect(
         clippy::expect_used,
         reason = "writing derived plain-data records into a Vec has no failure path"
