@@ -101,42 +101,29 @@ pub fn encode_into_serde_cbor<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     serde_cbor::to_writer(&mut *out, value).expect("encoding a plain record into a Vec");
 }
 
-/// `encode(value).len()`, counted without materialising the encoding.
+/// `encode(value).len()`, encoded into the reused per-thread scratch buffer (no
+/// allocation).
 pub fn encoded_len<T: Serialize>(value: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-            self.0 += buf.len();
-            Ok(())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    #[expect(
-        clippy::expect_used,
-        reason = "counting the encoding of derived plain-data records has no failure path"
-    )]
-    serde_cbor::to_writer(&mut count, value).expect("counting a plain record's encoding");
-    count.0
+    with_scratch(value, <[u8]>::len)
 }
 
 /// `Digest::of(kind, &encode(value))` and the encoding's length, for records (bounded by
 /// an entry): encoded into a per-thread scratch buffer that is reused, so hashing a record
 /// costs no allocation and no regrowth. A scratch grown past 1 MiB is not kept.
 pub fn record_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> (crate::Digest, usize) {
+    with_scratch(value, |bytes| (crate::Digest::of(kind, bytes), bytes.len()))
+}
+
+/// `then(&encode(value))`, with the encoding in a per-thread scratch buffer that is reused
+/// (a scratch grown past 1 MiB is not kept).
+fn with_scratch<T: Serialize, R>(value: &T, then: impl FnOnce(&[u8]) -> R) -> R {
     thread_local! {
         static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     }
     let mut bytes = SCRATCH.take();
     bytes.clear();
     encode_into(value, &mut bytes);
-    let out = (crate::Digest::of(kind, &bytes), bytes.len());
+    let out = then(&bytes);
     if bytes.capacity() <= MAX_ENTRY_BYTES {
         SCRATCH.set(bytes);
     }

@@ -200,6 +200,9 @@ fn query_phase<'s>(bound: &Bound<'s>) -> Result<PhaseQuery<'s>, CompileError> {
 /// rendering, and where it goes in the package.
 pub(super) struct Item {
     class: InputClass,
+    /// Its position among the candidates, set by stage 4 (the tie-break that makes its
+    /// in-place sort stable).
+    seq: usize,
     entry: ManifestEntry,
     bytes: usize,
     place: Place,
@@ -241,7 +244,12 @@ pub(super) fn item<T: Serialize>(class: InputClass, source: Source, value: &T, p
         authority_class: source.authority_class,
         rendered_digest,
     };
-    Item { class, entry, bytes, place }
+    Item { class, seq: 0, entry, bytes, place }
+}
+
+thread_local! {
+    /// The (empty) items' vector of this thread's last compile, for the next to reuse.
+    static ITEM_POOL: std::cell::Cell<Vec<Item>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// An item of `class` rendering `value`, which then moves into its `place` (no copy of
@@ -264,6 +272,22 @@ pub(super) fn id_ref(prefix: &str, id: Id) -> String {
     out.push_str(prefix);
     id.push_to(&mut out);
     out
+}
+
+/// Appends `n` in decimal (exactly what `Display` writes), without the formatter.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    for slot in digits.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        start -= 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // ASCII digits by construction; the fallback is never taken.
+    out.push_str(digits.get(start..).and_then(|d| std::str::from_utf8(d).ok()).unwrap_or_default());
 }
 
 /// What stage 3 admits: every item whose authority holds, in the order met, the
@@ -315,7 +339,12 @@ fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
         authority_class: AuthorityClass::RuntimeDecision,
     };
     let workflow_version = u64::from(b.workflow_version);
-    let mut items = vec![
+    // The items' vector is the previous compile's on this thread, emptied (its capacity
+    // only: growing or allocating a vector of large items costs more than most items do).
+    let mut items = ITEM_POOL.take();
+    items.clear();
+    items.reserve(32);
+    items.extend([
         item(
             InputClass::Identity,
             runtime("identity", wf_ref.clone(), workflow_version, None),
@@ -334,7 +363,7 @@ fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
             &b.profile,
             Place::Fixed,
         ),
-    ];
+    ]);
     for invariant in &bound.policy.bundle.invariants {
         items.push(item(
             InputClass::Identity,
@@ -534,9 +563,9 @@ fn repair_authority(
     if child.base_digest != candidate_digest || decision.candidate_digest != candidate_digest {
         return Err(fail("the child's base digest is not the parent's frozen digest".to_owned()));
     }
-    let mut failed = Vec::new();
-    let mut items = Vec::new();
-    let mut fb_items = Vec::new();
+    let mut failed = Vec::with_capacity(decision.evidence.len());
+    let mut items = Vec::with_capacity(decision.evidence.len() + 2);
+    let mut fb_items = Vec::with_capacity(decision.evidence.len() + 1 + repair.constraints_to_preserve.len());
     for ev_id in &decision.evidence {
         let ev = state.evidence.get(ev_id).ok_or_else(|| fail(format!("evidence {ev_id} is missing")))?;
         if ev.record.generation_id != repair.parent_generation_id
@@ -606,7 +635,7 @@ fn repair_authority(
         // "goal/{id}@{revision}"
         let mut r = id_ref("goal/", b.goal_id);
         r.push('@');
-        r.push_str(&bound.goal.revision.to_string());
+        push_decimal(&mut r, u64::from(bound.goal.revision));
         r
     };
     for c in &repair.constraints_to_preserve {
@@ -716,36 +745,52 @@ struct Budgeted {
 /// content over it is an omission. The feedback stays only if its entry was kept.
 fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, CompileError> {
     let Selection { mut items, mut omissions, repair_context, mut feedback } = selection;
-    items.sort_by_key(|i| i.class);
+    // Stable by class: positions as tie-break make an in-place (allocation-free) sort
+    // stable.
+    for (seq, it) in items.iter_mut().enumerate() {
+        it.seq = seq;
+    }
+    items.sort_unstable_by_key(|i| (i.class, i.seq));
     let phase = query.phase_policy.phase.wire_name();
     let mut used: BTreeMap<InputClass, usize> = BTreeMap::new();
-    let mut kept = Vec::with_capacity(items.len());
-    for it in items {
+    // In place, in order (the items dropped here become omissions and are not needed any
+    // more, so their source refs move into them); the first required overflow stops it.
+    let mut overflow = None;
+    items.retain_mut(|it| {
+        if overflow.is_some() {
+            return false;
+        }
         if !query.wanted(it.class) {
             omissions.push(OmissionDecision {
-                source_ref: it.entry.source_ref.clone(),
-                rule: format!("phase.{phase}.excludes.{}", it.class.wire_name()),
+                source_ref: std::mem::take(&mut it.entry.source_ref),
+                rule: ["phase.", phase, ".excludes.", it.class.wire_name()].concat(),
                 reason: "the phase policy neither requires nor allows this input class".to_owned(),
             });
-            continue;
+            return false;
         }
         let limit = query.budget(it.class);
         let total = used.get(&it.class).copied().unwrap_or(0) + it.bytes;
         if total > limit as usize {
             // Prompt-advisory material (compiler/3's selected sources) is never required.
             if query.required(it.class) && it.entry.authority_class != AuthorityClass::PromptAdvisory {
-                return Err(CompileError::RequiredOverflow { class: it.class, bytes: total, budget: limit });
+                overflow =
+                    Some(CompileError::RequiredOverflow { class: it.class, bytes: total, budget: limit });
+                return false;
             }
             omissions.push(OmissionDecision {
-                source_ref: it.entry.source_ref.clone(),
-                rule: format!("budget.{}", it.class.wire_name()),
+                source_ref: std::mem::take(&mut it.entry.source_ref),
+                rule: ["budget.", it.class.wire_name()].concat(),
                 reason: format!("optional content would bring the class to {total} of {limit} bytes"),
             });
-            continue;
+            return false;
         }
         used.insert(it.class, total);
-        kept.push(it);
+        true
+    });
+    if let Some(error) = overflow {
+        return Err(error);
     }
+    let kept = items;
     if !kept.iter().any(|it| it.entry.kind == "priorAttemptFeedback") {
         feedback = None;
     }
@@ -764,7 +809,7 @@ fn render_and_hash(
     version: &'static str,
 ) -> Compiled {
     let b = bound.binding;
-    let Budgeted { kept, omissions, repair_context, feedback } = budgeted;
+    let Budgeted { mut kept, omissions, repair_context, feedback } = budgeted;
     // The grant and contract move into the package: digest them first.
     let capability_grant_digest = record_digest(DigestKind::CapabilityGrant, &query.grant).0;
     let response_contract_digest = record_digest(DigestKind::ResponseContract, &query.contract).0;
@@ -805,7 +850,7 @@ fn render_and_hash(
     // The package holds every kept item's rendering plus a little framing: size it once.
     let package_estimate = kept.iter().map(|it| it.bytes).sum::<usize>() + 1024;
     let mut entries = Vec::with_capacity(kept.len());
-    for it in kept {
+    for it in kept.drain(..) {
         match it.place {
             Place::Invariant(v) => package.invariants.push(v),
             Place::Fact(v) => package.selected_facts.push(v),
@@ -825,6 +870,9 @@ fn render_and_hash(
     }
     if !goal_placed {
         package.goal = package_goal(bound.goal);
+    }
+    if kept.capacity() <= 1024 {
+        ITEM_POOL.set(kept);
     }
     let mut package_bytes = Vec::with_capacity(package_estimate);
     encode_into(&package, &mut package_bytes);
@@ -852,4 +900,22 @@ fn render_and_hash(
     };
     let manifest_digest = manifest.digest();
     Compiled { package, package_bytes, manifest, manifest_digest }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{id_ref, push_decimal};
+    use ledger_schema::Id;
+
+    #[test]
+    fn refs_and_decimals_match_format() {
+        for n in [0u64, 1, 9, 10, 99, 100, 4_294_967_295, u64::MAX] {
+            let mut out = String::from("goal/x@");
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("goal/x@{n}"));
+        }
+        for id in [Id(0), Id(1), Id(u128::MAX), Id(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef)] {
+            assert_eq!(id_ref("source/", id), format!("source/{id}"));
+        }
+    }
 }
