@@ -33,8 +33,6 @@
 mod names;
 mod render;
 
-use std::collections::BTreeMap;
-
 use ledger_schema::codec::{encode_into, record_digest};
 use ledger_schema::events::PhasePolicy;
 use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
@@ -106,6 +104,35 @@ pub(super) fn pipeline(
     Ok(render_and_hash(&bound, query, budgeted, version))
 }
 
+/// A value per input class: a map over the seven classes without a map's allocations.
+#[derive(Default)]
+struct ClassMap<T: Copy>([Option<T>; 7]);
+
+impl<T: Copy> ClassMap<T> {
+    /// The class's slot: exhaustive, so a new class does not compile until it has one.
+    fn slot(class: InputClass) -> usize {
+        match class {
+            InputClass::Identity => 0,
+            InputClass::Phase => 1,
+            InputClass::Goal => 2,
+            InputClass::BlockersDecisions => 3,
+            InputClass::FactsScenariosObligations => 4,
+            InputClass::ProjectMaterial => 5,
+            InputClass::Working => 6,
+        }
+    }
+
+    fn get(&self, class: InputClass) -> Option<T> {
+        self.0.get(Self::slot(class)).copied().flatten()
+    }
+
+    fn set(&mut self, class: InputClass, value: T) {
+        if let Some(slot) = self.0.get_mut(Self::slot(class)) {
+            *slot = Some(value);
+        }
+    }
+}
+
 /// Classes every phase requires, whatever its policy says.
 const ALWAYS_REQUIRED: [InputClass; 3] = [InputClass::Identity, InputClass::Phase, InputClass::Goal];
 
@@ -149,7 +176,7 @@ struct PhaseQuery<'s> {
     phase_policy: &'s PhasePolicy,
     grant: CapabilityGrant,
     contract: ResponseContract,
-    budgets: BTreeMap<InputClass, u32>,
+    budgets: ClassMap<u32>,
 }
 
 impl PhaseQuery<'_> {
@@ -165,7 +192,7 @@ impl PhaseQuery<'_> {
 
     /// The class's byte budget: the policy's first budget for it, or the default.
     fn budget(&self, class: InputClass) -> u32 {
-        self.budgets.get(&class).copied().unwrap_or(DEFAULT_CLASS_BUDGET_BYTES)
+        self.budgets.get(class).unwrap_or(DEFAULT_CLASS_BUDGET_BYTES)
     }
 }
 
@@ -176,10 +203,12 @@ fn query_phase<'s>(bound: &Bound<'s>) -> Result<PhaseQuery<'s>, CompileError> {
     let bundle = &bound.policy.bundle;
     let phase_policy =
         bundle.phases.iter().find(|p| p.phase == phase).ok_or(CompileError::NoPhasePolicy(phase))?;
-    let mut budgets = BTreeMap::new();
+    let mut budgets = ClassMap::default();
     for class_budget in &bundle.budgets {
         // The first budget named for a class counts, as compiler/1's `find` did.
-        budgets.entry(class_budget.class).or_insert(class_budget.max_bytes);
+        if budgets.get(class_budget.class).is_none() {
+            budgets.set(class_budget.class, class_budget.max_bytes);
+        }
     }
     Ok(PhaseQuery {
         phase_policy,
@@ -752,7 +781,7 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
     }
     items.sort_unstable_by_key(|i| (i.class, i.seq));
     let phase = query.phase_policy.phase.wire_name();
-    let mut used: BTreeMap<InputClass, usize> = BTreeMap::new();
+    let mut used: ClassMap<usize> = ClassMap::default();
     // In place, in order (the items dropped here become omissions and are not needed any
     // more, so their source refs move into them); the first required overflow stops it.
     let mut overflow = None;
@@ -769,7 +798,7 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
             return false;
         }
         let limit = query.budget(it.class);
-        let total = used.get(&it.class).copied().unwrap_or(0) + it.bytes;
+        let total = used.get(it.class).unwrap_or(0) + it.bytes;
         if total > limit as usize {
             // Prompt-advisory material (compiler/3's selected sources) is never required.
             if query.required(it.class) && it.entry.authority_class != AuthorityClass::PromptAdvisory {
@@ -784,7 +813,7 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
             });
             return false;
         }
-        used.insert(it.class, total);
+        used.set(it.class, total);
         true
     });
     if let Some(error) = overflow {
