@@ -479,12 +479,16 @@ fn durable_sources(
         if fact.status != FactStatus::Confirmed {
             // PROPOSED and invalidated Facts never appear as confirmed.
             omissions.push(OmissionDecision {
-                source_ref: format!("fact/{id}@{}", fact.revision),
+                source_ref: {
+                    // "fact/{id}@{revision}"
+                    let mut r = id_ref("fact/", *id);
+                    r.push('@');
+                    push_decimal(&mut r, u64::from(fact.revision));
+                    r
+                },
                 rule: "authority.factNotConfirmed".to_owned(),
-                reason: format!(
-                    "fact is {}; only confirmed facts are authoritative",
-                    fact.status.wire_name()
-                ),
+                reason: ["fact is ", fact.status.wire_name(), "; only confirmed facts are authoritative"]
+                    .concat(),
             });
             continue;
         }
