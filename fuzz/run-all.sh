@@ -12,7 +12,7 @@
 #
 # FUZZ_TARGETS="a b" restricts the run to some targets. Decoder targets: decode_entry,
 # decode_frame, decode_command_json, checkpoint_json; model targets: command_sequence,
-# store_corruption. Expected durations: docs/performance.md, "Fuzz targets (session 4)".
+# store_corruption. Expected durations: docs/performance.md, "Fuzz targets (seventh session)".
 set -uo pipefail
 cd "$(dirname "$0")"
 decoders=(decode_entry decode_frame decode_command_json checkpoint_json)

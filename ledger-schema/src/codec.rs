@@ -13,6 +13,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+mod writer;
+
 /// Largest encoded entry (format v1). Checked before anything is decoded or allocated.
 pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 /// Most entries one frame (one group commit) may hold.
@@ -76,8 +78,22 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     out
 }
 
-/// Encodes a record canonically, appending to `out`.
+/// Encodes a record canonically, appending to `out`: through [`writer`]'s direct
+/// serializer, or — for a value it does not support (none of the canonical records) —
+/// through `serde_cbor`. Both write the same bytes.
 pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
+    let start = out.len();
+    if value.serialize(&mut writer::Writer { out: &mut *out }).is_ok() {
+        return;
+    }
+    out.truncate(start);
+    encode_into_serde_cbor(value, out);
+}
+
+/// [`encode_into`] through `serde_cbor` alone: the reference the direct writer is tested
+/// against.
+#[doc(hidden)]
+pub fn encode_into_serde_cbor<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     #[expect(
         clippy::expect_used,
         reason = "writing derived plain-data records into a Vec has no failure path"
@@ -85,17 +101,29 @@ pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     serde_cbor::to_writer(&mut *out, value).expect("encoding a plain record into a Vec");
 }
 
+/// `encode(value).len()`, encoded into the reused per-thread scratch buffer (no
+/// allocation).
+pub fn encoded_len<T: Serialize>(value: &T) -> usize {
+    with_scratch(value, <[u8]>::len)
+}
+
 /// `Digest::of(kind, &encode(value))` and the encoding's length, for records (bounded by
 /// an entry): encoded into a per-thread scratch buffer that is reused, so hashing a record
 /// costs no allocation and no regrowth. A scratch grown past 1 MiB is not kept.
 pub fn record_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> (crate::Digest, usize) {
+    with_scratch(value, |bytes| (crate::Digest::of(kind, bytes), bytes.len()))
+}
+
+/// `then(&encode(value))`, with the encoding in a per-thread scratch buffer that is reused
+/// (a scratch grown past 1 MiB is not kept).
+fn with_scratch<T: Serialize, R>(value: &T, then: impl FnOnce(&[u8]) -> R) -> R {
     thread_local! {
         static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     }
     let mut bytes = SCRATCH.take();
     bytes.clear();
     encode_into(value, &mut bytes);
-    let out = (crate::Digest::of(kind, &bytes), bytes.len());
+    let out = then(&bytes);
     if bytes.capacity() <= MAX_ENTRY_BYTES {
         SCRATCH.set(bytes);
     }

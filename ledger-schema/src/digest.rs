@@ -180,10 +180,35 @@ impl Digest {
     pub const ZERO: Digest = Digest([0; 32]);
 
     /// Hash `bytes` under the context of `kind`.
+    ///
+    /// Each thread keeps one prepared hasher per kind and [`blake3::Hasher::reset`]s it
+    /// after use (which restores exactly its fresh `derive_key` state): a `Hasher` is about
+    /// 2 KB, and cloning and moving a fresh one for every digest cost more than hashing a
+    /// short record.
     pub fn of(kind: DigestKind, bytes: &[u8]) -> Digest {
-        let mut hasher = kind.hasher();
-        hasher.update(bytes);
-        Digest(*hasher.finalize().as_bytes())
+        thread_local! {
+            static HASHERS: std::cell::RefCell<Vec<Option<blake3::Hasher>>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let once = |hasher: &mut blake3::Hasher| {
+            hasher.update(bytes);
+            let digest = Digest(*hasher.finalize().as_bytes());
+            hasher.reset();
+            digest
+        };
+        let reused = HASHERS.try_with(|cell| {
+            let mut slots = cell.try_borrow_mut().ok()?;
+            if slots.is_empty() {
+                slots.resize_with(DigestKind::ALL.len(), || None);
+            }
+            let slot = slots.get_mut(kind as usize)?;
+            Some(once(slot.get_or_insert_with(|| kind.hasher())))
+        });
+        match reused {
+            Ok(Some(digest)) => digest,
+            // Thread-local storage torn down, or a kind without a slot.
+            _ => once(&mut kind.hasher()),
+        }
     }
 
     /// `Ok` when `self` equals `expected`; otherwise the typed mismatch carrying both.
@@ -192,8 +217,9 @@ impl Digest {
     }
 }
 
-impl fmt::Display for Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Digest {
+    /// The digest's text, `b3:` and 64 lowercase hex digits (ASCII).
+    fn text(&self) -> [u8; 67] {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut text = [0u8; 67];
         let (prefix, hex) = text.split_at_mut(3);
@@ -202,6 +228,21 @@ impl fmt::Display for Digest {
             let digit = |nibble: u8| HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
             pair.copy_from_slice(&[digit(byte >> 4), digit(byte & 0xf)]);
         }
+        text
+    }
+
+    /// Appends the digest's text (exactly what `Display` writes) to `out`, without going
+    /// through a formatter.
+    pub fn push_to(&self, out: &mut String) {
+        let text = self.text();
+        // The text is ASCII by construction; the fallback is never taken.
+        out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.text();
         f.pad(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }

@@ -23,6 +23,13 @@ impl Id {
     pub fn to_bytes(self) -> [u8; 16] {
         self.0.to_be_bytes()
     }
+
+    /// Appends the id's 26-character text (exactly what `Display` writes) to `out`,
+    /// without going through a formatter.
+    pub fn push_to(self, out: &mut String) {
+        let mut text = [0u8; ulid::ULID_LEN];
+        out.push_str(ulid::Ulid(self.0).array_to_str(&mut text));
+    }
 }
 
 impl fmt::Display for Id {

@@ -33,8 +33,6 @@
 mod names;
 mod render;
 
-use std::collections::BTreeMap;
-
 use ledger_schema::codec::{encode_into, record_digest};
 use ledger_schema::events::PhasePolicy;
 use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
@@ -103,7 +101,36 @@ pub(super) fn pipeline(
     let mut selected = filter_by_authority(state, &bound, &query)?;
     selected.items.extend(advisory);
     let budgeted = budget(selected, &query)?;
-    Ok(render_and_hash(&bound, &query, budgeted, version))
+    Ok(render_and_hash(&bound, query, budgeted, version))
+}
+
+/// A value per input class: a map over the seven classes without a map's allocations.
+#[derive(Default)]
+struct ClassMap<T: Copy>([Option<T>; 7]);
+
+impl<T: Copy> ClassMap<T> {
+    /// The class's slot: exhaustive, so a new class does not compile until it has one.
+    fn slot(class: InputClass) -> usize {
+        match class {
+            InputClass::Identity => 0,
+            InputClass::Phase => 1,
+            InputClass::Goal => 2,
+            InputClass::BlockersDecisions => 3,
+            InputClass::FactsScenariosObligations => 4,
+            InputClass::ProjectMaterial => 5,
+            InputClass::Working => 6,
+        }
+    }
+
+    fn get(&self, class: InputClass) -> Option<T> {
+        self.0.get(Self::slot(class)).copied().flatten()
+    }
+
+    fn set(&mut self, class: InputClass, value: T) {
+        if let Some(slot) = self.0.get_mut(Self::slot(class)) {
+            *slot = Some(value);
+        }
+    }
 }
 
 /// Classes every phase requires, whatever its policy says.
@@ -149,7 +176,7 @@ struct PhaseQuery<'s> {
     phase_policy: &'s PhasePolicy,
     grant: CapabilityGrant,
     contract: ResponseContract,
-    budgets: BTreeMap<InputClass, u32>,
+    budgets: ClassMap<u32>,
 }
 
 impl PhaseQuery<'_> {
@@ -165,7 +192,7 @@ impl PhaseQuery<'_> {
 
     /// The class's byte budget: the policy's first budget for it, or the default.
     fn budget(&self, class: InputClass) -> u32 {
-        self.budgets.get(&class).copied().unwrap_or(DEFAULT_CLASS_BUDGET_BYTES)
+        self.budgets.get(class).unwrap_or(DEFAULT_CLASS_BUDGET_BYTES)
     }
 }
 
@@ -176,10 +203,12 @@ fn query_phase<'s>(bound: &Bound<'s>) -> Result<PhaseQuery<'s>, CompileError> {
     let bundle = &bound.policy.bundle;
     let phase_policy =
         bundle.phases.iter().find(|p| p.phase == phase).ok_or(CompileError::NoPhasePolicy(phase))?;
-    let mut budgets = BTreeMap::new();
+    let mut budgets = ClassMap::default();
     for class_budget in &bundle.budgets {
         // The first budget named for a class counts, as compiler/1's `find` did.
-        budgets.entry(class_budget.class).or_insert(class_budget.max_bytes);
+        if budgets.get(class_budget.class).is_none() {
+            budgets.set(class_budget.class, class_budget.max_bytes);
+        }
     }
     Ok(PhaseQuery {
         phase_policy,
@@ -200,6 +229,9 @@ fn query_phase<'s>(bound: &Bound<'s>) -> Result<PhaseQuery<'s>, CompileError> {
 /// rendering, and where it goes in the package.
 pub(super) struct Item {
     class: InputClass,
+    /// Its position among the candidates, set by stage 4 (the tie-break that makes its
+    /// in-place sort stable).
+    seq: usize,
     entry: ManifestEntry,
     bytes: usize,
     place: Place,
@@ -215,7 +247,9 @@ pub(super) enum Place {
     Blocker(Blocker),
     /// A task selection's loaded sources, whole (compiler/3).
     Skills(Vec<SelectedSkill>),
-    /// Identity, phase, goal, candidate, repair entries: rendered in fixed fields.
+    /// The goal's content, rendered in its fixed field.
+    Goal(PackageGoal),
+    /// Identity, phase, candidate, repair entries: rendered in fixed fields.
     Fixed,
 }
 
@@ -239,7 +273,50 @@ pub(super) fn item<T: Serialize>(class: InputClass, source: Source, value: &T, p
         authority_class: source.authority_class,
         rendered_digest,
     };
-    Item { class, entry, bytes, place }
+    Item { class, seq: 0, entry, bytes, place }
+}
+
+thread_local! {
+    /// The (empty) items' vector of this thread's last compile, for the next to reuse.
+    static ITEM_POOL: std::cell::Cell<Vec<Item>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// An item of `class` rendering `value`, which then moves into its `place` (no copy of
+/// the rendered value is made for the package).
+pub(super) fn item_in<T: Serialize>(
+    class: InputClass,
+    source: Source,
+    value: T,
+    place: fn(T) -> Place,
+) -> Item {
+    let mut it = item(class, source, &value, Place::Fixed);
+    it.place = place(value);
+    it
+}
+
+/// `prefix` followed by `id`'s text: exactly `format!("{prefix}{id}")`, without the
+/// formatter (a source ref is built for every item of every compile).
+pub(super) fn id_ref(prefix: &str, id: Id) -> String {
+    let mut out = String::with_capacity(prefix.len() + 26);
+    out.push_str(prefix);
+    id.push_to(&mut out);
+    out
+}
+
+/// Appends `n` in decimal (exactly what `Display` writes), without the formatter.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    for slot in digits.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        start -= 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // ASCII digits by construction; the fallback is never taken.
+    out.push_str(digits.get(start..).and_then(|d| std::str::from_utf8(d).ok()).unwrap_or_default());
 }
 
 /// What stage 3 admits: every item whose authority holds, in the order met, the
@@ -281,8 +358,8 @@ fn filter_by_authority(
 /// present, from the binding alone.
 fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
     let b = bound.binding;
-    let wf_ref = format!("workflow/{}", b.workflow_id);
-    let policy_ref = format!("policy/{}", b.policy.id);
+    let wf_ref = id_ref("workflow/", b.workflow_id);
+    let policy_ref = id_ref("policy/", b.policy.id);
     let runtime = |kind, source_ref, source_revision, source_digest| Source {
         kind,
         source_ref,
@@ -291,7 +368,12 @@ fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
         authority_class: AuthorityClass::RuntimeDecision,
     };
     let workflow_version = u64::from(b.workflow_version);
-    let mut items = vec![
+    // The items' vector is the previous compile's on this thread, emptied (its capacity
+    // only: growing or allocating a vector of large items costs more than most items do).
+    let mut items = ITEM_POOL.take();
+    items.clear();
+    items.reserve(32);
+    items.extend([
         item(
             InputClass::Identity,
             runtime("identity", wf_ref.clone(), workflow_version, None),
@@ -306,11 +388,11 @@ fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
         ),
         item(
             InputClass::Identity,
-            runtime("profile", format!("profile/{}", b.profile.id), 0, Some(b.profile.digest)),
+            runtime("profile", id_ref("profile/", b.profile.id), 0, Some(b.profile.digest)),
             &b.profile,
             Place::Fixed,
         ),
-    ];
+    ]);
     for invariant in &bound.policy.bundle.invariants {
         items.push(item(
             InputClass::Identity,
@@ -321,26 +403,26 @@ fn fixed_items(bound: &Bound<'_>, query: &PhaseQuery<'_>) -> Vec<Item> {
     }
     items.push(item(
         InputClass::Phase,
-        runtime("phase", format!("{wf_ref}/phase"), workflow_version, Some(b.policy.digest)),
+        runtime("phase", [wf_ref.as_str(), "/phase"].concat(), workflow_version, Some(b.policy.digest)),
         &(&query.phase_policy.objective, &query.grant, &query.contract),
         Place::Fixed,
     ));
-    items.push(item(
+    items.push(item_in(
         InputClass::Goal,
         Source {
             kind: "goal",
-            source_ref: format!("goal/{}", b.goal_id),
+            source_ref: id_ref("goal/", b.goal_id),
             source_revision: u64::from(bound.goal.revision),
             source_digest: Some(bound.goal.digest),
             authority_class: AuthorityClass::Goal,
         },
-        &package_goal(bound.goal),
-        Place::Fixed,
+        package_goal(bound.goal),
+        Place::Goal,
     ));
     if let Some((gen_id, base)) = b.generation {
         items.push(item(
             InputClass::Identity,
-            runtime("candidate", format!("generation/{gen_id}"), 0, Some(base)),
+            runtime("candidate", id_ref("generation/", gen_id), 0, Some(base)),
             &(gen_id, base),
             Place::Fixed,
         ));
@@ -374,63 +456,62 @@ fn durable_sources(
         let value = Blocker { blocker_id: *id, description: blocker.description.clone() };
         let source = Source {
             kind: "blocker",
-            source_ref: format!("blocker/{id}"),
+            source_ref: id_ref("blocker/", *id),
             source_revision: blocker.seq,
             source_digest: None,
             authority_class: AuthorityClass::RuntimeDecision,
         };
-        items.push(item(InputClass::BlockersDecisions, source, &value, Place::Blocker(value.clone())));
+        items.push(item_in(InputClass::BlockersDecisions, source, value, Place::Blocker));
     }
     for (id, d) in state.human_decisions.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value =
             SelectedDecision { decision_id: *id, question: d.question.clone(), answer: d.answer.clone() };
         let source = Source {
             kind: "humanDecision",
-            source_ref: format!("humanDecision/{id}"),
+            source_ref: id_ref("humanDecision/", *id),
             source_revision: d.seq,
             source_digest: None,
             authority_class: AuthorityClass::HumanDecision,
         };
-        items.push(item(InputClass::BlockersDecisions, source, &value, Place::Decision(value.clone())));
+        items.push(item_in(InputClass::BlockersDecisions, source, value, Place::Decision));
     }
     for (id, fact) in state.facts.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         if fact.status != FactStatus::Confirmed {
             // PROPOSED and invalidated Facts never appear as confirmed.
             omissions.push(OmissionDecision {
-                source_ref: format!("fact/{id}@{}", fact.revision),
+                source_ref: {
+                    // "fact/{id}@{revision}"
+                    let mut r = id_ref("fact/", *id);
+                    r.push('@');
+                    push_decimal(&mut r, u64::from(fact.revision));
+                    r
+                },
                 rule: "authority.factNotConfirmed".to_owned(),
-                reason: format!(
-                    "fact is {}; only confirmed facts are authoritative",
-                    fact.status.wire_name()
-                ),
+                reason: ["fact is ", fact.status.wire_name(), "; only confirmed facts are authoritative"]
+                    .concat(),
             });
             continue;
         }
         let value = SelectedFact { fact_id: *id, revision: fact.revision, statement: fact.statement.clone() };
         let source = Source {
             kind: "fact",
-            source_ref: format!("fact/{id}"),
+            source_ref: id_ref("fact/", *id),
             source_revision: u64::from(fact.revision),
             source_digest: Some(Digest::of(DigestKind::Source, fact.statement.as_bytes())),
             authority_class: AuthorityClass::ConfirmedFact,
         };
-        items.push(item(InputClass::FactsScenariosObligations, source, &value, Place::Fact(value.clone())));
+        items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Fact));
     }
     for (id, s) in state.scenarios.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value = Scenario { scenario_id: *id, title: s.title.clone(), description: s.description.clone() };
         let source = Source {
             kind: "scenario",
-            source_ref: format!("scenario/{id}"),
+            source_ref: id_ref("scenario/", *id),
             source_revision: s.seq,
             source_digest: None,
             authority_class: AuthorityClass::Goal,
         };
-        items.push(item(
-            InputClass::FactsScenariosObligations,
-            source,
-            &value,
-            Place::Scenario(value.clone()),
-        ));
+        items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Scenario));
     }
     for (id, o) in state.obligations.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value = Obligation {
@@ -441,17 +522,12 @@ fn durable_sources(
         };
         let source = Source {
             kind: "obligation",
-            source_ref: format!("obligation/{id}"),
+            source_ref: id_ref("obligation/", *id),
             source_revision: o.seq,
             source_digest: Some(o.check_spec_digest),
             authority_class: AuthorityClass::Goal,
         };
-        items.push(item(
-            InputClass::FactsScenariosObligations,
-            source,
-            &value,
-            Place::Obligation(value.clone()),
-        ));
+        items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Obligation));
     }
     for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         let value = CodeExcerpt {
@@ -463,12 +539,12 @@ fn durable_sources(
         };
         let source = Source {
             kind: "projectSource",
-            source_ref: format!("source/{id}"),
+            source_ref: id_ref("source/", *id),
             source_revision: s.seq,
             source_digest: Some(s.digest),
             authority_class: AuthorityClass::ProjectSource,
         };
-        items.push(item(InputClass::ProjectMaterial, source, &value, Place::Code(value.clone())));
+        items.push(item_in(InputClass::ProjectMaterial, source, value, Place::Code));
     }
 }
 
@@ -520,9 +596,9 @@ fn repair_authority(
     if child.base_digest != candidate_digest || decision.candidate_digest != candidate_digest {
         return Err(fail("the child's base digest is not the parent's frozen digest".to_owned()));
     }
-    let mut failed = Vec::new();
-    let mut items = Vec::new();
-    let mut fb_items = Vec::new();
+    let mut failed = Vec::with_capacity(decision.evidence.len());
+    let mut items = Vec::with_capacity(decision.evidence.len() + 2);
+    let mut fb_items = Vec::with_capacity(decision.evidence.len() + 1 + repair.constraints_to_preserve.len());
     for ev_id in &decision.evidence {
         let ev = state.evidence.get(ev_id).ok_or_else(|| fail(format!("evidence {ev_id} is missing")))?;
         if ev.record.generation_id != repair.parent_generation_id
@@ -543,9 +619,10 @@ fn repair_authority(
             check_specification_id: ev.record.check_spec_id,
             check_specification_digest: ev.record.check_spec_digest,
         };
+        let evidence_ref = id_ref("evidence/", *ev_id);
         let source = Source {
             kind: "failedEvidence",
-            source_ref: format!("evidence/{ev_id}"),
+            source_ref: evidence_ref.clone(),
             source_revision: ev.seq,
             source_digest: Some(ev.record_digest),
             authority_class: AuthorityClass::Evidence,
@@ -553,29 +630,52 @@ fn repair_authority(
         items.push(item(InputClass::Identity, source, &f, Place::Fixed));
         fb_items.push(FeedbackItem {
             kind: FeedbackKind::FailedCheck,
-            content: format!(
-                "check {} of obligation {} failed: {}",
-                ev.record.check_spec_id, ev.record.obligation_id, ev.record.detail
-            ),
-            source_refs: vec![format!("evidence/{ev_id}")],
+            content: {
+                // "check {check} of obligation {obligation} failed: {detail}"
+                let mut c = String::with_capacity(6 + 26 + 15 + 26 + 9 + ev.record.detail.len());
+                c.push_str("check ");
+                ev.record.check_spec_id.push_to(&mut c);
+                c.push_str(" of obligation ");
+                ev.record.obligation_id.push_to(&mut c);
+                c.push_str(" failed: ");
+                c.push_str(&ev.record.detail);
+                c
+            },
+            source_refs: vec![evidence_ref],
             source_digests: vec![ev.record_digest],
         });
         failed.push(f);
     }
     fb_items.push(FeedbackItem {
         kind: FeedbackKind::ParentChangeSet,
-        content: format!(
-            "the rejected parent generation {} froze as {candidate_digest} with change set {change_set_digest}; the repair starts from those exact bytes",
-            repair.parent_generation_id
-        ),
-        source_refs: vec![format!("generation/{}", repair.parent_generation_id)],
+        content: {
+            // "the rejected parent generation {id} froze as {candidate} with change set
+            // {change set}; the repair starts from those exact bytes"
+            let mut c = String::with_capacity(31 + 26 + 11 + 67 + 17 + 67 + 42);
+            c.push_str("the rejected parent generation ");
+            repair.parent_generation_id.push_to(&mut c);
+            c.push_str(" froze as ");
+            candidate_digest.push_to(&mut c);
+            c.push_str(" with change set ");
+            change_set_digest.push_to(&mut c);
+            c.push_str("; the repair starts from those exact bytes");
+            c
+        },
+        source_refs: vec![id_ref("generation/", repair.parent_generation_id)],
         source_digests: vec![change_set_digest],
     });
+    let goal_ref = {
+        // "goal/{id}@{revision}"
+        let mut r = id_ref("goal/", b.goal_id);
+        r.push('@');
+        push_decimal(&mut r, u64::from(bound.goal.revision));
+        r
+    };
     for c in &repair.constraints_to_preserve {
         fb_items.push(FeedbackItem {
             kind: FeedbackKind::PreservationConstraint,
             content: c.clone(),
-            source_refs: vec![format!("goal/{}@{}", b.goal_id, bound.goal.revision)],
+            source_refs: vec![goal_ref.clone()],
             source_digests: vec![bound.goal.digest],
         });
     }
@@ -596,7 +696,7 @@ fn repair_authority(
     };
     let source = Source {
         kind: "repairDecision",
-        source_ref: format!("decision/{}", repair.decision_id),
+        source_ref: id_ref("decision/", repair.decision_id),
         source_revision: decision.seq,
         source_digest: Some(decision.decision_digest),
         authority_class: AuthorityClass::RuntimeDecision,
@@ -607,7 +707,7 @@ fn repair_authority(
     if let Some(f) = &feedback {
         let source = Source {
             kind: "priorAttemptFeedback",
-            source_ref: format!("repair/{repair_id}/feedback"),
+            source_ref: [id_ref("repair/", repair_id).as_str(), "/feedback"].concat(),
             source_revision: repair.seq,
             source_digest: Some(f.feedback_digest),
             authority_class: AuthorityClass::NonAuthoritativeWorking,
@@ -629,7 +729,7 @@ fn bounded_feedback(
     let mut kept = Vec::new();
     let mut total = 0usize;
     for (idx, it) in fb_items.into_iter().enumerate() {
-        let size = ledger_schema::codec::encode(&it).len();
+        let size = ledger_schema::codec::encoded_len(&it);
         let rule = if it.content.trim().is_empty() {
             Some("feedback.blank")
         } else if size > limits.max_item_bytes as usize {
@@ -678,36 +778,52 @@ struct Budgeted {
 /// content over it is an omission. The feedback stays only if its entry was kept.
 fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, CompileError> {
     let Selection { mut items, mut omissions, repair_context, mut feedback } = selection;
-    items.sort_by_key(|i| i.class);
+    // Stable by class: positions as tie-break make an in-place (allocation-free) sort
+    // stable.
+    for (seq, it) in items.iter_mut().enumerate() {
+        it.seq = seq;
+    }
+    items.sort_unstable_by_key(|i| (i.class, i.seq));
     let phase = query.phase_policy.phase.wire_name();
-    let mut used: BTreeMap<InputClass, usize> = BTreeMap::new();
-    let mut kept = Vec::with_capacity(items.len());
-    for it in items {
+    let mut used: ClassMap<usize> = ClassMap::default();
+    // In place, in order (the items dropped here become omissions and are not needed any
+    // more, so their source refs move into them); the first required overflow stops it.
+    let mut overflow = None;
+    items.retain_mut(|it| {
+        if overflow.is_some() {
+            return false;
+        }
         if !query.wanted(it.class) {
             omissions.push(OmissionDecision {
-                source_ref: it.entry.source_ref.clone(),
-                rule: format!("phase.{phase}.excludes.{}", it.class.wire_name()),
+                source_ref: std::mem::take(&mut it.entry.source_ref),
+                rule: ["phase.", phase, ".excludes.", it.class.wire_name()].concat(),
                 reason: "the phase policy neither requires nor allows this input class".to_owned(),
             });
-            continue;
+            return false;
         }
         let limit = query.budget(it.class);
-        let total = used.get(&it.class).copied().unwrap_or(0) + it.bytes;
+        let total = used.get(it.class).unwrap_or(0) + it.bytes;
         if total > limit as usize {
             // Prompt-advisory material (compiler/3's selected sources) is never required.
             if query.required(it.class) && it.entry.authority_class != AuthorityClass::PromptAdvisory {
-                return Err(CompileError::RequiredOverflow { class: it.class, bytes: total, budget: limit });
+                overflow =
+                    Some(CompileError::RequiredOverflow { class: it.class, bytes: total, budget: limit });
+                return false;
             }
             omissions.push(OmissionDecision {
-                source_ref: it.entry.source_ref.clone(),
-                rule: format!("budget.{}", it.class.wire_name()),
+                source_ref: std::mem::take(&mut it.entry.source_ref),
+                rule: ["budget.", it.class.wire_name()].concat(),
                 reason: format!("optional content would bring the class to {total} of {limit} bytes"),
             });
-            continue;
+            return false;
         }
-        used.insert(it.class, total);
-        kept.push(it);
+        used.set(it.class, total);
+        true
+    });
+    if let Some(error) = overflow {
+        return Err(error);
     }
+    let kept = items;
     if !kept.iter().any(|it| it.entry.kind == "priorAttemptFeedback") {
         feedback = None;
     }
@@ -721,12 +837,15 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
 /// manifest binding them (entries in package order, omissions, digests).
 fn render_and_hash(
     bound: &Bound<'_>,
-    query: &PhaseQuery<'_>,
+    query: PhaseQuery<'_>,
     budgeted: Budgeted,
     version: &'static str,
 ) -> Compiled {
     let b = bound.binding;
-    let Budgeted { kept, omissions, repair_context, feedback } = budgeted;
+    let Budgeted { mut kept, omissions, repair_context, feedback } = budgeted;
+    // The grant and contract move into the package: digest them first.
+    let capability_grant_digest = record_digest(DigestKind::CapabilityGrant, &query.grant).0;
+    let response_contract_digest = record_digest(DigestKind::ResponseContract, &query.contract).0;
     let mut package = ContextPackage {
         schema_version: if b.plan.is_some() {
             PACKAGE_SCHEMA_PROTECTED
@@ -738,9 +857,16 @@ fn render_and_hash(
         identity: bound.identity.clone(),
         phase_objective: query.phase_policy.objective.clone(),
         selected_skills: Vec::new(),
-        capability_grant: query.grant.clone(),
+        capability_grant: query.grant,
         invariants: Vec::new(),
-        goal: package_goal(bound.goal),
+        // Set from the goal item's place below (the goal is always kept).
+        goal: PackageGoal {
+            objective: String::new(),
+            success_criteria: Vec::new(),
+            scope: Vec::new(),
+            non_goals: Vec::new(),
+            preservation_constraints: Vec::new(),
+        },
         selected_facts: Vec::new(),
         selected_decisions: Vec::new(),
         business_scenarios: Vec::new(),
@@ -751,12 +877,13 @@ fn render_and_hash(
         prior_attempt_feedback: feedback,
         execution_profile: b.profile,
         policy_bundle: b.policy,
-        response_contract: query.contract.clone(),
+        response_contract: query.contract,
     };
+    let mut goal_placed = false;
     // The package holds every kept item's rendering plus a little framing: size it once.
     let package_estimate = kept.iter().map(|it| it.bytes).sum::<usize>() + 1024;
     let mut entries = Vec::with_capacity(kept.len());
-    for it in kept {
+    for it in kept.drain(..) {
         match it.place {
             Place::Invariant(v) => package.invariants.push(v),
             Place::Fact(v) => package.selected_facts.push(v),
@@ -766,9 +893,19 @@ fn render_and_hash(
             Place::Obligation(v) => package.verification_obligations.push(v),
             Place::Blocker(v) => package.blockers.push(v),
             Place::Skills(v) => package.selected_skills.extend(v),
+            Place::Goal(v) => {
+                package.goal = v;
+                goal_placed = true;
+            }
             Place::Fixed => {}
         }
         entries.push(it.entry);
+    }
+    if !goal_placed {
+        package.goal = package_goal(bound.goal);
+    }
+    if kept.capacity() <= 1024 {
+        ITEM_POOL.set(kept);
     }
     let mut package_bytes = Vec::with_capacity(package_estimate);
     encode_into(&package, &mut package_bytes);
@@ -786,8 +923,8 @@ fn render_and_hash(
         plan: b.plan,
         profile: b.profile,
         policy: b.policy,
-        capability_grant_digest: record_digest(DigestKind::CapabilityGrant, &query.grant).0,
-        response_contract_digest: record_digest(DigestKind::ResponseContract, &query.contract).0,
+        capability_grant_digest,
+        response_contract_digest,
         feedback_digest: package.prior_attempt_feedback.as_ref().map(|f| f.feedback_digest),
         selection_receipt: b.selection,
         entries,
@@ -796,4 +933,22 @@ fn render_and_hash(
     };
     let manifest_digest = manifest.digest();
     Compiled { package, package_bytes, manifest, manifest_digest }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{id_ref, push_decimal};
+    use ledger_schema::Id;
+
+    #[test]
+    fn refs_and_decimals_match_format() {
+        for n in [0u64, 1, 9, 10, 99, 100, 4_294_967_295, u64::MAX] {
+            let mut out = String::from("goal/x@");
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("goal/x@{n}"));
+        }
+        for id in [Id(0), Id(1), Id(u128::MAX), Id(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef)] {
+            assert_eq!(id_ref("source/", id), format!("source/{id}"));
+        }
+    }
 }

@@ -25,7 +25,7 @@ use ledger_schema::Digest;
 use ledger_schema::package::{ContextPackage, SelectedSkill};
 use ledger_schema::types::{AuthorityClass, InputClass};
 
-use super::v2::{self, Item, Place, Source, item};
+use super::v2::{self, Item, Place, Source, item_in};
 use super::{CompileError, Compiled, Compiler};
 use crate::runtime::AttemptBinding;
 use crate::runtime::selection::attempt_material;
@@ -84,10 +84,15 @@ fn selected_sources(state: &State, b: &AttemptBinding, receipt: Digest) -> Resul
         .collect();
     let source = Source {
         kind: "taskSelection",
-        source_ref: format!("selection/{receipt}"),
+        source_ref: {
+            let mut r = String::with_capacity(10 + 67);
+            r.push_str("selection/");
+            receipt.push_to(&mut r);
+            r
+        },
         source_revision: selection.seq,
         source_digest: Some(receipt),
         authority_class: AuthorityClass::PromptAdvisory,
     };
-    Ok(vec![item(InputClass::ProjectMaterial, source, &value, Place::Skills(value.clone()))])
+    Ok(vec![item_in(InputClass::ProjectMaterial, source, value, Place::Skills)])
 }

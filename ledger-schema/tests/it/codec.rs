@@ -99,3 +99,21 @@ fn frames_round_trip_and_are_bounded() {
     v2[3] = 0x02;
     assert!(matches!(decode_frame(&v2), Err(DecodeError::UnsupportedVersion { found: 2 })));
 }
+
+/// `Id::push_to` and `Digest::push_to` append exactly their `Display` text, and
+/// `encoded_len` is the encoding's length (the compiler uses them instead of `format!` and
+/// of encoding into a fresh buffer).
+#[test]
+fn push_to_and_encoded_len_match_display_and_encode() {
+    for (i, (name, sealed)) in samples::chain().into_iter().enumerate() {
+        let id = Id((u128::from(sealed.hash.0[0]) << 120) | (i as u128 * 0x0123_4567_89ab_cdef));
+        let mut text = String::from("x/");
+        id.push_to(&mut text);
+        sealed.hash.push_to(&mut text);
+        assert_eq!(text, format!("x/{id}{}", sealed.hash), "{name}");
+        assert_eq!(codec::encoded_len(&sealed.entry), codec::encode(&sealed.entry).len(), "{name}");
+    }
+    let mut max = String::new();
+    Id(u128::MAX).push_to(&mut max);
+    assert_eq!(max, Id(u128::MAX).to_string());
+}

@@ -50,3 +50,55 @@ fn every_sample_is_canonical() {
         assert!(check_canonical(&sealed.bytes).is_ok(), "{name}");
     }
 }
+
+/// The codec's direct CBOR writer writes exactly `serde_cbor`'s bytes: every arbitrary
+/// entry (every event kind, optional groups present and absent, manifests inside Attempt
+/// starts) and every arbitrary manifest, compared with the `serde_cbor` reference path.
+#[test]
+fn fast_writer_matches_serde_cbor() {
+    use ledger_schema::codec::{encode, encode_into_serde_cbor};
+    use ledger_schema::manifest::ContextManifest;
+    let reference = |value: &dyn Fn(&mut Vec<u8>)| {
+        let mut out = Vec::new();
+        value(&mut out);
+        out
+    };
+    let mut compared = 0;
+    for seed in 0..20_000u64 {
+        let raw = bytes(seed ^ 0xC0DEC, 4096);
+        let mut u = Unstructured::new(&raw);
+        if let Ok(entry) = Entry::arbitrary(&mut u) {
+            let direct = encode(&entry);
+            assert_eq!(
+                direct,
+                reference(&|out| encode_into_serde_cbor(&entry, out)),
+                "{}",
+                entry.event.kind()
+            );
+            compared += 1;
+        }
+        let mut u = Unstructured::new(&raw);
+        if let Ok(manifest) = ContextManifest::arbitrary(&mut u) {
+            assert_eq!(encode(&manifest), reference(&|out| encode_into_serde_cbor(&manifest, out)));
+            compared += 1;
+        }
+    }
+    assert!(compared > 20_000, "only {compared} values compared");
+    for (name, sealed) in ledger_schema::samples::chain() {
+        assert_eq!(
+            encode(&sealed.entry),
+            reference(&|out| encode_into_serde_cbor(&sealed.entry, out)),
+            "{name}"
+        );
+        assert_eq!(encode(&sealed.entry), sealed.bytes, "{name}");
+    }
+    // Values outside the canonical profile still encode as serde_cbor does (the fallback).
+    let odd: (f64, i64, u8, Option<u32>, Vec<i8>) = (1.5, i64::MIN, 255, None, vec![-1, -24, -25, 127]);
+    assert_eq!(encode(&odd), reference(&|out| encode_into_serde_cbor(&odd, out)));
+    let big: Vec<u64> =
+        vec![0, 23, 24, 255, 256, 65_535, 65_536, u64::from(u32::MAX), u64::from(u32::MAX) + 1, u64::MAX];
+    assert_eq!(encode(&big), reference(&|out| encode_into_serde_cbor(&big, out)));
+    let map: std::collections::BTreeMap<String, (bool, char, ())> =
+        [("a".to_owned(), (true, 'é', ())), ("b".repeat(300), (false, 'x', ()))].into_iter().collect();
+    assert_eq!(encode(&map), reference(&|out| encode_into_serde_cbor(&map, out)));
+}
