@@ -240,49 +240,29 @@ impl<'a, 'b> ser::Serializer for &'a mut Writer<'b> {
     }
 }
 
-impl ser::SerializeSeq for &mut Writer<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result {
-        Ok(())
-    }
+/// The compound serializers whose elements are written one after another, each a plain
+/// value (the head was written when the compound began).
+macro_rules! elements {
+    ($($compound:ident :: $method:ident),* $(,)?) => {$(
+        impl ser::$compound for &mut Writer<'_> {
+            type Ok = ();
+            type Error = Unsupported;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> Result {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for &mut Writer<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut Writer<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for &mut Writer<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result {
-        Ok(())
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
 
 impl ser::SerializeMap for &mut Writer<'_> {
     type Ok = ();
@@ -298,32 +278,25 @@ impl ser::SerializeMap for &mut Writer<'_> {
     }
 }
 
-impl ser::SerializeStruct for &mut Writer<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
-        self.text(key);
-        value.serialize(&mut **self)
-    }
-    fn skip_field(&mut self, _key: &'static str) -> Result {
-        Ok(())
-    }
-    fn end(self) -> Result {
-        Ok(())
-    }
+/// The struct serializers: each present field is its name as text, then its value (a
+/// skipped field writes nothing; the map head counted only present fields).
+macro_rules! fields {
+    ($($compound:ident),* $(,)?) => {$(
+        impl ser::$compound for &mut Writer<'_> {
+            type Ok = ();
+            type Error = Unsupported;
+            fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
+                self.text(key);
+                value.serialize(&mut **self)
+            }
+            fn skip_field(&mut self, _key: &'static str) -> Result {
+                Ok(())
+            }
+            fn end(self) -> Result {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for &mut Writer<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
-        self.text(key);
-        value.serialize(&mut **self)
-    }
-    fn skip_field(&mut self, _key: &'static str) -> Result {
-        Ok(())
-    }
-    fn end(self) -> Result {
-        Ok(())
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
