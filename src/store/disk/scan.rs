@@ -407,8 +407,8 @@ pub(super) fn scan_records(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Threads {
     /// Every check and the observer on the calling thread, entry after entry (the reference
-    /// order). A read-only audit still reads sled's copy on its own thread ([`SledCopy::Streamed`]),
-    /// which yields exactly what reading it here would.
+    /// order). A read-only audit still reads sled's copy on a thread of its own, which
+    /// yields exactly what reading it here would.
     One,
     /// Two threads: a helper thread reads the journal and does every store check —
     /// record checks, frame and entry decoding (canonical form), hashing, the chain, the
