@@ -311,25 +311,17 @@ pub fn decode_borrowed<'a, T: serde::Deserialize<'a> + Serialize>(
 /// CBOR, each a second byte string for one value (the `integer_key`, `byte_string_key`,
 /// `byte_string_for_text` and `ulid_text_for_id` negative vectors; only this check refuses
 /// them). So it is never skipped; it is made cheaper instead: the re-encoding goes into a
-/// per-thread scratch buffer that is reused (as [`record_digest`] does), so it costs no
-/// allocation. The offset is the first differing byte, or the shorter length.
+/// per-thread scratch buffer that is reused (`with_scratch`, as [`record_digest`] does), so it
+/// costs no allocation. The offset is the first differing byte, or the shorter length.
 fn reencodes_to<T: Serialize>(value: &T, bytes: &[u8]) -> Result<(), DecodeError> {
-    thread_local! {
-        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    }
-    let mut again = SCRATCH.take();
-    again.clear();
-    encode_into(value, &mut again);
-    let result = if again == bytes {
-        Ok(())
-    } else {
-        let offset = again.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-        Err(DecodeError::NonCanonical { offset })
-    };
-    if again.capacity() <= MAX_ENTRY_BYTES {
-        SCRATCH.set(again);
-    }
-    result
+    with_scratch(value, |again| {
+        if again == bytes {
+            Ok(())
+        } else {
+            let offset = again.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            Err(DecodeError::NonCanonical { offset })
+        }
+    })
 }
 
 /// [`decode_borrowed`] with the backstop as it was first written — a fresh re-encoding,
