@@ -114,6 +114,12 @@ pub fn record_digest<T: Serialize>(kind: crate::DigestKind, value: &T) -> (crate
     with_scratch(value, |bytes| (crate::Digest::of(kind, bytes), bytes.len()))
 }
 
+/// [`record_digest`] through [`crate::Digest::of_repeated`]'s memo: for values that are
+/// rendered again and again with the same bytes (a compile's items).
+pub fn record_digest_repeated<T: Serialize>(kind: crate::DigestKind, value: &T) -> (crate::Digest, usize) {
+    with_scratch(value, |bytes| (crate::Digest::of_repeated(kind, bytes), bytes.len()))
+}
+
 /// `then(&encode(value))`, with the encoding in a per-thread scratch buffer that is reused
 /// (a scratch grown past 1 MiB is not kept).
 fn with_scratch<T: Serialize, R>(value: &T, then: impl FnOnce(&[u8]) -> R) -> R {

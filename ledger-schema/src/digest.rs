@@ -9,6 +9,8 @@ use std::str::FromStr;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod memo;
+
 /// A 32-byte BLAKE3 digest; printed and parsed as `b3:` + 64 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -209,6 +211,18 @@ impl Digest {
             // Thread-local storage torn down, or a kind without a slot.
             _ => once(&mut kind.hasher()),
         }
+    }
+
+    /// [`Digest::of`] for bytes the caller expects to hash again soon: a compile renders
+    /// mostly what the previous one rendered (goal, policy, profile, facts, decisions,
+    /// evidence). Each thread keeps a bounded memo (4 MiB, 4,096 inputs of at most 64 KiB)
+    /// keyed by the kind and the whole bytes — a hit compares every byte — so the answer
+    /// is always exactly `Digest::of(kind, bytes)`.
+    pub fn of_repeated(kind: DigestKind, bytes: &[u8]) -> Digest {
+        if bytes.len() > memo::MAX_INPUT {
+            return Digest::of(kind, bytes);
+        }
+        memo::of(kind, bytes)
     }
 
     /// `Ok` when `self` equals `expected`; otherwise the typed mismatch carrying both.

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use ledger_schema::codec::{encode_into, record_digest};
+use ledger_schema::codec::{encode_into, record_digest_repeated};
 use ledger_schema::events::PhasePolicy;
 use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
 use ledger_schema::package::*;
@@ -73,7 +73,7 @@ enum Place {
 }
 
 fn rendered<T: Serialize>(value: &T) -> (Digest, usize) {
-    record_digest(DigestKind::Rendered, value)
+    record_digest_repeated(DigestKind::Rendered, value)
 }
 
 #[expect(clippy::too_many_arguments, reason = "one manifest entry's fields, named at each call")]
@@ -274,7 +274,7 @@ fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileError> 
             continue;
         }
         let value = SelectedFact { fact_id: *id, revision: fact.revision, statement: fact.statement.clone() };
-        let source = Digest::of(DigestKind::Source, fact.statement.as_bytes());
+        let source = Digest::of_repeated(DigestKind::Source, fact.statement.as_bytes());
         items.push(item(
             InputClass::FactsScenariosObligations,
             "fact",
@@ -445,8 +445,8 @@ fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileError> 
         plan: b.plan,
         profile: b.profile,
         policy: b.policy,
-        capability_grant_digest: record_digest(DigestKind::CapabilityGrant, &grant).0,
-        response_contract_digest: record_digest(DigestKind::ResponseContract, &contract).0,
+        capability_grant_digest: record_digest_repeated(DigestKind::CapabilityGrant, &grant).0,
+        response_contract_digest: record_digest_repeated(DigestKind::ResponseContract, &contract).0,
         feedback_digest: feedback.as_ref().map(|f| f.feedback_digest),
         selection_receipt: None,
         entries,
@@ -620,7 +620,7 @@ fn repair(
     }
     let feedback = (!kept.is_empty()).then(|| Feedback {
         schema_version: FEEDBACK_SCHEMA,
-        feedback_digest: record_digest(DigestKind::Feedback, &kept).0,
+        feedback_digest: record_digest_repeated(DigestKind::Feedback, &kept).0,
         items: kept,
     });
     if let Some(f) = &feedback {

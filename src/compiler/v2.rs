@@ -33,7 +33,7 @@
 mod names;
 mod render;
 
-use ledger_schema::codec::{encode_into, record_digest};
+use ledger_schema::codec::{encode_into, record_digest_repeated};
 use ledger_schema::events::PhasePolicy;
 use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
 use ledger_schema::package::{
@@ -264,7 +264,7 @@ pub(super) struct Source {
 
 /// An item of `class` rendering `value`, its manifest entry made from `source`.
 pub(super) fn item<T: Serialize>(class: InputClass, source: Source, value: &T, place: Place) -> Item {
-    let (rendered_digest, bytes) = record_digest(DigestKind::Rendered, value);
+    let (rendered_digest, bytes) = record_digest_repeated(DigestKind::Rendered, value);
     let entry = ManifestEntry {
         kind: source.kind.to_owned(),
         source_ref: source.source_ref,
@@ -497,7 +497,7 @@ fn durable_sources(
             kind: "fact",
             source_ref: id_ref("fact/", *id),
             source_revision: u64::from(fact.revision),
-            source_digest: Some(Digest::of(DigestKind::Source, fact.statement.as_bytes())),
+            source_digest: Some(Digest::of_repeated(DigestKind::Source, fact.statement.as_bytes())),
             authority_class: AuthorityClass::ConfirmedFact,
         };
         items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Fact));
@@ -755,7 +755,7 @@ fn bounded_feedback(
     }
     let feedback = (!kept.is_empty()).then(|| Feedback {
         schema_version: FEEDBACK_SCHEMA,
-        feedback_digest: record_digest(DigestKind::Feedback, &kept).0,
+        feedback_digest: record_digest_repeated(DigestKind::Feedback, &kept).0,
         items: kept,
     });
     (feedback, omissions)
@@ -844,8 +844,8 @@ fn render_and_hash(
     let b = bound.binding;
     let Budgeted { mut kept, omissions, repair_context, feedback } = budgeted;
     // The grant and contract move into the package: digest them first.
-    let capability_grant_digest = record_digest(DigestKind::CapabilityGrant, &query.grant).0;
-    let response_contract_digest = record_digest(DigestKind::ResponseContract, &query.contract).0;
+    let capability_grant_digest = record_digest_repeated(DigestKind::CapabilityGrant, &query.grant).0;
+    let response_contract_digest = record_digest_repeated(DigestKind::ResponseContract, &query.contract).0;
     let mut package = ContextPackage {
         schema_version: if b.plan.is_some() {
             PACKAGE_SCHEMA_PROTECTED

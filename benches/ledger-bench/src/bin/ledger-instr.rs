@@ -1,5 +1,6 @@
 //! A fixed amount of work for instruction counting, which — unlike wall time on a shared
-//! machine — is repeatable: `compile` of the reference repair package, or a strict replay
+//! machine — is repeatable: `compile` of the reference repair package (for a new Attempt id
+//! each time), or a strict replay
 //! (decode, hash, rules, manifest proofs) of the 47-entry reference lifecycle, N times.
 //!
 //! ```sh
@@ -48,10 +49,13 @@ fn main() {
         thread: ThreadChoice::Fresh,
         selection_receipt: None,
     };
-    let binding = attempt_binding(&state, &request).unwrap();
-    for _ in 0..n {
+    let mut binding = attempt_binding(&state, &request).unwrap();
+    for i in 0..n {
         match what {
             "compile" => {
+                // Each compile is for a new Attempt id (as each `startAttempt` is): the
+                // identity, manifest and package differ; the durable sources repeat.
+                binding.attempt_id = lid(0x10_0000 + i as u128);
                 std::hint::black_box(compile(&state, &binding).unwrap());
             }
             "replay" => {
