@@ -246,6 +246,15 @@ impl DiskStore {
         if let Some(torn) = torn_tail.as_mut() {
             torn.moved_to = Some(crate::store::recover::move_tail_aside(root, &torn.segment, torn.offset)?);
         }
+        // sled 0.34 keeps every page a handle has read until the handle drops (its cache
+        // evicts only once an LRU shard has queued 64 accesses, which one pass over the
+        // tree never does): the scan above left sled's whole copy in memory — 641 MB
+        // after opening a 1M-entry ledger, for as long as the writer runs. A fresh handle
+        // starts with an empty cache.
+        drop((entries_tree, meta));
+        drop(db);
+        let db = open_sled(&root.join(SLED_DIR))?;
+        let (entries_tree, _) = trees(&db)?;
         let journal_dir = root.join(JOURNAL_DIR);
         let journal = match scan.last_segment {
             Some((path, len)) => JournalWriter::resume(&journal_dir, path, len, scan.head.seq + 1)?,
