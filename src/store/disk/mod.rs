@@ -248,13 +248,19 @@ impl DiskStore {
         }
         // sled 0.34 keeps every page a handle has read until the handle drops (its cache
         // evicts only once an LRU shard has queued 64 accesses, which one pass over the
-        // tree never does): the scan above left sled's whole copy in memory — 641 MB
-        // after opening a 1M-entry ledger, for as long as the writer runs. A fresh handle
-        // starts with an empty cache.
-        drop((entries_tree, meta));
-        drop(db);
-        let db = open_sled(&root.join(SLED_DIR))?;
-        let (entries_tree, _) = trees(&db)?;
+        // tree never does): the scan above left what it read of sled's copy in memory —
+        // 641 MB after opening a 1M-entry ledger, for as long as the writer runs. Past
+        // what an audit's cursor holds between reopens, start over with a fresh handle
+        // (a small ledger, as in tests and fuzzing, skips the extra open).
+        let (db, entries_tree) = if scan.sled_bytes >= index::SLED_CURSOR_BUDGET as u64 {
+            drop((entries_tree, meta));
+            drop(db);
+            let db = open_sled(&root.join(SLED_DIR))?;
+            let (entries_tree, _) = trees(&db)?;
+            (db, entries_tree)
+        } else {
+            (db, entries_tree)
+        };
         let journal_dir = root.join(JOURNAL_DIR);
         let journal = match scan.last_segment {
             Some((path, len)) => JournalWriter::resume(&journal_dir, path, len, scan.head.seq + 1)?,

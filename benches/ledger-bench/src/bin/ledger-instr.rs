@@ -1,6 +1,7 @@
 //! A fixed amount of work for instruction counting, which — unlike wall time on a shared
 //! machine — is repeatable: `compile` of the reference repair package (for a new Attempt id
-//! each time), or a strict replay
+//! each time), `compile-small` (ledger-bench's `compile_p50` scenario: the reference setup
+//! with a fresh Attempt), or a strict replay
 //! (decode, hash, rules, manifest proofs) of the 47-entry reference lifecycle, N times.
 //!
 //! ```sh
@@ -26,7 +27,7 @@ fn main() {
     let (what, n) = match args.as_slice() {
         [what, n] => (what.as_str(), n.parse::<usize>().expect("N is a count")),
         _ => {
-            eprintln!("usage: ledger-instr compile|replay N");
+            eprintln!("usage: ledger-instr compile|compile-small|replay N");
             std::process::exit(2);
         }
     };
@@ -50,6 +51,22 @@ fn main() {
         selection_receipt: None,
     };
     let mut binding = attempt_binding(&state, &request).unwrap();
+    // `compile-small`: ledger-bench's `compile_p50` scenario — the reference setup, attempt
+    // 0x60 dispatched and finished in a copy of the state, a fresh Attempt compiled.
+    let (small_state, mut small_binding) = {
+        let mut small = Ledger::from_store(MemStore::new(Id(9), "bench", 1)).unwrap();
+        let mut s = Script { ledger: &mut small, time_ms: 1, log: Vec::new() };
+        s.setup().unwrap();
+        s.start(0x60, 0x61).unwrap();
+        s.claim(lid(0x60)).unwrap();
+        let mut state = small.state().clone();
+        if let Some(w) = state.workflows.get_mut(&lid(WORKFLOW)) {
+            w.active_attempt = None;
+        }
+        let request = StartAttempt { attempt_id: lid(0x9999), worker_session_id: lid(1), ..request.clone() };
+        let binding = attempt_binding(&state, &request).unwrap();
+        (state, binding)
+    };
     for i in 0..n {
         match what {
             "compile" => {
@@ -57,6 +74,10 @@ fn main() {
                 // identity, manifest and package differ; the durable sources repeat.
                 binding.attempt_id = lid(0x10_0000 + i as u128);
                 std::hint::black_box(compile(&state, &binding).unwrap());
+            }
+            "compile-small" => {
+                small_binding.attempt_id = lid(0x10_0000 + i as u128);
+                std::hint::black_box(compile(&small_state, &small_binding).unwrap());
             }
             "replay" => {
                 let mut s = State::default();
