@@ -19,6 +19,20 @@ use ledger_schema::{Event, Id, decode_frame, encode_frame, samples};
 pub const LEDGER: Id = Id(0x0190_AAAA_0000_0000_0000_0000_0000_0001);
 pub const T0: u64 = 1_760_000_000_000;
 
+/// A new ledger at `dir` with the reference setup and DISCOVERY attempt 0x60 dispatched;
+/// returns the attempt's manifest digest (what its worker events must name).
+pub fn dispatched_ledger(dir: &Path) -> ledger_schema::Digest {
+    use closure_ledger::ledger::Ledger;
+    use closure_ledger::lifecycle::{Script, lid};
+    drop(store::init(dir, "t", LEDGER, T0).unwrap());
+    let (mut ledger, _) = Ledger::open(dir).unwrap();
+    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    s.setup().unwrap();
+    s.start(0x60, 0x61).unwrap();
+    s.claim(lid(0x60)).unwrap();
+    ledger.state().attempts[&lid(0x60)].manifest_digest
+}
+
 /// Sample events (every kind but genesis), cycled.
 pub fn event(i: usize) -> Event {
     let events = samples::events();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use closure_ledger::Refusal;
 use closure_ledger::engine::{Engine, EngineError, Options};
 use closure_ledger::ledger::Ledger;
-use closure_ledger::lifecycle::{Script, lid, payload};
+use closure_ledger::lifecycle::{lid, payload};
 use closure_ledger::runtime::Command;
 use closure_ledger::runtime::command::DeliverWorkerEvent;
 use closure_ledger::store::{self, DiskStore, Store};
@@ -19,13 +19,7 @@ use replay_tests::*;
 /// A ledger with the reference setup and DISCOVERY attempt 0x60 dispatched.
 fn prepared(tmp: &Path) -> (PathBuf, Digest) {
     let dir = tmp.join("l");
-    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
-    let (mut ledger, _) = Ledger::open(&dir).unwrap();
-    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-    s.setup().unwrap();
-    s.start(0x60, 0x61).unwrap();
-    s.claim(lid(0x60)).unwrap();
-    let manifest = ledger.state().attempts[&lid(0x60)].manifest_digest;
+    let manifest = dispatched_ledger(&dir);
     (dir, manifest)
 }
 

@@ -517,16 +517,16 @@ fn a_misnamed_or_empty_segment_is_refused() {
 #[test]
 fn a_writer_that_reopened_sled_after_a_large_scan_keeps_both_copies_whole() {
     use closure_ledger::ledger::Ledger;
-    use closure_ledger::lifecycle::{Script, lid, payload};
+    use closure_ledger::lifecycle::{lid, payload};
     use closure_ledger::runtime::command::DeliverWorkerEvent;
     use closure_ledger::runtime::{Command, Ctx};
     use ledger_schema::events::WorkerEventKind;
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
-    drop(closure_ledger::store::init(&dir, "t", LEDGER, T0).unwrap());
+    let manifest = dispatched_ledger(&dir);
     let text = "y".repeat(60_000);
-    let events = |from: u128, to: u128, manifest| -> Vec<Command> {
+    let events = |from: u128, to: u128| -> Vec<Command> {
         (from..to)
             .map(|k| {
                 Command::DeliverWorkerEvent(DeliverWorkerEvent {
@@ -538,27 +538,20 @@ fn a_writer_that_reopened_sled_after_a_large_scan_keeps_both_copies_whole() {
             })
             .collect()
     };
-    let manifest = {
+    {
         let (mut ledger, _) = Ledger::open(&dir).unwrap();
-        let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-        s.setup().unwrap();
-        s.start(0x60, 0x61).unwrap();
-        s.claim(lid(0x60)).unwrap();
-        let manifest = ledger.state().attempts[&lid(0x60)].manifest_digest;
         // ~18 MiB of frames: more than the 16 MiB an audit's cursor holds.
         for from in (0..300u128).step_by(50) {
-            let (results, processed) =
-                ledger.submit_batch(&events(from, from + 50, manifest), Ctx { time_ms: T0 + 1 });
+            let (results, processed) = ledger.submit_batch(&events(from, from + 50), Ctx { time_ms: T0 + 1 });
             assert!(results.iter().all(Result::is_ok) && processed == 50);
         }
-        manifest
-    };
+    }
     let journal_bytes: u64 =
         std::fs::read_dir(dir.join("journal")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
     assert!(journal_bytes > 17 << 20, "the ledger must exceed the cursor budget: {journal_bytes} bytes");
 
     let (mut ledger, _) = Ledger::open(&dir).unwrap();
-    let (results, processed) = ledger.submit_batch(&events(300, 310, manifest), Ctx { time_ms: T0 + 2 });
+    let (results, processed) = ledger.submit_batch(&events(300, 310), Ctx { time_ms: T0 + 2 });
     assert!(results.iter().all(Result::is_ok) && processed == 10);
     let head = ledger.store().head();
     drop(ledger);

@@ -23,13 +23,8 @@ const WORKER_EVENTS: u128 = 1500;
 /// A good ledger: the reference setup, attempt 0x60 dispatched, then [`WORKER_EVENTS`]
 /// worker events in frames of 1 to 97 entries.
 fn worker_ledger(dir: &Path) {
-    drop(store::init(dir, "t", LEDGER, T0).unwrap());
+    let manifest = dispatched_ledger(dir);
     let (mut ledger, _) = Ledger::open(dir).unwrap();
-    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-    s.setup().unwrap();
-    s.start(0x60, 0x61).unwrap();
-    s.claim(lid(0x60)).unwrap();
-    let manifest = ledger.state().attempts[&lid(0x60)].manifest_digest;
     let mut i = 0u128;
     let mut chunk = 1u128;
     while i < WORKER_EVENTS {
