@@ -2,7 +2,8 @@
 //! dispatched attempt, 256-byte worker events) and measures, side by side, closure-ledger
 //! and what a user would build instead. `cargo run --release -p ledger-bench -- [--quick] [--json] [--keep]`
 //! (`--keep` leaves the generated ledgers in place and prints where; `--replay-only N`,
-//! `--append-only` and `--compile-only` run one part alone, for profiling).
+//! `--append-only` and `--compile-only` run one part alone, for profiling; `--frame-entries N`
+//! sets how many entries the generated ledgers commit per frame, 2,000 by default).
 //!
 //! a. closure-ledger engine: durable append of worker events with 1, 8, 64 submitters;
 //! b. raw sled: batch insert of the same frame bytes + flush;
@@ -223,12 +224,15 @@ fn sqlite_replay(path: &Path) -> (f64, u64) {
 }
 
 /// A large ledger on disk: the same events, in frames of `batch`.
-fn big_ledger(base: &Path, name: &str, n: u128, text: &str) -> PathBuf {
+/// An N-entry ledger: the reference setup, attempt 0x60 dispatched, then worker events
+/// committed `chunk` to a frame (2,000 by default; the engine's group commits hold at most
+/// `max_batch`, 1,024 by default).
+fn big_ledger(base: &Path, name: &str, n: u128, text: &str, chunk: u128) -> PathBuf {
     let dir = base.join(name);
     prepared(&dir);
     let (mut ledger, _) = Ledger::open(&dir).unwrap();
     let manifest = ledger.state().attempts[&lid(0x60)].manifest_digest;
-    let chunk = 2000u128;
+    let chunk = chunk.max(1);
     let mut i = 0;
     while i < n {
         let commands: Vec<Command> = (i..(i + chunk).min(n)).map(|k| event(k, manifest, text)).collect();
@@ -334,6 +338,13 @@ fn main() {
     let tmp = tempfile::Builder::new().prefix("ledger-bench").tempdir_in(std::env::temp_dir()).unwrap();
     let base = tmp.path();
     let text = "x".repeat(256);
+    // `--frame-entries N`: the generated ledgers commit N worker events per frame (2,000).
+    let chunk: u128 = args
+        .iter()
+        .position(|a| a == "--frame-entries")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse().expect("--frame-entries N"))
+        .unwrap_or(2000);
     let log = |m: &str| {
         if !json {
             eprintln!("{m}");
@@ -344,7 +355,7 @@ fn main() {
     if let Some(n) = args.iter().position(|a| a == "--replay-only").and_then(|i| args.get(i + 1)) {
         let n: u128 = n.parse().expect("--replay-only N");
         log(&format!("building a {n}-entry ledger …"));
-        let big = big_ledger(base, "big", n, &text);
+        let big = big_ledger(base, "big", n, &text, chunk);
         let (report, replay_eps) = timed_replay(&big, closure_ledger::store::AuditScope::Both);
         let (_, journal_only_eps) = timed_replay(&big, closure_ledger::store::AuditScope::JournalOnly);
         let (rss, replay_cli_s) = replay_rss_mib(&big);
@@ -365,7 +376,7 @@ fn main() {
 
     // `--compile-only`: only the compile latency on the small ledger.
     if args.iter().any(|a| a == "--compile-only") {
-        let small = big_ledger(base, "small", small_n, &text);
+        let small = big_ledger(base, "small", small_n, &text, chunk);
         let (small_ledger, _) = Ledger::open(&small).unwrap();
         println!("{}", serde_json::json!({ "compile_p50_us": compile_p50(small_ledger.state()) }));
         return;
@@ -393,7 +404,7 @@ fn main() {
     let (sqlite_eps, _) = sqlite_peer(base, &peer_base, &batches);
 
     log(&format!("e. building a {big_n}-entry ledger …"));
-    let big = big_ledger(base, "big", big_n, &text);
+    let big = big_ledger(base, "big", big_n, &text, chunk);
     let (report, replay_eps) = timed_replay(&big, closure_ledger::store::AuditScope::Both);
     // The same replay without sled's copy: what reading sled costs is the difference.
     let (_, journal_only_eps) = timed_replay(&big, closure_ledger::store::AuditScope::JournalOnly);
@@ -426,7 +437,7 @@ fn main() {
     let (peer_replay_eps, _) = sqlite_replay(&peer_path);
 
     log("f. compile latency …");
-    let small = big_ledger(base, "small", small_n, &text);
+    let small = big_ledger(base, "small", small_n, &text, chunk);
     let (small_ledger, _) = Ledger::open(&small).unwrap();
     let compile_small = compile_p50(small_ledger.state());
     drop(small_ledger);

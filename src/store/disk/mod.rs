@@ -115,6 +115,18 @@ pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
     }
 }
 
+/// Bytes in `root/journal`'s segment files (preallocated zeros included): what a strict
+/// open will read, and about what sled's copy holds.
+fn journal_bytes(root: &Path) -> Result<u64, OpenError> {
+    let dir = root.join(JOURNAL_DIR);
+    let mut total = 0u64;
+    for entry in std::fs::read_dir(&dir).map_err(io("read directory", &dir))? {
+        let entry = entry.map_err(io("read directory", &dir))?;
+        total = total.saturating_add(entry.metadata().map_err(io("stat", &entry.path()))?.len());
+    }
+    Ok(total)
+}
+
 /// `root/journal`, or why `root` is not a readable ledger: missing → not a ledger; any
 /// other failure (permission denied, I/O) → that I/O error with the OS reason.
 fn ledger_journal_dir(root: &Path) -> Result<PathBuf, OpenError> {
@@ -214,20 +226,49 @@ impl DiskStore {
         on_entry: OnEntry<'_>,
     ) -> Result<(DiskStore, OpenReport), OpenError> {
         let lock_file = lock(root, true)?;
+        let sled_dir = root.join(SLED_DIR);
+        // sled 0.34 keeps every page a handle has read until the handle drops (its LRU
+        // never evicts the only page of a shard, and processes a shard only once it has
+        // queued 64 accesses): comparing a large ledger through the writer's own handle
+        // left all of sled's copy in memory — 619–641 MB after opening a 1M-entry ledger.
+        // A journal past the audit cursor's budget is therefore compared through that
+        // cursor (read-only handles, reopened every 16 MiB of values: bounded memory), and
+        // the writer opens its own handle after the scan.
+        let streamed = journal_bytes(root)? >= index::SLED_CURSOR_BUDGET as u64;
+        let open_first =
+            |dir: &Path| if streamed { index::open_sled_for_reading(dir) } else { open_sled(dir) };
         let mut index_rebuilt = None;
-        let db = match open_sled(&root.join(SLED_DIR)) {
+        let db = match open_first(&sled_dir) {
             Ok(db) => db,
             // The index is damaged, not the history: rebuild it from the journal (the old
             // one is moved aside) and report it.
             Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
                 let (moved, _) = crate::store::recover::rebuild_index(root)?;
                 index_rebuilt = Some(IndexRebuilt { reason: e.to_string(), moved_aside: moved });
-                open_sled(&root.join(SLED_DIR))?
+                open_first(&sled_dir)?
             }
             Err(e) => return Err(e),
         };
+        let (db, scan) = if streamed {
+            // The cursor takes the handle; every handle it opened is closed when the scan
+            // returns, so sled's lock is free for the writer's.
+            let handle = std::sync::Mutex::new(Some(db));
+            let scan = scan_strict(
+                root,
+                SledCopy::Streamed(&sled_dir, &handle),
+                true,
+                Threads::default(),
+                on_entry,
+            )?;
+            drop(handle);
+            (open_sled(&sled_dir)?, scan)
+        } else {
+            let (entries_tree, _) = trees(&db)?;
+            let scan =
+                scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), on_entry)?;
+            (db, scan)
+        };
         let (entries_tree, meta) = trees(&db)?;
-        let scan = scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), on_entry)?;
         let meta_present = check_meta(&meta, &scan.head)?;
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = OpenError::Sled;
@@ -246,21 +287,6 @@ impl DiskStore {
         if let Some(torn) = torn_tail.as_mut() {
             torn.moved_to = Some(crate::store::recover::move_tail_aside(root, &torn.segment, torn.offset)?);
         }
-        // sled 0.34 keeps every page a handle has read until the handle drops (its cache
-        // evicts only once an LRU shard has queued 64 accesses, which one pass over the
-        // tree never does): the scan above left what it read of sled's copy in memory —
-        // 641 MB after opening a 1M-entry ledger, for as long as the writer runs. Past
-        // what an audit's cursor holds between reopens, start over with a fresh handle
-        // (a small ledger, as in tests and fuzzing, skips the extra open).
-        let (db, entries_tree) = if scan.sled_bytes >= index::SLED_CURSOR_BUDGET as u64 {
-            drop((entries_tree, meta));
-            drop(db);
-            let db = open_sled(&root.join(SLED_DIR))?;
-            let (entries_tree, _) = trees(&db)?;
-            (db, entries_tree)
-        } else {
-            (db, entries_tree)
-        };
         let journal_dir = root.join(JOURNAL_DIR);
         let journal = match scan.last_segment {
             Some((path, len)) => JournalWriter::resume(&journal_dir, path, len, scan.head.seq + 1)?,

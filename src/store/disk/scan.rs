@@ -74,8 +74,6 @@ pub(in crate::store) struct Scan {
     /// Frames of the journal missing from sled's tail (bytes kept only when asked).
     pub(in crate::store) sled_lag: Vec<(u64, Vec<u8>)>,
     pub(in crate::store) sled_lag_frames: u64,
-    /// Bytes of sled's copy read and compared.
-    pub(in crate::store) sled_bytes: u64,
     /// The last segment and its verified length (where appends continue).
     pub(in crate::store) last_segment: Option<(PathBuf, u64)>,
 }
@@ -190,7 +188,6 @@ pub(super) fn scan_records(
         damage: None,
         sled_lag: Vec::new(),
         sled_lag_frames: 0,
-        sled_bytes: 0,
         last_segment: None,
     };
     let n_segments = segments.len();
@@ -339,7 +336,6 @@ pub(super) fn scan_records(
                     }
                     Some(Err(e)) => return Err(OpenError::Sled(e)),
                     Some(Ok((k, v))) => {
-                        out.sled_bytes += v.len() as u64;
                         if let Err(finding) = compare_sled(first_seq, record, &k, &v)
                             && held.is_none()
                         {
