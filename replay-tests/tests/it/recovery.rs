@@ -512,8 +512,10 @@ fn a_misnamed_or_empty_segment_is_refused() {
 /// A writer opening a ledger whose journal exceeds the audit cursor's budget (16 MiB)
 /// compares sled's copy through that cursor (read-only handles, reopened every 16 MiB;
 /// issue #16: through its own handle it kept 619–641 MB of a 1M-entry ledger in memory)
-/// and opens its own sled handle after the scan. What it commits then lands in that
-/// handle: both copies verify complete, with no lag, and every entry reads back.
+/// and opens its own sled handle after the scan. Frames sled lost (here ~18 MiB of them)
+/// are read again from the journal and restored, the handle reopened past the budget.
+/// What it commits then lands in that handle: both copies verify complete, with no lag,
+/// and every entry reads back unchanged.
 #[test]
 fn a_writer_that_streamed_sled_at_open_keeps_both_copies_whole() {
     use closure_ledger::ledger::Ledger;
@@ -550,7 +552,20 @@ fn a_writer_that_streamed_sled_at_open_keeps_both_copies_whole() {
         std::fs::read_dir(dir.join("journal")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
     assert!(journal_bytes > 17 << 20, "the ledger must exceed the cursor budget: {journal_bytes} bytes");
 
-    let (mut ledger, _) = Ledger::open(&dir).unwrap();
+    // sled loses its last six frames (~18 MiB, past the budget after which the open's
+    // restore reopens sled's handle): the open restores them from the journal.
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    with_sled(&dir, |t| {
+        for f in &frames[frames.len() - 6..] {
+            t.remove(f.first_seq.to_be_bytes()).unwrap();
+        }
+    });
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, &report["sledLagFrames"]), (0, &serde_json::json!(6)), "{report}");
+
+    let (mut ledger, open) = Ledger::open(&dir).unwrap();
+    assert_eq!(open.sled_restored_frames, 6);
     let (results, processed) = ledger.submit_batch(&events(300, 310), Ctx { time_ms: T0 + 2 });
     assert!(results.iter().all(Result::is_ok) && processed == 10);
     let head = ledger.store().head();
@@ -562,5 +577,11 @@ fn a_writer_that_streamed_sled_at_open_keeps_both_copies_whole() {
     let (store, open) = DiskStore::open(&dir).unwrap();
     assert_eq!(open.sled_restored_frames, 0);
     assert_eq!(store.head(), head);
-    assert_eq!(store.read_range(0, u64::MAX).unwrap().len() as u64, head.seq + 1);
+    let after: Vec<Vec<u8>> = store.read_range(0, u64::MAX).unwrap().into_iter().map(|s| s.bytes).collect();
+    assert_eq!(after.len() as u64, head.seq + 1);
+    assert_eq!(after[..before.len()], before[..]);
+    drop(store);
+    // Every frame of the first build, the six restored among them, and the one committed
+    // after the open (in a second segment: `journal_frames` reads the first).
+    assert_eq!(sled_frames(&dir).len(), frames.len() + 1);
 }

@@ -127,6 +127,24 @@ fn journal_bytes(root: &Path) -> Result<u64, OpenError> {
     Ok(total)
 }
 
+/// The journal record `lag` points to, read again and checked again: intact, and the frame
+/// starting at the seq the scan found there.
+fn lag_record(lag: &scan::LagFrame) -> Result<Vec<u8>, OpenError> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(&lag.segment).map_err(io("open", &lag.segment))?;
+    let mut bytes = vec![0u8; lag.len];
+    file.read_exact_at(&mut bytes, lag.offset).map_err(io("read", &lag.segment))?;
+    match ledger_schema::record::open_record(&bytes) {
+        Ok((header, _)) if header.first_seq == lag.first_seq => Ok(bytes),
+        Ok((header, _)) => Err(corrupt(
+            lag.first_seq,
+            Replica::Journal,
+            Corruption::KeyMismatch { key: lag.first_seq, first_seq: header.first_seq },
+        )),
+        Err(fault) => Err(corrupt(lag.first_seq, Replica::Journal, Corruption::Record(fault))),
+    }
+}
+
 /// `root/journal`, or why `root` is not a readable ledger: missing → not a ledger; any
 /// other failure (permission denied, I/O) → that I/O error with the OS reason.
 fn ledger_journal_dir(root: &Path) -> Result<PathBuf, OpenError> {
@@ -277,8 +295,27 @@ impl DiskStore {
         if write_meta_now {
             write_meta(&meta, scan.head.ledger)?;
         }
-        for (first_seq, bytes) in &scan.sled_lag {
-            entries_tree.insert(key(*first_seq), bytes.as_slice()).map_err(sled_err)?;
+        // The frames sled lacks, read again one at a time from the journal (locked and just
+        // verified; each record is checked again), so a long lag costs no memory. sled keeps
+        // what its handle wrote as it keeps what it read, so the handle is reopened after
+        // every budget's worth.
+        // (Every tree handle keeps the database, and its lock, open.)
+        drop(meta);
+        let mut db = db;
+        let mut entries_tree = entries_tree;
+        let mut restored = 0usize;
+        for lag in &scan.sled_lag {
+            let bytes = lag_record(lag)?;
+            entries_tree.insert(key(lag.first_seq), bytes).map_err(sled_err)?;
+            restored += lag.len;
+            if restored >= index::SLED_CURSOR_BUDGET {
+                db.flush().map_err(sled_err)?;
+                drop(entries_tree);
+                drop(db);
+                db = open_sled(&sled_dir)?;
+                entries_tree = trees(&db)?.0;
+                restored = 0;
+            }
         }
         if write_meta_now || !scan.sled_lag.is_empty() {
             db.flush().map_err(sled_err)?;

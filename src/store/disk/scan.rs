@@ -71,11 +71,20 @@ pub(in crate::store) struct Scan {
     pub(in crate::store) torn: Option<TornTail>,
     /// Damage where a tolerant scan stopped (a strict scan returns it as an error).
     pub(in crate::store) damage: Option<Damage>,
-    /// Frames of the journal missing from sled's tail (bytes kept only when asked).
-    pub(in crate::store) sled_lag: Vec<(u64, Vec<u8>)>,
+    /// Where the journal holds the frames missing from sled's tail (kept only when asked;
+    /// positions, not bytes, so that a long lag costs no memory).
+    pub(in crate::store) sled_lag: Vec<LagFrame>,
     pub(in crate::store) sled_lag_frames: u64,
     /// The last segment and its verified length (where appends continue).
     pub(in crate::store) last_segment: Option<(PathBuf, u64)>,
+}
+
+/// A verified journal record whose frame sled lacks: where to read it again to restore it.
+pub(in crate::store) struct LagFrame {
+    pub(in crate::store) first_seq: u64,
+    pub(in crate::store) segment: PathBuf,
+    pub(in crate::store) offset: u64,
+    pub(in crate::store) len: usize,
 }
 
 /// Per-entry observer of a scan (checkpoints, replay).
@@ -331,7 +340,12 @@ pub(super) fn scan_records(
                         sled_lagging = true;
                         out.sled_lag_frames += 1;
                         if keep_lag {
-                            out.sled_lag.push((first_seq, record.to_vec()));
+                            out.sled_lag.push(LagFrame {
+                                first_seq,
+                                segment: path.clone(),
+                                offset,
+                                len: record.len(),
+                            });
                         }
                     }
                     Some(Err(e)) => return Err(OpenError::Sled(e)),
