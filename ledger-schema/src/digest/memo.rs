@@ -3,7 +3,8 @@
 //! compile rendered). A lookup compares every byte of the input with the key it found, so
 //! the memo's answer is always the digest of exactly these bytes: it never changes a
 //! result, it only skips recomputing one. Nothing here reads a clock, randomness or the
-//! environment, and no map order reaches any output.
+//! environment, and no map order reaches any output (the maps are only looked up, inserted
+//! into and cleared; never iterated).
 
 use std::cell::RefCell;
 use std::collections::HashMap;

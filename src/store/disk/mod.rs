@@ -115,14 +115,12 @@ pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
     }
 }
 
-/// Bytes in `root/journal`'s segment files (preallocated zeros included): what a strict
-/// open will read, and about what sled's copy holds.
+/// Bytes in the journal's segments (preallocated zeros included): what a strict open will
+/// read, and about what sled's copy holds.
 fn journal_bytes(root: &Path) -> Result<u64, OpenError> {
-    let dir = root.join(JOURNAL_DIR);
     let mut total = 0u64;
-    for entry in std::fs::read_dir(&dir).map_err(io("read directory", &dir))? {
-        let entry = entry.map_err(io("read directory", &dir))?;
-        total = total.saturating_add(entry.metadata().map_err(io("stat", &entry.path()))?.len());
+    for (_, path) in crate::store::journal::list_segments(&root.join(JOURNAL_DIR))? {
+        total = total.saturating_add(std::fs::metadata(&path).map_err(io("stat", &path))?.len());
     }
     Ok(total)
 }
