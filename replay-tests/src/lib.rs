@@ -184,13 +184,40 @@ pub fn with_sled<R>(dir: &Path, f: impl FnOnce(&sled::Tree) -> R) -> R {
 /// Every sled frame, `(first seq, bytes)`, in key order.
 pub fn sled_frames(dir: &Path) -> Vec<(u64, Vec<u8>)> {
     with_sled(dir, |t| {
-        t.iter()
-            .map(|kv| {
-                let (k, v) = kv.unwrap();
-                (u64::from_be_bytes(k.as_ref().try_into().unwrap()), v.to_vec())
-            })
-            .collect()
+        // docs/format.md, "sled values": a record longer than 32 KiB is stored as chunks,
+        // chunk i > 0 under the frame's key followed by i (u32 big-endian).
+        let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
+        for kv in t.iter() {
+            let (k, v) = kv.unwrap();
+            match k.len() {
+                8 => frames.push((u64::from_be_bytes(k.as_ref().try_into().unwrap()), v.to_vec())),
+                12 => {
+                    let (first, record) = frames.last_mut().expect("a chunk after its frame's key");
+                    assert_eq!(k[..8], first.to_be_bytes(), "a chunk of the frame before it");
+                    assert_eq!(record.len() % (32 << 10), 0, "chunks follow full chunks");
+                    let n = u32::from_be_bytes(k[8..].try_into().unwrap()) as usize;
+                    assert_eq!(n, record.len() / (32 << 10), "chunks in turn");
+                    record.extend_from_slice(&v);
+                }
+                n => panic!("a sled key of {n} bytes"),
+            }
+        }
+        frames
     })
+}
+
+/// Removes every sled key of the frame starting at `first_seq`: its key and its chunks'.
+pub fn remove_sled_frame(t: &sled::Tree, first_seq: u64) {
+    let keys: Vec<sled::IVec> = t
+        .range(first_seq.to_be_bytes()..)
+        .keys()
+        .map(Result::unwrap)
+        .take_while(|k| k.len() >= 8 && k[..8] == first_seq.to_be_bytes())
+        .collect();
+    assert!(!keys.is_empty(), "sled holds the frame at seq {first_seq}");
+    for k in keys {
+        t.remove(k).unwrap();
+    }
 }
 
 /// Copies a directory tree.

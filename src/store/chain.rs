@@ -72,7 +72,16 @@ impl Chain {
 
     /// Strictly decodes and verifies the stored bytes of the next entry, then advances.
     pub fn verify(&mut self, bytes: &[u8]) -> Result<SealedEntry, Corruption> {
-        let sealed = SealedEntry::open(bytes).map_err(Corruption::Decode)?;
+        self.verify_opened(SealedEntry::open(bytes))
+    }
+
+    /// [`Chain::verify`] for an entry already opened ([`SealedEntry::open`], perhaps on
+    /// another thread): the same result, the decoding failure included.
+    pub fn verify_opened(
+        &mut self,
+        opened: Result<SealedEntry, DecodeError>,
+    ) -> Result<SealedEntry, Corruption> {
+        let sealed = opened.map_err(Corruption::Decode)?;
         self.accept(&sealed)?;
         Ok(sealed)
     }

@@ -196,6 +196,8 @@ pub enum Corruption {
     Genesis,
     #[error("frame stored under key {key} begins at seq {first_seq}")]
     KeyMismatch { key: u64, first_seq: u64 },
+    #[error("sled holds chunk {chunk} of the frame at seq {frame} where no record continues")]
+    StrayChunk { frame: u64, chunk: u32 },
     #[error("frame bytes differ from the journal copy")]
     Differs,
     #[error(

@@ -12,8 +12,8 @@ use ledger_schema::record::{RecordVersion, check_record, next_intact, open_recor
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, corrupt, create_dir_0700, key, lock,
-    open_sled, scan, trees, write_meta,
+    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, corrupt, create_dir_0700,
+    get_frame, insert_frame, key, lock, open_sled, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -107,7 +107,7 @@ fn sled_continuation(
     let mut chain = head.map_or_else(Chain::empty, Chain::from_head);
     let mut out = Vec::new();
     let mut total = 0usize;
-    for item in sled.range(key(chain.next_seq())..) {
+    for item in SledFrames::new(sled.range(key(chain.next_seq())..)) {
         let (k, v) = item.map_err(OpenError::Sled)?;
         let first_seq = chain.next_seq();
         if until.is_some_and(|u| first_seq >= u) || k.as_ref() != key(first_seq) {
@@ -154,7 +154,7 @@ fn survey(root: &Path, sled: Option<&sled::Tree>, truncate_after: Option<u64>) -
             cut_at = Some((pos.segment.to_path_buf(), pos.offset + pos.record.len() as u64));
         }
         if let Some(tree) = sled {
-            let theirs = tree.get(key(pos.first_seq)).map_err(OpenError::Sled)?;
+            let theirs = get_frame(tree, pos.first_seq).map_err(OpenError::Sled)?;
             if let Some(v) = theirs
                 && v.as_ref() != pos.record
                 && open_record(&v).is_ok()
@@ -283,7 +283,7 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
     let db = open_sled(&sled_dir)?;
     let (entries_tree, meta) = trees(&db)?;
     let mut insert = |pos: &FramePos<'_>| -> Result<(), OpenError> {
-        entries_tree.insert(key(pos.first_seq), pos.record).map(|_| ()).map_err(OpenError::Sled)
+        insert_frame(&entries_tree, pos.first_seq, pos.record).map_err(OpenError::Sled)
     };
     let rebuilt = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut insert)?;
     write_meta(&meta, rebuilt.head.ledger)?;
@@ -397,7 +397,7 @@ fn rewrite_from(
         let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
         if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
             // Held by sled too (or already before the boundary): it must be the same record.
-            let theirs = tree.get(key(first_seq)).map_err(OpenError::Sled)?;
+            let theirs = get_frame(tree, first_seq).map_err(OpenError::Sled)?;
             if theirs.as_deref() != Some(record.as_slice()) {
                 return Err(refuse(&format!(
                     "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"

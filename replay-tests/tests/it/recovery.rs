@@ -558,7 +558,7 @@ fn a_writer_that_streamed_sled_at_open_keeps_both_copies_whole() {
     let frames = journal_frames(&dir);
     with_sled(&dir, |t| {
         for f in &frames[frames.len() - 6..] {
-            t.remove(f.first_seq.to_be_bytes()).unwrap();
+            remove_sled_frame(t, f.first_seq);
         }
     });
     let (code, report) = verify_json(&dir, None);

@@ -1,12 +1,13 @@
 //! sled, the derived index: opening it (locks, free space, a read-only configuration),
-//! reading it in bounded memory ([`SledCursor`]), comparing its frames with the journal's
-//! and its meta tree.
+//! storing a record as one value or as chunks ([`insert_frame`], [`SledFrames`]), reading
+//! it in bounded memory ([`SledCursor`]), comparing its frames with the journal's and its
+//! meta tree.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use ledger_schema::Id;
-use ledger_schema::record::{JOURNAL_FORMAT_VERSION, open_record};
+use ledger_schema::record::{MAX_RECORD_BYTES, open_record};
 
 use super::corrupt;
 use crate::store::journal::io;
@@ -112,8 +113,138 @@ pub(in crate::store) fn key(seq: u64) -> [u8; 8] {
     seq.to_be_bytes()
 }
 
+/// The longest sled value. A longer record is stored as chunks: the first under the frame's
+/// key, chunk `i` (1, 2, …) under the key followed by `i` as a u32 big-endian, every chunk
+/// but the last exactly this long. Below sled 0.34's blob threshold (a quarter of its 512 KiB
+/// segments) every value stays inside sled's log, so the log fills segments and an open
+/// reads only its newest ones: a blob-stored record is read again by every open of sled.
+pub(in crate::store) const SLED_CHUNK_BYTES: usize = 32 << 10;
+
+/// A chunk key: the frame's key, then the chunk's number.
+const CHUNK_KEY_BYTES: usize = 12;
+
+/// Most chunks one record can need ([`MAX_RECORD_BYTES`] in [`SLED_CHUNK_BYTES`] pieces).
+const MAX_CHUNKS: usize = MAX_RECORD_BYTES.div_ceil(SLED_CHUNK_BYTES);
+
+/// The frame and chunk numbers a chunk key names.
+fn chunk_of(k: &[u8]) -> Option<(u64, u32)> {
+    let k = <[u8; CHUNK_KEY_BYTES]>::try_from(k).ok()?;
+    let (seq, n) = k.split_at(8);
+    Some((u64::from_be_bytes(seq.try_into().ok()?), u32::from_be_bytes(n.try_into().ok()?)))
+}
+
+fn chunk_key(first_seq: u64, chunk: u32) -> [u8; CHUNK_KEY_BYTES] {
+    let mut k = [0u8; CHUNK_KEY_BYTES];
+    let (seq, n) = k.split_at_mut(8);
+    seq.copy_from_slice(&first_seq.to_be_bytes());
+    n.copy_from_slice(&chunk.to_be_bytes());
+    k
+}
+
+/// Stores the record of the frame starting at `first_seq`: one value, or its chunks in one
+/// atomic batch (sled recovers a batch whole or not at all, so sled never holds part of a
+/// record and may still lag only by whole frames).
+pub(in crate::store) fn insert_frame(tree: &sled::Tree, first_seq: u64, record: &[u8]) -> sled::Result<()> {
+    if record.len() <= SLED_CHUNK_BYTES {
+        return tree.insert(key(first_seq), record).map(|_| ());
+    }
+    let mut batch = sled::Batch::default();
+    for (i, chunk) in (0u32..).zip(record.chunks(SLED_CHUNK_BYTES)) {
+        if i == 0 {
+            batch.insert(&key(first_seq)[..], chunk);
+        } else {
+            batch.insert(&chunk_key(first_seq, i)[..], chunk);
+        }
+    }
+    tree.apply_batch(batch)
+}
+
+/// sled's `entries` items read as records: a frame's key with its whole record, its chunks
+/// put back together. A chunk that does not continue the record before it — another frame's
+/// key, a number out of turn, or after a chunk shorter than [`SLED_CHUNK_BYTES`] — is
+/// yielded on its own under its own key, which no frame has, so the comparison with the
+/// journal reports it (`keyMismatch`); a record missing chunks differs from the journal's.
+pub(in crate::store) struct SledFrames<I> {
+    items: I,
+    /// An item read past the end of the previous record.
+    next: Option<SledItem>,
+}
+
+impl<I: Iterator<Item = SledItem>> SledFrames<I> {
+    pub(in crate::store) fn new(items: I) -> SledFrames<I> {
+        SledFrames { items, next: None }
+    }
+}
+
+impl<I: Iterator<Item = SledItem>> Iterator for SledFrames<I> {
+    type Item = SledItem;
+
+    fn next(&mut self) -> Option<SledItem> {
+        let (k, first) = match self.next.take().or_else(|| self.items.next())? {
+            Ok(item) => item,
+            Err(e) => return Some(Err(e)),
+        };
+        if k.len() != 8 || first.len() != SLED_CHUNK_BYTES {
+            return Some(Ok((k, first)));
+        }
+        let mut record: Option<Vec<u8>> = None;
+        let mut last_len = first.len();
+        for expected in (1u32..).take(MAX_CHUNKS) {
+            let (ck, chunk) = match self.items.next() {
+                None => break,
+                Some(Err(e)) => return Some(Err(e)),
+                Some(Ok(item)) => item,
+            };
+            let continues = last_len == SLED_CHUNK_BYTES
+                && !chunk.is_empty()
+                && ck.len() == CHUNK_KEY_BYTES
+                && ck.get(..8) == Some(&k[..])
+                && ck.get(8..) == Some(&expected.to_be_bytes()[..]);
+            if !continues {
+                self.next = Some(Ok((ck, chunk)));
+                break;
+            }
+            last_len = chunk.len();
+            record.get_or_insert_with(|| first.to_vec()).extend_from_slice(&chunk);
+        }
+        Some(Ok((k, record.map_or(first, sled::IVec::from))))
+    }
+}
+
+/// The record stored under the frame key of `first_seq`, its chunks put back together.
+pub(in crate::store) fn get_frame(tree: &sled::Tree, first_seq: u64) -> sled::Result<Option<sled::IVec>> {
+    let found = SledFrames::new(tree.range(key(first_seq)..)).next().transpose()?;
+    Ok(found.filter(|(k, _)| k.as_ref() == key(first_seq)).map(|(_, v)| v))
+}
+
+/// The record of the frame with the greatest key `<= bound` (the last frame if `None`),
+/// with its key; chunks are skipped back over and read forward again.
+pub(super) fn frame_at_or_before(
+    tree: &sled::Tree,
+    bound: Option<u64>,
+) -> sled::Result<Option<(sled::IVec, sled::IVec)>> {
+    let back = match bound {
+        Some(seq) => tree.range(..=key(seq)).rev(),
+        None => tree.iter().rev(),
+    };
+    let mut head = None;
+    for item in back.take(MAX_CHUNKS + 1) {
+        let (k, v) = item?;
+        if k.len() != CHUNK_KEY_BYTES {
+            head = Some((k, v));
+            break;
+        }
+    }
+    match head {
+        // A value shorter than a chunk has none: no second read.
+        Some((k, v)) if k.len() != 8 || v.len() != SLED_CHUNK_BYTES => Ok(Some((k, v))),
+        Some((k, _)) => SledFrames::new(tree.range(k..)).next().transpose(),
+        None => Ok(None),
+    }
+}
+
 /// One record of sled's `entries` tree, as sled's iterators yield it.
-pub(super) type SledItem = sled::Result<(sled::IVec, sled::IVec)>;
+pub(in crate::store) type SledItem = sled::Result<(sled::IVec, sled::IVec)>;
 
 /// Items a [`Prefetched`] reader keeps ready: one frame being compared, the next ready.
 const PREFETCH_ITEMS: usize = 2;
@@ -271,11 +402,11 @@ pub(super) fn compare_sled(
             return Err(corrupt(key, Replica::Sled, Corruption::KeyMismatch { key, first_seq }));
         }
         None => {
-            return Err(corrupt(
-                first_seq,
-                Replica::Sled,
-                Corruption::KeyMismatch { key: u64::MAX, first_seq },
-            ));
+            let reason = match chunk_of(k) {
+                Some((frame, chunk)) => Corruption::StrayChunk { frame, chunk },
+                None => Corruption::KeyMismatch { key: u64::MAX, first_seq },
+            };
+            return Err(corrupt(first_seq, Replica::Sled, reason));
         }
     }
     if v != journal_bytes {
@@ -324,22 +455,29 @@ pub(super) fn check_meta_values((id, version): MetaValues, head: &Head) -> Resul
     }
 }
 
-/// Journal formats a ledger's meta tree may name: 2 (a ledger no v3 writer has opened yet)
-/// or 3 (the writer's: v3 segments may follow v2 ones).
-pub(super) const READABLE_FORMAT_VERSIONS: [u64; 2] = [2, JOURNAL_FORMAT_VERSION];
+/// The format the meta tree names for what the writer produces: journal records v3, and
+/// sled values of at most [`SLED_CHUNK_BYTES`] (longer records chunked). docs/format.md,
+/// "Version changes".
+pub(super) const STORE_FORMAT_VERSION: u64 = 4;
 
-/// Whether the meta tree names the writer's format ([`JOURNAL_FORMAT_VERSION`]); a writer
-/// raises an older one before it appends, so a build that reads only v2 refuses the ledger
-/// by its meta instead of reporting v3 segments as damage.
+/// Formats a ledger's meta tree may name: 2 (a ledger no v3 writer has opened yet), 3 (v3
+/// segments may follow v2 ones; sled values are whole records) or 4 (the writer's: sled
+/// values may also be chunks).
+pub(super) const READABLE_FORMAT_VERSIONS: [u64; 3] = [2, 3, STORE_FORMAT_VERSION];
+
+/// Whether the meta tree names the writer's format ([`STORE_FORMAT_VERSION`]); a writer
+/// raises an older one before it appends, so a build that cannot read what it writes (v3
+/// segments, chunked sled values) refuses the ledger by its meta instead of reporting them
+/// as damage.
 pub(super) fn meta_is_current(meta: &sled::Tree) -> Result<bool, OpenError> {
     let version = meta.get(META_FORMAT_VERSION).map_err(OpenError::Sled)?;
-    Ok(version.is_some_and(|v| v.as_ref() == JOURNAL_FORMAT_VERSION.to_be_bytes()))
+    Ok(version.is_some_and(|v| v.as_ref() == STORE_FORMAT_VERSION.to_be_bytes()))
 }
 
 pub(in crate::store) fn write_meta(meta: &sled::Tree, ledger: Id) -> Result<(), OpenError> {
     let sled_err = OpenError::Sled;
     meta.insert(META_LEDGER_ID, &ledger.to_bytes()[..]).map_err(sled_err)?;
-    meta.insert(META_FORMAT_VERSION, &JOURNAL_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
+    meta.insert(META_FORMAT_VERSION, &STORE_FORMAT_VERSION.to_be_bytes()[..]).map_err(sled_err)?;
     Ok(())
 }
 
@@ -356,6 +494,88 @@ mod tests {
 
     fn keys(items: impl Iterator<Item = Item>) -> Vec<Result<u64, String>> {
         items.map(|r| r.map(|(k, _)| key_seq(&k).unwrap_or(u64::MAX)).map_err(|e| e.to_string())).collect()
+    }
+
+    /// Records of every length around the chunk size, stored between short ones.
+    fn chunked_tree() -> (tempfile::TempDir, sled::Db, sled::Tree, Vec<(u64, Vec<u8>)>) {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = sled::Config::new().path(tmp.path().join("s")).open().unwrap();
+        let tree = db.open_tree(ENTRIES_TREE).unwrap();
+        let c = SLED_CHUNK_BYTES;
+        let lens = [1, c - 1, 5, c, c + 1, 7, 2 * c, 3 * c + 5, 9, 40 * c - 1];
+        let records: Vec<(u64, Vec<u8>)> = (0u64..)
+            .step_by(100)
+            .zip(lens)
+            .map(|(seq, len)| (seq, (0..len).map(|i| (i as u64 * 31 + seq) as u8).collect()))
+            .collect();
+        for (seq, record) in &records {
+            insert_frame(&tree, *seq, record).unwrap();
+        }
+        (tmp, db, tree, records)
+    }
+
+    fn frames(items: impl Iterator<Item = Item>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        SledFrames::new(items).map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect()
+    }
+
+    /// Every record comes back whole under its frame's key — by iteration, by seq inside
+    /// it, by `get_frame`, as the last frame — and only long ones are stored as chunks.
+    #[test]
+    fn records_are_stored_in_chunks_and_read_back_whole() {
+        let (_tmp, _db, tree, records) = chunked_tree();
+        let want: Vec<(Vec<u8>, Vec<u8>)> =
+            records.iter().map(|(s, r)| (key(*s).to_vec(), r.clone())).collect();
+        assert_eq!(frames(tree.iter()), want);
+        let chunks: usize = records.iter().map(|(_, r)| r.len().div_ceil(SLED_CHUNK_BYTES)).sum();
+        assert_eq!(tree.len(), chunks, "one key per chunk");
+        assert!(tree.iter().values().all(|v| v.unwrap().len() <= SLED_CHUNK_BYTES));
+        for (seq, record) in &records {
+            for at in [*seq, seq + 1, seq + 99] {
+                let (k, v) = frame_at_or_before(&tree, Some(at)).unwrap().unwrap();
+                assert_eq!((key_seq(&k), v.as_ref()), (Some(*seq), record.as_slice()), "seq {at}");
+            }
+            assert_eq!(get_frame(&tree, *seq).unwrap().as_deref(), Some(record.as_slice()));
+            assert_eq!(get_frame(&tree, seq + 1).unwrap(), None);
+        }
+        let (k, v) = frame_at_or_before(&tree, None).unwrap().unwrap();
+        assert_eq!((k.to_vec(), v.to_vec()), want.last().cloned().unwrap());
+    }
+
+    /// A chunk missing, out of turn, or after a short one ends its record there: the record
+    /// is shorter than stored (so it differs from the journal's) and the stray chunk comes on
+    /// its own under its chunk key, which `compare_sled` names.
+    #[test]
+    fn a_chunk_out_of_place_is_never_read_into_a_record() {
+        let long = 7u64 * 100;
+        for damage in ["missing", "renumbered", "short before", "orphan"] {
+            let (_tmp, _db, tree, records) = chunked_tree();
+            match damage {
+                "missing" => drop(tree.remove(chunk_key(long, 1)).unwrap()),
+                "renumbered" => {
+                    let v = tree.remove(chunk_key(long, 2)).unwrap().unwrap();
+                    tree.insert(chunk_key(long, 9), v).unwrap();
+                }
+                "short before" => {
+                    let v = tree.get(chunk_key(long, 1)).unwrap().unwrap();
+                    tree.insert(chunk_key(long, 1), &v[1..]).unwrap();
+                }
+                _ => drop(tree.remove(key(long)).unwrap()),
+            }
+            let got = frames(tree.iter());
+            let record = &records.iter().find(|(s, _)| *s == long).unwrap().1;
+            let stored = got.iter().find(|(k, _)| k.as_slice() == key(long)).map(|(_, v)| v);
+            assert!(stored.is_none_or(|v| v != record), "{damage}: a record that is not whole");
+            let stray = got.iter().find(|(k, _)| k.len() == CHUNK_KEY_BYTES).expect(damage);
+            let err = compare_sled(long, record, &stray.0, &stray.1).unwrap_err();
+            assert!(
+                matches!(err, OpenError::Corrupt { reason: Corruption::StrayChunk { frame, .. }, .. } if frame == long),
+                "{damage}: {err}"
+            );
+            // Every other record is untouched.
+            for (seq, r) in records.iter().filter(|(s, _)| *s != long) {
+                assert!(got.contains(&(key(*seq).to_vec(), r.clone())), "{damage}: seq {seq}");
+            }
+        }
     }
 
     #[test]

@@ -9,13 +9,14 @@
 mod audit;
 mod faults;
 mod index;
+mod opener;
 mod read;
 mod scan;
 
 pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with, replay_journal, verify};
 #[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
-pub(in crate::store) use index::{key, open_sled, trees, write_meta};
+pub(in crate::store) use index::{SledFrames, get_frame, insert_frame, key, open_sled, trees, write_meta};
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
 pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, scan};
@@ -199,7 +200,7 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     let (entries, meta) = trees(&db)?;
     write_meta(&meta, ledger)?;
     let sled_err = OpenError::Sled;
-    entries.insert(key(0), frame.bytes()).map_err(sled_err)?;
+    insert_frame(&entries, 0, frame.bytes()).map_err(sled_err)?;
     db.flush().map_err(sled_err)?;
     let head = chain.head().ok_or(OpenError::Empty)?;
     Ok(DiskStore {
@@ -304,7 +305,7 @@ impl DiskStore {
         let mut restored = 0usize;
         for lag in &scan.sled_lag {
             let bytes = lag_record(lag)?;
-            entries_tree.insert(key(lag.first_seq), bytes).map_err(sled_err)?;
+            insert_frame(&entries_tree, lag.first_seq, &bytes).map_err(sled_err)?;
             restored += lag.len;
             if restored >= index::SLED_CURSOR_BUDGET {
                 db.flush().map_err(sled_err)?;
@@ -365,7 +366,7 @@ impl DiskStore {
             if self.faults.hit(faults::FaultPoint::SledInsert) {
                 return Err("injected fault: sled insert".into());
             }
-            self.entries.insert(key(*first_seq), bytes.as_slice()).map_err(|e| e.to_string())?;
+            insert_frame(&self.entries, *first_seq, bytes).map_err(|e| e.to_string())?;
             self.sled_pending.remove(0);
         }
         Ok(())

@@ -3,12 +3,12 @@
 use ledger_schema::record::open_record;
 use ledger_schema::{SealedEntry, decode_frame};
 
-use super::index::{key, key_seq};
+use super::index::{frame_at_or_before, key_seq};
 use crate::store::{Corruption, ReadError};
 
 /// The frame of `tree` holding `seq` (`head` is only for the error message).
 pub(super) fn frame_in_tree(tree: &sled::Tree, seq: u64, head: u64) -> Result<(u64, Vec<u8>), ReadError> {
-    let found = tree.range(..=key(seq)).next_back().transpose().map_err(ReadError::Sled)?;
+    let found = frame_at_or_before(tree, Some(seq)).map_err(ReadError::Sled)?;
     let (k, v) = found.ok_or(ReadError::NotFound { seq, head })?;
     let first = key_seq(&k).ok_or(ReadError::Corrupt {
         seq,
@@ -64,7 +64,7 @@ pub struct StoreReader {
 impl StoreReader {
     /// The entries `from..=to` that sled holds, in order (fewer if `to` is not in sled yet).
     pub fn read_range(&self, from: u64, to: u64) -> Result<Vec<SealedEntry>, ReadError> {
-        let last = match self.entries.last().map_err(ReadError::Sled)? {
+        let last = match frame_at_or_before(&self.entries, None).map_err(ReadError::Sled)? {
             None => return Ok(Vec::new()),
             // sled's newest record names the last seq it holds; damage there is an error
             // naming it, never a guessed seq.

@@ -9,7 +9,8 @@ use ledger_schema::record::{
 };
 use ledger_schema::{Id, SealedEntry, decode_frame};
 
-use super::index::{Prefetched, SledCursor, SledItems, compare_sled, key_seq};
+use super::index::{Prefetched, SledCursor, SledFrames, SledItems, compare_sled, key_seq};
+use super::opener::Opener;
 use super::{JOURNAL_DIR, TornTail, corrupt};
 use crate::store::journal::{MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments};
 use crate::store::{Chain, Corruption, Head, OpenError, Replica};
@@ -156,7 +157,7 @@ pub(in crate::store) fn scan(
         }
         Ok(())
     };
-    scan_records(root, sled, keep_lag, on_damage, &mut each, on_frame)
+    scan_records(root, sled, keep_lag, on_damage, &mut each, on_frame, Opener::inline())
 }
 
 /// Per-record observer of a scan's entries: the verified entries of one record, in order,
@@ -164,7 +165,7 @@ pub(in crate::store) fn scan(
 pub(super) type OnRecord<'a> = &'a mut dyn FnMut(Vec<SealedEntry>) -> Result<(), OpenError>;
 
 /// [`scan`], showing each record's verified entries to `on_record` at the point where
-/// [`scan`] shows them one by one to its `on_entry`.
+/// [`scan`] shows them one by one to its `on_entry`, and opening entries with `opener`.
 pub(super) fn scan_records(
     root: &Path,
     sled: SledCopy<'_>,
@@ -172,16 +173,17 @@ pub(super) fn scan_records(
     on_damage: OnDamage,
     on_record: OnRecord<'_>,
     on_frame: OnFrame<'_>,
+    mut opener: Opener,
 ) -> Result<Scan, OpenError> {
     let journal_dir = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal_dir)?;
     let mut chain = Chain::empty();
     let mut sled_iter: Option<Box<SledItems>> = match sled {
         SledCopy::Off => None,
-        SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(Box::new(t.iter())),
+        SledCopy::Strict(t) | SledCopy::MayLead(t) => Some(Box::new(SledFrames::new(t.iter()))),
         SledCopy::Streamed(path, db) => {
             match db.lock().map_or_else(|p| p.into_inner().take(), |mut d| d.take()) {
-                Some(db) => Some(Box::new(Prefetched::spawn(SledCursor::new(path, db)?)?)),
+                Some(db) => Some(Box::new(Prefetched::spawn(SledFrames::new(SledCursor::new(path, db)?))?)),
                 None => None,
             }
         }
@@ -298,17 +300,18 @@ pub(super) fn scan_records(
             let before = chain.head();
             // Every entry of the record is verified on a copy of the chain first, so a
             // record that fails leaves the chain where it was.
-            let verified = verify_record(chain, header, record).and_then(|(next_chain, entries)| {
-                if offset == 0 && first_seq != named_seq {
-                    let reason = Corruption::SegmentName {
-                        segment: segment.clone(),
-                        named: named_seq,
-                        found: first_seq,
-                    };
-                    return Err((first_seq, reason));
-                }
-                Ok((next_chain, entries))
-            });
+            let verified =
+                verify_record(chain, header, record, &mut opener).and_then(|(next_chain, entries)| {
+                    if offset == 0 && first_seq != named_seq {
+                        let reason = Corruption::SegmentName {
+                            segment: segment.clone(),
+                            named: named_seq,
+                            found: first_seq,
+                        };
+                        return Err((first_seq, reason));
+                    }
+                    Ok((next_chain, entries))
+                });
             let entries = match verified {
                 Ok((next_chain, entries)) => {
                     chain = next_chain;
@@ -468,7 +471,9 @@ pub(super) fn scan_pipelined(
     on_entry: OnEntry<'_>,
 ) -> Result<Scan, OpenError> {
     pipelined(
-        move |send: OnRecord<'_>| scan_records(root, sled, keep_lag, OnDamage::Fail, send, &mut |_| Ok(())),
+        move |send: OnRecord<'_>| {
+            scan_records(root, sled, keep_lag, OnDamage::Fail, send, &mut |_| Ok(()), Opener::split())
+        },
         on_entry,
     )
 }
@@ -548,6 +553,7 @@ pub(super) fn verify_record(
     chain: Chain,
     header: RecordHeader,
     record: &[u8],
+    opener: &mut Opener,
 ) -> Result<(Chain, Vec<SealedEntry>), (u64, Corruption)> {
     let mut chain = chain;
     let first_seq = chain.next_seq();
@@ -566,9 +572,9 @@ pub(super) fn verify_record(
         return Err((first_seq, reason));
     }
     let mut entries = Vec::with_capacity(entry_bytes.len());
-    for bytes in entry_bytes {
+    for opened in opener.open_all(&entry_bytes) {
         let seq = chain.next_seq();
-        match chain.verify(bytes) {
+        match chain.verify_opened(opened) {
             Ok(sealed) => entries.push(sealed),
             // A link that does not match an altered earlier entry: name both.
             Err(Corruption::PrevMismatch { expected, found }) if seq > 0 => {
