@@ -159,6 +159,11 @@ pub fn reseal(first_seq: u64, frame: &[u8]) -> Vec<u8> {
 
 /// Runs `f` on the ledger's sled `entries` tree, then flushes and closes sled.
 pub fn with_sled<R>(dir: &Path, f: impl FnOnce(&sled::Tree) -> R) -> R {
+    with_sled_tree(dir, "entries", f)
+}
+
+/// [`with_sled`] on the tree `name` (`"entries"` or `"meta"`).
+pub fn with_sled_tree<R>(dir: &Path, name: &str, f: impl FnOnce(&sled::Tree) -> R) -> R {
     // sled releases its file lock from a background thread after the last handle drops,
     // so a just-closed ledger may still be locked for a moment — on a loaded machine for
     // over a second (seen as an intermittent "could not acquire lock"): wait up to 5 s, as
@@ -175,7 +180,7 @@ pub fn with_sled<R>(dir: &Path, f: impl FnOnce(&sled::Tree) -> R) -> R {
             Err(e) => panic!("open sled: {e}"),
         }
     };
-    let tree = db.open_tree("entries").unwrap();
+    let tree = db.open_tree(name).unwrap();
     let r = f(&tree);
     db.flush().unwrap();
     r

@@ -309,3 +309,62 @@ fn replay_reports_a_torn_tail_and_a_sled_lag() {
         "{out}"
     );
 }
+
+/// Store format 4 keeps sled values at most 32 KiB; a format-3 sled holds long records
+/// whole. Such a sled verifies as it is, a writer raises its meta to 4 and stores its new
+/// long records as chunks, and every entry reads back the same from either kind.
+#[test]
+fn a_format_3_sled_with_whole_records_is_read_and_continued_in_chunks() {
+    const CHUNK: usize = 32 << 10;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 300);
+    // The journal's records, `(first seq, bytes)`.
+    let records = |dir: &Path| {
+        let bytes = std::fs::read(segment(dir)).unwrap();
+        journal_frames(dir).into_iter().map(|f| (f.first_seq, bytes[f.range].to_vec())).collect::<Vec<_>>()
+    };
+    let long: Vec<_> = records(&dir).into_iter().filter(|(_, r)| r.len() > CHUNK).collect();
+    assert_eq!(long.len(), 4, "every frame but genesis is longer than a chunk");
+    let raw_keys =
+        |dir: &Path| with_sled(dir, |t| t.iter().keys().map(|k| k.unwrap().to_vec()).collect::<Vec<_>>());
+    for (seq, r) in &long {
+        let chunks = raw_keys(&dir).iter().filter(|k| k[..8] == seq.to_be_bytes()).count();
+        assert_eq!(chunks, r.len().div_ceil(CHUNK), "seq {seq}: stored in chunks");
+    }
+    assert_eq!(sled_frames(&dir), records(&dir));
+
+    // Rewrite sled as a format-3 writer left it: each long record whole, meta 3.
+    with_sled(&dir, |t| {
+        for (seq, r) in &long {
+            remove_sled_frame(t, *seq);
+            t.insert(seq.to_be_bytes(), r.as_slice()).unwrap();
+        }
+    });
+    with_sled_tree(&dir, "meta", |m| m.insert("formatVersion", &3u64.to_be_bytes()[..]).unwrap());
+    assert!(raw_keys(&dir).iter().all(|k| k.len() == 8));
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, &report["sledLagFrames"]), (0, &serde_json::json!(0)), "{report}");
+    let entries = |dir: &Path| {
+        let (store, _) = DiskStore::open(dir).unwrap();
+        store.read_range(0, u64::MAX).unwrap().into_iter().map(|s| s.bytes).collect::<Vec<_>>()
+    };
+    let old = entries(&dir);
+    {
+        let (mut store, _) = DiskStore::open(&dir).unwrap();
+        append_frames(&mut store, 2, 300);
+        store.flush_index().unwrap();
+    }
+    let meta = with_sled_tree(&dir, "meta", |m| m.get("formatVersion").unwrap().unwrap().to_vec());
+    assert_eq!(meta, 4u64.to_be_bytes(), "the writer names format 4");
+    let keys = raw_keys(&dir);
+    let whole = |seq: &u64| keys.iter().filter(|k| k[..8] == seq.to_be_bytes()).count() == 1;
+    assert!(long.iter().all(|(seq, _)| whole(seq)), "old records stay whole");
+    assert!(keys.iter().any(|k| k.len() == 12), "new long records are chunked");
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, &report["sledLagFrames"]), (0, &serde_json::json!(0)), "{report}");
+    let now = entries(&dir);
+    assert_eq!(now[..old.len()], old[..]);
+    assert_eq!(now.len(), old.len() + 600);
+    assert_eq!(sled_frames(&dir), records(&dir));
+}
