@@ -23,7 +23,9 @@ fn crash_child() {
     let mut i = 0usize;
     loop {
         let mut chain = store.chain();
-        let n = 1 + i % 4;
+        // Mostly small frames; now and then one of 200 entries, which sled stores in chunks
+        // (store format 4), so a kill can land inside a chunked sled batch.
+        let n = if i % 9 == 4 { 200 } else { 1 + i % 4 };
         let entries = (0..n).map(|k| chain.seal(event(i + k), T0 + i as u64, LEDGER).unwrap()).collect();
         let receipt = store.commit(&Frame::new(entries).unwrap()).unwrap();
         writeln!(out, "ack {} {}", receipt.last_seq, receipt.hash).unwrap();
