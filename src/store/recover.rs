@@ -12,8 +12,8 @@ use ledger_schema::record::{RecordVersion, check_record, next_intact, open_recor
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, corrupt, create_dir_0700,
-    get_frame, insert_frame, key, lock, open_sled, scan, trees, write_meta,
+    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, chunk_of, corrupt,
+    create_dir_0700, get_frame, insert_frame, key, lock, open_sled, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -421,6 +421,30 @@ fn rewrite_from(
     }
     if sled_records.is_empty() && damage.is_some() {
         return Err(refuse("sled does not hold an intact copy of the damaged records"));
+    }
+    // sled is written only after a commit's fdatasync: anything it holds past what the
+    // journal will hold was acknowledged. If it cannot be restored (not intact, or not
+    // chaining on), refuse instead of rebuilding sled without it.
+    let end = beyond
+        .last()
+        .map(|(first, record)| open_record(record).map_or(*first, |(h, _)| h.last_seq()))
+        .or(restored_to)
+        .or(boundary.head.map(|h| h.seq));
+    let past = end.map_or(0, |e| e + 1);
+    if let Some(k) = tree.range(key(past)..).keys().next().transpose().map_err(OpenError::Sled)? {
+        let held = k.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map_or(past, u64::from_be_bytes);
+        let (replica, reason) = match chunk_of(&k) {
+            Some((frame, chunk)) => (Replica::Sled, Corruption::StrayChunk { frame, chunk }),
+            None => (Replica::Journal, Corruption::MissingInJournal),
+        };
+        let why = format!(
+            "sled holds a record or part of one (key of seq {held}) past the last one the journal can hold (seq {}), and it is not \
+             an intact record that chains on: it was acknowledged, and no copy of it can be restored; nothing was \
+             changed. To give it up, cut with `ledger recover --truncate-after {}` (the old sled is moved aside)",
+            past.saturating_sub(1),
+            past.saturating_sub(1),
+        );
+        return Err(OpenError::Unrecoverable { seq: past, replica, reason: Box::new(reason), why });
     }
     if sled_records.is_empty() && beyond.is_empty() {
         return Ok(());

@@ -585,3 +585,56 @@ fn a_writer_that_streamed_sled_at_open_keeps_both_copies_whole() {
     // after the open (in a second segment: `journal_frames` reads the first).
     assert_eq!(sled_frames(&dir).len(), frames.len() + 1);
 }
+
+/// The journal lost its newest record (cut at a record boundary, so nothing looks torn)
+/// and sled's copy of it is damaged: that record was acknowledged and no copy can restore
+/// it, so `recover` refuses, changes nothing, and names the cut; it never rebuilds sled
+/// from the shorter journal and drops the record without a word.
+#[test]
+fn recover_refuses_to_drop_an_acknowledged_record_only_a_damaged_sled_copy_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
+    let frames = journal_frames(&dir);
+    let last = frames.last().unwrap().clone();
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    std::fs::write(segment(&dir), &bytes[..last.range.start]).unwrap();
+    with_sled(&dir, |t| {
+        let k = last.first_seq.to_be_bytes();
+        let mut v = t.get(k).unwrap().unwrap().to_vec();
+        v[70] ^= 0x01;
+        t.insert(k, v).unwrap();
+    });
+    let sled_before = sled_frames(&dir);
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("--truncate-after {}", last.first_seq - 1)), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes[..last.range.start], "nothing changed");
+    assert_eq!(sled_frames(&dir), sled_before, "nothing changed");
+    assert!(!dir.join("sled.broken-1").exists() && !dir.join("cut").exists());
+    let after = (last.first_seq - 1).to_string();
+    let (code, out, err) = cli(&["recover", d, "--truncate-after", &after]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["headSeq"].as_u64()), (0, Some(last.first_seq - 1)), "{report}");
+}
+
+/// A chunk key past the head with no record before it to continue (sled's damage: a
+/// record and its chunks are one atomic batch) is blamed on sled, not on the journal.
+#[test]
+fn a_stray_chunk_past_the_head_is_sled_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 2);
+    let head = journal_frames(&dir).last().unwrap().first_seq + 1;
+    let mut k = (head + 5).to_be_bytes().to_vec();
+    k.extend_from_slice(&1u32.to_be_bytes());
+    with_sled(&dir, |t| t.insert(k, vec![7u8; 40]).unwrap());
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["copy"].as_str()), (1, Some("sled")), "{report}");
+    assert!(report["reason"].as_str().unwrap().contains("chunk"), "{report}");
+}

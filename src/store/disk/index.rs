@@ -127,7 +127,7 @@ const CHUNK_KEY_BYTES: usize = 12;
 const MAX_CHUNKS: usize = MAX_RECORD_BYTES.div_ceil(SLED_CHUNK_BYTES);
 
 /// The frame and chunk numbers a chunk key names.
-fn chunk_of(k: &[u8]) -> Option<(u64, u32)> {
+pub(in crate::store) fn chunk_of(k: &[u8]) -> Option<(u64, u32)> {
     let k = <[u8; CHUNK_KEY_BYTES]>::try_from(k).ok()?;
     let (seq, n) = k.split_at(8);
     Some((u64::from_be_bytes(seq.try_into().ok()?), u32::from_be_bytes(n.try_into().ok()?)))

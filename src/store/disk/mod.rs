@@ -16,7 +16,9 @@ mod scan;
 pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with, replay_journal, verify};
 #[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
-pub(in crate::store) use index::{SledFrames, get_frame, insert_frame, key, open_sled, trees, write_meta};
+pub(in crate::store) use index::{
+    SledFrames, chunk_of, get_frame, insert_frame, key, open_sled, trees, write_meta,
+};
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
 pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, scan};

@@ -9,7 +9,7 @@ use ledger_schema::record::{
 };
 use ledger_schema::{Id, SealedEntry, decode_frame};
 
-use super::index::{Prefetched, SledCursor, SledFrames, SledItems, compare_sled, key_seq};
+use super::index::{Prefetched, SledCursor, SledFrames, SledItems, chunk_of, compare_sled, key_seq};
 use super::opener::Opener;
 use super::{JOURNAL_DIR, TornTail, corrupt};
 use crate::store::journal::{MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments};
@@ -405,6 +405,14 @@ pub(super) fn scan_records(
             None => {}
             Some(Err(e)) => return Err(OpenError::Sled(e)),
             Some(Ok((k, _))) => {
+                // A chunk no record continues is sled's damage, wherever it sorts.
+                if let Some((frame, chunk)) = chunk_of(&k) {
+                    return Err(corrupt(
+                        chain.next_seq(),
+                        Replica::Sled,
+                        Corruption::StrayChunk { frame, chunk },
+                    ));
+                }
                 let seq = key_seq(&k).unwrap_or(chain.next_seq());
                 return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal));
             }
