@@ -422,29 +422,35 @@ fn rewrite_from(
     if sled_records.is_empty() && damage.is_some() {
         return Err(refuse("sled does not hold an intact copy of the damaged records"));
     }
-    // sled is written only after a commit's fdatasync: anything it holds past what the
+    // sled is written only after a commit's fdatasync: a record it holds past what the
     // journal will hold was acknowledged. If it cannot be restored (not intact, or not
-    // chaining on), refuse instead of rebuilding sled without it.
+    // chaining on), refuse instead of rebuilding sled without it. (A chunk key alone is
+    // not a record: a record and its chunks are one atomic sled batch, so a chunk without
+    // its frame's key is sled's damage, and sled is rebuilt.)
     let end = beyond
         .last()
         .map(|(first, record)| open_record(record).map_or(*first, |(h, _)| h.last_seq()))
         .or(restored_to)
         .or(boundary.head.map(|h| h.seq));
     let past = end.map_or(0, |e| e + 1);
-    if let Some(k) = tree.range(key(past)..).keys().next().transpose().map_err(OpenError::Sled)? {
+    let mut later = tree.range(key(past)..).keys();
+    if let Some(k) =
+        later.find(|k| !matches!(k, Ok(k) if chunk_of(k).is_some())).transpose().map_err(OpenError::Sled)?
+    {
         let held = k.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map_or(past, u64::from_be_bytes);
-        let (replica, reason) = match chunk_of(&k) {
-            Some((frame, chunk)) => (Replica::Sled, Corruption::StrayChunk { frame, chunk }),
-            None => (Replica::Journal, Corruption::MissingInJournal),
-        };
         let why = format!(
-            "sled holds a record or part of one (key of seq {held}) past the last one the journal can hold (seq {}), and it is not \
-             an intact record that chains on: it was acknowledged, and no copy of it can be restored; nothing was \
-             changed. To give it up, cut with `ledger recover --truncate-after {}` (the old sled is moved aside)",
+            "sled holds a record at seq {held}, past the last one the journal can hold (seq {}), that is not intact or \
+             does not chain on: it was acknowledged, and no copy of it can be restored; nothing was changed. To give \
+             it up, cut with `ledger recover --truncate-after {}` (the old sled is moved aside)",
             past.saturating_sub(1),
             past.saturating_sub(1),
         );
-        return Err(OpenError::Unrecoverable { seq: past, replica, reason: Box::new(reason), why });
+        return Err(OpenError::Unrecoverable {
+            seq: held,
+            replica: Replica::Journal,
+            reason: Box::new(Corruption::MissingInJournal),
+            why,
+        });
     }
     if sled_records.is_empty() && beyond.is_empty() {
         return Ok(());
