@@ -297,6 +297,13 @@ pub enum OpenError {
     Locked(PathBuf),
     #[error("unexpected file in journal/: {0}")]
     UnexpectedFile(PathBuf),
+    /// sled's meta names a store format newer than this build reads: a newer `ledger`
+    /// wrote it. Nothing is read as damage and nothing is rebuilt (exit 2).
+    #[error(
+        "sled's meta names store format {found}, newer than this build reads (up to {readable}); use the newer \
+         `ledger` that wrote it (nothing was changed)"
+    )]
+    NewerFormat { found: u64, readable: u64 },
     #[error("the ledger has no entries (no genesis)")]
     Empty,
     /// The sled index failed: an index problem, not a broken history (exit 2).

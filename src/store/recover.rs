@@ -13,7 +13,8 @@ use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
     Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, chunk_of, corrupt,
-    create_dir_0700, get_frame, insert_frame, key, lock, open_sled, scan, trees, write_meta,
+    create_dir_0700, get_frame, insert_frame, key, lock, open_sled, read_meta, refuse_newer_format, scan,
+    trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -190,7 +191,13 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     let _lock = lock(root, true)?;
     let journal = root.join(JOURNAL_DIR);
     let db = open_sled(&root.join(SLED_DIR)).ok();
-    let tree = db.as_ref().and_then(|db| trees(db).ok()).map(|(entries, _)| entries);
+    let trees = db.as_ref().and_then(|db| trees(db).ok());
+    if let Some((_, meta)) = &trees {
+        // A newer build's ledger: neither its sled is rebuilt in an older format nor its
+        // journal read as damage.
+        refuse_newer_format(read_meta(meta)?.1.as_deref())?;
+    }
+    let tree = trees.map(|(entries, _)| entries);
     let mut report = RecoverReport {
         head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
         head_seq: 0,

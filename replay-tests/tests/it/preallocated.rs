@@ -368,3 +368,30 @@ fn a_format_3_sled_with_whole_records_is_read_and_continued_in_chunks() {
     assert_eq!(now.len(), old.len() + 600);
     assert_eq!(sled_frames(&dir), records(&dir));
 }
+
+/// A ledger whose sled meta names a store format newer than this build reads (a newer
+/// `ledger` wrote it) is refused by name, with exit 2, by readers, a writer and recover —
+/// never reported as damage, and never "recovered" by rebuilding sled in an older format.
+#[test]
+fn a_newer_store_format_is_refused_by_name_and_never_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 2);
+    with_sled_tree(&dir, "meta", |m| m.insert("formatVersion", &5u64.to_be_bytes()[..]).unwrap());
+    let journal = std::fs::read(segment(&dir)).unwrap();
+    let d = dir.to_str().unwrap();
+    for args in [vec!["verify", d], vec!["replay", d], vec!["recover", d]] {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("store format 5, newer than this build reads"), "{args:?}: {err}");
+    }
+    let err = match DiskStore::open(&dir) {
+        Ok(_) => panic!("a writer opened a newer format"),
+        Err(e) => e,
+    };
+    assert!(matches!(err, OpenError::NewerFormat { found: 5, .. }), "{err}");
+    let meta = with_sled_tree(&dir, "meta", |m| m.get("formatVersion").unwrap().unwrap().to_vec());
+    assert_eq!(meta, 5u64.to_be_bytes(), "nothing rewrote the meta");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal, "nothing changed");
+    assert!(!dir.join("sled.broken-1").exists() && !dir.join("cut").exists());
+}

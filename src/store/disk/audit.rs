@@ -6,7 +6,7 @@ use std::path::Path;
 
 use ledger_schema::SealedEntry;
 
-use super::index::{check_meta_values, open_sled_for_reading, read_meta, trees};
+use super::index::{check_meta_values, open_sled_for_reading, read_meta, refuse_newer_format, trees};
 use super::read::StoreReader;
 use super::scan::{OnEntry, SledCopy, Threads, scan_strict};
 use super::{SLED_DIR, TornTail, corrupt, ledger_journal_dir};
@@ -114,6 +114,10 @@ pub fn audit_with(
         Ok(db) => Some(read_meta(&trees(db)?.1)?),
         Err(_) => None,
     };
+    // A newer build's ledger is refused by name before its bytes could be read as damage.
+    if let Some((_, version)) = &meta {
+        refuse_newer_format(version.as_deref())?;
+    }
     let (copies, handle) = match db {
         Ok(db) => (Copies::Both, Some(db)),
         Err(reason) => (Copies::JournalOnly(reason), None),

@@ -428,14 +428,28 @@ pub(super) fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenErr
 /// The meta tree's ledger id and format version, as stored.
 pub(super) type MetaValues = (Option<sled::IVec>, Option<sled::IVec>);
 
-pub(super) fn read_meta(meta: &sled::Tree) -> Result<MetaValues, OpenError> {
+pub(in crate::store) fn read_meta(meta: &sled::Tree) -> Result<MetaValues, OpenError> {
     Ok((
         meta.get(META_LEDGER_ID).map_err(OpenError::Sled)?,
         meta.get(META_FORMAT_VERSION).map_err(OpenError::Sled)?,
     ))
 }
 
+/// Refuses a meta tree naming a store format newer than [`STORE_FORMAT_VERSION`]: a newer
+/// build wrote the ledger, and this one must neither read its bytes as damage nor rebuild
+/// sled in an older format.
+pub(in crate::store) fn refuse_newer_format(version: Option<&[u8]>) -> Result<(), OpenError> {
+    let found = version.and_then(|v| <[u8; 8]>::try_from(v).ok()).map(u64::from_be_bytes);
+    match found {
+        Some(found) if found > STORE_FORMAT_VERSION => {
+            Err(OpenError::NewerFormat { found, readable: STORE_FORMAT_VERSION })
+        }
+        _ => Ok(()),
+    }
+}
+
 pub(super) fn check_meta_values((id, version): MetaValues, head: &Head) -> Result<bool, OpenError> {
+    refuse_newer_format(version.as_deref())?;
     match (id, version) {
         (None, None) => Ok(false),
         (Some(id), Some(version)) => {

@@ -17,7 +17,8 @@ pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with,
 #[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
 pub(in crate::store) use index::{
-    SledFrames, chunk_of, get_frame, insert_frame, key, open_sled, trees, write_meta,
+    SledFrames, chunk_of, get_frame, insert_frame, key, open_sled, read_meta, refuse_newer_format, trees,
+    write_meta,
 };
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
@@ -268,6 +269,7 @@ impl DiskStore {
             }
             Err(e) => return Err(e),
         };
+        index::refuse_newer_format(index::read_meta(&trees(&db)?.1)?.1.as_deref())?;
         let (db, scan) = if streamed {
             // The cursor takes the handle; every handle it opened is closed when the scan
             // returns, so sled's lock is free for the writer's.
