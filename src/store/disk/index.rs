@@ -116,8 +116,8 @@ pub(in crate::store) fn key(seq: u64) -> [u8; 8] {
 /// The longest sled value. A longer record is stored as chunks: the first under the frame's
 /// key, chunk `i` (1, 2, …) under the key followed by `i` as a u32 big-endian, every chunk
 /// but the last exactly this long. Below sled 0.34's blob threshold (a quarter of its 512 KiB
-/// segments) every value stays inside sled's log, so the log fills segments and an open
-/// reads only its newest ones: a blob-stored record is read again by every open of sled.
+/// segments) no value is a blob file of its own, so an open no longer reads every record again
+/// (sled may still write a whole leaf node as a blob when it rewrites a page; far fewer).
 pub(in crate::store) const SLED_CHUNK_BYTES: usize = 32 << 10;
 
 /// A chunk key: the frame's key, then the chunk's number.
