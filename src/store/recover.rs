@@ -143,10 +143,24 @@ struct Survey {
     cut_at: Option<(PathBuf, u64)>,
     /// First seqs of records sled holds intact but differently.
     differs: Vec<u64>,
+    /// The checkpoint's check against the journal as found (`None`: its seq was not read).
+    checkpoint: Option<Result<(), Corruption>>,
 }
 
-fn survey(root: &Path, sled: Option<&sled::Tree>, truncate_after: Option<u64>) -> Result<Survey, OpenError> {
+fn survey(
+    root: &Path,
+    sled: Option<&sled::Tree>,
+    truncate_after: Option<u64>,
+    checkpoint: Option<&Checkpoint>,
+) -> Result<Survey, OpenError> {
     let mut newest = None;
+    let mut verdict = None;
+    let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
+            verdict = Some(cp.check(sealed));
+        }
+        Ok(())
+    };
     let mut cut_at = None;
     let mut differs = Vec::new();
     let mut on_frame = |pos: &FramePos<'_>| -> Result<(), OpenError> {
@@ -166,8 +180,41 @@ fn survey(root: &Path, sled: Option<&sled::Tree>, truncate_after: Option<u64>) -
         newest = Some((pos.segment.to_path_buf(), pos.offset, pos.first_seq, pos.before));
         Ok(())
     };
-    let scan = scan(root, SledCopy::Off, false, OnDamage::Stop, &mut |_| Ok(()), &mut on_frame)?;
-    Ok(Survey { scan, newest, cut_at, differs })
+    let scan = scan(root, SledCopy::Off, false, OnDamage::Stop, &mut on_entry, &mut on_frame)?;
+    Ok(Survey { scan, newest, cut_at, differs, checkpoint: verdict })
+}
+
+/// Checks `checkpoint` (if any) against the journal as it now stands. Its failure, as a
+/// refusal that says nothing was changed (the caller has changed nothing, or put it back).
+fn journal_holds(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<Scan, OpenError> {
+    let mut verdict: Option<Result<(), Corruption>> = None;
+    let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
+            verdict = Some(cp.check(sealed));
+        }
+        Ok(())
+    };
+    let checked = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut check, &mut |_| Ok(()))?;
+    match (checkpoint, verdict) {
+        (None, _) | (Some(_), Some(Ok(()))) => Ok(checked),
+        (Some(cp), verdict) => Err(checkpoint_refused(cp, verdict, checked.head.seq)),
+    }
+}
+
+/// The refusal for a checkpoint that does not hold (`verdict`: its check, `None` when the
+/// journal ends at `head` before its seq).
+fn checkpoint_refused(cp: &Checkpoint, verdict: Option<Result<(), Corruption>>, head: u64) -> OpenError {
+    let reason = match verdict {
+        Some(Err(reason)) => reason,
+        _ => Corruption::Truncated { head },
+    };
+    OpenError::Unrecoverable {
+        seq: cp.seq,
+        replica: Replica::Journal,
+        reason: Box::new(reason),
+        why: "the checkpoint does not hold for the journal this recovery would leave; nothing was changed"
+            .to_owned(),
+    }
 }
 
 /// Does the checkpoint hold for this chain of entries? `None` when it names another seq.
@@ -209,7 +256,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         restored_seqs: None,
         cut: Vec::new(),
     };
-    let found = survey(root, tree.as_ref(), options.truncate_after)?;
+    let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
 
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later
@@ -221,6 +268,12 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
                  ends at seq {head}; cut at a frame boundary: `ledger show` lists the entries)"
             )));
         };
+        if let Some(cp) = &options.checkpoint {
+            let kept = if cp.seq <= after { found.checkpoint.clone() } else { None };
+            if !matches!(kept, Some(Ok(()))) {
+                return Err(checkpoint_refused(cp, kept, after));
+            }
+        }
         let later: Vec<PathBuf> = list_segments(&journal)?
             .into_iter()
             .map(|(_, p)| p)
@@ -242,25 +295,13 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     drop(tree);
     drop(db);
 
-    // The journal now verifies, apart from a torn tail: cut that (moved aside).
-    let checked = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()))?;
+    // The journal now verifies, apart from a torn tail, and holds the checkpoint (checked
+    // before anything is cut, or put back when a restore from sled did not hold it): cut
+    // the torn tail (moved aside).
+    let checked = journal_holds(root, options.checkpoint.as_ref())?;
     if let Some(torn) = &checked.torn {
         let moved = move_tail_aside(root, &torn.segment, torn.offset)?;
         report.torn_tail = Some(super::TornTail { moved_to: Some(moved), ..torn.clone() });
-    }
-    if let Some(cp) = &options.checkpoint {
-        let mut seen = false;
-        let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
-            if sealed.entry.seq == cp.seq {
-                cp.check(sealed).map_err(|reason| corrupt(cp.seq, Replica::Journal, reason))?;
-                seen = true;
-            }
-            Ok(())
-        };
-        let head = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut check, &mut |_| Ok(()))?.head;
-        if !seen {
-            return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: head.seq }));
-        }
     }
 
     let (moved_aside, rebuilt) = rebuild_index(root)?;
@@ -376,6 +417,7 @@ fn rewrite_from(
     tree: &sled::Tree,
     boundary: &Boundary,
     damage: Option<&Damage>,
+    checkpoint: Option<&Checkpoint>,
     report: &mut RecoverReport,
 ) -> Result<(), OpenError> {
     let refuse = |why: &str| match damage {
@@ -517,8 +559,9 @@ fn rewrite_from(
         f.write_all(content).and_then(|()| f.sync_all()).map_err(io("write", &path))?;
     }
     sync_dir(journal)?;
-    if let Err(e) = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(())) {
-        // Put the originals back: the rewrite did not verify, so nothing may change.
+    if let Err(e) = journal_holds(root, checkpoint) {
+        // Put the originals back: the rewrite did not verify (or does not hold the
+        // checkpoint), so nothing may change — not even an empty `cut/N/`.
         for (name_seq, _) in &files {
             let _ = std::fs::remove_file(journal.join(segment_name(*name_seq)));
         }
@@ -527,8 +570,13 @@ fn rewrite_from(
             std::fs::rename(&kept, original).map_err(io("rename", &kept))?;
         }
         sync_dir(journal)?;
+        let _ = std::fs::remove_dir(&into);
+        let _ = std::fs::remove_dir(root.join(CUT_DIR));
         report.cut.clear();
-        return Err(refuse(&format!("the journal rebuilt from sled does not verify ({e})")));
+        return Err(match e {
+            e @ OpenError::Unrecoverable { .. } => e,
+            e => refuse(&format!("the journal rebuilt from sled does not verify ({e})")),
+        });
     }
     // What the journal lacked (its own intact copies were rewritten unchanged).
     let lacked: Vec<&Keyed> = sled_records.iter().filter(|(s, _)| !journal_has.contains(s)).collect();
@@ -593,5 +641,13 @@ fn restore_from_sled(
     }
 
     // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.
-    rewrite_from(root, journal, tree, &boundary, found.scan.damage.as_ref(), report)
+    rewrite_from(
+        root,
+        journal,
+        tree,
+        &boundary,
+        found.scan.damage.as_ref(),
+        options.checkpoint.as_ref(),
+        report,
+    )
 }

@@ -1,7 +1,8 @@
 //! What a crash or a broken index leaves behind is restored from the journal with nothing
 //! lost — and only that: anything else is refused, never silently repaired.
 
-use closure_ledger::store::{DiskStore, Store};
+use closure_ledger::store::{Checkpoint, DiskStore, Store};
+use ledger_schema::SealedEntry;
 use replay_tests::*;
 
 fn all_entries(dir: &std::path::Path) -> Vec<Vec<u8>> {
@@ -173,6 +174,54 @@ fn a_lost_journal_tail_is_restored_from_sled() {
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("restored 3 record(s)"), "{out}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes);
+    assert_eq!(all_entries(&dir), before);
+}
+
+/// A checkpoint given to `recover` is evidence about the result: when the journal recover
+/// would leave does not hold it — restored from sled, cut where told, or as found — recover
+/// refuses before changing anything (found from outside: a failed check used to come after
+/// the journal had been rewritten).
+#[test]
+fn a_recover_whose_result_fails_the_checkpoint_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let cp = make_ledger(&dir, 8, 2);
+    trim_preallocated(&dir); // edits below treat the file length as the end of the data
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    // The journal lost its last three records (sled holds them): recover would restore them.
+    let cut_at = frames[frames.len() - 3].range.start + 30;
+    let damaged = bytes[..cut_at].to_vec();
+    std::fs::write(segment(&dir), &damaged).unwrap();
+    let d = dir.to_str().unwrap();
+    let earlier = Checkpoint::of(&SealedEntry::open(&before[5]).unwrap());
+    let refuted = [
+        // A seq neither copy holds.
+        Checkpoint { seq: cp.seq + 1, ..cp },
+        // The head, with another entry's hash.
+        Checkpoint { hash: earlier.hash, ..cp },
+    ];
+    for (i, wrong) in refuted.iter().enumerate() {
+        let file = tmp.path().join(format!("wrong{i}.json"));
+        std::fs::write(&file, wrong.to_json()).unwrap();
+        for extra in [&[][..], &["--truncate-after", "4"][..]] {
+            let mut args = vec!["recover", d, "--checkpoint", file.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let (code, out, err) = cli(&args);
+            assert_eq!(code, 1, "{args:?}: {out}{err}");
+            assert!(err.contains("nothing was changed"), "{args:?}: {err}");
+            assert_eq!(std::fs::read(segment(&dir)).unwrap(), damaged, "{args:?}: the journal is untouched");
+            assert!(!dir.join("cut").exists(), "{args:?}: not even an empty cut/ directory");
+            assert!(!dir.join("sled.broken-1").exists(), "{args:?}: sled was not rebuilt");
+        }
+    }
+    // The checkpoint that holds: restored, nothing lost.
+    let file = tmp.path().join("cp.json");
+    std::fs::write(&file, cp.to_json()).unwrap();
+    let (code, out, err) = cli(&["recover", d, "--checkpoint", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes);
     assert_eq!(all_entries(&dir), before);
 }
