@@ -344,7 +344,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             let verified = verified_head(&dir, err)?;
             stream_entries(&dir, 0, verified, out, &|sealed| entry_json(sealed).to_string())
         }
-        Command::Submit { dir, file } => submit(&dir, file.as_deref(), out),
+        Command::Submit { dir, file } => submit(&dir, file.as_deref(), out, err),
         Command::Status { dir, json } => status(&dir, json, out),
         Command::Replay { dir, to, journal_only, json } => replay(&dir, to, journal_only, json, out),
         Command::Compile { dir, attempt, markdown: _, cbor, json } => {
@@ -397,6 +397,35 @@ fn live_note(report: &store::VerifyReport, err: &mut dyn Write) {
             "ledger: note: a live writer holds the ledger; read up to its last complete record (seq {})",
             report.head.seq
         );
+    }
+}
+
+/// Says on stderr what the writer's open repaired (stdout holds only receipts): a torn tail
+/// moved aside, sled's lagging frames restored, an unopenable sled moved aside and rebuilt.
+fn repair_note(report: &store::OpenReport, err: &mut dyn Write) {
+    if let Some(t) = &report.torn_tail {
+        let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", p.display()));
+        let _ = writeln!(
+            err,
+            "ledger: note: cut a torn record of {} bytes at offset {} of {} (never acknowledged){to}",
+            t.bytes,
+            t.offset,
+            t.segment.display()
+        );
+    }
+    if report.sled_restored_frames > 0 {
+        let _ = writeln!(
+            err,
+            "ledger: note: restored {} frame(s) sled lacked from the journal",
+            report.sled_restored_frames
+        );
+    }
+    if let Some(r) = &report.index_rebuilt {
+        let aside = r
+            .moved_aside
+            .as_ref()
+            .map_or(String::new(), |p| format!("; the old one moved to {}", p.display()));
+        let _ = writeln!(err, "ledger: note: rebuilt the sled index from the journal ({}){aside}", r.reason);
     }
 }
 
@@ -519,6 +548,9 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
                     OpenError::Corrupt { seq, replica, reason } => {
                         (Some(*seq), Some(*replica), reason.to_string())
                     }
+                    e @ (OpenError::Sled(_) | OpenError::SledMissing(_)) => {
+                        (None, Some(store::Replica::Sled), e.to_string())
+                    }
                     other => (None, None, other.to_string()),
                 };
                 emit(out, json!({"ok": false, "seq": seq, "copy": copy, "reason": reason}))?;
@@ -528,7 +560,7 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
     }
 }
 
-fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
+fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     use std::io::BufRead;
     let mut input: Box<dyn BufRead> = match file {
         None => Box::new(std::io::stdin().lock()),
@@ -537,7 +569,8 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write) -> Result<(), Fa
             std::fs::File::open(p).map_err(|e| usage(format!("{}: {e}", p.display())))?,
         )),
     };
-    let (mut ledger, _) = crate::ledger::Ledger::open(dir)?;
+    let (mut ledger, opened) = crate::ledger::Ledger::open(dir)?;
+    repair_note(&opened, err);
     let (mut line_no, mut n_commands, mut n_rejected) = (0u64, 0u64, 0u64);
     let limit = crate::runtime::command::MAX_COMMAND_BYTES;
     loop {

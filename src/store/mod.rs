@@ -307,7 +307,7 @@ pub enum OpenError {
     #[error("the ledger has no entries (no genesis)")]
     Empty,
     /// The sled index failed: an index problem, not a broken history (exit 2).
-    #[error("the sled index failed: {source}; {hint}", source = .0, hint = sled_hint(.0))]
+    #[error("the sled index failed: {reason}; {hint}", reason = sled_reason(.0), hint = sled_hint(.0))]
     Sled(#[source] sled::Error),
     #[error("the sled index {0} is missing; rebuild it from the journal with `ledger recover`")]
     SledMissing(PathBuf),
@@ -353,6 +353,15 @@ pub enum OpenError {
 
 /// What to do about a sled failure: an environment problem (read-only filesystem, no
 /// permission, no space) is not an index to rebuild.
+/// sled's error in one line a user can act on (sled 0.34's `Corruption` prints its internal
+/// disk pointer and an empty backtrace).
+fn sled_reason(e: &sled::Error) -> String {
+    match e {
+        sled::Error::Corruption { .. } => "its files hold corrupted data (sled's own checksums)".to_owned(),
+        other => other.to_string(),
+    }
+}
+
 fn sled_hint(e: &sled::Error) -> &'static str {
     use std::io::ErrorKind;
     match e {
@@ -369,6 +378,16 @@ fn sled_hint(e: &sled::Error) -> &'static str {
 }
 
 impl OpenError {
+    /// Why sled could not be used, without the advice to rebuild it (for a report that it
+    /// was rebuilt).
+    pub(crate) fn index_reason(&self) -> String {
+        match self {
+            OpenError::Sled(e) => format!("sled failed: {}", sled_reason(e)),
+            OpenError::SledMissing(path) => format!("{} is missing", path.display()),
+            other => other.to_string(),
+        }
+    }
+
     /// The verified entry `sealed` refused by an observer of the scan, with its reason.
     pub fn inadmissible(
         sealed: &SealedEntry,

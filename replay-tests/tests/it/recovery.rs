@@ -75,6 +75,39 @@ fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     assert_eq!(all_entries(&dir), before);
 }
 
+/// A sled that will not open never hides damage to the history: the journal is verified
+/// first, its damage is what verify and replay report (exit 1, the journal named); with an
+/// intact journal the index problem is exit 2, named as sled's, in one line without sled's
+/// internals (found from outside: a damaged sled page used to stop verify before the journal
+/// was read).
+#[test]
+fn a_sled_that_will_not_open_never_hides_journal_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir);
+    let d = dir.to_str().unwrap();
+    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["copy"].as_str()), (2, Some("sled")), "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("ledger recover") && !reason.contains("backtrace"), "{reason}");
+    // Now the journal is damaged too: that is what is reported.
+    let frames = journal_frames(&dir);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[frames[2].range.start + 20] ^= 0x01;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(
+        (code, report["copy"].as_str(), report["seq"].as_u64()),
+        (1, Some("journal"), Some(frames[2].first_seq)),
+        "{report}"
+    );
+    let (code, _, err) = cli(&["replay", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("damaged journal record"), "{err}");
+}
+
 /// The next writer rebuilds an unopenable index by itself, and reports it.
 #[test]
 fn the_next_writer_rebuilds_an_unopenable_index() {
@@ -89,6 +122,20 @@ fn the_next_writer_rebuilds_an_unopenable_index() {
     drop(store);
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal_before);
     assert_eq!(verify_json(&dir, None).0, 0);
+
+    // `ledger submit` (a writer) says so on stderr; stdout keeps only receipts.
+    let dir = tmp.path().join("demo");
+    let (code, out, err) = cli(&["demo", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    let empty = tmp.path().join("none.jsonl");
+    std::fs::write(&empty, b"").unwrap();
+    let (code, out, err) = cli(&["submit", dir.to_str().unwrap(), empty.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    let aside = dir.join("sled.broken-1");
+    assert!(err.contains("rebuilt the sled index") && err.contains(aside.to_str().unwrap()), "{err}");
+    assert!(aside.is_dir());
 }
 
 /// One damaged byte in a middle journal record: verify names the damaged record's seq, the

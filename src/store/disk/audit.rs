@@ -95,6 +95,9 @@ pub fn audit_with(
 ) -> Result<VerifyReport, OpenError> {
     let lock = read_lock(root)?;
     let sled_dir = root.join(SLED_DIR);
+    // A sled that will not open is reported after the journal is verified, so that damage
+    // to the history is never hidden behind a broken index.
+    let mut unopened = None;
     let db = match (scope, &lock) {
         (AuditScope::JournalOnly, _) => Err("not asked (--journal-only)".to_owned()),
         (AuditScope::Both, None) => {
@@ -104,6 +107,11 @@ pub fn audit_with(
             Ok(db) => Ok(db),
             Err(OpenError::Locked(_)) => Err("held by a live writer".to_owned()),
             Err(e @ OpenError::NoRoom { .. }) => Err(format!("not opened: {e}")),
+            Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
+                let reason = format!("will not open: {e}");
+                unopened = Some(e);
+                Err(reason)
+            }
             Err(e) => return Err(e),
         },
     };
@@ -137,6 +145,9 @@ pub fn audit_with(
         && !checkpoint_seen
     {
         return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
+    }
+    if let Some(e) = unopened {
+        return Err(e);
     }
     let lag = match meta {
         Some(values) => {

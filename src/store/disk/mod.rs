@@ -264,7 +264,7 @@ impl DiskStore {
             // one is moved aside) and report it.
             Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
                 let (moved, _) = crate::store::recover::rebuild_index(root)?;
-                index_rebuilt = Some(IndexRebuilt { reason: e.to_string(), moved_aside: moved });
+                index_rebuilt = Some(IndexRebuilt { reason: e.index_reason(), moved_aside: moved });
                 open_first(&sled_dir)?
             }
             Err(e) => return Err(e),

@@ -190,6 +190,9 @@ pub(super) fn scan_records(
     };
     let mut sled_lagging = false;
     let mut held: Option<Held> = None;
+    // A sled read that failed: sled is read no further, and the failure is reported only
+    // after the journal has verified (damage to the history comes first).
+    let mut sled_failed: Option<sled::Error> = None;
     let mut out = Scan {
         head: Head { ledger: Id::default(), seq: 0, hash: Default::default(), time_ms: 0 },
         verified: None,
@@ -351,7 +354,7 @@ pub(super) fn scan_records(
                             });
                         }
                     }
-                    Some(Err(e)) => return Err(OpenError::Sled(e)),
+                    Some(Err(e)) => sled_failed = Some(e),
                     Some(Ok((k, v))) => {
                         if let Err(finding) = compare_sled(first_seq, record, &k, &v)
                             && held.is_none()
@@ -365,6 +368,9 @@ pub(super) fn scan_records(
                         }
                     }
                 }
+            }
+            if sled_failed.is_some() {
+                sled_iter = None;
             }
         }
         // A segment with no record (empty, or holding only a torn write) is legal only as
@@ -396,6 +402,9 @@ pub(super) fn scan_records(
             return Err(corrupt(h.first_seq, Replica::Both, Corruption::CopiesDisagree));
         }
         return Err(h.finding);
+    }
+    if let Some(e) = sled_failed {
+        return Err(OpenError::Sled(e));
     }
     // Beside a live writer sled may hold records appended after the journal was read.
     let sled_may_lead = matches!(sled, SledCopy::MayLead(_));
