@@ -340,6 +340,17 @@ pub enum OpenError {
     /// Damage that recovery cannot repair from either copy; nothing was changed.
     #[error("cannot recover: seq {seq} in the {replica} copy: {reason}; {why}")]
     Unrecoverable { seq: u64, replica: Replica, reason: Box<Corruption>, why: String },
+    /// The journal ends in a partial record and sled, the only evidence of whether it was
+    /// acknowledged, will not open: it is not cut (exit 1; nothing was changed).
+    #[error(
+        "the journal ends in a partial record of {bytes} bytes at offset {offset} of {} (seq {next} would be \
+         next), and sled, which would show whether it was acknowledged, will not open ({sled}); nothing was \
+         changed. If it was never acknowledged (a crash during a commit), cut it with `ledger recover \
+         --truncate-after {last}` (the bytes are moved aside); else restore sled's files first",
+        segment.display(),
+        last = next.saturating_sub(1)
+    )]
+    TornUnchecked { segment: PathBuf, offset: u64, bytes: u64, next: u64, sled: String },
     /// Too little free space to open sled safely (its open writes).
     #[error(
         "only {free} bytes free on the filesystem of {path} ({needed} needed): the sled index is not opened, \
@@ -378,6 +389,18 @@ fn sled_hint(e: &sled::Error) -> &'static str {
 }
 
 impl OpenError {
+    /// A torn tail that cannot be cut because sled, which would say whether it was
+    /// acknowledged, failed with `sled` (see [`OpenError::TornUnchecked`]).
+    pub(crate) fn torn_unchecked(torn: &TornTail, next: u64, sled: &OpenError) -> OpenError {
+        OpenError::TornUnchecked {
+            segment: torn.segment.clone(),
+            offset: torn.offset,
+            bytes: torn.bytes,
+            next,
+            sled: sled.index_reason(),
+        }
+    }
+
     /// Why sled could not be used, without the advice to rebuild it (for a report that it
     /// was rebuilt).
     pub(crate) fn index_reason(&self) -> String {
@@ -407,6 +430,7 @@ impl OpenError {
             OpenError::Corrupt { .. }
                 | OpenError::Inadmissible { .. }
                 | OpenError::Unrecoverable { .. }
+                | OpenError::TornUnchecked { .. }
                 | OpenError::Empty
                 | OpenError::UnexpectedFile(_)
         )

@@ -237,7 +237,10 @@ fn sealed_of(record: &[u8]) -> Vec<SealedEntry> {
 pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, OpenError> {
     let _lock = lock(root, true)?;
     let journal = root.join(JOURNAL_DIR);
-    let db = open_sled(&root.join(SLED_DIR)).ok();
+    let (db, sled_error) = match open_sled(&root.join(SLED_DIR)) {
+        Ok(db) => (Some(db), None),
+        Err(e) => (None, Some(e)),
+    };
     let trees = db.as_ref().and_then(|db| trees(db).ok());
     if let Some((_, meta)) = &trees {
         // A newer build's ledger: neither its sled is rebuilt in an older format nor its
@@ -291,6 +294,11 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
     } else if let Some(damage) = &found.scan.damage {
         return Err(damage_without_copy(damage, "sled will not open"));
+    } else if let Some(torn) = &found.scan.torn {
+        // Whether the partial record was acknowledged only sled could say.
+        let why = sled_error.unwrap_or_else(|| OpenError::Usage("its trees will not open".to_owned()));
+        let next = found.scan.verified.map_or(0, |h| h.seq + 1);
+        return Err(OpenError::torn_unchecked(torn, next, &why));
     }
     drop(tree);
     drop(db);

@@ -108,6 +108,58 @@ fn a_sled_that_will_not_open_never_hides_journal_damage() {
     assert!(err.contains("damaged journal record"), "{err}");
 }
 
+/// A partial record at the journal's end is cut only where sled can say whether it was
+/// acknowledged. With sled unopenable, verify, the writer's open and recover all refuse and
+/// change nothing (found from outside: the writer used to rebuild sled first, cut the record
+/// "held by no copy", and write a different record under its seq — a fork of an
+/// acknowledged history when the journal had lost it); the operator's `--truncate-after` cuts.
+#[test]
+fn a_torn_tail_is_not_cut_while_sled_cannot_vouch_for_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir);
+    let d = dir.to_str().unwrap();
+    let frames = journal_frames(&dir);
+    let last = frames.last().unwrap().clone();
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let torn = bytes[..last.range.start + 40].to_vec();
+    std::fs::write(segment(&dir), &torn).unwrap();
+    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    let untouched = |what: &str| {
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn, "{what}: the journal is untouched");
+        assert!(!dir.join("cut").exists(), "{what}: nothing cut");
+        assert!(!dir.join("sled.broken-1").exists(), "{what}: sled not rebuilt");
+    };
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("partial record") && reason.contains("will not open"), "{reason}");
+    untouched("verify");
+    let err = DiskStore::open(&dir).unwrap_err();
+    assert!(matches!(err, closure_ledger::store::OpenError::TornUnchecked { .. }), "{err}");
+    untouched("the writer's open");
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    let last_good = last.first_seq - 1;
+    assert!(err.contains(&format!("--truncate-after {last_good}")), "{err}");
+    untouched("recover");
+    // The operator's decision: the partial record moves aside, sled is rebuilt.
+    let (code, out, err) = cli(&["recover", d, "--truncate-after", &last_good.to_string()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes[..last.range.start]);
+    assert_eq!(
+        std::fs::read(dir.join("cut/1").join(format!(
+            "{}@{}",
+            segment(&dir).file_name().unwrap().to_str().unwrap(),
+            last.range.start
+        )))
+        .unwrap(),
+        torn[last.range.start..]
+    );
+    assert_eq!(verify_json(&dir, None).0, 0);
+}
+
 /// The next writer rebuilds an unopenable index by itself, and reports it.
 #[test]
 fn the_next_writer_rebuilds_an_unopenable_index() {

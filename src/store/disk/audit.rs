@@ -147,7 +147,10 @@ pub fn audit_with(
         return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
     }
     if let Some(e) = unopened {
-        return Err(e);
+        return Err(match &scan.torn {
+            Some(torn) => OpenError::torn_unchecked(torn, scan.head.seq + 1, &e),
+            None => e,
+        });
     }
     let lag = match meta {
         Some(values) => {

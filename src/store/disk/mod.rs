@@ -263,6 +263,13 @@ impl DiskStore {
             // The index is damaged, not the history: rebuild it from the journal (the old
             // one is moved aside) and report it.
             Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
+                // A torn tail is cut only where sled could say whether it was acknowledged:
+                // rebuilding sled first would throw that evidence away.
+                let journal =
+                    scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()))?;
+                if let Some(torn) = &journal.torn {
+                    return Err(OpenError::torn_unchecked(torn, journal.head.seq + 1, &e));
+                }
                 let (moved, _) = crate::store::recover::rebuild_index(root)?;
                 index_rebuilt = Some(IndexRebuilt { reason: e.index_reason(), moved_aside: moved });
                 open_first(&sled_dir)?
