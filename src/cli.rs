@@ -304,6 +304,16 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     ),
                 )?;
             }
+            if !report.sled_rebuilt {
+                return emit(
+                    out,
+                    format!(
+                        "nothing to recover: both copies verified whole, {} entries in {} frames, head seq {} {}; \
+                         nothing was changed",
+                        report.entries, report.frames, report.head.seq, report.head.hash
+                    ),
+                );
+            }
             emit(
                 out,
                 format!(

@@ -12,9 +12,9 @@ use ledger_schema::record::{RecordVersion, check_record, next_intact, open_recor
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, chunk_of, corrupt,
-    create_dir_0700, get_frame, insert_frame, key, lock, open_sled, read_meta, refuse_newer_format, scan,
-    trees, write_meta,
+    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, check_meta, chunk_of,
+    corrupt, create_dir_0700, get_frame, insert_frame, key, lock, meta_is_current, open_sled, read_meta,
+    refuse_newer_format, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -54,6 +54,9 @@ pub struct RecoverReport {
     pub restored_seqs: Option<(u64, u64)>,
     /// Journal bytes cut by `--truncate-after` or replaced by sled's copy, and where they went.
     pub cut: Vec<PathBuf>,
+    /// sled was rebuilt from the journal (false: both copies verified whole, in the current
+    /// format, and nothing was changed).
+    pub sled_rebuilt: bool,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -184,6 +187,16 @@ fn survey(
     Ok(Survey { scan, newest, cut_at, differs, checkpoint: verdict })
 }
 
+/// The strict scan of both copies, if they are whole: every record verified and the same in
+/// sled, no torn tail, no sled lag, no stray sled key, and sled's meta present and current.
+fn whole(root: &Path, entries: &sled::Tree, meta: &sled::Tree) -> Option<Scan> {
+    let checked =
+        scan(root, SledCopy::Strict(entries), false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()));
+    let checked = checked.ok()?;
+    let meta_whole = check_meta(meta, &checked.head).ok()? && meta_is_current(meta).ok()?;
+    (checked.torn.is_none() && checked.sled_lag_frames == 0 && meta_whole).then_some(checked)
+}
+
 /// Checks `checkpoint` (if any) against the journal as it now stands. Its failure, as a
 /// refusal that says nothing was changed (the caller has changed nothing, or put it back).
 fn journal_holds(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<Scan, OpenError> {
@@ -247,6 +260,27 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         // journal read as damage.
         refuse_newer_format(read_meta(meta)?.1.as_deref())?;
     }
+    // Nothing to recover: both copies verify whole, sled lags by nothing and is in the
+    // current format (and the checkpoint, if given, holds). Nothing is changed — a healthy
+    // sled is not moved aside as `sled.broken-N`.
+    if options.truncate_after.is_none()
+        && let Some((entries, meta)) = &trees
+        && let Some(whole) = whole(root, entries, meta)
+    {
+        journal_holds(root, options.checkpoint.as_ref())?;
+        return Ok(RecoverReport {
+            head: whole.head,
+            head_seq: whole.head.seq,
+            frames: whole.frames,
+            entries: whole.entries,
+            moved_aside: None,
+            torn_tail: None,
+            restored_from_sled: 0,
+            restored_seqs: None,
+            cut: Vec::new(),
+            sled_rebuilt: false,
+        });
+    }
     let tree = trees.map(|(entries, _)| entries);
     let mut report = RecoverReport {
         head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
@@ -258,6 +292,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         restored_from_sled: 0,
         restored_seqs: None,
         cut: Vec::new(),
+        sled_rebuilt: true,
     };
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
 
@@ -633,6 +668,14 @@ fn restore_from_sled(
             checkpoint_says(cp, &ours)
         });
         let take_sled = match (options.prefer, by_checkpoint) {
+            (Some(prefer), Some(sled_matches)) if (prefer == Replica::Sled) != sled_matches => {
+                return Err(OpenError::Usage(format!(
+                    "--prefer {prefer} contradicts --checkpoint, which names the {} copy's version of seq {}; \
+                     give one of them (nothing was changed)",
+                    if sled_matches { "sled" } else { "journal" },
+                    options.checkpoint.map_or(first_seq, |cp| cp.seq),
+                )));
+            }
             (_, Some(sled_matches)) => sled_matches,
             (Some(Replica::Sled), None) => true,
             (Some(Replica::Journal), None) => false,

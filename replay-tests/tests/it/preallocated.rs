@@ -193,16 +193,14 @@ fn a_v2_ledger_is_read_and_continued_in_a_v3_segment() {
             tree.insert(first_seq.to_be_bytes(), r.as_slice()).unwrap();
         }
     });
+    // (`with_sled_tree` waits for sled's lock, which its threads release late after a drop.)
     let meta_version = |dir: &Path| {
-        let db = sled::open(dir.join("sled")).unwrap();
-        let v = db.open_tree("meta").unwrap().get("formatVersion").unwrap().unwrap();
+        let v = with_sled_tree(dir, "meta", |meta| meta.get("formatVersion").unwrap().unwrap());
         u64::from_be_bytes(v.as_ref().try_into().unwrap())
     };
-    {
-        let db = sled::open(dir.join("sled")).unwrap();
-        db.open_tree("meta").unwrap().insert("formatVersion", &2u64.to_be_bytes()[..]).unwrap();
-        db.flush().unwrap();
-    }
+    with_sled_tree(&dir, "meta", |meta| {
+        meta.insert("formatVersion", &2u64.to_be_bytes()[..]).unwrap();
+    });
     assert_eq!(meta_version(&dir), 2);
     let report = store::verify(&dir, None).unwrap();
     assert_eq!((report.frames, report.torn_tail), (1 + N_FRAMES as u64, None), "a v2 ledger verifies");

@@ -75,6 +75,40 @@ fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     assert_eq!(all_entries(&dir), before);
 }
 
+/// `recover` on a ledger whose copies are whole changes nothing: no sled moved aside as
+/// `sled.broken-N`, no journal byte touched (found from outside: every run moved a healthy
+/// sled aside and rebuilt it).
+#[test]
+fn recover_on_a_whole_ledger_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let cp = make_ledger(&dir, 6, 3);
+    let d = dir.to_str().unwrap();
+    let journal = std::fs::read(segment(&dir)).unwrap();
+    let frames = sled_frames(&dir);
+    let cp_file = tmp.path().join("cp.json");
+    std::fs::write(&cp_file, cp.to_json()).unwrap();
+    for args in [vec!["recover", d], vec!["recover", d, "--checkpoint", cp_file.to_str().unwrap()]] {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("nothing to recover"), "{out}");
+        assert!(!dir.join("sled.broken-1").exists() && !dir.join("cut").exists());
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal);
+        assert_eq!(sled_frames(&dir), frames);
+    }
+    // A checkpoint that does not hold is still refused.
+    let wrong = tmp.path().join("wrong.json");
+    std::fs::write(&wrong, Checkpoint { seq: cp.seq + 1, ..cp }.to_json()).unwrap();
+    let (code, _, err) = cli(&["recover", d, "--checkpoint", wrong.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    // A sled lagging by a frame is not whole: recover restores it (rebuilds sled).
+    with_sled(&dir, |t| remove_sled_frame(t, frames.last().unwrap().0));
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("rebuilt sled"), "{out}");
+    assert_eq!(sled_frames(&dir), frames);
+}
+
 /// A sled that will not open never hides damage to the history: the journal is verified
 /// first, its damage is what verify and replay report (exit 1, the journal named); with an
 /// intact journal the index problem is exit 2, named as sled's, in one line without sled's
@@ -350,6 +384,12 @@ fn copies_that_disagree_on_the_newest_record_are_decided_only_with_evidence() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
     let cp_file = tmp.path().join("cp.json");
     std::fs::write(&cp_file, cp.to_json()).unwrap();
+    // The checkpoint names sled's version: `--prefer journal` contradicts it, refused.
+    let (code, _, err) =
+        cli(&["recover", d, "--checkpoint", cp_file.to_str().unwrap(), "--prefer", "journal"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("contradicts --checkpoint") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
     let (code, out, err) = cli(&["recover", d, "--checkpoint", cp_file.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's version, which the checkpoint names");

@@ -421,7 +421,7 @@ pub(super) fn compare_sled(
 
 /// The meta tree must name the genesis ledger id and format version; `None` if it lacks
 /// them (a sled lagging since genesis).
-pub(super) fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
+pub(in crate::store) fn check_meta(meta: &sled::Tree, head: &Head) -> Result<bool, OpenError> {
     check_meta_values(read_meta(meta)?, head)
 }
 
@@ -483,7 +483,7 @@ pub(super) const READABLE_FORMAT_VERSIONS: [u64; 3] = [2, 3, STORE_FORMAT_VERSIO
 /// raises an older one before it appends, so a build that cannot read what it writes (v3
 /// segments, chunked sled values) refuses the ledger by its meta instead of reporting them
 /// as damage.
-pub(super) fn meta_is_current(meta: &sled::Tree) -> Result<bool, OpenError> {
+pub(in crate::store) fn meta_is_current(meta: &sled::Tree) -> Result<bool, OpenError> {
     let version = meta.get(META_FORMAT_VERSION).map_err(OpenError::Sled)?;
     Ok(version.is_some_and(|v| v.as_ref() == STORE_FORMAT_VERSION.to_be_bytes()))
 }
