@@ -44,7 +44,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Verify both copies (journal and sled) without writing; optionally against a checkpoint.
+    /// Verify both copies (journal and sled) without writing the journal (sled's own open may rewrite its files); optionally against a checkpoint.
     Verify {
         dir: PathBuf,
         #[arg(long)]
