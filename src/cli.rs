@@ -309,7 +309,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     out,
                     format!(
                         "nothing to recover: both copies verified whole, {} entries in {} frames, head seq {} {}; \
-                         nothing was changed",
+                         no record was changed",
                         report.entries, report.frames, report.head.seq, report.head.hash
                     ),
                 );
@@ -417,7 +417,7 @@ fn repair_note(report: &store::OpenReport, err: &mut dyn Write) {
         let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", p.display()));
         let _ = writeln!(
             err,
-            "ledger: note: cut a torn record of {} bytes at offset {} of {} (never acknowledged){to}",
+            "ledger: note: cut a torn record of {} bytes at offset {} of {} (held by no copy: a write in flight at a crash){to}",
             t.bytes,
             t.offset,
             t.segment.display()
@@ -487,7 +487,7 @@ fn recoverable(torn: Option<&store::TornTail>, sled_lag_frames: u64, live_writer
         let what = if live_writer {
             "a write in flight by the live writer"
         } else {
-            "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/)"
+            "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/ if sled opens to vouch for it)"
         };
         lines.push(format!("{what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()));
     }

@@ -341,12 +341,13 @@ pub enum OpenError {
     #[error("cannot recover: seq {seq} in the {replica} copy: {reason}; {why}")]
     Unrecoverable { seq: u64, replica: Replica, reason: Box<Corruption>, why: String },
     /// The journal ends in a partial record and sled, the only evidence of whether it was
-    /// acknowledged, will not open: it is not cut (exit 1; nothing was changed).
+    /// acknowledged, cannot vouch for it (it will not open, or holds another history): it is
+    /// not cut (exit 1; nothing was changed).
     #[error(
         "the journal ends in a partial record of {bytes} bytes at offset {offset} of {} (seq {next} would be \
-         next), and sled, which would show whether it was acknowledged, will not open ({sled}); nothing was \
-         changed. If it was never acknowledged (a crash during a commit), cut it with `ledger recover \
-         --truncate-after {last}` (the bytes are moved aside); else restore sled's files first",
+         next), and {sled}, so whether it was acknowledged cannot be checked; nothing was changed. If it was \
+         never acknowledged (a crash during a commit), cut it with `ledger recover --truncate-after {last}` \
+         (the bytes are moved aside); else restore sled's files first",
         segment.display(),
         last = next.saturating_sub(1)
     )]
@@ -384,7 +385,10 @@ fn sled_hint(e: &sled::Error) -> &'static str {
         {
             "the index is not damaged: fix the filesystem or permissions and run the command again"
         }
-        _ => "rebuild it from the journal with `ledger recover`",
+        _ => {
+            "rebuild it from the journal with `ledger recover` (with `--checkpoint` of the last head you were \
+             given, which proves the journal lost nothing at its end: sled cannot vouch for that now)"
+        }
     }
 }
 
@@ -392,12 +396,17 @@ impl OpenError {
     /// A torn tail that cannot be cut because sled, which would say whether it was
     /// acknowledged, failed with `sled` (see [`OpenError::TornUnchecked`]).
     pub(crate) fn torn_unchecked(torn: &TornTail, next: u64, sled: &OpenError) -> OpenError {
+        OpenError::torn_unvouched(torn, next, format!("sled will not open ({})", sled.index_reason()))
+    }
+
+    /// [`OpenError::TornUnchecked`] with `why` sled cannot vouch, as a clause.
+    pub(crate) fn torn_unvouched(torn: &TornTail, next: u64, why: String) -> OpenError {
         OpenError::TornUnchecked {
             segment: torn.segment.clone(),
             offset: torn.offset,
             bytes: torn.bytes,
             next,
-            sled: sled.index_reason(),
+            sled: why,
         }
     }
 

@@ -295,6 +295,9 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         sled_rebuilt: true,
     };
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
+    // A sled whose genesis record is intact but not the journal's belongs to another ledger:
+    // it is no evidence for this one (and is rebuilt).
+    let foreign = found.differs.first() == Some(&0);
 
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later
@@ -325,14 +328,20 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             }
             sync_dir(&journal)?;
         }
-    } else if let Some(tree) = tree.as_ref() {
+    } else if let Some(tree) = tree.as_ref().filter(|_| !foreign) {
         restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
     } else if let Some(damage) = &found.scan.damage {
-        return Err(damage_without_copy(damage, "sled will not open"));
+        let why =
+            if foreign { "sled holds another history (its genesis differs)" } else { "sled will not open" };
+        return Err(damage_without_copy(damage, why));
     } else if let Some(torn) = &found.scan.torn {
         // Whether the partial record was acknowledged only sled could say.
-        let why = sled_error.unwrap_or_else(|| OpenError::Usage("its trees will not open".to_owned()));
         let next = found.scan.verified.map_or(0, |h| h.seq + 1);
+        if foreign {
+            let why = "sled holds another history (its genesis differs)".to_owned();
+            return Err(OpenError::torn_unvouched(torn, next, why));
+        }
+        let why = sled_error.unwrap_or_else(|| OpenError::Usage("its trees will not open".to_owned()));
         return Err(OpenError::torn_unchecked(torn, next, &why));
     }
     drop(tree);

@@ -194,6 +194,30 @@ fn a_torn_tail_is_not_cut_while_sled_cannot_vouch_for_it() {
     assert_eq!(verify_json(&dir, None).0, 0);
 }
 
+/// A sled that opens but holds another ledger's genesis vouches for nothing: `recover`
+/// does not cut a torn tail on its word (found from outside: it cut the record as "held by
+/// no copy").
+#[test]
+fn a_foreign_sled_does_not_vouch_for_a_torn_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir);
+    let other = tmp.path().join("other");
+    let store = closure_ledger::store::init(&other, "another ledger", LEDGER, T0).unwrap();
+    drop(store);
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    std::fs::rename(other.join("sled"), dir.join("sled")).unwrap();
+    let last = journal_frames(&dir).last().unwrap().clone();
+    let torn = std::fs::read(segment(&dir)).unwrap()[..last.range.start + 40].to_vec();
+    std::fs::write(segment(&dir), &torn).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("another history") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn);
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+}
+
 /// The next writer rebuilds an unopenable index by itself, and reports it.
 #[test]
 fn the_next_writer_rebuilds_an_unopenable_index() {
