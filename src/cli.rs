@@ -554,16 +554,7 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
         }
         Err(e) => {
             if json {
-                let (seq, copy, reason) = match &e {
-                    OpenError::Corrupt { seq, replica, reason } => {
-                        (Some(*seq), Some(*replica), reason.to_string())
-                    }
-                    e @ (OpenError::Sled(_) | OpenError::SledMissing(_)) => {
-                        (None, Some(store::Replica::Sled), e.to_string())
-                    }
-                    other => (None, None, other.to_string()),
-                };
-                emit(out, json!({"ok": false, "seq": seq, "copy": copy, "reason": reason}))?;
+                emit(out, failure_json(&e))?;
             }
             Err(e.into())
         }
@@ -710,6 +701,19 @@ fn status(dir: &Path, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
     emit(out, format!("  state digest {}", s.state_digest))
 }
 
+/// A failure as `--json` shows it: `{"ok": false, "seq", "copy", "reason"}` (`seq` and
+/// `copy` null where the failure names none).
+fn failure_json(e: &OpenError) -> serde_json::Value {
+    let (seq, copy, reason) = match e {
+        OpenError::Corrupt { seq, replica, reason } => (Some(*seq), Some(*replica), reason.to_string()),
+        e @ (OpenError::Sled(_) | OpenError::SledMissing(_)) => {
+            (None, Some(store::Replica::Sled), e.to_string())
+        }
+        other => (None, None, other.to_string()),
+    };
+    json!({"ok": false, "seq": seq, "copy": copy, "reason": reason})
+}
+
 fn replay(
     dir: &Path,
     to: Option<u64>,
@@ -732,7 +736,15 @@ fn replay(
         }
     };
     let scope = if journal_only { store::AuditScope::JournalOnly } else { store::AuditScope::Both };
-    let report = crate::replay::replay(dir, to, scope, &mut progress)?;
+    let report = match crate::replay::replay(dir, to, scope, &mut progress) {
+        Ok(report) => report,
+        Err(e) => {
+            if json {
+                emit(out, failure_json(&e))?;
+            }
+            return Err(e.into());
+        }
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

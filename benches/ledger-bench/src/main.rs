@@ -328,8 +328,46 @@ fn timed_replay(
     (report, eps)
 }
 
+const USAGE: &str = "\
+ledger-bench: closure-ledger against raw sled, a raw file and a SQLite peer (docs/performance.md)
+
+usage: ledger-bench [--quick] [--json] [--keep] [--frame-entries N]
+                    [--replay-only N | --compile-only | --append-only]
+
+  --quick            100k-entry replay ledger instead of 1M (about 10 s here)
+  --json             one JSON object with every figure on stdout
+  --keep             keep the generated ledgers (their directory is printed)
+  --frame-entries N  worker events per frame in the generated ledgers (2,000)
+  --replay-only N    only the replay figures, on an N-entry ledger
+  --compile-only     only the compile figures
+  --append-only      only the append figures";
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let known = [
+        "--quick",
+        "--json",
+        "--keep",
+        "--frame-entries",
+        "--replay-only",
+        "--compile-only",
+        "--append-only",
+    ];
+    let takes_value = |a: &str| a == "--frame-entries" || a == "--replay-only";
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        if a == "-h" || a == "--help" {
+            println!("{USAGE}");
+            return;
+        }
+        if !known.contains(&a.as_str()) {
+            eprintln!("ledger-bench: unknown argument {a:?}\n\n{USAGE}");
+            std::process::exit(2);
+        }
+        if takes_value(a) {
+            rest.next();
+        }
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let json = args.iter().any(|a| a == "--json");
     let keep = args.iter().any(|a| a == "--keep");

@@ -238,6 +238,14 @@ fn the_next_writer_rebuilds_an_unopenable_index() {
     let (code, out, err) = cli(&["demo", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    // (`replay --json` shows the index problem as JSON too.)
+    let (code, out, _) = cli(&["replay", dir.to_str().unwrap(), "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (code, shown["ok"].as_bool(), shown["copy"].as_str()),
+        (2, Some(false), Some("sled")),
+        "{out}"
+    );
     let empty = tmp.path().join("none.jsonl");
     std::fs::write(&empty, b"").unwrap();
     let (code, out, err) = cli(&["submit", dir.to_str().unwrap(), empty.to_str().unwrap()]);
