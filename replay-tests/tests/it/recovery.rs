@@ -855,7 +855,11 @@ fn a_stray_chunk_past_the_head_is_sled_damage() {
     k.extend_from_slice(&1u32.to_be_bytes());
     with_sled(&dir, |t| t.insert(k, vec![7u8; 40]).unwrap());
     let (code, report) = verify_json(&dir, None);
-    assert_eq!((code, report["copy"].as_str()), (1, Some("sled")), "{report}");
+    assert_eq!(
+        (code, report["copy"].as_str(), report["seq"].as_u64()),
+        (1, Some("sled"), Some(head + 5)),
+        "the stray chunk is named by its frame's seq: {report}"
+    );
     assert!(report["reason"].as_str().unwrap().contains("chunk"), "{report}");
     // A chunk alone is not a record (a record and its chunks are one sled batch): recover
     // rebuilds sled, moving the damaged one aside.

@@ -402,11 +402,12 @@ pub(super) fn compare_sled(
             return Err(corrupt(key, Replica::Sled, Corruption::KeyMismatch { key, first_seq }));
         }
         None => {
-            let reason = match chunk_of(k) {
-                Some((frame, chunk)) => Corruption::StrayChunk { frame, chunk },
-                None => Corruption::KeyMismatch { key: u64::MAX, first_seq },
+            // A stray chunk is named by the seq of the frame it claims to continue.
+            let (seq, reason) = match chunk_of(k) {
+                Some((frame, chunk)) => (frame, Corruption::StrayChunk { frame, chunk }),
+                None => (first_seq, Corruption::KeyMismatch { key: u64::MAX, first_seq }),
             };
-            return Err(corrupt(first_seq, Replica::Sled, reason));
+            return Err(corrupt(seq, Replica::Sled, reason));
         }
     }
     if v != journal_bytes {

@@ -416,11 +416,7 @@ pub(super) fn scan_records(
             Some(Ok((k, _))) => {
                 // A chunk no record continues is sled's damage, wherever it sorts.
                 if let Some((frame, chunk)) = chunk_of(&k) {
-                    return Err(corrupt(
-                        chain.next_seq(),
-                        Replica::Sled,
-                        Corruption::StrayChunk { frame, chunk },
-                    ));
+                    return Err(corrupt(frame, Replica::Sled, Corruption::StrayChunk { frame, chunk }));
                 }
                 let seq = key_seq(&k).unwrap_or(chain.next_seq());
                 return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal));
