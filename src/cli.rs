@@ -63,7 +63,7 @@ enum Command {
         #[arg(long, value_name = "SEQ")]
         truncate_after: Option<u64>,
         /// When the copies hold different intact newest records: which to keep.
-        #[arg(long, value_enum)]
+        #[arg(long, value_enum, conflicts_with = "truncate_after")]
         prefer: Option<Copy>,
         /// A checkpoint that decides between disagreeing copies and must hold afterwards.
         #[arg(long)]
