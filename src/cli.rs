@@ -304,6 +304,21 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     ),
                 )?;
             }
+            if !report.sled_rebuilt && report.sled_restored_frames > 0 {
+                return emit(
+                    out,
+                    format!(
+                        "restored {} frame(s) sled lacked at its tail, from the journal (a lag an ordinary crash \
+                         leaves); both copies now hold {} entries in {} frames, head seq {} {}; no journal byte was \
+                         changed",
+                        report.sled_restored_frames,
+                        report.entries,
+                        report.frames,
+                        report.head.seq,
+                        report.head.hash
+                    ),
+                );
+            }
             if !report.sled_rebuilt {
                 return emit(
                     out,

@@ -295,6 +295,13 @@ pub enum OpenError {
     AlreadyExists(PathBuf),
     #[error("the ledger is in use by another writer (lock held on {0})")]
     Locked(PathBuf),
+    /// Readers (verify, replay) hold the ledger's shared lock while they read: a writer or
+    /// `recover` waits a moment for them, then gives up with this (exit 2).
+    #[error(
+        "the ledger is being read (verify or replay hold a shared lock on {0} while they read); run this again \
+         when they finish"
+    )]
+    BeingRead(PathBuf),
     #[error("unexpected file in journal/: {0}")]
     UnexpectedFile(PathBuf),
     /// sled's meta names a store format newer than this build reads: a newer `ledger`
@@ -407,6 +414,23 @@ impl OpenError {
             bytes: torn.bytes,
             next,
             sled: why,
+        }
+    }
+
+    /// Is this sled failure damage to the index (rebuilt from the journal), rather than the
+    /// filesystem refusing (permissions, a read-only or full filesystem, too little room
+    /// to open it safely), which rebuilding would not cure and must not be taken for
+    /// damage (the old sled is the journal's only witness)?
+    pub(crate) fn is_index_damage(&self) -> bool {
+        use std::io::ErrorKind;
+        match self {
+            OpenError::SledMissing(_) => true,
+            OpenError::Sled(sled::Error::Io(io)) => !matches!(
+                io.kind(),
+                ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
+            ),
+            OpenError::Sled(_) => true,
+            _ => false,
         }
     }
 
@@ -538,5 +562,31 @@ fn receipt(frame: &Frame, sled_lag: Option<String>) -> CommitReceipt {
         last_seq: frame.last_seq(),
         hash: frame.last_hash(),
         sled_lag,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+mod tests {
+    use super::OpenError;
+    use std::io::{Error, ErrorKind};
+    use std::path::PathBuf;
+
+    /// Only damage to the index is rebuilt: a filesystem that refuses (permissions, read-only,
+    /// full, too little room to open sled safely) is reported, and sled — the journal's only
+    /// witness — is never moved aside for it (found from outside: a permission error and a
+    /// full disk each had sled moved to `sled.broken-N`).
+    #[test]
+    fn only_index_damage_is_rebuilt() {
+        let io = |kind| OpenError::Sled(sled::Error::Io(Error::new(kind, "x")));
+        for kind in [ErrorKind::PermissionDenied, ErrorKind::ReadOnlyFilesystem, ErrorKind::StorageFull] {
+            assert!(!io(kind).is_index_damage(), "{kind:?}");
+        }
+        let no_room = OpenError::NoRoom { path: PathBuf::from("l/sled"), free: 0, needed: 16 << 20 };
+        assert!(!no_room.is_index_damage());
+        assert!(!OpenError::Locked(PathBuf::from("l/sled")).is_index_damage());
+        assert!(io(ErrorKind::InvalidData).is_index_damage());
+        assert!(OpenError::Sled(sled::Error::ReportableBug("x".to_owned())).is_index_damage());
+        assert!(OpenError::SledMissing(PathBuf::from("l/sled")).is_index_damage());
     }
 }

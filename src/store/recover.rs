@@ -13,8 +13,8 @@ use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
     Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, check_meta, chunk_of,
-    corrupt, create_dir_0700, get_frame, insert_frame, key, lock, meta_is_current, open_sled, read_meta,
-    refuse_newer_format, scan, trees, write_meta,
+    corrupt, create_dir_0700, get_frame, insert_frame, key, lag_record, lock, meta_is_current, open_sled,
+    read_meta, refuse_newer_format, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -55,8 +55,10 @@ pub struct RecoverReport {
     /// Journal bytes cut by `--truncate-after` or replaced by sled's copy, and where they went.
     pub cut: Vec<PathBuf>,
     /// sled was rebuilt from the journal (false: both copies verified whole, in the current
-    /// format, and nothing was changed).
+    /// format, sled at most lagging by a suffix, and no journal byte was changed).
     pub sled_rebuilt: bool,
+    /// Frames sled lacked at its tail, restored from the journal (when not rebuilt).
+    pub sled_restored_frames: u64,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -188,13 +190,14 @@ fn survey(
 }
 
 /// The strict scan of both copies, if they are whole: every record verified and the same in
-/// sled, no torn tail, no sled lag, no stray sled key, and sled's meta present and current.
+/// sled, which lags at most by a suffix (kept in `sled_lag`), no torn tail, no stray sled
+/// key, and sled's meta present and current.
 fn whole(root: &Path, entries: &sled::Tree, meta: &sled::Tree) -> Option<Scan> {
     let checked =
-        scan(root, SledCopy::Strict(entries), false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()));
+        scan(root, SledCopy::Strict(entries), true, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()));
     let checked = checked.ok()?;
     let meta_whole = check_meta(meta, &checked.head).ok()? && meta_is_current(meta).ok()?;
-    (checked.torn.is_none() && checked.sled_lag_frames == 0 && meta_whole).then_some(checked)
+    (checked.torn.is_none() && meta_whole).then_some(checked)
 }
 
 /// Checks `checkpoint` (if any) against the journal as it now stands. Its failure, as a
@@ -252,7 +255,10 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     let journal = root.join(JOURNAL_DIR);
     let (db, sled_error) = match open_sled(&root.join(SLED_DIR)) {
         Ok(db) => (Some(db), None),
-        Err(e) => (None, Some(e)),
+        Err(e) if e.is_index_damage() => (None, Some(e)),
+        // The filesystem refuses (permissions, no room): not damage, and sled — the
+        // journal's only witness — is not moved aside for it.
+        Err(e) => return Err(e),
     };
     let trees = db.as_ref().and_then(|db| trees(db).ok());
     if let Some((_, meta)) = &trees {
@@ -268,7 +274,16 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         && let Some(whole) = whole(root, entries, meta)
     {
         journal_holds(root, options.checkpoint.as_ref())?;
+        // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the
+        // journal, as a writer's open restores them.
+        for lag in &whole.sled_lag {
+            insert_frame(entries, lag.first_seq, &lag_record(lag)?).map_err(OpenError::Sled)?;
+        }
+        if !whole.sled_lag.is_empty() {
+            entries.flush().map_err(OpenError::Sled)?;
+        }
         return Ok(RecoverReport {
+            sled_restored_frames: whole.sled_lag.len() as u64,
             head: whole.head,
             head_seq: whole.head.seq,
             frames: whole.frames,
@@ -293,6 +308,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         restored_seqs: None,
         cut: Vec::new(),
         sled_rebuilt: true,
+        sled_restored_frames: 0,
     };
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
     // A sled whose genesis record is intact but not the journal's belongs to another ledger:

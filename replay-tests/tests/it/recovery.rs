@@ -101,12 +101,17 @@ fn recover_on_a_whole_ledger_changes_nothing() {
     std::fs::write(&wrong, Checkpoint { seq: cp.seq + 1, ..cp }.to_json()).unwrap();
     let (code, _, err) = cli(&["recover", d, "--checkpoint", wrong.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
-    // A sled lagging by a frame is not whole: recover restores it (rebuilds sled).
+    // A sled lagging by a frame (an ordinary crash): recover restores that frame, as a
+    // writer's open would, and does not move sled aside (found from outside: every
+    // verify -> recover loop after a crash left a whole sled copy as sled.broken-N).
     with_sled(&dir, |t| remove_sled_frame(t, frames.last().unwrap().0));
     let (code, out, err) = cli(&["recover", d]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("rebuilt sled"), "{out}");
+    assert!(out.contains("restored 1 frame(s) sled lacked"), "{out}");
     assert_eq!(sled_frames(&dir), frames);
+    assert!(!dir.join("sled.broken-1").exists());
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal);
+    assert_eq!(verify_json(&dir, None).0, 0);
 }
 
 /// A sled that will not open never hides damage to the history: the journal is verified
@@ -527,8 +532,18 @@ fn a_second_writer_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 1, 1);
-    let (_store, _) = DiskStore::open(&dir).unwrap();
+    let (store, _) = DiskStore::open(&dir).unwrap();
     assert!(matches!(DiskStore::open(&dir), Err(closure_ledger::store::OpenError::Locked(_))));
+    drop(store);
+    // A reader (verify, replay) holds the lock shared while it reads: the writer is told
+    // so, not that another writer holds it (found from outside).
+    let reader = std::fs::File::open(dir.join("journal")).unwrap();
+    reader.lock_shared().unwrap();
+    let err = DiskStore::open(&dir).unwrap_err();
+    assert!(matches!(err, closure_ledger::store::OpenError::BeingRead(_)), "{err}");
+    let (code, _, msg) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{msg}");
+    assert!(msg.contains("being read"), "{msg}");
 }
 
 /// Regression (found by the 100-round crash campaign): after a store is dropped, sled

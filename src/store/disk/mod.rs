@@ -112,7 +112,14 @@ pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
             Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            Err(std::fs::TryLockError::WouldBlock) => return Err(OpenError::Locked(dir)),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                // Held shared (readers) or exclusively (a writer)? A shared probe tells.
+                if exclusive && file.try_lock_shared().is_ok() {
+                    let _ = file.unlock();
+                    return Err(OpenError::BeingRead(dir));
+                }
+                return Err(OpenError::Locked(dir));
+            }
             Err(std::fs::TryLockError::Error(e)) => return Err(io("lock", &dir)(e).into()),
         }
     }
@@ -130,7 +137,7 @@ fn journal_bytes(root: &Path) -> Result<u64, OpenError> {
 
 /// The journal record `lag` points to, read again and checked again: intact, and the frame
 /// starting at the seq the scan found there.
-fn lag_record(lag: &scan::LagFrame) -> Result<Vec<u8>, OpenError> {
+pub(in crate::store) fn lag_record(lag: &scan::LagFrame) -> Result<Vec<u8>, OpenError> {
     use std::os::unix::fs::FileExt;
     let file = File::open(&lag.segment).map_err(io("open", &lag.segment))?;
     let mut bytes = vec![0u8; lag.len];
@@ -261,7 +268,7 @@ impl DiskStore {
             Ok(db) => db,
             // The index is damaged, not the history: rebuild it from the journal (the old
             // one is moved aside) and report it.
-            Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
+            Err(e) if e.is_index_damage() => {
                 // A torn tail is cut only where sled could say whether it was acknowledged:
                 // rebuilding sled first would throw that evidence away.
                 let journal =
