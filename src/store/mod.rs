@@ -296,7 +296,7 @@ pub enum OpenError {
     #[error("the ledger is in use by another writer (lock held on {0})")]
     Locked(PathBuf),
     /// Readers (verify, replay) hold the ledger's shared lock while they read: a writer or
-    /// `recover` waits a moment for them, then gives up with this (exit 2).
+    /// `recover` waits up to 30 s for them, then gives up with this (exit 2).
     #[error(
         "the ledger is being read (verify or replay hold a shared lock on {0} while they read); run this again \
          when they finish"

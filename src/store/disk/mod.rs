@@ -104,21 +104,23 @@ pub(super) fn create_dir_0700(path: &Path) -> Result<(), IoError> {
 pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
     let dir = ledger_journal_dir(root)?;
     let file = File::open(&dir).map_err(io("open", &dir))?;
-    let deadline = std::time::Instant::now() + JOURNAL_LOCK_WAIT;
+    let started = std::time::Instant::now();
     loop {
         let locked = if exclusive { file.try_lock() } else { file.try_lock_shared() };
         match locked {
             Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
             Err(std::fs::TryLockError::WouldBlock) => {
-                // Held shared (readers) or exclusively (a writer)? A shared probe tells.
-                if exclusive && file.try_lock_shared().is_ok() {
-                    let _ = file.unlock();
+                // Held shared (readers: an audit ends) or exclusively (a writer)? A shared
+                // probe tells; readers are waited for longer.
+                let readers = exclusive && file.try_lock_shared().is_ok_and(|()| file.unlock().is_ok());
+                let wait = if readers { READERS_LOCK_WAIT } else { JOURNAL_LOCK_WAIT };
+                if started.elapsed() < wait {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                } else if readers {
                     return Err(OpenError::BeingRead(dir));
+                } else {
+                    return Err(OpenError::Locked(dir));
                 }
-                return Err(OpenError::Locked(dir));
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(io("lock", &dir)(e).into()),
         }
@@ -173,6 +175,9 @@ fn ledger_journal_dir(root: &Path) -> Result<PathBuf, OpenError> {
 /// and exec (another thread spawning a process while the lock was held) — that is no other
 /// writer. Found as a flaky `crash.rs::engine_kill_9_loses_no_receipt` under load.
 const JOURNAL_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+/// How long a writer waits for readers (verify, replay) holding the lock shared: an audit
+/// ends, and a supervisor's writer should not fail because its own audit is running.
+const READERS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub(super) fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenError {
     OpenError::Corrupt { seq, replica, reason }
