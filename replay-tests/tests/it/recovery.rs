@@ -549,6 +549,37 @@ fn a_second_writer_is_refused() {
     assert!(opened.is_ok(), "{:?}", opened.err());
     assert!(started.elapsed() >= std::time::Duration::from_millis(2500), "it waited for the reader");
     audit.join().unwrap();
+    drop(opened);
+
+    // Two writers waiting for a reader: when it finishes, one takes the lock, and the other
+    // is waited for as any writer — refused no sooner than 1.5 s after it first found a
+    // writer holding the lock, never the instant the reader finished (found from outside).
+    let reader = std::fs::File::open(dir.join("journal")).unwrap();
+    reader.lock_shared().unwrap();
+    let writer = |delay_ms: u64| {
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+            match DiskStore::open(&dir) {
+                Ok(store) => {
+                    std::thread::sleep(std::time::Duration::from_secs(3));
+                    drop(store);
+                    Ok(())
+                }
+                Err(e) => Err((e, std::time::Instant::now())),
+            }
+        })
+    };
+    let (a, b) = (writer(0), writer(300));
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    drop(reader);
+    let released = std::time::Instant::now();
+    let results = [a.join().unwrap(), b.join().unwrap()];
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "one writer gets the ledger");
+    for (e, at) in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(matches!(e, closure_ledger::store::OpenError::Locked(_)), "{e}");
+        assert!(at.duration_since(released) >= std::time::Duration::from_millis(1400), "refused too soon");
+    }
 }
 
 /// Regression (found by the 100-round crash campaign): after a store is dropped, sled

@@ -104,17 +104,23 @@ pub(super) fn create_dir_0700(path: &Path) -> Result<(), IoError> {
 pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
     let dir = ledger_journal_dir(root)?;
     let file = File::open(&dir).map_err(io("open", &dir))?;
-    let started = std::time::Instant::now();
+    // Since when the lock has been held the way it is now (by readers, or by a writer).
+    let mut held_since = (std::time::Instant::now(), None);
     loop {
         let locked = if exclusive { file.try_lock() } else { file.try_lock_shared() };
         match locked {
             Ok(()) => return Ok(file),
             Err(std::fs::TryLockError::WouldBlock) => {
                 // Held shared (readers: an audit ends) or exclusively (a writer)? A shared
-                // probe tells; readers are waited for longer.
+                // probe tells; readers are waited for longer. Each kind of holder gets its
+                // own wait from when it was first seen (a writer that took the lock as the
+                // readers finished is waited for as any writer).
                 let readers = exclusive && file.try_lock_shared().is_ok_and(|()| file.unlock().is_ok());
+                if held_since.1 != Some(readers) {
+                    held_since = (std::time::Instant::now(), Some(readers));
+                }
                 let wait = if readers { READERS_LOCK_WAIT } else { JOURNAL_LOCK_WAIT };
-                if started.elapsed() < wait {
+                if held_since.0.elapsed() < wait {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 } else if readers {
                     return Err(OpenError::BeingRead(dir));
