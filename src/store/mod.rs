@@ -381,15 +381,19 @@ fn sled_reason(e: &sled::Error) -> String {
     }
 }
 
-fn sled_hint(e: &sled::Error) -> &'static str {
+/// Did sled fail because the filesystem refuses (permissions, read-only, full), not because
+/// its files are damaged?
+fn filesystem_refuses(e: &sled::Error) -> bool {
     use std::io::ErrorKind;
+    matches!(e, sled::Error::Io(io) if matches!(
+        io.kind(),
+        ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
+    ))
+}
+
+fn sled_hint(e: &sled::Error) -> &'static str {
     match e {
-        sled::Error::Io(io)
-            if matches!(
-                io.kind(),
-                ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
-            ) =>
-        {
+        e if filesystem_refuses(e) => {
             "the index is not damaged: fix the filesystem or permissions and run the command again"
         }
         _ => {
@@ -422,14 +426,9 @@ impl OpenError {
     /// to open it safely), which rebuilding would not cure and must not be taken for
     /// damage (the old sled is the journal's only witness)?
     pub(crate) fn is_index_damage(&self) -> bool {
-        use std::io::ErrorKind;
         match self {
             OpenError::SledMissing(_) => true,
-            OpenError::Sled(sled::Error::Io(io)) => !matches!(
-                io.kind(),
-                ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
-            ),
-            OpenError::Sled(_) => true,
+            OpenError::Sled(e) => !filesystem_refuses(e),
             _ => false,
         }
     }

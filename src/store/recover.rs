@@ -161,9 +161,7 @@ fn survey(
     let mut newest = None;
     let mut verdict = None;
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
-        if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
-            verdict = Some(cp.check(sealed));
-        }
+        note_checkpoint(checkpoint, sealed, &mut verdict);
         Ok(())
     };
     let mut cut_at = None;
@@ -189,32 +187,62 @@ fn survey(
     Ok(Survey { scan, newest, cut_at, differs, checkpoint: verdict })
 }
 
+/// The checkpoint's check of `sealed`, kept in `verdict` when `sealed` is the checkpointed
+/// entry (`verdict` stays `None` while the scan has not reached its seq).
+fn note_checkpoint(
+    checkpoint: Option<&Checkpoint>,
+    sealed: &SealedEntry,
+    verdict: &mut Option<Result<(), Corruption>>,
+) {
+    if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
+        *verdict = Some(cp.check(sealed));
+    }
+}
+
+/// The checkpoint (if any) against a scan that ended at `head` with `verdict`: nothing, or
+/// the refusal that says nothing was changed.
+fn holds(
+    checkpoint: Option<&Checkpoint>,
+    verdict: Option<Result<(), Corruption>>,
+    head: u64,
+) -> Result<(), OpenError> {
+    match (checkpoint, verdict) {
+        (None, _) | (Some(_), Some(Ok(()))) => Ok(()),
+        (Some(cp), verdict) => Err(checkpoint_refused(cp, verdict, head)),
+    }
+}
+
 /// The strict scan of both copies, if they are whole: every record verified and the same in
 /// sled, which lags at most by a suffix (kept in `sled_lag`), no torn tail, no stray sled
-/// key, and sled's meta present and current.
-fn whole(root: &Path, entries: &sled::Tree, meta: &sled::Tree) -> Option<Scan> {
-    let checked =
-        scan(root, SledCopy::Strict(entries), true, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()));
+/// key, and sled's meta present and current. With the checkpoint's verdict on the journal.
+fn whole(
+    root: &Path,
+    entries: &sled::Tree,
+    meta: &sled::Tree,
+    checkpoint: Option<&Checkpoint>,
+) -> Option<(Scan, Option<Result<(), Corruption>>)> {
+    let mut verdict = None;
+    let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        note_checkpoint(checkpoint, sealed, &mut verdict);
+        Ok(())
+    };
+    let checked = scan(root, SledCopy::Strict(entries), true, OnDamage::Fail, &mut check, &mut |_| Ok(()));
     let checked = checked.ok()?;
     let meta_whole = check_meta(meta, &checked.head).ok()? && meta_is_current(meta).ok()?;
-    (checked.torn.is_none() && meta_whole).then_some(checked)
+    (checked.torn.is_none() && meta_whole).then_some((checked, verdict))
 }
 
 /// Checks `checkpoint` (if any) against the journal as it now stands. Its failure, as a
 /// refusal that says nothing was changed (the caller has changed nothing, or put it back).
 fn journal_holds(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<Scan, OpenError> {
-    let mut verdict: Option<Result<(), Corruption>> = None;
+    let mut verdict = None;
     let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
-        if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
-            verdict = Some(cp.check(sealed));
-        }
+        note_checkpoint(checkpoint, sealed, &mut verdict);
         Ok(())
     };
     let checked = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut check, &mut |_| Ok(()))?;
-    match (checkpoint, verdict) {
-        (None, _) | (Some(_), Some(Ok(()))) => Ok(checked),
-        (Some(cp), verdict) => Err(checkpoint_refused(cp, verdict, checked.head.seq)),
-    }
+    holds(checkpoint, verdict, checked.head.seq)?;
+    Ok(checked)
 }
 
 /// The refusal for a checkpoint that does not hold (`verdict`: its check, `None` when the
@@ -266,37 +294,6 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         // journal read as damage.
         refuse_newer_format(read_meta(meta)?.1.as_deref())?;
     }
-    // Nothing to recover: both copies verify whole, sled lags by nothing and is in the
-    // current format (and the checkpoint, if given, holds). Nothing is changed — a healthy
-    // sled is not moved aside as `sled.broken-N`.
-    if options.truncate_after.is_none()
-        && let Some((entries, meta)) = &trees
-        && let Some(whole) = whole(root, entries, meta)
-    {
-        journal_holds(root, options.checkpoint.as_ref())?;
-        // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the
-        // journal, as a writer's open restores them.
-        for lag in &whole.sled_lag {
-            insert_frame(entries, lag.first_seq, &lag_record(lag)?).map_err(OpenError::Sled)?;
-        }
-        if !whole.sled_lag.is_empty() {
-            entries.flush().map_err(OpenError::Sled)?;
-        }
-        return Ok(RecoverReport {
-            sled_restored_frames: whole.sled_lag.len() as u64,
-            head: whole.head,
-            head_seq: whole.head.seq,
-            frames: whole.frames,
-            entries: whole.entries,
-            moved_aside: None,
-            torn_tail: None,
-            restored_from_sled: 0,
-            restored_seqs: None,
-            cut: Vec::new(),
-            sled_rebuilt: false,
-        });
-    }
-    let tree = trees.map(|(entries, _)| entries);
     let mut report = RecoverReport {
         head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
         head_seq: 0,
@@ -310,6 +307,31 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         sled_rebuilt: true,
         sled_restored_frames: 0,
     };
+    // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
+    // the current format, and the checkpoint, if given, holds. No journal byte changes and
+    // a healthy sled is not moved aside as `sled.broken-N`.
+    if options.truncate_after.is_none()
+        && let Some((entries, meta)) = &trees
+        && let Some((whole, verdict)) = whole(root, entries, meta, options.checkpoint.as_ref())
+    {
+        holds(options.checkpoint.as_ref(), verdict, whole.head.seq)?;
+        // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the
+        // journal, as a writer's open restores them.
+        for lag in &whole.sled_lag {
+            insert_frame(entries, lag.first_seq, &lag_record(lag)?).map_err(OpenError::Sled)?;
+        }
+        if !whole.sled_lag.is_empty() {
+            entries.flush().map_err(OpenError::Sled)?;
+        }
+        report.head = whole.head;
+        report.head_seq = whole.head.seq;
+        report.frames = whole.frames;
+        report.entries = whole.entries;
+        report.sled_rebuilt = false;
+        report.sled_restored_frames = whole.sled_lag.len() as u64;
+        return Ok(report);
+    }
+    let tree = trees.map(|(entries, _)| entries);
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
     // A sled whose genesis record is intact but not the journal's belongs to another ledger:
     // it is no evidence for this one (and is rebuilt).
