@@ -5,6 +5,14 @@ use closure_ledger::store::{Checkpoint, DiskStore, Store};
 use ledger_schema::SealedEntry;
 use replay_tests::*;
 
+/// A sled `conf` that sled refuses to open (a short one it would rewrite instead).
+const BROKEN_CONF: &[u8] = b"\xff\xff not a sled config";
+
+/// Makes the ledger's sled unopenable.
+fn break_sled_conf(dir: &std::path::Path) {
+    std::fs::write(dir.join("sled").join("conf"), BROKEN_CONF).unwrap();
+}
+
 fn all_entries(dir: &std::path::Path) -> Vec<Vec<u8>> {
     let (store, _) = DiskStore::open(dir).unwrap();
     store.read_range(0, u64::MAX).unwrap().into_iter().map(|s| s.bytes).collect()
@@ -63,14 +71,14 @@ fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
     let before = all_entries(&dir);
-    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    break_sled_conf(&dir);
     let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("sled") && err.contains("ledger recover"), "{err}");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     let aside = dir.join("sled.broken-1");
-    assert_eq!(std::fs::read(aside.join("conf")).unwrap(), b"\xff\xff not a sled config");
+    assert_eq!(std::fs::read(aside.join("conf")).unwrap(), BROKEN_CONF);
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
 }
@@ -126,7 +134,7 @@ fn a_sled_that_will_not_open_never_hides_journal_damage() {
     make_ledger(&dir, 6, 3);
     trim_preallocated(&dir);
     let d = dir.to_str().unwrap();
-    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    break_sled_conf(&dir);
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["copy"].as_str()), (2, Some("sled")), "{report}");
     let reason = report["reason"].as_str().unwrap();
@@ -164,7 +172,7 @@ fn a_torn_tail_is_not_cut_while_sled_cannot_vouch_for_it() {
     let bytes = std::fs::read(segment(&dir)).unwrap();
     let torn = bytes[..last.range.start + 40].to_vec();
     std::fs::write(segment(&dir), &torn).unwrap();
-    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    break_sled_conf(&dir);
     let untouched = |what: &str| {
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn, "{what}: the journal is untouched");
         assert!(!dir.join("cut").exists(), "{what}: nothing cut");
@@ -230,7 +238,7 @@ fn the_next_writer_rebuilds_an_unopenable_index() {
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
     let journal_before = std::fs::read(segment(&dir)).unwrap();
-    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    break_sled_conf(&dir);
     let (store, report) = DiskStore::open(&dir).unwrap();
     let rebuilt = report.index_rebuilt.expect("reported");
     assert_eq!(rebuilt.moved_aside.as_deref(), Some(dir.join("sled.broken-1").as_path()));
@@ -242,7 +250,7 @@ fn the_next_writer_rebuilds_an_unopenable_index() {
     let dir = tmp.path().join("demo");
     let (code, out, err) = cli(&["demo", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
-    std::fs::write(dir.join("sled").join("conf"), b"\xff\xff not a sled config").unwrap();
+    break_sled_conf(&dir);
     // (`replay --json` shows the index problem as JSON too.)
     let (code, out, _) = cli(&["replay", dir.to_str().unwrap(), "--json"]);
     let shown: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
