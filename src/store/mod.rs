@@ -349,12 +349,14 @@ pub enum OpenError {
     Unrecoverable { seq: u64, replica: Replica, reason: Box<Corruption>, why: String },
     /// The journal ends in a partial record and sled, the only evidence of whether it was
     /// acknowledged, cannot vouch for it (it will not open, or holds another history): it is
-    /// not cut (exit 1; nothing was changed).
+    /// not cut (exit 1; no journal byte was changed — sled's own open may have rewritten the
+    /// damaged end of its log, docs/SAFETY.md known limits).
     #[error(
         "the journal ends in a partial record of {bytes} bytes at offset {offset} of {} (seq {next} would be \
-         next), and {sled}, so whether it was acknowledged cannot be checked; nothing was changed. If it was \
-         never acknowledged (a crash during a commit), cut it with `ledger recover --truncate-after {last}` \
-         (the bytes are moved aside); else restore sled's files first",
+         next), and {sled}, so whether it was acknowledged cannot be checked; the journal was not changed \
+         (sled's own open may rewrite the damaged end of its log). If it was never acknowledged (a crash \
+         during a commit), cut it with `ledger recover --truncate-after {last}` (the bytes are moved aside); \
+         else restore sled's files from a copy taken before any command opened them",
         segment.display(),
         last = next.saturating_sub(1)
     )]

@@ -226,7 +226,7 @@ fn a_foreign_sled_does_not_vouch_for_a_torn_tail() {
     std::fs::write(segment(&dir), &torn).unwrap();
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("another history") && err.contains("nothing was changed"), "{err}");
+    assert!(err.contains("another history") && err.contains("the journal was not changed"), "{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn);
     assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
 }
