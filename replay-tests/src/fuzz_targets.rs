@@ -19,11 +19,15 @@ use ledger_schema::{Digest, Entry, Id, SealedEntry, codec, decode_frame, encode_
 use crate::{LEDGER, T0};
 
 /// Arbitrary bytes into the strict entry decoder: never a panic; anything accepted
-/// re-encodes to the same bytes.
+/// re-encodes to the same bytes; and the codec's answer (the strict fast path, then the
+/// reference path for what it refuses) is the reference path's, verdict and offset.
 pub fn decode_entry(data: &[u8]) {
+    let reference: Result<Entry, _> = codec::decode_borrowed_reference(data, codec::MAX_ENTRY_BYTES);
+    assert_eq!(codec::decode_borrowed::<Entry>(data, codec::MAX_ENTRY_BYTES), reference);
     if let Ok(entry) = Entry::decode(data) {
         assert_eq!(entry.encode(), data, "accepted bytes must be canonical");
         assert!(data.len() <= codec::MAX_ENTRY_BYTES);
+        assert_eq!(reference, Ok(entry));
     }
 }
 

@@ -2,7 +2,9 @@
 //! machine — is repeatable: `compile` of the reference repair package (for a new Attempt id
 //! each time), `compile-small` (ledger-bench's `compile_p50` scenario: the reference setup
 //! with a fresh Attempt), or a strict replay
-//! (decode, hash, rules, manifest proofs) of the 47-entry reference lifecycle, N times.
+//! (decode, hash, rules, manifest proofs) of the 47-entry reference lifecycle, N times;
+//! `decode` is the strict decode alone of those entries, `decode-worker` of one Worker
+//! event entry.
 //!
 //! ```sh
 //! cargo build --release -p ledger-bench --bin ledger-instr
@@ -27,7 +29,7 @@ fn main() {
     let (what, n) = match args.as_slice() {
         [what, n] => (what.as_str(), n.parse::<usize>().expect("N is a count")),
         _ => {
-            eprintln!("usage: ledger-instr compile|compile-small|replay N");
+            eprintln!("usage: ledger-instr compile|compile-small|replay|decode|decode-worker N");
             std::process::exit(2);
         }
     };
@@ -67,6 +69,8 @@ fn main() {
         let binding = attempt_binding(&state, &request).unwrap();
         (state, binding)
     };
+    let worker =
+        entries.iter().find(|e| matches!(&e.entry.event, Event::WorkerEventAdmitted(_))).unwrap().clone();
     for i in 0..n {
         match what {
             "compile" => {
@@ -86,6 +90,16 @@ fn main() {
                     admission::apply(&mut s, &sealed.entry).unwrap();
                 }
                 std::hint::black_box(s);
+            }
+            "decode" => {
+                // The strict decode of every entry of the lifecycle (no hash, no fold).
+                for e in &entries {
+                    std::hint::black_box(ledger_schema::Entry::decode(&e.bytes).unwrap());
+                }
+            }
+            "decode-worker" => {
+                // The strict decode of one worker-event entry (the bench's replay entries).
+                std::hint::black_box(ledger_schema::Entry::decode(&worker.bytes).unwrap());
             }
             other => panic!("unknown workload {other}"),
         }
