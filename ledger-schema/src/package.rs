@@ -18,6 +18,17 @@ pub const FEEDBACK_SCHEMA: u16 = 1;
 /// The closed Worker event schema a response must follow.
 pub const WORKER_EVENT_SCHEMA: &str = "closure-ledger/worker-payload/v1";
 
+/// A list that is omitted while empty is, when present, not empty: an empty one written out
+/// is a second encoding of the same package. Refused here, by the type, because the codec's
+/// strict fast path reads each value as its type asks and cannot know the field is skipped.
+fn present_list<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    let list = Vec::<T>::deserialize(d)?;
+    if list.is_empty() {
+        return Err(serde::de::Error::invalid_length(0, &"a non-empty list (an empty one is omitted)"));
+    }
+    Ok(list)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextPackage {
@@ -35,7 +46,7 @@ pub struct ContextPackage {
     pub phase_objective: String,
     /// The loaded sources of the task selection the Attempt names (compiler/3 and later):
     /// prompt-advisory material that grants no tool and no authority. Omitted while empty.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "present_list")]
     pub selected_skills: Vec<SelectedSkill>,
     pub capability_grant: CapabilityGrant,
     pub execution_profile: Binding,

@@ -14,10 +14,12 @@
 //!
 //! `null` is refused even where a schema type could take it: every optional field of the
 //! catalog is skipped when absent (`skip_serializing_if`), so its canonical form has no
-//! `null`. A field skipped when *empty* (`Vec::is_empty`) would be the one way to read a
-//! value that re-encodes shorter; no record the ledger decodes has one, and
-//! `decode_entry`'s fuzz property and the `strict_path_*` tests hold every accepted input
-//! to re-encode to itself.
+//! `null` (a type that did write `null` would only be slower: the reference path reads it).
+//! A field skipped when *empty* (`Vec::is_empty`) is the one way this reader could return a
+//! value that re-encodes shorter, so such a field must refuse an empty value itself (the
+//! package's `selectedSkills` does: `present_list`). `decode_entry`'s fuzz property,
+//! `key_order.rs` and `compiler.rs::a_package_has_one_encoding` hold every accepted input to
+//! re-encode to itself.
 //!
 //! Anything else is [`Refused`], without a reason: the caller then runs the reference path
 //! (the canonical walk, `serde_cbor`, the re-encode backstop), which gives the verdict and

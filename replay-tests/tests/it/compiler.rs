@@ -326,3 +326,44 @@ fn digests_bind_the_exact_bytes() {
         ledger_schema::codec::decode(&c.package_bytes, ledger_schema::codec::MAX_FRAME_BYTES).unwrap();
     assert_eq!(decoded, c.package);
 }
+
+/// A compiled package decodes back to itself through the codec's strict fast path, and an
+/// empty `selectedSkills` written out (canonical CBOR, but a second encoding of the same
+/// package: the list is omitted while empty) is refused — the one field the fast path could
+/// not tell apart by reading each value as its type asks; the type refuses it.
+#[test]
+fn a_package_has_one_encoding() {
+    use ledger_schema::codec::{self, MAX_ENTRY_BYTES, item_end};
+    use ledger_schema::package::ContextPackage;
+    let w = World::at(Stage::Setup);
+    let compiled = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    let bytes = &compiled.package_bytes;
+    assert!(compiled.package.selected_skills.is_empty());
+    assert_eq!(codec::decode::<ContextPackage>(bytes, MAX_ENTRY_BYTES).as_ref(), Ok(&compiled.package));
+    let fast: Option<ContextPackage> = codec::decode_strict_only(bytes);
+    assert_eq!(fast.as_ref(), Some(&compiled.package), "the fast path reads a package itself");
+
+    // Insert `"selectedSkills": []` at its place in bytewise key order, and count it in the
+    // map head (a package has between 15 and 22 fields: a one-byte head).
+    let key = [&[0x60 + 14][..], b"selectedSkills"].concat();
+    let count = bytes[0] - 0xa0;
+    assert!((15..23).contains(&count), "{count}");
+    let mut at = 1;
+    for _ in 0..count {
+        let key_end = item_end(bytes, at).unwrap();
+        if bytes[at..key_end] > key[..] {
+            break;
+        }
+        at = item_end(bytes, key_end).unwrap();
+    }
+    let mut forged = vec![bytes[0] + 1];
+    forged.extend_from_slice(&bytes[1..at]);
+    forged.extend_from_slice(&key);
+    forged.push(0x80);
+    forged.extend_from_slice(&bytes[at..]);
+    assert_eq!(codec::check_canonical(&forged), Ok(()), "the forgery is canonical CBOR");
+    assert!(codec::decode::<ContextPackage>(&forged, MAX_ENTRY_BYTES).is_err());
+    let fast: Option<ContextPackage> = codec::decode_strict_only(&forged);
+    assert_eq!(fast, None);
+    assert!(codec::decode_borrowed_reference::<ContextPackage>(&forged, MAX_ENTRY_BYTES).is_err());
+}
