@@ -422,7 +422,21 @@ fn live_note(report: &store::VerifyReport, err: &mut dyn Write) {
             "ledger: note: a live writer holds the ledger; read up to its last complete record (seq {})",
             report.head.seq
         );
+    } else if let Some(t) = &report.torn_tail {
+        let _ = writeln!(err, "ledger: note: {}", partial_tail_text(t, report.head.seq));
     }
+}
+
+/// A journal-only read's words for a partial record after the head, which it does not
+/// judge: `verify` (sled vouching for it or not) and the next writer's open decide.
+fn partial_tail_text(t: &store::TornTail, head: u64) -> String {
+    format!(
+        "read up to the last whole record (seq {head}); a partial record of {} bytes follows at offset {} of {} \
+         (a write in flight at a crash, or damage: `ledger verify` checks it against sled)",
+        t.bytes,
+        t.offset,
+        t.segment.display()
+    )
 }
 
 /// Says on stderr what the writer's open repaired (stdout holds only receipts): a torn tail
@@ -712,6 +726,8 @@ fn status(dir: &Path, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
     emit(out, format!("  attempts {}", counts(&s.counts.attempts)))?;
     if s.live_writer {
         emit(out, "  a live writer holds the ledger: read up to its last complete record")?;
+    } else if let Some(t) = &s.torn_tail {
+        emit(out, format!("  {}", partial_tail_text(t, s.head_seq)))?;
     }
     emit(out, format!("  state digest {}", s.state_digest))
 }

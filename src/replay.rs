@@ -375,6 +375,9 @@ pub struct Status {
     pub counts: StateCounts,
     /// A live writer held the ledger: the journal was read up to its last complete record.
     pub live_writer: bool,
+    /// A partial record after the head, not judged by this journal-only read (`verify`
+    /// checks it against sled; the next writer's open cuts it or refuses).
+    pub torn_tail: Option<store::TornTail>,
 }
 
 /// The ledger's head and state, read-only and without waiting for a writer: the journal
@@ -394,5 +397,6 @@ pub fn status(root: &Path) -> Result<Status, OpenError> {
         state_digest: state.digest(),
         counts: StateCounts::of(&state),
         live_writer: report.live_writer,
+        torn_tail: report.torn_tail,
     })
 }

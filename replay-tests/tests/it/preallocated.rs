@@ -393,3 +393,44 @@ fn a_newer_store_format_is_refused_by_name_and_never_rebuilt() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal, "nothing changed");
     assert!(!dir.join("sled.broken-1").exists() && !dir.join("cut").exists());
 }
+
+/// The journal-only readers (`status`, `checkpoint`, `show`, `export`) read up to the last
+/// whole record and say, on stderr (and in `status`), that a partial record follows which
+/// they did not judge — before, they exited 0 in silence (outside review 14, P3). `status
+/// --json` names it as `tornTail`.
+#[test]
+fn journal_only_readers_say_a_partial_record_follows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    assert_eq!(cli(&["demo", d]).0, 0);
+    let next = next_record(&dir, 2);
+    let end = journal_end(&dir);
+    let (_, head_json, _) = cli(&["checkpoint", d]);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[end..end + next.len() / 2].copy_from_slice(&next[..next.len() / 2]);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let note = format!("a partial record of {} bytes follows at offset {end}", bytes.len() - end);
+    for args in [vec!["status", d], vec!["checkpoint", d], vec!["show", d, "0"], vec!["export", d]] {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let said = if args[0] == "status" { &out } else { &err };
+        assert!(said.contains(&note) && said.contains("ledger verify"), "{args:?}: {out} / {err}");
+        if args[0] == "checkpoint" {
+            assert_eq!(out, head_json, "the checkpoint is the last whole record's");
+        }
+    }
+    let (_, out, _) = cli(&["status", d, "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["tornTail"]["offset"], end as u64, "{out}");
+    // A whole ledger says nothing of the kind.
+    std::fs::write(segment(&dir), {
+        let mut whole = bytes.clone();
+        whole[end..].fill(0);
+        whole
+    })
+    .unwrap();
+    let (code, out, err) = cli(&["status", d]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("partial record") && !err.contains("partial record"), "{out} / {err}");
+}
