@@ -215,8 +215,11 @@ pub enum Corruption {
     EmptySegment { segment: String },
     #[error("frame is missing from sled while later frames are present")]
     MissingInSled,
-    #[error("frame is present in sled but missing from the journal")]
-    MissingInJournal,
+    #[error("frame is present in sled but missing from the journal ({journal_end})")]
+    MissingInJournal {
+        /// Where the journal's readable records end, in words (segment and offset).
+        journal_end: String,
+    },
     /// Damaged journal bytes (never a torn tail).
     #[error("{0}")]
     Damaged(Box<DamagedAt>),

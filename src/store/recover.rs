@@ -587,7 +587,9 @@ fn rewrite_from(
         return Err(OpenError::Unrecoverable {
             seq: held,
             replica: Replica::Journal,
-            reason: Box::new(Corruption::MissingInJournal),
+            reason: Box::new(Corruption::MissingInJournal {
+                journal_end: format!("the journal can hold records up to seq {}", past.saturating_sub(1)),
+            }),
             why,
         });
     }

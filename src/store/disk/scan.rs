@@ -419,7 +419,11 @@ pub(super) fn scan_records(
                     return Err(corrupt(frame, Replica::Sled, Corruption::StrayChunk { frame, chunk }));
                 }
                 let seq = key_seq(&k).unwrap_or(chain.next_seq());
-                return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal));
+                let journal_end = match &out.last_segment {
+                    Some((path, end)) => format!("the journal ends at offset {end} of {}", path.display()),
+                    None => "the journal holds no record".to_owned(),
+                };
+                return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal { journal_end }));
             }
         }
     }
