@@ -266,6 +266,16 @@ fn checkpoint_says(cp: &Checkpoint, entries: &[SealedEntry]) -> Option<bool> {
     entries.iter().find(|e| e.entry.seq == cp.seq).map(|e| cp.check(e).is_ok())
 }
 
+/// A record whose checksums verify but whose entries a reader refuses — not a frame of the
+/// header's count, or an entry that does not strictly decode — is damage too: no writer
+/// writes one. Where sled holds the record intact, its copy replaces this one, as it
+/// replaces a record whose checksum fails (the original still goes to `cut/N/`).
+fn entries_open(record: &[u8]) -> bool {
+    let Ok((header, payload)) = open_record(record) else { return false };
+    let Ok(entries) = decode_frame(payload) else { return false };
+    entries.len() as u64 == u64::from(header.count) && entries.iter().all(|b| SealedEntry::open(b).is_ok())
+}
+
 fn sealed_of(record: &[u8]) -> Vec<SealedEntry> {
     open_record(record)
         .ok()
@@ -530,14 +540,18 @@ fn rewrite_from(
     let (sled_records, sled_head) = sled_continuation(tree, boundary.head, None)?;
     let journal_records = intact_records_after(journal, &boundary.segment, boundary.collect_from)?;
     let restored_to = sled_head.map(|h| h.seq);
-    let journal_has: std::collections::BTreeSet<u64> = journal_records.iter().map(|(s, _)| *s).collect();
+    let journal_has: std::collections::BTreeSet<u64> =
+        journal_records.iter().filter(|(_, r)| entries_open(r)).map(|(s, _)| *s).collect();
     let mut beyond: Vec<Keyed> = Vec::new();
     for (first_seq, record) in journal_records {
         let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
         if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
             // Held by sled too (or already before the boundary): it must be the same record.
             let theirs = get_frame(tree, first_seq).map_err(OpenError::Sled)?;
-            if theirs.as_deref() != Some(record.as_slice()) {
+            let restored = restored_to.is_some_and(|to| last_seq <= to);
+            if theirs.as_deref() != Some(record.as_slice())
+                && !(restored && !journal_has.contains(&first_seq))
+            {
                 return Err(refuse(&format!(
                     "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"
                 )));

@@ -926,3 +926,45 @@ fn a_stray_chunk_past_the_head_is_sled_damage() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(verify_json(&dir, None).0, 0);
 }
+
+/// A journal record whose checksums verify but whose entry is not canonical (no writer
+/// writes one: a forger who re-sealed it, or a bug) is damage, as a failed checksum is:
+/// `recover` restores sled's intact copy, the forged record going to `cut/` (outside review
+/// 15, P3: it refused, naming a cut that would drop the acknowledged record).
+#[test]
+fn a_resealed_record_whose_entry_does_not_decode_is_restored_from_sled() {
+    use ledger_schema::decode_frame;
+    use ledger_schema::record::{RecordVersion, seal_record_as};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    make_ledger(&dir, 4, 3);
+    let last = journal_frames(&dir).pop().unwrap();
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let original = bytes[last.range.clone()].to_vec();
+    let payload = payload_of(&original).to_vec();
+    let last_entry_len = decode_frame(&payload).unwrap().last().unwrap().len();
+    // The frame's last item is its last entry; its key `v` as a byte string (0x41) instead
+    // of text (0x61): canonical CBOR of the same length, a second encoding of the entry.
+    let at = payload.len() - last_entry_len + 1;
+    assert_eq!(&payload[at..at + 2], &[0x61, b'v']);
+    let mut forged_payload = payload.clone();
+    forged_payload[at] = 0x41;
+    let version = RecordVersion::of_record(&original).unwrap();
+    let forged = seal_record_as(version, last.first_seq, last.n_entries as u32, &forged_payload);
+    assert_eq!(forged.len(), original.len());
+    bytes[last.range.clone()].copy_from_slice(&forged);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["copy"].as_str()), (1, Some("journal")), "{report}");
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    let first = last.first_seq;
+    assert!(out.contains(&format!("restored 1 record(s), seq {first}..=")), "{out}");
+    let now = std::fs::read(segment(&dir)).unwrap();
+    assert_eq!(&now[last.range.clone()], &original[..], "sled's copy is back");
+    let cut = std::fs::read_dir(dir.join("cut").join("1")).unwrap().next().unwrap().unwrap().path();
+    assert_eq!(&std::fs::read(cut).unwrap()[last.range.clone()], &forged[..], "the forgery is kept in cut/");
+    assert_eq!(verify_json(&dir, None).0, 0);
+}
