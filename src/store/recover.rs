@@ -548,10 +548,9 @@ fn rewrite_from(
         if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
             // Held by sled too (or already before the boundary): it must be the same record.
             let theirs = get_frame(tree, first_seq).map_err(OpenError::Sled)?;
-            let restored = restored_to.is_some_and(|to| last_seq <= to);
-            if theirs.as_deref() != Some(record.as_slice())
-                && !(restored && !journal_has.contains(&first_seq))
-            {
+            // A journal record that does not open is damage: sled's intact copy replaces it.
+            let replaced = restored_to.is_some_and(|to| last_seq <= to) && !journal_has.contains(&first_seq);
+            if !replaced && theirs.as_deref() != Some(record.as_slice()) {
                 return Err(refuse(&format!(
                     "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"
                 )));
