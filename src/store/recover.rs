@@ -379,9 +379,12 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     } else if let Some(tree) = tree.as_ref().filter(|_| !foreign) {
         restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
     } else if let Some(damage) = &found.scan.damage {
-        let why =
-            if foreign { "sled holds another history (its genesis differs)" } else { "sled will not open" };
-        return Err(damage_without_copy(damage, why));
+        let why = match &sled_error {
+            _ if foreign => "sled holds another history (its genesis differs)".to_owned(),
+            Some(e) => format!("sled cannot be read ({})", e.index_reason()),
+            None => "sled will not open".to_owned(),
+        };
+        return Err(damage_without_copy(damage, &why));
     } else if let Some(torn) = &found.scan.torn {
         // Whether the partial record was acknowledged only sled could say.
         let next = found.scan.verified.map_or(0, |h| h.seq + 1);

@@ -153,6 +153,19 @@ fn a_sled_that_will_not_open_never_hides_journal_damage() {
     let (code, _, err) = cli(&["replay", d]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("damaged journal record"), "{err}");
+    // recover cannot restore it, says why sled cannot help, and changes nothing.
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("sled cannot be read (sled failed:") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes);
+    // A missing sled is named as missing (outside review 15: recover said "will not open").
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("sled cannot be read (") && err.contains("sled is missing)"), "{err}");
 }
 
 /// A partial record at the journal's end is cut only where sled can say whether it was
