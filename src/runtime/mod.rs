@@ -234,7 +234,35 @@ pub enum Decided {
     Redelivered { seq: u64 },
 }
 
+/// Text the compiler may render to a worker (and `ledger compile --markdown` to a
+/// supervisor's terminal): at most `MAX_TEXT_BYTES`, and no character that makes it read
+/// differently than it is — a control character but tab, line feed and carriage return (an
+/// ESC sequence), or a bidirectional override or isolate (the rule skill bodies follow:
+/// [`selection::deliverable_text`]).
 pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
+    bounded_text(field, value)?;
+    if let Some(c) = value.chars().find(|c| undeliverable(*c)) {
+        return Err(violation(
+            Rule::OutOfBounds,
+            format!(
+                "{field} holds the character U+{:04X}, which a worker or a terminal would not read as written",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A control character but tab, line feed and carriage return, or a bidirectional
+/// override or isolate (U+202A–U+202E, U+2066–U+2069).
+pub(crate) fn undeliverable(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// At most `MAX_TEXT_BYTES` (what a Worker payload is held to: it is never rendered to a
+/// worker, and readers print it JSON-escaped).
+pub(crate) fn bounded_text(field: &str, value: &str) -> Result<(), RuleViolation> {
     ensure!(
         value.len() <= MAX_TEXT_BYTES,
         Rule::OutOfBounds,
@@ -244,13 +272,24 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
     Ok(())
 }
 
+/// Blank: nothing but white space and characters that show nothing (zero-width space,
+/// joiners, word joiner, invisible operators, the byte-order mark, a soft hyphen).
+fn blank(value: &str) -> bool {
+    value.chars().all(|c| {
+        c.is_whitespace()
+            || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}')
+    })
+}
+
 pub(crate) fn required_text(field: &str, value: &str) -> Result<(), RuleViolation> {
     text(field, value)?;
-    ensure!(!value.trim().is_empty(), Rule::OutOfBounds, "{field} is blank");
+    ensure!(!blank(value), Rule::OutOfBounds, "{field} is blank");
     Ok(())
 }
 
-/// A list of at most `MAX_ITEMS` items, each a non-blank text.
+/// A list of at most `MAX_ITEMS` items, each a non-blank [`text`], none twice: every such
+/// list of the catalog is a set (criteria, scope, constraints, capabilities, reasons, …),
+/// where a repeated item says nothing more and makes two lists of one meaning.
 pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> {
     ensure!(
         values.len() <= MAX_ITEMS,
@@ -258,7 +297,19 @@ pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> 
         "{field} has {} items, over {MAX_ITEMS}",
         values.len()
     );
-    values.iter().try_for_each(|v| required_text(field, v))
+    values.iter().try_for_each(|v| required_text(field, v))?;
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = values.iter().find(|v| !seen.insert(v.as_str())) {
+        return Err(violation(Rule::OutOfBounds, format!("{field} lists {twice:?} twice")));
+    }
+    Ok(())
+}
+
+/// A Worker payload's text: bounded and non-blank, nothing more (see [`bounded_text`]).
+pub(crate) fn payload_text(field: &str, value: &str) -> Result<(), RuleViolation> {
+    bounded_text(field, value)?;
+    ensure!(!blank(value), Rule::OutOfBounds, "{field} is blank");
+    Ok(())
 }
 
 /// A closed value (phase, verdict, result kind, ...) as it is written on the wire

@@ -81,6 +81,17 @@ pub fn apply_recorded(state: &mut State, e: &RepairRecorded, seq: u64) -> Result
         "the repair drops the preservation constraint {:?}",
         missing.map(String::as_str).unwrap_or_default()
     );
+    // Exactly the Goal's: a constraint the Goal does not hold would reach the repair worker
+    // as authoritative and cite a Goal revision that does not contain it.
+    let added = e.constraints_to_preserve.iter().find(|c| !goal.content.preservation_constraints.contains(c));
+    ensure!(
+        added.is_none(),
+        Rule::RepairConstraints,
+        "the repair adds the constraint {:?}, which goal {} revision {} does not hold",
+        added.map(String::as_str).unwrap_or_default(),
+        wf.goal_id,
+        goal.revision
+    );
     ensure!(
         e.repair_digest == e.computed_digest(),
         Rule::RepairDigest,

@@ -921,13 +921,11 @@ pub enum AttemptSelectionError {
 /// or isolate (U+202A–U+202E, U+2066–U+2069: text that reads differently than it is).
 pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
-    if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
-        return Err("a control character");
+    match text.chars().find(|c| super::undeliverable(*c)) {
+        Some(c) if c.is_control() => Err("a control character"),
+        Some(_) => Err("a bidirectional override"),
+        None => Ok(text),
     }
-    if text.chars().any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')) {
-        return Err("a bidirectional override");
-    }
-    Ok(text)
 }
 
 /// One loaded resource as an Attempt's context carries it: its record and its text, the

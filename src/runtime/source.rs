@@ -206,6 +206,12 @@ pub fn apply_project_source(
     fresh(&state.sources, e.source_id, "project source")?;
     get(&state.goals, e.goal_id, "goal")?;
     required_text("path", &e.path)?;
+    ensure!(
+        super::profile::safe_relative(&e.path),
+        Rule::OutOfBounds,
+        "path {:?} is not a relative path inside the project (`/`-separated, no empty, `.` or `..` part)",
+        e.path
+    );
     required_text("revision", &e.revision)?;
     text("content", &e.content)?;
     let digest = Digest::of(DigestKind::Source, e.content.as_bytes());
@@ -215,6 +221,20 @@ pub fn apply_project_source(
         "source digest {} is not the content's {digest}",
         e.digest
     );
+    // One file at one revision has one content: a second, different one is a conflict
+    // (seed 000: reject conflicting inputs), not a second authoritative source.
+    let conflicting = state.sources.iter().find(|(_, s)| {
+        s.goal_id == e.goal_id && s.path == e.path && s.revision == e.revision && s.digest != digest
+    });
+    if let Some((id, s)) = conflicting {
+        return Err(super::violation(
+            Rule::SourceDigest,
+            format!(
+                "{}@{} is already recorded as project source {id} with digest {}; this content is {digest}",
+                e.path, e.revision, s.digest
+            ),
+        ));
+    }
     state.sources.insert(
         e.source_id,
         SourceState {

@@ -10,10 +10,7 @@ use ledger_schema::{Digest, Event, Id};
 
 use super::command::DeliverWorkerEvent;
 use super::state::{AttemptState, State};
-use super::{
-    Decided, Rejection, Rule, RuleViolation, ensure, get, get_mut, list, required_text, result_kind_allowed,
-    wire,
-};
+use super::{Decided, Rejection, Rule, RuleViolation, ensure, get, get_mut, result_kind_allowed, wire};
 
 /// Why a delivery for `attempt_id` bound to `manifest_digest` is stale, if it is.
 pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Option<IgnoredReason> {
@@ -165,8 +162,15 @@ fn check_delivery(
         Rule::MissingDispatchClaim,
         "the attempt has no dispatch claim (a control-plane error, not the worker's)"
     );
-    required_text("payload text", &payload.text)?;
-    list("payload items", &payload.items)
+    super::payload_text("payload text", &payload.text)?;
+    ensure!(
+        payload.items.len() <= super::MAX_ITEMS,
+        Rule::OutOfBounds,
+        "payload items has {} items, over {}",
+        payload.items.len(),
+        super::MAX_ITEMS
+    );
+    payload.items.iter().try_for_each(|item| super::payload_text("payload items", item))
 }
 
 pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, Rejection> {

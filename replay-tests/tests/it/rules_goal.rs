@@ -3,6 +3,7 @@
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};
+use ledger_schema::events::WorkerEventKind;
 use replay_tests::world::{Stage, World};
 
 fn revise(revision: u32) -> Command {
@@ -161,4 +162,50 @@ fn blank_and_empty_content() {
             Rule::OutOfBounds,
         );
     }
+}
+
+/// Text the compiler renders to a worker holds no character that reads differently than it
+/// is (an ESC sequence, a right-to-left override), a blank made of zero-width characters is
+/// blank, and a list the catalog treats as a set names no item twice (outside review 16:
+/// each was admitted, and the goal text reached `compile --markdown` raw). A Worker payload
+/// — never rendered to a worker, printed JSON-escaped — may carry a terminal's colours.
+#[test]
+fn text_that_reads_differently_blank_look_alikes_and_repeated_items_are_refused() {
+    let mut w = World::at(Stage::Setup);
+    let create = |c| Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: c });
+    let cases: Vec<fn(&mut ledger_schema::events::GoalContent)> = vec![
+        |c| c.objective = "fix \u{1b}[2J\u{1b}[31mRED".into(),
+        |c| c.objective = "fix \u{202e}live".into(),
+        |c| c.objective = "fix \u{2066}it".into(),
+        |c| c.objective = "a\u{7f}b".into(),
+        |c| c.objective = "\u{200b}".into(),
+        |c| c.success_criteria = vec!["\u{feff} \u{2060}".into()],
+        |c| c.success_criteria = vec!["tests pass".into(), "tests pass".into()],
+        |c| c.scope = vec!["src/".into(), "docs/".into(), "src/".into()],
+        |c| c.preservation_constraints = vec!["keep the API".into(), "keep the API".into()],
+        |c| c.non_goals = vec!["x\u{85}y".into()],
+    ];
+    for edit in cases {
+        let mut c = goal_content();
+        edit(&mut c);
+        w.refused(create(c.clone()), Rule::OutOfBounds);
+        w.refused(
+            Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: c }),
+            Rule::OutOfBounds,
+        );
+    }
+    // Tabs, line feeds, carriage returns and ordinary non-ASCII text are text.
+    let mut c = goal_content();
+    c.objective = "fix the parser:\r\n\tall of it — naïvely, 修正".into();
+    w.ok(create(c));
+    // A Worker payload is held to its bounds only.
+    w.with(|s| {
+        s.start(0x60, 0x61)?;
+        s.claim(lid(0x60))?;
+        s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::ToolActivity, 1, "\u{1b}[32mok\u{1b}[0m"))
+    })
+    .unwrap();
+    let blank = payload(WorkerEventKind::Progress, 2, "\u{200b}");
+    let err = w.with(|s| s.deliver(lid(0x60), 0x71, blank)).unwrap_err();
+    assert!(err.to_string().contains("blank"), "{err}");
 }

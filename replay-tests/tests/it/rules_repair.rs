@@ -30,13 +30,33 @@ fn repair_binding() {
     assert_eq!(w.ledger.state().generations[&lid(0x81)].sequence, 2);
 }
 
-/// A repair must preserve every goal preservation constraint.
+/// A repair preserves exactly the Goal's preservation constraints: none dropped, none
+/// added (outside review 16, P1: an invented constraint was admitted and reached the repair
+/// worker as authoritative, citing a Goal revision that does not hold it), none twice.
 #[test]
 fn repair_constraints() {
     let mut w = World::at(Stage::Rejected);
-    let mut r = repair(&mut w);
+    let good = repair(&mut w);
+    assert!(!good.constraints_to_preserve.is_empty());
+    let mut r = good.clone();
     r.constraints_to_preserve.clear();
     w.refused(Command::RecordRepair(r), Rule::RepairConstraints);
+    let mut r = good.clone();
+    r.constraints_to_preserve.push("and also an invented constraint".into());
+    w.refused(Command::RecordRepair(r.clone()), Rule::RepairConstraints);
+    // Through the admission step directly (what replay applies), too.
+    let mut other = World::at(Stage::Rejected);
+    other.ok(Command::RecordRepair(good.clone()));
+    let ledger_schema::Event::RepairRecorded(mut e) = other.last_event("repairRecorded") else {
+        unreachable!()
+    };
+    e.constraints_to_preserve.push("and also an invented constraint".into());
+    e.repair_digest = e.computed_digest();
+    w.forged(ledger_schema::Event::RepairRecorded(e), Rule::RepairConstraints);
+    let mut r = good.clone();
+    r.constraints_to_preserve.push(good.constraints_to_preserve[0].clone());
+    w.refused(Command::RecordRepair(r), Rule::OutOfBounds);
+    w.ok(Command::RecordRepair(good));
 }
 
 /// Only the current REJECT_REPAIRABLE decision, and only once; never an ACCEPT.

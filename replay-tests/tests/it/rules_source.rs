@@ -98,3 +98,32 @@ fn blocker_resolved_and_references() {
         Rule::IdReused,
     );
 }
+
+/// One file at one revision has one content: a second project source for the same path and
+/// revision with another digest is refused (seed 000: "reject … conflicting" inputs; outside
+/// review 16: both were admitted and delivered as authoritative). The same content again,
+/// or the path at another revision, is admitted. A path that leaves the project (`..`, an
+/// absolute path, a backslash) is refused.
+#[test]
+fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
+    let mut w = World::at(Stage::Setup);
+    let source = |id: u128, path: &str, revision: &str, content: &str| {
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(id),
+            goal_id: lid(GOAL),
+            path: path.into(),
+            revision: revision.into(),
+            content: content.into(),
+        })
+    };
+    // The setup recorded src/config/parser.rs at 9f1c2e0 (source 0x43).
+    w.refused(source(0x44, "src/config/parser.rs", "9f1c2e0", "other bytes\n"), Rule::SourceDigest);
+    let err = w.fails(source(0x44, "src/config/parser.rs", "9f1c2e0", "other bytes\n"));
+    assert!(err.to_string().contains(&format!("already recorded as project source {}", lid(0x43))), "{err}");
+    w.ok(source(0x45, "src/config/parser.rs", "a00b1c2", "other bytes\n"));
+    let same = w.ledger.state().sources[&lid(0x43)].content.clone();
+    w.ok(source(0x46, "src/config/parser.rs", "9f1c2e0", &same));
+    for path in ["../../../etc/passwd", "/etc/passwd", "src/../../x", "src//x", "src\\x", "./src/x"] {
+        w.refused(source(0x47, path, "9f1c2e0", "x\n"), Rule::OutOfBounds);
+    }
+}
