@@ -77,6 +77,23 @@ fn regression_oversized_entry_is_refused_not_written() {
 /// a Goal needs an objective, a success criterion and a scope (non-goals and preservation
 /// constraints may be empty), and no list item may be blank; the same holds for a
 /// revision, scenario, attempt summary, evidence detail and acceptance reasons.
+/// Each edit of the reference goal content is refused (`OutOfBounds`) by a new Goal and by
+/// a revision, writing nothing.
+fn refused_as_goal_content(w: &mut World, cases: Vec<fn(&mut ledger_schema::events::GoalContent)>) {
+    for edit in cases {
+        let mut c = goal_content();
+        edit(&mut c);
+        w.refused(
+            Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: c.clone() }),
+            Rule::OutOfBounds,
+        );
+        w.refused(
+            Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: c }),
+            Rule::OutOfBounds,
+        );
+    }
+}
+
 #[test]
 fn blank_and_empty_content() {
     let mut w = World::at(Stage::Setup);
@@ -91,15 +108,7 @@ fn blank_and_empty_content() {
         |c| c.preservation_constraints = vec!["".into()],
         |c| c.objective = "\n".into(),
     ];
-    for edit in cases {
-        let mut c = goal_content();
-        edit(&mut c);
-        w.refused(create(c.clone()), Rule::OutOfBounds);
-        w.refused(
-            Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: c }),
-            Rule::OutOfBounds,
-        );
-    }
+    refused_as_goal_content(&mut w, cases);
     let mut c = goal_content();
     c.non_goals.clear();
     c.preservation_constraints.clear();
@@ -185,15 +194,7 @@ fn text_that_reads_differently_blank_look_alikes_and_repeated_items_are_refused(
         |c| c.preservation_constraints = vec!["keep the API".into(), "keep the API".into()],
         |c| c.non_goals = vec!["x\u{85}y".into()],
     ];
-    for edit in cases {
-        let mut c = goal_content();
-        edit(&mut c);
-        w.refused(create(c.clone()), Rule::OutOfBounds);
-        w.refused(
-            Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: c }),
-            Rule::OutOfBounds,
-        );
-    }
+    refused_as_goal_content(&mut w, cases);
     // Tabs, line feeds, carriage returns and ordinary non-ASCII text are text.
     let mut c = goal_content();
     c.objective = "fix the parser:\r\n\tall of it — naïvely, 修正".into();
