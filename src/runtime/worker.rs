@@ -36,6 +36,10 @@ pub fn staleness(state: &State, attempt_id: Id, manifest_digest: Digest) -> Opti
     if attempt.context_changed {
         return Some(IgnoredReason::ContextChanged);
     }
+    // The stream ended with the terminal event: after every older reason.
+    if attempt.result_delivered {
+        return Some(IgnoredReason::StreamEnded);
+    }
     None
 }
 

@@ -71,4 +71,8 @@ pub enum IgnoredReason {
     /// decision, a project source, a scenario) changed after its dispatch claim: the
     /// manifest is no longer current (catalog addition, issue #13).
     ContextChanged,
+    /// The Attempt's stream already ended with its terminal Worker event (PROPOSALS or
+    /// COMPLETION_REQUEST): a later event of another id is recorded, never admitted, so one
+    /// result stands (catalog addition, outside review 16).
+    StreamEnded,
 }

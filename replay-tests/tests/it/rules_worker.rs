@@ -509,3 +509,36 @@ fn compaction_disabled_refuses_compaction_events() {
     let c = deliver(&w, 0x71, payload(WorkerEventKind::CompactionCompleted, 2, "compacted"));
     assert_eq!(w.ok(c).ignored, None);
 }
+
+/// The terminal event ends the stream: a later event of another id — progress, or a second,
+/// different result — is an ignored receipt (STREAM_ENDED), never admitted, so one result
+/// stands and the finish is judged on it (outside review 16: both were admitted, and the
+/// finish then had two results on record). The terminal event itself redelivered is still a
+/// duplicate. A forged admission after the terminal event is refused by the admission step.
+#[test]
+fn events_after_the_terminal_event_are_ignored_receipts() {
+    let mut w = world(true);
+    let terminal = payload(WorkerEventKind::Proposals, 5, "the proposals");
+    let first = w.ok(deliver(&w, 0x70, terminal.clone()));
+    assert_eq!(first.ignored, None);
+    assert!(w.ledger.state().attempts[&lid(0x60)].result_delivered);
+    for (id, p) in [
+        (0x71, payload(WorkerEventKind::Progress, 0, "late progress")),
+        (0x72, payload(WorkerEventKind::Proposals, u64::MAX, "other proposals")),
+    ] {
+        let receipt = w.ok(deliver(&w, id, p));
+        assert_eq!(receipt.ignored, Some(IgnoredReason::StreamEnded));
+    }
+    let again = w.ok(deliver(&w, 0x70, terminal));
+    assert!(again.duplicate && again.seq == first.seq);
+    let admitted = w.ledger.state().attempts[&lid(0x60)].events_admitted;
+    assert_eq!(admitted, 1, "only the terminal event was admitted");
+    let Event::WorkerEventAdmitted(mut forged) = w.last_event("workerEventAdmitted") else { unreachable!() };
+    forged.worker_event_id = lid(0x73);
+    w.forged(Event::WorkerEventAdmitted(forged), Rule::DeliveryStaleness);
+    w.ok(Command::FinishAttempt(FinishAttempt {
+        attempt_id: lid(0x60),
+        result_kind: ledger_schema::types::ResultKind::Proposals,
+        summary: "done".into(),
+    }));
+}
