@@ -23,11 +23,10 @@ pub enum Refusal {
     /// A rule of the runtime ([`runtime::Rule`], listed in docs/rules.md).
     #[error("rule {0}")]
     Rule(#[from] RuleViolation),
-    /// A Worker event id already recorded with another payload.
-    #[error(
-        "worker event {worker_event_id} was already recorded at seq {original_seq} with a different payload"
-    )]
-    Conflict { worker_event_id: ledger_schema::Id, original_seq: u64 },
+    /// A Worker event id already recorded for another Attempt or with another payload
+    /// (`differs` says which, in words).
+    #[error("worker event {worker_event_id} was already recorded at seq {original_seq} {differs}")]
+    Conflict { worker_event_id: ledger_schema::Id, original_seq: u64, differs: &'static str },
     /// A new Attempt's context cannot be compiled (an Attempt start, or a restart's
     /// replacement).
     #[error("cannot compile the context: {0}")]
@@ -63,8 +62,8 @@ impl From<Rejection> for Refusal {
     fn from(r: Rejection) -> Refusal {
         match r {
             Rejection::Rule(v) => Refusal::Rule(v),
-            Rejection::Conflict { worker_event_id, original_seq } => {
-                Refusal::Conflict { worker_event_id, original_seq }
+            Rejection::Conflict { worker_event_id, original_seq, differs } => {
+                Refusal::Conflict { worker_event_id, original_seq, differs }
             }
         }
     }

@@ -207,10 +207,8 @@ pub(crate) use ensure;
 pub enum Rejection {
     #[error("rule {0}")]
     Rule(#[from] RuleViolation),
-    #[error(
-        "worker event {worker_event_id} was already recorded at seq {original_seq} with a different payload"
-    )]
-    Conflict { worker_event_id: Id, original_seq: u64 },
+    #[error("worker event {worker_event_id} was already recorded at seq {original_seq} {differs}")]
+    Conflict { worker_event_id: Id, original_seq: u64, differs: &'static str },
 }
 
 /// Context of a submission, produced outside the pure core: the admission time the ledger

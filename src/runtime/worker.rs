@@ -217,16 +217,19 @@ pub fn redelivery(c: &DeliverWorkerEvent, original: &Event, seq: u64) -> Result<
         Event::WorkerDeliveryIgnored(e) => Some((e.worker_event_id, e.attempt_id, e.payload_digest)),
         _ => None,
     };
-    match recorded {
-        Some((id, attempt_id, payload_digest))
-            if id == c.worker_event_id
-                && attempt_id == c.attempt_id
-                && payload_digest == c.payload.digest() =>
-        {
-            Ok(())
+    let differs = match recorded {
+        Some((id, attempt_id, payload_digest)) if id == c.worker_event_id => {
+            if attempt_id != c.attempt_id {
+                "for another attempt"
+            } else if payload_digest != c.payload.digest() {
+                "with a different payload"
+            } else {
+                return Ok(());
+            }
         }
-        _ => Err(Rejection::Conflict { worker_event_id: c.worker_event_id, original_seq: seq }),
-    }
+        _ => "as another record",
+    };
+    Err(Rejection::Conflict { worker_event_id: c.worker_event_id, original_seq: seq, differs })
 }
 
 fn fresh_event(state: &State, id: Id) -> Result<(), RuleViolation> {
@@ -287,6 +290,36 @@ pub fn apply_ignored(state: &mut State, e: &WorkerDeliveryIgnored, seq: u64) -> 
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
     use super::*;
+
+    /// A conflict says what differs from the stored original: the attempt (outside review
+    /// 16: it said "a different payload" for an identical one), or the payload.
+    #[test]
+    fn a_conflict_says_what_differs() {
+        let p = WorkerPayload {
+            kind: WorkerEventKind::Progress,
+            text: "a".into(),
+            items: vec![],
+            observed_at_ms: 1,
+        };
+        let original = Event::WorkerEventAdmitted(WorkerEventAdmitted {
+            payload: p.clone(),
+            attempt_id: Id(1),
+            payload_digest: p.digest(),
+            worker_event_id: Id(7),
+            manifest_digest: Digest::ZERO,
+        });
+        let command = |attempt: u128, text: &str| DeliverWorkerEvent {
+            attempt_id: Id(attempt),
+            worker_event_id: Id(7),
+            manifest_digest: Digest::ZERO,
+            payload: WorkerPayload { text: text.into(), ..p.clone() },
+        };
+        let said = |attempt, text| redelivery(&command(attempt, text), &original, 3).unwrap_err().to_string();
+        assert_eq!(redelivery(&command(1, "a"), &original, 3), Ok(()));
+        assert!(said(2, "a").ends_with("at seq 3 for another attempt"), "{}", said(2, "a"));
+        assert!(said(2, "b").ends_with("at seq 3 for another attempt"));
+        assert!(said(1, "b").ends_with("at seq 3 with a different payload"), "{}", said(1, "b"));
+    }
 
     /// The reference: serde_json's own output for the payload as a JSON value.
     fn serde_len(payload: &WorkerPayload) -> usize {
