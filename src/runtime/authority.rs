@@ -60,6 +60,18 @@ fn check_bundle(b: &PolicyBundle) -> Result<(), RuleViolation> {
     for p in &b.phases {
         list("phase capabilities", &p.capabilities)?;
         required_text("phase objective", &p.objective)?;
+        // Each input class once: required or optional, not both, not twice.
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(twice) = p.required.iter().chain(&p.optional).find(|c| !seen.insert(**c)) {
+            return Err(super::violation(
+                Rule::PolicyBounds,
+                format!(
+                    "phase {} lists the input class {} twice (required and optional are disjoint sets)",
+                    super::wire(&p.phase),
+                    super::wire(twice)
+                ),
+            ));
+        }
     }
     list("invariants", &b.invariants)
 }

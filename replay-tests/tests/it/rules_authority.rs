@@ -74,6 +74,21 @@ fn policy_bounds_budgets_sorted_unique() {
     let mut b = policy_bundle();
     b.budgets[1].class = InputClass::Identity;
     w.refused(install(b), Rule::PolicyBounds);
+    // A phase names each input class once: required or optional, not both, not twice
+    // (outside review 16); capabilities once each (`OutOfBounds`).
+    let mut b = policy_bundle();
+    let phase = &mut b.phases[0];
+    let class = phase.required[0];
+    phase.optional.push(class);
+    w.refused(install(b), Rule::PolicyBounds);
+    let mut b = policy_bundle();
+    let class = b.phases[0].required[0];
+    b.phases[0].required.push(class);
+    w.refused(install(b), Rule::PolicyBounds);
+    let mut b = policy_bundle();
+    b.phases[0].capabilities = vec!["read".into(), "read".into()];
+    w.refused(install(b), Rule::OutOfBounds);
+    w.ok(install(policy_bundle()));
 }
 
 /// An authority id is installed once: the same id with another bundle is refused (exactly
