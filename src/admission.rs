@@ -170,6 +170,9 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::DispatchClaimed(e) = &entry.event {
         check_current(registry, state, e.attempt_id)?;
     }
+    if let Event::GenerationFrozen(e) = &entry.event {
+        check_result_current(registry, state, e.generation_id)?;
+    }
     // The contexts the entry may change, read before it is applied (every record it names
     // exists already, else the rules refuse it).
     let input = runtime::input_of(state, &entry.event);
@@ -211,6 +214,48 @@ fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, attempts: V
     }
 }
 
+/// The currency proof of a result (seed 000, "Context Invalidation": "An in-flight worker
+/// may finish, but its result is evaluated against the current Attempt and manifest. Stale
+/// results cannot advance the workflow"): a generation freezes on the work of its latest
+/// finished COMPLETION_REQUEST Attempt ([`runtime::result_binding`]), whose context,
+/// recompiled as while it ran by the compiler its manifest names, must still be exactly its
+/// manifest. A fact confirmed or invalidated, a human decision, a project source, a scenario,
+/// an obligation or a blocker recorded after the Attempt finished changes it
+/// (`ManifestStale`): start a new Attempt on the generation.
+fn check_result_current(
+    registry: &Registry<'_>,
+    state: &State,
+    generation_id: ledger_schema::Id,
+) -> Result<(), Refusal> {
+    let Some((attempt, as_running, binding)) = runtime::result_binding(state, generation_id) else {
+        return Ok(());
+    };
+    let Some(recorded) = state.attempts.get(&attempt) else { return Ok(()) };
+    let Some(detail) = staleness_of(registry, &as_running, &binding, recorded)? else { return Ok(()) };
+    Err(Refusal::Rule(runtime::violation(
+        runtime::Rule::ManifestStale,
+        format!(
+            "generation {generation_id} stands on the result of attempt {attempt}, whose manifest {} is no longer current ({detail}): a bound input changed after it finished; start a new Attempt on the generation",
+            recorded.manifest_digest
+        ),
+    )))
+}
+
+/// Why `recorded`'s manifest is no longer what its `binding` compiles to over `state` (by
+/// the compiler the manifest names), or `None` if it still is.
+fn staleness_of(
+    registry: &Registry<'_>,
+    state: &State,
+    binding: &runtime::AttemptBinding,
+    recorded: &runtime::state::AttemptState,
+) -> Result<Option<String>, Refusal> {
+    Ok(match compile_as(registry, state, binding, &recorded.compiler_version)? {
+        Ok(compiled) if compiled.manifest_digest == recorded.manifest_digest => None,
+        Ok(compiled) => Some(format!("the context compiles to {} now", compiled.manifest_digest)),
+        Err(error) => Some(format!("the context no longer compiles: {error}")),
+    })
+}
+
 /// The currency proof of a dispatch claim: the Attempt's context, recompiled over the state
 /// at the claim by the compiler its manifest names, is still exactly the recorded manifest
 /// (a fact confirmed or invalidated, a blocker, an obligation, a human decision or a project
@@ -222,11 +267,7 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
     else {
         return Ok(());
     };
-    let detail = match compile_as(registry, state, &binding, &recorded.compiler_version)? {
-        Ok(compiled) if compiled.manifest_digest == recorded.manifest_digest => return Ok(()),
-        Ok(compiled) => format!("the context compiles to {} now", compiled.manifest_digest),
-        Err(error) => format!("the context no longer compiles: {error}"),
-    };
+    let Some(detail) = staleness_of(registry, state, &binding, recorded)? else { return Ok(()) };
     Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,
         format!(

@@ -167,6 +167,30 @@ fn in_flight_where(
 /// Marks a dispatched Attempt whose context no longer compiles to its manifest (decided by
 /// the admission step, which owns the compiler). Marking is final; an unknown id is left
 /// alone.
+/// The Attempt whose work a freeze of `generation_id` stands on — the latest-started
+/// IMPLEMENT Attempt bound to it that finished with a completion request — with its binding
+/// as it was while it ran: over a copy of `state` in which it is again the workflow's
+/// dispatched, active Attempt (everything else as now). Recompiling that binding tells
+/// whether the result is still current (seed: "Stale results cannot advance the
+/// workflow"). `None` if no such Attempt exists, or the binding is gone for another reason
+/// (which the freeze's own rules judge).
+pub fn result_binding(state: &State, generation_id: Id) -> Option<(Id, State, AttemptBinding)> {
+    let finished = AttemptStatus::Finished { result_kind: ResultKind::CompletionRequest };
+    let (attempt_id, _) = state
+        .attempts
+        .iter()
+        .filter(|(_, a)| a.generation_id == Some(generation_id) && a.status == finished)
+        .max_by_key(|(_, a)| a.seq)?;
+    let attempt_id = *attempt_id;
+    let mut as_running = state.clone();
+    let attempt = as_running.attempts.get_mut(&attempt_id)?;
+    attempt.status = AttemptStatus::Dispatched;
+    let workflow_id = attempt.workflow_id;
+    as_running.workflows.get_mut(&workflow_id)?.active_attempt = Some(attempt_id);
+    let binding = binding_now(&as_running, attempt_id, AttemptStatus::Dispatched)?;
+    Some((attempt_id, as_running, binding))
+}
+
 pub fn mark_context_changed(state: &mut State, attempt_id: Id) {
     if let Some(attempt) = state.attempts.get_mut(&attempt_id) {
         attempt.context_changed = true;

@@ -167,3 +167,47 @@ fn candidate_work_repair_child_differs_from_its_parent() {
     w.refused(same(parent), Rule::CandidateWork);
     w.ok(same(digest_of("candidate 2")));
 }
+
+/// A stale result cannot advance the workflow (seed 000, "Context Invalidation"): a bound
+/// input recorded after the IMPLEMENT Attempt finished — a human decision, a confirmed fact —
+/// makes its result stale, so the generation does not freeze on it (`ManifestStale`, through
+/// the admission step, so replay refuses it too); a new Attempt on the generation, compiled
+/// with the decision, gives a result that freezes (outside review 16, P2: the freeze, the
+/// evidence and the ACCEPT were admitted with no worker ever seeing the decision).
+#[test]
+fn a_result_made_stale_after_it_finished_does_not_freeze() {
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    let mut w = World::at(Stage::Implementing);
+    let freeze = Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x80),
+        candidate_digest: digest_of("candidate 1"),
+        change_set_digest: digest_of("change set 1"),
+    });
+    // An IMPLEMENT Attempt on the generation, through its result.
+    let implement = |w: &mut World, attempt: u128, event: u128| {
+        w.with(|s| {
+            s.start(attempt, attempt + 1)?;
+            s.claim(lid(attempt))?;
+            s.deliver(lid(attempt), event, payload(WorkerEventKind::CompletionRequest, 1, "ready"))?;
+            s.finish(attempt, ResultKind::CompletionRequest)
+        })
+        .unwrap();
+    };
+    implement(&mut w, 0x64, 0x74);
+    w.ok(Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(0x56),
+        goal_id: lid(GOAL),
+        question: "May parse() add a TrailingBytes variant?".into(),
+        answer: "No: adding TrailingBytes is forbidden.".into(),
+        decided_by: "human:alice".into(),
+    }));
+    let err = w.fails(freeze.clone());
+    assert!(
+        err.to_string().contains("ManifestStale") && err.to_string().contains(&lid(0x64).to_string()),
+        "{err}"
+    );
+    // A new Attempt on the same generation sees the decision; its result freezes.
+    implement(&mut w, 0x66, 0x76);
+    w.ok(freeze);
+}
