@@ -97,6 +97,25 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
         profile.profile.protected,
         e.plan.is_some()
     );
+    // A plan id names one plan: bound by another workflow with another digest, it would be
+    // two plans under one identity (a substituted pair).
+    if let Some(plan) = e.plan {
+        let other = state
+            .workflows
+            .iter()
+            .find(|(_, w)| w.plan.is_some_and(|p| p.id == plan.id && p.digest != plan.digest));
+        if let Some((id, w)) = other {
+            return Err(super::violation(
+                Rule::PlanPair,
+                format!(
+                    "plan {} is already bound by workflow {id} with digest {}; this binding says {}",
+                    plan.id,
+                    w.plan.map(|p| p.digest).unwrap_or_default(),
+                    plan.digest
+                ),
+            ));
+        }
+    }
     state.workflows.insert(
         e.workflow_id,
         WorkflowState {

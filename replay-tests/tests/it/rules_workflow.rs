@@ -80,6 +80,12 @@ fn plan_pair_present_exactly_under_protection() {
     w.refused(start(0x32, 1, PROFILE, Some(plan_pair())), Rule::PlanPair);
     w.ok(start(0x33, 1, PROTECTED_PROFILE, Some(plan_pair())));
     assert_eq!(w.ledger.state().workflows[&lid(0x33)].plan, Some(plan_pair()));
+    // A plan id names one plan: another workflow may bind the same pair, not the same id
+    // with another digest (outside review 16, P2: both were admitted).
+    let mut substituted = plan_pair();
+    substituted.digest = digest_of("another plan");
+    w.refused(start(0x34, 1, PROTECTED_PROFILE, Some(substituted)), Rule::PlanPair);
+    w.ok(start(0x35, 1, PROTECTED_PROFILE, Some(plan_pair())));
 }
 
 /// Phases advance one step with version +1; skipping, repeating or a wrong version is refused.
