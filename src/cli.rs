@@ -253,6 +253,7 @@ fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure
 fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     match command {
         Command::Init { dir, label, json } => {
+            crate::runtime::text("label", &label).map_err(|v| usage(format!("--label: {v}")))?;
             let ledger = Id::from_ulid(ulid::Ulid::new());
             let store = store::init(&dir, &label, ledger, now_ms())?;
             let head = store.head();
@@ -362,12 +363,12 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 return Err(usage(format!("seq {from} is beyond the head (seq {verified})")));
             }
             stream_entries(&dir, from, to.min(verified), out, &|sealed| {
-                if json { entry_json(sealed).to_string() } else { entry_text(sealed) }
+                terminal_safe(if json { entry_json(sealed).to_string() } else { entry_text(sealed) })
             })
         }
         Command::Export { dir } => {
             let verified = verified_head(&dir, err)?;
-            stream_entries(&dir, 0, verified, out, &|sealed| entry_json(sealed).to_string())
+            stream_entries(&dir, 0, verified, out, &|sealed| terminal_safe(entry_json(sealed).to_string()))
         }
         Command::Submit { dir, file } => submit(&dir, file.as_deref(), out, err),
         Command::Status { dir, json } => status(&dir, json, out),
@@ -387,6 +388,28 @@ fn indent(text: &str) -> String {
 }
 
 /// One entry as an export object: `seq`, `kind`, `hash`, `prev`, `timeMs`, `ledgerId`, `event`.
+/// JSON text with every character that would read differently on a terminal than it is
+/// (a C1 control, a bidirectional or TAG character: `runtime::undeliverable`; serde_json
+/// already escapes C0 controls) written as a `\uXXXX` escape — the same JSON value, safe to
+/// print. Such characters can only be inside JSON strings, where the escape is valid.
+fn terminal_safe(json: String) -> String {
+    if !json.chars().any(crate::runtime::undeliverable) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if crate::runtime::undeliverable(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 pub fn entry_json(sealed: &SealedEntry) -> serde_json::Value {
     let e = &sealed.entry;
     json!({
@@ -876,5 +899,46 @@ fn compile(dir: &Path, attempt: &str, cbor: bool, json: bool, out: &mut dyn Writ
                 found.compiled.manifest_digest, found.recorded_manifest_digest
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+    use super::*;
+
+    /// What `show` and `export` print is the same JSON value with every character that
+    /// reads differently on a terminal escaped: a C1 control, a right-to-left override, a
+    /// TAG character (outside review 17: a Worker payload's were printed raw). Ordinary
+    /// text, tabs and newlines (escaped by serde_json itself) are unchanged.
+    #[test]
+    fn printed_json_escapes_what_a_terminal_would_misread() {
+        let text = "ok \u{9b}31m red \u{202e}evil\u{e0049}\u{e0067} naïve 修正 \t\n";
+        let json = serde_json::json!({ "text": text }).to_string();
+        let safe = terminal_safe(json.clone());
+        assert!(!safe.chars().any(crate::runtime::undeliverable), "{safe}");
+        assert!(
+            safe.contains("\\u009b") && safe.contains("\\u202e") && safe.contains("\\udb40\\udc49"),
+            "{safe}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&safe).unwrap(),
+            serde_json::json!({ "text": text })
+        );
+        let plain = serde_json::json!({ "text": "naïve 修正" }).to_string();
+        assert_eq!(terminal_safe(plain.clone()), plain);
+    }
+
+    /// `init --label` is held to the rendered-text rule (outside review 17: an ESC sequence
+    /// and a right-to-left override were accepted), with a usage error (exit 2).
+    #[test]
+    fn a_label_that_reads_differently_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l");
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let argv = ["ledger", "init", path.to_str().unwrap(), "--label", "a\u{1b}[2Jb"];
+        assert_eq!(run_args(argv, &mut out, &mut err), 2);
+        assert!(String::from_utf8(err).unwrap().contains("--label"));
+        assert!(!path.exists(), "nothing was created");
     }
 }

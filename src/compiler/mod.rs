@@ -139,10 +139,11 @@ impl Compiled {
 pub enum CompileError {
     #[error("unknown {what} {id}")]
     Unknown { what: &'static str, id: Id },
-    #[error("the policy has no phase policy for {0:?}")]
+    #[error("the policy has no phase policy for {}", crate::runtime::wire(.0))]
     NoPhasePolicy(Phase),
     #[error(
-        "required {class:?} content of {bytes} bytes does not fit its budget of {budget} bytes: split the task"
+        "required {} content of {bytes} bytes does not fit its budget of {budget} bytes: split the task",
+        crate::runtime::wire(.class)
     )]
     RequiredOverflow { class: InputClass, bytes: usize, budget: u32 },
     #[error("the repair context cannot be proved: {0}")]

@@ -251,11 +251,25 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
     Ok(())
 }
 
-/// A control character but tab, line feed and carriage return, or a bidirectional
-/// override or isolate (U+202A–U+202E, U+2066–U+2069).
+/// A character that makes text read differently than it is: a control character but tab,
+/// line feed and carriage return; a bidirectional override, isolate or mark (U+202A–U+202E,
+/// U+2066–U+2069, U+200E, U+200F, U+061C); a line or paragraph separator (U+2028, U+2029);
+/// an interlinear annotation (U+FFF9–U+FFFB); or a TAG character (U+E0000–U+E007F: shown
+/// as nothing, read by a model as ASCII — a hidden instruction).
 pub(crate) fn undeliverable(c: char) -> bool {
     (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{061C}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{E0000}'..='\u{E007F}'
+        )
 }
 
 /// At most `MAX_TEXT_BYTES` (what a Worker payload is held to: it is never rendered to a
@@ -271,11 +285,30 @@ pub(crate) fn bounded_text(field: &str, value: &str) -> Result<(), RuleViolation
 }
 
 /// Blank: nothing but white space and characters that show nothing (zero-width space,
-/// joiners, word joiner, invisible operators, the byte-order mark, a soft hyphen).
+/// joiners, bidi marks, word joiner, invisible operators, the byte-order mark, a soft
+/// hyphen, the combining grapheme joiner, variation selectors, Hangul and Braille blanks,
+/// the Mongolian vowel separator, TAG characters).
 fn blank(value: &str) -> bool {
     value.chars().all(|c| {
         c.is_whitespace()
-            || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}')
+            || matches!(
+                c,
+                '\u{200B}'..='\u{200F}'
+                    | '\u{2060}'..='\u{2064}'
+                    | '\u{FEFF}'
+                    | '\u{00AD}'
+                    | '\u{034F}'
+                    | '\u{061C}'
+                    | '\u{115F}'
+                    | '\u{1160}'
+                    | '\u{180E}'
+                    | '\u{2800}'
+                    | '\u{3164}'
+                    | '\u{FFA0}'
+                    | '\u{FE00}'..='\u{FE0F}'
+                    | '\u{E0000}'..='\u{E007F}'
+                    | '\u{E0100}'..='\u{E01EF}'
+            )
     })
 }
 

@@ -473,12 +473,16 @@ fn sorted_unique<T: Ord>(field: &str, values: impl Iterator<Item = T>) -> Result
     Ok(())
 }
 
-/// A relative path inside one skill's tree: `/`-separated, no empty, `.` or `..` part.
+/// A relative path inside one tree (a skill's, a project's): `/`-separated, no empty, `.`
+/// or `..` part, no backslash, no control character, and not beginning with a drive
+/// (`C:`), which another system reads as absolute.
 pub fn safe_relative(path: &str) -> bool {
+    let drive = |part: &str| matches!(part.as_bytes(), [letter, b':'] if letter.is_ascii_alphabetic());
     !path.is_empty()
         && path.len() <= MAX_NAME_BYTES
         && !path.starts_with('/')
         && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+        && !path.split('/').next().is_some_and(drive)
         && !path.chars().any(|c| c.is_control() || c == '\\')
 }
 

@@ -917,13 +917,14 @@ pub enum AttemptSelectionError {
 }
 
 /// A resource's bytes as text a worker (and a supervisor's terminal) may be given: UTF-8,
-/// no control character but tab, line feed and carriage return, no bidirectional override
-/// or isolate (U+202A–U+202E, U+2066–U+2069: text that reads differently than it is).
+/// nothing that reads differently than it is ([`super::undeliverable`]: no control
+/// character but tab, line feed and carriage return, no bidirectional override, isolate or
+/// mark, no TAG character, …).
 pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
     match text.chars().find(|c| super::undeliverable(*c)) {
         Some(c) if c.is_control() => Err("a control character"),
-        Some(_) => Err("a bidirectional override"),
+        Some(_) => Err("a bidirectional override or mark, a separator or a TAG character"),
         None => Ok(text),
     }
 }

@@ -221,18 +221,22 @@ pub fn apply_project_source(
         "source digest {} is not the content's {digest}",
         e.digest
     );
-    // One file at one revision has one content: a second, different one is a conflict
-    // (seed 000: reject conflicting inputs), not a second authoritative source.
-    let conflicting = state.sources.iter().find(|(_, s)| {
-        s.goal_id == e.goal_id && s.path == e.path && s.revision == e.revision && s.digest != digest
-    });
-    if let Some((id, s)) = conflicting {
+    // One file at one revision has one content, recorded once: a second, different one is a
+    // conflict (seed 000: reject conflicting inputs), the same one again would be delivered
+    // twice — neither is a second authoritative source.
+    let recorded = state
+        .sources
+        .iter()
+        .find(|(_, s)| s.goal_id == e.goal_id && s.path == e.path && s.revision == e.revision);
+    if let Some((id, s)) = recorded {
+        let what = if s.digest == digest {
+            "with this content".to_owned()
+        } else {
+            format!("with digest {}; this content is {digest}", s.digest)
+        };
         return Err(super::violation(
             Rule::SourceDigest,
-            format!(
-                "{}@{} is already recorded as project source {id} with digest {}; this content is {digest}",
-                e.path, e.revision, s.digest
-            ),
+            format!("{}@{} is already recorded as project source {id} {what}", e.path, e.revision),
         ));
     }
     state.sources.insert(

@@ -193,6 +193,14 @@ fn text_that_reads_differently_blank_look_alikes_and_repeated_items_are_refused(
         |c| c.scope = vec!["src/".into(), "docs/".into(), "src/".into()],
         |c| c.preservation_constraints = vec!["keep the API".into(), "keep the API".into()],
         |c| c.non_goals = vec!["x\u{85}y".into()],
+        // Outside review 17: TAG characters (a hidden ASCII instruction), bidi marks,
+        // separators; blanks made of other invisible characters.
+        |c| c.objective = "fix it\u{E0049}\u{E0067}\u{E006E}".into(),
+        |c| c.objective = "\u{E0041}".into(),
+        |c| c.objective = "fix \u{200F}it".into(),
+        |c| c.objective = "fix\u{2028}it".into(),
+        |c| c.scope = vec!["\u{3164}".into()],
+        |c| c.scope = vec!["\u{2800}\u{FE0F}".into()],
     ];
     refused_as_goal_content(&mut w, cases);
     // Tabs, line feeds, carriage returns and ordinary non-ASCII text are text.

@@ -101,8 +101,9 @@ fn blocker_resolved_and_references() {
 
 /// One file at one revision has one content: a second project source for the same path and
 /// revision with another digest is refused (seed 000: "reject … conflicting" inputs; outside
-/// review 16: both were admitted and delivered as authoritative). The same content again,
-/// or the path at another revision, is admitted. A path that leaves the project (`..`, an
+/// review 16: both were admitted and delivered as authoritative), and so is the same content
+/// again under a new id (it would be delivered twice); the path at another revision is
+/// admitted. A path that leaves the project (`..`, an
 /// absolute path, a backslash) is refused.
 #[test]
 fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
@@ -121,9 +122,21 @@ fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
     let err = w.fails(source(0x44, "src/config/parser.rs", "9f1c2e0", "other bytes\n"));
     assert!(err.to_string().contains(&format!("already recorded as project source {}", lid(0x43))), "{err}");
     w.ok(source(0x45, "src/config/parser.rs", "a00b1c2", "other bytes\n"));
+    // The same content again under a new id would be delivered twice (review 17).
     let same = w.ledger.state().sources[&lid(0x43)].content.clone();
-    w.ok(source(0x46, "src/config/parser.rs", "9f1c2e0", &same));
-    for path in ["../../../etc/passwd", "/etc/passwd", "src/../../x", "src//x", "src\\x", "./src/x"] {
+    w.refused(source(0x46, "src/config/parser.rs", "9f1c2e0", &same), Rule::SourceDigest);
+    for path in [
+        "../../../etc/passwd",
+        "/etc/passwd",
+        "src/../../x",
+        "src//x",
+        "src\\x",
+        "./src/x",
+        "C:/Windows/win.ini",
+    ] {
         w.refused(source(0x47, path, "9f1c2e0", "x\n"), Rule::OutOfBounds);
+    }
+    for (id, path) in [(0x48, "a.b/c.rs"), (0x49, "..foo/x"), (0x4a, "docs/ünïcode.md"), (0x4b, "c:d/x")] {
+        w.ok(source(id, path, "9f1c2e0", "x\n"));
     }
 }

@@ -567,6 +567,7 @@ fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
         (b"clear \x1b[2J the screen\n".to_vec(), "a control character"),
         (b"nul \0 byte\n".to_vec(), "a control character"),
         ("reads \u{202E}backwards\n".as_bytes().to_vec(), "a bidirectional override"),
+        ("hides \u{E0049}\u{E0067}\n".as_bytes().to_vec(), "a TAG character"),
     ] {
         std::fs::write(w.s.src.join("skills/python-patterns/references/details.md"), &bytes).unwrap();
         assert_eq!(w.s.scan().0, 0);
