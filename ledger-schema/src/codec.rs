@@ -87,7 +87,7 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     out
 }
 
-/// Encodes a record canonically, appending to `out`: through [`writer`]'s direct
+/// Encodes a record canonically, appending to `out`: through `writer`'s direct
 /// serializer, or — for a value it does not support (none of the canonical records) —
 /// through `serde_cbor`. Both write the same bytes.
 pub fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) {

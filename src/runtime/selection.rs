@@ -917,7 +917,7 @@ pub enum AttemptSelectionError {
 }
 
 /// A resource's bytes as text a worker (and a supervisor's terminal) may be given: UTF-8,
-/// nothing that reads differently than it is ([`super::undeliverable`]: no control
+/// nothing that reads differently than it is (`runtime::undeliverable`: no control
 /// character but tab, line feed and carriage return, no bidirectional override, isolate or
 /// mark, no TAG character, …).
 pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
