@@ -390,15 +390,17 @@ fn indent(text: &str) -> String {
 /// One entry as an export object: `seq`, `kind`, `hash`, `prev`, `timeMs`, `ledgerId`, `event`.
 /// JSON text with every character that would read differently on a terminal than it is
 /// (a C1 control, a bidirectional or TAG character: `runtime::undeliverable`; serde_json
-/// already escapes C0 controls) written as a `\uXXXX` escape — the same JSON value, safe to
-/// print. Such characters can only be inside JSON strings, where the escape is valid.
+/// already escapes C0 controls) or shows nothing (`runtime::invisible`: zero-width
+/// characters, variation selectors, …) written as a `\uXXXX` escape — the same JSON value,
+/// safe to print (`show`, `export`, `submit`'s receipts). Such characters can only be inside JSON strings, where the escape is valid.
 fn terminal_safe(json: String) -> String {
-    if !json.chars().any(crate::runtime::undeliverable) {
+    let hidden = |c: char| crate::runtime::undeliverable(c) || crate::runtime::invisible(c);
+    if !json.chars().any(hidden) {
         return json;
     }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
-        if crate::runtime::undeliverable(c) {
+        if hidden(c) {
             let mut units = [0u16; 2];
             for unit in c.encode_utf16(&mut units) {
                 out.push_str(&format!("\\u{unit:04x}"));
@@ -639,7 +641,7 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
             // Refused as soon as it passes the bound: never read on (the input may not end,
             // e.g. /dev/zero). Nothing of this line is written; the lines before it were.
             let reason = format!("command line over {limit} bytes without a newline");
-            emit(out, json!({"line": line_no, "rejected": reason}))?;
+            emit(out, terminal_safe(json!({"line": line_no, "rejected": reason}).to_string()))?;
             return Err(usage(format!("line {line_no}: {reason}: stopped reading")));
         }
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -652,7 +654,7 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
             Ok(c) => c,
             Err(reason) => {
                 n_rejected += 1;
-                emit(out, json!({"line": line_no, "rejected": reason}))?;
+                emit(out, terminal_safe(json!({"line": line_no, "rejected": reason}).to_string()))?;
                 continue;
             }
         };
@@ -669,11 +671,17 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
                         map.insert("duplicate".into(), json!(true));
                     }
                 }
-                emit(out, receipt)?;
+                emit(out, terminal_safe(receipt.to_string()))?;
             }
             Err(e) if e.is_refusal() => {
                 n_rejected += 1;
-                emit(out, json!({"line": line_no, "kind": command.kind(), "rejected": e.to_string()}))?;
+                emit(
+                    out,
+                    terminal_safe(
+                        json!({"line": line_no, "kind": command.kind(), "rejected": e.to_string()})
+                            .to_string(),
+                    ),
+                )?;
             }
             Err(e) => return Err(usage(format!("line {line_no}: {e}"))),
         }
@@ -913,12 +921,15 @@ mod tests {
     /// text, tabs and newlines (escaped by serde_json itself) are unchanged.
     #[test]
     fn printed_json_escapes_what_a_terminal_would_misread() {
-        let text = "ok \u{9b}31m red \u{202e}evil\u{e0049}\u{e0067} naïve 修正 \t\n";
+        let text = "ok \u{9b}31m red \u{202e}evil\u{e0049}\u{e0067} yes\u{fe00}\u{200b} naïve 修正 \t\n";
         let json = serde_json::json!({ "text": text }).to_string();
         let safe = terminal_safe(json.clone());
         assert!(!safe.chars().any(crate::runtime::undeliverable), "{safe}");
         assert!(
-            safe.contains("\\u009b") && safe.contains("\\u202e") && safe.contains("\\udb40\\udc49"),
+            safe.contains("\\u009b")
+                && safe.contains("\\u202e")
+                && safe.contains("\\udb40\\udc49")
+                && safe.contains("\\ufe00\\u200b"),
             "{safe}"
         );
         assert_eq!(

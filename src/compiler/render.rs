@@ -60,9 +60,12 @@ pub fn markdown(p: &ContextPackage) -> String {
         .collect();
     list(&mut s, "Verification obligations", &obligations);
     for c in &p.relevant_code {
+        // A fence the source's own code blocks cannot close (a Markdown file's ``` lines
+        // would otherwise end it and be read as package structure).
+        let fence = fence_for(&c.content);
         let _ = writeln!(
             s,
-            "## Source `{}` at {} ({})\n\n```\n{}\n```\n",
+            "## Source `{}` at {} ({})\n\n{fence}\n{}\n{fence}\n",
             c.path, c.revision, c.digest, c.content
         );
     }
@@ -125,4 +128,11 @@ fn list(s: &mut String, title: &str, items: &[String]) {
         let _ = writeln!(s, "- {it}");
     }
     let _ = writeln!(s);
+}
+
+/// A backtick fence longer than any backtick run in `content` (at least three), so the
+/// content's own code blocks (a skill's, a project source's) cannot close it.
+pub(in crate::compiler) fn fence_for(content: &str) -> String {
+    let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }

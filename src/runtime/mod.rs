@@ -248,12 +248,23 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
             ),
         ));
     }
+    if let Some((a, b)) = hidden_run(value) {
+        return Err(violation(
+            Rule::OutOfBounds,
+            format!(
+                "{field} holds invisible characters in a row (U+{:04X} U+{:04X}): data no reader would see",
+                u32::from(a),
+                u32::from(b)
+            ),
+        ));
+    }
     Ok(())
 }
 
 /// A character that makes text read differently than it is: a control character but tab,
-/// line feed and carriage return; a bidirectional override, isolate or mark (U+202A–U+202E,
-/// U+2066–U+2069, U+200E, U+200F, U+061C); a line or paragraph separator (U+2028, U+2029);
+/// line feed and carriage return; a bidirectional override or isolate (U+202A–U+202E,
+/// U+2066–U+2069; the marks U+200E, U+200F, U+061C cannot reorder text and are allowed —
+/// Hebrew and Arabic text uses them); a line or paragraph separator (U+2028, U+2029);
 /// an interlinear annotation (U+FFF9–U+FFFB); or a TAG character (U+E0000–U+E007F: shown
 /// as nothing, read by a model as ASCII — a hidden instruction).
 pub(crate) fn undeliverable(c: char) -> bool {
@@ -262,9 +273,6 @@ pub(crate) fn undeliverable(c: char) -> bool {
             c,
             '\u{202A}'..='\u{202E}'
                 | '\u{2066}'..='\u{2069}'
-                | '\u{200E}'
-                | '\u{200F}'
-                | '\u{061C}'
                 | '\u{2028}'
                 | '\u{2029}'
                 | '\u{FFF9}'..='\u{FFFB}'
@@ -284,32 +292,51 @@ pub(crate) fn bounded_text(field: &str, value: &str) -> Result<(), RuleViolation
     Ok(())
 }
 
-/// Blank: nothing but white space and characters that show nothing (zero-width space,
-/// joiners, bidi marks, word joiner, invisible operators, the byte-order mark, a soft
-/// hyphen, the combining grapheme joiner, variation selectors, Hangul and Braille blanks,
-/// the Mongolian vowel separator, TAG characters).
+/// A character that shows nothing: zero-width space, joiners and non-joiners, bidi marks,
+/// word joiner, invisible operators, the byte-order mark, a soft hyphen, the combining
+/// grapheme joiner, variation selectors, Hangul and Braille blanks, the Mongolian vowel
+/// separator, TAG characters.
+pub(crate) fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200F}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{180E}'
+            | '\u{2800}'
+            | '\u{3164}'
+            | '\u{FFA0}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{E0000}'..='\u{E007F}'
+            | '\u{E0100}'..='\u{E01EF}'
+    )
+}
+
+/// Blank: nothing but white space and [`invisible`] characters.
 fn blank(value: &str) -> bool {
-    value.chars().all(|c| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '\u{200B}'..='\u{200F}'
-                    | '\u{2060}'..='\u{2064}'
-                    | '\u{FEFF}'
-                    | '\u{00AD}'
-                    | '\u{034F}'
-                    | '\u{061C}'
-                    | '\u{115F}'
-                    | '\u{1160}'
-                    | '\u{180E}'
-                    | '\u{2800}'
-                    | '\u{3164}'
-                    | '\u{FFA0}'
-                    | '\u{FE00}'..='\u{FE0F}'
-                    | '\u{E0000}'..='\u{E007F}'
-                    | '\u{E0100}'..='\u{E01EF}'
-            )
-    })
+    value.chars().all(|c| c.is_whitespace() || invisible(c))
+}
+
+/// Two invisible characters in a row carry data nobody sees (a run of variation selectors or
+/// zero-width characters encodes bytes a model can read back); the one pair text uses is a
+/// variation selector before a zero-width joiner inside an emoji sequence.
+fn hidden_run(value: &str) -> Option<(char, char)> {
+    let mut chars = value.chars().peekable();
+    while let Some(a) = chars.next() {
+        if let Some(&b) = chars.peek()
+            && invisible(a)
+            && invisible(b)
+            && !(matches!(a, '\u{FE0E}' | '\u{FE0F}') && b == '\u{200D}')
+        {
+            return Some((a, b));
+        }
+    }
+    None
 }
 
 pub(crate) fn required_text(field: &str, value: &str) -> Result<(), RuleViolation> {
@@ -333,6 +360,18 @@ pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> 
     if let Some(twice) = values.iter().find(|v| !seen.insert(v.as_str())) {
         return Err(violation(Rule::OutOfBounds, format!("{field} lists {twice:?} twice")));
     }
+    Ok(())
+}
+
+/// A name (a path, a revision): [`required_text`] with no [`invisible`] character and no
+/// white space at either end, so two names that look the same are the same bytes.
+pub(crate) fn name_text(field: &str, value: &str) -> Result<(), RuleViolation> {
+    required_text(field, value)?;
+    ensure!(
+        !value.chars().any(invisible) && value.trim() == value,
+        Rule::OutOfBounds,
+        "{field} {value:?} holds an invisible character or white space at an end"
+    );
     Ok(())
 }
 

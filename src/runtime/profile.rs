@@ -475,9 +475,9 @@ fn sorted_unique<T: Ord>(field: &str, values: impl Iterator<Item = T>) -> Result
 
 /// A relative path inside one tree (a skill's, a project's): `/`-separated, no empty, `.`
 /// or `..` part, no backslash, no control character, and not beginning with a drive
-/// (`C:`), which another system reads as absolute.
+/// (`C:`, `C:x`), which another system reads as absolute or drive-relative.
 pub fn safe_relative(path: &str) -> bool {
-    let drive = |part: &str| matches!(part.as_bytes(), [letter, b':'] if letter.is_ascii_alphabetic());
+    let drive = |part: &str| matches!(part.as_bytes(), [letter, b':', ..] if letter.is_ascii_alphabetic());
     !path.is_empty()
         && path.len() <= MAX_NAME_BYTES
         && !path.starts_with('/')

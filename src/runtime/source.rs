@@ -205,14 +205,14 @@ pub fn apply_project_source(
 ) -> Result<(), RuleViolation> {
     fresh(&state.sources, e.source_id, "project source")?;
     get(&state.goals, e.goal_id, "goal")?;
-    required_text("path", &e.path)?;
+    super::name_text("path", &e.path)?;
     ensure!(
         super::profile::safe_relative(&e.path),
         Rule::OutOfBounds,
         "path {:?} is not a relative path inside the project (`/`-separated, no empty, `.` or `..` part)",
         e.path
     );
-    required_text("revision", &e.revision)?;
+    super::name_text("revision", &e.revision)?;
     text("content", &e.content)?;
     let digest = Digest::of(DigestKind::Source, e.content.as_bytes());
     ensure!(

@@ -197,7 +197,8 @@ fn text_that_reads_differently_blank_look_alikes_and_repeated_items_are_refused(
         // separators; blanks made of other invisible characters.
         |c| c.objective = "fix it\u{E0049}\u{E0067}\u{E006E}".into(),
         |c| c.objective = "\u{E0041}".into(),
-        |c| c.objective = "fix \u{200F}it".into(),
+        |c| c.objective = "yes\u{FE00}\u{FE01}\u{FE02}".into(),
+        |c| c.objective = "fix\u{200B}\u{200B}it".into(),
         |c| c.objective = "fix\u{2028}it".into(),
         |c| c.scope = vec!["\u{3164}".into()],
         |c| c.scope = vec!["\u{2800}\u{FE0F}".into()],
@@ -205,7 +206,7 @@ fn text_that_reads_differently_blank_look_alikes_and_repeated_items_are_refused(
     refused_as_goal_content(&mut w, cases);
     // Tabs, line feeds, carriage returns and ordinary non-ASCII text are text.
     let mut c = goal_content();
-    c.objective = "fix the parser:\r\n\tall of it — naïvely, 修正".into();
+    c.objective = "fix the parser:\r\n\tall of it — naïvely, 修正, \u{5e9}\u{5dc}\u{5d5}\u{5dd}\u{200F}, 🏳\u{FE0F}\u{200D}🌈, 1\u{FE0F}\u{20E3}".into();
     w.ok(create(c));
     // A Worker payload is held to its bounds only.
     w.with(|s| {

@@ -133,10 +133,19 @@ fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
         "src\\x",
         "./src/x",
         "C:/Windows/win.ini",
+        "C:x",
+        "src/\u{200B}x",
+        " src/x",
+        "src/x ",
     ] {
         w.refused(source(0x47, path, "9f1c2e0", "x\n"), Rule::OutOfBounds);
     }
-    for (id, path) in [(0x48, "a.b/c.rs"), (0x49, "..foo/x"), (0x4a, "docs/ünïcode.md"), (0x4b, "c:d/x")] {
+    for (id, path) in [(0x48, "a.b/c.rs"), (0x49, "..foo/x"), (0x4a, "docs/ünïcode.md"), (0x4b, "cd:/x")] {
         w.ok(source(id, path, "9f1c2e0", "x\n"));
+    }
+    // A revision that differs only by an invisible character or an end space is refused: it
+    // would be a second heading that looks the same (outside review 18).
+    for revision in ["9f1c2e0\u{200B}", "9f1c2e0 ", "9f1c\u{00AD}2e0"] {
+        w.refused(source(0x4c, "src/config/parser.rs", revision, "other\n"), Rule::OutOfBounds);
     }
 }

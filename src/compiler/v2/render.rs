@@ -10,6 +10,7 @@ use std::fmt::Write;
 use ledger_schema::package::ContextPackage;
 
 use super::names::WireName;
+use crate::compiler::render::fence_for;
 
 /// Renders `p` as Markdown.
 pub fn markdown(p: &ContextPackage) -> String {
@@ -66,9 +67,12 @@ pub fn markdown(p: &ContextPackage) -> String {
         .collect();
     list(&mut s, "Verification obligations", &obligations);
     for c in &p.relevant_code {
+        // A fence the source's own code blocks cannot close (a Markdown file's ``` lines
+        // would otherwise end it and be read as package structure).
+        let fence = fence_for(&c.content);
         let _ = writeln!(
             s,
-            "## Source `{}` at {} ({})\n\n```\n{}\n```\n",
+            "## Source `{}` at {} ({})\n\n{fence}\n{}\n{fence}\n",
             c.path, c.revision, c.digest, c.content
         );
     }
@@ -138,13 +142,6 @@ pub fn markdown(p: &ContextPackage) -> String {
         p.response_contract.max_event_bytes
     );
     s
-}
-
-/// A backtick fence longer than any backtick run in `content` (at least three), so a
-/// skill's own code blocks cannot close it.
-fn fence_for(content: &str) -> String {
-    let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat(longest.max(2) + 1)
 }
 
 fn list(s: &mut String, title: &str, items: &[String]) {
