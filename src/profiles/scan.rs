@@ -506,6 +506,13 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         let text = std::str::from_utf8(&skill_md.bytes)
             .map_err(|_| ScanError::NotUtf8(disp(&path.join("SKILL.md"))))?;
         let md = parse_skill(text).map_err(|reason| meta(&path.join("SKILL.md"), reason))?;
+        // A generation copies SKILL.md into the agent's own skill folder: it is held to the
+        // rule of every text a worker is given (no ESC sequence, bidi override, TAG
+        // character, …), as a selection's load is — refused here, at the scan, before it is
+        // recorded anywhere.
+        if let Err(why) = crate::runtime::selection::deliverable_text(&skill_md.bytes) {
+            return Err(meta(&path.join("SKILL.md"), format!("not deliverable text: {why}")));
+        }
         let id = format!("skill:{dir}");
         let name = md.name.unwrap_or_else(|| dir.clone());
         if let Some(other) = names.insert(name.clone(), id.clone()) {

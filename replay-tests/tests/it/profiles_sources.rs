@@ -312,6 +312,25 @@ fn scan_fails_closed_on_every_listed_case() {
             "directory entries",
         ),
         (
+            // Outside review 18: `profile set` copied such a SKILL.md, hidden TAG
+            // instruction and all, into the agent's own skill folder.
+            "a SKILL.md with a hidden TAG instruction",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/hidden/SKILL.md"),
+                    "---\nname: hidden\ndescription: d\n---\nfine\u{E0049}\u{E0067}\n",
+                )
+            }),
+            "not deliverable text",
+        ),
+        (
+            "a SKILL.md with an ESC sequence",
+            Box::new(|src| {
+                write(&src.join("skills/esc/SKILL.md"), "---\nname: esc\ndescription: d\n---\n\u{1b}[2J\n")
+            }),
+            "not deliverable text",
+        ),
+        (
             "a skill without SKILL.md",
             Box::new(|src| write(&src.join("skills/empty/README.md"), "no skill here\n")),
             "SKILL.md: missing",
