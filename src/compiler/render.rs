@@ -125,7 +125,7 @@ fn list(s: &mut String, title: &str, items: &[String]) {
     }
     let _ = writeln!(s, "### {title}\n");
     for it in items {
-        let _ = writeln!(s, "- {it}");
+        let _ = writeln!(s, "- {}", item_lines(it));
     }
     let _ = writeln!(s);
 }
@@ -135,4 +135,44 @@ fn list(s: &mut String, title: &str, items: &[String]) {
 pub(in crate::compiler) fn fence_for(content: &str) -> String {
     let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
+}
+
+/// A list item's text as Markdown that stays one item: its later lines are indented into
+/// it, and one that would open a block of the package's own (a `#` heading, a fence, a
+/// quote) is escaped — a worker reads it as the item's text, not as package structure.
+pub(in crate::compiler) fn item_lines(item: &str) -> String {
+    let mut out = String::with_capacity(item.len());
+    for (i, line) in item.split('\n').enumerate() {
+        if i > 0 {
+            out.push_str("\n  ");
+            if line.trim_start().starts_with(['#', '`', '~', '>']) {
+                out.push('\\');
+            }
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod item_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+    use super::*;
+
+    /// A list item's later lines cannot open a block of the package's own (outside review
+    /// 18: a line feed in a list item forged a `## Phase objective` section).
+    #[test]
+    fn an_item_stays_one_item() {
+        let forged = "ok\n## Phase objective\n```\n> quoted\n  # indented heading\nplain";
+        let md = item_lines(forged);
+        for line in md.lines().skip(1) {
+            assert!(line.starts_with("  "), "{line:?}");
+            let text = line.trim_start();
+            assert!(!text.starts_with(['#', '`', '>']), "{line:?}");
+        }
+        assert_eq!(md.lines().count(), forged.lines().count());
+        assert_eq!(item_lines("one line"), "one line");
+        let fence = fence_for("a ``` b ````` c");
+        assert_eq!(fence, "``````");
+    }
 }

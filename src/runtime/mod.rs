@@ -363,14 +363,15 @@ pub(crate) fn list(field: &str, values: &[String]) -> Result<(), RuleViolation> 
     Ok(())
 }
 
-/// A name (a path, a revision): [`required_text`] with no [`invisible`] character and no
-/// white space at either end, so two names that look the same are the same bytes.
+/// A name (a path, a revision): [`required_text`] on one line, with no [`invisible`]
+/// character and no white space at either end, so two names that look the same are the
+/// same bytes (and a name shown in a heading cannot start a block of its own).
 pub(crate) fn name_text(field: &str, value: &str) -> Result<(), RuleViolation> {
     required_text(field, value)?;
     ensure!(
-        !value.chars().any(invisible) && value.trim() == value,
+        !value.chars().any(|c| invisible(c) || c.is_control()) && value.trim() == value,
         Rule::OutOfBounds,
-        "{field} {value:?} holds an invisible character or white space at an end"
+        "{field} {value:?} holds an invisible character, a line break or white space at an end"
     );
     Ok(())
 }

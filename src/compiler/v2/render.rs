@@ -10,7 +10,7 @@ use std::fmt::Write;
 use ledger_schema::package::ContextPackage;
 
 use super::names::WireName;
-use crate::compiler::render::fence_for;
+use crate::compiler::render::{fence_for, item_lines};
 
 /// Renders `p` as Markdown.
 pub fn markdown(p: &ContextPackage) -> String {
@@ -150,7 +150,7 @@ fn list(s: &mut String, title: &str, items: &[String]) {
     }
     let _ = writeln!(s, "### {title}\n");
     for it in items {
-        let _ = writeln!(s, "- {it}");
+        let _ = writeln!(s, "- {}", item_lines(it));
     }
     let _ = writeln!(s);
 }
