@@ -325,24 +325,27 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
     while let Some((d, rel)) = stack.pop() {
         for item in fs::read_dir(&d).map_err(io(&d))? {
             let item = item.map_err(io(&d))?;
-            let name = shown(&item.file_name().to_string_lossy());
+            // The key is the name's own text (the manifest's paths are exact); `shown` is for
+            // messages only (escaping a name before the lookup failed every name with a
+            // character it escapes: outside review 19).
+            let name = item.file_name().to_string_lossy().into_owned();
             let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
             let path = item.path();
             let m = fs::symlink_metadata(&path).map_err(io(&path))?;
             if m.file_type().is_symlink() {
-                return Err(tampered(format!("{child} was replaced by a symlink")));
+                return Err(tampered(format!("{} was replaced by a symlink", shown(&child))));
             } else if m.is_dir() {
                 stack.push((path, child));
             } else if !m.is_file() {
-                return Err(tampered(format!("{child} is not a regular file")));
+                return Err(tampered(format!("{} is not a regular file", shown(&child))));
             } else {
                 let (bytes, digest) =
-                    expected.get(&child).ok_or_else(|| tampered(format!("{child} was added")))?;
+                    expected.get(&child).ok_or_else(|| tampered(format!("{} was added", shown(&child))))?;
                 if m.nlink() != 1 {
-                    return Err(tampered(format!("{child} is hard-linked ({} links)", m.nlink())));
+                    return Err(tampered(format!("{} is hard-linked ({} links)", shown(&child), m.nlink())));
                 }
                 if m.len() != *bytes {
-                    return Err(tampered(format!("{child} was modified (size)")));
+                    return Err(tampered(format!("{} was modified (size)", shown(&child))));
                 }
                 let mut content = Vec::new();
                 fs::File::open(&path)
@@ -351,7 +354,7 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
                     .read_to_end(&mut content)
                     .map_err(io(&path))?;
                 if ledger_schema::events::profile::SourceResource::digest_of(&content) != *digest {
-                    return Err(tampered(format!("{child} was modified")));
+                    return Err(tampered(format!("{} was modified", shown(&child))));
                 }
                 seen += 1;
             }
@@ -547,15 +550,20 @@ pub fn roll_back(
         while let Some((d, rel)) = stack.pop() {
             for item in fs::read_dir(&d).map_err(io(&d))? {
                 let item = item.map_err(io(&d))?;
-                let name = shown(&item.file_name().to_string_lossy());
+                // The key is the name's own text (the manifest's paths are exact); `shown` is for
+                // messages only (escaping a name before the lookup failed every name with a
+                // character it escapes: outside review 19).
+                let name = item.file_name().to_string_lossy().into_owned();
                 let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
                 let m = fs::symlink_metadata(item.path()).map_err(io(&d))?;
                 if m.file_type().is_symlink() {
-                    return Err(tampered(format!("{child} is a symlink")));
+                    return Err(tampered(format!("{} is a symlink", shown(&child))));
                 } else if m.is_dir() {
                     stack.push((item.path(), child));
                 } else {
-                    let digest = known.get(&child).ok_or_else(|| tampered(format!("{child} is not ours")))?;
+                    let digest = known
+                        .get(&child)
+                        .ok_or_else(|| tampered(format!("{} is not ours", shown(&child))))?;
                     let bytes = fs::read(item.path()).map_err(io(&d))?;
                     // A file cut short by the crash is ours if it is a prefix of our bytes;
                     // we cannot tell that from the digest alone, so accept an empty or
@@ -564,7 +572,8 @@ pub fn roll_back(
                         && ledger_schema::events::profile::SourceResource::digest_of(&bytes) != *digest
                     {
                         return Err(tampered(format!(
-                            "{child} does not hold the bytes the transaction wrote"
+                            "{} does not hold the bytes the transaction wrote",
+                            shown(&child)
                         )));
                     }
                 }

@@ -432,3 +432,28 @@ fn dry_run_gives_the_same_verdict_as_set() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("was modified"), "{err}");
 }
+
+/// A skill whose directory or file names hold characters the messages escape (NFD `é`, a
+/// no-break space, a zero-width space) is materialised and verified like any other: the
+/// generation's own walkers compare the names' own text, not their escaped display
+/// (outside review 19: `profile set` failed with "… is not ours" and left a transaction
+/// that neither `recover` nor a later `set` could clear).
+#[test]
+fn names_the_messages_escape_are_materialised_and_verified() {
+    let s = Setup::new();
+    for dir in ["cafe\u{301}", "no\u{a0}break"] {
+        let d = s.src.join("skills").join(dir);
+        std::fs::create_dir_all(d.join("references")).unwrap();
+        let skill = format!("---\nname: {}\ndescription: d\n---\nbody\n", dir.replace('\u{a0}', "-"));
+        std::fs::write(d.join("SKILL.md"), skill).unwrap();
+        std::fs::write(d.join("references").join("zero\u{200b}width.md"), "text\n").unwrap();
+    }
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let root = root_of(&s);
+    let r = ok(set(&s, &root, &["full"]));
+    assert_eq!(r["revision"], 1);
+    let status = ok(s.run(&["profile", "status"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert!(!status.to_string().contains("RECOVERY"), "{status}");
+    assert!(!root.join("txn.json").exists(), "no transaction left behind");
+}
