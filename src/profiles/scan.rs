@@ -494,7 +494,10 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
                 disp(&path)
             )));
         }
-        if !safe_relative(&dir) || dir.contains(':') {
+        if !safe_relative(&dir)
+            || dir.contains(':')
+            || dir.chars().any(|c| crate::runtime::undeliverable(c) || crate::runtime::invisible(c))
+        {
             return Err(meta(&path, "not a usable skill directory name"));
         }
         let mut raw = Vec::new();
@@ -512,6 +515,24 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         // recorded anywhere.
         if let Err(why) = crate::runtime::selection::deliverable_text(&skill_md.bytes) {
             return Err(meta(&path.join("SKILL.md"), format!("not deliverable text: {why}")));
+        }
+        // So is every other text resource (a generation copies them all; binary files,
+        // not UTF-8, are copied as they are), and every name is one a reader sees as it
+        // is (a skill's id and a resource's path reach the worker's package).
+        for r in &raw {
+            let shows_as_is =
+                !r.path.chars().any(|c| crate::runtime::undeliverable(c) || crate::runtime::invisible(c));
+            if !shows_as_is {
+                return Err(meta(
+                    &path.join(&r.path),
+                    "a name with an invisible, bidirectional or control character",
+                ));
+            }
+            if std::str::from_utf8(&r.bytes).is_ok()
+                && let Err(why) = crate::runtime::selection::deliverable_text(&r.bytes)
+            {
+                return Err(meta(&path.join(&r.path), format!("not deliverable text: {why}")));
+            }
         }
         let id = format!("skill:{dir}");
         let name = md.name.unwrap_or_else(|| dir.clone());

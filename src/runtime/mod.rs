@@ -292,28 +292,34 @@ pub(crate) fn bounded_text(field: &str, value: &str) -> Result<(), RuleViolation
     Ok(())
 }
 
-/// A character that shows nothing: zero-width space, joiners and non-joiners, bidi marks,
-/// word joiner, invisible operators, the byte-order mark, a soft hyphen, the combining
-/// grapheme joiner, variation selectors, Hangul and Braille blanks, the Mongolian vowel
-/// separator, TAG characters.
+/// A character that shows nothing: Unicode's Default_Ignorable_Code_Point set (zero-width
+/// space, joiners and non-joiners, bidi marks, word joiner and the invisible operators,
+/// the byte-order mark, a soft hyphen, the combining grapheme joiner, variation selectors,
+/// Hangul fillers, Mongolian free variation selectors, shorthand format controls, musical
+/// symbol formatting, TAG characters and the rest of U+E0000–U+E0FFF), plus the Braille
+/// blank.
 pub(crate) fn invisible(c: char) -> bool {
     matches!(
         c,
-        '\u{200B}'..='\u{200F}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{FEFF}'
-            | '\u{00AD}'
+        '\u{00AD}'
             | '\u{034F}'
             | '\u{061C}'
             | '\u{115F}'
             | '\u{1160}'
-            | '\u{180E}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2060}'..='\u{206F}'
             | '\u{2800}'
             | '\u{3164}'
-            | '\u{FFA0}'
             | '\u{FE00}'..='\u{FE0F}'
-            | '\u{E0000}'..='\u{E007F}'
-            | '\u{E0100}'..='\u{E01EF}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
     )
 }
 
@@ -325,7 +331,7 @@ fn blank(value: &str) -> bool {
 /// Two invisible characters in a row carry data nobody sees (a run of variation selectors or
 /// zero-width characters encodes bytes a model can read back); the one pair text uses is a
 /// variation selector before a zero-width joiner inside an emoji sequence.
-fn hidden_run(value: &str) -> Option<(char, char)> {
+pub(crate) fn hidden_run(value: &str) -> Option<(char, char)> {
     let mut chars = value.chars().peekable();
     while let Some(a) = chars.next() {
         if let Some(&b) = chars.peek()

@@ -446,7 +446,7 @@ fn names_the_messages_escape_are_materialised_and_verified() {
         std::fs::create_dir_all(d.join("references")).unwrap();
         let skill = format!("---\nname: {}\ndescription: d\n---\nbody\n", dir.replace('\u{a0}', "-"));
         std::fs::write(d.join("SKILL.md"), skill).unwrap();
-        std::fs::write(d.join("references").join("zero\u{200b}width.md"), "text\n").unwrap();
+        std::fs::write(d.join("references").join("no\u{a0}break \u{301}.md"), "text\n").unwrap();
     }
     let (code, _, err) = s.scan();
     assert_eq!(code, 0, "{err}");

@@ -324,6 +324,35 @@ fn scan_fails_closed_on_every_listed_case() {
             "not deliverable text",
         ),
         (
+            // Outside review 19: the other resources are copied too, names reach the package,
+            // and runs of invisible characters carry hidden bytes.
+            "a reference file with a hidden TAG instruction",
+            Box::new(|src| write(&src.join("skills/deploy/references/guide.md"), "see\u{E0049}\u{E0067}\n")),
+            "not deliverable text",
+        ),
+        (
+            "a SKILL.md with a run of variation selectors",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/vs/SKILL.md"),
+                    "---\nname: vs\ndescription: d\n---\nyes\u{FE00}\u{FE01}\u{E0100}\n",
+                )
+            }),
+            "invisible characters in a row",
+        ),
+        (
+            "a skill directory named with a TAG character",
+            Box::new(|src| {
+                write(&src.join("skills/demo\u{E0020}x/SKILL.md"), "---\nname: t\ndescription: d\n---\nx\n")
+            }),
+            "not a usable skill directory name",
+        ),
+        (
+            "a resource named with a zero-width space",
+            Box::new(|src| write(&src.join("skills/deploy/a\u{200B}b.md"), "x\n")),
+            "invisible, bidirectional or control character",
+        ),
+        (
             "a SKILL.md with an ESC sequence",
             Box::new(|src| {
                 write(&src.join("skills/esc/SKILL.md"), "---\nname: esc\ndescription: d\n---\n\u{1b}[2J\n")

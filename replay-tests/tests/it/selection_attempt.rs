@@ -554,10 +554,11 @@ fn restart_redelivery_and_goal_revision() {
     let _ = Ctx { time_ms: 0 };
 }
 
-/// A required resource that is not deliverable text — not UTF-8, a control character
-/// (ESC, NUL: they would reach the worker and a supervisor's terminal), a bidirectional
-/// override — is refused at `--load` with that reason (not as "recorded by digest only",
-/// which it is not), nothing recorded.
+/// A required resource that is not deliverable text is refused with that reason: one that
+/// is not UTF-8 at `--load` (not as "recorded by digest only", which it is not), nothing
+/// recorded; a UTF-8 one with a control character (ESC, NUL: they would reach the worker
+/// and a supervisor's terminal), a bidirectional override or a TAG character already at
+/// the scan.
 #[test]
 fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
     let w = world("auto");
@@ -570,7 +571,15 @@ fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
         ("hides \u{E0049}\u{E0067}\n".as_bytes().to_vec(), "a TAG character"),
     ] {
         std::fs::write(w.s.src.join("skills/python-patterns/references/details.md"), &bytes).unwrap();
-        assert_eq!(w.s.scan().0, 0);
+        // A UTF-8 resource that is not deliverable text refuses the scan itself: a
+        // generation would copy it into the agent's skill folder (outside review 19).
+        let (code, _, err) = w.s.scan();
+        if std::str::from_utf8(&bytes).is_ok() {
+            assert_eq!(code, 1, "{err}");
+            assert!(err.contains("not deliverable text") && err.contains(reason), "{err}");
+            continue;
+        }
+        assert_eq!(code, 0, "{err}");
         let (code, _, err) = w.s.run(
             &["profile", "set"],
             &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"],
