@@ -188,6 +188,34 @@ pub fn item_end(bytes: &[u8], start: usize) -> Result<usize, DecodeError> {
     scan(bytes, start, 0)
 }
 
+/// The argument of the head at `pos` (major type `major`, additional info `info`, major
+/// types 0–5) in shortest form only, and where the head ends. The one reader of heads: the
+/// canonical walk and the strict fast path (`strict.rs`) both use it.
+#[inline]
+fn head_argument(bytes: &[u8], pos: usize, major: u8, info: u8) -> Result<(u64, usize), DecodeError> {
+    let (arg, next) = match info {
+        0..=23 => (u64::from(info), pos + 1),
+        24 => (read_be(bytes, pos + 1, 1)?, pos + 2),
+        25 => (read_be(bytes, pos + 1, 2)?, pos + 3),
+        26 => (read_be(bytes, pos + 1, 4)?, pos + 5),
+        27 => (read_be(bytes, pos + 1, 8)?, pos + 9),
+        31 if matches!(major, 2..=5) => return Err(DecodeError::Indefinite { offset: pos }),
+        _ => return Err(DecodeError::Malformed { offset: pos }),
+    };
+    let shortest = match info {
+        24 => arg >= 24,
+        25 => arg > 0xff,
+        26 => arg > 0xffff,
+        27 => arg > 0xffff_ffff,
+        _ => true,
+    };
+    if !shortest {
+        return Err(DecodeError::NonShortest { offset: pos });
+    }
+    Ok((arg, next))
+}
+
+#[inline]
 fn read_be(bytes: &[u8], from: usize, n: usize) -> Result<u64, DecodeError> {
     let end = from.checked_add(n).ok_or(DecodeError::Truncated { offset: from })?;
     let slice = bytes.get(from..end).ok_or(DecodeError::Truncated { offset: from })?;
@@ -211,25 +239,7 @@ fn scan(bytes: &[u8], pos: usize, depth: u32) -> Result<usize, DecodeError> {
     if major == 6 {
         return Err(DecodeError::Tag { offset: pos });
     }
-    let (arg, mut next) = match info {
-        0..=23 => (u64::from(info), pos + 1),
-        24 => (read_be(bytes, pos + 1, 1)?, pos + 2),
-        25 => (read_be(bytes, pos + 1, 2)?, pos + 3),
-        26 => (read_be(bytes, pos + 1, 4)?, pos + 5),
-        27 => (read_be(bytes, pos + 1, 8)?, pos + 9),
-        31 if matches!(major, 2..=5) => return Err(DecodeError::Indefinite { offset: pos }),
-        _ => return Err(DecodeError::Malformed { offset: pos }),
-    };
-    let shortest = match info {
-        24 => arg >= 24,
-        25 => arg > 0xff,
-        26 => arg > 0xffff,
-        27 => arg > 0xffff_ffff,
-        _ => true,
-    };
-    if !shortest {
-        return Err(DecodeError::NonShortest { offset: pos });
-    }
+    let (arg, mut next) = head_argument(bytes, pos, major, info)?;
     let remaining = (bytes.len() - next.min(bytes.len())) as u64;
     match major {
         0 | 1 => Ok(next),

@@ -79,33 +79,10 @@ impl<'de> Strict<'de> {
         if initial >> 5 != major || major == 7 {
             return Err(Refused);
         }
-        let (arg, len) = match initial & 0x1f {
-            info @ 0..=23 => (u64::from(info), 1),
-            24 => (self.be(1)?, 2),
-            25 => (self.be(2)?, 3),
-            26 => (self.be(4)?, 5),
-            27 => (self.be(8)?, 9),
-            _ => return Err(Refused),
-        };
-        let shortest = match len {
-            2 => arg >= 24,
-            3 => arg > 0xff,
-            5 => arg > 0xffff,
-            9 => arg > 0xffff_ffff,
-            _ => true,
-        };
-        if !shortest {
-            return Err(Refused);
-        }
-        self.pos += len;
+        let (arg, next) =
+            super::head_argument(self.bytes, self.pos, major, initial & 0x1f).map_err(|_| Refused)?;
+        self.pos = next;
         Ok(arg)
-    }
-
-    /// The `n`-byte big-endian argument after the initial byte.
-    fn be(&self, n: usize) -> Result<u64> {
-        let from = self.pos + 1;
-        let arg = self.bytes.get(from..from + n).ok_or(Refused)?;
-        Ok(arg.iter().fold(0, |acc, b| acc << 8 | u64::from(*b)))
     }
 
     /// The next `len` bytes, checked against what remains before anything is trusted.
