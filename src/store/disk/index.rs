@@ -85,6 +85,10 @@ pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> 
         return Err(OpenError::SledMissing(path.to_path_buf()));
     }
     let started = std::time::Instant::now();
+    // Whether the last failed open was followed by a probe that found the lock free: the
+    // holder may have let go between sled's attempt and our probe, so such a failure earns
+    // one more attempt before it is taken as sled's own answer.
+    let mut retried_free = false;
     loop {
         let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
         let config = if flusher { config } else { config.flush_every_ms(None) };
@@ -93,11 +97,13 @@ pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> 
             // sled 0.34 reports a held lock only as an `ErrorKind::Other` message; probe the
             // lock file ourselves instead of matching text.
             Err(_) if sled_lock_held(path) => {
+                retried_free = false;
                 if started.elapsed() >= SLED_LOCK_WAIT {
                     return Err(OpenError::Locked(path.to_path_buf()));
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
+            Err(_) if !retried_free => retried_free = true,
             Err(e) => return Err(OpenError::Sled(e)),
         }
     }
