@@ -549,7 +549,33 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 selection_receipt: Some(receipt),
             }))
         }),
+        // Every other reason a delivery is recorded but not admitted, so each reason code
+        // has frozen bytes (STREAM_ENDED is a catalog addition of outside review 16).
+        ignored("worker_delivery_ignored_stale_attempt", 83, IgnoredReason::StaleAttempt),
+        ignored("worker_delivery_ignored_manifest_mismatch", 84, IgnoredReason::ManifestMismatch),
+        ignored(
+            "worker_delivery_ignored_workflow_version_changed",
+            85,
+            IgnoredReason::WorkflowVersionChanged,
+        ),
+        ignored("worker_delivery_ignored_context_changed", 86, IgnoredReason::ContextChanged),
+        ignored("worker_delivery_ignored_stream_ended", 87, IgnoredReason::StreamEnded),
     ]
+}
+
+/// A sample `WorkerDeliveryIgnored` of attempt 44 for worker event `event`.
+fn ignored(name: &'static str, event: u128, reason: IgnoredReason) -> (&'static str, Event) {
+    let payload = format!("payload {event}");
+    (
+        name,
+        Event::WorkerDeliveryIgnored(WorkerDeliveryIgnored {
+            attempt_id: id(44),
+            worker_event_id: id(event),
+            manifest_digest: dg("manifest 44"),
+            payload_digest: dg(&payload),
+            reason,
+        }),
+    )
 }
 
 /// An explicit selection that loaded one `SKILL.md`; binding and selection digests real.

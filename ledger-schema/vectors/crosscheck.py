@@ -52,6 +52,12 @@ def binding(name, known, b, what):
         check(name, what + " binding", b["digest"], known[b["id"]][0])
 
 
+# The ignored-delivery reasons of docs/commands.md ("worker-event") and ledger.cddl: each
+# has a frozen vector, and no vector carries another.
+IGNORED_REASONS = {"STALE_ATTEMPT", "ATTEMPT_ENDED", "MANIFEST_MISMATCH", "WORKFLOW_VERSION_CHANGED",
+                   "GOAL_REVISED", "CONTEXT_CHANGED", "STREAM_ENDED"}
+ignored_seen = set()
+
 prev = bytes(32)
 for v in vectors:
     name = v["name"]
@@ -66,6 +72,9 @@ for v in vectors:
     prev = bytes.fromhex(h)
     (kind, r), = value["event"].items()
     assert kind == v["kind"], name
+    if kind == "workerDeliveryIgnored":
+        assert r["reason"] in IGNORED_REASONS, f"{name}: unknown reason {r['reason']}"
+        ignored_seen.add(r["reason"])
 
     if kind == "policyBundleInstalled":
         check(name, "policy bundle", r["digest"], digest("policy bundle", r["bundle"]))
@@ -198,6 +207,8 @@ for v in vectors:
         receipt["loadedIds"] = loaded
         receipts.add(raw_digest("selection receipt", cbor2.dumps(receipt, canonical=True)))
 
+if ignored_seen != IGNORED_REASONS:
+    failures.append(f"ignored-delivery reasons without a vector: {sorted(IGNORED_REASONS - ignored_seen)}")
 if failures:
     print("\n".join(failures))
     sys.exit(f"crosscheck: {len(failures)} record digest(s) differ from the documented formulas")

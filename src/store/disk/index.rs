@@ -342,7 +342,7 @@ pub(super) struct SledCursor {
 pub(super) type SledItems = dyn Iterator<Item = SledItem>;
 
 /// Bytes of sled values read through one handle before the cursor reopens sled.
-pub(super) const SLED_CURSOR_BUDGET: usize = 16 << 20;
+pub(super) const SLED_CURSOR_BUDGET: usize = 8 << 20;
 
 impl SledCursor {
     /// A cursor starting with the open handle `db`.

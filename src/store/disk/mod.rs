@@ -269,7 +269,7 @@ impl DiskStore {
         // queued 64 accesses): comparing a large ledger through the writer's own handle
         // left all of sled's copy in memory — 619–641 MB after opening a 1M-entry ledger.
         // A journal past the audit cursor's budget is therefore compared through that
-        // cursor (read-only handles, reopened every 16 MiB of values: bounded memory), and
+        // cursor (read-only handles, reopened every 8 MiB of values: bounded memory), and
         // the writer opens its own handle after the scan.
         let streamed = journal_bytes(root)? >= index::SLED_CURSOR_BUDGET as u64;
         let open_first =
