@@ -345,7 +345,9 @@ pub fn next_intact(bytes: &[u8]) -> Option<(usize, u64)> {
     const _: () = assert!(RECORD_MAGIC[0] == COMMON[0] && RECORD_MAGIC_V3[2] == COMMON[2]);
     let mut from = 1;
     while let Some(rest) = bytes.get(from..) {
-        let at = from + rest.windows(COMMON.len()).position(|w| w == COMMON)?;
+        // memchr's vectorised search: a preallocated segment's unwritten tail is up to
+        // 1 MiB of zeros, scanned at every open.
+        let at = from + memchr::memmem::find(rest, &COMMON)?;
         if let Some((header, _)) = bytes.get(at..).and_then(|b| check_record(b).ok()) {
             return Some((at, header.first_seq));
         }
@@ -422,7 +424,7 @@ pub fn classify_tail_v3(tail: &[u8], next_seq: u64, is_last: bool) -> Tail {
     if next.is_some() || !is_last {
         return Tail::Damaged { next_intact: next };
     }
-    let written = tail.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    let written = written_len(tail);
     if written == 0 {
         return Tail::Unwritten;
     }
@@ -431,6 +433,18 @@ pub fn classify_tail_v3(tail: &[u8], next_seq: u64, is_last: bool) -> Tail {
         || matches!(parse_header_as(RecordVersion::V3, tail), Ok(h) if h.first_seq == next_seq
             && (h.record_len() > tail.len() || written <= h.record_len() - END_MARKER.len()));
     if torn { Tail::Torn } else { Tail::Damaged { next_intact: None } }
+}
+
+/// One past the last non-zero byte of `bytes` (0 if every byte is zero): whole blocks of
+/// zeros from the end are skipped a block at a time, then the last one is searched.
+fn written_len(bytes: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    const ZEROS: [u8; BLOCK] = [0; BLOCK];
+    let mut end = bytes.len();
+    while end >= BLOCK && bytes.get(end - BLOCK..end) == Some(&ZEROS[..]) {
+        end -= BLOCK;
+    }
+    bytes.get(..end).and_then(|b| b.iter().rposition(|b| *b != 0)).map_or(0, |i| i + 1)
 }
 
 /// The torn-tail rule of a segment's format.
@@ -457,6 +471,25 @@ mod tests {
                 let mut bad = record.clone();
                 bad[i] ^= 0x10;
                 assert!(open_record(&bad).is_err(), "{version:?}: flip at {i} passed");
+            }
+        }
+    }
+
+    #[test]
+    fn written_len_is_one_past_the_last_non_zero_byte() {
+        let naive = |b: &[u8]| b.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+        for len in [0, 1, 63, 64, 65, 127, 128, 129, 300] {
+            let zeros = vec![0u8; len];
+            assert_eq!(written_len(&zeros), 0, "{len} zeros");
+            for at in 0..len {
+                for more in [None, Some(0), Some(at / 2)] {
+                    let mut b = zeros.clone();
+                    b[at] = 0x80;
+                    if let Some(m) = more {
+                        b[m] = 1;
+                    }
+                    assert_eq!(written_len(&b), naive(&b), "len {len}, non-zero at {at}");
+                }
             }
         }
     }
