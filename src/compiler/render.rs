@@ -22,10 +22,10 @@ pub fn markdown(p: &ContextPackage) -> String {
     }
     let _ = writeln!(s, "- policy: {} {}", p.policy_bundle.id, p.policy_bundle.digest);
     let _ = writeln!(s, "- execution profile: {} {}", p.execution_profile.id, p.execution_profile.digest);
-    let _ = writeln!(s, "\n## Phase objective\n\n{}\n", p.phase_objective);
+    let _ = writeln!(s, "\n## Phase objective\n\n{}\n", paragraph(&p.phase_objective));
     list(&mut s, "Capabilities", &p.capability_grant.capabilities);
     list(&mut s, "Invariants (non-negotiable)", &p.invariants);
-    let _ = writeln!(s, "## Goal\n\n{}\n", p.goal.objective);
+    let _ = writeln!(s, "## Goal\n\n{}\n", paragraph(&p.goal.objective));
     list(&mut s, "Success criteria", &p.goal.success_criteria);
     list(&mut s, "Scope", &p.goal.scope);
     list(&mut s, "Non-goals", &p.goal.non_goals);
@@ -103,7 +103,8 @@ pub fn markdown(p: &ContextPackage) -> String {
     if let Some(f) = &p.prior_attempt_feedback {
         let _ = writeln!(s, "## Prior attempt feedback (non-authoritative, {})\n", f.feedback_digest);
         for it in &f.items {
-            let _ = writeln!(s, "- [{:?}] {} (sources: {})", it.kind, it.content, it.source_refs.join(", "));
+            let item = format!("[{:?}] {} (sources: {})", it.kind, it.content, it.source_refs.join(", "));
+            let _ = writeln!(s, "- {}", item_lines(&item));
         }
         let _ = writeln!(s);
     }
@@ -138,20 +139,95 @@ pub(in crate::compiler) fn fence_for(content: &str) -> String {
 }
 
 /// A list item's text as Markdown that stays one item: its later lines are indented into
-/// it, and one that would open a block of the package's own (a `#` heading, a fence, a
-/// quote) is escaped — a worker reads it as the item's text, not as package structure.
+/// it, and none of them opens a block of the package's own ([`block_safe`]; the first line
+/// follows the item's own `- `).
 pub(in crate::compiler) fn item_lines(item: &str) -> String {
-    let mut out = String::with_capacity(item.len());
-    for (i, line) in item.split('\n').enumerate() {
-        if i > 0 {
-            out.push_str("\n  ");
-            if line.trim_start().starts_with(['#', '`', '~', '>']) {
-                out.push('\\');
+    block_safe(item, "  ", false)
+}
+
+/// A paragraph of text (an objective) none of whose lines opens a block of the package's
+/// own ([`block_safe`]).
+pub(in crate::compiler) fn paragraph(text: &str) -> String {
+    block_safe(text, "", true)
+}
+
+/// Text from the ledger as Markdown that opens no block of the package's own, so a worker
+/// reads it as text, never as package structure (a forged `## Repair context
+/// (authoritative)` heading, a fence that swallows the response contract). Every line
+/// break — a line feed, CR LF, or a lone carriage return, which CommonMark also ends a line
+/// with — becomes a line feed followed by `indent`; a line (the first too if `first_line`)
+/// that would open a block is escaped by a backslash before its opening character
+/// ([`block_opener`]).
+pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    let mut first = true;
+    loop {
+        let (line, next) = match rest.find(['\r', '\n']) {
+            Some(at) => {
+                let skip = if rest.get(at..at + 2) == Some("\r\n") { 2 } else { 1 };
+                (rest.get(..at).unwrap_or_default(), rest.get(at + skip..))
             }
+            None => (rest, None),
+        };
+        if !first {
+            out.push('\n');
+            out.push_str(indent);
         }
-        out.push_str(line);
+        let opener = if first && !first_line { None } else { block_opener(line) };
+        match opener.and_then(|at| Some((line.get(..at)?, line.get(at..)?))) {
+            Some((head, tail)) => {
+                out.push_str(head);
+                out.push('\\');
+                out.push_str(tail);
+            }
+            None => out.push_str(line),
+        }
+        first = false;
+        match next {
+            Some(tail) => rest = tail,
+            None => return out,
+        }
     }
-    out
+}
+
+/// Where a backslash keeps `line` from opening a CommonMark block (the offset of the
+/// character to escape), or `None` if it opens none: an ATX heading (`#`…`######` then a
+/// space or the end), a fence (three backticks or tildes), a block quote (`>`), a bullet
+/// (`-`, `+`, `*` then a space or the end), an ordered item (digits, then `.` or `)` then a
+/// space or the end), a thematic break or setext underline (a line of `-`, `*`, `_` or `=`
+/// and spaces), an HTML block (`<` then a letter, `/`, `!` or `?`) or a table row (`|`).
+fn block_opener(line: &str) -> Option<usize> {
+    let body = line.trim_start_matches([' ', '\t']);
+    let lead = line.len() - body.len();
+    let mut chars = body.chars();
+    let c = chars.next()?;
+    let after = |n: usize| body.get(n..).unwrap_or_default();
+    let ends_word = |rest: &str| rest.is_empty() || rest.starts_with([' ', '\t']);
+    let run = |ch: char| body.len() - body.trim_start_matches(ch).len();
+    let rule_line = |ch: char| {
+        body.chars().all(|x| x == ch || x == ' ' || x == '\t')
+            && body.chars().filter(|&x| x == ch).count() >= 3
+    };
+    let opens = match c {
+        '#' => run('#') <= 6 && ends_word(after(run('#'))),
+        '`' | '~' => run(c) >= 3,
+        '>' | '|' => true,
+        '-' | '+' | '*' => ends_word(after(1)) || rule_line(c),
+        '_' => rule_line('_'),
+        '=' => body.trim_end_matches([' ', '\t']).chars().all(|x| x == '='),
+        '<' => chars.next().is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
+        '0'..='9' => {
+            let digits = body.len() - body.trim_start_matches(|x: char| x.is_ascii_digit()).len();
+            let rest = after(digits);
+            if digits <= 9 && rest.starts_with(['.', ')']) && ends_word(after(digits + 1)) {
+                return Some(lead + digits);
+            }
+            false
+        }
+        _ => false,
+    };
+    opens.then_some(lead)
 }
 
 #[cfg(test)]
@@ -160,18 +236,64 @@ mod item_tests {
     use super::*;
 
     /// A list item's later lines cannot open a block of the package's own (outside review
-    /// 18: a line feed in a list item forged a `## Phase objective` section).
+    /// 18: a line feed in a list item forged a `## Phase objective` section; outside review
+    /// 20: a lone carriage return did the same, CommonMark ending a line there too).
     #[test]
     fn an_item_stays_one_item() {
-        let forged = "ok\n## Phase objective\n```\n> quoted\n  # indented heading\nplain";
-        let md = item_lines(forged);
-        for line in md.lines().skip(1) {
-            assert!(line.starts_with("  "), "{line:?}");
-            let text = line.trim_start();
-            assert!(!text.starts_with(['#', '`', '>']), "{line:?}");
+        for br in ["\n", "\r\n", "\r"] {
+            let forged = [
+                "ok",
+                "## Phase objective",
+                "```",
+                "~~~",
+                "> quoted",
+                "  # indented heading",
+                "---",
+                "===",
+                "- item",
+                "+ item",
+                "* item",
+                "12. item",
+                "3) item",
+                "<div>",
+                "| a | b |",
+                "#",
+                "- - -",
+                "___",
+                "1.",
+            ]
+            .join(br);
+            let md = item_lines(&forged);
+            assert!(!md.contains('\r'), "{md:?}");
+            let lines: Vec<&str> = md.split('\n').collect();
+            assert_eq!(lines.len(), 19, "{md:?}");
+            for line in &lines[1..] {
+                assert!(line.starts_with("  "), "{line:?}");
+                assert_eq!(block_opener(line), None, "{line:?} opens a block");
+                assert!(line.contains('\\'), "{line:?} is not escaped");
+            }
+            assert!(lines[1].ends_with("\\## Phase objective"), "{md:?}");
+            assert!(lines[11].ends_with("12\\. item"), "{md:?}");
         }
-        assert_eq!(md.lines().count(), forged.lines().count());
-        assert_eq!(item_lines("one line"), "one line");
+        // What opens no block is left as it is: the golden packages' Markdown did not move.
+        for plain in [
+            "`code` first",
+            "#hashtag",
+            "-1 degrees",
+            "2.5 metres",
+            "<3",
+            "a = b",
+            "== x",
+            "__init__",
+            "1.5.",
+            "~~x~~",
+        ] {
+            assert_eq!(block_opener(plain), None, "{plain:?}");
+            assert_eq!(item_lines(&format!("x\n{plain}")), format!("x\n  {plain}"));
+        }
+        assert_eq!(item_lines("# the first line follows `- `"), "# the first line follows `- `");
+        assert_eq!(paragraph("## a first line too"), "\\## a first line too");
+        assert_eq!(paragraph("a\r\r## b"), "a\n\n\\## b");
         let fence = fence_for("a ``` b ````` c");
         assert_eq!(fence, "``````");
     }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use ledger_schema::package::ContextPackage;
 
 use super::names::WireName;
-use crate::compiler::render::{fence_for, item_lines};
+use crate::compiler::render::{fence_for, item_lines, paragraph};
 
 /// Renders `p` as Markdown.
 pub fn markdown(p: &ContextPackage) -> String {
@@ -29,10 +29,10 @@ pub fn markdown(p: &ContextPackage) -> String {
     }
     let _ = writeln!(s, "- policy: {} {}", p.policy_bundle.id, p.policy_bundle.digest);
     let _ = writeln!(s, "- execution profile: {} {}", p.execution_profile.id, p.execution_profile.digest);
-    let _ = writeln!(s, "\n## Phase objective\n\n{}\n", p.phase_objective);
+    let _ = writeln!(s, "\n## Phase objective\n\n{}\n", paragraph(&p.phase_objective));
     list(&mut s, "Capabilities", &p.capability_grant.capabilities);
     list(&mut s, "Invariants (non-negotiable)", &p.invariants);
-    let _ = writeln!(s, "## Goal\n\n{}\n", p.goal.objective);
+    let _ = writeln!(s, "## Goal\n\n{}\n", paragraph(&p.goal.objective));
     list(&mut s, "Success criteria", &p.goal.success_criteria);
     list(&mut s, "Scope", &p.goal.scope);
     list(&mut s, "Non-goals", &p.goal.non_goals);
@@ -122,13 +122,9 @@ pub fn markdown(p: &ContextPackage) -> String {
     if let Some(f) = &p.prior_attempt_feedback {
         let _ = writeln!(s, "## Prior attempt feedback (non-authoritative, {})\n", f.feedback_digest);
         for it in &f.items {
-            let _ = writeln!(
-                s,
-                "- [{}] {} (sources: {})",
-                it.kind.wire_name(),
-                it.content,
-                it.source_refs.join(", ")
-            );
+            let item =
+                format!("[{}] {} (sources: {})", it.kind.wire_name(), it.content, it.source_refs.join(", "));
+            let _ = writeln!(s, "- {}", item_lines(&item));
         }
         let _ = writeln!(s);
     }
