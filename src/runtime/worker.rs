@@ -207,20 +207,28 @@ pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, 
 }
 
 /// A redelivery of a Worker event id first recorded by `original` at `seq`: the same
-/// attempt and the same canonical payload make a duplicate (`Ok`: the original's seq is
-/// the receipt); any other byte is a conflict. The projection keeps only id → seq (the dedup
+/// attempt, the same manifest and the same canonical payload make a duplicate (`Ok`: the
+/// original's seq is the receipt); any other byte is a conflict — a delivery naming another
+/// manifest (say, the current one after a MANIFEST_MISMATCH receipt) is another delivery
+/// and needs its own id, so a duplicate receipt always stands for the dispatch it names. The projection keeps only id → seq (the dedup
 /// index must stay small: one item per worker event ever recorded), so the caller hands
 /// over the original entry's event from the store.
 pub fn redelivery(c: &DeliverWorkerEvent, original: &Event, seq: u64) -> Result<(), Rejection> {
     let recorded = match original {
-        Event::WorkerEventAdmitted(e) => Some((e.worker_event_id, e.attempt_id, e.payload_digest)),
-        Event::WorkerDeliveryIgnored(e) => Some((e.worker_event_id, e.attempt_id, e.payload_digest)),
+        Event::WorkerEventAdmitted(e) => {
+            Some((e.worker_event_id, e.attempt_id, e.manifest_digest, e.payload_digest))
+        }
+        Event::WorkerDeliveryIgnored(e) => {
+            Some((e.worker_event_id, e.attempt_id, e.manifest_digest, e.payload_digest))
+        }
         _ => None,
     };
     let differs = match recorded {
-        Some((id, attempt_id, payload_digest)) if id == c.worker_event_id => {
+        Some((id, attempt_id, manifest_digest, payload_digest)) if id == c.worker_event_id => {
             if attempt_id != c.attempt_id {
                 "for another attempt"
+            } else if manifest_digest != c.manifest_digest {
+                "for another manifest"
             } else if payload_digest != c.payload.digest() {
                 "with a different payload"
             } else {

@@ -157,6 +157,35 @@ fn delivery_staleness_receipts() {
     assert_eq!(w.ledger.state().attempts[&lid(0x60)].events_admitted, 1, "only the terminal result event");
 }
 
+/// A redelivery naming another manifest than the recorded one is another delivery, not a
+/// duplicate (outside review 20: after a MANIFEST_MISMATCH receipt, the same id and payload
+/// for the current manifest returned the ignored receipt as `duplicate`, and the worker's
+/// result could never count): it is refused as a conflict, writes nothing, and the result
+/// under a new id is admitted.
+#[test]
+fn a_redelivery_for_another_manifest_is_a_conflict() {
+    let mut w = world(true);
+    let mut misaddressed = deliver(&w, 0x70, progress("p"));
+    if let Command::DeliverWorkerEvent(d) = &mut misaddressed {
+        d.manifest_digest = digest_of("an old manifest");
+    }
+    let ignored = w.ok(misaddressed);
+    let frames = w.ledger.store().frames().len();
+    let err = w
+        .ledger
+        .submit(&deliver(&w, 0x70, progress("p")), Ctx { time_ms: replay_tests::T0 + 600_000 })
+        .unwrap_err();
+    assert!(
+        matches!(&err, SubmitError::Refused(Refusal::Conflict { original_seq, differs, .. })
+            if *original_seq == ignored.seq && *differs == "for another manifest"),
+        "{err}"
+    );
+    assert_eq!(w.ledger.store().frames().len(), frames, "a conflict writes nothing");
+    let admitted = w.ok(deliver(&w, 0x71, progress("p")));
+    assert!(!admitted.duplicate);
+    assert_eq!(w.ledger.state().attempts[&lid(0x60)].events_admitted, 1);
+}
+
 /// Forged: admitting a stale delivery, or an ignored receipt for a current one, is refused.
 #[test]
 fn delivery_staleness_forged() {
