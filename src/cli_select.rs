@@ -64,6 +64,7 @@ pub fn outcome_json(o: &ps::Outcome) -> Value {
         "mode": o.mode,
         "recorded": o.seq.is_some(),
         "seq": o.seq,
+        "duplicate": o.duplicate,
         "selectedIds": e.selected_ids,
         "explicitIds": e.explicit_ids,
         "loadedIds": loaded_ids,
@@ -115,6 +116,7 @@ pub fn run_select(a: SelectArgs, out: &mut dyn Write) -> Result<(), Failure> {
             crate::runtime::wire(&o.mode),
             e.selected_ids.join(", "),
             match o.seq {
+                Some(seq) if o.duplicate => format!(" already recorded at seq {seq} (nothing written)"),
                 Some(seq) => format!(" recorded at seq {seq}"),
                 None => " (dry run: nothing recorded)".to_owned(),
             }

@@ -290,6 +290,9 @@ pub struct Outcome {
     pub event: SelectionRecorded,
     /// The entry's seq (None for `--dry-run`).
     pub seq: Option<u64>,
+    /// The very same selection (same receipt) was already recorded, at `seq`: nothing was
+    /// written (a selection is idempotent, as every command is).
+    pub duplicate: bool,
     pub resources: Vec<LoadedText>,
     pub mode: ledger_schema::events::profile::SelectionMode,
 }
@@ -340,14 +343,17 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
             });
         }
     }
-    let seq = if opts.dry_run {
-        None
-    } else {
-        let receipt = ledger.admit(
-            vec![Event::SelectionRecorded(Box::new(event.clone()))],
-            Ctx { time_ms: super::now_ms() },
-        )?;
-        Some(receipt.seq)
+    let recorded = state.selections.by_receipt.get(&event.receipt().digest()).map(|s| s.seq);
+    let (seq, duplicate) = match recorded {
+        _ if opts.dry_run => (None, false),
+        Some(seq) => (Some(seq), true),
+        None => {
+            let receipt = ledger.admit(
+                vec![Event::SelectionRecorded(Box::new(event.clone()))],
+                Ctx { time_ms: super::now_ms() },
+            )?;
+            (Some(receipt.seq), false)
+        }
     };
-    Ok(Outcome { event, seq, resources, mode })
+    Ok(Outcome { event, seq, duplicate, resources, mode })
 }

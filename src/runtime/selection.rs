@@ -135,6 +135,10 @@ pub enum SelectionError {
         "a proposal answers a pending selection: --previous must name its receipt, with the same binding (session, task, revision, phase, plan, query)"
     )]
     ProposalWithoutPending,
+    #[error(
+        "pending selection {pending} was already answered by selection {by}: a pending proposal is answered once (one provider proposal call)"
+    )]
+    AlreadyAnswered { pending: Digest, by: Digest },
     #[error("a proposal selects zero or one id, not {0}")]
     ProposalTooMany(usize),
     #[error("proposed {0:?} is not in the pending shortlist")]
@@ -173,6 +177,11 @@ pub struct SelectionState {
     /// the same plan.
     pub profile_revision: u32,
     pub resources: Vec<LoadedResource>,
+    /// A pending selection's answer: the receipt of the selection that answered it with a
+    /// provider proposal (a pending selection is answered once). Omitted while unanswered,
+    /// so the state's encoding is unchanged for every ledger without an answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<Digest>,
 }
 
 /// The projection of selections: every recorded one by its receipt digest.
@@ -715,6 +724,7 @@ pub fn decide(
     let mut explicit_for_digest = task.explicit_ids.clone();
     let mut candidates: Vec<SelectionCandidate> = Vec::new();
     let mut reused = false;
+    let mut answered: Option<(Digest, Digest)> = None;
     let (roots, pending, reason): (Vec<String>, bool, &str) = if task.no_workflow {
         (Vec::new(), false, REASON_NO_WORKFLOW)
     } else if !task.explicit_ids.is_empty() {
@@ -735,6 +745,8 @@ pub fn decide(
         let p = same_binding
             .filter(|p| p.decision == SelectionDecision::Pending)
             .ok_or(SelectionError::ProposalWithoutPending)?;
+        // Answered already: only the very same answer (its receipt) may be derived again.
+        answered = request.previous.zip(p.answered_by);
         candidates = p.candidates.clone();
         match answer.as_slice() {
             [] => (Vec::new(), false, REASON_PROPOSAL_DECLINED),
@@ -775,7 +787,7 @@ pub fn decide(
     };
     let selection_digest =
         selection_digest(binding_digest, decision, &candidates, &explicit_for_digest, &selected_ids);
-    Ok(SelectionRecorded {
+    let event = SelectionRecorded {
         load: request.load,
         phase: task.phase.clone(),
         reason: reason.to_owned(),
@@ -800,7 +812,13 @@ pub fn decide(
         registry_digest,
         profile_revision,
         selection_digest,
-    })
+    };
+    if let Some((pending, by)) = answered
+        && event.receipt().digest() != by
+    {
+        return Err(SelectionError::AlreadyAnswered { pending, by });
+    }
+    Ok(event)
 }
 
 /// The live decision over a task with its query.
@@ -874,8 +892,15 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
             trigger_digest: e.trigger_digest,
             profile_revision: e.profile_revision,
             resources: e.resources.clone(),
+            answered_by: None,
         },
     );
+    // A provider's answer (or its declining) closes the pending selection it answers.
+    if matches!(e.reason.as_str(), REASON_PROVIDER_PROPOSAL | REASON_PROPOSAL_DECLINED)
+        && let Some(pending) = e.previous.and_then(|d| state.selections.by_receipt.get_mut(&d))
+    {
+        pending.answered_by = Some(receipt);
+    }
     Ok(())
 }
 

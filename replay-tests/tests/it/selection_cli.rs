@@ -228,17 +228,54 @@ fn pending_then_proposed() {
         assert_eq!(r.0, 1, "{v}: {}", r.2);
     }
     assert_eq!(s.head(), before);
-    let declined = proposal(json!({"selectedIds": []}));
-    let v = ok(select(&s, &q, &["--proposal", &declined, "--previous", &p]));
-    assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some("none"), Some("proposal-declined")));
     let chosen = proposal(json!({"selectedIds": [shortlisted.clone()]}));
     let v = ok(select(&s, &q, &["--proposal", &chosen, "--previous", &p, "--load"]));
     assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some("selected"), Some("provider-proposal")));
     assert_eq!(v["selectedIds"][0], json!(shortlisted));
     assert_eq!(v["loadedIds"][0], json!(shortlisted));
+    assert_eq!(v["duplicate"], false);
+    // A pending selection is answered once (seed 003: one provider proposal call; outside
+    // review 20 answered one three times, each answer recorded and usable): another answer,
+    // even declining, is refused and writes nothing; the very same answer is a duplicate.
+    let answered = s.head();
+    let declined = file(&s, "declined.json", &json!({"selectedIds": []}));
+    let r = select(&s, &q, &["--proposal", &declined, "--previous", &p]);
+    assert_eq!(r.0, 1, "{}", r.2);
+    assert!(r.2.contains("already answered"), "{}", r.2);
+    let chosen_again = ok(select(&s, &q, &["--proposal", &chosen, "--previous", &p, "--load"]));
+    assert_eq!((chosen_again["duplicate"].as_bool(), &chosen_again["seq"]), (Some(true), &v["seq"]));
+    assert_eq!(s.head(), answered, "nothing written");
     // A reworded query is another binding: the proposal is stale.
     let r = select(&s, &task("write something with files"), &["--proposal", &chosen, "--previous", &p]);
     assert_eq!(r.0, 1, "{}", r.2);
+    // Declining answers a pending selection too (another task's).
+    let mut q2 = q.clone();
+    q2["taskId"] = json!("feature-2");
+    let pending2 = ok(select(&s, &q2, &[]));
+    let p2 = file(&s, "pending2.json", &pending2["receipt"]);
+    let v = ok(select(&s, &q2, &["--proposal", &declined, "--previous", &p2]));
+    assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some("none"), Some("proposal-declined")));
+    let r = select(&s, &q2, &["--proposal", &chosen, "--previous", &p2]);
+    assert!(r.0 == 1 && r.2.contains("already answered"), "{}", r.2);
+}
+
+/// The same selection again — same task, same decision, same receipt — is a duplicate:
+/// nothing written, the original seq returned (outside review 20: three identical explicit
+/// selections wrote three entries with one receipt).
+#[test]
+fn the_same_selection_again_is_a_duplicate() {
+    let s = setup("auto");
+    let first = ok(select(&s, &task(RANKED), &["--load"]));
+    assert_eq!(first["duplicate"], false);
+    let head = s.head();
+    for _ in 0..2 {
+        let again = ok(select(&s, &task(RANKED), &["--load"]));
+        assert_eq!((again["duplicate"].as_bool(), &again["seq"]), (Some(true), &first["seq"]));
+        assert_eq!(again["receipt"], first["receipt"]);
+    }
+    assert_eq!(s.head(), head, "nothing written");
+    let unloaded = ok(select(&s, &task(RANKED), &[]));
+    assert_eq!(unloaded["duplicate"], false, "another receipt (nothing loaded) is another selection");
 }
 
 #[test]
