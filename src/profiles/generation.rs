@@ -254,30 +254,47 @@ impl Drop for Lock {
 }
 
 /// Takes the state root's lock. A lock held by a live process, or by any process on
-/// another host, is never reclaimed; a lock of a dead process on this host is.
+/// another host, is never reclaimed; a lock of a dead process on this host is, and so is an
+/// empty one.
+///
+/// The lock appears whole or not at all: the owner (`pid host`) is written and synced to
+/// `lock.<pid>` first, then hard-linked to `lock` (which fails if `lock` exists). A crash
+/// can leave only that pid-named file, which the next taker with the same pid replaces and
+/// which nothing else reads. An empty `lock` is therefore not a live writer's: it was left
+/// by a crash of a writer older than this rule between creating the file and writing its
+/// owner (outside review 20: such a lock refused every later `set`, `rollback` and
+/// `recover`), and is reclaimed.
 pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
     let path = root.join(LOCK_FILE);
     let me = format!("{} {}", std::process::id(), hostname());
-    for _ in 0..2 {
-        match fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
-            Ok(mut f) => {
-                f.write_all(me.as_bytes()).and_then(|()| f.sync_all()).map_err(io(&path))?;
-                return Ok(Lock { path });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holder =
-                    String::from_utf8_lossy(&read_small(&path).unwrap_or_default()).trim().to_owned();
-                let (pid, host) = holder.split_once(' ').unwrap_or((holder.as_str(), ""));
-                let alive = pid.parse::<u32>().map_or(true, |p| Path::new(&format!("/proc/{p}")).exists());
-                if host != hostname() || alive {
-                    return Err(GenerationError::Busy { path: root.display().to_string(), holder });
+    let staged = root.join(format!("{LOCK_FILE}.{}", std::process::id()));
+    let _ = fs::remove_file(&staged);
+    let mut f =
+        fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&staged).map_err(io(&staged))?;
+    f.write_all(me.as_bytes()).and_then(|()| f.sync_all()).map_err(io(&staged))?;
+    drop(f);
+    let taken = (|| {
+        for _ in 0..2 {
+            match fs::hard_link(&staged, &path) {
+                Ok(()) => return Ok(Lock { path: path.clone() }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder =
+                        String::from_utf8_lossy(&read_small(&path).unwrap_or_default()).trim().to_owned();
+                    let (pid, host) = holder.split_once(' ').unwrap_or((holder.as_str(), ""));
+                    let alive =
+                        pid.parse::<u32>().map_or(true, |p| Path::new(&format!("/proc/{p}")).exists());
+                    if !holder.is_empty() && (host != hostname() || alive) {
+                        return Err(GenerationError::Busy { path: root.display().to_string(), holder });
+                    }
+                    fs::remove_file(&path).map_err(io(&path))?;
                 }
-                fs::remove_file(&path).map_err(io(&path))?;
+                Err(e) => return Err(GenerationError::Io { path: path.display().to_string(), source: e }),
             }
-            Err(e) => return Err(GenerationError::Io { path: path.display().to_string(), source: e }),
         }
-    }
-    Err(GenerationError::Busy { path: root.display().to_string(), holder: "a racing writer".into() })
+        Err(GenerationError::Busy { path: root.display().to_string(), holder: "a racing writer".into() })
+    })();
+    let _ = fs::remove_file(&staged);
+    taken
 }
 
 /// `generations/<hex>` for a digest.

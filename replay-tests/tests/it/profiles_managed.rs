@@ -186,6 +186,17 @@ fn state_root_lock() {
     let r = ok(set(&s, &root, &["full"]));
     assert_eq!(r["revision"], 2);
     assert!(!root.join("lock").exists());
+    // An empty lock — what a writer killed between creating the file and writing its owner
+    // left before the lock was staged and linked (outside review 20: it refused set,
+    // rollback and recover for good) — is reclaimed; the lock is never left empty now.
+    std::fs::write(root.join("lock"), "").unwrap();
+    let r = ok(set(&s, &root, &["lean"]));
+    assert_eq!(r["revision"], 3);
+    let names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("lock")), "no lock or staged lock left: {names:?}");
 }
 
 /// A generation file that was modified, added, replaced by a symlink or hard-linked
