@@ -248,13 +248,12 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
             ),
         ));
     }
-    if let Some((a, b)) = hidden_run(value) {
+    if let Some((c, why)) = hidden(value) {
         return Err(violation(
             Rule::OutOfBounds,
             format!(
-                "{field} holds invisible characters in a row (U+{:04X} U+{:04X}): data no reader would see",
-                u32::from(a),
-                u32::from(b)
+                "{field} holds the invisible character U+{:04X}, which {why}: data no reader would see",
+                u32::from(c)
             ),
         ));
     }
@@ -328,21 +327,87 @@ fn blank(value: &str) -> bool {
     value.chars().all(|c| c.is_whitespace() || invisible(c))
 }
 
-/// Two invisible characters in a row carry data nobody sees (a run of variation selectors or
-/// zero-width characters encodes bytes a model can read back); the one pair text uses is a
-/// variation selector before a zero-width joiner inside an emoji sequence.
-pub(crate) fn hidden_run(value: &str) -> Option<(char, char)> {
+/// An [`invisible`] character that carries data nobody sees — a model reads it, a person
+/// does not — with why: invisible characters in a row (a run of variation selectors or
+/// zero-width characters encodes bytes; the one pair text uses is a variation selector
+/// before a zero-width joiner inside an emoji sequence), or one where the text gives it no
+/// meaning (outside review 20: one after each visible character encodes as much):
+///
+/// - an ideographic variation selector (U+E0100–U+E01EF) not after a CJK ideograph;
+/// - a variation selector U+FE00–U+FE0F not after a non-ASCII character that is not white
+///   space, except after `0`–`9`, `#` or `*` in a keycap (followed by U+20E3);
+/// - a Mongolian free variation selector not after a Mongolian letter;
+/// - a bidi mark (U+200E, U+200F, U+061C) in a text without a right-to-left letter;
+/// - any other of U+E0000–U+E0FFF (TAG characters and unassigned format characters);
+/// - any other invisible character (zero-width space, joiners, word joiner, soft hyphen,
+///   Hangul fillers, …) next to an ASCII character, where no script needs one — except a
+///   byte-order mark at the very start.
+///
+/// What is left is an invisible character where a script or an emoji uses one, between
+/// non-ASCII characters; each still cannot be followed by another.
+pub(crate) fn hidden(value: &str) -> Option<(char, &'static str)> {
+    let rtl = value.chars().any(right_to_left);
+    let mut prev: Option<char> = None;
     let mut chars = value.chars().peekable();
-    while let Some(a) = chars.next() {
-        if let Some(&b) = chars.peek()
-            && invisible(a)
-            && invisible(b)
-            && !(matches!(a, '\u{FE0E}' | '\u{FE0F}') && b == '\u{200D}')
+    while let Some(c) = chars.next() {
+        if invisible(c)
+            && let Some(why) = meaningless(prev, c, chars.peek().copied(), rtl)
         {
-            return Some((a, b));
+            return Some((c, why));
         }
+        prev = Some(c);
     }
     None
+}
+
+/// [`hidden`]'s reason for an invisible character right after another.
+pub(crate) const IN_A_ROW: &str = "follows another invisible character";
+
+/// Why the invisible `c` between `prev` and `next` carries no meaning, if it does not
+/// (see [`hidden`]).
+fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Option<&'static str> {
+    let after = |f: fn(char) -> bool| prev.is_some_and(f);
+    if after(invisible) && !(matches!(prev, Some('\u{FE0E}' | '\u{FE0F}')) && c == '\u{200D}') {
+        return Some(IN_A_ROW);
+    }
+    let ascii_next = prev.is_some_and(|p| p.is_ascii()) || next.is_some_and(|n| n.is_ascii());
+    match c {
+        '\u{E0100}'..='\u{E01EF}' => {
+            (!after(ideograph)).then_some("is an ideographic variation selector not after a CJK ideograph")
+        }
+        '\u{FE00}'..='\u{FE0F}' => {
+            let keycap = after(|p| p.is_ascii_digit() || p == '#' || p == '*') && next == Some('\u{20E3}');
+            let base = after(|p| !p.is_ascii() && !p.is_whitespace());
+            (!(keycap || base)).then_some("is a variation selector after a character that takes none")
+        }
+        '\u{180B}'..='\u{180D}' | '\u{180F}' => (!after(|p| ('\u{1820}'..='\u{18AF}').contains(&p)))
+            .then_some("is a Mongolian variation selector not after a Mongolian letter"),
+        '\u{200E}' | '\u{200F}' | '\u{061C}' => {
+            (!rtl).then_some("is a bidi mark in a text without a right-to-left letter")
+        }
+        '\u{E0000}'..='\u{E0FFF}' => Some("is a TAG or unassigned format character"),
+        '\u{FEFF}' if prev.is_none() => None,
+        _ => ascii_next.then_some("sits next to an ASCII character, where no script uses one"),
+    }
+}
+
+/// A CJK unified or compatibility ideograph (what an ideographic variation sequence follows).
+fn ideograph(c: char) -> bool {
+    matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{323AF}')
+}
+
+/// A letter of a right-to-left script (Hebrew, Arabic, Syriac, Thaana, N'Ko, …, their
+/// presentation forms and the supplementary right-to-left blocks), not the Arabic letter mark.
+fn right_to_left(c: char) -> bool {
+    c != '\u{061C}'
+        && matches!(
+            c,
+            '\u{0590}'..='\u{08FF}'
+                | '\u{FB1D}'..='\u{FDFF}'
+                | '\u{FE70}'..='\u{FEFC}'
+                | '\u{10800}'..='\u{10FFF}'
+                | '\u{1E800}'..='\u{1EFFF}'
+        )
 }
 
 pub(crate) fn required_text(field: &str, value: &str) -> Result<(), RuleViolation> {

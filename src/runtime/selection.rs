@@ -944,14 +944,18 @@ pub enum AttemptSelectionError {
 /// A resource's bytes as text a worker (and a supervisor's terminal) may be given: UTF-8,
 /// nothing that reads differently than it is (`runtime::undeliverable`: no control
 /// character but tab, line feed and carriage return, no bidirectional override or isolate,
-/// no TAG character, …) and no two invisible characters in a row.
+/// no TAG character, …) and no invisible character that carries data nobody sees
+/// (`runtime::hidden`: two in a row, or one where the text gives it no meaning).
 pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
     match text.chars().find(|c| super::undeliverable(*c)) {
         Some(c) if c.is_control() => Err("a control character"),
         Some(_) => Err("a bidirectional override or isolate, a separator or a TAG character"),
-        None if super::hidden_run(text).is_some() => Err("invisible characters in a row"),
-        None => Ok(text),
+        None => match super::hidden(text) {
+            Some((_, why)) if why == super::IN_A_ROW => Err("invisible characters in a row"),
+            Some(_) => Err("an invisible character where the text gives it no meaning"),
+            None => Ok(text),
+        },
     }
 }
 

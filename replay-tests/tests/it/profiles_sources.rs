@@ -335,10 +335,20 @@ fn scan_fails_closed_on_every_listed_case() {
             Box::new(|src| {
                 write(
                     &src.join("skills/vs/SKILL.md"),
-                    "---\nname: vs\ndescription: d\n---\nyes\u{FE00}\u{FE01}\u{E0100}\n",
+                    "---\nname: vs\ndescription: d\n---\n修\u{FE00}\u{FE01}\u{E0100}\n",
                 )
             }),
             "invisible characters in a row",
+        ),
+        (
+            "a SKILL.md with one variation selector after each letter (outside review 20)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/vs/SKILL.md"),
+                    "---\nname: vs\ndescription: d\n---\nr\u{E0152}m\u{E014D} -\u{E010D}r\u{E0152}f\u{E0146}\n",
+                )
+            }),
+            "an invisible character where the text gives it no meaning",
         ),
         (
             "a skill directory named with a TAG character",

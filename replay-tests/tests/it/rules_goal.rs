@@ -4,7 +4,7 @@ use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};
 use ledger_schema::events::WorkerEventKind;
-use replay_tests::world::{Stage, World};
+use replay_tests::world::{Stage, World, rule_of};
 
 fn revise(revision: u32) -> Command {
     Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision, content: goal_content() })
@@ -218,4 +218,50 @@ fn text_that_reads_differently_blank_look_alikes_and_repeated_items_are_refused(
     let blank = payload(WorkerEventKind::Progress, 2, "\u{200b}");
     let err = w.with(|s| s.deliver(lid(0x60), 0x71, blank)).unwrap_err();
     assert!(err.to_string().contains("blank"), "{err}");
+}
+
+/// One invisible character after each visible one encodes as much as a run (outside review
+/// 20: a variation selector after every letter of a skill body carried "rm -rf / now";
+/// zero-width characters between letters too): an invisible character is text only where a
+/// script or an emoji gives it a meaning. Emoji, keycaps, ideographic variation sequences,
+/// Persian's non-joiner, bidi marks in Hebrew and a leading byte-order mark stay text.
+#[test]
+fn invisible_characters_that_carry_no_meaning_are_refused() {
+    let mut w = World::at(Stage::Setup);
+    let hidden: String = "rm -rf /"
+        .chars()
+        .map(|c| format!("{c}{}", char::from_u32(0xE0100 + c as u32 - 0x20).unwrap()))
+        .collect();
+    let cases: Vec<String> = vec![
+        format!("fix the parser {hidden}"),
+        "h\u{200B}e\u{200C}l\u{200D}l\u{2060}o".into(),
+        "co\u{00AD}operate".into(),
+        "plain\u{FE0F} text".into(),
+        "ascii only\u{200E}".into(),
+        "\u{180B}x".into(),
+        "x\u{E0080}".into(),
+        "1\u{FE0F} not a keycap".into(),
+    ];
+    for (i, text) in cases.into_iter().enumerate() {
+        let mut c = goal_content();
+        c.objective = text.clone();
+        let err = w.fails(Command::CreateGoal(CreateGoal { goal_id: lid(0x30 + i as u128), content: c }));
+        assert_eq!(rule_of(&err), Some(Rule::OutOfBounds), "{text:?}: {err}");
+        assert!(err.to_string().contains("invisible character"), "{text:?}: {err}");
+    }
+    for (i, text) in [
+        "\u{FEFF}fix the parser",
+        "ship it ❤\u{FE0F} now, 👨\u{200D}👩\u{200D}👧 and 🏳\u{FE0F}\u{200D}🌈, press 1\u{FE0F}\u{20E3}",
+        "葛\u{E0100}城 and 辻\u{E0101}",
+        "\u{645}\u{6CC}\u{200C}\u{62E}\u{648}\u{627}\u{647}\u{645} (Persian)",
+        "\u{5E9}\u{5DC}\u{5D5}\u{5DD} C++\u{200E} is fine",
+        "\u{0915}\u{094D}\u{200D}\u{0937}",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut c = goal_content();
+        c.objective = text.to_owned();
+        w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x50 + i as u128), content: c }));
+    }
 }
