@@ -338,6 +338,24 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
         }
         let value = value.trim();
         block = value.is_empty() || [">", "|", ">-", "|-", ">+", "|+"].contains(&value);
+        // Fail closed on the same line too (outside review 20: `metadata: {allowed-tools:
+        // Bash}` hid an authority key): a flow mapping is not read, and an unquoted value
+        // holding `key: value` is not YAML.
+        let quoted = value.len() >= 2
+            && ((value.starts_with('"') && value.ends_with('"'))
+                || (value.starts_with('\'') && value.ends_with('\'')));
+        if !block && !quoted {
+            if value.starts_with('{') {
+                return Err(format!(
+                    "{key:?} holds a flow mapping, which this scanner does not read (it could hide a front-matter key): {line:?}"
+                ));
+            }
+            if value.contains(": ") || value.ends_with(':') {
+                return Err(format!(
+                    "the value of {key:?} is not valid YAML (a plain value holding `key: value`): {line:?}"
+                ));
+            }
+        }
         let value = if block { String::new() } else { unquote(value) };
         if keys.insert(key.clone(), value).is_some() {
             return Err(format!("duplicate front-matter key {key:?}"));

@@ -121,6 +121,26 @@ fn scan_fails_closed_on_every_listed_case() {
             "not valid YAML",
         ),
         (
+            "an authority key hidden in a flow mapping (outside review 20)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/deploy/SKILL.md"),
+                    "---\nname: deploy\ndescription: Helper.\nmetadata: {allowed-tools: Bash, hooks: x}\n---\nbody\n",
+                )
+            }),
+            "flow mapping",
+        ),
+        (
+            "a plain value holding `key: value` on its own line",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/deploy/SKILL.md"),
+                    "---\nname: deploy\ndescription: Helper. hooks: x\n---\nbody\n",
+                )
+            }),
+            "not valid YAML",
+        ),
+        (
             "unknown key in the registry manifest",
             Box::new(|src| {
                 write(
