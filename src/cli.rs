@@ -199,7 +199,7 @@ where
             return EXIT_OK;
         }
         Err(e) => {
-            let _ = writeln!(err, "ledger: {}", usage_error_line(&e));
+            let _ = writeln!(err, "ledger: {}", one_line(&usage_error_line(&e)));
             return EXIT_USAGE_OR_IO;
         }
     };
@@ -207,10 +207,34 @@ where
         Ok(()) => EXIT_OK,
         Err(f) => {
             let _ = out.flush();
-            let _ = writeln!(err, "ledger: {}", f.message);
+            let _ = writeln!(err, "ledger: {}", one_line(&f.message));
             f.code
         }
     }
+}
+
+/// An error message as one line a terminal shows as written: a line break becomes `\n` or
+/// `\r`, and any other control character, or one that reads differently or shows nothing
+/// (`runtime::undeliverable`, `runtime::invisible`), becomes `\u{XXXX}` — a path or an
+/// argument holding a line feed or an ESC sequence cannot split the line or colour it
+/// (outside review 20).
+fn one_line(message: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\t') || crate::runtime::undeliverable(c) || crate::runtime::invisible(c)
+    };
+    if !message.chars().any(hidden) {
+        return message.to_owned();
+    }
+    let mut out = String::with_capacity(message.len() + 16);
+    for c in message.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if hidden(c) => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A usage error as one line: clap's message (without its `error: ` prefix, tips and

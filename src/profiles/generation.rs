@@ -61,8 +61,10 @@ pub enum GenerationError {
 }
 
 impl GenerationError {
+    /// An I/O error or a state root held by another writer (exit 2, as a ledger held by
+    /// another writer is): the environment, not the request, stops it; try again.
     pub fn is_io(&self) -> bool {
-        matches!(self, GenerationError::Io { .. })
+        matches!(self, GenerationError::Io { .. } | GenerationError::Busy { .. })
     }
 }
 
@@ -143,13 +145,17 @@ pub enum RootUse {
     Preview,
 }
 
-/// The checks every state root passes, before anything is written in it: absolute,
-/// normalised, not `/` nor the home directory, no symlink in it or any ancestor; if it
-/// exists: a directory owned by the current user, mode 0700, and either empty or marked as
-/// owned by this ledger. [`RootUse::Create`] makes a missing root (0700) and marks it;
-/// [`RootUse::Preview`] accepts exactly what `Create` accepts and writes nothing.
-pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), GenerationError> {
+/// A state root's path as given, checked before anything touches it: UTF-8 and one line
+/// (no control, bidi or invisible character: it is shown in messages and receipts),
+/// absolute, normalised, not `/` nor the home directory. Returns it normalised.
+pub fn root_path(root: &Path) -> Result<PathBuf, GenerationError> {
     let text = root.to_str().ok_or_else(|| unsafe_root(root, "is not UTF-8"))?;
+    if text
+        .chars()
+        .any(|c| c.is_control() || crate::runtime::undeliverable(c) || crate::runtime::invisible(c))
+    {
+        return Err(unsafe_root(root, "holds a control, bidirectional or invisible character"));
+    }
     if !root.is_absolute() {
         return Err(unsafe_root(root, "is not absolute"));
     }
@@ -170,6 +176,16 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
     if std::env::var_os("HOME").is_some_and(|h| Path::new(&h) == normal) {
         return Err(unsafe_root(root, "is the home directory"));
     }
+    Ok(normal)
+}
+
+/// The checks every state root passes, before anything is written in it: absolute,
+/// normalised, not `/` nor the home directory, no symlink in it or any ancestor; if it
+/// exists: a directory owned by the current user, mode 0700, and either empty or marked as
+/// owned by this ledger. [`RootUse::Create`] makes a missing root (0700) and marks it;
+/// [`RootUse::Preview`] accepts exactly what `Create` accepts and writes nothing.
+pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), GenerationError> {
+    let normal = root_path(root)?;
     // No symlink in any ancestor (nor the root itself), checked without following.
     let mut walked = PathBuf::from("/");
     let parts: Vec<_> = normal.components().skip(1).collect();

@@ -427,6 +427,11 @@ fn fs_exists(path: &Path) -> bool {
 /// never read; the ledger is read without waiting for or disturbing a writer), with its
 /// generation verified on disk.
 pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileError> {
+    // A state root given on the command line is checked as `set` checks it (a relative path
+    // was an I/O error, exit 2, where `set` refuses it, exit 1).
+    if let Some(root) = root {
+        generation::root_path(root)?;
+    }
     let mut state = State::default();
     let mut registries: std::collections::BTreeMap<Digest, Arc<Registry>> = std::collections::BTreeMap::new();
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {

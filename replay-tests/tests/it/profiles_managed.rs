@@ -174,11 +174,11 @@ fn state_root_lock() {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
     std::fs::write(root.join("lock"), format!("{} {host}", std::process::id())).unwrap();
     let (code, _, err) = set(&s, &root, &["full"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "held by another writer: exit 2, as a held ledger");
     assert!(err.contains("is busy"), "{err}");
     std::fs::write(root.join("lock"), "1 some-other-host").unwrap();
     let (code, _, err) = set(&s, &root, &["full"]);
-    assert_eq!(code, 1, "a foreign host's lock is never reclaimed: {err}");
+    assert_eq!(code, 2, "a foreign host's lock is never reclaimed: {err}");
     let mut dead = std::process::Command::new("true").spawn().unwrap();
     let pid = dead.id();
     dead.wait().unwrap();
@@ -197,6 +197,14 @@ fn state_root_lock() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(!names.iter().any(|n| n.starts_with("lock")), "no lock or staged lock left: {names:?}");
+    // A state root is one absolute line, for `status` as for `set` (exit 1, not an I/O error).
+    for bad in ["relative/root", "/tmp/a\nb"] {
+        let (code, _, err) = s.run(&["profile", "status"], &["--state-root", bad]);
+        assert_eq!(code, 1, "{bad:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err:?}");
+        let (code, _, err) = set(&s, Path::new(bad), &["lean"]);
+        assert_eq!(code, 1, "{bad:?}: {err}");
+    }
 }
 
 /// A generation file that was modified, added, replaced by a symlink or hard-linked

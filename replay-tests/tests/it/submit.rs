@@ -215,6 +215,31 @@ fn usage_errors_are_one_line() {
     }
 }
 
+/// An error naming a path or argument that holds a line break or an ESC sequence is still
+/// one line that prints as written (outside review 20: `show $'/tmp/x\ny' 1` printed two
+/// lines, a checkpoint path with ESC [2J cleared the screen); a task input that cannot be
+/// read is named.
+#[test]
+fn errors_with_untrusted_text_are_one_plain_line() {
+    for args in [
+        &["show", "/tmp/x\ny", "1"][..],
+        &["verify", "/tmp/x\r\u{1b}[2J", "--json"][..],
+        &["verify", "/tmp", "--checkpoint", "/tmp/x\u{1b}[2J\u{200B}"][..],
+        &["select", "/tmp/x", "--task-input", "/nonexistent/\u{1b}task.json"][..],
+    ] {
+        let (code, _, err) = cli(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+        assert!(!err.chars().any(|c| c.is_control() && c != '\n' || c == '\u{200B}'), "{args:?}: {err:?}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    assert_eq!(cli(&["init", dir.to_str().unwrap()]).0, 0);
+    let (code, _, err) = cli(&["select", dir.to_str().unwrap(), "--task-input", "/nonexistent/task.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/nonexistent/task.json"), "the path is named: {err}");
+}
+
 /// Every example in docs/commands.md is a valid command (the docs move with the code).
 #[test]
 fn documented_examples_parse() {
