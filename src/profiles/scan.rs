@@ -258,6 +258,25 @@ pub struct SkillMetadata {
     pub dynamic_content: bool,
 }
 
+/// Why a skill's directory name or `name` with [`look_alike_prone`] characters is refused.
+const LOOK_ALIKE: &str = "a name with a combining mark or a fullwidth or halfwidth form, which can look exactly like another name (write it precomposed, NFC, in ordinary width)";
+
+/// A character through which two different names print alike: a combining mark (an NFD
+/// `café` beside an NFC one: U+0300–U+036F, U+1AB0–U+1AFF, U+1DC0–U+1DFF, U+20D0–U+20FF,
+/// U+FE20–U+FE2F) or a fullwidth or halfwidth form (`ｔesting` beside `testing`:
+/// U+FF00–U+FFEF). Other look-alikes (letters of other scripts) stay distinct names.
+fn look_alike_prone(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0300}'..='\u{036F}'
+            | '\u{1AB0}'..='\u{1AFF}'
+            | '\u{1DC0}'..='\u{1DFF}'
+            | '\u{20D0}'..='\u{20FF}'
+            | '\u{FE20}'..='\u{FE2F}'
+            | '\u{FF00}'..='\u{FFEF}'
+    )
+}
+
 /// Front-matter keys understood besides the authority-bearing ones (an unknown key is
 /// refused: it might bear authority this scanner does not know).
 const PLAIN_KEYS: [&str; 10] = [
@@ -518,6 +537,9 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         {
             return Err(meta(&path, "not a usable skill directory name"));
         }
+        if dir.chars().any(look_alike_prone) {
+            return Err(meta(&path, LOOK_ALIKE));
+        }
         let mut raw = Vec::new();
         walk(&path, "", 0, &mut budget, &mut raw)?;
         let skill_md = raw
@@ -554,6 +576,16 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         }
         let id = format!("skill:{dir}");
         let name = md.name.unwrap_or_else(|| dir.clone());
+        // The name is shown to the agent beside the id: it reads as it is, too.
+        if name.chars().any(|c| crate::runtime::undeliverable(c) || crate::runtime::invisible(c)) {
+            return Err(meta(
+                &path.join("SKILL.md"),
+                "a name with an invisible, bidirectional or control character",
+            ));
+        }
+        if name.chars().any(look_alike_prone) {
+            return Err(meta(&path.join("SKILL.md"), LOOK_ALIKE));
+        }
         if let Some(other) = names.insert(name.clone(), id.clone()) {
             return Err(ScanError::DuplicateId(format!(
                 "skill name {name:?} ({} and {})",

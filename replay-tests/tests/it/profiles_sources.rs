@@ -121,6 +121,33 @@ fn scan_fails_closed_on_every_listed_case() {
             "not valid YAML",
         ),
         (
+            "an NFD skill directory name (looks like the NFC one; outside review 20)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/cafe\u{301}/SKILL.md"),
+                    "---\nname: cafe\ndescription: d\n---\nbody\n",
+                )
+            }),
+            "combining mark",
+        ),
+        (
+            "a fullwidth skill directory name",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/\u{FF54}esting/SKILL.md"),
+                    "---\nname: t2\ndescription: d\n---\nbody\n",
+                )
+            }),
+            "fullwidth",
+        ),
+        (
+            "a skill name with a zero-width space",
+            Box::new(|src| {
+                write(&src.join("skills/zw/SKILL.md"), "---\nname: 名\u{200B}前\ndescription: d\n---\nbody\n")
+            }),
+            "a name with an invisible",
+        ),
+        (
             "an authority key hidden in a flow mapping (outside review 20)",
             Box::new(|src| {
                 write(
