@@ -339,7 +339,9 @@ fn manifest_bytes(manifest: &GenerationManifest) -> Vec<u8> {
 }
 
 /// Verifies a generation directory against its manifest: exactly the manifest's files
-/// (plus `manifest.json`), each a regular file with one link, its size and digest.
+/// (plus `manifest.json`) and the directories they need, each file a regular file with one
+/// link, its size and digest, no permission wider than written (0600 files, 0700
+/// directories: a `chmod 0777` or a setuid bit is tampering too).
 pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), GenerationError> {
     let tampered = |reason: String| GenerationError::Tampered { root: dir.display().to_string(), reason };
     let m = fs::symlink_metadata(dir).map_err(io(dir))?;
@@ -353,6 +355,17 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
         MANIFEST_FILE.to_owned(),
         (mbytes.len() as u64, ledger_schema::events::profile::SourceResource::digest_of(&mbytes)),
     );
+    // Every directory the manifest's files need (an empty or extra one was added).
+    let dirs: std::collections::BTreeSet<&str> = expected
+        .keys()
+        .flat_map(|p| p.match_indices('/').map(move |(i, _)| p.get(..i).unwrap_or_default()))
+        .collect();
+    // Files are written 0600 and directories 0700 (less under a stricter umask): any other
+    // permission bit — group, other, setuid, setgid, sticky — was added since.
+    let widened = |m: &fs::Metadata, written: u32| m.mode() & 0o7777 & !written != 0;
+    if widened(&m, 0o700) {
+        return Err(tampered(format!("has mode {:o}, wider than 0700", m.mode() & 0o7777)));
+    }
     let mut seen = 0usize;
     let mut stack = vec![(dir.to_path_buf(), String::new())];
     while let Some((d, rel)) = stack.pop() {
@@ -368,6 +381,16 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
             if m.file_type().is_symlink() {
                 return Err(tampered(format!("{} was replaced by a symlink", shown(&child))));
             } else if m.is_dir() {
+                if !dirs.contains(child.as_str()) {
+                    return Err(tampered(format!("directory {} was added", shown(&child))));
+                }
+                if widened(&m, 0o700) {
+                    return Err(tampered(format!(
+                        "{} has mode {:o}, wider than 0700",
+                        shown(&child),
+                        m.mode() & 0o7777
+                    )));
+                }
                 stack.push((path, child));
             } else if !m.is_file() {
                 return Err(tampered(format!("{} is not a regular file", shown(&child))));
@@ -379,6 +402,13 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
                 }
                 if m.len() != *bytes {
                     return Err(tampered(format!("{} was modified (size)", shown(&child))));
+                }
+                if widened(&m, 0o600) {
+                    return Err(tampered(format!(
+                        "{} has mode {:o}, wider than 0600",
+                        shown(&child),
+                        m.mode() & 0o7777
+                    )));
                 }
                 let mut content = Vec::new();
                 fs::File::open(&path)

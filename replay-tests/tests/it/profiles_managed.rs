@@ -212,7 +212,7 @@ fn state_root_lock() {
 #[test]
 fn tampered_generation_blocks_status_set_and_rollback() {
     type Tamper = fn(&Path);
-    let tampers: [(&str, Tamper, &str); 4] = [
+    let tampers: [(&str, Tamper, &str); 7] = [
         (
             "modified",
             |g| std::fs::write(g.join(".codex/skills/testing/SKILL.md"), "changed").unwrap(),
@@ -238,6 +238,30 @@ fn tampered_generation_blocks_status_set_and_rollback() {
                 .unwrap()
             },
             "hard-linked",
+        ),
+        // Outside review 20: permissions and an empty directory went unnoticed.
+        (
+            "chmod 0777",
+            |g| {
+                use std::os::unix::fs::PermissionsExt;
+                let f = g.join(".codex/skills/testing/SKILL.md");
+                std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o777)).unwrap()
+            },
+            "wider than 0600",
+        ),
+        (
+            "setuid",
+            |g| {
+                use std::os::unix::fs::PermissionsExt;
+                let f = g.join(".codex/skills/testing/SKILL.md");
+                std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o4600)).unwrap()
+            },
+            "wider than 0600",
+        ),
+        (
+            "empty directory",
+            |g| std::fs::create_dir(g.join(".codex/skills/testing/hooks")).unwrap(),
+            "was added",
         ),
     ];
     for (name, tamper, expect) in tampers {
@@ -460,7 +484,9 @@ fn dry_run_gives_the_same_verdict_as_set() {
 #[test]
 fn names_the_messages_escape_are_materialised_and_verified() {
     let s = Setup::new();
-    for dir in ["cafe\u{301}", "no\u{a0}break"] {
+    // (An NFD directory name is refused by the scan since outside review 20 — it prints
+    // like the NFC one; a resource path may still hold a combining mark.)
+    for dir in ["caf\u{e9}\u{a0}nfc", "no\u{a0}break"] {
         let d = s.src.join("skills").join(dir);
         std::fs::create_dir_all(d.join("references")).unwrap();
         let skill = format!("---\nname: {}\ndescription: d\n---\nbody\n", dir.replace('\u{a0}', "-"));
