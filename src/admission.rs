@@ -170,8 +170,22 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::DispatchClaimed(e) = &entry.event {
         check_current(registry, state, e.attempt_id)?;
     }
-    if let Event::GenerationFrozen(e) = &entry.event {
-        check_result_current(registry, state, e.generation_id)?;
+    let stands_on_a_result = match &entry.event {
+        Event::GenerationFrozen(e) => Some((e.generation_id, ResultUse::Freeze)),
+        Event::AcceptanceDecided(e) if e.verdict == ledger_schema::types::Verdict::Accept => {
+            Some((e.generation_id, ResultUse::Accept))
+        }
+        _ => None,
+    };
+    if let Some((generation_id, used)) = stands_on_a_result {
+        // Every rule of the entry first, on a copy (an O(1) clone): a closed workflow or an
+        // open blocker is the more specific refusal. Then the currency of the result it
+        // stands on, over the state before it; the entry changes no Worker Context.
+        let mut after = state.clone();
+        runtime::apply(&mut after, entry)?;
+        check_result_current(registry, state, generation_id, used)?;
+        *state = after;
+        return Ok(());
     }
     // The contexts the entry may change, read before it is applied (every record it names
     // exists already, else the rules refuse it).
@@ -222,20 +236,35 @@ fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, attempts: V
 /// manifest. A fact confirmed or invalidated, a human decision, a project source, a scenario,
 /// an obligation or a blocker recorded after the Attempt finished changes it
 /// (`ManifestStale`): start a new Attempt on the generation.
+/// What a result is used for: a freeze of its generation, or an ACCEPT of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ResultUse {
+    Freeze,
+    Accept,
+}
+
 fn check_result_current(
     registry: &Registry<'_>,
     state: &State,
     generation_id: ledger_schema::Id,
+    used: ResultUse,
 ) -> Result<(), Refusal> {
     let Some((attempt, as_running, binding)) = runtime::result_binding(state, generation_id) else {
         return Ok(());
     };
     let Some(recorded) = state.attempts.get(&attempt) else { return Ok(()) };
     let Some(detail) = staleness_of(registry, &as_running, &binding, recorded)? else { return Ok(()) };
+    let (what, then) = match used {
+        ResultUse::Freeze => ("generation", "start a new Attempt on the generation"),
+        ResultUse::Accept => (
+            "an ACCEPT of generation",
+            "a stale result cannot be accepted: reject it (REJECT_REPAIRABLE over a failing check repairs it under the current context) or cancel the workflow and start again",
+        ),
+    };
     Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,
         format!(
-            "generation {generation_id} stands on the result of attempt {attempt}, whose manifest {} is no longer current ({detail}): a bound input changed after it finished; start a new Attempt on the generation",
+            "{what} {generation_id} stands on the result of attempt {attempt}, whose manifest {} is no longer current ({detail}): a bound input changed after it finished; {then}",
             recorded.manifest_digest
         ),
     )))

@@ -170,7 +170,8 @@ fn in_flight_where(
 /// The Attempt whose work a freeze of `generation_id` stands on — the latest-started
 /// IMPLEMENT Attempt bound to it that finished with a completion request — with its binding
 /// as it was while it ran: over a copy of `state` in which it is again the workflow's
-/// dispatched, active Attempt (everything else as now). Recompiling that binding tells
+/// dispatched, active Attempt, in the phase and version it was bound to, on its generation
+/// mutable and active (every bound input as now). Recompiling that binding tells
 /// whether the result is still current (seed: "Stale results cannot advance the
 /// workflow"). `None` if no such Attempt exists, or the binding is gone for another reason
 /// (which the freeze's own rules judge).
@@ -185,8 +186,19 @@ pub fn result_binding(state: &State, generation_id: Id) -> Option<(Id, State, At
     let mut as_running = state.clone();
     let attempt = as_running.attempts.get_mut(&attempt_id)?;
     attempt.status = AttemptStatus::Dispatched;
-    let workflow_id = attempt.workflow_id;
-    as_running.workflows.get_mut(&workflow_id)?.active_attempt = Some(attempt_id);
+    let (workflow_id, phase, version) = (attempt.workflow_id, attempt.phase, attempt.workflow_version);
+    // The workflow as the Attempt was bound to it: its phase and version, open, this
+    // generation mutable and active — what the freeze, the phases after it and the decision
+    // being judged changed since do not make the result stale by themselves; every bound
+    // input (facts, decisions, sources, scenarios, obligations, blockers, selections) is as
+    // now.
+    let wf = as_running.workflows.get_mut(&workflow_id)?;
+    wf.active_attempt = Some(attempt_id);
+    wf.phase = phase;
+    wf.version = version;
+    wf.closed = false;
+    wf.active_generation = Some(generation_id);
+    as_running.generations.get_mut(&generation_id)?.status = GenerationStatus::Mutable;
     let binding = binding_now(&as_running, attempt_id, AttemptStatus::Dispatched)?;
     Some((attempt_id, as_running, binding))
 }

@@ -6,7 +6,7 @@ use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};
 use ledger_schema::Event;
 use ledger_schema::types::{CheckResult, Phase, Verdict};
-use replay_tests::world::{Stage, World};
+use replay_tests::world::{Stage, World, rule_of};
 
 fn decide(verdict: Verdict, evidence: &[u128]) -> Command {
     Command::DecideAcceptance(DecideAcceptance {
@@ -223,4 +223,30 @@ fn open_blocker_refuses_accept() {
         resolution: "reviewed".to_owned(),
     }));
     w.ok(decide(Verdict::Accept, &[0x90]));
+}
+
+/// A bound input that changes after the freeze makes the result the freeze stands on stale,
+/// and a stale result cannot be accepted (seed 000, "Context Invalidation": "Stale results
+/// cannot advance the workflow"; outside review 20: a Human Decision recorded in
+/// FINAL_VERIFY, then ACCEPT, was admitted). A rejection stays open (REJECT_REPAIRABLE with
+/// a failing check: the repair runs under the current context). Phases advanced since the freeze alone change nothing.
+#[test]
+fn a_stale_result_cannot_be_accepted() {
+    let mut w = verifying(&[CheckResult::Pass]);
+    let decision = Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(0x57),
+        goal_id: lid(GOAL),
+        question: "May parse() keep its API?".into(),
+        answer: "No: the parse() API must change after all.".into(),
+        decided_by: "human:alice".into(),
+    });
+    w.ok(decision);
+    let err = w.fails(decide(Verdict::Accept, &[0x90]));
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("stale result cannot be accepted"), "{err}");
+    w.ok(decide(Verdict::RejectTerminal, &[0x90]));
+    // Without the late decision the same ACCEPT is admitted (after EVIDENCE_BUILD and
+    // FINAL_VERIFY advanced the workflow past the phase the result was bound to).
+    let mut fresh = verifying(&[CheckResult::Pass]);
+    fresh.ok(decide(Verdict::Accept, &[0x90]));
 }
