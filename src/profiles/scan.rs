@@ -618,6 +618,24 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         sources.push(source);
     }
 
+    // A directive or an explicit id names a skill by its directory or its `name`: one
+    // skill's name may not be another's directory (outside review 20: `name:
+    // security-review` on skill `aaa` made `apply skill:security-review` route to `aaa` and
+    // load its body), so every name a directive can cite means one skill.
+    let dirs: BTreeMap<&str, &str> =
+        sources.iter().map(|s| (s.id.strip_prefix("skill:").unwrap_or(&s.id), s.id.as_str())).collect();
+    for source in &sources {
+        let own = source.id.strip_prefix("skill:").unwrap_or(&source.id);
+        if let Some(other) = dirs.get(source.name.as_str()).filter(|_| source.name != own) {
+            return Err(ScanError::DuplicateId(format!(
+                "skill name {:?} of {} is the directory of {}",
+                source.name,
+                shown(&source.id),
+                shown(other)
+            )));
+        }
+    }
+
     // Dependencies and required resources.
     let pack = root.join("manifests").join("context-packs").join("skill-registry@1.json");
     if present_inside(&root, &["manifests", "context-packs", "skill-registry@1.json"])? {
