@@ -251,6 +251,48 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
         write_new(&marker, &owner)?;
         fsync_dir(&normal)?;
     }
+    check_tree(&normal)
+}
+
+/// The state root's own directories — `generations/` and each generation in it,
+/// `receipts/`, `stage/` and each staged generation — are real directories, never a
+/// symlink (a write or a check through one lands outside the root: outside review 20
+/// replaced `generations/` by a symlink to a world-writable directory and every command
+/// followed it), owned by the current user, with no permission beyond 0700.
+fn check_tree(root: &Path) -> Result<(), GenerationError> {
+    let uid = current_uid()?;
+    let check = |path: &Path| -> Result<bool, GenerationError> {
+        let m = match fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(GenerationError::Io { path: path.display().to_string(), source: e }),
+        };
+        let what = shown(&path.display().to_string());
+        if m.file_type().is_symlink() {
+            return Err(unsafe_root(root, &format!("{what} is a symlink")));
+        }
+        if !m.is_dir() {
+            return Err(unsafe_root(root, &format!("{what} is not a directory")));
+        }
+        if m.uid() != uid {
+            return Err(unsafe_root(root, &format!("{what} is not owned by the current user")));
+        }
+        if m.mode() & 0o7777 & !0o700 != 0 {
+            return Err(unsafe_root(
+                root,
+                &format!("{what} has mode {:o}, wider than 0700", m.mode() & 0o7777),
+            ));
+        }
+        Ok(true)
+    };
+    for name in ["receipts", "generations", "stage"] {
+        let dir = root.join(name);
+        if check(&dir)? && name != "receipts" {
+            for item in fs::read_dir(&dir).map_err(io(&dir))? {
+                check(&item.map_err(io(&dir))?.path())?;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -366,6 +408,9 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
     if widened(&m, 0o700) {
         return Err(tampered(format!("has mode {:o}, wider than 0700", m.mode() & 0o7777)));
     }
+    if m.uid() != current_uid()? {
+        return Err(tampered("is not owned by the current user".into()));
+    }
     let mut seen = 0usize;
     let mut stack = vec![(dir.to_path_buf(), String::new())];
     while let Some((d, rel)) = stack.pop() {
@@ -391,6 +436,9 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
                         m.mode() & 0o7777
                     )));
                 }
+                if m.uid() != current_uid()? {
+                    return Err(tampered(format!("{} is not owned by the current user", shown(&child))));
+                }
                 stack.push((path, child));
             } else if !m.is_file() {
                 return Err(tampered(format!("{} is not a regular file", shown(&child))));
@@ -402,6 +450,9 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
                 }
                 if m.len() != *bytes {
                     return Err(tampered(format!("{} was modified (size)", shown(&child))));
+                }
+                if m.uid() != current_uid()? {
+                    return Err(tampered(format!("{} is not owned by the current user", shown(&child))));
                 }
                 if widened(&m, 0o600) {
                     return Err(tampered(format!(

@@ -434,7 +434,9 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     }
     let mut state = State::default();
     let mut registries: std::collections::BTreeMap<Digest, Arc<Registry>> = std::collections::BTreeMap::new();
+    let mut ledger_id = None;
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        ledger_id = Some(sealed.entry.ledger);
         admission::apply(&mut state, &sealed.entry).map_err(|e| OpenError::inadmissible(sealed, e))?;
         if let Event::SourceRegistryRecorded(r) = &sealed.entry.event {
             registries.insert(r.registry_digest, Arc::new(r.registry.clone()));
@@ -446,6 +448,11 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     let report = status_of(cp, root, "status")?;
     if let Some(c) = cp.current() {
         let root = root.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&c.state_root));
+        // The state root as `set` requires it (owned, 0700, no symlink in it or its own
+        // directories), before anything in it is read.
+        if let Some(ledger_id) = ledger_id {
+            generation::check_root(&root, ledger_id, generation::RootUse::Existing)?;
+        }
         let registry = registries.get(&c.registry_digest).ok_or_else(|| {
             ProfileError::Refused(format!("registry {} is not in the ledger", c.registry_digest))
         })?;

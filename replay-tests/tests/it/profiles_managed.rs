@@ -233,7 +233,8 @@ fn tampered_generation_blocks_status_set_and_rollback() {
             |g| {
                 std::fs::hard_link(
                     g.join(".codex/skills/testing/SKILL.md"),
-                    g.parent().unwrap().join("outside"),
+                    // Outside the state root (a stray file in generations/ is refused first).
+                    g.parent().unwrap().parent().unwrap().parent().unwrap().join("outside"),
                 )
                 .unwrap()
             },
@@ -501,4 +502,79 @@ fn names_the_messages_escape_are_materialised_and_verified() {
     let status = ok(s.run(&["profile", "status"], &["--state-root", root.to_str().unwrap(), "--json"]));
     assert!(!status.to_string().contains("RECOVERY"), "{status}");
     assert!(!root.join("txn.json").exists(), "no transaction left behind");
+}
+
+/// The state root's own directories are never followed through a symlink, nor used when
+/// another user owns them or their mode is wider than 0700 (outside review 20: with
+/// `generations/` a symlink to a world-writable directory, status, set and rollback all
+/// succeeded and published generations there); status checks the root as set does.
+#[test]
+fn state_root_directories_are_real_and_private() {
+    use std::os::unix::fs::PermissionsExt;
+    type Damage = fn(&Path, &Path);
+    let damages: [(&str, Damage, &str); 5] = [
+        (
+            "generations/ a symlink",
+            |root, elsewhere| {
+                std::fs::rename(root.join("generations"), elsewhere.join("g")).unwrap();
+                std::os::unix::fs::symlink(elsewhere.join("g"), root.join("generations")).unwrap();
+            },
+            "is a symlink",
+        ),
+        (
+            "receipts/ a symlink",
+            |root, elsewhere| {
+                std::fs::rename(root.join("receipts"), elsewhere.join("r")).unwrap();
+                std::os::unix::fs::symlink(elsewhere.join("r"), root.join("receipts")).unwrap();
+            },
+            "is a symlink",
+        ),
+        (
+            "generations/ 0777",
+            |root, _| {
+                std::fs::set_permissions(root.join("generations"), std::fs::Permissions::from_mode(0o777))
+                    .unwrap()
+            },
+            "wider than 0700",
+        ),
+        (
+            "the state root 0755",
+            |root, _| std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap(),
+            "not 0700",
+        ),
+        (
+            "a generation 0750",
+            |root, _| {
+                let g = std::fs::read_dir(root.join("generations")).unwrap().next().unwrap().unwrap().path();
+                std::fs::set_permissions(g, std::fs::Permissions::from_mode(0o750)).unwrap()
+            },
+            "wider than 0700",
+        ),
+    ];
+    for (name, damage, expect) in damages {
+        let s = Setup::scanned();
+        let root = root_of(&s);
+        ok(set(&s, &root, &["full"]));
+        ok(set(&s, &root, &["lean"]));
+        let elsewhere = s.tmp.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        damage(&root, &elsewhere);
+        let before = s.head();
+        let (code, _, err) = status(&s);
+        assert_eq!(code, 1, "{name}: status: {err}");
+        assert!(err.contains(expect), "{name}: {err}");
+        let (code, _, err) = set(&s, &root, &["full"]);
+        assert_eq!(code, 1, "{name}: set: {err}");
+        let (code, _, err) = s.run(
+            &["profile", "rollback"],
+            &["--state-root", root.to_str().unwrap(), "--expected-revision", "2"],
+        );
+        assert_eq!(code, 1, "{name}: rollback: {err}");
+        assert_eq!(s.head(), before, "{name}: nothing written");
+        assert_eq!(
+            std::fs::read_dir(&elsewhere).unwrap().count(),
+            usize::from(name.contains("symlink")),
+            "{name}: nothing published elsewhere"
+        );
+    }
 }
