@@ -160,6 +160,28 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
         "repair child {} freezes its parent's exact candidate digest",
         e.generation_id
     );
+    // Nor may any generation of the goal's revision freeze bytes a rejection already judged
+    // (outside review 20: X failed and was rejected, a repair froze Y, the next froze X
+    // again, its re-run passed and was accepted; likewise in a new workflow of the goal):
+    // a rejected candidate stays rejected for the Goal revision it was judged against.
+    let goal = (wf.goal_id, wf.goal_revision);
+    let judged = state.decisions.iter().find(|(_, d)| {
+        d.verdict != ledger_schema::types::Verdict::Accept
+            && d.candidate_digest == e.candidate_digest
+            && state.workflows.get(&d.workflow_id).is_some_and(|w| (w.goal_id, w.goal_revision) == goal)
+    });
+    if let Some((decision_id, d)) = judged {
+        return Err(super::violation(
+            Rule::CandidateWork,
+            format!(
+                "candidate {} was already rejected ({}) for goal {} revision {} by decision {decision_id}: a repair must change it",
+                e.candidate_digest,
+                super::wire(&d.verdict),
+                goal.0,
+                goal.1
+            ),
+        ));
+    }
     let generation = get_mut(&mut state.generations, e.generation_id, "generation")?;
     generation.status = GenerationStatus::Frozen {
         candidate_digest: e.candidate_digest,

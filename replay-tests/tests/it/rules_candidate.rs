@@ -168,6 +168,59 @@ fn candidate_work_repair_child_differs_from_its_parent() {
     w.ok(same(digest_of("candidate 2")));
 }
 
+/// A rejected candidate stays rejected for the Goal revision it was judged against: no later
+/// generation freezes its bytes again — not only the direct repair child (outside review 20:
+/// X failed and was rejected, the repair child froze Y, failed and was rejected, the
+/// grandchild froze X again, its re-run passed and ACCEPT was admitted).
+#[test]
+fn a_rejected_candidate_is_never_frozen_again() {
+    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    let mut w = World::at(Stage::Rejected);
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    let repair = w.with(|s| s.repair_command());
+    w.ok(Command::RecordRepair(repair));
+    w.with(|s| s.advance(Phase::Implement)).unwrap();
+    implement(&mut w, 0x66, 0x67, 0x76);
+    let freeze = |generation: u128, d| {
+        Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(generation),
+            candidate_digest: d,
+            change_set_digest: digest_of("change set"),
+        })
+    };
+    w.ok(freeze(0x81, digest_of("candidate Y")));
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x92, 0x81, CheckResult::Fail, "still failing")?;
+        s.advance(Phase::FinalVerify)?;
+        s.run(Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa2),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x81),
+            verdict: Verdict::RejectRepairable,
+            evidence_ids: None,
+            reasons: vec!["still failing".to_owned()],
+        }))
+    })
+    .unwrap();
+    let d = w.ledger.state().decisions[&lid(0xa2)].clone();
+    w.ok(Command::RecordRepair(RecordRepair {
+        repair_id: lid(0xb2),
+        decision_id: lid(0xa2),
+        decision_digest: d.decision_digest,
+        input_manifest_digest: d.input_manifest_digest,
+        evidence_set_digest: d.evidence_set_digest,
+        child_generation_id: lid(0x82),
+        constraints_to_preserve: goal_content().preservation_constraints,
+    }));
+    w.with(|s| s.advance(Phase::Implement)).unwrap();
+    implement(&mut w, 0x68, 0x69, 0x78);
+    let err = w.fails(freeze(0x82, x));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
+    assert!(err.to_string().contains("already rejected"), "{err}");
+    w.ok(freeze(0x82, digest_of("candidate Z")));
+}
+
 /// A stale result cannot advance the workflow (seed 000, "Context Invalidation"): a bound
 /// input recorded after the IMPLEMENT Attempt finished — a human decision, a confirmed fact —
 /// makes its result stale, so the generation does not freeze on it (`ManifestStale`, through
