@@ -139,6 +139,10 @@ pub enum SelectionError {
         "pending selection {pending} was already answered by selection {by}: a pending proposal is answered once (one provider proposal call)"
     )]
     AlreadyAnswered { pending: Digest, by: Digest },
+    #[error(
+        "a proposal answers a pending selection, but this one is decided otherwise ({0}): drop --proposal, or name the pending selection with --previous and no other ids"
+    )]
+    ProposalUnused(String),
     #[error("a proposal selects zero or one id, not {0}")]
     ProposalTooMany(usize),
     #[error("proposed {0:?} is not in the pending shortlist")]
@@ -817,6 +821,12 @@ pub fn decide(
         && event.receipt().digest() != by
     {
         return Err(SelectionError::AlreadyAnswered { pending, by });
+    }
+    // A proposal is an answer to a pending selection, or it is refused: never silently
+    // dropped because an earlier step decided (outside review 20: with `--previous` naming a
+    // completed selection, or with `proposedIds`, the proposal left no trace).
+    if request.proposal.is_some() && !matches!(reason, REASON_PROVIDER_PROPOSAL | REASON_PROPOSAL_DECLINED) {
+        return Err(SelectionError::ProposalUnused(reason.to_owned()));
     }
     Ok(event)
 }

@@ -245,6 +245,16 @@ fn pending_then_proposed() {
     let chosen_again = ok(select(&s, &q, &["--proposal", &chosen, "--previous", &p, "--load"]));
     assert_eq!((chosen_again["duplicate"].as_bool(), &chosen_again["seq"]), (Some(true), &v["seq"]));
     assert_eq!(s.head(), answered, "nothing written");
+    // A proposal is an answer or refused, never dropped (outside review 20): with
+    // --previous naming the completed answer (reuse decides), or with proposedIds.
+    let answer = file(&s, "answer.json", &v["receipt"]);
+    let r = select(&s, &q, &["--proposal", &chosen, "--previous", &answer]);
+    assert!(r.0 == 1 && r.2.contains("decided otherwise"), "{}", r.2);
+    let mut proposing = q.clone();
+    proposing["proposedIds"] = json!([shortlisted.clone()]);
+    let r = select(&s, &proposing, &["--proposal", &chosen, "--previous", &p]);
+    assert!(r.0 == 1 && r.2.contains("decided otherwise"), "{}", r.2);
+    assert_eq!(s.head(), answered, "nothing written");
     // A reworded query is another binding: the proposal is stale.
     let r = select(&s, &task("write something with files"), &["--proposal", &chosen, "--previous", &p]);
     assert_eq!(r.0, 1, "{}", r.2);
