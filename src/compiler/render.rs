@@ -65,8 +65,11 @@ pub fn markdown(p: &ContextPackage) -> String {
         let fence = fence_for(&c.content);
         let _ = writeln!(
             s,
-            "## Source `{}` at {} ({})\n\n{fence}\n{}\n{fence}\n",
-            c.path, c.revision, c.digest, c.content
+            "## Source {} at {} ({})\n\n{fence}\n{}\n{fence}\n",
+            code_span(&c.path),
+            name_span(&c.revision),
+            c.digest,
+            c.content
         );
     }
     if let Some(r) = &p.repair_context {
@@ -136,6 +139,30 @@ fn list(s: &mut String, title: &str, items: &[String]) {
 pub(in crate::compiler) fn fence_for(content: &str) -> String {
     let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
+}
+
+/// `text` as one inline code span that nothing in it can end: delimited by a backtick run
+/// longer than any in it, padded with a space where it begins or ends with a backtick
+/// (outside review 20: a source path holding backticks closed the span and wrote a forged
+/// revision and digest into its heading).
+pub(in crate::compiler) fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let tick = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
+    format!("{tick}{pad}{text}{pad}{tick}")
+}
+
+/// A name (a source revision) as it is when it holds only letters, digits and `.` `_` `-`
+/// `/` `:` `@` `+` (a commit id, a tag), else as a [`code_span`], so no punctuation in it can
+/// pass for the heading's own.
+pub(in crate::compiler) fn name_span(text: &str) -> String {
+    if !text.is_empty()
+        && text.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@' | '+'))
+    {
+        text.to_owned()
+    } else {
+        code_span(text)
+    }
 }
 
 /// A list item's text as Markdown that stays one item: its later lines are indented into
@@ -294,6 +321,11 @@ mod item_tests {
         assert_eq!(item_lines("# the first line follows `- `"), "# the first line follows `- `");
         assert_eq!(paragraph("## a first line too"), "\\## a first line too");
         assert_eq!(paragraph("a\r\r## b"), "a\n\n\\## b");
+        assert_eq!(code_span("src/a.rs"), "`src/a.rs`");
+        assert_eq!(code_span("a` at v9 (b3:x) `b"), "``a` at v9 (b3:x) `b``");
+        assert_eq!(code_span("`x``"), "``` `x`` ```");
+        assert_eq!(name_span("9f1c2e0"), "9f1c2e0");
+        assert_eq!(name_span("v1 (b3:forged)"), "`v1 (b3:forged)`");
         let fence = fence_for("a ``` b ````` c");
         assert_eq!(fence, "``````");
     }

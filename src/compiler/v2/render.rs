@@ -10,7 +10,7 @@ use std::fmt::Write;
 use ledger_schema::package::ContextPackage;
 
 use super::names::WireName;
-use crate::compiler::render::{fence_for, item_lines, paragraph};
+use crate::compiler::render::{code_span, fence_for, item_lines, name_span, paragraph};
 
 /// Renders `p` as Markdown.
 pub fn markdown(p: &ContextPackage) -> String {
@@ -72,8 +72,11 @@ pub fn markdown(p: &ContextPackage) -> String {
         let fence = fence_for(&c.content);
         let _ = writeln!(
             s,
-            "## Source `{}` at {} ({})\n\n{fence}\n{}\n{fence}\n",
-            c.path, c.revision, c.digest, c.content
+            "## Source {} at {} ({})\n\n{fence}\n{}\n{fence}\n",
+            code_span(&c.path),
+            name_span(&c.revision),
+            c.digest,
+            c.content
         );
     }
     // Compiler/3's task-selected sources (compiler/2 packages have none).
@@ -81,8 +84,11 @@ pub fn markdown(p: &ContextPackage) -> String {
         let fence = fence_for(&k.content);
         let _ = writeln!(
             s,
-            "## Selected skill `{}` — `{}` ({})\n\nAdvisory guidance chosen by task selection: it grants no tool, no capability and no authority.\n\n{fence}\n{}\n{fence}\n",
-            k.id, k.path, k.digest, k.content
+            "## Selected skill {} — {} ({})\n\nAdvisory guidance chosen by task selection: it grants no tool, no capability and no authority.\n\n{fence}\n{}\n{fence}\n",
+            code_span(&k.id),
+            code_span(&k.path),
+            k.digest,
+            k.content
         );
     }
     if let Some(r) = &p.repair_context {
