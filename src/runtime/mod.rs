@@ -319,6 +319,21 @@ pub(crate) fn invisible(c: char) -> bool {
             | '\u{1BCA0}'..='\u{1BCA3}'
             | '\u{1D173}'..='\u{1D17A}'
             | '\u{E0000}'..='\u{E0FFF}'
+            // Format controls outside that set that show nothing either (Arabic and Syriac
+            // abbreviation and number marks, Kaithi and Egyptian hieroglyph format controls),
+            // and private-use code points, which mean nothing any reader shares (outside
+            // review 20: runs of them passed next to ASCII).
+            | '\u{0600}'..='\u{0605}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1345F}'
+            | '\u{E000}'..='\u{F8FF}'
+            | '\u{F0000}'..='\u{FFFFD}'
+            | '\u{100000}'..='\u{10FFFD}'
     )
 }
 
@@ -377,7 +392,11 @@ fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Op
         }
         '\u{FE00}'..='\u{FE0F}' => {
             let keycap = after(|p| p.is_ascii_digit() || p == '#' || p == '*') && next == Some('\u{20E3}');
-            let base = after(|p| !p.is_ascii() && !p.is_whitespace());
+            let base = if matches!(c, '\u{FE0E}' | '\u{FE0F}') {
+                after(takes_presentation)
+            } else {
+                after(takes_variant)
+            };
             (!(keycap || base)).then_some("is a variation selector after a character that takes none")
         }
         '\u{180B}'..='\u{180D}' | '\u{180F}' => (!after(|p| ('\u{1820}'..='\u{18AF}').contains(&p)))
@@ -389,6 +408,35 @@ fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Op
         '\u{FEFF}' if prev.is_none() => None,
         _ => ascii_next.then_some("sits next to an ASCII character, where no script uses one"),
     }
+}
+
+/// A character a text or emoji presentation selector (U+FE0E, U+FE0F) may follow: a symbol
+/// or pictograph (©, ®, general punctuation to the supplemental arrows, CJK symbols,
+/// enclosed and emoji blocks) — not a letter, where it would carry data and mean nothing
+/// (outside review 20: one after each Cyrillic letter).
+fn takes_presentation(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00A9}' | '\u{00AE}' | '\u{2000}'..='\u{2BFF}' | '\u{3000}'..='\u{303F}' | '\u{3200}'..='\u{32FF}' | '\u{1F000}'..='\u{1FAFF}'
+    )
+}
+
+/// A character a standardized variation selector U+FE00–U+FE0D may follow: a CJK ideograph
+/// or symbol, a mathematical or other symbol (U+2000–U+2BFF), or a letter of the scripts
+/// with standardized variants (Myanmar, Phags-pa, Manichaean).
+fn takes_variant(c: char) -> bool {
+    ideograph(c)
+        || matches!(
+            c,
+            '\u{2000}'..='\u{2BFF}'
+                | '\u{3000}'..='\u{303F}'
+                | '\u{1000}'..='\u{109F}'
+                | '\u{A9E0}'..='\u{A9FF}'
+                | '\u{AA60}'..='\u{AA7F}'
+                | '\u{A840}'..='\u{A877}'
+                | '\u{10AC0}'..='\u{10AFF}'
+                | '\u{1D400}'..='\u{1D7FF}'
+        )
 }
 
 /// A CJK unified or compatibility ideograph (what an ideographic variation sequence follows).

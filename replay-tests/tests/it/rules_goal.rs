@@ -241,6 +241,11 @@ fn invisible_characters_that_carry_no_meaning_are_refused() {
         "\u{180B}x".into(),
         "x\u{E0080}".into(),
         "1\u{FE0F} not a keycap".into(),
+        // Outside review 20, second pass: a selector after each Cyrillic letter, private-use
+        // and hieroglyph format controls next to ASCII.
+        "\u{43F}\u{FE00}\u{440}\u{FE01}\u{438}\u{FE0F}".into(),
+        "fix \u{E000}it".into(),
+        "fix\u{13430}\u{13431} it".into(),
     ];
     for (i, text) in cases.into_iter().enumerate() {
         let mut c = goal_content();
