@@ -31,8 +31,10 @@ pub struct PlanArgs {
     pub profile: String,
     #[arg(long, value_enum, default_value = "codex")]
     pub target: TargetArg,
-    #[arg(long, value_enum, default_value = "manual")]
-    pub selection: ModeArg,
+    /// The selection mode (default: the configured one, manual if none is configured —
+    /// a `set` never changes the mode unasked).
+    #[arg(long, value_enum)]
+    pub selection: Option<ModeArg>,
     #[arg(long = "include", value_name = "ID")]
     pub include: Vec<String>,
     #[arg(long = "exclude", value_name = "ID")]
@@ -195,7 +197,10 @@ pub fn preview_json(dir: &Path, args: &PlanArgs) -> Result<Value, ProfileError> 
         digest,
         &args.profile,
         args.target.into(),
-        args.selection.into(),
+        args.selection
+            .map(Into::into)
+            .or_else(|| cp.current().map(|c| c.selection.mode))
+            .unwrap_or(SelectionMode::Manual),
         &args.include,
         &args.exclude,
     )?;
@@ -236,7 +241,7 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), F
             let input = profiles::PlanInput {
                 profile: plan.profile.clone(),
                 target: plan.target.into(),
-                mode: plan.selection.into(),
+                mode: plan.selection.map(Into::into),
                 include: plan.include.clone(),
                 exclude: plan.exclude.clone(),
             };

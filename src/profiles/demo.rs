@@ -76,7 +76,7 @@ pub fn run(dir: &Path, work: &Path) -> Result<Vec<String>, ProfileError> {
     let input = |profile: &str| PlanInput {
         profile: profile.to_owned(),
         target: Target::Codex,
-        mode: SelectionMode::Manual,
+        mode: Some(SelectionMode::Manual),
         include: Vec::new(),
         exclude: Vec::new(),
     };

@@ -177,7 +177,8 @@ pub struct ProfileStatus {
 pub struct PlanInput {
     pub profile: String,
     pub target: Target,
-    pub mode: SelectionMode,
+    /// `None`: the configured mode (manual if none is configured).
+    pub mode: Option<SelectionMode>,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
 }
@@ -361,7 +362,7 @@ pub fn set(
         registry_digest,
         &input.profile,
         input.target,
-        input.mode,
+        input.mode.or_else(|| cp.current().map(|c| c.selection.mode)).unwrap_or(SelectionMode::Manual),
         &input.include,
         &input.exclude,
     )?;

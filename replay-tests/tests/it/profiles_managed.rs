@@ -578,3 +578,15 @@ fn state_root_directories_are_real_and_private() {
         );
     }
 }
+
+/// A `set` without `--selection` keeps the configured mode (outside review 20: it turned
+/// Auto back to manual silently); asked, it changes it.
+#[test]
+fn set_keeps_the_selection_mode_unless_asked() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    assert_eq!(ok(set(&s, &root, &["lean"]))["selectionMode"], "manual", "none configured: manual");
+    assert_eq!(ok(set(&s, &root, &["lean", "--selection", "auto"]))["selectionMode"], "auto");
+    assert_eq!(ok(set(&s, &root, &["full"]))["selectionMode"], "auto", "kept");
+    assert_eq!(ok(set(&s, &root, &["lean", "--selection", "manual"]))["selectionMode"], "manual");
+}
