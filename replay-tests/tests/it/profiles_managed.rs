@@ -43,7 +43,7 @@ fn full_lean_full_and_rollback_toggles() {
     ));
     assert_eq!(r2["revision"], 2);
     assert_eq!(r2["selectionMode"], "auto");
-    let r3 = ok(set(&s, &root, &["full", "--expected-revision", "2"]));
+    let r3 = ok(set(&s, &root, &["full", "--expected-revision", "2", "--selection", "manual"]));
     assert_eq!(r3["generationDigest"], r1["generationDigest"], "content-addressed: the same generation");
     let back = ok(s.run(
         &["profile", "rollback"],
