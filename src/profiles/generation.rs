@@ -404,13 +404,22 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
         .collect();
     // Files are written 0600 and directories 0700 (less under a stricter umask): any other
     // permission bit — group, other, setuid, setgid, sticky — was added since.
-    let widened = |m: &fs::Metadata, written: u32| m.mode() & 0o7777 & !written != 0;
-    if widened(&m, 0o700) {
-        return Err(tampered(format!("has mode {:o}, wider than 0700", m.mode() & 0o7777)));
-    }
-    if m.uid() != current_uid()? {
-        return Err(tampered("is not owned by the current user".into()));
-    }
+    // Every generation file and directory is the current user's, with no permission wider
+    // than it was written with (`what` names it in the refusal).
+    let uid = current_uid()?;
+    let private = |m: &fs::Metadata, written: u32, what: &str| {
+        if m.uid() != uid {
+            return Err(tampered(format!("{what} is not owned by the current user")));
+        }
+        if m.mode() & 0o7777 & !written != 0 {
+            return Err(tampered(format!(
+                "{what} has mode {:o}, wider than {written:04o}",
+                m.mode() & 0o7777
+            )));
+        }
+        Ok(())
+    };
+    private(&m, 0o700, "the generation")?;
     let mut seen = 0usize;
     let mut stack = vec![(dir.to_path_buf(), String::new())];
     while let Some((d, rel)) = stack.pop() {
@@ -429,16 +438,7 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
                 if !dirs.contains(child.as_str()) {
                     return Err(tampered(format!("directory {} was added", shown(&child))));
                 }
-                if widened(&m, 0o700) {
-                    return Err(tampered(format!(
-                        "{} has mode {:o}, wider than 0700",
-                        shown(&child),
-                        m.mode() & 0o7777
-                    )));
-                }
-                if m.uid() != current_uid()? {
-                    return Err(tampered(format!("{} is not owned by the current user", shown(&child))));
-                }
+                private(&m, 0o700, &shown(&child))?;
                 stack.push((path, child));
             } else if !m.is_file() {
                 return Err(tampered(format!("{} is not a regular file", shown(&child))));
@@ -451,16 +451,7 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
                 if m.len() != *bytes {
                     return Err(tampered(format!("{} was modified (size)", shown(&child))));
                 }
-                if m.uid() != current_uid()? {
-                    return Err(tampered(format!("{} is not owned by the current user", shown(&child))));
-                }
-                if widened(&m, 0o600) {
-                    return Err(tampered(format!(
-                        "{} has mode {:o}, wider than 0600",
-                        shown(&child),
-                        m.mode() & 0o7777
-                    )));
-                }
+                private(&m, 0o600, &shown(&child))?;
                 let mut content = Vec::new();
                 fs::File::open(&path)
                     .map_err(io(&path))?

@@ -271,19 +271,23 @@ fn tampered_generation_blocks_status_set_and_rollback() {
         ok(set(&s, &root, &["full"]));
         let r = ok(set(&s, &root, &["lean"]));
         tamper(Path::new(r["generationRoot"].as_str().unwrap()));
-        let before = s.head();
-        let (code, _, err) = status(&s);
-        assert_eq!(code, 1, "{name}: status");
-        assert!(err.contains(expect), "{name}: {err}");
-        let (code, _, err) = set(&s, &root, &["full"]);
-        assert_eq!(code, 1, "{name}: set: {err}");
-        let (code, _, err) = s.run(
-            &["profile", "rollback"],
-            &["--state-root", root.to_str().unwrap(), "--expected-revision", "2"],
-        );
-        assert_eq!(code, 1, "{name}: rollback: {err}");
-        assert_eq!(s.head(), before, "{name}: nothing written");
+        blocks_status_set_and_rollback(&s, &root, name, expect);
     }
+}
+
+/// `status`, `set` and `rollback` (at revision 2) each refuse with exit 1, `status` saying
+/// `expect`, and the ledger is not written.
+fn blocks_status_set_and_rollback(s: &Setup, root: &Path, name: &str, expect: &str) {
+    let before = s.head();
+    let (code, _, err) = status(s);
+    assert_eq!(code, 1, "{name}: status: {err}");
+    assert!(err.contains(expect), "{name}: {err}");
+    let (code, _, err) = set(s, root, &["full"]);
+    assert_eq!(code, 1, "{name}: set: {err}");
+    let (code, _, err) = s
+        .run(&["profile", "rollback"], &["--state-root", root.to_str().unwrap(), "--expected-revision", "2"]);
+    assert_eq!(code, 1, "{name}: rollback: {err}");
+    assert_eq!(s.head(), before, "{name}: nothing written");
 }
 
 /// Status reads the ledger alone: the source tree can be gone.
@@ -559,18 +563,7 @@ fn state_root_directories_are_real_and_private() {
         let elsewhere = s.tmp.path().join("elsewhere");
         std::fs::create_dir_all(&elsewhere).unwrap();
         damage(&root, &elsewhere);
-        let before = s.head();
-        let (code, _, err) = status(&s);
-        assert_eq!(code, 1, "{name}: status: {err}");
-        assert!(err.contains(expect), "{name}: {err}");
-        let (code, _, err) = set(&s, &root, &["full"]);
-        assert_eq!(code, 1, "{name}: set: {err}");
-        let (code, _, err) = s.run(
-            &["profile", "rollback"],
-            &["--state-root", root.to_str().unwrap(), "--expected-revision", "2"],
-        );
-        assert_eq!(code, 1, "{name}: rollback: {err}");
-        assert_eq!(s.head(), before, "{name}: nothing written");
+        blocks_status_set_and_rollback(&s, &root, name, expect);
         assert_eq!(
             std::fs::read_dir(&elsewhere).unwrap().count(),
             usize::from(name.contains("symlink")),
