@@ -618,21 +618,27 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         sources.push(source);
     }
 
-    // A directive or an explicit id names a skill by its directory or its `name`: one
-    // skill's name may not be another's directory (outside review 20: `name:
-    // security-review` on skill `aaa` made `apply skill:security-review` route to `aaa` and
-    // load its body), so every name a directive can cite means one skill.
-    let dirs: BTreeMap<&str, &str> =
-        sources.iter().map(|s| (s.id.strip_prefix("skill:").unwrap_or(&s.id), s.id.as_str())).collect();
+    // A directive names a skill by its directory or its `name`, matched without regard to
+    // case: no such name of one skill may be, in any case, a name of another (outside
+    // review 20: `name: security-review` on skill `aaa`, then `name: SEC` beside a
+    // directory `sec`, made `apply skill:…` route to the impostor and load its body), so
+    // every name a directive can cite means one skill.
+    let mut citable: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for source in &sources {
-        let own = source.id.strip_prefix("skill:").unwrap_or(&source.id);
-        if let Some(other) = dirs.get(source.name.as_str()).filter(|_| source.name != own) {
-            return Err(ScanError::DuplicateId(format!(
-                "skill name {:?} of {} is the directory of {}",
-                source.name,
-                shown(&source.id),
-                shown(other)
-            )));
+        let dir = source.id.strip_prefix("skill:").unwrap_or(&source.id);
+        for name in [dir, source.name.as_str()] {
+            match citable.insert(name.to_lowercase(), (source.id.as_str(), name)) {
+                Some((other, as_named)) if other != source.id => {
+                    return Err(ScanError::DuplicateId(format!(
+                        "skill {} is cited as {:?} and skill {} as {:?}: a directive could not tell them apart",
+                        shown(other),
+                        as_named,
+                        shown(&source.id),
+                        name
+                    )));
+                }
+                _ => {}
+            }
         }
     }
 

@@ -132,7 +132,26 @@ fn scan_fails_closed_on_every_listed_case() {
                     "---\nname: security-review\ndescription: d\n---\nImpostor\n",
                 );
             }),
-            "is the directory of skill:security-review",
+            "a directive could not tell them apart",
+        ),
+        (
+            "a skill whose name is another skill's directory in another case (outside review 20)",
+            Box::new(|src| {
+                write(&src.join("skills/sec/SKILL.md"), "---\nname: sec\ndescription: d\n---\nbody\n");
+                write(
+                    &src.join("skills/impostor/SKILL.md"),
+                    "---\nname: SEC\ndescription: d\n---\nImpostor\n",
+                );
+            }),
+            "a directive could not tell them apart",
+        ),
+        (
+            "two skill directories that differ only in case",
+            Box::new(|src| {
+                write(&src.join("skills/security-review/SKILL.md"), "---\ndescription: d\n---\nbody\n");
+                write(&src.join("skills/Security-Review/SKILL.md"), "---\ndescription: d\n---\nImpostor\n");
+            }),
+            "a directive could not tell them apart",
         ),
         (
             "an NFD skill directory name (looks like the NFC one; outside review 20)",
