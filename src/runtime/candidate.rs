@@ -160,25 +160,18 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
         "repair child {} freezes its parent's exact candidate digest",
         e.generation_id
     );
-    // Nor may any generation of the goal's revision freeze bytes a rejection already judged
+    // Nor may any generation of the goal's revision freeze bytes already judged failing
     // (outside review 20: X failed and was rejected, a repair froze Y, the next froze X
-    // again, its re-run passed and was accepted; likewise in a new workflow of the goal):
-    // a rejected candidate stays rejected for the Goal revision it was judged against.
+    // again, its re-run passed and was accepted; likewise in a new workflow of the goal,
+    // also when the first was cancelled before any decision): a failed candidate stays
+    // failed for the Goal revision it was judged against.
     let goal = (wf.goal_id, wf.goal_revision);
-    let judged = state.decisions.iter().find(|(_, d)| {
-        d.verdict != ledger_schema::types::Verdict::Accept
-            && d.candidate_digest == e.candidate_digest
-            && state.workflows.get(&d.workflow_id).is_some_and(|w| (w.goal_id, w.goal_revision) == goal)
-    });
-    if let Some((decision_id, d)) = judged {
+    if let Some(why) = judged_failing(state, goal, e.candidate_digest, None) {
         return Err(super::violation(
             Rule::CandidateWork,
             format!(
-                "candidate {} was already rejected ({}) for goal {} revision {} by decision {decision_id}: a repair must change it",
-                e.candidate_digest,
-                super::wire(&d.verdict),
-                goal.0,
-                goal.1
+                "candidate {} was already judged for goal {} revision {}: it {why}; a repair must change it",
+                e.candidate_digest, goal.0, goal.1
             ),
         ));
     }
@@ -188,4 +181,43 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
         change_set_digest: e.change_set_digest,
     };
     Ok(())
+}
+
+/// Why candidate `digest` stands judged failing for the Goal revision `goal`, if it does: a
+/// rejection (REJECT_REPAIRABLE or REJECT_TERMINAL) of it, or a FAIL Evidence record of it
+/// from a generation other than `except`, in any workflow bound to that Goal revision. A
+/// freeze of those bytes and an ACCEPT of them are refused (the failing record is never
+/// laundered by re-running the same bytes elsewhere until a check passes).
+pub(crate) fn judged_failing(
+    state: &State,
+    goal: (ledger_schema::Id, u32),
+    digest: ledger_schema::Digest,
+    except: Option<ledger_schema::Id>,
+) -> Option<String> {
+    let of_goal = |wf: ledger_schema::Id| {
+        state.workflows.get(&wf).is_some_and(|w| (w.goal_id, w.goal_revision) == goal)
+    };
+    let rejected = state.decisions.iter().find(|(_, d)| {
+        d.verdict != ledger_schema::types::Verdict::Accept
+            && d.candidate_digest == digest
+            && of_goal(d.workflow_id)
+    });
+    if let Some((id, d)) = rejected {
+        return Some(format!("was rejected ({}) by decision {id}", super::wire(&d.verdict)));
+    }
+    state
+        .evidence
+        .iter()
+        .find(|(_, ev)| {
+            ev.record.result == ledger_schema::types::CheckResult::Fail
+                && ev.record.candidate_digest == digest
+                && Some(ev.record.generation_id) != except
+                && of_goal(ev.record.workflow_id)
+        })
+        .map(|(id, ev)| {
+            format!(
+                "failed check {} (evidence {id} of generation {})",
+                ev.record.check_spec_id, ev.record.generation_id
+            )
+        })
 }

@@ -217,8 +217,149 @@ fn a_rejected_candidate_is_never_frozen_again() {
     implement(&mut w, 0x68, 0x69, 0x78);
     let err = w.fails(freeze(0x82, x));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
-    assert!(err.to_string().contains("already rejected"), "{err}");
+    assert!(err.to_string().contains("already judged"), "{err}");
     w.ok(freeze(0x82, digest_of("candidate Z")));
+}
+
+/// A failing check judges the candidate too, with no decision (outside review 20, second
+/// pass: X failed its check, the workflow was cancelled before any decision, a new workflow
+/// of the goal froze X, its re-run passed and ACCEPT was admitted).
+#[test]
+fn a_candidate_that_failed_its_check_is_not_frozen_in_another_workflow() {
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::{CheckResult, Phase, ResultKind, ThreadChoice};
+    let mut w = World::at(Stage::Frozen);
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, "failed")
+    })
+    .unwrap();
+    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(WORKFLOW),
+        workflow_version: version,
+        reason: "start over".into(),
+    }));
+    let wf2 = lid(0x2f);
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: wf2,
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROFILE),
+        plan: None,
+    }));
+    for (phase, version) in [(Phase::Plan, 2), (Phase::Implement, 3)] {
+        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }));
+    }
+    w.ok(Command::OpenGeneration(OpenGeneration {
+        generation_id: lid(0x88),
+        workflow_id: wf2,
+        base_digest: digest_of("repo@9f1c2e0"),
+    }));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x6a),
+        workflow_id: wf2,
+        worker_session_id: lid(0x6b),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    }));
+    w.with(|s| {
+        s.claim(lid(0x6a))?;
+        s.deliver(lid(0x6a), 0x7a, payload(WorkerEventKind::CompletionRequest, 1, "done"))?;
+        s.finish(0x6a, ResultKind::CompletionRequest)
+    })
+    .unwrap();
+    let freeze = |d| {
+        Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(0x88),
+            candidate_digest: d,
+            change_set_digest: digest_of("change set"),
+        })
+    };
+    let err = w.fails(freeze(x));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
+    assert!(err.to_string().contains("failed check"), "{err}");
+    w.ok(freeze(digest_of("candidate X2")));
+}
+
+/// Two workflows of one Goal revision run side by side: the second freezes X before the
+/// first judges it; once the first's check fails, the second cannot ACCEPT X (outside
+/// review 20, second pass: the same bytes stood both rejected and accepted).
+#[test]
+fn a_candidate_failed_beside_cannot_be_accepted() {
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::{CheckResult, Phase, ResultKind, ThreadChoice, Verdict};
+    let mut w = World::at(Stage::Frozen);
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    let wf2 = lid(0x2f);
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: wf2,
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROFILE),
+        plan: None,
+    }));
+    let advance = |w: &mut World, phase, version| {
+        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }))
+    };
+    advance(&mut w, Phase::Plan, 2);
+    advance(&mut w, Phase::Implement, 3);
+    w.ok(Command::OpenGeneration(OpenGeneration {
+        generation_id: lid(0x88),
+        workflow_id: wf2,
+        base_digest: digest_of("repo@9f1c2e0"),
+    }));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x6a),
+        workflow_id: wf2,
+        worker_session_id: lid(0x6b),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    }));
+    w.with(|s| {
+        s.claim(lid(0x6a))?;
+        s.deliver(lid(0x6a), 0x7a, payload(WorkerEventKind::CompletionRequest, 1, "done"))?;
+        s.finish(0x6a, ResultKind::CompletionRequest)
+    })
+    .unwrap();
+    w.ok(Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x88),
+        candidate_digest: x,
+        change_set_digest: digest_of("change set"),
+    }));
+    // The first workflow's check of X fails.
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, "failed")
+    })
+    .unwrap();
+    // The second's passes; its ACCEPT of X is refused.
+    advance(&mut w, Phase::EvidenceBuild, 4);
+    w.ok(Command::RecordEvidence(RecordEvidence {
+        evidence_id: lid(0x98),
+        workflow_id: wf2,
+        generation_id: lid(0x88),
+        candidate_digest: x,
+        obligation_id: lid(OBLIGATION),
+        check_spec_id: lid(CHECK_SPEC),
+        check_spec_digest: digest_of("check: cargo test parser::trailing"),
+        result: CheckResult::Pass,
+        detail: "passed on a re-run".into(),
+    }));
+    advance(&mut w, Phase::FinalVerify, 5);
+    let err = w.fails(Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa8),
+        workflow_id: wf2,
+        generation_id: lid(0x88),
+        verdict: Verdict::Accept,
+        evidence_ids: None,
+        reasons: vec!["passed".into()],
+    }));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::Verdict), "{err}");
+    assert!(err.to_string().contains("cannot be accepted"), "{err}");
 }
 
 /// A stale result cannot advance the workflow (seed 000, "Context Invalidation"): a bound
