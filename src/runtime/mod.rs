@@ -265,7 +265,7 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
 /// U+2066–U+2069; the marks U+200E, U+200F, U+061C cannot reorder text and are allowed —
 /// Hebrew and Arabic text uses them); a line or paragraph separator (U+2028, U+2029);
 /// an interlinear annotation (U+FFF9–U+FFFB); or a TAG character (U+E0000–U+E007F: shown
-/// as nothing, read by a model as ASCII — a hidden instruction).
+/// as nothing, read by a model as ASCII — a hidden instruction); or a private-use code point.
 pub(crate) fn undeliverable(c: char) -> bool {
     (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
         || matches!(
@@ -276,6 +276,11 @@ pub(crate) fn undeliverable(c: char) -> bool {
                 | '\u{2029}'
                 | '\u{FFF9}'..='\u{FFFB}'
                 | '\u{E0000}'..='\u{E007F}'
+                // Private use: no reader shares a meaning for it (outside review 20: one
+                // between two letters carried 17 bits).
+                | '\u{E000}'..='\u{F8FF}'
+                | '\u{F0000}'..='\u{FFFFD}'
+                | '\u{100000}'..='\u{10FFFD}'
         )
 }
 
@@ -320,9 +325,8 @@ pub(crate) fn invisible(c: char) -> bool {
             | '\u{1D173}'..='\u{1D17A}'
             | '\u{E0000}'..='\u{E0FFF}'
             // Format controls outside that set that show nothing either (Arabic and Syriac
-            // abbreviation and number marks, Kaithi and Egyptian hieroglyph format controls),
-            // and private-use code points, which mean nothing any reader shares (outside
-            // review 20: runs of them passed next to ASCII).
+            // abbreviation and number marks, Kaithi and Egyptian hieroglyph format controls;
+            // outside review 20: runs of them passed next to ASCII).
             | '\u{0600}'..='\u{0605}'
             | '\u{06DD}'
             | '\u{070F}'
@@ -331,9 +335,6 @@ pub(crate) fn invisible(c: char) -> bool {
             | '\u{110BD}'
             | '\u{110CD}'
             | '\u{13430}'..='\u{1345F}'
-            | '\u{E000}'..='\u{F8FF}'
-            | '\u{F0000}'..='\u{FFFFD}'
-            | '\u{100000}'..='\u{10FFFD}'
     )
 }
 
@@ -411,25 +412,35 @@ fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Op
 }
 
 /// A character a text or emoji presentation selector (U+FE0E, U+FE0F) may follow: a symbol
-/// or pictograph (©, ®, general punctuation to the supplemental arrows, CJK symbols,
-/// enclosed and emoji blocks) — not a letter, where it would carry data and mean nothing
-/// (outside review 20: one after each Cyrillic letter).
+/// or pictograph with an emoji presentation (©, ®, ‼, ⁉, letterlike symbols to the
+/// supplemental arrows U+2100–U+2BFF, 〰, 〽, ㊗, ㊙, the enclosed and emoji blocks) — not a
+/// letter, a space or general punctuation, where it would carry data and mean nothing
+/// (outside review 20: one after each Cyrillic letter, then one after each U+2002 space).
 fn takes_presentation(c: char) -> bool {
     matches!(
         c,
-        '\u{00A9}' | '\u{00AE}' | '\u{2000}'..='\u{2BFF}' | '\u{3000}'..='\u{303F}' | '\u{3200}'..='\u{32FF}' | '\u{1F000}'..='\u{1FAFF}'
+        '\u{00A9}'
+            | '\u{00AE}'
+            | '\u{203C}'
+            | '\u{2049}'
+            | '\u{2100}'..='\u{2BFF}'
+            | '\u{3030}'
+            | '\u{303D}'
+            | '\u{3297}'
+            | '\u{3299}'
+            | '\u{1F000}'..='\u{1FAFF}'
     )
 }
 
-/// A character a standardized variation selector U+FE00–U+FE0D may follow: a CJK ideograph
-/// or symbol, a mathematical or other symbol (U+2000–U+2BFF), or a letter of the scripts
-/// with standardized variants (Myanmar, Phags-pa, Manichaean).
+/// A character a standardized variation selector U+FE00–U+FE0D may follow: a CJK ideograph,
+/// a mathematical or other symbol (U+2100–U+2BFF), or a letter of the scripts with
+/// standardized variants (Myanmar, Phags-pa, Manichaean, mathematical letters) — never a
+/// space.
 fn takes_variant(c: char) -> bool {
     ideograph(c)
         || matches!(
             c,
-            '\u{2000}'..='\u{2BFF}'
-                | '\u{3000}'..='\u{303F}'
+            '\u{2100}'..='\u{2BFF}'
                 | '\u{1000}'..='\u{109F}'
                 | '\u{A9E0}'..='\u{A9FF}'
                 | '\u{AA60}'..='\u{AA7F}'
