@@ -255,7 +255,8 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
 }
 
 /// The state root's own directories — `generations/` and each generation in it,
-/// `receipts/`, `stage/` and each staged generation — are real directories, never a
+/// `receipts/`, `stage/` and each staged generation — are real directories, and its own
+/// files — the owner mark, each receipt — regular files with one link, never a
 /// symlink (a write or a check through one lands outside the root: outside review 20
 /// replaced `generations/` by a symlink to a world-writable directory and every command
 /// followed it), owned by the current user, with no permission beyond 0700.
@@ -285,11 +286,36 @@ fn check_tree(root: &Path) -> Result<(), GenerationError> {
         }
         Ok(true)
     };
+    // A file of the root's own (the owner mark, a receipt): a regular file with one link,
+    // the user's, no wider than 0600 — what the ledger wrote.
+    let check_file = |path: &Path| -> Result<(), GenerationError> {
+        let m = match fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(GenerationError::Io { path: path.display().to_string(), source: e }),
+        };
+        let what = shown(&path.display().to_string());
+        if !m.is_file() || m.nlink() != 1 {
+            return Err(unsafe_root(root, &format!("{what} is not a regular file with one link")));
+        }
+        if m.uid() != uid {
+            return Err(unsafe_root(root, &format!("{what} is not owned by the current user")));
+        }
+        if m.mode() & 0o7777 & !0o600 != 0 {
+            return Err(unsafe_root(
+                root,
+                &format!("{what} has mode {:o}, wider than 0600", m.mode() & 0o7777),
+            ));
+        }
+        Ok(())
+    };
+    check_file(&root.join(OWNER_FILE))?;
     for name in ["receipts", "generations", "stage"] {
         let dir = root.join(name);
-        if check(&dir)? && name != "receipts" {
+        if check(&dir)? {
             for item in fs::read_dir(&dir).map_err(io(&dir))? {
-                check(&item.map_err(io(&dir))?.path())?;
+                let path = item.map_err(io(&dir))?.path();
+                if name == "receipts" { check_file(&path)? } else { check(&path).map(|_| ())? }
             }
         }
     }
@@ -336,8 +362,23 @@ pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
             match fs::hard_link(&staged, &path) {
                 Ok(()) => return Ok(Lock { path: path.clone() }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder =
-                        String::from_utf8_lossy(&read_small(&path).unwrap_or_default()).trim().to_owned();
+                    // Only a regular file is a lock this rule can judge: anything else (a
+                    // symlink, outside review 20) is never reclaimed.
+                    let holder = match read_small(&path) {
+                        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+                        Err(GenerationError::Io { source, .. })
+                            if source.kind() == std::io::ErrorKind::NotFound =>
+                        {
+                            continue;
+                        }
+                        Err(_) => {
+                            return Err(GenerationError::Busy {
+                                path: root.display().to_string(),
+                                holder: "a lock that is not a regular file (remove it if no writer runs)"
+                                    .into(),
+                            });
+                        }
+                    };
                     let (pid, host) = holder.split_once(' ').unwrap_or((holder.as_str(), ""));
                     let alive =
                         pid.parse::<u32>().map_or(true, |p| Path::new(&format!("/proc/{p}")).exists());

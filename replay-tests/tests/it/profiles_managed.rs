@@ -179,6 +179,13 @@ fn state_root_lock() {
     std::fs::write(root.join("lock"), "1 some-other-host").unwrap();
     let (code, _, err) = set(&s, &root, &["full"]);
     assert_eq!(code, 2, "a foreign host's lock is never reclaimed: {err}");
+    // Nor one behind a symlink (outside review 20: it read as empty and was reclaimed).
+    std::fs::rename(root.join("lock"), s.tmp.path().join("foreign-lock")).unwrap();
+    std::os::unix::fs::symlink(s.tmp.path().join("foreign-lock"), root.join("lock")).unwrap();
+    let (code, _, err) = set(&s, &root, &["full"]);
+    assert_eq!(code, 2, "a symlinked lock is never reclaimed: {err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    std::fs::remove_file(root.join("lock")).unwrap();
     let mut dead = std::process::Command::new("true").spawn().unwrap();
     let pid = dead.id();
     dead.wait().unwrap();
@@ -516,7 +523,7 @@ fn names_the_messages_escape_are_materialised_and_verified() {
 fn state_root_directories_are_real_and_private() {
     use std::os::unix::fs::PermissionsExt;
     type Damage = fn(&Path, &Path);
-    let damages: [(&str, Damage, &str); 5] = [
+    let damages: [(&str, Damage, &str); 8] = [
         (
             "generations/ a symlink",
             |root, elsewhere| {
@@ -547,6 +554,29 @@ fn state_root_directories_are_real_and_private() {
             "not 0700",
         ),
         (
+            "a receipt 0666",
+            |root, _| {
+                std::fs::set_permissions(root.join("receipts/1.json"), std::fs::Permissions::from_mode(0o666))
+                    .unwrap()
+            },
+            "wider than 0600",
+        ),
+        (
+            "a receipt hard-linked outside",
+            |root, elsewhere| {
+                std::fs::hard_link(root.join("receipts/1.json"), elsewhere.join("receipt")).unwrap()
+            },
+            "one link",
+        ),
+        (
+            "the owner mark 0666",
+            |root, _| {
+                let mark = root.join(".closure-ledger-owner");
+                std::fs::set_permissions(mark, std::fs::Permissions::from_mode(0o666)).unwrap()
+            },
+            "wider than 0600",
+        ),
+        (
             "a generation 0750",
             |root, _| {
                 let g = std::fs::read_dir(root.join("generations")).unwrap().next().unwrap().unwrap().path();
@@ -566,7 +596,7 @@ fn state_root_directories_are_real_and_private() {
         blocks_status_set_and_rollback(&s, &root, name, expect);
         assert_eq!(
             std::fs::read_dir(&elsewhere).unwrap().count(),
-            usize::from(name.contains("symlink")),
+            usize::from(name.contains("symlink") || name.contains("outside")),
             "{name}: nothing published elsewhere"
         );
     }
