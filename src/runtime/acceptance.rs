@@ -75,18 +75,14 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
     if e.verdict == Verdict::Accept
-        && let Some(why) = super::candidate::judged_failing(
-            state,
-            (wf.goal_id, wf.goal_revision),
-            e.candidate_digest,
-            Some(e.generation_id),
-        )
+        && let Some(why) =
+            super::candidate::judged_failing(state, wf.goal_id, e.candidate_digest, Some(e.generation_id))
     {
-        // The same bytes judged failing in another generation of this Goal revision — in a
+        // The same bytes judged failing in another generation of this goal — in a
         // workflow run beside this one, frozen before that judgment (outside review 20).
         return Err(violation(
             Rule::Verdict,
-            format!("candidate {} cannot be accepted: it {why} for this Goal revision", e.candidate_digest),
+            format!("candidate {} cannot be accepted: it {why} for this goal", e.candidate_digest),
         ));
     }
     if e.verdict == Verdict::Accept {

@@ -165,13 +165,12 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     // again, its re-run passed and was accepted; likewise in a new workflow of the goal,
     // also when the first was cancelled before any decision): a failed candidate stays
     // failed for the Goal revision it was judged against.
-    let goal = (wf.goal_id, wf.goal_revision);
-    if let Some(why) = judged_failing(state, goal, e.candidate_digest, None) {
+    if let Some(why) = judged_failing(state, wf.goal_id, e.candidate_digest, None) {
         return Err(super::violation(
             Rule::CandidateWork,
             format!(
-                "candidate {} was already judged for goal {} revision {}: it {why}; a repair must change it",
-                e.candidate_digest, goal.0, goal.1
+                "candidate {} was already judged for goal {}: it {why}; a repair must change it",
+                e.candidate_digest, wf.goal_id
             ),
         ));
     }
@@ -183,20 +182,19 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     Ok(())
 }
 
-/// Why candidate `digest` stands judged failing for the Goal revision `goal`, if it does: a
+/// Why candidate `digest` stands judged failing for the Goal `goal`, if it does: a
 /// rejection (REJECT_REPAIRABLE or REJECT_TERMINAL) of it, or a FAIL Evidence record of it
-/// from a generation other than `except`, in any workflow bound to that Goal revision. A
-/// freeze of those bytes and an ACCEPT of them are refused (the failing record is never
-/// laundered by re-running the same bytes elsewhere until a check passes).
+/// from a generation other than `except`, in any workflow of the goal, at any revision (a
+/// revision with the same content re-opened the bytes: outside review 20). A freeze of those
+/// bytes and an ACCEPT of them are refused (the failing record is never laundered by
+/// re-running the same bytes elsewhere until a check passes).
 pub(crate) fn judged_failing(
     state: &State,
-    goal: (ledger_schema::Id, u32),
+    goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
     except: Option<ledger_schema::Id>,
 ) -> Option<String> {
-    let of_goal = |wf: ledger_schema::Id| {
-        state.workflows.get(&wf).is_some_and(|w| (w.goal_id, w.goal_revision) == goal)
-    };
+    let of_goal = |wf: ledger_schema::Id| state.workflows.get(&wf).is_some_and(|w| w.goal_id == goal);
     let rejected = state.decisions.iter().find(|(_, d)| {
         d.verdict != ledger_schema::types::Verdict::Accept
             && d.candidate_digest == digest

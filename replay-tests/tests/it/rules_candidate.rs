@@ -168,7 +168,7 @@ fn candidate_work_repair_child_differs_from_its_parent() {
     w.ok(same(digest_of("candidate 2")));
 }
 
-/// A rejected candidate stays rejected for the Goal revision it was judged against: no later
+/// A rejected candidate stays rejected for the goal it was judged against: no later
 /// generation freezes its bytes again — not only the direct repair child (outside review 20:
 /// X failed and was rejected, the repair child froze Y, failed and was rejected, the
 /// grandchild froze X again, its re-run passed and ACCEPT was admitted).
@@ -226,6 +226,14 @@ fn a_rejected_candidate_is_never_frozen_again() {
 /// of the goal froze X, its re-run passed and ACCEPT was admitted).
 #[test]
 fn a_candidate_that_failed_its_check_is_not_frozen_in_another_workflow() {
+    for revised in [false, true] {
+        failed_then_frozen_in_another_workflow(revised);
+    }
+}
+
+/// The body of the test above; `revised`: the goal is revised with identical content before
+/// the second workflow starts (outside review 20: that re-opened the bytes).
+fn failed_then_frozen_in_another_workflow(revised: bool) {
     use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::{CheckResult, Phase, ResultKind, ThreadChoice};
     let mut w = World::at(Stage::Frozen);
@@ -242,10 +250,13 @@ fn a_candidate_that_failed_its_check_is_not_frozen_in_another_workflow() {
         reason: "start over".into(),
     }));
     let wf2 = lid(0x2f);
+    if revised {
+        w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    }
     w.ok(Command::StartWorkflow(StartWorkflow {
         workflow_id: wf2,
         goal_id: lid(GOAL),
-        goal_revision: 1,
+        goal_revision: if revised { 2 } else { 1 },
         policy_id: lid(POLICY),
         profile_id: lid(PROFILE),
         plan: None,
@@ -284,7 +295,7 @@ fn a_candidate_that_failed_its_check_is_not_frozen_in_another_workflow() {
     w.ok(freeze(digest_of("candidate X2")));
 }
 
-/// Two workflows of one Goal revision run side by side: the second freezes X before the
+/// Two workflows of one goal run side by side: the second freezes X before the
 /// first judges it; once the first's check fails, the second cannot ACCEPT X (outside
 /// review 20, second pass: the same bytes stood both rejected and accepted).
 #[test]
