@@ -29,16 +29,38 @@ pub enum SourcesCommand {
 pub struct PlanArgs {
     /// lean or full (or lean@1, full@1).
     pub profile: String,
-    #[arg(long, value_enum, default_value = "codex")]
-    pub target: TargetArg,
+    /// The agent (default: the configured one, codex if none is configured).
+    #[arg(long, value_enum)]
+    pub target: Option<TargetArg>,
     /// The selection mode (default: the configured one, manual if none is configured —
     /// a `set` never changes the mode unasked).
     #[arg(long, value_enum)]
     pub selection: Option<ModeArg>,
+    /// Routable ids to include (default: the configured ones).
     #[arg(long = "include", value_name = "ID")]
     pub include: Vec<String>,
+    /// Ids to exclude (default: the configured ones).
     #[arg(long = "exclude", value_name = "ID")]
     pub exclude: Vec<String>,
+    /// Start from no include and no exclude (besides any given here) instead of the
+    /// configured ones.
+    #[arg(long)]
+    pub clear_filters: bool,
+}
+
+impl PlanArgs {
+    /// The plan input: every choice not given is the configured one (`None`), so a `set`
+    /// never changes what it was not asked to.
+    fn input(&self) -> profiles::PlanInput {
+        let list = |given: &Vec<String>| (!given.is_empty() || self.clear_filters).then(|| given.clone());
+        profiles::PlanInput {
+            profile: self.profile.clone(),
+            target: self.target.map(Into::into),
+            mode: self.selection.map(Into::into),
+            include: list(&self.include),
+            exclude: list(&self.exclude),
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
@@ -192,18 +214,7 @@ pub fn preview_json(dir: &Path, args: &PlanArgs) -> Result<Value, ProfileError> 
         (Some(r), Some(d)) => (r, d),
         _ => return Err(rp::PlanError::NoRegistry.into()),
     };
-    let plan = rp::plan(
-        registry,
-        digest,
-        &args.profile,
-        args.target.into(),
-        args.selection
-            .map(Into::into)
-            .or_else(|| cp.current().map(|c| c.selection.mode))
-            .unwrap_or(SelectionMode::Manual),
-        &args.include,
-        &args.exclude,
-    )?;
+    let plan = args.input().plan(cp, registry, digest)?;
     let generation = rp::generation(registry, &plan).ok().map(|(m, _)| m.digest());
     Ok(plan_json(&plan, generation))
 }
@@ -238,14 +249,8 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), F
             emit(out, format!("  estimate: {}", field("estimate")))
         }
         ProfileCommand::Set { dir, plan, state_root, expected_revision, dry_run, json } => {
-            let input = profiles::PlanInput {
-                profile: plan.profile.clone(),
-                target: plan.target.into(),
-                mode: plan.selection.map(Into::into),
-                include: plan.include.clone(),
-                exclude: plan.exclude.clone(),
-            };
-            let st = profiles::set(&dir, &input, &state_root, expected_revision, dry_run).map_err(failure)?;
+            let st = profiles::set(&dir, &plan.input(), &state_root, expected_revision, dry_run)
+                .map_err(failure)?;
             report(out, &st, json)
         }
         ProfileCommand::Status { dir, state_root, json } => {

@@ -75,10 +75,10 @@ pub fn run(dir: &Path, work: &Path) -> Result<Vec<String>, ProfileError> {
     )];
     let input = |profile: &str| PlanInput {
         profile: profile.to_owned(),
-        target: Target::Codex,
+        target: Some(Target::Codex),
         mode: Some(SelectionMode::Manual),
-        include: Vec::new(),
-        exclude: Vec::new(),
+        include: Some(Vec::new()),
+        exclude: Some(Vec::new()),
     };
     let line = |what: &str, st: &ProfileStatus| {
         format!(

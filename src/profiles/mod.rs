@@ -172,15 +172,41 @@ pub struct ProfileStatus {
     pub outcome: String,
 }
 
-/// Plan inputs given on the command line.
+/// Plan inputs given on the command line; `None` is "as configured" (a `set` never changes
+/// what it was not asked to: outside review 20), or the default when nothing is configured
+/// (codex, manual, no include, no exclude).
 #[derive(Debug, Clone)]
 pub struct PlanInput {
     pub profile: String,
-    pub target: Target,
-    /// `None`: the configured mode (manual if none is configured).
+    pub target: Option<Target>,
     pub mode: Option<SelectionMode>,
-    pub include: Vec<String>,
-    pub exclude: Vec<String>,
+    pub include: Option<Vec<String>>,
+    pub exclude: Option<Vec<String>>,
+}
+
+impl PlanInput {
+    /// The plan this input asks for over `registry` (recorded as `digest`), every choice not
+    /// given taken from the configured selection of `cp`.
+    pub fn plan(
+        &self,
+        cp: &ContextProfiles,
+        registry: &Registry,
+        digest: Digest,
+    ) -> Result<rp::Plan, PlanError> {
+        let current = cp.current().map(|c| &c.selection);
+        let list = |given: &Option<Vec<String>>, configured: fn(&ProfileSelection) -> &Vec<String>| {
+            given.clone().or_else(|| current.map(|c| configured(c).clone())).unwrap_or_default()
+        };
+        rp::plan(
+            registry,
+            digest,
+            &self.profile,
+            self.target.or(current.map(|c| c.target)).unwrap_or(Target::Codex),
+            self.mode.or(current.map(|c| c.mode)).unwrap_or(SelectionMode::Manual),
+            &list(&self.include, |c| &c.include),
+            &list(&self.exclude, |c| &c.exclude),
+        )
+    }
 }
 
 fn status_of(
@@ -357,15 +383,7 @@ pub fn set(
         (Some(r), Some(d)) => (r.clone(), d),
         _ => return Err(PlanError::NoRegistry.into()),
     };
-    let plan = rp::plan(
-        &registry,
-        registry_digest,
-        &input.profile,
-        input.target,
-        input.mode.or_else(|| cp.current().map(|c| c.selection.mode)).unwrap_or(SelectionMode::Manual),
-        &input.include,
-        &input.exclude,
-    )?;
+    let plan = input.plan(cp, &registry, registry_digest)?;
     let (manifest, contents) = manifest_of(&registry, &plan)?;
     let state_root = root_string(root)?;
     let event = ProfileRevisionRecorded {

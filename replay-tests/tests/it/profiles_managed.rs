@@ -612,4 +612,21 @@ fn set_keeps_the_selection_mode_unless_asked() {
     assert_eq!(ok(set(&s, &root, &["lean", "--selection", "auto"]))["selectionMode"], "auto");
     assert_eq!(ok(set(&s, &root, &["full"]))["selectionMode"], "auto", "kept");
     assert_eq!(ok(set(&s, &root, &["lean", "--selection", "manual"]))["selectionMode"], "manual");
+    // The target and the include/exclude lists too (the second pass: a set dropped a
+    // deliberate exclusion and the claude target); --clear-filters drops the lists.
+    let r = ok(set(&s, &root, &["full", "--target", "claude", "--exclude", "skill:security-review"]));
+    assert_eq!(
+        (r["target"].as_str(), r["exclude"].clone()),
+        (Some("claude"), serde_json::json!(["skill:security-review"]))
+    );
+    let kept = ok(set(&s, &root, &["lean"]));
+    assert_eq!(
+        (kept["target"].as_str(), kept["exclude"].clone()),
+        (Some("claude"), serde_json::json!(["skill:security-review"]))
+    );
+    let cleared = ok(set(&s, &root, &["full", "--clear-filters"]));
+    assert_eq!(
+        (cleared["target"].as_str(), cleared["exclude"].clone()),
+        (Some("claude"), serde_json::json!([]))
+    );
 }
