@@ -163,7 +163,7 @@ fn stale_reuse_matrix() {
     assert_eq!(reuse(&s, &task(RANKED))["reused"], false, "mode");
     configure(&s, &["--selection", "auto", "--exclude", "skill:react-components"]);
     assert_eq!(reuse(&s, &task(RANKED))["reused"], false, "exclusions");
-    configure(&s, &["--selection", "auto"]);
+    configure(&s, &["--selection", "auto", "--clear-filters"]);
     assert_eq!(reuse(&s, &task(RANKED))["reused"], true, "back to the same plan");
     // Drift in a routed source: the generation is unchanged, the plan (and binding) moves.
     write(&s.src.join("skills/kubernetes/SKILL.md"), "---\nname: kubernetes\ndescription: Helm.\n---\n");
