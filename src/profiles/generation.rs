@@ -222,7 +222,9 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
     let marker = normal.join(OWNER_FILE);
     let marked = match fs::symlink_metadata(&marker) {
         Ok(_) => {
-            let owner: Owner = serde_json::from_slice(&read_small(&marker)?)
+            let bytes = read_small(&marker)
+                .map_err(|_| unsafe_root(root, "has an ownership marker that is not a small regular file"))?;
+            let owner: Owner = serde_json::from_slice(&bytes)
                 .map_err(|_| unsafe_root(root, "has an unreadable ownership marker"))?;
             if owner.ledger_id != ledger {
                 return Err(unsafe_root(root, &format!("is owned by another ledger ({})", owner.ledger_id)));
@@ -374,8 +376,9 @@ pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
                         Err(_) => {
                             return Err(GenerationError::Busy {
                                 path: root.display().to_string(),
-                                holder: "a lock that is not a regular file (remove it if no writer runs)"
-                                    .into(),
+                                holder:
+                                    "a lock that is not a small regular file (remove it if no writer runs)"
+                                        .into(),
                             });
                         }
                     };

@@ -85,6 +85,18 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             format!("candidate {} cannot be accepted: it {why} for this goal", e.candidate_digest),
         ));
     }
+    if e.verdict == Verdict::Accept
+        && let Some((generation, workflow)) =
+            super::candidate::judged_elsewhere_pending(state, wf.goal_id, e.candidate_digest, e.generation_id)
+    {
+        return Err(violation(
+            Rule::Verdict,
+            format!(
+                "candidate {} is also frozen in generation {generation} of workflow {workflow}, not yet judged: decide or cancel there first (bytes are judged once per goal)",
+                e.candidate_digest
+            ),
+        ));
+    }
     if e.verdict == Verdict::Accept {
         // A raised blocker is a current, unresolved obstacle to the workflow (a bound input
         // of its context); ACCEPT closes the workflow, so it needs every blocker resolved.

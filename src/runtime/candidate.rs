@@ -165,7 +165,9 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     // again, its re-run passed and was accepted; likewise in a new workflow of the goal,
     // also when the first was cancelled before any decision): a failed candidate stays
     // failed for the Goal revision it was judged against.
-    if let Some(why) = judged_failing(state, wf.goal_id, e.candidate_digest, None) {
+    if let Some(why) = judged_failing(state, wf.goal_id, e.candidate_digest, None)
+        .or_else(|| accepted(state, wf.goal_id, e.candidate_digest))
+    {
         return Err(super::violation(
             Rule::CandidateWork,
             format!(
@@ -218,4 +220,45 @@ pub(crate) fn judged_failing(
                 ev.record.check_spec_id, ev.record.generation_id
             )
         })
+}
+
+/// Why candidate `digest` already stands accepted for the Goal `goal`, if it does: bytes
+/// are judged once per goal, so they are not frozen again elsewhere for a second judgment
+/// (outside review 20: a check failing after the ACCEPT, in another workflow, recorded the
+/// same bytes as accepted and as rejected).
+pub(crate) fn accepted(
+    state: &State,
+    goal: ledger_schema::Id,
+    digest: ledger_schema::Digest,
+) -> Option<String> {
+    state
+        .decisions
+        .iter()
+        .find(|(_, d)| {
+            d.verdict == ledger_schema::types::Verdict::Accept
+                && d.candidate_digest == digest
+                && state.workflows.get(&d.workflow_id).is_some_and(|w| w.goal_id == goal)
+        })
+        .map(|(id, _)| format!("was accepted by decision {id}"))
+}
+
+/// Another generation of the Goal `goal` that holds `digest` frozen and awaits its judgment
+/// (undecided, its workflow open): an ACCEPT waits for it, so one goal never records the
+/// same bytes as accepted here and failing there.
+pub(crate) fn judged_elsewhere_pending(
+    state: &State,
+    goal: ledger_schema::Id,
+    digest: ledger_schema::Digest,
+    except: ledger_schema::Id,
+) -> Option<(ledger_schema::Id, ledger_schema::Id)> {
+    state
+        .generations
+        .iter()
+        .find(|(id, g)| {
+            **id != except
+                && g.decision.is_none()
+                && g.frozen_digest() == Some(digest)
+                && state.workflows.get(&g.workflow_id).is_some_and(|w| w.goal_id == goal && !w.closed)
+        })
+        .map(|(id, g)| (*id, g.workflow_id))
 }

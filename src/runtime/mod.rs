@@ -265,7 +265,8 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
 /// U+2066–U+2069; the marks U+200E, U+200F, U+061C cannot reorder text and are allowed —
 /// Hebrew and Arabic text uses them); a line or paragraph separator (U+2028, U+2029);
 /// an interlinear annotation (U+FFF9–U+FFFB); or a TAG character (U+E0000–U+E007F: shown
-/// as nothing, read by a model as ASCII — a hidden instruction); or a private-use code point.
+/// as nothing, read by a model as ASCII — a hidden instruction); or a private-use code point
+/// or a noncharacter (U+FDD0–U+FDEF, U+xxFFFE, U+xxFFFF).
 pub(crate) fn undeliverable(c: char) -> bool {
     (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
         || matches!(
@@ -281,7 +282,10 @@ pub(crate) fn undeliverable(c: char) -> bool {
                 | '\u{E000}'..='\u{F8FF}'
                 | '\u{F0000}'..='\u{FFFFD}'
                 | '\u{100000}'..='\u{10FFFD}'
+                // Noncharacters: never text by definition.
+                | '\u{FDD0}'..='\u{FDEF}'
         )
+        || (u32::from(c) & 0xFFFE) == 0xFFFE
 }
 
 /// At most `MAX_TEXT_BYTES` (what a Worker payload is held to: it is never rendered to a

@@ -960,7 +960,9 @@ pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
     match text.chars().find(|c| super::undeliverable(*c)) {
         Some(c) if c.is_control() => Err("a control character"),
-        Some(_) => Err("a bidirectional override or isolate, a separator or a TAG character"),
+        Some(_) => Err(
+            "a bidirectional override or isolate, a separator, a TAG character, a private-use code point or a noncharacter",
+        ),
         None => match super::hidden(text) {
             Some((_, why)) if why == super::IN_A_ROW => Err("invisible characters in a row"),
             Some(_) => Err("an invisible character where the text gives it no meaning"),

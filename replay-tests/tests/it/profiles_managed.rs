@@ -184,7 +184,7 @@ fn state_root_lock() {
     std::os::unix::fs::symlink(s.tmp.path().join("foreign-lock"), root.join("lock")).unwrap();
     let (code, _, err) = set(&s, &root, &["full"]);
     assert_eq!(code, 2, "a symlinked lock is never reclaimed: {err}");
-    assert!(err.contains("not a regular file"), "{err}");
+    assert!(err.contains("not a small regular file"), "{err}");
     std::fs::remove_file(root.join("lock")).unwrap();
     let mut dead = std::process::Command::new("true").spawn().unwrap();
     let pid = dead.id();

@@ -295,14 +295,11 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
     w.ok(freeze(digest_of("candidate X2")));
 }
 
-/// Two workflows of one goal run side by side: the second freezes X before the
-/// first judges it; once the first's check fails, the second cannot ACCEPT X (outside
-/// review 20, second pass: the same bytes stood both rejected and accepted).
-#[test]
-fn a_candidate_failed_beside_cannot_be_accepted() {
+/// A world where workflow 1 froze X (generation 0x80, undecided) and workflow 2 (0x2f), of
+/// the same goal, froze X too (generation 0x88) and stands in IMPLEMENT; returns X.
+fn two_workflows_froze_the_same_bytes(w: &mut World) -> ledger_schema::Digest {
     use ledger_schema::events::WorkerEventKind;
-    use ledger_schema::types::{CheckResult, Phase, ResultKind, ThreadChoice, Verdict};
-    let mut w = World::at(Stage::Frozen);
+    use ledger_schema::types::{Phase, ResultKind, ThreadChoice};
     let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
     let wf2 = lid(0x2f);
     w.ok(Command::StartWorkflow(StartWorkflow {
@@ -316,8 +313,8 @@ fn a_candidate_failed_beside_cannot_be_accepted() {
     let advance = |w: &mut World, phase, version| {
         w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }))
     };
-    advance(&mut w, Phase::Plan, 2);
-    advance(&mut w, Phase::Implement, 3);
+    advance(w, Phase::Plan, 2);
+    advance(w, Phase::Implement, 3);
     w.ok(Command::OpenGeneration(OpenGeneration {
         generation_id: lid(0x88),
         workflow_id: wf2,
@@ -341,6 +338,21 @@ fn a_candidate_failed_beside_cannot_be_accepted() {
         candidate_digest: x,
         change_set_digest: digest_of("change set"),
     }));
+    x
+}
+
+/// Two workflows of one goal run side by side: the second freezes X before the
+/// first judges it; once the first's check fails, the second cannot ACCEPT X (outside
+/// review 20, second pass: the same bytes stood both rejected and accepted).
+#[test]
+fn a_candidate_failed_beside_cannot_be_accepted() {
+    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    let mut w = World::at(Stage::Frozen);
+    let x = two_workflows_froze_the_same_bytes(&mut w);
+    let wf2 = lid(0x2f);
+    let advance = |w: &mut World, phase, version| {
+        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }))
+    };
     // The first workflow's check of X fails.
     w.with(|s| {
         s.advance(Phase::EvidenceBuild)?;
@@ -415,4 +427,50 @@ fn a_result_made_stale_after_it_finished_does_not_freeze() {
     // A new Attempt on the same generation sees the decision; its result freezes.
     implement(&mut w, 0x66, 0x76);
     w.ok(freeze);
+}
+
+/// The reverse order (outside review 20, fourth pass: the second workflow accepted X, then
+/// the first recorded X failing and rejected it — one goal held both): an ACCEPT waits while
+/// another open generation of the goal holds the same bytes undecided; once that one is
+/// closed without a failing check, the ACCEPT stands, and the bytes are judged for the goal.
+#[test]
+fn bytes_awaiting_judgment_elsewhere_cannot_be_accepted_first() {
+    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    let mut w = World::at(Stage::Frozen);
+    let x = two_workflows_froze_the_same_bytes(&mut w);
+    let wf2 = lid(0x2f);
+    for (phase, version) in [(Phase::EvidenceBuild, 4), (Phase::FinalVerify, 5)] {
+        if phase == Phase::FinalVerify {
+            w.ok(Command::RecordEvidence(RecordEvidence {
+                evidence_id: lid(0x98),
+                workflow_id: wf2,
+                generation_id: lid(0x88),
+                candidate_digest: x,
+                obligation_id: lid(OBLIGATION),
+                check_spec_id: lid(CHECK_SPEC),
+                check_spec_digest: digest_of("check: cargo test parser::trailing"),
+                result: CheckResult::Pass,
+                detail: "passed".into(),
+            }));
+        }
+        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }));
+    }
+    let accept = Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa8),
+        workflow_id: wf2,
+        generation_id: lid(0x88),
+        verdict: Verdict::Accept,
+        evidence_ids: None,
+        reasons: vec!["passed".into()],
+    });
+    let err = w.fails(accept.clone());
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::Verdict), "{err}");
+    assert!(err.to_string().contains("not yet judged"), "{err}");
+    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(WORKFLOW),
+        workflow_version: version,
+        reason: "the other workflow judges these bytes".into(),
+    }));
+    w.ok(accept);
 }

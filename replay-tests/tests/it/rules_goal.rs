@@ -251,6 +251,8 @@ fn invisible_characters_that_carry_no_meaning_are_refused() {
         "the\u{2002}\u{FE05}the".into(),
         "the\u{3000}\u{FE0F}the".into(),
         "caf\u{E9}\u{F0041}\u{E9}".into(),
+        "caf\u{E9}\u{FDD0}\u{E9}".into(),
+        "fix\u{FFFE} it".into(),
     ];
     for (i, text) in cases.into_iter().enumerate() {
         let mut c = goal_content();
