@@ -179,7 +179,9 @@ pub enum PlanError {
     UnknownProfile(String, String),
     #[error("unknown source id {0:?}")]
     UnknownId(String),
-    #[error("{0:?} is both included and excluded")]
+    #[error(
+        "{0:?} is both included and excluded (a `set` keeps the configured include and exclude lists unless given; --clear-filters starts from none)"
+    )]
     IncludedAndExcluded(String),
     #[error("{0:?} is given twice in --{1}")]
     Duplicate(String, &'static str),

@@ -473,4 +473,44 @@ fn bytes_awaiting_judgment_elsewhere_cannot_be_accepted_first() {
         reason: "the other workflow judges these bytes".into(),
     }));
     w.ok(accept);
+    // Judged once per goal: a third workflow does not freeze the accepted bytes again.
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::{ResultKind, ThreadChoice};
+    let wf3 = lid(0x3f);
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: wf3,
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROFILE),
+        plan: None,
+    }));
+    for (phase, version) in [(Phase::Plan, 2), (Phase::Implement, 3)] {
+        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf3, phase, version }));
+    }
+    w.ok(Command::OpenGeneration(OpenGeneration {
+        generation_id: lid(0x89),
+        workflow_id: wf3,
+        base_digest: digest_of("repo@9f1c2e0"),
+    }));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x6c),
+        workflow_id: wf3,
+        worker_session_id: lid(0x6d),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    }));
+    w.with(|s| {
+        s.claim(lid(0x6c))?;
+        s.deliver(lid(0x6c), 0x7c, payload(WorkerEventKind::CompletionRequest, 1, "done"))?;
+        s.finish(0x6c, ResultKind::CompletionRequest)
+    })
+    .unwrap();
+    let err = w.fails(Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x89),
+        candidate_digest: x,
+        change_set_digest: digest_of("change set"),
+    }));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
+    assert!(err.to_string().contains("was accepted"), "{err}");
 }
