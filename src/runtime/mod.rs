@@ -416,10 +416,11 @@ fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Op
 }
 
 /// A character a text or emoji presentation selector (U+FE0E, U+FE0F) may follow: a symbol
-/// or pictograph with an emoji presentation (©, ®, ‼, ⁉, letterlike symbols to the
-/// supplemental arrows U+2100–U+2BFF, 〰, 〽, ㊗, ㊙, the enclosed and emoji blocks) — not a
-/// letter, a space or general punctuation, where it would carry data and mean nothing
-/// (outside review 20: one after each Cyrillic letter, then one after each U+2002 space).
+/// or pictograph with an emoji presentation (©, ®, ‼, ⁉, the symbols of U+2100–U+2BFF that
+/// have one, the miscellaneous symbols and dingbats, 〰, 〽, ㊗, ㊙, the enclosed and emoji
+/// blocks but regional indicators and skin-tone modifiers) — not a letter, a space, general
+/// punctuation or box drawing, where it would carry data and mean nothing (outside review
+/// 20: one after each Cyrillic letter, after each U+2002 space, after box drawing).
 fn takes_presentation(c: char) -> bool {
     matches!(
         c,
@@ -427,12 +428,35 @@ fn takes_presentation(c: char) -> bool {
             | '\u{00AE}'
             | '\u{203C}'
             | '\u{2049}'
-            | '\u{2100}'..='\u{2BFF}'
+            // The symbols of U+2100–U+2BFF with an emoji variation sequence (Unicode's
+            // emoji-variation-sequences list; box drawing, most arrows and math are not).
+            | '\u{2122}'
+            | '\u{2139}'
+            | '\u{2194}'..='\u{2199}'
+            | '\u{21A9}'..='\u{21AA}'
+            | '\u{231A}'..='\u{231B}'
+            | '\u{2328}'
+            | '\u{23CF}'
+            | '\u{23E9}'..='\u{23F3}'
+            | '\u{23F8}'..='\u{23FA}'
+            | '\u{24C2}'
+            | '\u{25AA}'..='\u{25AB}'
+            | '\u{25B6}'
+            | '\u{25C0}'
+            | '\u{25FB}'..='\u{25FE}'
+            | '\u{2600}'..='\u{27BF}'
+            | '\u{2934}'..='\u{2935}'
+            | '\u{2B05}'..='\u{2B07}'
+            | '\u{2B1B}'..='\u{2B1C}'
+            | '\u{2B50}'
+            | '\u{2B55}'
             | '\u{3030}'
             | '\u{303D}'
             | '\u{3297}'
             | '\u{3299}'
-            | '\u{1F000}'..='\u{1FAFF}'
+            | '\u{1F000}'..='\u{1F1E5}'
+            | '\u{1F200}'..='\u{1F3FA}'
+            | '\u{1F400}'..='\u{1FAFF}'
     )
 }
 

@@ -253,6 +253,8 @@ fn invisible_characters_that_carry_no_meaning_are_refused() {
         "caf\u{E9}\u{F0041}\u{E9}".into(),
         "caf\u{E9}\u{FDD0}\u{E9}".into(),
         "fix\u{FFFE} it".into(),
+        "\u{2500}\u{FE0E}\u{2500}\u{FE0F}".into(),
+        "flag \u{1F1EB}\u{FE0F}".into(),
     ];
     for (i, text) in cases.into_iter().enumerate() {
         let mut c = goal_content();
@@ -267,7 +269,7 @@ fn invisible_characters_that_carry_no_meaning_are_refused() {
     }
     for (i, text) in [
         "\u{FEFF}fix the parser",
-        "ship it ❤\u{FE0F} now, 👨\u{200D}👩\u{200D}👧 and 🏳\u{FE0F}\u{200D}🌈, press 1\u{FE0F}\u{20E3}",
+        "ship it ❤\u{FE0F} now, 👨\u{200D}👩\u{200D}👧 and 🏳\u{FE0F}\u{200D}🌈, press 1\u{FE0F}\u{20E3}, ™\u{FE0F} ↔\u{FE0F} ⭐\u{FE0F} ☀\u{FE0E}",
         "葛\u{E0100}城 and 辻\u{E0101}",
         "\u{645}\u{6CC}\u{200C}\u{62E}\u{648}\u{627}\u{647}\u{645} (Persian)",
         "\u{5E9}\u{5DC}\u{5D5}\u{5DD} C++\u{200E} is fine",
