@@ -253,7 +253,23 @@ fn check_result_current(
         return Ok(());
     };
     let Some(recorded) = state.attempts.get(&attempt) else { return Ok(()) };
-    let Some(detail) = staleness_of(registry, &as_running, &binding, recorded)? else { return Ok(()) };
+    let detail = match used {
+        ResultUse::Freeze => staleness_of(registry, &as_running, &binding, recorded)?,
+        // An ACCEPT is held to the bound inputs of the result's context (a fact, a decision,
+        // a source, an obligation, …: the manifest compiles, to another digest). A context
+        // that no longer compiles at all is left to the freeze and to ACCEPT's own rules:
+        // it is what a profile change after the freeze does to an Attempt that carries a
+        // task selection (its receipt is tied to the profile revision), and seed 003 keeps
+        // the work of an existing session (outside review 20, fifth pass: ACCEPT of a
+        // passing candidate was refused for good after `profile mode`).
+        ResultUse::Accept => match compile_as(registry, &as_running, &binding, &recorded.compiler_version)? {
+            Ok(compiled) if compiled.manifest_digest != recorded.manifest_digest => {
+                Some(format!("the context compiles to {} now", compiled.manifest_digest))
+            }
+            Ok(_) | Err(_) => None,
+        },
+    };
+    let Some(detail) = detail else { return Ok(()) };
     let (what, then) = match used {
         ResultUse::Freeze => ("generation", "start a new Attempt on the generation"),
         ResultUse::Accept => (

@@ -311,6 +311,9 @@ fn unquote(value: &str) -> String {
 /// Parses a SKILL.md: YAML front matter (the subset skills use: `key: value`, quoted
 /// values, `>`/`|` block scalars and indented blocks under a key) and the body.
 pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
+    // A byte-order mark before the front matter is an encoding signature, not text (outside
+    // review 20, fifth pass: it refused the whole scan).
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut lines = text.lines();
     if lines.next().map(str::trim_end) != Some("---") {
         return Err("no YAML front matter (the first line must be ---)".into());

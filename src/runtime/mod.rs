@@ -411,6 +411,11 @@ fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Op
         }
         '\u{E0000}'..='\u{E0FFF}' => Some("is a TAG or unassigned format character"),
         '\u{FEFF}' if prev.is_none() => None,
+        // A soft hyphen between two letters is a hyphenation hint (German, Dutch, …), and a
+        // joiner or non-joiner after a letter of a script that uses them may end a word
+        // (Malayalam's old-style chillu before a space): outside review 20, fifth pass.
+        '\u{00AD}' if after(char::is_alphabetic) && next.is_some_and(char::is_alphabetic) => None,
+        '\u{200C}' | '\u{200D}' if after(|p| !p.is_ascii() && !p.is_whitespace()) => None,
         _ => ascii_next.then_some("sits next to an ASCII character, where no script uses one"),
     }
 }

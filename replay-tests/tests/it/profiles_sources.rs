@@ -595,3 +595,19 @@ fn hostile_names_are_escaped_in_scan_errors() {
         assert!(err.contains("\\n") || err.contains("\\u{1b}"), "{name}: escaped: {err:?}");
     }
 }
+
+/// A byte-order mark before a SKILL.md's front matter is an encoding signature: the skill
+/// scans, with its name and description (outside review 20, fifth pass: the whole scan was
+/// refused, "no YAML front matter"); the bytes are recorded as they are.
+#[test]
+fn a_skill_md_with_a_byte_order_mark_scans() {
+    let s = Setup::new();
+    let body = "\u{FEFF}---\r\nname: bom\r\ndescription: Saved by an editor that writes a BOM.\r\n---\r\nbody\r\n";
+    write(&s.src.join("skills/bom/SKILL.md"), body);
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let r = registry_of(&s);
+    let bom = r.sources.iter().find(|x| x.id == "skill:bom").unwrap();
+    assert_eq!(bom.description, "Saved by an editor that writes a BOM.");
+    assert_eq!(bom.resources[0].bytes, body.len() as u64, "recorded as it is");
+}

@@ -235,7 +235,7 @@ fn invisible_characters_that_carry_no_meaning_are_refused() {
     let cases: Vec<String> = vec![
         format!("fix the parser {hidden}"),
         "h\u{200B}e\u{200C}l\u{200D}l\u{2060}o".into(),
-        "co\u{00AD}operate".into(),
+        "co-\u{00AD}operate".into(),
         "plain\u{FE0F} text".into(),
         "ascii only\u{200E}".into(),
         "\u{180B}x".into(),
@@ -274,6 +274,9 @@ fn invisible_characters_that_carry_no_meaning_are_refused() {
         "\u{645}\u{6CC}\u{200C}\u{62E}\u{648}\u{627}\u{647}\u{645} (Persian)",
         "\u{5E9}\u{5DC}\u{5D5}\u{5DD} C++\u{200E} is fine",
         "\u{0915}\u{094D}\u{200D}\u{0937}",
+        // Outside review 20, fifth pass: ordinary German and Malayalam.
+        "Donau\u{00AD}dampf\u{00AD}schiff",
+        "\u{0D28}\u{0D4D}\u{200D} \u{0D15}",
     ]
     .into_iter()
     .enumerate()

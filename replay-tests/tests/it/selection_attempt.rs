@@ -597,3 +597,74 @@ fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
         assert_eq!(w.head(), head, "nothing recorded");
     }
 }
+
+/// A profile change after the freeze does not make a passing result unacceptable: an
+/// existing session keeps its context (seed 003), so an ACCEPT is held only to the result's
+/// bound inputs — the manifest compiling to another digest — not to a selection receipt gone
+/// stale with the profile revision (outside review 20, fifth pass: `profile mode` after the
+/// freeze refused the ACCEPT for good). A Human Decision recorded after the freeze still
+/// refuses it.
+#[test]
+fn a_profile_change_after_the_freeze_does_not_block_accept() {
+    use closure_ledger::lifecycle::{digest_of, payload};
+    use closure_ledger::runtime::command::{DecideAcceptance, FreezeGeneration, RecordHumanDecision};
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::{CheckResult, Phase, ResultKind, Verdict};
+    for (profile_change, late_decision) in [(true, false), (false, true)] {
+        let mut w = world("auto");
+        w.with_ledger(|s| s.discover_and_plan()).unwrap();
+        let sel = w.select(&explicit("implement", &["skill:api-design"]), &["--load"]);
+        w.submit(start(0x64, WORKFLOW, Some(receipt(&sel)))).unwrap();
+        w.with_ledger(|s| {
+            s.claim(lid(0x64))?;
+            let t = s.time_ms;
+            s.deliver(lid(0x64), 0x74, payload(WorkerEventKind::CompletionRequest, t, "ready"))?;
+            s.finish(0x64, ResultKind::CompletionRequest)?;
+            s.run(Command::FreezeGeneration(FreezeGeneration {
+                generation_id: lid(0x80),
+                candidate_digest: digest_of("candidate 1"),
+                change_set_digest: digest_of("change set 1"),
+            }))
+        })
+        .unwrap();
+        if profile_change {
+            let status: Value = w.s.json(&["profile", "status"], &["--json"]);
+            let revision = status["revision"].as_u64().unwrap().to_string();
+            let (code, _, err) =
+                w.s.run(&["profile", "mode"], &["suggest", "--expected-revision", &revision]);
+            assert_eq!(code, 0, "{err}");
+        }
+        if late_decision {
+            w.submit(Command::RecordHumanDecision(RecordHumanDecision {
+                decision_id: lid(0x57),
+                goal_id: lid(GOAL),
+                question: "Keep parse()'s API?".into(),
+                answer: "No: it changes.".into(),
+                decided_by: "human:alice".into(),
+            }))
+            .unwrap();
+        }
+        w.with_ledger(|s| {
+            s.advance(Phase::EvidenceBuild)?;
+            s.evidence(0x90, 0x80, CheckResult::Pass, "passed")?;
+            s.advance(Phase::FinalVerify)
+        })
+        .unwrap();
+        let accept = w.submit(Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa0),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict: Verdict::Accept,
+            evidence_ids: None,
+            reasons: vec!["passed".into()],
+        }));
+        if late_decision {
+            let (rule, detail) = refused_rule(accept);
+            assert_eq!(rule, Rule::ManifestStale, "{detail}");
+        } else {
+            accept.unwrap();
+        }
+        let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+}
