@@ -602,7 +602,8 @@ fn hostile_names_are_escaped_in_scan_errors() {
 #[test]
 fn a_skill_md_with_a_byte_order_mark_scans() {
     let s = Setup::new();
-    let body = "\u{FEFF}---\r\nname: bom\r\ndescription: Saved by an editor that writes a BOM.\r\n---\r\nbody\r\n";
+    let body =
+        "\u{FEFF}---\r\nname: bom\r\ndescription: Saved by an editor that writes a BOM.\r\n---\r\nbody\r\n";
     write(&s.src.join("skills/bom/SKILL.md"), body);
     let (code, _, err) = s.scan();
     assert_eq!(code, 0, "{err}");
