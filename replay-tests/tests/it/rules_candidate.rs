@@ -234,8 +234,7 @@ fn a_candidate_that_failed_its_check_is_not_frozen_in_another_workflow() {
 /// The body of the test above; `revised`: the goal is revised with identical content before
 /// the second workflow starts (outside review 20: that re-opened the bytes).
 fn failed_then_frozen_in_another_workflow(revised: bool) {
-    use ledger_schema::events::WorkerEventKind;
-    use ledger_schema::types::{CheckResult, Phase, ResultKind, ThreadChoice};
+    use ledger_schema::types::{CheckResult, Phase};
     let mut w = World::at(Stage::Frozen);
     let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
     w.with(|s| {
@@ -249,39 +248,10 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
         workflow_version: version,
         reason: "start over".into(),
     }));
-    let wf2 = lid(0x2f);
     if revised {
         w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
     }
-    w.ok(Command::StartWorkflow(StartWorkflow {
-        workflow_id: wf2,
-        goal_id: lid(GOAL),
-        goal_revision: if revised { 2 } else { 1 },
-        policy_id: lid(POLICY),
-        profile_id: lid(PROFILE),
-        plan: None,
-    }));
-    for (phase, version) in [(Phase::Plan, 2), (Phase::Implement, 3)] {
-        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }));
-    }
-    w.ok(Command::OpenGeneration(OpenGeneration {
-        generation_id: lid(0x88),
-        workflow_id: wf2,
-        base_digest: digest_of("repo@9f1c2e0"),
-    }));
-    w.ok(Command::StartAttempt(StartAttempt {
-        attempt_id: lid(0x6a),
-        workflow_id: wf2,
-        worker_session_id: lid(0x6b),
-        thread: ThreadChoice::Fresh,
-        selection_receipt: None,
-    }));
-    w.with(|s| {
-        s.claim(lid(0x6a))?;
-        s.deliver(lid(0x6a), 0x7a, payload(WorkerEventKind::CompletionRequest, 1, "done"))?;
-        s.finish(0x6a, ResultKind::CompletionRequest)
-    })
-    .unwrap();
+    implemented_in_a_new_workflow(&mut w, 0x2f, if revised { 2 } else { 1 }, 0x88, 0x6a, 0x7a);
     let freeze = |d| {
         Command::FreezeGeneration(FreezeGeneration {
             generation_id: lid(0x88),
@@ -295,44 +265,56 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
     w.ok(freeze(digest_of("candidate X2")));
 }
 
-/// A world where workflow 1 froze X (generation 0x80, undecided) and workflow 2 (0x2f), of
-/// the same goal, froze X too (generation 0x88) and stands in IMPLEMENT; returns X.
-fn two_workflows_froze_the_same_bytes(w: &mut World) -> ledger_schema::Digest {
+/// Starts workflow `workflow` on the goal at `goal_revision`, advances it to IMPLEMENT, opens
+/// generation `generation` and runs one IMPLEMENT Attempt (`attempt`, session `attempt + 1`,
+/// its completion request event `event`) to its finish: the generation is ready to freeze.
+fn implemented_in_a_new_workflow(
+    w: &mut World,
+    workflow: u128,
+    goal_revision: u32,
+    generation: u128,
+    attempt: u128,
+    event: u128,
+) {
     use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::{Phase, ResultKind, ThreadChoice};
-    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
-    let wf2 = lid(0x2f);
+    let wf = lid(workflow);
     w.ok(Command::StartWorkflow(StartWorkflow {
-        workflow_id: wf2,
+        workflow_id: wf,
         goal_id: lid(GOAL),
-        goal_revision: 1,
+        goal_revision,
         policy_id: lid(POLICY),
         profile_id: lid(PROFILE),
         plan: None,
     }));
-    let advance = |w: &mut World, phase, version| {
-        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }))
-    };
-    advance(w, Phase::Plan, 2);
-    advance(w, Phase::Implement, 3);
+    for (phase, version) in [(Phase::Plan, 2), (Phase::Implement, 3)] {
+        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase, version }));
+    }
     w.ok(Command::OpenGeneration(OpenGeneration {
-        generation_id: lid(0x88),
-        workflow_id: wf2,
+        generation_id: lid(generation),
+        workflow_id: wf,
         base_digest: digest_of("repo@9f1c2e0"),
     }));
     w.ok(Command::StartAttempt(StartAttempt {
-        attempt_id: lid(0x6a),
-        workflow_id: wf2,
-        worker_session_id: lid(0x6b),
+        attempt_id: lid(attempt),
+        workflow_id: wf,
+        worker_session_id: lid(attempt + 1),
         thread: ThreadChoice::Fresh,
         selection_receipt: None,
     }));
     w.with(|s| {
-        s.claim(lid(0x6a))?;
-        s.deliver(lid(0x6a), 0x7a, payload(WorkerEventKind::CompletionRequest, 1, "done"))?;
-        s.finish(0x6a, ResultKind::CompletionRequest)
+        s.claim(lid(attempt))?;
+        s.deliver(lid(attempt), event, payload(WorkerEventKind::CompletionRequest, 1, "done"))?;
+        s.finish(attempt, ResultKind::CompletionRequest)
     })
     .unwrap();
+}
+
+/// A world where workflow 1 froze X (generation 0x80, undecided) and workflow 2 (0x2f), of
+/// the same goal, froze X too (generation 0x88) and stands in IMPLEMENT; returns X.
+fn two_workflows_froze_the_same_bytes(w: &mut World) -> ledger_schema::Digest {
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    implemented_in_a_new_workflow(w, 0x2f, 1, 0x88, 0x6a, 0x7a);
     w.ok(Command::FreezeGeneration(FreezeGeneration {
         generation_id: lid(0x88),
         candidate_digest: x,
@@ -474,38 +456,7 @@ fn bytes_awaiting_judgment_elsewhere_cannot_be_accepted_first() {
     }));
     w.ok(accept);
     // Judged once per goal: a third workflow does not freeze the accepted bytes again.
-    use ledger_schema::events::WorkerEventKind;
-    use ledger_schema::types::{ResultKind, ThreadChoice};
-    let wf3 = lid(0x3f);
-    w.ok(Command::StartWorkflow(StartWorkflow {
-        workflow_id: wf3,
-        goal_id: lid(GOAL),
-        goal_revision: 1,
-        policy_id: lid(POLICY),
-        profile_id: lid(PROFILE),
-        plan: None,
-    }));
-    for (phase, version) in [(Phase::Plan, 2), (Phase::Implement, 3)] {
-        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf3, phase, version }));
-    }
-    w.ok(Command::OpenGeneration(OpenGeneration {
-        generation_id: lid(0x89),
-        workflow_id: wf3,
-        base_digest: digest_of("repo@9f1c2e0"),
-    }));
-    w.ok(Command::StartAttempt(StartAttempt {
-        attempt_id: lid(0x6c),
-        workflow_id: wf3,
-        worker_session_id: lid(0x6d),
-        thread: ThreadChoice::Fresh,
-        selection_receipt: None,
-    }));
-    w.with(|s| {
-        s.claim(lid(0x6c))?;
-        s.deliver(lid(0x6c), 0x7c, payload(WorkerEventKind::CompletionRequest, 1, "done"))?;
-        s.finish(0x6c, ResultKind::CompletionRequest)
-    })
-    .unwrap();
+    implemented_in_a_new_workflow(&mut w, 0x3f, 1, 0x89, 0x6c, 0x7c);
     let err = w.fails(Command::FreezeGeneration(FreezeGeneration {
         generation_id: lid(0x89),
         candidate_digest: x,
