@@ -253,8 +253,8 @@ fn check_result_current(
         return Ok(());
     };
     let Some(recorded) = state.attempts.get(&attempt) else { return Ok(()) };
-    let detail = match used {
-        ResultUse::Freeze => staleness_of(registry, &as_running, &binding, recorded)?,
+    let detail = match staleness_of(registry, &as_running, &binding, recorded)? {
+        None => return Ok(()),
         // An ACCEPT is held to the bound inputs of the result's context (a fact, a decision,
         // a source, an obligation, …: the manifest compiles, to another digest). A context
         // that no longer compiles at all is left to the freeze and to ACCEPT's own rules:
@@ -262,14 +262,9 @@ fn check_result_current(
         // task selection (its receipt is tied to the profile revision), and seed 003 keeps
         // the work of an existing session (outside review 20, fifth pass: ACCEPT of a
         // passing candidate was refused for good after `profile mode`).
-        ResultUse::Accept => match compile_as(registry, &as_running, &binding, &recorded.compiler_version)? {
-            Ok(compiled) if compiled.manifest_digest != recorded.manifest_digest => {
-                Some(format!("the context compiles to {} now", compiled.manifest_digest))
-            }
-            Ok(_) | Err(_) => None,
-        },
+        Some(Stale::Uncompilable(_)) if used == ResultUse::Accept => return Ok(()),
+        Some(stale) => stale,
     };
-    let Some(detail) = detail else { return Ok(()) };
     let (what, then) = match used {
         ResultUse::Freeze => ("generation", "start a new Attempt on the generation"),
         ResultUse::Accept => (
@@ -293,12 +288,29 @@ fn staleness_of(
     state: &State,
     binding: &runtime::AttemptBinding,
     recorded: &runtime::state::AttemptState,
-) -> Result<Option<String>, Refusal> {
+) -> Result<Option<Stale>, Refusal> {
     Ok(match compile_as(registry, state, binding, &recorded.compiler_version)? {
         Ok(compiled) if compiled.manifest_digest == recorded.manifest_digest => None,
-        Ok(compiled) => Some(format!("the context compiles to {} now", compiled.manifest_digest)),
-        Err(error) => Some(format!("the context no longer compiles: {error}")),
+        Ok(compiled) => Some(Stale::Differs(compiled.manifest_digest)),
+        Err(error) => Some(Stale::Uncompilable(error)),
     })
+}
+
+/// How a recorded manifest is no longer what its binding compiles to.
+enum Stale {
+    /// The context compiles, to this other manifest: a bound input changed.
+    Differs(ledger_schema::Digest),
+    /// The context no longer compiles at all.
+    Uncompilable(CompileError),
+}
+
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stale::Differs(digest) => write!(f, "the context compiles to {digest} now"),
+            Stale::Uncompilable(error) => write!(f, "the context no longer compiles: {error}"),
+        }
+    }
 }
 
 /// The currency proof of a dispatch claim: the Attempt's context, recompiled over the state

@@ -264,7 +264,9 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
 /// followed it), owned by the current user, with no permission beyond 0700.
 fn check_tree(root: &Path) -> Result<(), GenerationError> {
     let uid = current_uid()?;
-    let check = |path: &Path| -> Result<bool, GenerationError> {
+    // One entry of the root's own, if present: a real directory (`dir`) or a regular file
+    // with one link, the user's, no wider than the ledger wrote it (0700 / 0600).
+    let check = |path: &Path, dir: bool| -> Result<bool, GenerationError> {
         let m = match fs::symlink_metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
@@ -274,50 +276,31 @@ fn check_tree(root: &Path) -> Result<(), GenerationError> {
         if m.file_type().is_symlink() {
             return Err(unsafe_root(root, &format!("{what} is a symlink")));
         }
-        if !m.is_dir() {
-            return Err(unsafe_root(root, &format!("{what} is not a directory")));
+        let (kind_ok, kind, written) = if dir {
+            (m.is_dir(), "a directory", 0o700)
+        } else {
+            (m.is_file() && m.nlink() == 1, "a regular file with one link", 0o600)
+        };
+        if !kind_ok {
+            return Err(unsafe_root(root, &format!("{what} is not {kind}")));
         }
         if m.uid() != uid {
             return Err(unsafe_root(root, &format!("{what} is not owned by the current user")));
         }
-        if m.mode() & 0o7777 & !0o700 != 0 {
+        if m.mode() & 0o7777 & !written != 0 {
             return Err(unsafe_root(
                 root,
-                &format!("{what} has mode {:o}, wider than 0700", m.mode() & 0o7777),
+                &format!("{what} has mode {:o}, wider than {written:04o}", m.mode() & 0o7777),
             ));
         }
         Ok(true)
     };
-    // A file of the root's own (the owner mark, a receipt): a regular file with one link,
-    // the user's, no wider than 0600 — what the ledger wrote.
-    let check_file = |path: &Path| -> Result<(), GenerationError> {
-        let m = match fs::symlink_metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(GenerationError::Io { path: path.display().to_string(), source: e }),
-        };
-        let what = shown(&path.display().to_string());
-        if !m.is_file() || m.nlink() != 1 {
-            return Err(unsafe_root(root, &format!("{what} is not a regular file with one link")));
-        }
-        if m.uid() != uid {
-            return Err(unsafe_root(root, &format!("{what} is not owned by the current user")));
-        }
-        if m.mode() & 0o7777 & !0o600 != 0 {
-            return Err(unsafe_root(
-                root,
-                &format!("{what} has mode {:o}, wider than 0600", m.mode() & 0o7777),
-            ));
-        }
-        Ok(())
-    };
-    check_file(&root.join(OWNER_FILE))?;
+    check(&root.join(OWNER_FILE), false)?;
     for name in ["receipts", "generations", "stage"] {
         let dir = root.join(name);
-        if check(&dir)? {
+        if check(&dir, true)? {
             for item in fs::read_dir(&dir).map_err(io(&dir))? {
-                let path = item.map_err(io(&dir))?.path();
-                if name == "receipts" { check_file(&path)? } else { check(&path).map(|_| ())? }
+                check(&item.map_err(io(&dir))?.path(), name != "receipts")?;
             }
         }
     }

@@ -366,12 +366,15 @@ fn blank(value: &str) -> bool {
 /// What is left is an invisible character where a script or an emoji uses one, between
 /// non-ASCII characters; each still cannot be followed by another.
 pub(crate) fn hidden(value: &str) -> Option<(char, &'static str)> {
-    let rtl = value.chars().any(right_to_left);
+    // Whether the text has a right-to-left letter: read only if a bidi mark needs it (every
+    // text passes here; almost none holds a mark).
+    let rtl = std::cell::OnceCell::new();
+    let rtl = || *rtl.get_or_init(|| value.chars().any(right_to_left));
     let mut prev: Option<char> = None;
     let mut chars = value.chars().peekable();
     while let Some(c) = chars.next() {
         if invisible(c)
-            && let Some(why) = meaningless(prev, c, chars.peek().copied(), rtl)
+            && let Some(why) = meaningless(prev, c, chars.peek().copied(), &rtl)
         {
             return Some((c, why));
         }
@@ -385,7 +388,12 @@ pub(crate) const IN_A_ROW: &str = "follows another invisible character";
 
 /// Why the invisible `c` between `prev` and `next` carries no meaning, if it does not
 /// (see [`hidden`]).
-fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Option<&'static str> {
+fn meaningless(
+    prev: Option<char>,
+    c: char,
+    next: Option<char>,
+    rtl: &dyn Fn() -> bool,
+) -> Option<&'static str> {
     let after = |f: fn(char) -> bool| prev.is_some_and(f);
     if after(invisible) && !(matches!(prev, Some('\u{FE0E}' | '\u{FE0F}')) && c == '\u{200D}') {
         return Some(IN_A_ROW);
@@ -407,7 +415,7 @@ fn meaningless(prev: Option<char>, c: char, next: Option<char>, rtl: bool) -> Op
         '\u{180B}'..='\u{180D}' | '\u{180F}' => (!after(|p| ('\u{1820}'..='\u{18AF}').contains(&p)))
             .then_some("is a Mongolian variation selector not after a Mongolian letter"),
         '\u{200E}' | '\u{200F}' | '\u{061C}' => {
-            (!rtl).then_some("is a bidi mark in a text without a right-to-left letter")
+            (!rtl()).then_some("is a bidi mark in a text without a right-to-left letter")
         }
         '\u{E0000}'..='\u{E0FFF}' => Some("is a TAG or unassigned format character"),
         '\u{FEFF}' if prev.is_none() => None,
