@@ -180,7 +180,7 @@ fn check_delivery(
 pub fn decide_deliver(state: &State, c: &DeliverWorkerEvent) -> Result<Decided, Rejection> {
     let attempt = get(&state.attempts, c.attempt_id, "attempt")?;
     check_delivery(state, attempt, &c.payload)?;
-    if let Some(&seq) = state.worker_events.get(&c.worker_event_id) {
+    if let Some(seq) = state.worker_events.get(&c.worker_event_id) {
         return Ok(Decided::Redelivered { seq });
     }
     let payload_digest = c.payload.digest();

@@ -193,7 +193,17 @@ impl SegmentReader {
         self.base += self.pos as u64;
         self.pos = 0;
         let more = (want.max(READ_CHUNK_BYTES) as u64).min(self.len - self.read);
-        let got = (&mut self.file).take(more).read_to_end(&mut self.window).map_err(io("read", path))?;
+        let start = self.window.len();
+        let end = start.saturating_add(usize::try_from(more).unwrap_or(usize::MAX));
+        // Room for a chunk and the unread rest of the last one, allocated once (only a
+        // record larger than a chunk grows it): `read_to_end` would double it instead.
+        if self.window.capacity() < end {
+            self.window.reserve_exact(end.max(2 * READ_CHUNK_BYTES) - start);
+        }
+        self.window.resize(end, 0);
+        let got = read_full(&mut self.file, self.window.get_mut(start..).unwrap_or_default())
+            .map_err(io("read", path))?;
+        self.window.truncate(start + got);
         if got == 0 {
             // The file shrank under us: what was read is all there is.
             self.len = self.read;
@@ -201,6 +211,20 @@ impl SegmentReader {
         self.read += got as u64;
         Ok(())
     }
+}
+
+/// Reads until `buf` is full or the file ends; how many bytes were read.
+fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while let Some(rest) = buf.get_mut(got..).filter(|rest| !rest.is_empty()) {
+        match file.read(rest) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// fsync a directory, so a created or renamed entry in it survives a power loss.

@@ -136,7 +136,7 @@ fn redelivery_is_judged_against_the_stored_original() {
         matches!(&results[2], Err(SubmitError::Refused(Refusal::Conflict { original_seq, .. })) if *original_seq == first.seq)
     );
     assert_eq!(w.ledger.store().frames().len(), frames + 1, "one frame, one entry");
-    assert_eq!(w.ledger.state().worker_events.get(&lid(0x72)), Some(&first.seq));
+    assert_eq!(w.ledger.state().worker_events.get(&lid(0x72)), Some(first.seq));
 }
 
 /// A delivery for an ended attempt or another manifest becomes only an ignored receipt.
