@@ -228,14 +228,6 @@ fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, attempts: V
     }
 }
 
-/// The currency proof of a result (seed 000, "Context Invalidation": "An in-flight worker
-/// may finish, but its result is evaluated against the current Attempt and manifest. Stale
-/// results cannot advance the workflow"): a generation freezes on the work of its latest
-/// finished COMPLETION_REQUEST Attempt ([`runtime::result_binding`]), whose context,
-/// recompiled as while it ran by the compiler its manifest names, must still be exactly its
-/// manifest. A fact confirmed or invalidated, a human decision, a project source, a scenario,
-/// an obligation or a blocker recorded after the Attempt finished changes it
-/// (`ManifestStale`): start a new Attempt on the generation.
 /// What a result is used for: a freeze of its generation, or an ACCEPT of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ResultUse {
@@ -243,6 +235,15 @@ enum ResultUse {
     Accept,
 }
 
+/// The currency proof of a result (seed 000, "Context Invalidation": "An in-flight worker
+/// may finish, but its result is evaluated against the current Attempt and manifest. Stale
+/// results cannot advance the workflow"): a generation freezes on, and an ACCEPT stands on,
+/// the work of its latest finished COMPLETION_REQUEST Attempt ([`runtime::result_binding`]),
+/// whose context, recompiled as while it ran by the compiler its manifest names (its task
+/// selection as decided), must still be exactly its manifest. A fact confirmed or
+/// invalidated, a human decision, a project source, a scenario, an obligation or a blocker
+/// recorded after the Attempt finished changes it, and so does a context that no longer
+/// compiles (`ManifestStale`): start a new Attempt on the generation.
 fn check_result_current(
     registry: &Registry<'_>,
     state: &State,
@@ -253,18 +254,12 @@ fn check_result_current(
         return Ok(());
     };
     let Some(recorded) = state.attempts.get(&attempt) else { return Ok(()) };
-    let detail = match staleness_of(registry, &as_running, &binding, recorded)? {
-        None => return Ok(()),
-        // An ACCEPT is held to the bound inputs of the result's context (a fact, a decision,
-        // a source, an obligation, …: the manifest compiles, to another digest). A context
-        // that no longer compiles at all is left to the freeze and to ACCEPT's own rules:
-        // it is what a profile change after the freeze does to an Attempt that carries a
-        // task selection (its receipt is tied to the profile revision), and seed 003 keeps
-        // the work of an existing session (outside review 20, fifth pass: ACCEPT of a
-        // passing candidate was refused for good after `profile mode`).
-        Some(Stale::Uncompilable(_)) if used == ResultUse::Accept => return Ok(()),
-        Some(stale) => stale,
-    };
+    // A context that no longer compiles fails closed, for a freeze and an ACCEPT alike (a
+    // decision too large for its required budget cannot be shown not to change it: outside
+    // review 21). A task selection is held to what it was decided over, not to the profile
+    // configured since ([`runtime::result_binding`]: seed 003 keeps an existing session's
+    // context), so a profile change alone does not make a result stale.
+    let Some(detail) = staleness_of(registry, &as_running, &binding, recorded)? else { return Ok(()) };
     let (what, then) = match used {
         ResultUse::Freeze => ("generation", "start a new Attempt on the generation"),
         ResultUse::Accept => (

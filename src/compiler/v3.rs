@@ -68,7 +68,8 @@ pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, Comp
 /// required resource without the instructions that use it, or a skill without its
 /// dependencies).
 fn selected_sources(state: &State, b: &AttemptBinding, receipt: Digest) -> Result<Vec<Item>, CompileError> {
-    let (selection, material) = attempt_material(state, receipt, b.goal_id, b.goal_revision, b.phase)?;
+    let (selection, material) =
+        attempt_material(state, receipt, b.goal_id, b.goal_revision, b.phase, b.selection_currency)?;
     if material.is_empty() {
         // A `none` decision: the manifest binds the receipt, nothing is rendered.
         return Ok(Vec::new());

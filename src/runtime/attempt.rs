@@ -10,6 +10,7 @@ use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice};
 use ledger_schema::{Digest, Event, Id};
 
 use super::command::{CancelAttempt, ClaimDispatch, FailAttempt, FinishAttempt, StartAttempt};
+use super::selection::SelectionCurrency;
 use super::state::{AttemptState, AttemptStatus, GenerationStatus, State, WorkflowState};
 use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow, required_text};
 
@@ -33,6 +34,9 @@ pub struct AttemptBinding {
     /// The `receiptDigest` of the task selection the context carries (issue #15), checked
     /// by [`super::selection::attempt_material`].
     pub selection: Option<Digest>,
+    /// What that selection is held to: the configured profile, or — for a finished
+    /// result's currency proof ([`result_binding`]) — the selection as decided.
+    pub selection_currency: SelectionCurrency,
 }
 
 /// The result kind a phase's response contract allows (`None`: no worker Attempts).
@@ -77,8 +81,15 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
     check_thread(state, wf, c, generation.map(|g| g.0))?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     if let Some(receipt) = c.selection_receipt {
-        super::selection::attempt_material(state, receipt, wf.goal_id, goal.revision, wf.phase)
-            .map_err(|e| super::violation(Rule::AttemptSelection, e.to_string()))?;
+        super::selection::attempt_material(
+            state,
+            receipt,
+            wf.goal_id,
+            goal.revision,
+            wf.phase,
+            SelectionCurrency::Configured,
+        )
+        .map_err(|e| super::violation(Rule::AttemptSelection, e.to_string()))?;
     }
     Ok(AttemptBinding {
         attempt_id: c.attempt_id,
@@ -94,6 +105,7 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
         profile: wf.profile,
         policy: wf.policy,
         selection: c.selection_receipt,
+        selection_currency: SelectionCurrency::Configured,
     })
 }
 
@@ -199,7 +211,12 @@ pub fn result_binding(state: &State, generation_id: Id) -> Option<(Id, State, At
     wf.closed = false;
     wf.active_generation = Some(generation_id);
     as_running.generations.get_mut(&generation_id)?.status = GenerationStatus::Mutable;
-    let binding = binding_now(&as_running, attempt_id, AttemptStatus::Dispatched)?;
+    // The task selection as it was decided: a profile change after the result does not
+    // make it stale (seed 003 keeps an existing session's context).
+    let binding = AttemptBinding {
+        selection_currency: SelectionCurrency::AsDecided,
+        ..binding_now(&as_running, attempt_id, AttemptStatus::Dispatched)?
+    };
     Some((attempt_id, as_running, binding))
 }
 
@@ -278,6 +295,7 @@ fn binding_now(state: &State, attempt_id: Id, status: AttemptStatus) -> Option<A
         profile: wf.profile,
         policy: wf.policy,
         selection: a.selection_receipt,
+        selection_currency: SelectionCurrency::Configured,
     })
 }
 

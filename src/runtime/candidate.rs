@@ -141,17 +141,35 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
         super::wire(&wf.phase)
     );
     // The frozen bytes are a Worker's work: an IMPLEMENT Attempt bound to this exact
-    // generation finished with a completion request.
-    let worked = state.attempts.values().any(|a| {
-        a.generation_id == Some(e.generation_id)
-            && a.status == AttemptStatus::Finished { result_kind: ResultKind::CompletionRequest }
-    });
+    // generation finished with a completion request, and no Attempt dispatched on it after
+    // that one ended otherwise — a worker that failed or was cancelled mid-edit may have
+    // left half its work in the candidate, which no result vouches for (outside review 21).
+    let finished = AttemptStatus::Finished { result_kind: ResultKind::CompletionRequest };
+    let last_dispatched = state
+        .attempts
+        .iter()
+        .filter(|(_, a)| a.generation_id == Some(e.generation_id) && a.dispatched)
+        .max_by_key(|(_, a)| a.seq);
     ensure!(
-        worked,
+        state.attempts.values().any(|a| a.generation_id == Some(e.generation_id) && a.status == finished),
         Rule::CandidateWork,
         "generation {} has no finished COMPLETION_REQUEST Attempt",
         e.generation_id
     );
+    if let Some((id, a)) = last_dispatched.filter(|(_, a)| a.status != finished) {
+        let ended = match a.status {
+            AttemptStatus::Failed => "failed",
+            AttemptStatus::Cancelled { .. } => "was cancelled",
+            _ => "did not finish with a completion request",
+        };
+        return Err(super::violation(
+            Rule::CandidateWork,
+            format!(
+                "generation {}'s last dispatched Attempt {id} {ended} after the result a freeze would stand on: it may have changed the candidate; start a new Attempt on the generation",
+                e.generation_id
+            ),
+        ));
+    }
     // A repair child that freezes the parent's exact bytes repaired nothing: its checks
     // would re-run the failed candidate (a failing record is never laundered by re-running).
     ensure!(

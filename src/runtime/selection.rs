@@ -979,19 +979,36 @@ pub struct Material<'s> {
     pub text: &'s str,
 }
 
+/// What a task selection an Attempt carries is held to besides its goal, phase and bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SelectionCurrency {
+    /// The configured profile: the selection's profile revision is the configured one, not
+    /// in suggest mode, with the plan and routable triggers it was decided over (an
+    /// Attempt's start, its dispatch claim, a dispatched Attempt's context).
+    #[default]
+    Configured,
+    /// The selection as it was decided: a finished result's currency proof (a freeze, an
+    /// ACCEPT). Seed 003 keeps an existing session's context through a profile change, so
+    /// a later profile revision does not make the result stale; its loaded bytes must still
+    /// be the registry's, and every other bound input is checked as ever.
+    AsDecided,
+}
+
 /// The selection `receipt` an Attempt of `goal_id` at `goal_revision` in `phase` may carry,
 /// checked over the state: recorded; completed (`selected` or `none`, never pending); made
 /// for a workflow (not `noWorkflow`); loaded when it selected anything; for this goal (its
-/// `taskId` is the goal id), this goal revision and this phase (its wire name); its
-/// binding still current (the configured plan and the routable sources' triggers are the
-/// ones it was decided over: no source drift, no profile change since); every loaded
-/// resource still in the registry with its recorded digest, as UTF-8 text.
+/// `taskId` is the goal id), this goal revision and this phase (its wire name); under
+/// [`SelectionCurrency::Configured`], its binding still current (the configured plan and
+/// the routable sources' triggers are the ones it was decided over: no source drift, no
+/// profile change since); every loaded resource still in the registry with its recorded
+/// digest, as UTF-8 text.
 pub fn attempt_material<'s>(
     state: &'s State,
     receipt: Digest,
     goal_id: Id,
     goal_revision: u32,
     phase: Phase,
+    currency: SelectionCurrency,
 ) -> Result<(&'s SelectionState, Vec<Material<'s>>), AttemptSelectionError> {
     use AttemptSelectionError as E;
     let s = state.selections.by_receipt.get(&receipt).ok_or(E::Unknown(receipt))?;
@@ -1014,27 +1031,14 @@ pub fn attempt_material<'s>(
     if !s.phase.eq_ignore_ascii_case(&current) {
         return Err(E::OtherPhase { receipt, selected: s.phase.clone(), current });
     }
-    let stale = |why: String| E::Stale { receipt, why };
-    let (plan, registry, revision, _) = configured(state).map_err(|e| stale(e.to_string()))?;
-    if revision != s.profile_revision {
-        return Err(stale(format!(
-            "the profile is at revision {revision}, the selection resolved against revision {}",
-            s.profile_revision
-        )));
-    }
-    if plan.selection_mode == SelectionMode::Suggest {
-        return Err(E::Suggest(receipt));
-    }
-    if plan.digest() != s.plan_digest {
-        return Err(stale(format!(
-            "the configured plan is {} now, it was decided over {}",
-            plan.digest(),
-            s.plan_digest
-        )));
-    }
-    if trigger_digest(&routable(&plan, registry)) != s.trigger_digest {
-        return Err(stale("the routable sources' triggers changed".to_owned()));
-    }
+    let registry = match currency {
+        SelectionCurrency::Configured => configured_for(state, s, receipt)?,
+        SelectionCurrency::AsDecided => state
+            .context_profiles
+            .registry
+            .as_deref()
+            .ok_or_else(|| E::Stale { receipt, why: SelectionError::NotConfigured.to_string() })?,
+    };
     let sources = by_id(registry);
     let mut material = Vec::with_capacity(s.resources.len());
     for r in &s.resources {
@@ -1058,4 +1062,37 @@ pub fn attempt_material<'s>(
         material.push(Material { resource: r, text });
     }
     Ok((s, material))
+}
+
+/// The registry a selection is checked against under [`SelectionCurrency::Configured`]:
+/// the configured one, the selection's profile revision still the configured revision, not
+/// in suggest mode, its plan and routable triggers the ones it was decided over.
+fn configured_for<'s>(
+    state: &'s State,
+    s: &SelectionState,
+    receipt: Digest,
+) -> Result<&'s Registry, AttemptSelectionError> {
+    use AttemptSelectionError as E;
+    let stale = |why: String| E::Stale { receipt, why };
+    let (plan, registry, revision, _) = configured(state).map_err(|e| stale(e.to_string()))?;
+    if revision != s.profile_revision {
+        return Err(stale(format!(
+            "the profile is at revision {revision}, the selection resolved against revision {}",
+            s.profile_revision
+        )));
+    }
+    if plan.selection_mode == SelectionMode::Suggest {
+        return Err(E::Suggest(receipt));
+    }
+    if plan.digest() != s.plan_digest {
+        return Err(stale(format!(
+            "the configured plan is {} now, it was decided over {}",
+            plan.digest(),
+            s.plan_digest
+        )));
+    }
+    if trigger_digest(&routable(&plan, registry)) != s.trigger_digest {
+        return Err(stale("the routable sources' triggers changed".to_owned()));
+    }
+    Ok(registry)
 }

@@ -146,6 +146,67 @@ fn candidate_work_freeze_needs_a_finished_attempt() {
     w.ok(freeze(0x80));
 }
 
+/// A freeze stands on the generation's last dispatched Attempt: one dispatched after the
+/// finished result that then failed or was cancelled may have left half its edits in the
+/// candidate, so the freeze waits for a new finished Attempt (outside review 21: the freeze
+/// stood on the earlier result). An Attempt cancelled before its dispatch never ran and
+/// does not count. Refused as a command and as a forged event.
+#[test]
+fn candidate_work_freeze_stands_on_the_last_dispatched_attempt() {
+    use ledger_schema::events::WorkerEventKind;
+    for crash in ["failed", "cancelled"] {
+        let mut w = World::at(Stage::Implementing);
+        implement(&mut w, 0x64, 0x65, 0x74);
+        w.with(|s| {
+            s.start(0x66, 0x67)?;
+            s.claim(lid(0x66))?;
+            let t = s.time_ms;
+            s.deliver(
+                lid(0x66),
+                0x76,
+                payload(WorkerEventKind::ToolActivity, t, "edited src/parser.rs (half)"),
+            )?;
+            let version = s.ledger.state().workflows[&lid(WORKFLOW)].version;
+            s.run(match crash {
+                "failed" => {
+                    Command::FailAttempt(FailAttempt { attempt_id: lid(0x66), reason: "crashed".to_owned() })
+                }
+                _ => Command::CancelAttempt(CancelAttempt {
+                    attempt_id: lid(0x66),
+                    workflow_version: version,
+                    reason: "stopped".to_owned(),
+                }),
+            })
+        })
+        .unwrap();
+        let err = w.fails(freeze(0x80));
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{crash}: {err}");
+        assert!(err.to_string().contains("last dispatched Attempt"), "{crash}: {err}");
+        w.forged(
+            Event::GenerationFrozen(ledger_schema::events::GenerationFrozen {
+                generation_id: lid(0x80),
+                candidate_digest: digest_of("c"),
+                change_set_digest: digest_of("cs"),
+            }),
+            Rule::CandidateWork,
+        );
+        // One started and cancelled before its dispatch never ran: it does not count.
+        w.with(|s| {
+            s.start(0x68, 0x69)?;
+            let version = s.ledger.state().workflows[&lid(WORKFLOW)].version;
+            s.run(Command::CancelAttempt(CancelAttempt {
+                attempt_id: lid(0x68),
+                workflow_version: version,
+                reason: "not needed".to_owned(),
+            }))
+        })
+        .unwrap();
+        w.refused(freeze(0x80), Rule::CandidateWork);
+        implement(&mut w, 0x6a, 0x6b, 0x7a);
+        w.ok(freeze(0x80));
+    }
+}
+
 /// A failed check is not laundered through a no-change repair: the repair child needs a
 /// finished repair Attempt, and it cannot freeze the parent's exact candidate digest.
 #[test]

@@ -598,19 +598,35 @@ fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
     }
 }
 
-/// A profile change after the freeze does not make a passing result unacceptable: an
-/// existing session keeps its context (seed 003), so an ACCEPT is held only to the result's
-/// bound inputs — the manifest compiling to another digest — not to a selection receipt gone
-/// stale with the profile revision (outside review 20, fifth pass: `profile mode` after the
-/// freeze refused the ACCEPT for good). A Human Decision recorded after the freeze still
-/// refuses it.
+/// A profile change after the result does not make a passing result unacceptable: an
+/// existing session keeps its context (seed 003), so a freeze and an ACCEPT hold the task
+/// selection to what it was decided over, not to the profile configured since (outside
+/// review 20, fifth pass: `profile mode` after the freeze refused the ACCEPT for good;
+/// review 21: it also refused the freeze). Every other bound input is held as ever: a Human
+/// Decision recorded after the freeze refuses the ACCEPT, with or without a profile change,
+/// and so does one too large for its required budget — a context that no longer compiles
+/// fails closed (review 21: it was admitted).
 #[test]
-fn a_profile_change_after_the_freeze_does_not_block_accept() {
+fn a_profile_change_after_the_result_does_not_block_freeze_or_accept() {
     use closure_ledger::lifecycle::{digest_of, payload};
     use closure_ledger::runtime::command::{DecideAcceptance, FreezeGeneration, RecordHumanDecision};
     use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::{CheckResult, Phase, ResultKind, Verdict};
-    for (profile_change, late_decision) in [(true, false), (false, true)] {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Change {
+        None,
+        BeforeFreeze,
+        AfterFreeze,
+    }
+    let huge = "Do not accept. ".repeat(2_600); // 39,000 bytes: over the 32 KiB class budget
+    let cases = [
+        ("profile change after the freeze", Change::AfterFreeze, None, true),
+        ("profile change before the freeze", Change::BeforeFreeze, None, true),
+        ("late decision", Change::None, Some("No: it changes."), false),
+        ("profile change and a late decision", Change::AfterFreeze, Some("No: it changes."), false),
+        ("decision over its budget", Change::None, Some(huge.as_str()), false),
+    ];
+    for (case, change, late_decision, accepted) in cases {
         let mut w = world("auto");
         w.with_ledger(|s| s.discover_and_plan()).unwrap();
         let sel = w.select(&explicit("implement", &["skill:api-design"]), &["--load"]);
@@ -619,27 +635,34 @@ fn a_profile_change_after_the_freeze_does_not_block_accept() {
             s.claim(lid(0x64))?;
             let t = s.time_ms;
             s.deliver(lid(0x64), 0x74, payload(WorkerEventKind::CompletionRequest, t, "ready"))?;
-            s.finish(0x64, ResultKind::CompletionRequest)?;
-            s.run(Command::FreezeGeneration(FreezeGeneration {
-                generation_id: lid(0x80),
-                candidate_digest: digest_of("candidate 1"),
-                change_set_digest: digest_of("change set 1"),
-            }))
+            s.finish(0x64, ResultKind::CompletionRequest)
         })
         .unwrap();
-        if profile_change {
+        let profile_change = |w: &mut World| {
             let status: Value = w.s.json(&["profile", "status"], &["--json"]);
             let revision = status["revision"].as_u64().unwrap().to_string();
             let (code, _, err) =
                 w.s.run(&["profile", "mode"], &["suggest", "--expected-revision", &revision]);
-            assert_eq!(code, 0, "{err}");
+            assert_eq!(code, 0, "{case}: {err}");
+        };
+        if change == Change::BeforeFreeze {
+            profile_change(&mut w);
         }
-        if late_decision {
+        w.submit(Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(0x80),
+            candidate_digest: digest_of("candidate 1"),
+            change_set_digest: digest_of("change set 1"),
+        }))
+        .unwrap_or_else(|e| panic!("{case}: the freeze: {e}"));
+        if change == Change::AfterFreeze {
+            profile_change(&mut w);
+        }
+        if let Some(answer) = late_decision {
             w.submit(Command::RecordHumanDecision(RecordHumanDecision {
                 decision_id: lid(0x57),
                 goal_id: lid(GOAL),
                 question: "Keep parse()'s API?".into(),
-                answer: "No: it changes.".into(),
+                answer: answer.into(),
                 decided_by: "human:alice".into(),
             }))
             .unwrap();
@@ -658,13 +681,13 @@ fn a_profile_change_after_the_freeze_does_not_block_accept() {
             evidence_ids: None,
             reasons: vec!["passed".into()],
         }));
-        if late_decision {
-            let (rule, detail) = refused_rule(accept);
-            assert_eq!(rule, Rule::ManifestStale, "{detail}");
+        if accepted {
+            accept.unwrap_or_else(|e| panic!("{case}: {e}"));
         } else {
-            accept.unwrap();
+            let (rule, detail) = refused_rule(accept);
+            assert_eq!(rule, Rule::ManifestStale, "{case}: {detail}");
         }
         let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
-        assert_eq!(code, 0, "{out}{err}");
+        assert_eq!(code, 0, "{case}: {out}{err}");
     }
 }
