@@ -466,6 +466,16 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     let cp = &state.context_profiles;
     let report = status_of(cp, root, "status")?;
     if let Some(c) = cp.current() {
+        // Another state root than the configured one holds no generation of this profile:
+        // say so, as `rollback` does, rather than fail on a missing directory in it.
+        if let Some(given) = root.map(root_string).transpose()?
+            && given != c.state_root
+        {
+            return Err(ProfileError::Refused(format!(
+                "the configured state root is {}, not {given}",
+                c.state_root
+            )));
+        }
         let root = root.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&c.state_root));
         // The state root as `set` requires it (owned, 0700, no symlink in it or its own
         // directories), before anything in it is read.

@@ -186,6 +186,16 @@ pub fn apply_advanced(state: &mut State, e: &PhaseAdvanced) -> Result<(), RuleVi
             "leaving IMPLEMENT needs the active Candidate generation frozen"
         );
     }
+    if wf.phase == Phase::EvidenceBuild && forward {
+        // FINAL_VERIFY decides over the Evidence Set; without one no verdict is admissible
+        // and the workflow could only be cancelled (outside review 21).
+        let generation = wf.active_generation.unwrap_or_default();
+        ensure!(
+            !super::evidence::evidence_set(state, generation).is_empty(),
+            Rule::PhaseTransition,
+            "FINAL_VERIFY decides over Evidence: record a check of generation {generation} first (its Evidence Set is empty)"
+        );
+    }
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
         wf.phase = e.phase;
         wf.version = e.version;

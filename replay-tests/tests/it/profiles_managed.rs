@@ -65,6 +65,14 @@ fn full_lean_full_and_rollback_toggles() {
     let st = ok(status(&s));
     assert_eq!(st["revision"], 5);
     assert_eq!(st["recoveryRequired"], false);
+    // Another state root than the configured one is named, not read (outside review 21: a
+    // raw "No such file or directory" on a generation path in it).
+    let other = s.tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (code, _, err) = s.run(&["profile", "status"], &["--state-root", other.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("configured state root is") && !err.contains("os error"), "{err}");
     assert!(Path::new(st["generationRoot"].as_str().unwrap()).join("manifest.json").is_file());
     let (code, out, err) = cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");

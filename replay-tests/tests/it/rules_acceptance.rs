@@ -193,11 +193,17 @@ fn evidence_set_is_computed() {
     assert_eq!(named.state().decisions.get(&lid(0xa5)), Some(&d));
 }
 
-/// A decision over no evidence at all is refused: the computed set is empty.
+/// No decision is made over no evidence at all: FINAL_VERIFY is not reached with an empty
+/// Evidence Set (`PhaseTransition`), and naming no evidence where the set has some is
+/// refused (`EvidenceSet`).
 #[test]
 fn evidence_set_empty() {
-    let mut w = verifying(&[]);
-    w.refused(decide_computed(Verdict::RejectTerminal), Rule::EvidenceSet);
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
+    let err = w.with(|s| s.advance(Phase::FinalVerify)).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PhaseTransition), "{err}");
+    let mut w = verifying(&[CheckResult::Pass]);
+    w.refused(decide(Verdict::RejectTerminal, &[]), Rule::EvidenceSet);
 }
 
 /// ACCEPT closes the workflow as done; an unresolved blocker raised on it says it is not

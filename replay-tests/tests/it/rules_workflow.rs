@@ -105,6 +105,22 @@ fn phase_transition_needs_a_frozen_candidate() {
     w.refused(advance(Phase::EvidenceBuild, 4), Rule::PhaseTransition);
 }
 
+/// FINAL_VERIFY decides over the Evidence Set: leaving EVIDENCE_BUILD with none recorded is
+/// refused (outside review 21: every verdict was then refused, a dead end but for cancel).
+#[test]
+fn phase_transition_needs_evidence_for_final_verify() {
+    use ledger_schema::types::CheckResult;
+    let mut w = World::at(Stage::Frozen);
+    let version = |w: &World| w.ledger.state().workflows[&lid(WORKFLOW)].version;
+    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
+    let v = version(&w) + 1;
+    let err = w.fails(advance(Phase::FinalVerify, v));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PhaseTransition), "{err}");
+    assert!(err.to_string().contains("Evidence Set is empty"), "{err}");
+    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Pass, "passed")).unwrap();
+    w.ok(advance(Phase::FinalVerify, v));
+}
+
 /// A phase does not advance under an active attempt.
 #[test]
 fn attempt_active_blocks_advance() {
