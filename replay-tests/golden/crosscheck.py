@@ -17,6 +17,11 @@ omission rule or reason that names a phase, input class or Fact status uses the 
 (the CDDL's enumerations), never a Rust Debug name. The Markdown names the phase by its
 wire name. Finally the claim that compiler/2 changed names only: its packages of the
 reference lifecycle are compiler/1's, byte for byte.
+lifecycle-packages-v3.json (compiler/3) adds a task selection; lifecycle-packages-v4.json
+(compiler/4) adds a goal that recorded one project path twice: every other package is
+compiler/3's byte for byte, each path is delivered once, and every
+`freshness.sourceSuperseded` omission names a delivered record of the path and is not
+delivered itself.
 Run: pip install cbor2 blake3 && python3 replay-tests/golden/crosscheck.py"""
 import json, os, re, sys
 import blake3, cbor2
@@ -111,6 +116,7 @@ WIRE_RULES = [
     re.compile(r"phase\.(" + "|".join(PHASES) + r")\.excludes\.(" + "|".join(CLASSES) + r")"),
     re.compile(r"budget\.(" + "|".join(CLASSES) + r")"),
     re.compile(r"authority\.factNotConfirmed"),
+    re.compile(r"freshness\.sourceSuperseded"),
     re.compile(r"feedback\.(blank|maxItemBytes|maxItems|maxTotalBytes)"),
 ]
 
@@ -199,10 +205,27 @@ for name, a, raw, pkg in v3:
     skills += len(pkg.get("selectedSkills", []))
 check("v3", "golden carries a selection", skills > 0 and any("selectionReceipt" in a for _, a, _, _ in v3))
 
+v4 = packages("lifecycle-packages-v4.json", "closure-ledger-compiler/4")
+for (name, a, raw, pkg), (_, a3, raw3, _) in zip(v4, v3):
+    check(name, "compiler/4 where no path repeats packages as compiler/3", raw == raw3)
+superseded = 0
+for name, a, raw, pkg in v4:
+    m = check_manifest(name, a, pkg, "closure-ledger-compiler/4")
+    paths = [c["path"] for c in pkg["relevantCode"]]
+    check(name, "compiler/4 delivers each project path once", len(paths) == len(set(paths)), paths)
+    delivered = {e["sourceRef"] for e in m["entries"] if e["kind"] == "projectSource"}
+    for o in m["omissionDecisions"]:
+        if o["rule"] == "freshness.sourceSuperseded":
+            superseded += 1
+            newer = re.fullmatch(r"superseded by a later record of its path: (source/[0-9A-Z]+)", o["reason"])
+            check(name, "superseded by a delivered source", bool(newer) and newer.group(1) in delivered, o["reason"])
+            check(name, "a superseded source is not delivered", o["sourceRef"] not in delivered, o["sourceRef"])
+check("v4", "golden supersedes a source", len(v4) == len(v3) + 1 and superseded == 1)
+
 for f in failures:
     print("FAIL", f)
 print(", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
 if failures:
     sys.exit(1)
-print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2 and {len(v3)} compiler/3 golden packages verified "
-      f"({skills} selected skills)")
+print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3 and {len(v4)} compiler/4 golden "
+      f"packages verified ({skills} selected skills, {superseded} superseded source)")

@@ -33,6 +33,8 @@
 mod names;
 mod render;
 
+use std::collections::BTreeMap;
+
 use ledger_schema::codec::{encode_into, record_digest_repeated};
 use ledger_schema::events::PhasePolicy;
 use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
@@ -83,7 +85,7 @@ pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, Comp
     if binding.selection.is_some() {
         return Err(CompileError::SelectionUnsupported { version: VERSION });
     }
-    pipeline(state, binding, VERSION, Vec::new())
+    pipeline(state, binding, VERSION, Vec::new(), SourceRule::Every)
 }
 
 /// The five stages, shared with compiler/3 (`v3.rs`), which records its own `version` and
@@ -95,8 +97,9 @@ pub(super) fn pipeline(
     binding: &AttemptBinding,
     version: &'static str,
     advisory: Vec<Item>,
+    sources: SourceRule,
 ) -> Result<Compiled, CompileError> {
-    let bound = bind_identity(state, binding)?;
+    let bound = Bound { sources, ..bind_identity(state, binding)? };
     let query = query_phase(&bound)?;
     let mut selected = filter_by_authority(state, &bound, &query)?;
     selected.items.extend(advisory);
@@ -146,6 +149,20 @@ struct Bound<'s> {
     goal: &'s GoalState,
     /// The package identity: the binding's fields as the package carries them.
     identity: PackageIdentity,
+    /// Deliver only the latest record of each project path (compiler/4; see
+    /// [`SourceRule`]).
+    sources: SourceRule,
+}
+
+/// Which project sources of the goal a package carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SourceRule {
+    /// Every recorded one (compilers 1–3: two revisions of a path are both delivered).
+    Every,
+    /// Per path, the one recorded last; an earlier record of the path is an omission
+    /// (`freshness.sourceSuperseded`: seed 000, "Reject or label … project excerpts whose
+    /// source digest changed"). Compiler/4.
+    LatestPerPath,
 }
 
 /// Stage 1: the binding the runtime derived, with its policy and goal looked up.
@@ -164,7 +181,7 @@ fn bind_identity<'s>(state: &'s State, b: &'s AttemptBinding) -> Result<Bound<'s
         candidate_base_digest: b.generation.map(|g| g.1),
         plan: b.plan,
     };
-    Ok(Bound { binding: b, policy, goal, identity })
+    Ok(Bound { binding: b, policy, goal, identity, sources: SourceRule::Every })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -529,7 +546,29 @@ fn durable_sources(
         };
         items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Obligation));
     }
+    // Per path, the seq and id of its latest record (only under `LatestPerPath`).
+    let mut latest: BTreeMap<&str, (u64, Id)> = BTreeMap::new();
+    if bound.sources == SourceRule::LatestPerPath {
+        for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+            let newest = latest.entry(s.path.as_str()).or_insert((s.seq, *id));
+            if s.seq > newest.0 {
+                *newest = (s.seq, *id);
+            }
+        }
+    }
     for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        if let Some(&(_, newer)) = latest.get(s.path.as_str()).filter(|(seq, _)| *seq != s.seq) {
+            omissions.push(OmissionDecision {
+                source_ref: id_ref("source/", *id),
+                rule: "freshness.sourceSuperseded".to_owned(),
+                reason: {
+                    let mut r = "superseded by a later record of its path: ".to_owned();
+                    r.push_str(&id_ref("source/", newer));
+                    r
+                },
+            });
+            continue;
+        }
         let value = CodeExcerpt {
             source_id: *id,
             path: s.path.clone(),

@@ -1,4 +1,4 @@
-//! `closure-ledger-compiler/3`: the newest released Context Compiler. It is compiler/2
+//! `closure-ledger-compiler/3`: a released Context Compiler (compiler/4 is the newest). It is compiler/2
 //! (`v2.rs`: the same five stages, selection, order, budgets and package bytes) plus the
 //! **task selection** an Attempt may name (issue #15, seed 003 "Task selection"):
 //!
@@ -25,7 +25,7 @@ use ledger_schema::Digest;
 use ledger_schema::package::{ContextPackage, SelectedSkill};
 use ledger_schema::types::{AuthorityClass, InputClass};
 
-use super::v2::{self, Item, Place, Source, item_in};
+use super::v2::{self, Item, Place, Source, SourceRule, item_in};
 use super::{CompileError, Compiled, Compiler};
 use crate::runtime::AttemptBinding;
 use crate::runtime::selection::attempt_material;
@@ -60,14 +60,18 @@ pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, Comp
         Some(receipt) => selected_sources(state, binding, receipt)?,
         None => Vec::new(),
     };
-    v2::pipeline(state, binding, VERSION, advisory)
+    v2::pipeline(state, binding, VERSION, advisory, SourceRule::Every)
 }
 
 /// The selection `receipt`, checked, as one `PROJECT_MATERIAL` item: its loaded sources
 /// are its dependency closure, so they are kept or omitted whole (a worker never gets a
 /// required resource without the instructions that use it, or a skill without its
 /// dependencies).
-fn selected_sources(state: &State, b: &AttemptBinding, receipt: Digest) -> Result<Vec<Item>, CompileError> {
+pub(super) fn selected_sources(
+    state: &State,
+    b: &AttemptBinding,
+    receipt: Digest,
+) -> Result<Vec<Item>, CompileError> {
     let (selection, material) =
         attempt_material(state, receipt, b.goal_id, b.goal_revision, b.phase, b.selection_currency)?;
     if material.is_empty() {

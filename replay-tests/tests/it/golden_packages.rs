@@ -7,24 +7,30 @@
 //!   "names" Workflow whose manifest records a phase exclusion and a budget omission;
 //!   package and manifest bytes and digests and the Markdown rendering. Frozen with
 //!   compiler/2 (compiler/3 made it an older version): never re-blessed.
-//! - `golden/lifecycle-packages-v3.json`: compiler/3, the newest, on the same cases plus
-//!   an Attempt carrying a task selection (issue #15: `selectedSkills`, `selectionReceipt`,
-//!   PROMPT_ADVISORY entries). The newest compiler's file: a change fails until
+//! - `golden/lifecycle-packages-v3.json`: compiler/3 on the same cases plus an Attempt
+//!   carrying a task selection (issue #15: `selectedSkills`, `selectionReceipt`,
+//!   PROMPT_ADVISORY entries). Frozen with compiler/3 (compiler/4 made it an older
+//!   version): never re-blessed.
+//! - `golden/lifecycle-packages-v4.json`: compiler/4, the newest, on the same cases plus an
+//!   Attempt whose goal recorded one project path twice (the earlier record is an omission,
+//!   `freshness.sourceSuperseded`). The newest compiler's file: a change fails until
 //!   `COMPILER_VERSION` is bumped and the goldens are re-blessed on purpose
 //!   (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which writes
 //!   only this file.
 //!
-//! `golden/crosscheck.py` re-verifies both files independently of the Rust code (Python
+//! `golden/crosscheck.py` re-verifies every file independently of the Rust code (Python
 //! `cbor2` + `blake3`, from docs/format.md): canonical bytes, every digest, every manifest
 //! entry's rendered digest against the package, and the wire names in omission rules.
 
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3};
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
-use closure_ledger::runtime::command::{InstallPolicy, RaiseBlocker, StartAttempt, StartWorkflow};
+use closure_ledger::runtime::command::{
+    InstallPolicy, RaiseBlocker, RecordProjectSource, StartAttempt, StartWorkflow,
+};
 use closure_ledger::runtime::{self, AttemptBinding, Command, State};
 use closure_ledger::store::{MemStore, Store};
 use ledger_schema::events::AttemptStarted;
@@ -110,6 +116,13 @@ fn cases() -> Vec<Case> {
         }))
         .unwrap();
 
+    let cases = cases_of(&ledger);
+    assert_eq!(cases.len(), 5);
+    cases
+}
+
+/// Every Attempt start of `ledger`, with the state before it and its binding.
+fn cases_of(ledger: &Ledger<MemStore>) -> Vec<Case> {
     let mut state = State::default();
     let mut cases = Vec::new();
     for sealed in ledger.store().read_range(0, u64::MAX).unwrap() {
@@ -126,8 +139,32 @@ fn cases() -> Vec<Case> {
         }
         admission::apply(&mut state, &sealed.entry).unwrap();
     }
-    assert_eq!(cases.len(), 5);
     cases
+}
+
+/// The project source the superseded case records over the reference setup's 0x43.
+const NEWER_SOURCE: u128 = 0x44;
+
+/// The superseded-source case: the reference setup (which records `src/config/parser.rs`
+/// at 9f1c2e0 as source 0x43), a second record of that path at another revision, then a
+/// DISCOVERY Attempt.
+fn superseded_case() -> Case {
+    let mut ledger = Ledger::from_store(MemStore::new(LEDGER, "golden", T0)).unwrap();
+    let mut script = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    script.setup().unwrap();
+    script
+        .run(Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(NEWER_SOURCE),
+            goal_id: lid(GOAL),
+            path: "src/config/parser.rs".to_owned(),
+            revision: "a71d3b5".to_owned(),
+            content: "pub fn parse(bytes: &[u8]) -> Result<Config, Error> {\n    let (doc, rest) = document(bytes)?;\n    trailing(rest)?;\n    Ok(doc)\n}\n".to_owned(),
+        }))
+        .unwrap();
+    script.start(0x60, 0x61).unwrap();
+    let mut cases = cases_of(&ledger);
+    assert_eq!(cases.len(), 1);
+    cases.remove(0)
 }
 
 /// Compiler/1's golden: the first four cases (the reference lifecycle) compiled by v1.
@@ -173,21 +210,39 @@ fn v2_now(cases: &[Case]) -> serde_json::Value {
     json!({ "compilerVersion": v2::VERSION, "attempts": attempts })
 }
 
-/// The newest compiler's golden: every case as recorded (re-derived by admission, which
-/// the recorded manifest must match), then the Attempt that carries a task selection.
-fn newest_now(cases: &[Case]) -> serde_json::Value {
+/// Compiler/3's golden: every case and the Attempt that carries a task selection, compiled
+/// by compiler/3.
+fn v3_now(cases: &[Case]) -> serde_json::Value {
     let mut attempts: Vec<_> = cases
         .iter()
-        .map(|c| {
-            let compiled = admission::recompile(&c.state, &c.attempt).unwrap();
-            assert_eq!(compiled.manifest, c.attempt.manifest, "the recorded manifest is the derived one");
-            golden_attempt(&c.attempt, &compiled)
-        })
+        .map(|c| golden_attempt(&c.attempt, &v3::V3.compile(&c.state, &c.binding).unwrap()))
         .collect();
-    let (attempt, compiled) = super::selection_attempt::golden_selection_case();
+    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
+    let compiled = v3::V3.compile(&state, &binding).unwrap();
     let mut one = golden_attempt(&attempt, &compiled);
     one["selectionReceipt"] = json!(compiled.manifest.selection_receipt);
     attempts.push(one);
+    json!({ "compilerVersion": v3::VERSION, "attempts": attempts })
+}
+
+/// The newest compiler's golden: every case as recorded (re-derived by admission, which
+/// the recorded manifest must match), the Attempt that carries a task selection, then the
+/// superseded-source case.
+fn newest_now(cases: &[Case]) -> serde_json::Value {
+    let recorded = |c: &AttemptStarted, state: &State| {
+        let compiled = admission::recompile(state, c).unwrap();
+        assert_eq!(compiled.manifest, c.manifest, "the recorded manifest is the derived one");
+        compiled
+    };
+    let mut attempts: Vec<_> =
+        cases.iter().map(|c| golden_attempt(&c.attempt, &recorded(&c.attempt, &c.state))).collect();
+    let (attempt, state, _) = super::selection_attempt::golden_selection_case();
+    let compiled = recorded(&attempt, &state);
+    let mut one = golden_attempt(&attempt, &compiled);
+    one["selectionReceipt"] = json!(compiled.manifest.selection_receipt);
+    attempts.push(one);
+    let c = superseded_case();
+    attempts.push(golden_attempt(&c.attempt, &recorded(&c.attempt, &c.state)));
     json!({ "compilerVersion": COMPILER_VERSION, "attempts": attempts })
 }
 
@@ -228,17 +283,72 @@ fn v3_without_a_selection_differs_from_v2_only_in_its_version() {
     }
 }
 
+/// Compiler/3's output for the golden cases is byte for byte the frozen one, also now that
+/// compiler/4 writes the ledgers they are compiled from.
+#[test]
+fn v3_packages_are_frozen() {
+    let now = v3_now(&cases());
+    let frozen = read_golden("lifecycle-packages-v3.json");
+    assert_eq!(frozen["compilerVersion"], v3::VERSION);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 6);
+    assert!(frozen == now, "compiler/3's output changed: compiler/3 is frozen, never re-blessed");
+}
+
+/// Compiler/4 where no project path is recorded twice is compiler/3 but for
+/// `compilerVersion` (every golden case and the selection case); where one is, it delivers
+/// the path once, as recorded last, and records the earlier record as an omission —
+/// compiler/3 delivered both.
+#[test]
+fn v4_differs_from_v3_only_where_a_path_is_recorded_twice() {
+    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
+    let mut same = cases();
+    same.push(Case { state, attempt, binding });
+    for c in same {
+        let three = v3::V3.compile(&c.state, &c.binding).unwrap();
+        let four = v4::V4.compile(&c.state, &c.binding).unwrap();
+        assert_eq!(three.package_bytes, four.package_bytes);
+        let mut renamed = three.manifest.clone();
+        renamed.compiler_version = v4::VERSION.to_owned();
+        assert_eq!(renamed, four.manifest);
+        assert_eq!(three.markdown(), four.markdown());
+    }
+    let c = superseded_case();
+    let three = v3::V3.compile(&c.state, &c.binding).unwrap();
+    let four = v4::V4.compile(&c.state, &c.binding).unwrap();
+    let revisions = |p: &ledger_schema::package::ContextPackage| {
+        p.relevant_code.iter().map(|x| (x.path.clone(), x.revision.clone())).collect::<Vec<_>>()
+    };
+    let path = "src/config/parser.rs".to_owned();
+    assert_eq!(
+        revisions(&three.package),
+        [(path.clone(), "9f1c2e0".to_owned()), (path.clone(), "a71d3b5".to_owned())]
+    );
+    assert_eq!(revisions(&four.package), [(path, "a71d3b5".to_owned())]);
+    let superseded: Vec<_> =
+        four.manifest.omission_decisions.iter().filter(|o| o.rule == "freshness.sourceSuperseded").collect();
+    assert_eq!(superseded.len(), 1, "{:?}", four.manifest.omission_decisions);
+    assert_eq!(superseded[0].source_ref, format!("source/{}", lid(0x43)));
+    assert!(
+        superseded[0].reason.ends_with(&format!("source/{}", lid(NEWER_SOURCE))),
+        "{}",
+        superseded[0].reason
+    );
+    assert!(!four.manifest.entries.iter().any(|e| e.source_ref == superseded[0].source_ref));
+    let md = four.markdown();
+    assert!(md.contains("a71d3b5") && !md.contains("9f1c2e0"), "{md}");
+}
+
 /// The newest compiler's output for the golden ledger is byte for byte the frozen one.
 #[test]
 fn newest_packages_are_frozen() {
-    assert_eq!(COMPILER_VERSION, v3::VERSION, "the v3 golden is the newest compiler's");
+    assert_eq!(COMPILER_VERSION, v4::VERSION, "the v4 golden is the newest compiler's");
     let now = newest_now(&cases());
-    let name = "lifecycle-packages-v3.json";
+    let name = "lifecycle-packages-v4.json";
     if std::env::var_os("BLESS_GOLDEN").is_some() {
         std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }
     let frozen = read_golden(name);
-    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 6);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 7);
     if frozen != now {
         assert_ne!(
             frozen["compilerVersion"], now["compilerVersion"],

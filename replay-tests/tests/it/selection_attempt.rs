@@ -1,6 +1,6 @@
 //! Task selection into the Context Compiler (issue #15, third part): an Attempt start that
 //! names a selection's receipt carries its loaded sources as prompt-advisory project
-//! material (compiler/3), the manifest binds the receipt, every way the selection can be
+//! material (compiler/3 and later), the manifest binds the receipt, every way the selection can be
 //! the wrong one is refused (`AttemptSelection`), a selection gone stale after the start
 //! makes the Attempt's manifest stale, and replay / `ledger compile` re-derive it all.
 
@@ -130,16 +130,35 @@ fn refused_rule(r: Result<Receipt, SubmitError>) -> (Rule, String) {
 /// The golden case (golden_packages.rs, `lifecycle-packages-v3.json`): the reference
 /// setup with the fixture registry under Lean/Auto, an explicit loaded selection of
 /// `skill:api-design`, and a DISCOVERY Attempt carrying it — its event and its package.
-pub(super) fn golden_selection_case() -> (ledger_schema::events::AttemptStarted, compiler::Compiled) {
+pub(super) fn golden_selection_case() -> (
+    ledger_schema::events::AttemptStarted,
+    closure_ledger::runtime::State,
+    closure_ledger::runtime::AttemptBinding,
+) {
     let mut w = world("auto");
     let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
     w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
     let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x60)).unwrap().unwrap();
     assert!(found.matches_recorded);
     let (ledger, _) = Ledger::<DiskStore>::open(w.dir()).unwrap();
+    let mut state = closure_ledger::runtime::State::default();
+    for e in ledger.store().read_range(0, found.seq - 1).unwrap() {
+        admission::apply(&mut state, &e.entry).unwrap();
+    }
     let sealed = ledger.store().read(found.seq).unwrap();
     let Event::AttemptStarted(a) = &sealed.entry.event else { panic!("an attempt start") };
-    (ledger_schema::events::AttemptStarted::clone(a), found.compiled)
+    let binding = closure_ledger::runtime::attempt_binding(
+        &state,
+        &StartAttempt {
+            attempt_id: a.attempt_id,
+            workflow_id: a.workflow_id,
+            worker_session_id: a.worker_session_id,
+            thread: a.thread,
+            selection_receipt: a.selection_receipt,
+        },
+    )
+    .unwrap();
+    (ledger_schema::events::AttemptStarted::clone(a), state, binding)
 }
 
 /// The explicit selection's resources, as loaded (id, path, content).
@@ -176,7 +195,7 @@ fn an_attempt_carries_its_selection_as_advisory_project_material() {
 
     let state = w.state();
     let a = &state.attempts[&lid(0x60)];
-    assert_eq!(a.compiler_version, v3::VERSION);
+    assert_eq!(a.compiler_version, compiler::COMPILER_VERSION);
     assert_eq!(a.selection_receipt, Some(r));
     let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x60)).unwrap().unwrap();
     assert!(found.matches_recorded);
