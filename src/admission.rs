@@ -202,7 +202,7 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
 /// the goal's dispatched, active Attempts; a new source registry or profile revision: those
 /// that carry a task selection), each of those `attempts` is recompiled once,
 /// by the compiler its manifest records, over the state after the entry; one whose
-/// manifest differs, whose context no longer compiles or whose compiler this registry lacks
+/// package differs, whose context no longer compiles or whose compiler this registry lacks
 /// (fail closed) is marked ([`runtime::mark_context_changed`]): its later worker events
 /// are ignored receipts (CONTEXT_CHANGED) and its `finishAttempt` is refused
 /// (`ManifestStale`). Infallible, so the entry is applied whole or refused before any
@@ -219,8 +219,8 @@ fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, attempts: V
             let current = compile_as(registry, state, &binding, &recorded.compiler_version)
                 .ok()
                 .and_then(Result::ok)
-                .map(|compiled| compiled.manifest_digest);
-            current != Some(recorded.manifest_digest)
+                .map(|compiled| compiled.manifest.package_digest);
+            current != Some(recorded.package_digest)
         })
         .collect();
     for attempt in stale {
@@ -276,8 +276,8 @@ fn check_result_current(
     )))
 }
 
-/// Why `recorded`'s manifest is no longer what its `binding` compiles to over `state` (by
-/// the compiler the manifest names), or `None` if it still is.
+/// Why `recorded`'s context is no longer what its `binding` compiles to over `state` (by
+/// the compiler the manifest names: another package, or none), or `None` if it still is.
 fn staleness_of(
     registry: &Registry<'_>,
     state: &State,
@@ -285,7 +285,11 @@ fn staleness_of(
     recorded: &runtime::state::AttemptState,
 ) -> Result<Option<Stale>, Refusal> {
     Ok(match compile_as(registry, state, binding, &recorded.compiler_version)? {
-        Ok(compiled) if compiled.manifest_digest == recorded.manifest_digest => None,
+        // Current while it compiles to the same package — what the worker is given, every
+        // bound input rendered. A difference in omission decisions alone (a Fact proposed,
+        // not confirmed; a source the phase or its budget leaves out) changes no bound
+        // input (seed: "selected confirmed Fact revision"; outside review 22).
+        Ok(compiled) if compiled.manifest.package_digest == recorded.package_digest => None,
         Ok(compiled) => Some(Stale::Differs(compiled.manifest_digest)),
         Err(error) => Some(Stale::Uncompilable(error)),
     })

@@ -131,7 +131,15 @@ pub fn in_flight_binding(state: &State, attempt_id: Id) -> Option<AttemptBinding
     if state.attempts.get(&attempt_id)?.context_changed {
         return None;
     }
-    binding_now(state, attempt_id, AttemptStatus::Dispatched)
+    // A dispatched Attempt is an existing session: its task selection keeps the context it
+    // was decided over (seed 003: "Existing sessions retain their original context"), so a
+    // profile change alone does not change it; its loaded bytes must still be the
+    // registry's (outside review 22: a `profile mode` between the claim and the finish
+    // threw the delivered result away).
+    Some(AttemptBinding {
+        selection_currency: SelectionCurrency::AsDecided,
+        ..binding_now(state, attempt_id, AttemptStatus::Dispatched)?
+    })
 }
 
 /// Which dispatched Attempts' Worker Contexts an entry may change (a bound input of the

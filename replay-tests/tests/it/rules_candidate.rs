@@ -472,6 +472,39 @@ fn a_result_made_stale_after_it_finished_does_not_freeze() {
     w.ok(freeze);
 }
 
+/// A Fact proposed, not confirmed, is no bound input of a Worker Context (seed: "selected
+/// confirmed Fact revision"): the package a worker is given is unchanged, the manifest only
+/// gains an omission. Proposed between an Attempt's start and its claim, during its run
+/// and after its result, it refuses neither the claim, nor the result, nor the freeze
+/// (outside review 22: it refused the freeze, and marked a running Attempt).
+#[test]
+fn a_proposed_fact_does_not_make_a_context_stale() {
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    let mut w = World::at(Stage::Implementing);
+    let propose = |id: u128, statement: &str| {
+        Command::ProposeFact(ProposeFact {
+            fact_id: lid(id),
+            goal_id: lid(GOAL),
+            revision: 1,
+            statement: statement.into(),
+            provenance: "a parallel discovery".into(),
+        })
+    };
+    w.with(|s| s.start(0x64, 0x65)).unwrap();
+    w.ok(propose(0x5a, "parse() may be slow on large inputs"));
+    w.with(|s| s.claim(lid(0x64))).unwrap();
+    w.ok(propose(0x5b, "parse() may allocate per byte"));
+    assert!(!w.ledger.state().attempts[&lid(0x64)].context_changed);
+    w.with(|s| {
+        s.deliver(lid(0x64), 0x74, payload(WorkerEventKind::CompletionRequest, 1, "ready"))?;
+        s.finish(0x64, ResultKind::CompletionRequest)
+    })
+    .unwrap();
+    w.ok(propose(0x5c, "parse() may recurse deeply"));
+    w.ok(freeze(0x80));
+}
+
 /// The reverse order (outside review 20, fourth pass: the second workflow accepted X, then
 /// the first recorded X failing and rejected it — one goal held both): an ACCEPT waits while
 /// another open generation of the goal holds the same bytes undecided; once that one is

@@ -435,8 +435,11 @@ fn a_none_selection_is_carried_and_binds_its_receipt() {
 
 /// After the start, a change that makes the selection stale (a profile revision, a new
 /// registry) makes the Attempt's manifest stale: the dispatch claim is refused
-/// (`ManifestStale`, naming the selection); once dispatched, the Attempt is marked
-/// CONTEXT_CHANGED by the same change. Replay reproduces both.
+/// (`ManifestStale`, naming the selection). Once dispatched, the Attempt is an existing
+/// session and keeps the selection as decided (seed 003: "Existing sessions retain their
+/// original context"; outside review 22): a profile revision does not mark it, and its
+/// result is finished; a rescan that changes a loaded skill's bytes does mark it
+/// CONTEXT_CHANGED (its context can no longer be shown). Replay reproduces each.
 #[test]
 fn a_selection_gone_stale_makes_the_manifest_stale() {
     let mut w = world("auto");
@@ -463,7 +466,40 @@ fn a_selection_gone_stale_makes_the_manifest_stale() {
     let (code, _, err) =
         w.s.run(&["profile", "mode"], &["suggest", "--expected-revision", &revision.to_string()]);
     assert_eq!(code, 0, "{err}");
-    assert!(w.state().attempts[&lid(0x60)].context_changed, "marked by the profile revision");
+    assert!(
+        !w.state().attempts[&lid(0x60)].context_changed,
+        "a profile revision keeps the session's context"
+    );
+    // The loaded skill's bytes change in the registry: the context cannot be shown any more.
+    let skill = w.s.src.join("skills/api-design/SKILL.md");
+    let text = std::fs::read_to_string(&skill).unwrap();
+    std::fs::write(&skill, text + "\nOne more line.\n").unwrap();
+    assert_eq!(w.s.scan().0, 0);
+    assert!(w.state().attempts[&lid(0x60)].context_changed, "marked by the registry change");
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // Dispatched, a profile revision, then the worker's result: it is finished.
+    let mut w = world("auto");
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x60))).unwrap();
+    let revision = w.s.json(&["profile", "status"], &["--json"])["revision"].as_u64().unwrap();
+    let (code, _, err) =
+        w.s.run(&["profile", "mode"], &["suggest", "--expected-revision", &revision.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    w.with_ledger(|s| {
+        use ledger_schema::events::WorkerEventKind;
+        let t = s.time_ms;
+        let r = s.deliver(
+            lid(0x60),
+            0x70,
+            closure_ledger::lifecycle::payload(WorkerEventKind::Proposals, t, "done"),
+        )?;
+        assert!(!r.duplicate);
+        s.finish(0x60, ledger_schema::types::ResultKind::Proposals)
+    })
+    .unwrap();
     let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
 }
