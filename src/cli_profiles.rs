@@ -295,7 +295,12 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
             "  generation {} at {}{}{}",
             st.generation_digest.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
             or_none(&st.generation_root),
-            if st.registry_current { "" } else { "  (a newer registry was recorded since: source drift)" },
+            // Drift needs a configured generation to drift from.
+            if st.registry_current || st.generation_digest.is_none() {
+                ""
+            } else {
+                "  (a newer registry was recorded since: source drift)"
+            },
             if st.recovery_required { "  RECOVERY REQUIRED: run `ledger profile recover`" } else { "" }
         ),
     )

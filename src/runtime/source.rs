@@ -269,6 +269,21 @@ pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> 
     fresh(&state.obligations, e.obligation_id, "obligation")?;
     get(&state.goals, e.goal_id, "goal")?;
     required_text("description", &e.description)?;
+    // A check specification id names one specification: another digest under a bound id is
+    // a conflicting input (as a plan id names one plan digest; outside review 22).
+    if let Some((other, o)) = state
+        .obligations
+        .iter()
+        .find(|(_, o)| o.check_spec_id == e.check_spec_id && o.check_spec_digest != e.check_spec_digest)
+    {
+        return Err(super::violation(
+            Rule::SourceDigest,
+            format!(
+                "check specification {} is bound to {} by obligation {other}; another digest under the same id is a conflicting input",
+                e.check_spec_id, o.check_spec_digest
+            ),
+        ));
+    }
     state.obligations.insert(
         e.obligation_id,
         ObligationState {

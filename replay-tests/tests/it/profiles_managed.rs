@@ -638,3 +638,16 @@ fn set_keeps_the_selection_mode_unless_asked() {
         (Some("claude"), serde_json::json!([]))
     );
 }
+
+/// `profile status` of a ledger with no profile claims no source drift (outside review 22:
+/// it said "a newer registry was recorded since" with no registry at all); `--json` says
+/// `registryDigest: null`.
+#[test]
+fn status_of_an_unconfigured_ledger_claims_no_drift() {
+    let s = Setup::new();
+    let (code, out, err) = s.run(&["profile", "status"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("drift"), "{out}");
+    let st = ok(status(&s));
+    assert!(st["registryDigest"].is_null(), "{st}");
+}

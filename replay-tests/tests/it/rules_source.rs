@@ -64,6 +64,26 @@ fn source_digest() {
     );
 }
 
+/// A check specification id names one specification: a second obligation binding the
+/// same `checkSpecId` to another digest is a conflicting input (`SourceDigest`); the same
+/// pair again is admitted (outside review 22).
+#[test]
+fn a_check_spec_id_names_one_digest() {
+    let mut w = World::at(Stage::Setup);
+    let existing = w.ledger.state().obligations.values().next().unwrap().clone();
+    let obligation = |id: u128, digest: ledger_schema::Digest| {
+        Command::RecordObligation(RecordObligation {
+            obligation_id: lid(id),
+            goal_id: lid(GOAL),
+            description: format!("obligation {id}"),
+            check_spec_id: existing.check_spec_id,
+            check_spec_digest: digest,
+        })
+    };
+    w.refused(obligation(0x4a, digest_of("another check")), Rule::SourceDigest);
+    w.ok(obligation(0x4b, existing.check_spec_digest));
+}
+
 /// A blocker resolves once; sources need an existing goal; ids are used once.
 #[test]
 fn blocker_resolved_and_references() {
