@@ -10,6 +10,9 @@
 #                                      -runs=; no time limit). The documented long run:
 #                                      fuzz/run-all.sh --runs 10000000 1000000
 #
+# FUZZ_BUILD_FLAGS="--no-trace-compares" builds without libFuzzer's comparison tracing: the
+# model targets run ~1.4x the executions a second (docs/performance.md, twelfth session)
+# at the cost of comparison-guided mutation; every oracle is the same.
 # FUZZ_TARGETS="a b" restricts the run to some targets. Decoder targets: decode_entry,
 # decode_frame, decode_command_json, checkpoint_json; model targets: command_sequence,
 # store_corruption. Expected durations: docs/performance.md, "Fuzz targets (seventh session)".
@@ -28,7 +31,8 @@ elif [[ -n "${1:-}" ]]; then
 fi
 read -r -a targets <<<"${FUZZ_TARGETS:-${decoders[*]} ${models[*]}}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
-cargo fuzz build -s none -O >/dev/null 2>&1 || { echo "cargo fuzz build failed" >&2; exit 1; }
+read -r -a build_flags <<<"${FUZZ_BUILD_FLAGS:-}"
+cargo fuzz build -s none -O "${build_flags[@]}" >/dev/null 2>&1 || { echo "cargo fuzz build failed" >&2; exit 1; }
 printf '%-22s %14s %10s %8s\n' target execs execs/s crashes
 status=0
 for t in "${targets[@]}"; do
@@ -42,7 +46,7 @@ for t in "${targets[@]}"; do
   else
     limit=(-max_total_time="$secs")
   fi
-  cargo fuzz run -s none -O "$t" "corpus-work/$t" -- "${limit[@]}" -print_final_stats=1 \
+  cargo fuzz run -s none -O "${build_flags[@]}" "$t" "corpus-work/$t" -- "${limit[@]}" -print_final_stats=1 \
     -artifact_prefix="artifacts/$t/" >"$log" 2>&1 || status=1
   execs=$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')
   rate=$(grep -m1 'stat::average_exec_per_sec' "$log" | awk '{print $2}')

@@ -56,22 +56,30 @@ impl Compiler for V3 {
 /// Compiles the Context Package and Manifest for one Attempt start: compiler/2's stages
 /// with the selection's loaded sources as advisory project material.
 pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, CompileError> {
+    with_selection(state, binding, VERSION, SourceRule::Every)
+}
+
+/// Compiler/2's stages with the selection's loaded sources as advisory project material,
+/// recording `version` and delivering project sources by `sources` (shared with
+/// compiler/4, which differs only there).
+pub(super) fn with_selection(
+    state: &State,
+    binding: &AttemptBinding,
+    version: &'static str,
+    sources: SourceRule,
+) -> Result<Compiled, CompileError> {
     let advisory = match binding.selection {
         Some(receipt) => selected_sources(state, binding, receipt)?,
         None => Vec::new(),
     };
-    v2::pipeline(state, binding, VERSION, advisory, SourceRule::Every)
+    v2::pipeline(state, binding, version, advisory, sources)
 }
 
 /// The selection `receipt`, checked, as one `PROJECT_MATERIAL` item: its loaded sources
 /// are its dependency closure, so they are kept or omitted whole (a worker never gets a
 /// required resource without the instructions that use it, or a skill without its
 /// dependencies).
-pub(super) fn selected_sources(
-    state: &State,
-    b: &AttemptBinding,
-    receipt: Digest,
-) -> Result<Vec<Item>, CompileError> {
+fn selected_sources(state: &State, b: &AttemptBinding, receipt: Digest) -> Result<Vec<Item>, CompileError> {
     let (selection, material) =
         attempt_material(state, receipt, b.goal_id, b.goal_revision, b.phase, b.selection_currency)?;
     if material.is_empty() {

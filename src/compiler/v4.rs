@@ -15,7 +15,7 @@
 use ledger_schema::package::ContextPackage;
 
 use super::v2::{self, SourceRule};
-use super::v3::selected_sources;
+use super::v3;
 use super::{CompileError, Compiled, Compiler};
 use crate::runtime::AttemptBinding;
 use crate::runtime::state::State;
@@ -45,9 +45,5 @@ impl Compiler for V4 {
 /// Compiles the Context Package and Manifest for one Attempt start: compiler/3's stages,
 /// each project path delivered as recorded last.
 pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, CompileError> {
-    let advisory = match binding.selection {
-        Some(receipt) => selected_sources(state, binding, receipt)?,
-        None => Vec::new(),
-    };
-    v2::pipeline(state, binding, VERSION, advisory, SourceRule::LatestPerPath)
+    v3::with_selection(state, binding, VERSION, SourceRule::LatestPerPath)
 }
