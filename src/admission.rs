@@ -50,6 +50,15 @@ pub enum Refusal {
         /// The versions this build has, newest first.
         known: Vec<&'static str>,
     },
+    /// An Attempt start recording a compiler older than one an earlier start records:
+    /// versions never go back along a ledger (a build compiles with its newest), and an
+    /// older version keeps older rules (outside review 23: a forged start naming
+    /// compiler/2 escaped the terminal-event rule).
+    #[error(
+        "attempt {attempt}: its manifest records compiler version {}, older than {newer}, which an earlier Attempt of this ledger records (compiler versions never go back)",
+        clip(.version)
+    )]
+    CompilerDowngrade { attempt: ledger_schema::Id, version: String, newer: &'static str },
     /// A recorded manifest that is not what its compiler derives.
     #[error("{0}")]
     ManifestMismatch(Box<ManifestMismatch>),
@@ -130,6 +139,30 @@ pub fn recompile_with(
         .map_err(|error| Refusal::Uncompilable { attempt: e.attempt_id, error })
 }
 
+/// The compiler version `e` records, if it is not older (in `registry`'s order) than the
+/// newest an earlier Attempt start of the ledger records; a version the registry lacks is
+/// left to [`recompile_with`], which names it.
+fn compiler_not_older(
+    registry: &Registry<'_>,
+    state: &State,
+    e: &AttemptStarted,
+) -> Result<&'static str, Refusal> {
+    let versions = registry.versions();
+    let rank = |v: &str| versions.iter().position(|known| *known == v);
+    let version = &e.manifest.compiler_version;
+    let Some(at) = rank(version) else {
+        return Err(Refusal::UnknownCompilerVersion {
+            attempt: e.attempt_id,
+            version: version.clone(),
+            known: versions.clone(),
+        });
+    };
+    if let Some(newer) = state.compiler_floor.filter(|floor| rank(floor).is_some_and(|f| f < at)) {
+        return Err(Refusal::CompilerDowngrade { attempt: e.attempt_id, version: version.clone(), newer });
+    }
+    Ok(versions.get(at).copied().unwrap_or_default())
+}
+
 /// The one "binding + compile" step of every manifest proof (an Attempt start, a dispatch
 /// claim, an input change after dispatch): the compiler of `registry` that records
 /// `version` compiles `binding` over `state`. A version the registry lacks is refused by
@@ -156,7 +189,9 @@ pub fn apply(state: &mut State, entry: &Entry) -> Result<(), Refusal> {
 /// [`apply`], with an Attempt start's manifest re-derived by the compiler of `registry`
 /// it names.
 pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> Result<(), Refusal> {
+    let mut started_on = None;
     if let Event::AttemptStarted(e) = &entry.event {
+        started_on = Some(compiler_not_older(registry, state, e)?);
         let compiled = recompile_with(registry, state, e)?;
         if compiled.manifest != e.manifest || compiled.manifest_digest != e.manifest_digest {
             return Err(Refusal::ManifestMismatch(Box::new(ManifestMismatch {
@@ -191,6 +226,9 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     // exists already, else the rules refuse it).
     let input = runtime::input_of(state, &entry.event);
     runtime::apply(state, entry)?;
+    if started_on.is_some() {
+        state.compiler_floor = started_on;
+    }
     if let Some(input) = input {
         let attempts = runtime::in_flight(state, input);
         mark_changed_contexts(registry, state, attempts);

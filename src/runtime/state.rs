@@ -43,7 +43,7 @@ pub struct State {
     pub generations: Map<Id, GenerationState>,
     pub obligations: Map<Id, ObligationState>,
     /// The dedup index: every Worker event id ever recorded (admitted or ignored) → the
-    /// seq of its entry. Kept to one `u64` per id in a compact index (24 bytes per id,
+    /// seq of its entry. Kept to one seq per id in a compact index (20 bytes per id,
     /// encoded as the map it stands for) — it grows with every worker event — so
     /// a redelivery is told apart from a conflict against the stored entry itself
     /// (`worker::redelivery`).
@@ -56,6 +56,11 @@ pub struct State {
     /// Task selections (issue #15) by receipt digest. Omitted while empty.
     #[serde(skip_serializing_if = "super::selection::Selections::is_empty")]
     pub selections: super::selection::Selections,
+    /// The newest compiler version an Attempt start of this ledger records, kept by the
+    /// admission step (a later start may not record an older one). Derived from
+    /// `attempts`, so not encoded: the state digest is unchanged.
+    #[serde(skip)]
+    pub compiler_floor: Option<&'static str>,
 }
 
 fn is_false(b: &bool) -> bool {

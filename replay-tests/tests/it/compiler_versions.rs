@@ -484,3 +484,66 @@ fn v2_names_are_the_wire_names() {
             ]);
     assert_eq!(n, 23);
 }
+
+/// Compiler versions never go back along a ledger: once an Attempt start records
+/// compiler/4, a later start recording compiler/3 or /2 — a consistent manifest that
+/// compiler derives, as a hand-built ledger could hold — is refused
+/// (`Refusal::CompilerDowngrade`), so an older version's older rules (compiler/2 Attempts
+/// finish without a terminal Worker event) cannot be picked per Attempt (outside review
+/// 23). The same start on the newest compiler is admitted.
+#[test]
+fn compiler_versions_never_go_back() {
+    use closure_ledger::runtime::command::CancelAttempt;
+    let mut ledger = Ledger::from_store(MemStore::new(LEDGER, "t", T0)).unwrap();
+    let mut script = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    script.setup().unwrap();
+    script.start(0x60, 0x61).unwrap();
+    script
+        .run(Command::CancelAttempt(CancelAttempt {
+            attempt_id: lid(0x60),
+            workflow_version: 1,
+            reason: "superseded".to_owned(),
+        }))
+        .unwrap();
+    let start = Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x62),
+        workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
+        worker_session_id: lid(0x63),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    });
+    let Decided::Events(events) = admission::decide(ledger.state(), &start).unwrap() else {
+        panic!("not a redelivery");
+    };
+    let Some(Event::AttemptStarted(newest)) = events.into_iter().next() else { panic!("an attempt start") };
+    let binding = closure_ledger::runtime::attempt_binding(
+        ledger.state(),
+        &StartAttempt {
+            attempt_id: lid(0x62),
+            workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
+            worker_session_id: lid(0x63),
+            thread: ThreadChoice::Fresh,
+            selection_receipt: None,
+        },
+    )
+    .unwrap();
+    let ctx = Ctx { time_ms: T0 + 100_000 };
+    let before = (ledger.store().head(), ledger.state().digest());
+    for older in [&v3::V3 as &dyn Compiler, &v2::V2] {
+        let compiled = older.compile(ledger.state(), &binding).unwrap();
+        let mut a = newest.clone();
+        a.manifest = compiled.manifest;
+        a.manifest_digest = compiled.manifest_digest;
+        let err = ledger.admit(vec![Event::AttemptStarted(a)], ctx).unwrap_err();
+        match &err {
+            SubmitError::Refused(Refusal::CompilerDowngrade { attempt, version, newer }) => {
+                assert_eq!(*attempt, lid(0x62));
+                assert_eq!(version, older.version());
+                assert_eq!(*newer, v4::VERSION);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!((ledger.store().head(), ledger.state().digest()), before, "nothing written");
+    }
+    ledger.admit(vec![Event::AttemptStarted(newest)], ctx).unwrap();
+}
