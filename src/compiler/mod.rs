@@ -152,6 +152,12 @@ pub enum CompileError {
     /// The task selection the Attempt names cannot be carried (any more).
     #[error("{0}")]
     Selection(#[from] crate::runtime::selection::AttemptSelectionError),
+    /// A repair child's prior-attempt feedback loses items to the policy's feedback limits
+    /// while the phase policy requires the WORKING class that carries it (compiler/4).
+    #[error(
+        "required WORKING content: {lost} prior-attempt feedback item(s) do not fit the policy's feedback limits: raise them or split the task"
+    )]
+    RequiredFeedback { lost: usize },
     #[error("{version} carries no task selection (compiler/3 and later do)")]
     SelectionUnsupported { version: &'static str },
 }

@@ -85,7 +85,7 @@ pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, Comp
     if binding.selection.is_some() {
         return Err(CompileError::SelectionUnsupported { version: VERSION });
     }
-    pipeline(state, binding, VERSION, Vec::new(), SourceRule::Every)
+    pipeline(state, binding, VERSION, Vec::new(), Rules::V2)
 }
 
 /// The five stages, shared with compiler/3 (`v3.rs`), which records its own `version` and
@@ -97,9 +97,9 @@ pub(super) fn pipeline(
     binding: &AttemptBinding,
     version: &'static str,
     advisory: Vec<Item>,
-    sources: SourceRule,
+    rules: Rules,
 ) -> Result<Compiled, CompileError> {
-    let bound = Bound { sources, ..bind_identity(state, binding)? };
+    let bound = Bound { rules, ..bind_identity(state, binding)? };
     let query = query_phase(&bound)?;
     let mut selected = filter_by_authority(state, &bound, &query)?;
     selected.items.extend(advisory);
@@ -149,9 +149,33 @@ struct Bound<'s> {
     goal: &'s GoalState,
     /// The package identity: the binding's fields as the package carries them.
     identity: PackageIdentity,
-    /// Deliver only the latest record of each project path (compiler/4; see
-    /// [`SourceRule`]).
-    sources: SourceRule,
+    /// What differs between the compilers that share this pipeline ([`Rules`]).
+    rules: Rules,
+}
+
+/// What the compilers sharing [`pipeline`] decide differently: compilers 2 and 3
+/// ([`Rules::V2`]) and compiler/4 ([`Rules::V4`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Rules {
+    pub sources: SourceRule,
+    pub feedback: FeedbackRule,
+}
+
+impl Rules {
+    pub const V2: Rules = Rules { sources: SourceRule::Every, feedback: FeedbackRule::Optional };
+    pub const V4: Rules = Rules { sources: SourceRule::LatestPerPath, feedback: FeedbackRule::AsPolicy };
+}
+
+/// Whether a repair child's prior-attempt feedback may lose items to the policy's feedback
+/// limits when the phase policy *requires* the WORKING class that carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FeedbackRule {
+    /// Always: an item over a limit is an omission (compilers 2 and 3).
+    Optional,
+    /// Only when WORKING is optional: where it is required, an item over a limit fails the
+    /// compilation (seed 000: an overflow "fails compilation when policy marks the item
+    /// required"; outside review 23). Compiler/4.
+    AsPolicy,
 }
 
 /// Which project sources of the goal a package carries.
@@ -181,7 +205,7 @@ fn bind_identity<'s>(state: &'s State, b: &'s AttemptBinding) -> Result<Bound<'s
         candidate_base_digest: b.generation.map(|g| g.1),
         plan: b.plan,
     };
-    Ok(Bound { binding: b, policy, goal, identity, sources: SourceRule::Every })
+    Ok(Bound { binding: b, policy, goal, identity, rules: Rules::V2 })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -362,6 +386,13 @@ fn filter_by_authority(
             state.generations.get(&gen_id).ok_or(CompileError::Unknown { what: "generation", id: gen_id })?;
         if let Some(repair_id) = generation.repair_id {
             let repair = repair_authority(state, bound, gen_id, repair_id)?;
+            let lost = repair.omissions.iter().filter(|o| o.rule != "feedback.blank").count();
+            if bound.rules.feedback == FeedbackRule::AsPolicy
+                && lost > 0
+                && query.required(InputClass::Working)
+            {
+                return Err(CompileError::RequiredFeedback { lost });
+            }
             selection.items.extend(repair.items);
             selection.omissions.extend(repair.omissions);
             selection.repair_context = Some(repair.context);
@@ -548,7 +579,7 @@ fn durable_sources(
     }
     // Per path, the seq and id of its latest record (only under `LatestPerPath`).
     let mut latest: BTreeMap<&str, (u64, Id)> = BTreeMap::new();
-    if bound.sources == SourceRule::LatestPerPath {
+    if bound.rules.sources == SourceRule::LatestPerPath {
         for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
             let newest = latest.entry(s.path.as_str()).or_insert((s.seq, *id));
             if s.seq > newest.0 {

@@ -25,7 +25,7 @@ use ledger_schema::Digest;
 use ledger_schema::package::{ContextPackage, SelectedSkill};
 use ledger_schema::types::{AuthorityClass, InputClass};
 
-use super::v2::{self, Item, Place, Source, SourceRule, item_in};
+use super::v2::{self, Item, Place, Rules, Source, item_in};
 use super::{CompileError, Compiled, Compiler};
 use crate::runtime::AttemptBinding;
 use crate::runtime::selection::attempt_material;
@@ -56,23 +56,22 @@ impl Compiler for V3 {
 /// Compiles the Context Package and Manifest for one Attempt start: compiler/2's stages
 /// with the selection's loaded sources as advisory project material.
 pub fn compile(state: &State, binding: &AttemptBinding) -> Result<Compiled, CompileError> {
-    with_selection(state, binding, VERSION, SourceRule::Every)
+    with_selection(state, binding, VERSION, Rules::V2)
 }
 
 /// Compiler/2's stages with the selection's loaded sources as advisory project material,
-/// recording `version` and delivering project sources by `sources` (shared with
-/// compiler/4, which differs only there).
+/// recording `version` under `rules` (shared with compiler/4, which differs only in them).
 pub(super) fn with_selection(
     state: &State,
     binding: &AttemptBinding,
     version: &'static str,
-    sources: SourceRule,
+    rules: Rules,
 ) -> Result<Compiled, CompileError> {
     let advisory = match binding.selection {
         Some(receipt) => selected_sources(state, binding, receipt)?,
         None => Vec::new(),
     };
-    v2::pipeline(state, binding, version, advisory, sources)
+    v2::pipeline(state, binding, version, advisory, rules)
 }
 
 /// The selection `receipt`, checked, as one `PROJECT_MATERIAL` item: its loaded sources

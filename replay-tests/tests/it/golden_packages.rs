@@ -478,3 +478,53 @@ fn markdown_is_rendered_by_the_compiler_that_derived_the_package() {
     };
     assert_eq!(normalize(&old), new);
 }
+
+/// Compiler/4 holds a repair child's prior-attempt feedback to the phase policy: with
+/// WORKING required in IMPLEMENT, feedback items lost to the policy's feedback limits fail
+/// the compilation (seed: an overflow "fails compilation when policy marks the item
+/// required"; outside review 23: the repair shipped with no feedback at all); with WORKING
+/// optional they stay recorded omissions. Compiler/3 records omissions either way.
+#[test]
+fn v4_fails_a_repair_whose_required_feedback_does_not_fit() {
+    use closure_ledger::compiler::CompileError;
+    let cases = cases();
+    let repair = &cases[3];
+    assert_eq!(repair.binding.phase, Phase::Implement);
+    let four = v4::V4.compile(&repair.state, &repair.binding).unwrap();
+    assert!(four.package.prior_attempt_feedback.is_some(), "the reference repair carries feedback");
+    for required in [true, false] {
+        let mut state = repair.state.clone();
+        let policy = state.policies.get_mut(&repair.binding.policy.id).unwrap();
+        policy.bundle.feedback.max_total_bytes = 1;
+        for p in &mut policy.bundle.phases {
+            if p.phase == Phase::Implement {
+                p.required.retain(|c| *c != InputClass::Working);
+                p.optional.retain(|c| *c != InputClass::Working);
+                if required {
+                    p.required.push(InputClass::Working);
+                    p.required.sort();
+                } else {
+                    p.optional.push(InputClass::Working);
+                    p.optional.sort();
+                }
+            }
+        }
+        let three = v3::V3.compile(&state, &repair.binding).unwrap();
+        assert!(three.package.prior_attempt_feedback.is_none());
+        assert!(three.manifest.omission_decisions.iter().any(|o| o.rule == "feedback.maxTotalBytes"));
+        match v4::V4.compile(&state, &repair.binding) {
+            Err(CompileError::RequiredFeedback { lost }) => {
+                assert!(required, "refused with WORKING optional");
+                assert_eq!(lost, four.package.prior_attempt_feedback.as_ref().unwrap().items.len());
+            }
+            Ok(compiled) => {
+                assert!(!required, "compiled with WORKING required");
+                assert!(compiled.package.prior_attempt_feedback.is_none());
+                assert!(
+                    compiled.manifest.omission_decisions.iter().any(|o| o.rule == "feedback.maxTotalBytes")
+                );
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+}
