@@ -200,6 +200,8 @@ pub fn events() -> Vec<(&'static str, Event)> {
         goal_revision: 2,
         workflow_version: 5,
         policy,
+        profile: None,
+        plan: None,
         evidence: vec![EvidenceRef { evidence_id: id(70), record_digest: evidence.record_digest() }],
     };
     let mut decision = AcceptanceDecided {

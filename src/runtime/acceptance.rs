@@ -45,6 +45,8 @@ pub fn decide(state: &State, c: &DecideAcceptance) -> Result<Event, Rejection> {
         goal_revision: goal.revision,
         workflow_version: wf.version,
         policy: wf.policy,
+        profile: Some(wf.profile),
+        plan: wf.plan,
         evidence,
     };
     let mut decided = AcceptanceDecided {
@@ -141,6 +143,16 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             && im.policy == wf.policy,
         Rule::InputManifest,
         "the input manifest must bind the current goal revision, workflow version and policy"
+    );
+    // The profile and plan pair (DESIGN §5): bound exactly as the workflow binds them; a
+    // decision recorded before they were (no `profile`) carries no plan either.
+    ensure!(
+        match im.profile {
+            Some(profile) => profile == wf.profile && im.plan == wf.plan,
+            None => im.plan.is_none(),
+        },
+        Rule::InputManifest,
+        "the input manifest must bind the workflow's profile and plan pair"
     );
     ensure!(
         e.input_manifest_digest == im.digest(),

@@ -29,8 +29,17 @@ pub struct AcceptanceDecided {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AcceptanceInputManifest {
+    /// The workflow's AcceptanceCriticalVerificationPlan pair (protected profiles only):
+    /// present exactly when `profile` is and the workflow has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Binding>,
     pub goal_id: Id,
     pub policy: Binding,
+    /// The workflow's Execution Profile: every decision since catalog 1's additive change of
+    /// 2026-12-05 binds it (DESIGN §5: a decision digest covers "policy and profile digests
+    /// and the plan pair"); absent in decisions recorded before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Binding>,
     /// The Evidence Set, sorted by evidence id.
     pub evidence: Vec<EvidenceRef>,
     pub goal_revision: u32,

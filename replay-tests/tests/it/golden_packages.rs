@@ -85,7 +85,7 @@ struct Case {
 fn cases() -> Vec<Case> {
     let mut ledger = Ledger::from_store(MemStore::new(LEDGER, "golden", T0)).unwrap();
     let mut script = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-    script.lifecycle().unwrap();
+    lifecycle_with_a_legacy_decision(&mut script);
     script
         .run(Command::InstallPolicy(InstallPolicy { policy_id: lid(NAMES_POLICY), bundle: names_policy() }))
         .unwrap();
@@ -119,6 +119,45 @@ fn cases() -> Vec<Case> {
     let cases = cases_of(&ledger);
     assert_eq!(cases.len(), 5);
     cases
+}
+
+/// The reference lifecycle with its REJECT_REPAIRABLE decision in the form the builds
+/// before 2026-12-05 recorded (no profile in its input manifest): the golden packages of
+/// the repair child carry that decision's digests, and were frozen over them.
+fn lifecycle_with_a_legacy_decision(script: &mut Script<'_, MemStore>) {
+    use closure_ledger::runtime::command::DecideAcceptance;
+    use ledger_schema::types::{CheckResult, Verdict};
+    script.setup().unwrap();
+    script.discover_and_plan().unwrap();
+    script.implement_first().unwrap();
+    script.advance(Phase::EvidenceBuild).unwrap();
+    script
+        .evidence(0x90, 0x80, CheckResult::Fail, "parser::trailing failed: expected TrailingBytes, got Ok")
+        .unwrap();
+    script.advance(Phase::FinalVerify).unwrap();
+    let decide = Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa0),
+        workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
+        generation_id: lid(0x80),
+        verdict: Verdict::RejectRepairable,
+        evidence_ids: None,
+        reasons: vec!["check parser::trailing failed".to_owned()],
+    });
+    let runtime::Decided::Events(events) = admission::decide(script.ledger.state(), &decide).unwrap() else {
+        panic!("a new decision")
+    };
+    let Some(Event::AcceptanceDecided(mut d)) = events.into_iter().next() else { panic!("a decision") };
+    assert!(d.input_manifest.profile.is_some(), "this build binds the profile");
+    d.input_manifest.profile = None;
+    d.input_manifest.plan = None;
+    d.input_manifest_digest = d.input_manifest.digest();
+    d.decision_digest = d.computed_digest();
+    script.time_ms += 1000;
+    script
+        .ledger
+        .admit(vec![Event::AcceptanceDecided(d)], closure_ledger::runtime::Ctx { time_ms: script.time_ms })
+        .unwrap();
+    script.repair_and_accept().unwrap();
 }
 
 /// Every Attempt start of `ledger`, with the state before it and its binding.

@@ -116,6 +116,27 @@ fn forged_decision_digests() {
     d.input_manifest_digest = d.input_manifest.digest();
     d.decision_digest = d.computed_digest();
     base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    // The decision binds the workflow's profile and plan pair (DESIGN §5): another profile,
+    // a plan pair the workflow does not have, are refused; the form recorded before the
+    // binding (neither) still replays.
+    assert_eq!(good.input_manifest.profile, Some(base.ledger.state().workflows[&lid(WORKFLOW)].profile));
+    assert_eq!(good.input_manifest.plan, None, "an unprotected workflow has no plan pair");
+    let mut d = good.clone();
+    d.input_manifest.profile = Some(ledger_schema::types::Binding { id: lid(0x99), digest: digest_of("p") });
+    d.input_manifest_digest = d.input_manifest.digest();
+    d.decision_digest = d.computed_digest();
+    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    let mut d = good.clone();
+    d.input_manifest.plan = Some(plan_pair());
+    d.input_manifest_digest = d.input_manifest.digest();
+    d.decision_digest = d.computed_digest();
+    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    let mut d = good.clone();
+    d.input_manifest.profile = None;
+    d.input_manifest.plan = Some(plan_pair());
+    d.input_manifest_digest = d.input_manifest.digest();
+    d.decision_digest = d.computed_digest();
+    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
     let mut d = good.clone();
     d.decision_digest = digest_of("x");
     base.forged(Event::AcceptanceDecided(d), Rule::DecisionDigest);
