@@ -621,8 +621,16 @@ pub fn apply(state: &mut State, entry: &Entry) -> Result<(), RuleViolation> {
     );
     let seq = entry.seq;
     match &entry.event {
-        Event::LedgerInitialized(_) => {
+        Event::LedgerInitialized(g) => {
             ensure!(seq == 0 && state.ledger.is_none(), Rule::Genesis, "ledgerInitialized at seq {seq}");
+            // A catalog this build does not know is refused, never guessed (outside review 24).
+            ensure!(
+                g.catalog == ledger_schema::events::CATALOG_VERSION,
+                Rule::Genesis,
+                "the ledger announces event catalog {}; this build reads catalog {}",
+                g.catalog,
+                ledger_schema::events::CATALOG_VERSION
+            );
             state.ledger = Some(entry.ledger);
         }
         other => {

@@ -12,3 +12,7 @@ pub struct LedgerInitialized {
     /// Event catalog version the ledger was created with (1).
     pub catalog: u16,
 }
+
+/// The event catalog this build reads and writes: every genesis announces it, and a ledger
+/// that announces another is refused (docs/format.md, "Versioning policy").
+pub const CATALOG_VERSION: u16 = 1;

@@ -30,7 +30,7 @@ pub use authority::{
 };
 pub use candidate::{GenerationFrozen, GenerationOpened};
 pub use evidence::EvidenceRecorded;
-pub use genesis::LedgerInitialized;
+pub use genesis::{CATALOG_VERSION, LedgerInitialized};
 pub use goal::{GoalContent, GoalCreated, GoalRevised};
 pub use profile::{ProfileRevisionRecorded, SourceRegistryRecorded};
 pub use repair::RepairRecorded;

@@ -113,3 +113,31 @@ fn genesis_only_first() {
         Rule::Genesis,
     );
 }
+
+/// A genesis that announces an event catalog this build does not read is refused, never
+/// guessed (outside review 24: catalog 2 was accepted); the catalog this build writes is
+/// admitted.
+#[test]
+fn genesis_announces_the_catalog_this_build_reads() {
+    use closure_ledger::runtime::State;
+    use ledger_schema::events::CATALOG_VERSION;
+    use ledger_schema::{Digest, Entry};
+    for (catalog, admitted) in [(CATALOG_VERSION, true), (2, false), (0, false)] {
+        let entry = Entry {
+            v: ledger_schema::FORMAT_VERSION,
+            seq: 0,
+            prev: Digest::default(),
+            event: Event::LedgerInitialized(LedgerInitialized { catalog, label: "t".into() }),
+            ledger: replay_tests::LEDGER,
+            time_ms: replay_tests::T0,
+        };
+        let result = closure_ledger::admission::apply(&mut State::default(), &entry);
+        match result {
+            Ok(()) => assert!(admitted, "catalog {catalog} admitted"),
+            Err(e) => {
+                assert!(!admitted, "catalog {catalog}: {e}");
+                assert!(e.to_string().contains("Genesis") && e.to_string().contains("catalog"), "{e}");
+            }
+        }
+    }
+}
