@@ -1,6 +1,6 @@
 //! `closure-ledger-compiler/4`: the newest released Context Compiler. It is compiler/3
 //! (`v3.rs`: compiler/2's five stages plus the task selection an Attempt may name) with two
-//! changes ([`super::v2::Rules::V4`]):
+//! changes (`v2::Rules::V4`):
 //!
 //! - (outside review 21; seed 000, "Validate authority and freshness — Reject or label …
 //!   project excerpts whose source digest changed") of the goal's project sources, each path is delivered **once**, as recorded last (the
