@@ -205,6 +205,24 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::DispatchClaimed(e) = &entry.event {
         check_current(registry, state, e.attempt_id)?;
     }
+    // A decision admitted after an Attempt start of compiler/4 or later was written by a
+    // build that binds the profile and plan pair in every decision (the legacy form without
+    // them is only older builds'; outside review 25).
+    if let Event::AcceptanceDecided(e) = &entry.event
+        && e.input_manifest.profile.is_none()
+        && let Some(floor) = state.compiler_floor
+    {
+        let versions = registry.versions();
+        let rank = |v: &str| versions.iter().position(|known| *known == v);
+        if rank(floor).zip(rank(compiler::v4::VERSION)).is_some_and(|(f, four)| f <= four) {
+            return Err(Refusal::Rule(runtime::violation(
+                runtime::Rule::InputManifest,
+                format!(
+                    "the input manifest must bind the workflow's profile and plan pair: this ledger's Attempts are compiled by {floor}, whose builds bind them in every decision"
+                ),
+            )));
+        }
+    }
     let stands_on_a_result = match &entry.event {
         Event::GenerationFrozen(e) => Some((e.generation_id, ResultUse::Freeze)),
         Event::AcceptanceDecided(e) if e.verdict == ledger_schema::types::Verdict::Accept => {

@@ -206,8 +206,18 @@ for name, a, raw, pkg in v3:
 check("v3", "golden carries a selection", skills > 0 and any("selectionReceipt" in a for _, a, _, _ in v3))
 
 v4 = packages("lifecycle-packages-v4.json", "closure-ledger-compiler/4")
-for (name, a, raw, pkg), (_, a3, raw3, _) in zip(v4, v3):
-    check(name, "compiler/4 where no path repeats packages as compiler/3", raw == raw3)
+# The v3 golden's repair child was derived over a decision without the profile binding
+# (the form before 2026-12-05); the v4 golden's over the decision this build records. The
+# repair context carries that decision's digests, so those three differ; all else is equal.
+DECISION_DIGESTS = ("acceptanceDecisionDigest", "inputManifestDigest", "acceptanceRepairDigest")
+for (name, a, raw, pkg), (_, a3, raw3, pkg3) in zip(v4, v3):
+    if "repairContext" in pkg:
+        other = {k: (dict(v, **{d: pkg["repairContext"][d] for d in DECISION_DIGESTS}) if k == "repairContext" else v)
+                 for k, v in pkg3.items()}
+        check(name, "compiler/4's repair package is compiler/3's but for the decision's digests",
+              other == pkg and any(pkg["repairContext"][d] != pkg3["repairContext"][d] for d in DECISION_DIGESTS))
+    else:
+        check(name, "compiler/4 where no path repeats packages as compiler/3", raw == raw3)
 superseded = 0
 for name, a, raw, pkg in v4:
     m = check_manifest(name, a, pkg, "closure-ledger-compiler/4")

@@ -149,10 +149,10 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     ensure!(
         match im.profile {
             Some(profile) => profile == wf.profile && im.plan == wf.plan,
-            None => im.plan.is_none(),
+            None => im.plan.is_none() && !state.decisions_bind_profile,
         },
         Rule::InputManifest,
-        "the input manifest must bind the workflow's profile and plan pair"
+        "the input manifest must bind the workflow's profile and plan pair (every decision after one that binds them does)"
     );
     ensure!(
         e.input_manifest_digest == im.digest(),
@@ -245,6 +245,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         Verdict::RejectTerminal => {}
     }
     let closes = matches!(e.verdict, Verdict::Accept | Verdict::RejectTerminal);
+    state.decisions_bind_profile |= im.profile.is_some();
     state.decisions.insert(
         e.decision_id,
         DecisionState {

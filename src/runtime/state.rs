@@ -61,6 +61,10 @@ pub struct State {
     /// `attempts`, so not encoded: the state digest is unchanged.
     #[serde(skip)]
     pub compiler_floor: Option<&'static str>,
+    /// A decision of this ledger binds the profile and plan pair: every later one must (the
+    /// form never goes back). Derived from the decisions, so not encoded.
+    #[serde(skip)]
+    pub decisions_bind_profile: bool,
 }
 
 fn is_false(b: &bool) -> bool {

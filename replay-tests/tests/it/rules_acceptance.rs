@@ -137,6 +137,13 @@ fn forged_decision_digests() {
     d.input_manifest_digest = d.input_manifest.digest();
     d.decision_digest = d.computed_digest();
     base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    // The form without the binding is only older builds': after an Attempt of compiler/4
+    // it is refused (outside review 25: dropping both passed replay).
+    let mut d = good.clone();
+    d.input_manifest.profile = None;
+    d.input_manifest_digest = d.input_manifest.digest();
+    d.decision_digest = d.computed_digest();
+    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
     let mut d = good.clone();
     d.decision_digest = digest_of("x");
     base.forged(Event::AcceptanceDecided(d), Rule::DecisionDigest);
@@ -276,4 +283,57 @@ fn a_stale_result_cannot_be_accepted() {
     // FINAL_VERIFY advanced the workflow past the phase the result was bound to).
     let mut fresh = verifying(&[CheckResult::Pass]);
     fresh.ok(decide(Verdict::Accept, &[0x90]));
+}
+
+/// The decision form never goes back: folded by the runtime's rules alone (as a ledger of
+/// the older builds is), decisions without the profile binding are admitted, but one
+/// without it after one with it is refused (`InputManifest`).
+#[test]
+fn the_decision_form_never_goes_back() {
+    use closure_ledger::runtime::State;
+    use closure_ledger::store::Store;
+    let w = World::at(Stage::Accepted);
+    let entries = w.ledger.store().read_range(0, u64::MAX).unwrap();
+    let decisions: Vec<_> = entries
+        .iter()
+        .filter_map(|e| match &e.entry.event {
+            Event::AcceptanceDecided(d) => Some(d.decision_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decisions.len(), 2);
+    // Legacy form for `legacy` decisions (and the repair over them), then a runtime fold.
+    let fold = |legacy: &[ledger_schema::Id]| {
+        let mut state = State::default();
+        let mut digests = std::collections::BTreeMap::new();
+        for sealed in &entries {
+            let mut entry = sealed.entry.clone();
+            match &mut entry.event {
+                Event::AcceptanceDecided(d) if legacy.contains(&d.decision_id) => {
+                    d.input_manifest.profile = None;
+                    d.input_manifest.plan = None;
+                    d.input_manifest_digest = d.input_manifest.digest();
+                    d.decision_digest = d.computed_digest();
+                    digests.insert(d.decision_id, (d.decision_digest, d.input_manifest_digest));
+                }
+                Event::RepairRecorded(r) => {
+                    if let Some((decision, input_manifest)) = digests.get(&r.decision_id) {
+                        r.decision_digest = *decision;
+                        r.input_manifest_digest = *input_manifest;
+                        r.repair_digest = r.computed_digest();
+                    }
+                }
+                _ => {}
+            }
+            closure_ledger::runtime::apply(&mut state, &entry).map_err(|e| (entry.seq, e))?;
+        }
+        Ok::<_, (u64, closure_ledger::runtime::RuleViolation)>(())
+    };
+    fold(&[]).unwrap();
+    fold(&decisions).unwrap();
+    let (seq, err) = fold(&decisions[1..]).unwrap_err();
+    assert_eq!(err.rule, Rule::InputManifest, "{err}");
+    assert!(
+        matches!(&entries[seq as usize].entry.event, Event::AcceptanceDecided(d) if d.decision_id == decisions[1])
+    );
 }
