@@ -146,14 +146,19 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     );
     // The profile and plan pair (DESIGN §5): bound exactly as the workflow binds them; a
     // decision recorded before they were (no `profile`) carries no plan either.
-    ensure!(
-        match im.profile {
-            Some(profile) => profile == wf.profile && im.plan == wf.plan,
-            None => im.plan.is_none() && !state.decisions_bind_profile,
-        },
-        Rule::InputManifest,
-        "the input manifest must bind the workflow's profile and plan pair (every decision after one that binds them does)"
-    );
+    let binding_refused = match im.profile {
+        Some(profile) if profile != wf.profile => Some("binds another profile than the workflow's"),
+        Some(_) if im.plan != wf.plan => Some("binds another plan pair than the workflow's"),
+        Some(_) => None,
+        None if im.plan.is_some() => Some("binds a plan pair without the profile"),
+        None if state.decisions_bind_profile => {
+            Some("binds no profile, after a decision of this ledger that binds it (the form never goes back)")
+        }
+        None => None,
+    };
+    if let Some(why) = binding_refused {
+        return Err(super::violation(Rule::InputManifest, format!("the input manifest {why}")));
+    }
     ensure!(
         e.input_manifest_digest == im.digest(),
         Rule::InputManifest,
