@@ -31,6 +31,12 @@ pub enum ProfileError {
     Open(#[from] OpenError),
     #[error("{0}")]
     Submit(#[from] SubmitError),
+    /// The revision's generation and receipt are published but its entry failed to commit
+    /// (storage): `ledger profile recover` rolls the transaction forward.
+    #[error(
+        "{0}; the generation and receipt are published: `ledger profile recover` commits the revision (roll forward)"
+    )]
+    Uncommitted(SubmitError),
     #[error("{0}")]
     Plan(#[from] PlanError),
     #[error("{0}")]
@@ -49,7 +55,7 @@ impl ProfileError {
         match self {
             ProfileError::Scan(e) => !e.is_io(),
             ProfileError::Open(e) => e.is_verification_failure(),
-            ProfileError::Submit(e) => e.is_refusal(),
+            ProfileError::Submit(e) | ProfileError::Uncommitted(e) => e.is_refusal(),
             ProfileError::Generation(e) => !e.is_io(),
             ProfileError::Usage(_) => false,
             ProfileError::Plan(_) | ProfileError::StaleRevision { .. } | ProfileError::Refused(_) => true,
@@ -341,8 +347,11 @@ fn transact(
             // Refused at the commit point: nothing was committed, and `recover` must not
             // roll the refused operation forward later.
             generation::roll_back(root, &txn, manifest)?;
+            return Err(e.into());
         }
-        return Err(e.into());
+        // A storage failure leaves the published transaction for `recover`, which commits
+        // the entry (outside review 26: the error line did not say so).
+        return Err(ProfileError::Uncommitted(e));
     }
     generation::boundary("state");
     generation::finish(root)?;
