@@ -371,3 +371,31 @@ pub fn split_segments(dir: &Path, starts: &[usize]) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// Rewrites `event` into the form the builds before 2026-12-05 recorded, for the decisions
+/// `legacy` accepts: an `acceptanceDecided` without the profile binding (its input-manifest
+/// and decision digests recomputed; `digests` keeps them by decision id), and a
+/// `repairRecorded` over such a decision re-bound to those digests.
+pub fn to_legacy_decision(
+    event: &mut Event,
+    legacy: impl Fn(Id) -> bool,
+    digests: &mut std::collections::BTreeMap<Id, (ledger_schema::Digest, ledger_schema::Digest)>,
+) {
+    match event {
+        Event::AcceptanceDecided(d) if legacy(d.decision_id) => {
+            d.input_manifest.profile = None;
+            d.input_manifest.plan = None;
+            d.input_manifest_digest = d.input_manifest.digest();
+            d.decision_digest = d.computed_digest();
+            digests.insert(d.decision_id, (d.decision_digest, d.input_manifest_digest));
+        }
+        Event::RepairRecorded(r) => {
+            if let Some((decision, input_manifest)) = digests.get(&r.decision_id) {
+                r.decision_digest = *decision;
+                r.input_manifest_digest = *input_manifest;
+                r.repair_digest = r.computed_digest();
+            }
+        }
+        _ => {}
+    }
+}

@@ -140,37 +140,27 @@ fn legacy_cases() -> Vec<Case> {
         BTreeMap::new();
     for sealed in ledger.store().read_range(0, u64::MAX).unwrap() {
         let mut entry = sealed.entry.clone();
-        match &mut entry.event {
-            Event::AcceptanceDecided(d) => {
-                d.input_manifest.profile = None;
-                d.input_manifest.plan = None;
-                d.input_manifest_digest = d.input_manifest.digest();
-                d.decision_digest = d.computed_digest();
-                legacy.insert(d.decision_id, (d.decision_digest, d.input_manifest_digest));
-            }
-            Event::RepairRecorded(r) => {
-                let (decision, input_manifest) = legacy[&r.decision_id];
-                r.decision_digest = decision;
-                r.input_manifest_digest = input_manifest;
-                r.repair_digest = r.computed_digest();
-            }
-            Event::AttemptStarted(a) => {
-                let start = StartAttempt {
-                    attempt_id: a.attempt_id,
-                    workflow_id: a.workflow_id,
-                    worker_session_id: a.worker_session_id,
-                    thread: a.thread,
-                    selection_receipt: None,
-                };
-                let binding = runtime::attempt_binding(&state, &start).unwrap();
-                cases.push(Case { state: state.clone(), attempt: AttemptStarted::clone(a), binding });
-            }
-            _ => {}
+        replay_tests::to_legacy_decision(&mut entry.event, |_| true, &mut legacy);
+        if let Event::AttemptStarted(a) = &entry.event {
+            cases.push(case_at(&state, a));
         }
         runtime::apply(&mut state, &entry).unwrap();
     }
     assert_eq!(cases.len(), 5);
     cases
+}
+
+/// The case of Attempt start `a` over `state`, the state before it.
+fn case_at(state: &State, a: &AttemptStarted) -> Case {
+    let start = StartAttempt {
+        attempt_id: a.attempt_id,
+        workflow_id: a.workflow_id,
+        worker_session_id: a.worker_session_id,
+        thread: a.thread,
+        selection_receipt: None,
+    };
+    let binding = runtime::attempt_binding(state, &start).unwrap();
+    Case { state: state.clone(), attempt: a.clone(), binding }
 }
 
 /// Every Attempt start of `ledger`, with the state before it and its binding.
@@ -179,15 +169,7 @@ fn cases_of(ledger: &Ledger<MemStore>) -> Vec<Case> {
     let mut cases = Vec::new();
     for sealed in ledger.store().read_range(0, u64::MAX).unwrap() {
         if let Event::AttemptStarted(a) = &sealed.entry.event {
-            let start = StartAttempt {
-                attempt_id: a.attempt_id,
-                workflow_id: a.workflow_id,
-                worker_session_id: a.worker_session_id,
-                thread: a.thread,
-                selection_receipt: None,
-            };
-            let binding = runtime::attempt_binding(&state, &start).unwrap();
-            cases.push(Case { state: state.clone(), attempt: AttemptStarted::clone(a), binding });
+            cases.push(case_at(&state, a));
         }
         admission::apply(&mut state, &sealed.entry).unwrap();
     }

@@ -111,39 +111,32 @@ fn forged_decision_digests() {
     d.evidence_set_digest = digest_of("x");
     d.decision_digest = d.computed_digest();
     base.forged(Event::AcceptanceDecided(d), Rule::EvidenceSet);
-    let mut d = good.clone();
-    d.input_manifest.workflow_version -= 1;
-    d.input_manifest_digest = d.input_manifest.digest();
-    d.decision_digest = d.computed_digest();
-    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    // `good` with its input manifest changed by `change`, every digest over it recomputed.
+    let with_manifest = |change: &dyn Fn(&mut ledger_schema::events::AcceptanceInputManifest)| {
+        let mut d = good.clone();
+        change(&mut d.input_manifest);
+        d.input_manifest_digest = d.input_manifest.digest();
+        d.decision_digest = d.computed_digest();
+        Event::AcceptanceDecided(d)
+    };
+    base.forged(with_manifest(&|im| im.workflow_version -= 1), Rule::InputManifest);
     // The decision binds the workflow's profile and plan pair (DESIGN §5): another profile,
-    // a plan pair the workflow does not have, are refused; the form recorded before the
-    // binding (neither) still replays.
+    // a plan pair the workflow does not have, a plan pair without the profile are refused.
     assert_eq!(good.input_manifest.profile, Some(base.ledger.state().workflows[&lid(WORKFLOW)].profile));
     assert_eq!(good.input_manifest.plan, None, "an unprotected workflow has no plan pair");
-    let mut d = good.clone();
-    d.input_manifest.profile = Some(ledger_schema::types::Binding { id: lid(0x99), digest: digest_of("p") });
-    d.input_manifest_digest = d.input_manifest.digest();
-    d.decision_digest = d.computed_digest();
-    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
-    let mut d = good.clone();
-    d.input_manifest.plan = Some(plan_pair());
-    d.input_manifest_digest = d.input_manifest.digest();
-    d.decision_digest = d.computed_digest();
-    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
-    let mut d = good.clone();
-    d.input_manifest.profile = None;
-    d.input_manifest.plan = Some(plan_pair());
-    d.input_manifest_digest = d.input_manifest.digest();
-    d.decision_digest = d.computed_digest();
-    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    let other = ledger_schema::types::Binding { id: lid(0x99), digest: digest_of("p") };
+    base.forged(with_manifest(&|im| im.profile = Some(other)), Rule::InputManifest);
+    base.forged(with_manifest(&|im| im.plan = Some(plan_pair())), Rule::InputManifest);
+    base.forged(
+        with_manifest(&|im| {
+            im.profile = None;
+            im.plan = Some(plan_pair());
+        }),
+        Rule::InputManifest,
+    );
     // The form without the binding is only older builds': after an Attempt of compiler/4
     // it is refused (outside review 25: dropping both passed replay).
-    let mut d = good.clone();
-    d.input_manifest.profile = None;
-    d.input_manifest_digest = d.input_manifest.digest();
-    d.decision_digest = d.computed_digest();
-    base.forged(Event::AcceptanceDecided(d), Rule::InputManifest);
+    base.forged(with_manifest(&|im| im.profile = None), Rule::InputManifest);
     let mut d = good.clone();
     d.decision_digest = digest_of("x");
     base.forged(Event::AcceptanceDecided(d), Rule::DecisionDigest);
@@ -308,23 +301,7 @@ fn the_decision_form_never_goes_back() {
         let mut digests = std::collections::BTreeMap::new();
         for sealed in &entries {
             let mut entry = sealed.entry.clone();
-            match &mut entry.event {
-                Event::AcceptanceDecided(d) if legacy.contains(&d.decision_id) => {
-                    d.input_manifest.profile = None;
-                    d.input_manifest.plan = None;
-                    d.input_manifest_digest = d.input_manifest.digest();
-                    d.decision_digest = d.computed_digest();
-                    digests.insert(d.decision_id, (d.decision_digest, d.input_manifest_digest));
-                }
-                Event::RepairRecorded(r) => {
-                    if let Some((decision, input_manifest)) = digests.get(&r.decision_id) {
-                        r.decision_digest = *decision;
-                        r.input_manifest_digest = *input_manifest;
-                        r.repair_digest = r.computed_digest();
-                    }
-                }
-                _ => {}
-            }
+            replay_tests::to_legacy_decision(&mut entry.event, |id| legacy.contains(&id), &mut digests);
             closure_ledger::runtime::apply(&mut state, &entry).map_err(|e| (entry.seq, e))?;
         }
         Ok::<_, (u64, closure_ledger::runtime::RuleViolation)>(())
