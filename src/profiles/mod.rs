@@ -503,6 +503,15 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
 /// `profile mode`: the same plan under another selection mode, as a new revision (no
 /// generation changes; the same mode is a no-op).
 pub fn mode(dir: &Path, mode: SelectionMode, expected: u32) -> Result<ProfileStatus, ProfileError> {
+    // As `set` requires (outside review 27: `mode` recorded a revision over an interrupted
+    // transaction, which `recover` then rolled back instead of forward, and over a tampered
+    // or deleted generation): the configured state root verifies as `status` verifies it,
+    // and holds no interrupted transaction.
+    let checked = status(dir, None)?;
+    if checked.recovery_required {
+        let root = checked.state_root.unwrap_or_default();
+        return Err(GenerationError::RecoveryRequired(scan::shown(&root)).into());
+    }
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let cp = &ledger.state().context_profiles;
     check_expected(cp, Some(expected))?;

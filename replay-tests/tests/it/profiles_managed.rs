@@ -302,6 +302,9 @@ fn blocks_status_set_and_rollback(s: &Setup, root: &Path, name: &str, expect: &s
     let (code, _, err) = s
         .run(&["profile", "rollback"], &["--state-root", root.to_str().unwrap(), "--expected-revision", "2"]);
     assert_eq!(code, 1, "{name}: rollback: {err}");
+    // `mode` verifies the configured generation as `status` does (outside review 27).
+    let (code, _, err) = s.run(&["profile", "mode"], &["suggest", "--expected-revision", "2"]);
+    assert_eq!(code, 1, "{name}: mode: {err}");
     assert_eq!(s.head(), before, "{name}: nothing written");
 }
 
@@ -392,6 +395,14 @@ fn sigkill_at_every_boundary_then_recover() {
         let (code, _, err) = set(&s, &root, &["full"]);
         assert_eq!(code, 1, "{boundary}: set refuses until recovered");
         assert!(err.contains("recover"), "{boundary}: {err}");
+        // So does `mode` (outside review 27: it recorded a revision over the interrupted
+        // transaction, which `recover` then rolled back instead of forward).
+        let head = s.head();
+        let at = st["revision"].to_string();
+        let (code, _, err) = s.run(&["profile", "mode"], &["suggest", "--expected-revision", &at]);
+        assert_eq!(code, 1, "{boundary}: mode refuses until recovered: {err}");
+        assert!(err.contains("recover"), "{boundary}: {err}");
+        assert_eq!(s.head(), head, "{boundary}: mode wrote nothing");
         let r = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
         assert_eq!(r["outcome"], outcome, "{boundary}");
         assert_eq!(r["revision"], revision, "{boundary}");
