@@ -36,7 +36,15 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// (weight 2) and description (its triggers). BM25 with k1 = 1.2, b = 0.75, idf =
 /// ln(1 + (N − n + 0.5)/(n + 0.5)) over the routable sources; scores × 1000, rounded.
 /// Ties by id. The bar: top ≥ [`BAR_MIN_SCORE`] and top ≥ [`BAR_RATIO`] × the runner-up.
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/1";
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/2";
+
+/// The first routing policy: a task's agent-proposed ids decided before the lexical step, so
+/// they overrode a skill the user's own query cited or ranked unambiguously. Selections
+/// recorded under it are re-derived under it; new ones are decided under
+/// [`ROUTING_POLICY`], which takes a decisive lexical step first (seed 003: "Auto uses
+/// explicit user IDs first, then a completed pinned decision, an unambiguous ranked match,
+/// one cited skill name, or admitted agent-proposed IDs"; outside review 26).
+pub const ROUTING_POLICY_V1: &str = "closure-ledger-routing/1";
 /// Largest task input (bytes).
 pub const MAX_TASK_INPUT_BYTES: usize = 65_536;
 /// Largest query (bytes).
@@ -496,6 +504,11 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             lex(first, false, REASON_RANKED)
         }
         REASON_SEVERAL_DIRECTIVES => lex(None, true, REASON_SEVERAL_DIRECTIVES),
+        // Routing/2: agent-proposed ids after a lexical step that decided nothing; its
+        // shortlist (if any) is recorded as the candidates.
+        REASON_AGENT_PROPOSAL if e.routing_policy == ROUTING_POLICY => {
+            lex(None, !e.candidates.is_empty(), REASON_NO_MATCH)
+        }
         REASON_AMBIGUOUS => {
             let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
             let second = e.candidates.get(1).map(|c| c.score);
@@ -682,6 +695,7 @@ pub fn decide(
     task: &Task,
     query_digest: Option<Digest>,
     request: &Request,
+    policy: &'static str,
     lexical_step: &LexicalStep<'_>,
 ) -> Result<SelectionRecorded, SelectionError> {
     check_task(task)?;
@@ -703,7 +717,7 @@ pub fn decide(
         plan_digest: plan.digest(),
         query_digest,
         task_revision: task.revision,
-        routing_policy: ROUTING_POLICY,
+        routing_policy: policy,
         trigger_digest: trigger,
     }
     .digest();
@@ -740,12 +754,17 @@ pub fn decide(
         (p.selected_ids.clone(), false, REASON_REUSED)
     } else if plan.selection_mode == SelectionMode::Manual {
         (Vec::new(), false, REASON_MANUAL)
-    } else if !task.proposed_ids.is_empty() {
+    } else if policy == ROUTING_POLICY_V1 && !task.proposed_ids.is_empty() {
         for id in &task.proposed_ids {
             routable_rule(id)?;
         }
         (task.proposed_ids.clone(), false, REASON_AGENT_PROPOSAL)
     } else if let Some(answer) = &request.proposal {
+        // A task that proposes ids and a provider's answer at once: the agent's ids are the
+        // task's own decision, so the answer would be dropped; refused (as routing/1 did).
+        if !task.proposed_ids.is_empty() {
+            return Err(SelectionError::ProposalUnused(REASON_AGENT_PROPOSAL.to_owned()));
+        }
         let p = same_binding
             .filter(|p| p.decision == SelectionDecision::Pending)
             .ok_or(SelectionError::ProposalWithoutPending)?;
@@ -764,12 +783,24 @@ pub fn decide(
             more => return Err(SelectionError::ProposalTooMany(more.len())),
         }
     } else {
+        // Routing/2: the agent's proposed ids are admitted only where the lexical step is not
+        // decisive (no single cited skill, no unambiguous ranked match): a user's own words
+        // come first. They are checked routable either way.
+        for id in &task.proposed_ids {
+            routable_rule(id)?;
+        }
         let lex = lexical_step(plan, &routable_sources)?;
         candidates = lex.candidates;
-        if let Some(root) = &lex.root {
-            routable_rule(root)?;
+        match lex.root {
+            Some(root) => {
+                routable_rule(&root)?;
+                (vec![root], false, lex.reason)
+            }
+            None if !task.proposed_ids.is_empty() => {
+                (task.proposed_ids.clone(), false, REASON_AGENT_PROPOSAL)
+            }
+            None => (Vec::new(), lex.pending, lex.reason),
         }
-        (lex.root.into_iter().collect(), lex.pending, lex.reason)
     };
     let explicit_set: Vec<String> =
         if reused { explicit_for_digest.clone() } else { task.explicit_ids.clone() };
@@ -811,7 +842,7 @@ pub fn decide(
         selected_ids,
         task_revision: task.revision,
         binding_digest,
-        routing_policy: ROUTING_POLICY.to_owned(),
+        routing_policy: policy.to_owned(),
         trigger_digest: trigger,
         registry_digest,
         profile_revision,
@@ -839,18 +870,24 @@ pub fn decide_live(
 ) -> Result<SelectionRecorded, SelectionError> {
     let query_digest = task.query.as_ref().map(|q| Digest::of(DigestKind::TaskQuery, q.as_bytes()));
     let query = task.query.as_deref();
-    decide(state, task, query_digest, request, &|_, routable| Ok(lexical(query, routable)))
+    decide(state, task, query_digest, request, ROUTING_POLICY, &|_, routable| Ok(lexical(query, routable)))
 }
 
 /// Folds a `selectionRecorded`: the state re-derives the whole event (the lexical step
 /// from its recorded outcome, checked), which must equal the recorded one.
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
-    ensure!(
-        e.routing_policy == ROUTING_POLICY,
-        Rule::Selection,
-        "routing policy {:?} is not {ROUTING_POLICY}",
-        e.routing_policy
-    );
+    let policy = [ROUTING_POLICY, ROUTING_POLICY_V1]
+        .into_iter()
+        .find(|p| *p == e.routing_policy)
+        .ok_or_else(|| {
+            violation(
+                Rule::Selection,
+                format!(
+                    "routing policy {:?} is not {ROUTING_POLICY} or {ROUTING_POLICY_V1}",
+                    e.routing_policy
+                ),
+            )
+        })?;
     let task = Task {
         session_id: e.session_id.clone(),
         task_id: e.task_id.clone(),
@@ -865,7 +902,7 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
     let recorded_lexical = |plan: &Plan, _: &[&RegistrySource]| {
         lexical_recorded(e, plan).map_err(|v| SelectionError::Task(v.detail))
     };
-    let expected = decide(state, &task, e.query_digest, &request, &recorded_lexical)
+    let expected = decide(state, &task, e.query_digest, &request, policy, &recorded_lexical)
         .map_err(|err| violation(Rule::Selection, err.to_string()))?;
     ensure!(
         expected == *e,

@@ -87,7 +87,7 @@ pub struct SelectionRecorded {
     pub selected_ids: Vec<String>,
     pub task_revision: u32,
     pub binding_digest: Digest,
-    /// `closure-ledger-routing/1`.
+    /// `closure-ledger-routing/2` (`/1` in selections recorded before 2026-12-05).
     pub routing_policy: String,
     /// `Digest::of(SelectionTriggers, [{id, name, description}] of the routable sources)`.
     pub trigger_digest: Digest,

@@ -135,9 +135,39 @@ pub(super) fn golden_selection_case() -> (
     closure_ledger::runtime::State,
     closure_ledger::runtime::AttemptBinding,
 ) {
+    // The selection as routing/1 recorded it (the frozen goldens carry its receipt): the
+    // same explicit task, decided under that policy and admitted in-process.
+    use closure_ledger::runtime::selection::{self, ROUTING_POLICY_V1, Request, Task};
     let mut w = world("auto");
-    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
-    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    let sel = w
+        .with_ledger(|s| {
+            let task = Task {
+                session_id: "supervisor-1".into(),
+                task_id: lid(GOAL).to_string(),
+                revision: 1,
+                phase: "discovery".into(),
+                query: None,
+                explicit_ids: vec!["skill:api-design".into()],
+                proposed_ids: Vec::new(),
+                no_workflow: false,
+            };
+            let request = Request { load: true, ..Request::default() };
+            let event = selection::decide(
+                s.ledger.state(),
+                &task,
+                None,
+                &request,
+                ROUTING_POLICY_V1,
+                &|_, routable| Ok(selection::lexical(None, routable)),
+            )
+            .unwrap();
+            let receipt = event.receipt().digest();
+            s.time_ms += 1000;
+            s.ledger.admit(vec![Event::SelectionRecorded(Box::new(event))], Ctx { time_ms: s.time_ms })?;
+            Ok(receipt)
+        })
+        .unwrap();
+    w.submit(start(0x60, WORKFLOW, Some(sel))).unwrap();
     let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x60)).unwrap().unwrap();
     assert!(found.matches_recorded);
     let (ledger, _) = Ledger::<DiskStore>::open(w.dir()).unwrap();

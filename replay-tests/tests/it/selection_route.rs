@@ -238,13 +238,39 @@ fn routing_order_and_manual_mode() {
     t.no_workflow = true;
     let e = decide_live(&st, &t, &Request::default()).unwrap();
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "no-workflow"));
-    // Auto: admitted agent proposals come before the query.
+    // Auto (routing/2, seed 003's order): a decisive lexical step — the user's own query
+    // ranking one skill unambiguously, or citing one — comes before the agent's proposals
+    // (outside review 26: the proposal overrode the user's cited skill); the proposals are
+    // admitted where the query decides nothing.
     let s = configured(&["--selection", "auto"]);
     let st = state(&s);
     let mut t = task(q);
     t.proposed_ids = ids(&["skill:kubernetes"]);
     let e = decide_live(&st, &t, &Request::default()).unwrap();
-    assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("agent-proposal", ids(&["skill:kubernetes"])));
+    assert_eq!(e.reason, "ranked", "{e:?}");
+    assert_eq!(e.routing_policy, closure_ledger::runtime::selection::ROUTING_POLICY);
+    assert!(!e.selected_ids.contains(&"skill:kubernetes".to_owned()), "{:?}", e.selected_ids);
+    let mut cited = task(Some("use the kubernetes skill for this"));
+    cited.proposed_ids = ids(&["skill:postgres-tuning"]);
+    let e = decide_live(&st, &cited, &Request::default()).unwrap();
+    assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("directive", ids(&["skill:kubernetes"])));
+    for query in
+        [None, Some("something about nothing in particular"), Some("write something with files and markup")]
+    {
+        let mut t = task(query);
+        t.proposed_ids = ids(&["skill:kubernetes"]);
+        let e = decide_live(&st, &t, &Request::default()).unwrap();
+        assert_eq!(
+            (e.reason.as_str(), e.selected_ids.clone()),
+            ("agent-proposal", ids(&["skill:kubernetes"]))
+        );
+        // Replay re-derives it from the entry (an ambiguous query's shortlist recorded as
+        // its candidates).
+        let mut replayed = st.clone();
+        sel::apply_selection(&mut replayed, &e, st.entries).unwrap();
+        assert_eq!(e.candidates.is_empty(), query != Some("write something with files and markup"), "{e:?}");
+    }
+    let mut t = task(q);
     // A proposal of a source that is not routable is refused, naming the rule.
     for (id, rule) in [
         ("skill:deploy", "manual-only"),
