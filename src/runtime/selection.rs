@@ -507,7 +507,18 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
         // Routing/2: agent-proposed ids after a lexical step that decided nothing; its
         // shortlist (if any) is recorded as the candidates.
         REASON_AGENT_PROPOSAL if e.routing_policy == ROUTING_POLICY => {
-            lex(None, !e.candidates.is_empty(), REASON_NO_MATCH)
+            if e.candidates.is_empty() {
+                lex(None, false, REASON_NO_MATCH)
+            } else {
+                let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
+                let second = e.candidates.get(1).map(|c| c.score);
+                ensure!(
+                    e.query_digest.is_some() && !clears_bar(top, second),
+                    Rule::Selection,
+                    "an agent proposal's recorded shortlist is an ambiguous query's: a query, its top under the bar"
+                );
+                lex(None, true, REASON_AMBIGUOUS)
+            }
         }
         REASON_AMBIGUOUS => {
             let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
@@ -763,6 +774,9 @@ pub fn decide(
         // A task that proposes ids and a provider's answer at once: the agent's ids are the
         // task's own decision, so the answer would be dropped; refused (as routing/1 did).
         if !task.proposed_ids.is_empty() {
+            for id in &task.proposed_ids {
+                routable_rule(id)?;
+            }
             return Err(SelectionError::ProposalUnused(REASON_AGENT_PROPOSAL.to_owned()));
         }
         let p = same_binding
@@ -797,6 +811,11 @@ pub fn decide(
                 (vec![root], false, lex.reason)
             }
             None if !task.proposed_ids.is_empty() => {
+                // The shortlist is recorded only where the query was ambiguous (its top under
+                // the bar), so replay can hold it to that (outside review 28).
+                if lex.reason != REASON_AMBIGUOUS {
+                    candidates = Vec::new();
+                }
                 (task.proposed_ids.clone(), false, REASON_AGENT_PROPOSAL)
             }
             None => (Vec::new(), lex.pending, lex.reason),

@@ -270,6 +270,17 @@ fn routing_order_and_manual_mode() {
         sel::apply_selection(&mut replayed, &e, st.entries).unwrap();
         assert_eq!(e.candidates.is_empty(), query != Some("write something with files and markup"), "{e:?}");
     }
+    // A recorded agent proposal whose shortlist shows a decisive ranked match — the query
+    // decided, so the agent's ids were not taken — is refused on replay (outside review 28).
+    let mut t = task(q);
+    t.proposed_ids = ids(&["skill:kubernetes"]);
+    let ranked = decide_live(&st, &t, &Request::default()).unwrap();
+    assert_eq!(ranked.reason, "ranked");
+    let mut forged = ranked.clone();
+    forged.reason = "agent-proposal".into();
+    forged.selected_ids = ids(&["skill:kubernetes"]);
+    let err = sel::apply_selection(&mut st.clone(), &forged, st.entries).unwrap_err();
+    assert!(err.to_string().contains("ambiguous query's"), "{err}");
     let mut t = task(q);
     // A proposal of a source that is not routable is refused, naming the rule.
     for (id, rule) in [
