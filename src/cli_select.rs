@@ -112,7 +112,8 @@ pub fn run_select(a: SelectArgs, out: &mut dyn Write) -> Result<(), Failure> {
             "{} ({}{}) in {} mode: [{}]{}",
             crate::runtime::wire(&e.decision),
             e.reason,
-            if e.reused { ", reused" } else { "" },
+            // The reason of a reuse is `reused` itself: said once.
+            if e.reused && e.reason != crate::runtime::selection::REASON_REUSED { ", reused" } else { "" },
             crate::runtime::wire(&o.mode),
             e.selected_ids.join(", "),
             match o.seq {

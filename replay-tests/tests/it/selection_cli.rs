@@ -192,6 +192,11 @@ fn pending_is_never_reused_none_is_and_receipts_must_recompute() {
     let n = file(&s, "none.json", &none["receipt"]);
     let reused = ok(select(&s, &task("zzz qqq"), &["--previous", &n]));
     assert_eq!((reused["reused"].as_bool(), reused["decision"].as_str()), (Some(true), Some("none")));
+    // The text line says the reason once (outside review 29: "(reused, reused)").
+    let f = file(&s, "task.json", &task("zzz qqq"));
+    let (code, out, err) = s.run(&["select"], &["--task-input", f.as_str(), "--previous", &n]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("none (reused) in auto mode"), "{out}");
     // A receipt whose digest does not recompute is refused, writing nothing.
     let mut forged = none["receipt"].clone();
     forged["selectedIds"] = json!(["skill:kubernetes"]);
