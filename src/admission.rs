@@ -140,27 +140,25 @@ pub fn recompile_with(
 }
 
 /// The compiler version `e` records, if it is not older (in `registry`'s order) than the
-/// newest an earlier Attempt start of the ledger records; a version the registry lacks is
-/// left to [`recompile_with`], which names it.
+/// newest an earlier Attempt start of the ledger records; `None` for a version the registry
+/// lacks, which [`recompile_with`] refuses by name.
 fn compiler_not_older(
     registry: &Registry<'_>,
     state: &State,
     e: &AttemptStarted,
-) -> Result<&'static str, Refusal> {
-    let versions = registry.versions();
-    let rank = |v: &str| versions.iter().position(|known| *known == v);
-    let version = &e.manifest.compiler_version;
-    let Some(at) = rank(version) else {
-        return Err(Refusal::UnknownCompilerVersion {
+) -> Result<Option<&'static str>, Refusal> {
+    let Some(compiler) = registry.for_version(&e.manifest.compiler_version) else { return Ok(None) };
+    let at = registry.rank(compiler.version());
+    if let Some(newer) =
+        state.compiler_floor.filter(|floor| registry.rank(floor).zip(at).is_some_and(|(f, a)| f < a))
+    {
+        return Err(Refusal::CompilerDowngrade {
             attempt: e.attempt_id,
-            version: version.clone(),
-            known: versions.clone(),
+            version: e.manifest.compiler_version.clone(),
+            newer,
         });
-    };
-    if let Some(newer) = state.compiler_floor.filter(|floor| rank(floor).is_some_and(|f| f < at)) {
-        return Err(Refusal::CompilerDowngrade { attempt: e.attempt_id, version: version.clone(), newer });
     }
-    Ok(versions.get(at).copied().unwrap_or_default())
+    Ok(Some(compiler.version()))
 }
 
 /// The one "binding + compile" step of every manifest proof (an Attempt start, a dispatch
@@ -191,7 +189,7 @@ pub fn apply(state: &mut State, entry: &Entry) -> Result<(), Refusal> {
 pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> Result<(), Refusal> {
     let mut started_on = None;
     if let Event::AttemptStarted(e) = &entry.event {
-        started_on = Some(compiler_not_older(registry, state, e)?);
+        started_on = compiler_not_older(registry, state, e)?;
         let compiled = recompile_with(registry, state, e)?;
         if compiled.manifest != e.manifest || compiled.manifest_digest != e.manifest_digest {
             return Err(Refusal::ManifestMismatch(Box::new(ManifestMismatch {
@@ -211,17 +209,14 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::AcceptanceDecided(e) = &entry.event
         && e.input_manifest.profile.is_none()
         && let Some(floor) = state.compiler_floor
+        && registry.rank(floor).zip(registry.rank(compiler::v4::VERSION)).is_some_and(|(f, four)| f <= four)
     {
-        let versions = registry.versions();
-        let rank = |v: &str| versions.iter().position(|known| *known == v);
-        if rank(floor).zip(rank(compiler::v4::VERSION)).is_some_and(|(f, four)| f <= four) {
-            return Err(Refusal::Rule(runtime::violation(
-                runtime::Rule::InputManifest,
-                format!(
-                    "the input manifest must bind the workflow's profile and plan pair: this ledger's Attempts are compiled by {floor}, whose builds bind them in every decision"
-                ),
-            )));
-        }
+        return Err(Refusal::Rule(runtime::violation(
+            runtime::Rule::InputManifest,
+            format!(
+                "the input manifest must bind the workflow's profile and plan pair: this ledger's Attempts are compiled by {floor}, whose builds bind them in every decision"
+            ),
+        )));
     }
     let stands_on_a_result = match &entry.event {
         Event::GenerationFrozen(e) => Some((e.generation_id, ResultUse::Freeze)),

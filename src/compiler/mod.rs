@@ -81,6 +81,11 @@ impl<'a> Registry<'a> {
         self.iter().find(|c| c.version() == version)
     }
 
+    /// Where `version` stands, newest first (0: the newest), if this registry has it.
+    pub fn rank(&self, version: &str) -> Option<usize> {
+        self.iter().position(|c| c.version() == version)
+    }
+
     /// Every version, newest first.
     pub fn versions(&self) -> Vec<&'static str> {
         self.iter().map(|c| c.version()).collect()

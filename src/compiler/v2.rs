@@ -386,12 +386,11 @@ fn filter_by_authority(
             state.generations.get(&gen_id).ok_or(CompileError::Unknown { what: "generation", id: gen_id })?;
         if let Some(repair_id) = generation.repair_id {
             let repair = repair_authority(state, bound, gen_id, repair_id)?;
-            let lost = repair.omissions.iter().filter(|o| o.rule != "feedback.blank").count();
             if bound.rules.feedback == FeedbackRule::AsPolicy
-                && lost > 0
+                && repair.lost > 0
                 && query.required(InputClass::Working)
             {
-                return Err(CompileError::RequiredFeedback { lost });
+                return Err(CompileError::RequiredFeedback { lost: repair.lost });
             }
             selection.items.extend(repair.items);
             selection.omissions.extend(repair.omissions);
@@ -624,6 +623,8 @@ struct Repair {
     items: Vec<Item>,
     feedback: Option<Feedback>,
     omissions: Vec<OmissionDecision>,
+    /// Feedback items (not blank) the policy's feedback limits left out.
+    lost: usize,
 }
 
 /// The repair context of repair child `child_id`, proved from the exact current repair
@@ -773,7 +774,7 @@ fn repair_authority(
     };
     items.push(item(InputClass::Identity, source, &context, Place::Fixed));
 
-    let (feedback, omissions) = bounded_feedback(fb_items, bound.policy);
+    let (feedback, omissions, lost) = bounded_feedback(fb_items, bound.policy);
     if let Some(f) = &feedback {
         let source = Source {
             kind: "priorAttemptFeedback",
@@ -784,20 +785,22 @@ fn repair_authority(
         };
         items.push(item(InputClass::Working, source, f, Place::Fixed));
     }
-    Ok(Repair { context, items, feedback, omissions })
+    Ok(Repair { context, items, feedback, omissions, lost })
 }
 
 /// The feedback items sorted by kind then content, each kept or omitted by the policy's
-/// feedback limits (blank, item size, item count, total size — in that order).
+/// feedback limits (blank, item size, item count, total size — in that order), and how many
+/// items (not blank) the limits left out.
 fn bounded_feedback(
     mut fb_items: Vec<FeedbackItem>,
     policy: &PolicyState,
-) -> (Option<Feedback>, Vec<OmissionDecision>) {
+) -> (Option<Feedback>, Vec<OmissionDecision>, usize) {
     fb_items.sort();
     let limits = policy.bundle.feedback;
     let mut omissions = Vec::new();
     let mut kept = Vec::new();
     let mut total = 0usize;
+    let mut lost = 0usize;
     for (idx, it) in fb_items.into_iter().enumerate() {
         let size = ledger_schema::codec::encoded_len(&it);
         let rule = if it.content.trim().is_empty() {
@@ -812,11 +815,14 @@ fn bounded_feedback(
             None
         };
         match rule {
-            Some(rule) => omissions.push(OmissionDecision {
-                source_ref: it.source_refs.first().cloned().unwrap_or_else(|| format!("feedback/{idx}")),
-                rule: rule.to_owned(),
-                reason: "optional working context over the policy's feedback limits".to_owned(),
-            }),
+            Some(rule) => {
+                lost += usize::from(rule != "feedback.blank");
+                omissions.push(OmissionDecision {
+                    source_ref: it.source_refs.first().cloned().unwrap_or_else(|| format!("feedback/{idx}")),
+                    rule: rule.to_owned(),
+                    reason: "optional working context over the policy's feedback limits".to_owned(),
+                });
+            }
             None => {
                 total += size;
                 kept.push(it);
@@ -828,7 +834,7 @@ fn bounded_feedback(
         feedback_digest: record_digest_repeated(DigestKind::Feedback, &kept).0,
         items: kept,
     });
-    (feedback, omissions)
+    (feedback, omissions, lost)
 }
 
 // ---------------------------------------------------------------------------------------

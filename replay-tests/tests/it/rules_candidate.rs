@@ -404,17 +404,7 @@ fn a_candidate_failed_beside_cannot_be_accepted() {
     .unwrap();
     // The second's passes; its ACCEPT of X is refused.
     advance(&mut w, Phase::EvidenceBuild, 4);
-    w.ok(Command::RecordEvidence(RecordEvidence {
-        evidence_id: lid(0x98),
-        workflow_id: wf2,
-        generation_id: lid(0x88),
-        candidate_digest: x,
-        obligation_id: lid(OBLIGATION),
-        check_spec_id: lid(CHECK_SPEC),
-        check_spec_digest: digest_of("check: cargo test parser::trailing"),
-        result: CheckResult::Pass,
-        detail: "passed on a re-run".into(),
-    }));
+    w.ok(second_generation_passes(wf2, x, "passed on a re-run"));
     advance(&mut w, Phase::FinalVerify, 5);
     let err = w.fails(Command::DecideAcceptance(DecideAcceptance {
         decision_id: lid(0xa8),
@@ -505,29 +495,36 @@ fn a_proposed_fact_does_not_make_a_context_stale() {
     w.ok(freeze(0x80));
 }
 
+/// A passing check of the second workflow's generation 0x88 (candidate `x`) for the goal's
+/// obligation.
+fn second_generation_passes(workflow: ledger_schema::Id, x: ledger_schema::Digest, detail: &str) -> Command {
+    use ledger_schema::types::CheckResult;
+    Command::RecordEvidence(RecordEvidence {
+        evidence_id: lid(0x98),
+        workflow_id: workflow,
+        generation_id: lid(0x88),
+        candidate_digest: x,
+        obligation_id: lid(OBLIGATION),
+        check_spec_id: lid(CHECK_SPEC),
+        check_spec_digest: digest_of("check: cargo test parser::trailing"),
+        result: CheckResult::Pass,
+        detail: detail.into(),
+    })
+}
+
 /// The reverse order (outside review 20, fourth pass: the second workflow accepted X, then
 /// the first recorded X failing and rejected it — one goal held both): an ACCEPT waits while
 /// another open generation of the goal holds the same bytes undecided; once that one is
 /// closed without a failing check, the ACCEPT stands, and the bytes are judged for the goal.
 #[test]
 fn bytes_awaiting_judgment_elsewhere_cannot_be_accepted_first() {
-    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    use ledger_schema::types::{Phase, Verdict};
     let mut w = World::at(Stage::Frozen);
     let x = two_workflows_froze_the_same_bytes(&mut w);
     let wf2 = lid(0x2f);
     for (phase, version) in [(Phase::EvidenceBuild, 4), (Phase::FinalVerify, 5)] {
         if phase == Phase::FinalVerify {
-            w.ok(Command::RecordEvidence(RecordEvidence {
-                evidence_id: lid(0x98),
-                workflow_id: wf2,
-                generation_id: lid(0x88),
-                candidate_digest: x,
-                obligation_id: lid(OBLIGATION),
-                check_spec_id: lid(CHECK_SPEC),
-                check_spec_digest: digest_of("check: cargo test parser::trailing"),
-                result: CheckResult::Pass,
-                detail: "passed".into(),
-            }));
+            w.ok(second_generation_passes(wf2, x, "passed"));
         }
         w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf2, phase, version }));
     }
