@@ -217,6 +217,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         reasons: vec![s("check 65 failed")],
     };
     decision.decision_digest = decision.computed_digest();
+    let bound_decision = decision.clone();
     let mut repair = RepairRecorded {
         repair_id: id(90),
         workflow_id: id(30),
@@ -562,6 +563,24 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ),
         ignored("worker_delivery_ignored_context_changed", 86, IgnoredReason::ContextChanged),
         ignored("worker_delivery_ignored_stream_ended", 87, IgnoredReason::StreamEnded),
+        // Catalog 1 (additive, 2026-12-05): a decision whose input manifest binds the
+        // workflow's profile and plan pair (DESIGN §5), appended so earlier vectors keep
+        // their bytes.
+        ("acceptance_decided_binding_profile_and_plan", {
+            let input_manifest = AcceptanceInputManifest {
+                plan: Some(plan),
+                profile: Some(profile),
+                ..bound_decision.input_manifest.clone()
+            };
+            let mut d = AcceptanceDecided {
+                decision_id: id(86),
+                input_manifest_digest: input_manifest.digest(),
+                input_manifest,
+                ..bound_decision.clone()
+            };
+            d.decision_digest = d.computed_digest();
+            Event::AcceptanceDecided(Box::new(d))
+        }),
     ]
 }
 

@@ -222,6 +222,13 @@ fn positive_vectors_carry_real_record_digests() {
                     assert_eq!(evidence.get(&r.evidence_id), Some(&r.record_digest), "{name}: evidence ref");
                 }
                 binding(&policies, &im.policy, name);
+                if let Some(profile) = &im.profile {
+                    binding(&profiles, profile, name);
+                }
+                assert!(
+                    im.plan.is_none() || im.profile.is_some(),
+                    "{name}: a plan pair only beside the profile"
+                );
                 assert_eq!(e.input_manifest_digest, im.digest(), "{name}: input manifest digest");
                 assert_eq!(e.evidence_set_digest, evidence_set_digest(&im.evidence), "{name}: evidence set");
                 assert_eq!(e.decision_digest, e.computed_digest(), "{name}: decision digest");
@@ -240,6 +247,7 @@ fn positive_vectors_carry_real_record_digests() {
             _ => {}
         }
     }
-    // policy, profile, source, three attempts (one carrying a selection), payload, decision, repair
-    assert_eq!(checked, 9);
+    // policy, profile, source, three attempts (one carrying a selection), payload, two
+    // decisions (one binding the profile and plan pair), repair
+    assert_eq!(checked, 10);
 }
