@@ -351,7 +351,7 @@ const USAGE: &str = "\
 ledger-bench: closure-ledger against raw sled, a raw file and a SQLite peer (docs/performance.md)
 
 usage: ledger-bench [--quick] [--json] [--keep] [--frame-entries N]
-                    [--replay-only N | --compile-only | --append-only]
+                    [--replay-only N | --compile-only | --append-only [SUBMITTERS]]
 
   --quick            100k-entry replay ledger instead of 1M (about 10 s here)
   --json             one JSON object with every figure on stdout
@@ -359,7 +359,7 @@ usage: ledger-bench [--quick] [--json] [--keep] [--frame-entries N]
   --frame-entries N  worker events per frame in the generated ledgers (2,000)
   --replay-only N    only the replay figures, on an N-entry ledger
   --compile-only     only the compile figures
-  --append-only      only the append figures";
+  --append-only [S]  only the engine's append with S submitters (64), 40k entries";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -384,6 +384,10 @@ fn main() {
             std::process::exit(2);
         }
         if takes_value(a) {
+            rest.next();
+        }
+        // `--append-only` takes an optional number of submitters.
+        if a == "--append-only" && rest.clone().next().is_some_and(|n| n.parse::<u128>().is_ok()) {
             rest.next();
         }
     }
@@ -439,10 +443,15 @@ fn main() {
         return;
     }
     // `--append-only`: only the engine's append at 64 submitters (for profiling the writer).
-    if args.iter().any(|a| a == "--append-only") {
-        let a64 = engine_append(base, 64, append_n, &text);
-        let group = (append_n as f64 / a64.frames as f64).round();
-        println!("{}", serde_json::json!({ "append_eps_64": a64.eps.round(), "group_commit_mean": group }));
+    // `--append-only [SUBMITTERS]` (default 64).
+    if let Some(i) = args.iter().position(|a| a == "--append-only") {
+        let submitters = args.get(i + 1).and_then(|n| n.parse::<u128>().ok()).unwrap_or(64).max(1);
+        let a = engine_append(base, submitters, append_n, &text);
+        let group = (append_n as f64 / a.frames as f64).round();
+        println!(
+            "{}",
+            serde_json::json!({ "submitters": submitters as u64, "append_eps": a.eps.round(), "p50_us": a.p50_us, "group_commit_mean": group })
+        );
         return;
     }
 
