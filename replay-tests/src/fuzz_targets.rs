@@ -341,7 +341,7 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                 Command::ConfirmFact(ConfirmFact {
                     fact_id: fid,
                     revision: f.revision,
-                    confirmed_by: "human".into(),
+                    confirmed_by: "human:fuzz".into(),
                 })
             } else {
                 Command::InvalidateFact(InvalidateFact {

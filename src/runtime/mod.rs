@@ -107,6 +107,12 @@ pub enum Rule {
     DeliveryStaleness,
     /// A Fact is confirmed only from PROPOSED at the same revision; invalidated is final.
     FactStatus,
+    /// A Fact is confirmed, and a Human Decision made, by a human principal (`human:NAME`):
+    /// no worker or runtime principal turns inference into authority.
+    HumanAuthority,
+    /// A goal has one Human Decision per question: a second answer to a question already
+    /// decided for the goal is refused (two answers would both be authoritative).
+    DecisionConflict,
     /// A project source's digest is the digest of its content.
     SourceDigest,
     /// A blocker resolves once.

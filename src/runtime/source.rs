@@ -147,8 +147,25 @@ fn fact_at(state: &mut State, fact_id: Id, revision: u32) -> Result<&mut FactSta
     Ok(fact)
 }
 
+/// The principal who confirms a Fact or makes a Human Decision: `human:` and a name (seed:
+/// the compiler is not "a way to convert inference into authority" — a worker confirming its
+/// own hypothesis, or answering its own question, would be exactly that).
+fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
+    required_text(field, value)?;
+    let name = value.strip_prefix(HUMAN_PRINCIPAL);
+    ensure!(
+        name.is_some_and(|n| !n.trim().is_empty()),
+        Rule::HumanAuthority,
+        "{field} is {value:?}: authority comes from a human principal, written {HUMAN_PRINCIPAL}NAME"
+    );
+    Ok(())
+}
+
+/// The prefix of a human principal (`human:alice`).
+pub const HUMAN_PRINCIPAL: &str = "human:";
+
 pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), RuleViolation> {
-    required_text("confirmedBy", &e.confirmed_by)?;
+    human_principal("confirmedBy", &e.confirmed_by)?;
     let fact = fact_at(state, e.fact_id, e.revision)?;
     ensure!(
         fact.status == FactStatus::Proposed,
@@ -184,7 +201,20 @@ pub fn apply_human_decision(
     get(&state.goals, e.goal_id, "goal")?;
     required_text("question", &e.question)?;
     required_text("answer", &e.answer)?;
-    required_text("decidedBy", &e.decided_by)?;
+    human_principal("decidedBy", &e.decided_by)?;
+    let asked = e.question.trim();
+    if let Some((id, d)) =
+        state.human_decisions.iter().find(|(_, d)| d.goal_id == e.goal_id && d.question.trim() == asked)
+    {
+        return Err(super::violation(
+            Rule::DecisionConflict,
+            format!(
+                "goal {} already has decision {id} (seq {}) on the question {asked:?}: a second answer \
+                 would stand beside it as authority",
+                e.goal_id, d.seq
+            ),
+        ));
+    }
     state.human_decisions.insert(
         e.decision_id,
         HumanDecisionState {

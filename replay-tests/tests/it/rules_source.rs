@@ -10,7 +10,7 @@ use ledger_schema::events::ProjectSourceRecorded;
 use replay_tests::world::{Stage, World};
 
 fn confirm(id: u128, revision: u32) -> Command {
-    Command::ConfirmFact(ConfirmFact { fact_id: lid(id), revision, confirmed_by: "human".into() })
+    Command::ConfirmFact(ConfirmFact { fact_id: lid(id), revision, confirmed_by: "human:carol".into() })
 }
 
 /// Only a PROPOSED fact at the same revision can be confirmed; confirming twice or
@@ -168,4 +168,70 @@ fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
     for revision in ["9f1c2e0\u{200B}", "9f1c2e0 ", "9f1c\u{00AD}2e0"] {
         w.refused(source(0x4c, "src/config/parser.rs", revision, "other\n"), Rule::OutOfBounds);
     }
+}
+
+fn decision(id: u128, goal: u128, question: &str, decided_by: &str) -> Command {
+    Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(id),
+        goal_id: lid(goal),
+        question: question.into(),
+        answer: "yes".into(),
+        decided_by: decided_by.into(),
+    })
+}
+
+/// Authority comes from a human principal (outside review 30, P2): a Fact confirmed, or a
+/// Human Decision made, by `worker:…`, by a bare name or by an empty `human:` is refused —
+/// by the admission step too, so a forged entry does not replay; `human:NAME` is admitted.
+#[test]
+fn only_a_human_confirms_a_fact_or_decides() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::ProposeFact(ProposeFact {
+        fact_id: lid(0x5A),
+        goal_id: lid(GOAL),
+        revision: 1,
+        statement: "the public API of parse() may change".into(),
+        provenance: "worker hypothesis".into(),
+    }));
+    for who in ["worker:codex", "runtime", "alice", "human:", "human:  ", "Human:alice"] {
+        let confirm =
+            Command::ConfirmFact(ConfirmFact { fact_id: lid(0x5A), revision: 1, confirmed_by: who.into() });
+        w.refused(confirm, Rule::HumanAuthority);
+        w.refused(decision(0x5B, GOAL, "May the worker change the public API?", who), Rule::HumanAuthority);
+    }
+    w.forged(
+        Event::HumanDecisionRecorded(ledger_schema::events::HumanDecisionRecorded {
+            decision_id: lid(0x5B),
+            goal_id: lid(GOAL),
+            question: "May the worker change the public API?".into(),
+            answer: "Yes.".into(),
+            decided_by: "worker:codex".into(),
+        }),
+        Rule::HumanAuthority,
+    );
+    w.ok(Command::ConfirmFact(ConfirmFact {
+        fact_id: lid(0x5A),
+        revision: 1,
+        confirmed_by: "human:bob".into(),
+    }));
+    w.ok(decision(0x5B, GOAL, "May the worker change the public API?", "human:bob"));
+}
+
+/// One answer per question per goal (outside review 30, P2; seed: "Reject or label …
+/// conflicting" inputs): a second decision on a question the goal already has one for —
+/// the same words, whatever the surrounding blanks — is refused, naming the first; the same
+/// question for another goal, another question, and a redelivery of the first are not.
+#[test]
+fn a_goal_has_one_decision_per_question() {
+    let mut w = World::at(Stage::Setup);
+    let question = "May parse() allocate?";
+    w.ok(decision(0x5C, GOAL, question, "human:alice"));
+    let err = w.fails(decision(0x5D, GOAL, &format!("  {question}\n"), "human:bob"));
+    assert!(err.to_string().contains(&lid(0x5C).to_string()), "names the decision standing: {err}");
+    w.refused(decision(0x5D, GOAL, question, "human:alice"), Rule::DecisionConflict);
+    let redelivered = w.ok(decision(0x5C, GOAL, question, "human:alice"));
+    assert!(redelivered.duplicate);
+    w.ok(decision(0x5E, GOAL, "May parse() allocate on the heap?", "human:alice"));
+    w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x5F), content: goal_content() }));
+    w.ok(decision(0x60, 0x5F, question, "human:alice"));
 }
