@@ -768,8 +768,11 @@ fn status(dir: &Path, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
     }
     let counts = |map: &std::collections::BTreeMap<String, u64>| {
         let total = map.get("total").copied().unwrap_or(0);
-        let rest: Vec<String> =
-            map.iter().filter(|(k, _)| k.as_str() != "total").map(|(k, v)| format!("{k} {v}")).collect();
+        let rest: Vec<String> = map
+            .iter()
+            .filter(|(k, v)| k.as_str() != "total" && **v > 0)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         if rest.is_empty() { total.to_string() } else { format!("{total} ({})", rest.join(", ")) }
     };
     emit(

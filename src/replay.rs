@@ -309,10 +309,12 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateCounts {
-    /// Goals: `total`, and `revised` (at a revision after 1).
+    /// Goals: `total`, and `revised` (at a revision after 1; 0 shown).
     pub goals: BTreeMap<String, u64>,
     /// Workflows: `total`; an open one by its phase (`DISCOVERY` … `FINAL_VERIFY`); a
-    /// closed one as `ACCEPT`, `REJECT_TERMINAL` or `CANCELLED`.
+    /// closed one as `ACCEPT`, `REJECT_TERMINAL` or `CANCELLED`; and `staleGoalRevision`
+    /// (0 shown): the open ones bound to a Goal revision since superseded, which can take
+    /// no more work (`StaleGoalRevision`) and can only be cancelled — also counted by phase.
     pub workflows: BTreeMap<String, u64>,
     /// Attempts: `total`, and by status (`STARTED`, `DISPATCHED`, `FINISHED`, `FAILED`,
     /// `CANCELLED`, `INTERRUPTED` — cancelled after its dispatch).
@@ -325,6 +327,8 @@ impl StateCounts {
         use crate::runtime::wire;
         let zero = || BTreeMap::from([("total".to_owned(), 0)]);
         let mut counts = StateCounts { goals: zero(), workflows: zero(), attempts: zero() };
+        counts.goals.insert("revised".to_owned(), 0);
+        counts.workflows.insert("staleGoalRevision".to_owned(), 0);
         let add = |map: &mut BTreeMap<String, u64>, key: &str| *map.entry(key.to_owned()).or_default() += 1;
         for goal in state.goals.values() {
             add(&mut counts.goals, "total");
@@ -341,6 +345,9 @@ impl StateCounts {
                     .and_then(|d| state.decisions.get(&d))
                     .map_or_else(|| "CLOSED".to_owned(), |d| wire(&d.verdict))
             } else {
+                if state.goals.get(&wf.goal_id).is_some_and(|g| g.revision != wf.goal_revision) {
+                    add(&mut counts.workflows, "staleGoalRevision");
+                }
                 wire(&wf.phase)
             };
             add(&mut counts.workflows, &key);

@@ -59,8 +59,11 @@ fn status_equals_the_live_and_the_replayed_state() {
     assert_eq!(replayed["stateDigest"], after["stateDigest"], "status == replay");
     assert_eq!(replayed["headHash"], after["headHash"]);
     // One goal; the workflow ACCEPTed; four Attempts, all finished.
-    assert_eq!(after["counts"]["goals"], serde_json::json!({"total": 1}));
-    assert_eq!(after["counts"]["workflows"], serde_json::json!({"total": 1, "ACCEPT": 1}));
+    assert_eq!(after["counts"]["goals"], serde_json::json!({"total": 1, "revised": 0}));
+    assert_eq!(
+        after["counts"]["workflows"],
+        serde_json::json!({"total": 1, "ACCEPT": 1, "staleGoalRevision": 0})
+    );
     assert_eq!(after["counts"]["attempts"], serde_json::json!({"total": 4, "FINISHED": 4}));
 
     // The text form says the same in lines.
@@ -90,4 +93,25 @@ fn status_of_a_broken_or_missing_ledger() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(std::fs::read(&seg).unwrap(), bytes, "nothing written");
+}
+
+/// `status` counts an open workflow whose Goal revision was superseded as
+/// `staleGoalRevision` (outside review 30, P3: it read as live work, though it can only be
+/// cancelled); revised goals are counted; both are 0 when there are none.
+#[test]
+fn status_counts_workflows_left_behind_by_a_goal_revision() {
+    use closure_ledger::lifecycle::{GOAL, goal_content, lid};
+    use closure_ledger::replay::StateCounts;
+    use closure_ledger::runtime::Command;
+    use closure_ledger::runtime::command::ReviseGoal;
+    use replay_tests::world::{Stage, World};
+    let mut w = World::at(Stage::Setup);
+    let counts = StateCounts::of(w.ledger.state());
+    assert_eq!(counts.workflows.get("staleGoalRevision"), Some(&0));
+    assert_eq!(counts.goals.get("revised"), Some(&0));
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    let counts = StateCounts::of(w.ledger.state());
+    assert_eq!(counts.workflows.get("staleGoalRevision"), Some(&1));
+    assert_eq!(counts.workflows.get("DISCOVERY"), Some(&1), "still counted by its phase");
+    assert_eq!(counts.goals.get("revised"), Some(&1));
 }
