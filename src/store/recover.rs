@@ -12,9 +12,9 @@ use ledger_schema::record::{RecordVersion, check_record, next_intact, open_recor
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    Damage, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, check_meta, chunk_of,
-    corrupt, create_dir_0700, get_frame, insert_frame, key, lag_record, lock, meta_is_current, open_sled,
-    read_meta, refuse_newer_format, scan, trees, write_meta,
+    Damage, DamageKind, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, check_meta,
+    chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, lag_record, lock, meta_is_current,
+    open_sled, read_meta, refuse_newer_format, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -473,6 +473,10 @@ struct Boundary {
     /// Where to look for the journal's own intact records after the boundary (they are
     /// kept, and must agree with sled where both hold them).
     collect_from: u64,
+    /// First seqs of journal records that are intact and decode but are named by the
+    /// damage (they do not continue the chain): damaged all the same, so sled's copy
+    /// replaces them where sled holds one that chains on.
+    suspects: Vec<u64>,
 }
 
 /// A record with its sled key (its first seq).
@@ -535,7 +539,13 @@ fn rewrite_from(
     let boundary = match previous {
         Some(prev) if boundary.offset == 0 && boundary.collect_from == 0 => {
             let len = std::fs::metadata(&prev).map(|m| m.len()).map_err(io("stat", &prev))?;
-            moved = Boundary { segment: prev, offset: len, head: boundary.head, collect_from: len };
+            moved = Boundary {
+                segment: prev,
+                offset: len,
+                head: boundary.head,
+                collect_from: len,
+                suspects: boundary.suspects.clone(),
+            };
             &moved
         }
         _ => boundary,
@@ -546,17 +556,23 @@ fn rewrite_from(
     let journal_has: std::collections::BTreeSet<u64> =
         journal_records.iter().filter(|(_, r)| entries_open(r)).map(|(s, _)| *s).collect();
     let mut beyond: Vec<Keyed> = Vec::new();
+    let mut differing = std::collections::BTreeSet::new();
     for (first_seq, record) in journal_records {
         let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
         if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
             // Held by sled too (or already before the boundary): it must be the same record.
             let theirs = get_frame(tree, first_seq).map_err(OpenError::Sled)?;
             // A journal record that does not open is damage: sled's intact copy replaces it.
-            let replaced = restored_to.is_some_and(|to| last_seq <= to) && !journal_has.contains(&first_seq);
-            if !replaced && theirs.as_deref() != Some(record.as_slice()) {
-                return Err(refuse(&format!(
-                    "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"
-                )));
+            let replaced = restored_to.is_some_and(|to| last_seq <= to)
+                && (!journal_has.contains(&first_seq) || boundary.suspects.contains(&first_seq));
+            if theirs.as_deref() != Some(record.as_slice()) {
+                if !replaced {
+                    return Err(refuse(&format!(
+                        "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"
+                    )));
+                }
+                // A suspect the damage names, which sled's copy replaces.
+                differing.insert(first_seq);
             }
         } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {
             beyond.push((first_seq, record));
@@ -616,9 +632,12 @@ fn rewrite_from(
     // segments roll at the target size. The originals move aside first.
     let into = cut_dir(root)?;
     let mut prefix = Vec::new();
-    File::open(&boundary.segment)
-        .and_then(|mut f| f.read_to_end(&mut prefix))
-        .map_err(io("read", &boundary.segment))?;
+    // (No segment is left at all: the rewrite starts the journal afresh.)
+    if boundary.offset > 0 || boundary.segment.exists() {
+        File::open(&boundary.segment)
+            .and_then(|mut f| f.read_to_end(&mut prefix))
+            .map_err(io("read", &boundary.segment))?;
+    }
     prefix.truncate(usize::try_from(boundary.offset).unwrap_or(usize::MAX));
     let originals: Vec<PathBuf> = list_segments(journal)?
         .into_iter()
@@ -686,8 +705,10 @@ fn rewrite_from(
             e => refuse(&format!("the journal rebuilt from sled does not verify ({e})")),
         });
     }
-    // What the journal lacked (its own intact copies were rewritten unchanged).
-    let lacked: Vec<&Keyed> = sled_records.iter().filter(|(s, _)| !journal_has.contains(s)).collect();
+    // What the journal lacked or held damaged (its own intact copies were rewritten
+    // unchanged; a suspect that differed was replaced by sled's).
+    let lacked: Vec<&Keyed> =
+        sled_records.iter().filter(|(s, _)| !journal_has.contains(s) || differing.contains(s)).collect();
     report.restored_from_sled = lacked.len() as u64;
     report.restored_seqs = lacked.first().zip(lacked.last()).map(|((first, _), (last_first, last))| {
         (*first, open_record(last).map_or(*last_first, |(h, _)| h.last_seq()))
@@ -708,16 +729,46 @@ fn restore_from_sled(
     // 1. Where the journal stops being trusted.
     let mut boundary = match (&found.scan.damage, &found.scan.torn, &found.scan.last_segment) {
         (Some(d), _, _) => {
-            Boundary { segment: d.segment.clone(), offset: d.offset, head, collect_from: d.offset }
+            // An intact record that does not continue the chain is damaged even though it
+            // decodes (re-sealed by hand, or written by a bug).
+            let at = head.map_or(0, |h| h.seq + 1);
+            let suspects = if matches!(d.kind, DamageKind::Invalid { .. }) { vec![at] } else { Vec::new() };
+            Boundary { segment: d.segment.clone(), offset: d.offset, head, collect_from: d.offset, suspects }
         }
-        (None, Some(t), _) => {
-            Boundary { segment: t.segment.clone(), offset: t.offset, head, collect_from: t.offset }
-        }
+        (None, Some(t), _) => Boundary {
+            segment: t.segment.clone(),
+            offset: t.offset,
+            head,
+            collect_from: t.offset,
+            suspects: Vec::new(),
+        },
         (None, None, Some((path, len))) => {
-            Boundary { segment: path.clone(), offset: *len, head, collect_from: *len }
+            Boundary { segment: path.clone(), offset: *len, head, collect_from: *len, suspects: Vec::new() }
         }
-        (None, None, None) => return Err(OpenError::Empty),
+        // No segment at all (deleted): everything sled holds is restored from genesis.
+        (None, None, None) => Boundary {
+            segment: journal.join(segment_name(0)),
+            offset: 0,
+            head: None,
+            collect_from: 0,
+            suspects: Vec::new(),
+        },
     };
+    // A broken link names two entries — "this entry, or the link in the next one, was
+    // altered" — and when the next one begins the damaged record, the earlier one ends the
+    // newest record that verified: that record is a suspect too, and the boundary moves
+    // before it (sled's copy, if it chains on from there, says which one was altered).
+    if let Some(Damage {
+        kind: DamageKind::Invalid { reason: Corruption::LinkBroken { next, .. }, .. }, ..
+    }) = &found.scan.damage
+        && let Some((segment, offset, first_seq, before)) = found.newest.clone()
+        && first_seq < *next
+        && boundary.suspects.first() == Some(next)
+    {
+        boundary.suspects.insert(0, first_seq);
+        boundary =
+            Boundary { segment, offset, head: before, collect_from: offset, suspects: boundary.suspects };
+    }
 
     // 2. The copies disagree on an intact record: only the newest can be undecided (an
     // older one is authenticated by the journal's next link, so sled is simply wrong).
@@ -753,7 +804,7 @@ fn restore_from_sled(
         }
         // Sled's version replaces the journal's newest record (kept in cut/).
         let end = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
-        boundary = Boundary { segment, offset, head: Some(before), collect_from: end };
+        boundary = Boundary { segment, offset, head: Some(before), collect_from: end, suspects: Vec::new() };
     }
 
     // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.

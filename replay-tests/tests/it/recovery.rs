@@ -981,3 +981,74 @@ fn a_resealed_record_whose_entry_does_not_decode_is_restored_from_sled() {
     assert_eq!(&std::fs::read(cut).unwrap()[last.range.clone()], &forged[..], "the forgery is kept in cut/");
     assert_eq!(verify_json(&dir, None).0, 0);
 }
+
+/// A record re-sealed with an altered but valid entry (its checks recomputed, it decodes)
+/// breaks the chain at the next entry: "this entry, or the link in the next one, was
+/// altered". With sled holding the original, `recover` puts sled's copy back — whether the
+/// altered entry ends its record (the break is at the next record: the record before the
+/// damage is the suspect) or sits inside it — and keeps the forgery under `cut/` (outside
+/// review 31, P2: it refused, said sled held no intact copy, and pointed at a cut that
+/// would have moved acknowledged entries aside).
+#[test]
+fn a_resealed_record_that_breaks_the_chain_is_restored_from_sled() {
+    use ledger_schema::record::{RecordVersion, seal_record_as};
+    use ledger_schema::{SealedEntry, decode_frame, encode_frame};
+    for idx in [2usize, 0] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("l");
+        let d = dir.to_str().unwrap();
+        make_ledger(&dir, 6, 3);
+        trim_preallocated(&dir);
+        let before = all_entries(&dir);
+        let frames = journal_frames(&dir);
+        let target = &frames[2];
+        let original_bytes = std::fs::read(segment(&dir)).unwrap();
+        let original = original_bytes[target.range.clone()].to_vec();
+        let mut entries: Vec<Vec<u8>> =
+            decode_frame(payload_of(&original)).unwrap().iter().map(|e| e.to_vec()).collect();
+        let mut entry = SealedEntry::open(&entries[idx]).unwrap().entry;
+        entry.time_ms += 1; // still ordered: each entry is 1 ms after the one before
+        entries[idx] = ledger_schema::codec::encode(&entry);
+        let version = RecordVersion::of_record(&original).unwrap();
+        let payload = encode_frame(entries.iter().map(Vec::as_slice));
+        let forged = seal_record_as(version, target.first_seq, target.n_entries as u32, &payload);
+        assert_eq!(forged.len(), original.len());
+        let mut bytes = original_bytes.clone();
+        bytes[target.range.clone()].copy_from_slice(&forged);
+        std::fs::write(segment(&dir), &bytes).unwrap();
+
+        let case = format!("entry {idx} of the record at seq {}", target.first_seq);
+        let (code, report) = verify_json(&dir, None);
+        assert_eq!((code, report["copy"].as_str()), (1, Some("journal")), "{case}: {report}");
+        assert!(report["reason"].as_str().unwrap().contains("does not link"), "{case}: {report}");
+        let (code, out, err) = cli(&["recover", d]);
+        assert_eq!(code, 0, "{case}: {out}{err}");
+        assert!(out.contains(&format!("restored 1 record(s), seq {}..=", target.first_seq)), "{case}: {out}");
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), original_bytes, "{case}: sled's copy is back");
+        let cut = std::fs::read_dir(dir.join("cut").join("1")).unwrap().next().unwrap().unwrap().path();
+        assert_eq!(std::fs::read(cut).unwrap(), bytes, "{case}: the forgery is kept in cut/");
+        assert_eq!(verify_json(&dir, None).0, 0);
+        assert_eq!(all_entries(&dir), before, "{case}");
+    }
+}
+
+/// The journal's only segment deleted while sled holds every entry: `recover` writes the
+/// journal afresh from sled's intact copy (outside review 31, P2: it said "the ledger has
+/// no entries"; an emptied segment, or a deleted first one of two, was already restored).
+#[test]
+fn a_deleted_only_segment_is_restored_from_sled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 5, 2);
+    trim_preallocated(&dir);
+    let before = all_entries(&dir);
+    let original = std::fs::read(segment(&dir)).unwrap();
+    std::fs::remove_file(segment(&dir)).unwrap();
+    assert_eq!(verify_json(&dir, None).0, 1);
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("restored 6 record(s), seq 0..=10"), "{out}"); // genesis and 5 frames
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "the same bytes, from sled");
+    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(all_entries(&dir), before);
+}
