@@ -152,13 +152,41 @@ fn fact_at(state: &mut State, fact_id: Id, revision: u32) -> Result<&mut FactSta
 /// own hypothesis, or answering its own question, would be exactly that).
 fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
     required_text(field, value)?;
-    let name = value.strip_prefix(HUMAN_PRINCIPAL);
+    // A name: no blank or invisible character at either end, no second kind (`:`), and at
+    // least one letter or digit — `human:.` or `human:worker:codex` names nobody.
+    let named = value.strip_prefix(HUMAN_PRINCIPAL).is_some_and(|n| {
+        let edge = |c: Option<char>| c.is_some_and(|c| c.is_whitespace() || super::invisible(c));
+        !edge(n.chars().next())
+            && !edge(n.chars().next_back())
+            && !n.contains(':')
+            && n.chars().any(char::is_alphanumeric)
+    });
     ensure!(
-        name.is_some_and(|n| !n.trim().is_empty()),
+        named,
         Rule::HumanAuthority,
-        "{field} is {value:?}: authority comes from a human principal, written {HUMAN_PRINCIPAL}NAME"
+        "{field} is {value:?}: authority comes from a human principal, written {HUMAN_PRINCIPAL}NAME (a name \
+         with a letter or digit, no blank at either end, no `:`)"
     );
     Ok(())
+}
+
+/// A question as two decisions are compared: invisible characters dropped, blanks collapsed
+/// and trimmed, case folded — so a byte-order mark, a soft hyphen, a double space or a
+/// capital does not make the same visible question a new one. (Unicode normalisation forms
+/// are not folded: a precomposed and a decomposed accent still differ.)
+fn question_key(question: &str) -> String {
+    let mut key = String::with_capacity(question.len());
+    for word in question.split(char::is_whitespace) {
+        let word: String =
+            word.chars().filter(|c| !super::invisible(*c)).flat_map(char::to_lowercase).collect();
+        if !word.is_empty() {
+            if !key.is_empty() {
+                key.push(' ');
+            }
+            key.push_str(&word);
+        }
+    }
+    key
 }
 
 /// The prefix of a human principal (`human:alice`).
@@ -202,16 +230,18 @@ pub fn apply_human_decision(
     required_text("question", &e.question)?;
     required_text("answer", &e.answer)?;
     human_principal("decidedBy", &e.decided_by)?;
-    let asked = e.question.trim();
-    if let Some((id, d)) =
-        state.human_decisions.iter().find(|(_, d)| d.goal_id == e.goal_id && d.question.trim() == asked)
+    let asked = question_key(&e.question);
+    if let Some((id, d)) = state
+        .human_decisions
+        .iter()
+        .find(|(_, d)| d.goal_id == e.goal_id && question_key(&d.question) == asked)
     {
         return Err(super::violation(
             Rule::DecisionConflict,
             format!(
-                "goal {} already has decision {id} (seq {}) on the question {asked:?}: a second answer \
+                "goal {} already has decision {id} (seq {}) on the question {:?}: a second answer \
                  would stand beside it as authority",
-                e.goal_id, d.seq
+                e.goal_id, d.seq, d.question
             ),
         ));
     }

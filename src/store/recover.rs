@@ -345,7 +345,21 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
     // A sled whose genesis record is intact but not the journal's belongs to another ledger:
     // it is no evidence for this one (and is rebuilt).
-    let foreign = found.differs.first() == Some(&0);
+    // (A genesis the journal's entry 1 links to is this ledger's, whatever the journal's own
+    // genesis record says: that one was re-sealed.)
+    let genesis_linked = match (&found.scan.damage, tree.as_ref()) {
+        (
+            Some(super::disk::Damage {
+                kind: DamageKind::Invalid { reason: Corruption::LinkBroken { next: 1, found: link, .. }, .. },
+                ..
+            }),
+            Some(t),
+        ) => get_frame(t, 0)
+            .map_err(OpenError::Sled)?
+            .is_some_and(|v| sealed_of(&v).first().is_some_and(|e| e.hash == *link)),
+        _ => false,
+    };
+    let foreign = found.differs.first() == Some(&0) && !genesis_linked;
 
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later
@@ -524,9 +538,10 @@ fn rewrite_from(
     tree: &sled::Tree,
     boundary: &Boundary,
     damage: Option<&Damage>,
-    checkpoint: Option<&Checkpoint>,
+    options: &RecoverOptions,
     report: &mut RecoverReport,
 ) -> Result<(), OpenError> {
+    let (checkpoint, prefer) = (options.checkpoint.as_ref(), options.prefer);
     let refuse = |why: &str| match damage {
         Some(d) => damage_without_copy(d, why),
         None => OpenError::Usage(format!("cannot restore the journal from sled: {why}")),
@@ -557,6 +572,8 @@ fn rewrite_from(
         journal_records.iter().filter(|(_, r)| entries_open(r)).map(|(s, _)| *s).collect();
     let mut beyond: Vec<Keyed> = Vec::new();
     let mut differing = std::collections::BTreeSet::new();
+    // First seqs of the journal's records kept as they are (the same in sled, or beyond it).
+    let mut kept = std::collections::BTreeSet::new();
     for (first_seq, record) in journal_records {
         let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
         if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
@@ -565,21 +582,54 @@ fn rewrite_from(
             // A journal record that does not open is damage: sled's intact copy replaces it.
             let replaced = restored_to.is_some_and(|to| last_seq <= to)
                 && (!journal_has.contains(&first_seq) || boundary.suspects.contains(&first_seq));
-            if theirs.as_deref() != Some(record.as_slice()) {
+            if theirs.as_deref() == Some(record.as_slice()) {
+                kept.insert(first_seq);
+            } else {
                 if !replaced {
                     return Err(refuse(&format!(
                         "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"
                     )));
                 }
-                // A suspect the damage names, which sled's copy replaces.
-                differing.insert(first_seq);
+                // A suspect the damage names that decodes: sled's copy replaces it only with
+                // proof (below). One that does not decode is plain damage.
+                if journal_has.contains(&first_seq) {
+                    differing.insert(first_seq);
+                }
             }
         } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {
+            kept.insert(first_seq);
             beyond.push((first_seq, record));
         } else {
             return Err(refuse(&format!(
                 "the journal's records after the damage are out of order at seq {first_seq}"
             )));
+        }
+    }
+    // A suspect record (intact, decoding, but breaking the chain) is replaced by sled's
+    // version only with proof: the journal's own next record, kept, links to it (checked
+    // when the rewritten journal is verified) — or a checkpoint at or after it, or the
+    // operator's `--prefer sled`. Otherwise the copies simply disagree, and nothing proves
+    // which one is right.
+    if let Some(&last_replaced) = differing.last() {
+        let ends = sled_records
+            .iter()
+            .find(|(s, _)| *s == last_replaced)
+            .map_or(last_replaced, |(s, r)| open_record(r).map_or(*s, |(h, _)| h.last_seq()));
+        let linked = kept.contains(&(ends + 1));
+        let vouched = checkpoint.is_some_and(|cp| cp.seq >= ends);
+        if prefer == Some(Replica::Journal) || !(linked || vouched || prefer == Some(Replica::Sled)) {
+            let why = if prefer == Some(Replica::Journal) {
+                format!(
+                    "--prefer journal keeps the journal's record at seq {last_replaced}, which does not continue the chain"
+                )
+            } else {
+                format!(
+                    "sled holds another version of the record at seq {last_replaced}, which does not continue the \
+                     journal's chain, but no later journal record links to sled's version: neither copy is proven \
+                     (a --checkpoint at or after seq {ends}, or --prefer sled, decides)"
+                )
+            };
+            return Err(refuse(&why));
         }
     }
     let next = restored_to.map_or_else(|| boundary.head.map_or(0, |h| h.seq + 1), |to| to + 1);
@@ -808,13 +858,5 @@ fn restore_from_sled(
     }
 
     // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.
-    rewrite_from(
-        root,
-        journal,
-        tree,
-        &boundary,
-        found.scan.damage.as_ref(),
-        options.checkpoint.as_ref(),
-        report,
-    )
+    rewrite_from(root, journal, tree, &boundary, found.scan.damage.as_ref(), options, report)
 }

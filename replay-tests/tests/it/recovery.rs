@@ -1052,3 +1052,75 @@ fn a_deleted_only_segment_is_restored_from_sled() {
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
 }
+
+/// A broken link is repaired from sled only with proof (outside review 32, P1): with the
+/// record before the head re-sealed and sled holding *another* history from there on,
+/// nothing links to sled's version of the head — the journal's intact head is not replaced
+/// (it was, by sled's, with exit 0). `recover` refuses and changes nothing, with or without
+/// `--prefer journal`; `--prefer sled` is the operator's decision and takes sled's.
+#[test]
+fn a_chain_break_is_not_repaired_from_a_sled_no_journal_record_links_to() {
+    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
+    use ledger_schema::record::{RecordVersion, seal_record_as};
+    use ledger_schema::{SealedEntry, decode_frame, encode_frame};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir);
+    let frames = journal_frames(&dir);
+    let (p, r) = (frames[frames.len() - 2].clone(), frames[frames.len() - 1].clone());
+    // sled: another history from P on.
+    let (store, _) = DiskStore::open(&dir).unwrap();
+    let before = store.read(p.first_seq - 1).unwrap();
+    drop(store);
+    let mut chain = Chain::from_head(Head {
+        ledger: LEDGER,
+        seq: before.entry.seq,
+        hash: before.hash,
+        time_ms: before.entry.time_ms,
+    });
+    let other: Vec<Frame> = [p.n_entries, r.n_entries]
+        .iter()
+        .enumerate()
+        .map(|(f, n)| {
+            let entries = (0..*n as usize)
+                .map(|i| chain.seal(event(40 + f * 3 + i), T0 + 1_000 + (f * 3 + i) as u64, LEDGER).unwrap())
+                .collect();
+            Frame::new(entries).unwrap()
+        })
+        .collect();
+    with_sled(&dir, |tree| {
+        for f in &other {
+            tree.insert(f.first_seq().to_be_bytes(), f.bytes()).unwrap();
+        }
+    });
+    // The journal: P re-sealed with its last entry altered (R, the head, untouched).
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let original = bytes[p.range.clone()].to_vec();
+    let mut entries: Vec<Vec<u8>> =
+        decode_frame(payload_of(&original)).unwrap().iter().map(|e| e.to_vec()).collect();
+    let last = entries.len() - 1;
+    let mut entry = SealedEntry::open(&entries[last]).unwrap().entry;
+    entry.time_ms += 1;
+    entries[last] = ledger_schema::codec::encode(&entry);
+    let payload = encode_frame(entries.iter().map(Vec::as_slice));
+    let version = RecordVersion::of_record(&original).unwrap();
+    let forged = seal_record_as(version, p.first_seq, p.n_entries as u32, &payload);
+    assert_eq!(forged.len(), original.len());
+    bytes[p.range.clone()].copy_from_slice(&forged);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+
+    for args in [vec!["recover", d], vec!["recover", d, "--prefer", "journal"]] {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(err.contains("nothing was changed"), "{args:?}: {err}");
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "{args:?}: the journal is untouched");
+        assert!(!dir.join("cut").exists(), "{args:?}");
+    }
+    let (code, _, err) = cli(&["recover", d]);
+    assert!(err.contains("no later journal record links to sled's version"), "{code}: {err}");
+    let (code, out, err) = cli(&["recover", d, "--prefer", "sled"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(verify_json(&dir, None).0, 0);
+}

@@ -193,7 +193,12 @@ fn only_a_human_confirms_a_fact_or_decides() {
         statement: "the public API of parse() may change".into(),
         provenance: "worker hypothesis".into(),
     }));
-    for who in ["worker:codex", "runtime", "alice", "human:", "human:  ", "Human:alice"] {
+    let names_nobody =
+        ["human::", "human:.", "human:\u{301}", "human:worker:codex", "human: alice", "human:alice "];
+    for who in ["worker:codex", "runtime", "alice", "human:", "human:  ", "Human:alice"]
+        .into_iter()
+        .chain(names_nobody)
+    {
         let confirm =
             Command::ConfirmFact(ConfirmFact { fact_id: lid(0x5A), revision: 1, confirmed_by: who.into() });
         w.refused(confirm, Rule::HumanAuthority);
@@ -229,6 +234,11 @@ fn a_goal_has_one_decision_per_question() {
     let err = w.fails(decision(0x5D, GOAL, &format!("  {question}\n"), "human:bob"));
     assert!(err.to_string().contains(&lid(0x5C).to_string()), "names the decision standing: {err}");
     w.refused(decision(0x5D, GOAL, question, "human:alice"), Rule::DecisionConflict);
+    // The same visible question (outside review 32): a byte-order mark, a soft hyphen,
+    // blanks inside, capitals.
+    for same in ["\u{FEFF}May parse() allocate?", "May par\u{AD}se() allocate?", "may PARSE()   allocate?"] {
+        w.refused(decision(0x5D, GOAL, same, "human:alice"), Rule::DecisionConflict);
+    }
     let redelivered = w.ok(decision(0x5C, GOAL, question, "human:alice"));
     assert!(redelivered.duplicate);
     w.ok(decision(0x5E, GOAL, "May parse() allocate on the heap?", "human:alice"));
