@@ -680,7 +680,6 @@ fn rewrite_from(
     }
     // Write: the trusted prefix, sled's continuation, the journal's records beyond it;
     // segments roll at the target size. The originals move aside first.
-    let into = cut_dir(root)?;
     let mut prefix = Vec::new();
     // (No segment is left at all: the rewrite starts the journal afresh.)
     if boundary.offset > 0 || boundary.segment.exists() {
@@ -725,8 +724,10 @@ fn rewrite_from(
         // The boundary is at the very start of its segment: name it for what it now holds.
         *name_seq = sled_records.first().or(beyond.first()).map_or(*name_seq, |(s, _)| *s);
     }
-    for original in &originals {
-        report.cut.push(move_segment_aside(original, &into)?);
+    // (No original left — every segment was lost — makes no `cut/N/`.)
+    let into = if originals.is_empty() { None } else { Some(cut_dir(root)?) };
+    for (original, into) in originals.iter().zip(into.iter().cycle()) {
+        report.cut.push(move_segment_aside(original, into)?);
     }
     sync_dir(journal)?;
     for (name_seq, content) in &files {
@@ -742,12 +743,14 @@ fn rewrite_from(
         for (name_seq, _) in &files {
             let _ = std::fs::remove_file(journal.join(segment_name(*name_seq)));
         }
-        for original in &originals {
+        for (original, into) in originals.iter().zip(into.iter().cycle()) {
             let kept = into.join(original.file_name().unwrap_or_default());
             std::fs::rename(&kept, original).map_err(io("rename", &kept))?;
         }
         sync_dir(journal)?;
-        let _ = std::fs::remove_dir(&into);
+        if let Some(into) = &into {
+            let _ = std::fs::remove_dir(into);
+        }
         let _ = std::fs::remove_dir(root.join(CUT_DIR));
         report.cut.clear();
         return Err(match e {

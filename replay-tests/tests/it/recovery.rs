@@ -1049,6 +1049,7 @@ fn a_deleted_only_segment_is_restored_from_sled() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("restored 6 record(s), seq 0..=10"), "{out}"); // genesis and 5 frames
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "the same bytes, from sled");
+    assert!(!dir.join("cut").exists(), "nothing was cut: no empty cut/N/ (outside review 32, P3)");
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
 }
