@@ -359,7 +359,20 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             .is_some_and(|v| sealed_of(&v).first().is_some_and(|e| e.hash == *link)),
         _ => false,
     };
-    let foreign = found.differs.first() == Some(&0) && !genesis_linked;
+    // When the journal's genesis is its only record, nothing in the journal vouches for it:
+    // a sled genesis under this ledger's id is then this ledger's other copy, however it
+    // differs, and the two are decided as any newest record is (outside review 33: sled was
+    // taken for another ledger's and its 46 later entries were set aside). Once the
+    // journal's entry 1 links to the journal's genesis, a sled with another genesis is
+    // wrong about it and vouches for nothing.
+    let genesis_only = found.newest.as_ref().is_some_and(|(_, _, first, _)| *first == 0);
+    let same_ledger = match (tree.as_ref(), found.scan.verified) {
+        (Some(t), Some(head)) if genesis_only => get_frame(t, 0)
+            .map_err(OpenError::Sled)?
+            .is_some_and(|v| sealed_of(&v).first().is_some_and(|e| e.entry.ledger == head.ledger)),
+        _ => false,
+    };
+    let foreign = found.differs.first() == Some(&0) && !genesis_linked && !same_ledger;
 
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later
@@ -829,8 +842,8 @@ fn restore_from_sled(
         .newest
         .as_ref()
         .is_some_and(|(_, _, first, _)| found.differs.last() == Some(first) && found.scan.damage.is_none());
-    if newest_differs && let Some((segment, offset, first_seq, Some(before))) = found.newest.clone() {
-        let (sled_chain, _) = sled_continuation(tree, Some(before), None)?;
+    if newest_differs && let Some((segment, offset, first_seq, before)) = found.newest.clone() {
+        let (sled_chain, _) = sled_continuation(tree, before, None)?;
         let sled_wins_by_link = sled_chain.len() > 1;
         let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
             let ours: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
@@ -857,7 +870,7 @@ fn restore_from_sled(
         }
         // Sled's version replaces the journal's newest record (kept in cut/).
         let end = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
-        boundary = Boundary { segment, offset, head: Some(before), collect_from: end, suspects: Vec::new() };
+        boundary = Boundary { segment, offset, head: before, collect_from: end, suspects: Vec::new() };
     }
 
     // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.

@@ -1125,3 +1125,56 @@ fn a_chain_break_is_not_repaired_from_a_sled_no_journal_record_links_to() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(verify_json(&dir, None).0, 0);
 }
+
+/// A genesis the copies disagree on, under this ledger's id, is decided as any newest record
+/// (outside review 33, P1: sled was taken for another ledger's and set aside with every
+/// later entry): the journal left with only a re-sealed genesis while sled holds the whole
+/// history — sled's entry 1 linking to sled's genesis is the evidence — gets the history
+/// back; a fresh ledger whose only record is re-sealed, with nothing to decide, is refused
+/// and left as it was.
+#[test]
+fn a_disagreeing_genesis_of_this_ledger_is_decided_by_evidence() {
+    use ledger_schema::record::{RecordVersion, seal_record_as};
+    use ledger_schema::{Event, SealedEntry, decode_frame, encode_frame};
+    let reseal_genesis = |dir: &std::path::Path, keep: usize| {
+        let frames = journal_frames(dir);
+        let bytes = std::fs::read(segment(dir)).unwrap();
+        let genesis = bytes[frames[0].range.clone()].to_vec();
+        let entries = decode_frame(payload_of(&genesis)).unwrap();
+        let mut entry = SealedEntry::open(entries[0]).unwrap().entry;
+        let Event::LedgerInitialized(init) = &mut entry.event else { panic!("not a genesis") };
+        init.label.push('X');
+        let recoded = ledger_schema::codec::encode(&entry);
+        let payload = encode_frame([recoded.as_slice()]);
+        let version = RecordVersion::of_record(&genesis).unwrap();
+        let forged = seal_record_as(version, 0, 1, &payload);
+        let mut out = forged.clone();
+        out.extend_from_slice(&bytes[frames[0].range.end..keep.max(frames[0].range.end)]);
+        std::fs::write(segment(dir), &out).unwrap();
+        out
+    };
+    // The journal lost everything after its genesis, which is re-sealed.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 2);
+    trim_preallocated(&dir);
+    let before = all_entries(&dir);
+    let original = std::fs::read(segment(&dir)).unwrap();
+    reseal_genesis(&dir, 0);
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
+    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(all_entries(&dir), before);
+
+    // A fresh ledger: one record each, nothing decides.
+    let dir = tmp.path().join("fresh");
+    drop(closure_ledger::store::init(&dir, "t", LEDGER, T0).unwrap());
+    trim_preallocated(&dir);
+    let forged = reseal_genesis(&dir, 0);
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("neither is chosen"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "nothing was changed");
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+}
