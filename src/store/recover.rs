@@ -411,7 +411,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             Some(e) => format!("sled cannot be read ({})", e.index_reason()),
             None => "sled will not open".to_owned(),
         };
-        return Err(damage_without_copy(damage, &why));
+        return Err(damage_without_copy(damage, &why, found.scan.verified.map(|h| h.seq)));
     } else if let Some(torn) = &found.scan.torn {
         // Whether the partial record was acknowledged only sled could say.
         let next = found.scan.verified.map_or(0, |h| h.seq + 1);
@@ -469,7 +469,9 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
     Ok((moved_aside, rebuilt))
 }
 
-fn damage_without_copy(damage: &super::disk::Damage, why: &str) -> OpenError {
+/// The refusal for `damage` no copy restores; `last_good` ends the last record before it that
+/// can be kept (a frame boundary, so the hint's `--truncate-after` is one recover accepts).
+fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Option<u64>) -> OpenError {
     let OpenError::Corrupt { seq, replica, reason } = damage.corruption() else {
         return damage.corruption();
     };
@@ -477,7 +479,7 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str) -> OpenError {
         seq,
         replica,
         reason: Box::new(reason),
-        why: match damage.seq.checked_sub(1) {
+        why: match last_good {
             Some(last_good) => format!(
                 "{why}; nothing was changed. If the records after seq {last_good} were never acknowledged, \
                  cut them with `ledger recover --truncate-after {last_good}` (the cut bytes are moved aside)"
@@ -556,7 +558,7 @@ fn rewrite_from(
 ) -> Result<(), OpenError> {
     let (checkpoint, prefer) = (options.checkpoint.as_ref(), options.prefer);
     let refuse = |why: &str| match damage {
-        Some(d) => damage_without_copy(d, why),
+        Some(d) => damage_without_copy(d, why, boundary.head.map(|h| h.seq)),
         None => OpenError::Usage(format!("cannot restore the journal from sled: {why}")),
     };
     // A boundary at the very start of a segment that has a predecessor: the missing
@@ -654,7 +656,9 @@ fn rewrite_from(
         )));
     }
     if sled_records.is_empty() && damage.is_some() {
-        return Err(refuse("sled does not hold an intact copy of the damaged records"));
+        return Err(refuse(
+            "sled holds no intact copy of the damaged records that chains on from the last good entry",
+        ));
     }
     // sled is written only after a commit's fdatasync: a record it holds past what the
     // journal will hold was acknowledged. If it cannot be restored (not intact, or not
