@@ -366,13 +366,52 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     // journal's entry 1 links to the journal's genesis, a sled with another genesis is
     // wrong about it and vouches for nothing.
     let genesis_only = found.newest.as_ref().is_some_and(|(_, _, first, _)| *first == 0);
-    let same_ledger = match (tree.as_ref(), found.scan.verified) {
-        (Some(t), Some(head)) if genesis_only => get_frame(t, 0)
+    let same_id = match (tree.as_ref(), found.scan.verified) {
+        (Some(t), Some(head)) => get_frame(t, 0)
             .map_err(OpenError::Sled)?
             .is_some_and(|v| sealed_of(&v).first().is_some_and(|e| e.entry.ledger == head.ledger)),
         _ => false,
     };
-    let foreign = found.differs.first() == Some(&0) && !genesis_linked && !same_ledger;
+    let mut foreign = found.differs.first() == Some(&0) && !genesis_linked && !(same_id && genesis_only);
+    // Two histories under one ledger id, each chained from its own genesis, sled's the
+    // longer (outside review 34, P1: the journal's genesis and entry 1 re-sealed together
+    // set sled's 45 later, acknowledged entries aside): recover does not choose — the
+    // operator does, `--prefer journal` (sled's history moves aside whole, to
+    // `sled.broken-N`) or `--prefer sled` (the journal's records move to `cut/N/`).
+    let mut sled_history = None;
+    if foreign
+        && same_id
+        && options.truncate_after.is_none()
+        && let Some(t) = tree.as_ref()
+    {
+        let (_, sled_head) = sled_continuation(t, None, None)?;
+        let journal_head = found.scan.verified.map(|h| h.seq);
+        if let (Some(theirs), Some(ours)) = (sled_head.map(|h| h.seq), journal_head)
+            && theirs > ours
+        {
+            match options.prefer {
+                Some(Replica::Journal | Replica::Both) => {}
+                Some(Replica::Sled) => {
+                    foreign = false;
+                    sled_history = Some(ours);
+                }
+                None => {
+                    return Err(OpenError::Unrecoverable {
+                        seq: 0,
+                        replica: Replica::Both,
+                        reason: Box::new(Corruption::CopiesDisagree),
+                        why: format!(
+                            "the journal and sled hold two histories of this ledger from genesis on, the journal's \
+                             to seq {ours} and sled's to seq {theirs}, each chained from its own genesis: nothing \
+                             proves which is right; nothing was changed (`--prefer sled` restores sled's into the \
+                             journal, the journal's records moved to cut/; `--prefer journal` keeps the journal's, \
+                             sled moved aside whole)"
+                        ),
+                    });
+                }
+            }
+        }
+    }
 
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later
@@ -403,6 +442,18 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             }
             sync_dir(&journal)?;
         }
+    } else if let (Some(tree), Some(through)) = (tree.as_ref(), sled_history) {
+        // The operator's `--prefer sled` over two histories: every journal record gives way.
+        let first = list_segments(&journal)?.into_iter().next().map(|(_, p)| p);
+        let boundary = Boundary {
+            segment: first.unwrap_or_else(|| journal.join(segment_name(0))),
+            offset: 0,
+            head: None,
+            collect_from: 0,
+            suspects: Vec::new(),
+            suspect_through: Some(through),
+        };
+        rewrite_from(root, &journal, tree, &boundary, None, options, &mut report)?;
     } else if let Some(tree) = tree.as_ref().filter(|_| !foreign) {
         restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
     } else if let Some(damage) = &found.scan.damage {
@@ -506,6 +557,15 @@ struct Boundary {
     /// damage (they do not continue the chain): damaged all the same, so sled's copy
     /// replaces them where sled holds one that chains on.
     suspects: Vec<u64>,
+    /// Every journal record up to this seq is a suspect (the operator preferred sled's whole
+    /// history over the journal's).
+    suspect_through: Option<u64>,
+}
+
+impl Boundary {
+    fn is_suspect(&self, first_seq: u64) -> bool {
+        self.suspects.contains(&first_seq) || self.suspect_through.is_some_and(|t| first_seq <= t)
+    }
 }
 
 /// A record with its sled key (its first seq).
@@ -575,6 +635,7 @@ fn rewrite_from(
                 head: boundary.head,
                 collect_from: len,
                 suspects: boundary.suspects.clone(),
+                suspect_through: boundary.suspect_through,
             };
             &moved
         }
@@ -596,7 +657,7 @@ fn rewrite_from(
             let theirs = get_frame(tree, first_seq).map_err(OpenError::Sled)?;
             // A journal record that does not open is damage: sled's intact copy replaces it.
             let replaced = restored_to.is_some_and(|to| last_seq <= to)
-                && (!journal_has.contains(&first_seq) || boundary.suspects.contains(&first_seq));
+                && (!journal_has.contains(&first_seq) || boundary.is_suspect(first_seq));
             if theirs.as_deref() == Some(record.as_slice()) {
                 kept.insert(first_seq);
             } else {
@@ -803,7 +864,14 @@ fn restore_from_sled(
             // decodes (re-sealed by hand, or written by a bug).
             let at = head.map_or(0, |h| h.seq + 1);
             let suspects = if matches!(d.kind, DamageKind::Invalid { .. }) { vec![at] } else { Vec::new() };
-            Boundary { segment: d.segment.clone(), offset: d.offset, head, collect_from: d.offset, suspects }
+            Boundary {
+                segment: d.segment.clone(),
+                offset: d.offset,
+                head,
+                collect_from: d.offset,
+                suspects,
+                suspect_through: None,
+            }
         }
         (None, Some(t), _) => Boundary {
             segment: t.segment.clone(),
@@ -811,10 +879,16 @@ fn restore_from_sled(
             head,
             collect_from: t.offset,
             suspects: Vec::new(),
+            suspect_through: None,
         },
-        (None, None, Some((path, len))) => {
-            Boundary { segment: path.clone(), offset: *len, head, collect_from: *len, suspects: Vec::new() }
-        }
+        (None, None, Some((path, len))) => Boundary {
+            segment: path.clone(),
+            offset: *len,
+            head,
+            collect_from: *len,
+            suspects: Vec::new(),
+            suspect_through: None,
+        },
         // No segment at all (deleted): everything sled holds is restored from genesis.
         (None, None, None) => Boundary {
             segment: journal.join(segment_name(0)),
@@ -822,6 +896,7 @@ fn restore_from_sled(
             head: None,
             collect_from: 0,
             suspects: Vec::new(),
+            suspect_through: None,
         },
     };
     // A broken link names two entries — "this entry, or the link in the next one, was
@@ -836,8 +911,14 @@ fn restore_from_sled(
         && boundary.suspects.first() == Some(next)
     {
         boundary.suspects.insert(0, first_seq);
-        boundary =
-            Boundary { segment, offset, head: before, collect_from: offset, suspects: boundary.suspects };
+        boundary = Boundary {
+            segment,
+            offset,
+            head: before,
+            collect_from: offset,
+            suspects: boundary.suspects,
+            suspect_through: None,
+        };
     }
 
     // 2. The copies disagree on an intact record: only the newest can be undecided (an
@@ -874,7 +955,14 @@ fn restore_from_sled(
         }
         // Sled's version replaces the journal's newest record (kept in cut/).
         let end = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
-        boundary = Boundary { segment, offset, head: before, collect_from: end, suspects: Vec::new() };
+        boundary = Boundary {
+            segment,
+            offset,
+            head: before,
+            collect_from: end,
+            suspects: Vec::new(),
+            suspect_through: None,
+        };
     }
 
     // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.

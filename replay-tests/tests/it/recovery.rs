@@ -1178,3 +1178,59 @@ fn a_disagreeing_genesis_of_this_ledger_is_decided_by_evidence() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "nothing was changed");
     assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
 }
+
+/// Two histories of one ledger from genesis on — the journal's genesis and entry 1
+/// re-sealed together (each chain consistent), sled holding the longer, acknowledged
+/// history — are not decided by `recover` (outside review 34, P1: sled was set aside with
+/// its later entries and a 2-entry ledger verified): refused with nothing changed;
+/// `--prefer sled` restores sled's history, the journal's records kept in `cut/`;
+/// `--prefer journal` keeps the journal's, sled's history moved aside whole.
+#[test]
+fn two_histories_from_genesis_are_decided_by_the_operator() {
+    use closure_ledger::store::{Chain, Frame};
+    use ledger_schema::Event;
+    use ledger_schema::events::LedgerInitialized;
+    let tmp = tempfile::tempdir().unwrap();
+    let build = |name: &str| {
+        let dir = tmp.path().join(name);
+        make_ledger(&dir, 6, 3);
+        trim_preallocated(&dir);
+        let original = std::fs::read(segment(&dir)).unwrap();
+        let mut chain = Chain::empty();
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "forged".into() });
+        let mut forged = Frame::new(vec![chain.seal(genesis, T0, LEDGER).unwrap()]).unwrap().bytes().to_vec();
+        forged.extend_from_slice(
+            Frame::new(vec![chain.seal(event(1), T0 + 1, LEDGER).unwrap()]).unwrap().bytes(),
+        );
+        std::fs::write(segment(&dir), &forged).unwrap();
+        (dir, original, forged)
+    };
+    let (dir, _, forged) = build("none");
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("two histories") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+
+    let (dir, original, _) = build("sled");
+    let before = {
+        // sled's history, as a reader of a healthy copy of it sees it
+        let copy = tmp.path().join("copy");
+        make_ledger(&copy, 6, 3);
+        all_entries(&copy)
+    };
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
+    assert!(dir.join("cut/1").exists(), "the journal's records are kept in cut/");
+    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(all_entries(&dir), before);
+
+    let (dir, _, forged) = build("journal");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "journal"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "the journal's history stands");
+    assert!(dir.join("sled.broken-1").exists(), "sled's history is kept aside whole");
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["headSeq"].as_u64()), (0, Some(1)), "{report}");
+}
