@@ -536,7 +536,8 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
                  cut them with `ledger recover --truncate-after {last_good}` (the cut bytes are moved aside)"
             ),
             None => format!(
-                "{why}; nothing was changed (the genesis record itself is damaged: no prefix can be kept)"
+                "{why}; nothing was changed (the damage reaches back to the genesis record: no record before it \
+                 is proven, so no prefix can be kept)"
             ),
         },
     }
