@@ -373,8 +373,8 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         _ => false,
     };
     let mut foreign = found.differs.first() == Some(&0) && !genesis_linked && !(same_id && genesis_only);
-    // Two histories under one ledger id, each chained from its own genesis, sled's the
-    // longer (outside review 34, P1: the journal's genesis and entry 1 re-sealed together
+    // Two histories under one ledger id, each chained from its own genesis, sled's with an
+    // entry past its genesis (outside review 34, P1: the journal's genesis and entry 1 re-sealed together
     // set sled's 45 later, acknowledged entries aside): recover does not choose — the
     // operator does, `--prefer journal` (sled's history moves aside whole, to
     // `sled.broken-N`) or `--prefer sled` (the journal's records move to `cut/N/`).
@@ -386,8 +386,10 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     {
         let (_, sled_head) = sled_continuation(t, None, None)?;
         let journal_head = found.scan.verified.map(|h| h.seq);
+        // Any sled record past its genesis that chains on from it is an acknowledged entry
+        // of that history (a sled holding a lone other genesis vouches for nothing).
         if let (Some(theirs), Some(ours)) = (sled_head.map(|h| h.seq), journal_head)
-            && theirs > ours
+            && theirs > 0
         {
             match options.prefer {
                 Some(Replica::Journal | Replica::Both) => {}
