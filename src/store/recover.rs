@@ -365,7 +365,9 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     // taken for another ledger's and its 46 later entries were set aside). Once the
     // journal's entry 1 links to the journal's genesis, a sled with another genesis is
     // wrong about it and vouches for nothing.
-    let genesis_only = found.newest.as_ref().is_some_and(|(_, _, first, _)| *first == 0);
+    // (One entry: a first record holding entries 1… links them to its genesis — outside
+    // review 35, P1.)
+    let genesis_only = found.scan.damage.is_none() && found.scan.verified.is_some_and(|h| h.seq == 0);
     let same_id = match (tree.as_ref(), found.scan.verified) {
         (Some(t), Some(head)) => get_frame(t, 0)
             .map_err(OpenError::Sled)?
@@ -415,6 +417,18 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         }
     }
 
+    // `--prefer sled` with no sled of this ledger to take: refused, not silently overruled
+    // (outside review 35, P2).
+    if options.prefer == Some(Replica::Sled) && (tree.is_none() || foreign) {
+        let why = match &sled_error {
+            _ if foreign => {
+                "sled holds another history (its genesis differs) and vouches for nothing".to_owned()
+            }
+            Some(e) => format!("sled cannot be read ({})", e.index_reason()),
+            None => "sled will not open".to_owned(),
+        };
+        return Err(OpenError::Usage(format!("--prefer sled: {why}; nothing was changed")));
+    }
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later
         // records are not restored (the old sled is moved aside whole).

@@ -1234,3 +1234,59 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["headSeq"].as_u64()), (0, Some(1)), "{report}");
 }
+
+/// A first record holding the genesis and entries after it is a history, not a lone
+/// genesis (outside review 35, P1: it was taken as "genesis only", and sled's different,
+/// longer history replaced it with exit 0): with sled holding another history from its own
+/// genesis, `recover` refuses and changes nothing; `--prefer sled` with a sled of another
+/// ledger id is refused too (exit 2) instead of silently keeping the journal.
+#[test]
+fn a_multi_entry_first_record_is_a_history_not_a_lone_genesis() {
+    use closure_ledger::store::{Chain, Frame};
+    use ledger_schema::Event;
+    use ledger_schema::events::LedgerInitialized;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    drop(closure_ledger::store::init(&dir, "t", LEDGER, T0).unwrap());
+    let genesis =
+        |label: &str| Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: label.into() });
+    // The journal: one record, the genesis and two entries.
+    let mut chain = Chain::empty();
+    let ours: Vec<_> = std::iter::once(chain.seal(genesis("t"), T0, LEDGER).unwrap())
+        .chain((1..3).map(|i| chain.seal(event(i), T0 + i as u64, LEDGER).unwrap()))
+        .collect();
+    let journal = Frame::new(ours).unwrap().bytes().to_vec();
+    std::fs::write(segment(&dir), &journal).unwrap();
+    // sled: another history of the same ledger id, one entry a record, longer.
+    let mut chain = Chain::empty();
+    let theirs: Vec<Frame> = (0..6)
+        .map(|i| {
+            let e = if i == 0 { genesis("other") } else { event(i + 10) };
+            Frame::new(vec![chain.seal(e, T0 + i as u64, LEDGER).unwrap()]).unwrap()
+        })
+        .collect();
+    with_sled(&dir, |tree| {
+        tree.clear().unwrap();
+        for f in &theirs {
+            tree.insert(f.first_seq().to_be_bytes(), f.bytes()).unwrap();
+        }
+    });
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("two histories") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal);
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+
+    // A sled of another ledger id: --prefer sled has nothing to take.
+    let other = tmp.path().join("other");
+    drop(closure_ledger::store::init(&other, "t", ledger_schema::Id(LEDGER.0 + 1), T0).unwrap());
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    std::fs::rename(other.join("sled"), dir.join("sled")).unwrap();
+    let torn = [journal.as_slice(), &journal[..40]].concat();
+    std::fs::write(segment(&dir), &torn).unwrap();
+    let (code, _, err) = cli(&["recover", d, "--prefer", "sled"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--prefer sled") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn);
+}
