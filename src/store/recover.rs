@@ -472,6 +472,21 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         rewrite_from(root, &journal, tree, &boundary, None, options, &mut report)?;
     } else if let Some(tree) = tree.as_ref().filter(|_| !foreign) {
         restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
+        // `--prefer sled` where sled's differing records were not taken (the journal's
+        // intact history authenticates itself; sled is rebuilt from it): refused, not
+        // silently turned into the opposite (outside review 36).
+        if options.prefer == Some(Replica::Sled)
+            && !found.differs.is_empty()
+            && report.restored_from_sled == 0
+            && report.cut.is_empty()
+        {
+            return Err(OpenError::Usage(format!(
+                "--prefer sled: sled's records that differ (from seq {}) are not taken — the journal's history there \
+                 is intact and each of its records is linked to by the next; sled would be rebuilt from the journal; \
+                 nothing was changed (omit --prefer to let recover do that)",
+                found.differs.first().copied().unwrap_or(0)
+            )));
+        }
     } else if let Some(damage) = &found.scan.damage {
         let why = match &sled_error {
             _ if foreign => "sled holds another history (its genesis differs)".to_owned(),
@@ -945,8 +960,13 @@ fn restore_from_sled(
         .as_ref()
         .is_some_and(|(_, _, first, _)| found.differs.last() == Some(first) && found.scan.damage.is_none());
     if newest_differs && let Some((segment, offset, first_seq, before)) = found.newest.clone() {
-        let (sled_chain, _) = sled_continuation(tree, before, None)?;
-        let sled_wins_by_link = sled_chain.len() > 1;
+        let (sled_chain, sled_head) = sled_continuation(tree, before, None)?;
+        // Evidence for sled's version is a later sled entry linking to it — past the last
+        // entry of the journal's newest record: sled records that merely split the same
+        // seqs differently link to entries both copies hold, and prove nothing (outside
+        // review 36, P1).
+        let journal_head = found.scan.verified.map(|h| h.seq);
+        let sled_wins_by_link = sled_head.is_some_and(|h| Some(h.seq) > journal_head);
         let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
             let ours: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
             checkpoint_says(cp, &ours)

@@ -1290,3 +1290,40 @@ fn a_multi_entry_first_record_is_a_history_not_a_lone_genesis() {
     assert!(err.contains("--prefer sled") && err.contains("nothing was changed"), "{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn);
 }
+
+/// Copies disagreeing on the newest record are decided by a later sled link only when it
+/// reaches past the journal's newest entry (outside review 36, P1): sled holding the same
+/// seqs as single-entry records of another history links only to entries inside the
+/// disagreement, which proves nothing — refused, nothing changed.
+#[test]
+fn sled_records_splitting_the_disputed_seqs_are_no_evidence() {
+    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir);
+    let last = journal_frames(&dir).pop().unwrap();
+    let (store, _) = DiskStore::open(&dir).unwrap();
+    let before = store.read(last.first_seq - 1).unwrap();
+    drop(store);
+    let mut chain = Chain::from_head(Head {
+        ledger: LEDGER,
+        seq: before.entry.seq,
+        hash: before.hash,
+        time_ms: before.entry.time_ms,
+    });
+    let singles: Vec<Frame> = (0..last.n_entries as usize)
+        .map(|i| Frame::new(vec![chain.seal(event(30 + i), T0 + 500 + i as u64, LEDGER).unwrap()]).unwrap())
+        .collect();
+    with_sled(&dir, |tree| {
+        for f in &singles {
+            tree.insert(f.first_seq().to_be_bytes(), f.bytes()).unwrap();
+        }
+    });
+    let journal = std::fs::read(segment(&dir)).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("neither is chosen"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal, "nothing was changed");
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+}
