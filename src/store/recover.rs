@@ -785,6 +785,41 @@ fn rewrite_from(
             why,
         });
     }
+    // A sled record that begins at or before that end but holds entries past it (its seqs
+    // grouped otherwise than the journal's): those entries were acknowledged too, and no
+    // journal record can take them as they are (outside review 37, P1: they were set aside
+    // with the old sled, exit 0).
+    let before_end = tree
+        .range(..key(past))
+        .keys()
+        .rev()
+        .find(|k| !matches!(k, Ok(k) if chunk_of(k).is_some()))
+        .transpose()
+        .map_err(OpenError::Sled)?;
+    if let Some(k) = before_end
+        && let Some(first) = k.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map(u64::from_be_bytes)
+        && let Some(record) = get_frame(tree, first).map_err(OpenError::Sled)?
+        && let Ok((header, _)) = open_record(&record)
+        && header.last_seq() >= past
+    {
+        let why = format!(
+            "sled's record at seq {first} holds entries up to seq {}, past the last one the journal can hold (seq {}), \
+             grouped otherwise than the journal's records: they were acknowledged, and the journal cannot take that \
+             record as it is; nothing was changed. To give them up, cut with `ledger recover --truncate-after {}` \
+             (the old sled is moved aside)",
+            header.last_seq(),
+            past.saturating_sub(1),
+            past.saturating_sub(1),
+        );
+        return Err(OpenError::Unrecoverable {
+            seq: past,
+            replica: Replica::Journal,
+            reason: Box::new(Corruption::MissingInJournal {
+                journal_end: format!("the journal can hold records up to seq {}", past.saturating_sub(1)),
+            }),
+            why,
+        });
+    }
     if sled_records.is_empty() && beyond.is_empty() {
         return Ok(());
     }

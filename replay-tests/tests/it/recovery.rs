@@ -1327,3 +1327,37 @@ fn sled_records_splitting_the_disputed_seqs_are_no_evidence() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal, "nothing was changed");
     assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
 }
+
+/// A sled record that starts inside the journal's history but holds entries past its end
+/// (the same entries grouped otherwise, then more that chain on): those entries were
+/// acknowledged, and `recover` refuses rather than set them aside with the old sled
+/// (outside review 37, P1: exit 0, "rebuilt sled").
+#[test]
+fn sled_entries_past_the_journal_inside_a_differently_grouped_record_are_not_set_aside() {
+    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 2);
+    trim_preallocated(&dir);
+    // sled's record at the journal's second-to-last record holds it, the last one, and more.
+    let frames = journal_frames(&dir);
+    let (start, last) = (frames[frames.len() - 2].clone(), frames[frames.len() - 1].clone());
+    let (store, _) = DiskStore::open(&dir).unwrap();
+    let held: Vec<_> = (start.first_seq..=store.head().seq).map(|s| store.read(s).unwrap()).collect();
+    let head = store.head();
+    drop(store);
+    let mut chain =
+        Chain::from_head(Head { ledger: LEDGER, seq: head.seq, hash: head.hash, time_ms: head.time_ms });
+    let more = (0..2).map(|i| chain.seal(event(20 + i), head.time_ms + 1 + i as u64, LEDGER).unwrap());
+    let longer = Frame::new(held.into_iter().chain(more).collect()).unwrap();
+    with_sled(&dir, |tree| {
+        tree.remove(last.first_seq.to_be_bytes()).unwrap();
+        tree.insert(start.first_seq.to_be_bytes(), longer.bytes()).unwrap()
+    });
+    let journal = std::fs::read(segment(&dir)).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("grouped otherwise") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal);
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+}
