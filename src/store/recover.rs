@@ -1021,20 +1021,21 @@ fn restore_from_sled(
             _ if sled_wins_by_link => true,
             _ => return Err(corrupt(first_seq, Replica::Both, Corruption::CopiesDisagree)),
         };
-        if !take_sled || sled_chain.is_empty() {
-            // The journal's version stands; sled is rebuilt from it.
-            return Ok(());
+        if take_sled && !sled_chain.is_empty() {
+            // Sled's version replaces the journal's newest record (kept in cut/).
+            let end = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
+            boundary = Boundary {
+                segment,
+                offset,
+                head: before,
+                collect_from: end,
+                suspects: Vec::new(),
+                suspect_through: None,
+            };
         }
-        // Sled's version replaces the journal's newest record (kept in cut/).
-        let end = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
-        boundary = Boundary {
-            segment,
-            offset,
-            head: before,
-            collect_from: end,
-            suspects: Vec::new(),
-            suspect_through: None,
-        };
+        // Otherwise the journal's version stands — and sled's records past it are still
+        // restored where they chain on from it, or stop recover where they do not (outside
+        // review 38, P1: they were set aside with the old sled, exit 0).
     }
 
     // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.

@@ -1361,3 +1361,45 @@ fn sled_entries_past_the_journal_inside_a_differently_grouped_record_are_not_set
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal);
     assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
 }
+
+/// `--prefer journal` over a newest record sled only groups differently keeps the journal's
+/// record — and still restores sled's records past it that chain on from it (outside review
+/// 38, P1: they were set aside with the old sled, exit 0).
+#[test]
+fn prefer_journal_still_restores_sled_records_past_the_journal() {
+    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 4);
+    trim_preallocated(&dir);
+    let last = journal_frames(&dir).pop().unwrap();
+    let (store, _) = DiskStore::open(&dir).unwrap();
+    let held: Vec<_> = (last.first_seq..=store.head().seq).map(|s| store.read(s).unwrap()).collect();
+    let head = store.head();
+    drop(store);
+    let mut chain =
+        Chain::from_head(Head { ledger: LEDGER, seq: head.seq, hash: head.hash, time_ms: head.time_ms });
+    let more: Vec<Frame> = (0..2)
+        .map(|i| {
+            Frame::new(vec![chain.seal(event(20 + i), head.time_ms + 1 + i as u64, LEDGER).unwrap()]).unwrap()
+        })
+        .collect();
+    let (a, b) = held.split_at(2);
+    let split = [Frame::new(a.to_vec()).unwrap(), Frame::new(b.to_vec()).unwrap()];
+    with_sled(&dir, |tree| {
+        for f in split.iter().chain(&more) {
+            tree.insert(f.first_seq().to_be_bytes(), f.bytes()).unwrap();
+        }
+    });
+    let journal = std::fs::read(segment(&dir)).unwrap();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "journal"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let now = std::fs::read(segment(&dir)).unwrap();
+    assert_eq!(&now[..journal.len()], &journal[..], "the journal's records stand");
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(
+        (code, report["headSeq"].as_u64()),
+        (0, Some(head.seq + 2)),
+        "sled's two later entries restored: {report}"
+    );
+}
