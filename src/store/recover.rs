@@ -13,8 +13,8 @@ use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
     Damage, DamageKind, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, check_meta,
-    chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, lag_record, lock, meta_is_current,
-    open_sled, read_meta, refuse_newer_format, scan, trees, write_meta,
+    chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, key_seq, lag_record, lock,
+    meta_is_current, open_sled, read_meta, refuse_newer_format, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -764,61 +764,46 @@ fn rewrite_from(
         .or(restored_to)
         .or(boundary.head.map(|h| h.seq));
     let past = end.map_or(0, |e| e + 1);
-    let mut later = tree.range(key(past)..).keys();
-    if let Some(k) =
-        later.find(|k| !matches!(k, Ok(k) if chunk_of(k).is_some())).transpose().map_err(OpenError::Sled)?
-    {
-        let held = k.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map_or(past, u64::from_be_bytes);
-        let why = format!(
-            "sled holds a record at seq {held}, past the last one the journal can hold (seq {}), that is not intact or \
-             does not chain on: it was acknowledged, and no copy of it can be restored; nothing was changed. To give \
-             it up, cut with `ledger recover --truncate-after {}` (the old sled is moved aside)",
-            past.saturating_sub(1),
-            past.saturating_sub(1),
-        );
-        return Err(OpenError::Unrecoverable {
-            seq: held,
+    let frame_key = |k: &sled::Result<sled::IVec>| !matches!(k, Ok(k) if chunk_of(k).is_some());
+    // An acknowledged sled entry past that end that cannot be restored stops recover.
+    let acknowledged = |seq: u64, what: String| {
+        let last = past.saturating_sub(1);
+        OpenError::Unrecoverable {
+            seq,
             replica: Replica::Journal,
             reason: Box::new(Corruption::MissingInJournal {
-                journal_end: format!("the journal can hold records up to seq {}", past.saturating_sub(1)),
+                journal_end: format!("the journal can hold records up to seq {last}"),
             }),
-            why,
-        });
+            why: format!(
+                "{what}, past the last one the journal can hold (seq {last}): acknowledged, and not restorable; \
+                 nothing was changed. To give it up, cut with `ledger recover --truncate-after {last}` (the old \
+                 sled is moved aside)"
+            ),
+        }
+    };
+    // A record of its own there, not intact or not chaining on.
+    if let Some(k) = tree.range(key(past)..).keys().find(frame_key).transpose().map_err(OpenError::Sled)? {
+        let held = key_seq(&k).unwrap_or(past);
+        return Err(acknowledged(
+            held,
+            format!("sled holds a record at seq {held}, not intact or not chaining on"),
+        ));
     }
-    // A sled record that begins at or before that end but holds entries past it (its seqs
-    // grouped otherwise than the journal's): those entries were acknowledged too, and no
-    // journal record can take them as they are (outside review 37, P1: they were set aside
-    // with the old sled, exit 0).
-    let before_end = tree
-        .range(..key(past))
-        .keys()
-        .rev()
-        .find(|k| !matches!(k, Ok(k) if chunk_of(k).is_some()))
-        .transpose()
-        .map_err(OpenError::Sled)?;
-    if let Some(k) = before_end
-        && let Some(first) = k.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map(u64::from_be_bytes)
+    // A record that begins at or before the end but holds entries past it (its seqs grouped
+    // otherwise than the journal's): no journal record can take it as it is (outside review
+    // 37, P1: its later entries were set aside with the old sled, exit 0).
+    let before_end =
+        tree.range(..key(past)).keys().rev().find(frame_key).transpose().map_err(OpenError::Sled)?;
+    if let Some(first) = before_end.as_deref().and_then(key_seq)
         && let Some(record) = get_frame(tree, first).map_err(OpenError::Sled)?
         && let Ok((header, _)) = open_record(&record)
         && header.last_seq() >= past
     {
-        let why = format!(
-            "sled's record at seq {first} holds entries up to seq {}, past the last one the journal can hold (seq {}), \
-             grouped otherwise than the journal's records: they were acknowledged, and the journal cannot take that \
-             record as it is; nothing was changed. To give them up, cut with `ledger recover --truncate-after {}` \
-             (the old sled is moved aside)",
-            header.last_seq(),
-            past.saturating_sub(1),
-            past.saturating_sub(1),
+        let what = format!(
+            "sled's record at seq {first} holds entries up to seq {}, grouped otherwise than the journal's records",
+            header.last_seq()
         );
-        return Err(OpenError::Unrecoverable {
-            seq: past,
-            replica: Replica::Journal,
-            reason: Box::new(Corruption::MissingInJournal {
-                journal_end: format!("the journal can hold records up to seq {}", past.saturating_sub(1)),
-            }),
-            why,
-        });
+        return Err(acknowledged(past, what));
     }
     if sled_records.is_empty() && beyond.is_empty() {
         return Ok(());

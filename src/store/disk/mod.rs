@@ -17,8 +17,8 @@ pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with,
 #[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
 pub(in crate::store) use index::{
-    SledFrames, check_meta, chunk_of, get_frame, insert_frame, key, meta_is_current, open_sled, read_meta,
-    refuse_newer_format, trees, write_meta,
+    SledFrames, check_meta, chunk_of, get_frame, insert_frame, key, key_seq, meta_is_current, open_sled,
+    read_meta, refuse_newer_format, trees, write_meta,
 };
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
