@@ -982,6 +982,32 @@ fn a_resealed_record_whose_entry_does_not_decode_is_restored_from_sled() {
     assert_eq!(verify_json(&dir, None).0, 0);
 }
 
+/// A chain that continues after the stored entry at `seq` (to seal another history from there).
+fn chain_after(dir: &std::path::Path, seq: u64) -> closure_ledger::store::Chain {
+    use closure_ledger::store::{Chain, DiskStore, Head, Store};
+    let (store, _) = DiskStore::open(dir).unwrap();
+    let at = store.read(seq).unwrap();
+    Chain::from_head(Head { ledger: LEDGER, seq, hash: at.hash, time_ms: at.entry.time_ms })
+}
+
+/// `record` (holding `first_seq` on) re-sealed with its entry `idx` altered but valid (1 ms
+/// later; each entry is 1 ms after the one before), its checks recomputed: it decodes, and
+/// the next entry no longer links to it. The same length as `record`.
+fn resealed_with_entry_shifted(record: &[u8], first_seq: u64, idx: usize) -> Vec<u8> {
+    use ledger_schema::record::{RecordVersion, seal_record_as};
+    use ledger_schema::{SealedEntry, decode_frame, encode_frame};
+    let mut entries: Vec<Vec<u8>> =
+        decode_frame(payload_of(record)).unwrap().iter().map(|e| e.to_vec()).collect();
+    let mut entry = SealedEntry::open(&entries[idx]).unwrap().entry;
+    entry.time_ms += 1;
+    entries[idx] = ledger_schema::codec::encode(&entry);
+    let payload = encode_frame(entries.iter().map(Vec::as_slice));
+    let forged =
+        seal_record_as(RecordVersion::of_record(record).unwrap(), first_seq, entries.len() as u32, &payload);
+    assert_eq!(forged.len(), record.len());
+    forged
+}
+
 /// A record re-sealed with an altered but valid entry (its checks recomputed, it decodes)
 /// breaks the chain at the next entry: "this entry, or the link in the next one, was
 /// altered". With sled holding the original, `recover` puts sled's copy back — whether the
@@ -991,8 +1017,6 @@ fn a_resealed_record_whose_entry_does_not_decode_is_restored_from_sled() {
 /// would have moved acknowledged entries aside).
 #[test]
 fn a_resealed_record_that_breaks_the_chain_is_restored_from_sled() {
-    use ledger_schema::record::{RecordVersion, seal_record_as};
-    use ledger_schema::{SealedEntry, decode_frame, encode_frame};
     for idx in [2usize, 0] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
@@ -1003,16 +1027,8 @@ fn a_resealed_record_that_breaks_the_chain_is_restored_from_sled() {
         let frames = journal_frames(&dir);
         let target = &frames[2];
         let original_bytes = std::fs::read(segment(&dir)).unwrap();
-        let original = original_bytes[target.range.clone()].to_vec();
-        let mut entries: Vec<Vec<u8>> =
-            decode_frame(payload_of(&original)).unwrap().iter().map(|e| e.to_vec()).collect();
-        let mut entry = SealedEntry::open(&entries[idx]).unwrap().entry;
-        entry.time_ms += 1; // still ordered: each entry is 1 ms after the one before
-        entries[idx] = ledger_schema::codec::encode(&entry);
-        let version = RecordVersion::of_record(&original).unwrap();
-        let payload = encode_frame(entries.iter().map(Vec::as_slice));
-        let forged = seal_record_as(version, target.first_seq, target.n_entries as u32, &payload);
-        assert_eq!(forged.len(), original.len());
+        let forged =
+            resealed_with_entry_shifted(&original_bytes[target.range.clone()], target.first_seq, idx);
         let mut bytes = original_bytes.clone();
         bytes[target.range.clone()].copy_from_slice(&forged);
         std::fs::write(segment(&dir), &bytes).unwrap();
@@ -1061,9 +1077,7 @@ fn a_deleted_only_segment_is_restored_from_sled() {
 /// `--prefer journal`; `--prefer sled` is the operator's decision and takes sled's.
 #[test]
 fn a_chain_break_is_not_repaired_from_a_sled_no_journal_record_links_to() {
-    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
-    use ledger_schema::record::{RecordVersion, seal_record_as};
-    use ledger_schema::{SealedEntry, decode_frame, encode_frame};
+    use closure_ledger::store::Frame;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     let d = dir.to_str().unwrap();
@@ -1072,15 +1086,7 @@ fn a_chain_break_is_not_repaired_from_a_sled_no_journal_record_links_to() {
     let frames = journal_frames(&dir);
     let (p, r) = (frames[frames.len() - 2].clone(), frames[frames.len() - 1].clone());
     // sled: another history from P on.
-    let (store, _) = DiskStore::open(&dir).unwrap();
-    let before = store.read(p.first_seq - 1).unwrap();
-    drop(store);
-    let mut chain = Chain::from_head(Head {
-        ledger: LEDGER,
-        seq: before.entry.seq,
-        hash: before.hash,
-        time_ms: before.entry.time_ms,
-    });
+    let mut chain = chain_after(&dir, p.first_seq - 1);
     let other: Vec<Frame> = [p.n_entries, r.n_entries]
         .iter()
         .enumerate()
@@ -1098,17 +1104,7 @@ fn a_chain_break_is_not_repaired_from_a_sled_no_journal_record_links_to() {
     });
     // The journal: P re-sealed with its last entry altered (R, the head, untouched).
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    let original = bytes[p.range.clone()].to_vec();
-    let mut entries: Vec<Vec<u8>> =
-        decode_frame(payload_of(&original)).unwrap().iter().map(|e| e.to_vec()).collect();
-    let last = entries.len() - 1;
-    let mut entry = SealedEntry::open(&entries[last]).unwrap().entry;
-    entry.time_ms += 1;
-    entries[last] = ledger_schema::codec::encode(&entry);
-    let payload = encode_frame(entries.iter().map(Vec::as_slice));
-    let version = RecordVersion::of_record(&original).unwrap();
-    let forged = seal_record_as(version, p.first_seq, p.n_entries as u32, &payload);
-    assert_eq!(forged.len(), original.len());
+    let forged = resealed_with_entry_shifted(&bytes[p.range.clone()], p.first_seq, p.n_entries as usize - 1);
     bytes[p.range.clone()].copy_from_slice(&forged);
     std::fs::write(segment(&dir), &bytes).unwrap();
 
@@ -1297,21 +1293,13 @@ fn a_multi_entry_first_record_is_a_history_not_a_lone_genesis() {
 /// disagreement, which proves nothing — refused, nothing changed.
 #[test]
 fn sled_records_splitting_the_disputed_seqs_are_no_evidence() {
-    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
+    use closure_ledger::store::Frame;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
     trim_preallocated(&dir);
     let last = journal_frames(&dir).pop().unwrap();
-    let (store, _) = DiskStore::open(&dir).unwrap();
-    let before = store.read(last.first_seq - 1).unwrap();
-    drop(store);
-    let mut chain = Chain::from_head(Head {
-        ledger: LEDGER,
-        seq: before.entry.seq,
-        hash: before.hash,
-        time_ms: before.entry.time_ms,
-    });
+    let mut chain = chain_after(&dir, last.first_seq - 1);
     let singles: Vec<Frame> = (0..last.n_entries as usize)
         .map(|i| Frame::new(vec![chain.seal(event(30 + i), T0 + 500 + i as u64, LEDGER).unwrap()]).unwrap())
         .collect();
@@ -1334,7 +1322,7 @@ fn sled_records_splitting_the_disputed_seqs_are_no_evidence() {
 /// (outside review 37, P1: exit 0, "rebuilt sled").
 #[test]
 fn sled_entries_past_the_journal_inside_a_differently_grouped_record_are_not_set_aside() {
-    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
+    use closure_ledger::store::{DiskStore, Frame, Store};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 3, 2);
@@ -1346,8 +1334,7 @@ fn sled_entries_past_the_journal_inside_a_differently_grouped_record_are_not_set
     let held: Vec<_> = (start.first_seq..=store.head().seq).map(|s| store.read(s).unwrap()).collect();
     let head = store.head();
     drop(store);
-    let mut chain =
-        Chain::from_head(Head { ledger: LEDGER, seq: head.seq, hash: head.hash, time_ms: head.time_ms });
+    let mut chain = chain_after(&dir, head.seq);
     let more = (0..2).map(|i| chain.seal(event(20 + i), head.time_ms + 1 + i as u64, LEDGER).unwrap());
     let longer = Frame::new(held.into_iter().chain(more).collect()).unwrap();
     with_sled(&dir, |tree| {
@@ -1367,7 +1354,7 @@ fn sled_entries_past_the_journal_inside_a_differently_grouped_record_are_not_set
 /// 38, P1: they were set aside with the old sled, exit 0).
 #[test]
 fn prefer_journal_still_restores_sled_records_past_the_journal() {
-    use closure_ledger::store::{Chain, DiskStore, Frame, Head, Store};
+    use closure_ledger::store::{DiskStore, Frame, Store};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 3, 4);
@@ -1377,8 +1364,7 @@ fn prefer_journal_still_restores_sled_records_past_the_journal() {
     let held: Vec<_> = (last.first_seq..=store.head().seq).map(|s| store.read(s).unwrap()).collect();
     let head = store.head();
     drop(store);
-    let mut chain =
-        Chain::from_head(Head { ledger: LEDGER, seq: head.seq, hash: head.hash, time_ms: head.time_ms });
+    let mut chain = chain_after(&dir, head.seq);
     let more: Vec<Frame> = (0..2)
         .map(|i| {
             Frame::new(vec![chain.seal(event(20 + i), head.time_ms + 1 + i as u64, LEDGER).unwrap()]).unwrap()
