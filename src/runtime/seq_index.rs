@@ -3,15 +3,19 @@
 //!
 //! A persistent `OrdMap` costs about 64 bytes per item under increasing ids (its nodes end
 //! half full), which at a million Worker events is most of a replay's memory. Here the
-//! items live in one sorted run of 20-byte slots (the id's two halves and a 32-bit seq; a
-//! seq that does not fit, past four billion entries, is kept in a side map), shared (`Arc`)
-//! so that a snapshot of the state stays an O(1) clone, plus a small persistent map of the
-//! latest inserts, merged into the run once it holds a 64th as many items. Ids mostly
-//! grow (ULIDs), so a merge usually appends to a run no snapshot shares, in place.
+//! items live in one sorted [`Run`] — blocks of [`BLOCK`] items, each a full 20-byte head
+//! (the id's two halves and a 32-bit seq; a seq that does not fit, past four billion
+//! entries, is kept in a side map) and the rest as fixed-width deltas from the item before
+//! (a ULID's 80 random bits make ~11 bytes of id delta; seqs differ by little), about 13
+//! bytes an item — shared (`Arc`) so that a snapshot of the state stays an O(1) clone, plus
+//! a small persistent map of the latest inserts, merged into the run once it holds a 64th
+//! as many items. Ids mostly grow (ULIDs), so a merge usually appends to a run no snapshot
+//! shares, in place.
 //!
 //! It reads, iterates and encodes exactly as the map it stands for: a lookup is one map
-//! probe and one binary search; iteration and the canonical encoding (a CBOR map) are in id
-//! order, so the state digest does not depend on the representation.
+//! probe, one binary search over the blocks' heads and the decoding of at most one block;
+//! iteration and the canonical encoding (a CBOR map) are in id order, so the state digest
+//! does not depend on the representation.
 
 use std::sync::Arc;
 
@@ -22,11 +26,15 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 const MIN_RECENT: usize = 1024;
 
 /// The latest inserts are merged once they are this share of the run (`1/RECENT_SHARE`):
-/// the map costs ~64 bytes an item, the run 20.
+/// the map costs ~64 bytes an item, the run ~13.
 const RECENT_SHARE: usize = 64;
 
-/// One id → seq item of the run: 20 bytes, packed to 4-byte alignment (an `(Id, u64)`
-/// tuple would be 32, `u128` being 16-aligned). Fields are only ever copied out.
+/// Items per sealed block of the run: one head and `BLOCK - 1` deltas. A lookup decodes at
+/// most one block; the head, its offset and the widths cost ~0.9 bytes an item at 32.
+const BLOCK: usize = 32;
+
+/// One id → seq item: 20 bytes, packed to 4-byte alignment (an `(Id, u64)` tuple would be
+/// 32, `u128` being 16-aligned). Fields are only ever copied out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C, packed(4))]
 struct Slot {
@@ -50,13 +58,214 @@ impl Slot {
         let (hi, lo) = (self.hi, self.lo);
         Id((u128::from(hi) << 64) | u128::from(lo))
     }
+
+    /// The item after `self` by the delta `(id, seq)` (see [`Run::seal`]).
+    fn after(&self, id_delta: u128, seq_delta: u64) -> Slot {
+        // Zigzag: even deltas are up, odd ones down (a seq never leaves u32).
+        let seq = if seq_delta & 1 == 0 {
+            i64::from(self.seq) + (seq_delta >> 1) as i64
+        } else {
+            i64::from(self.seq) - (seq_delta >> 1) as i64 - 1
+        };
+        let id = self.id().0.wrapping_add(id_delta);
+        #[allow(clippy::cast_possible_truncation)]
+        Slot { hi: (id >> 64) as u64, lo: id as u64, seq: seq as u32 }
+    }
+}
+
+/// Bytes needed to write `x` little-endian without its high zero bytes.
+fn width(x: u128) -> usize {
+    16 - (x.leading_zeros() / 8) as usize
+}
+
+/// The little-endian number in `bytes` (at most 16 of them).
+fn read_le(bytes: &[u8]) -> u128 {
+    bytes.iter().rev().fold(0, |n, b| (n << 8) | u128::from(*b))
+}
+
+/// The items of one coded block: `head`, then the deltas in `bytes` (see [`Run::deltas`]).
+fn decode(head: Slot, bytes: &[u8]) -> impl Iterator<Item = Slot> + '_ {
+    let (widths, mut rest) = bytes.split_at_checked(2).unwrap_or((&[0, 0], &[]));
+    let id_w = usize::from(widths.first().copied().unwrap_or(0));
+    let seq_w = usize::from(widths.get(1).copied().unwrap_or(0));
+    let mut item = Some(head);
+    let mut first = true;
+    std::iter::from_fn(move || {
+        if !first {
+            let (id, after) = rest.split_at_checked(id_w)?;
+            let (seq, after) = after.split_at_checked(seq_w)?;
+            rest = after;
+            item = item.map(|prev| prev.after(read_le(id), read_le(seq) as u64));
+        }
+        first = false;
+        item
+    })
+}
+
+/// How many items the coded block `bytes` holds besides its head.
+fn deltas_in(bytes: &[u8]) -> usize {
+    match bytes {
+        [id_w, seq_w, rest @ ..] if usize::from(*id_w) + usize::from(*seq_w) > 0 => {
+            rest.len() / (usize::from(*id_w) + usize::from(*seq_w))
+        }
+        _ => 0,
+    }
+}
+
+/// The sorted items of a [`SeqIndex`] outside its recent map, block-coded (module docs).
+#[derive(Clone, Default)]
+struct Run {
+    /// The first item of every sealed block, in id order.
+    heads: Vec<Slot>,
+    /// Where each sealed block's deltas begin in `deltas`.
+    starts: Vec<usize>,
+    /// Per sealed block: the id-delta and seq-delta widths (one byte each), then its other
+    /// items as (id − previous id, zigzag(seq − previous seq)), little-endian, each at its
+    /// block's widths. A block holds `BLOCK` items when sealed from `open`, and between
+    /// `BLOCK / 2` and `BLOCK` when a merge splits one that grew past `BLOCK`.
+    deltas: Vec<u8>,
+    /// How many items the sealed blocks hold.
+    sealed: usize,
+    /// The items after the last sealed block, sorted: between `BLOCK` and `2 * BLOCK - 1`
+    /// of them once the run holds that many (so its last item is at hand), sealed `BLOCK`
+    /// at a time.
+    open: Vec<Slot>,
+}
+
+impl Run {
+    fn len(&self) -> usize {
+        self.sealed + self.open.len()
+    }
+
+    /// Sealed block `k`'s head and coded deltas.
+    fn block(&self, k: usize) -> Option<(Slot, &[u8])> {
+        let end = self.starts.get(k + 1).copied().unwrap_or(self.deltas.len());
+        Some((*self.heads.get(k)?, self.deltas.get(*self.starts.get(k)?..end)?))
+    }
+
+    /// Every item, in id order.
+    fn iter(&self) -> impl Iterator<Item = Slot> + '_ {
+        (0..self.heads.len())
+            .filter_map(|k| self.block(k))
+            .flat_map(|(head, bytes)| decode(head, bytes))
+            .chain(self.open.iter().copied())
+    }
+
+    fn last(&self) -> Option<Slot> {
+        self.open.last().copied()
+    }
+
+    /// The item holding `id`.
+    fn find(&self, id: Id) -> Option<Slot> {
+        if self.open.first().is_some_and(|s| s.id() <= id) || self.heads.is_empty() {
+            let at = self.open.binary_search_by(|s| s.id().cmp(&id)).ok()?;
+            return self.open.get(at).copied();
+        }
+        let (head, bytes) = self.block(self.heads.partition_point(|h| h.id() <= id).checked_sub(1)?)?;
+        decode(head, bytes).take_while(|s| s.id() <= id).find(|s| s.id() == id)
+    }
+
+    /// Appends `slot`, above every item held.
+    fn push(&mut self, slot: Slot) {
+        self.open.push(slot);
+        if self.open.len() == 2 * BLOCK {
+            let block: Vec<Slot> = self.open.drain(..BLOCK).collect();
+            self.seal(&block);
+        }
+    }
+
+    /// Appends `items` (sorted, above every sealed item) as one sealed block.
+    fn seal(&mut self, items: &[Slot]) {
+        let Some(head) = items.first().copied() else { return };
+        let deltas: Vec<(u128, u128)> = items
+            .windows(2)
+            .filter_map(|w| match w {
+                [a, b] => {
+                    let seq = i64::from(b.seq) - i64::from(a.seq);
+                    let zigzag = if seq >= 0 { (seq as u128) << 1 } else { ((-seq - 1) as u128) << 1 | 1 };
+                    Some((b.id().0.wrapping_sub(a.id().0), zigzag))
+                }
+                _ => None,
+            })
+            .collect();
+        let id_w = deltas.iter().map(|d| width(d.0)).max().unwrap_or(0);
+        let seq_w = deltas.iter().map(|d| width(d.1)).max().unwrap_or(0);
+        self.heads.push(head);
+        self.starts.push(self.deltas.len());
+        self.sealed += items.len();
+        // Widths are at most 16 (u128) and 5 (a 33-bit zigzag).
+        #[allow(clippy::cast_possible_truncation)]
+        self.deltas.extend([id_w as u8, seq_w as u8]);
+        for (id, seq) in deltas {
+            self.deltas.extend(id.to_le_bytes().iter().take(id_w));
+            self.deltas.extend(seq.to_le_bytes().iter().take(seq_w));
+        }
+    }
+
+    /// Merges `items` (sorted, distinct) in; an item replaces one of the same id. The run
+    /// is rewritten from the block that `items`' first id falls into (so with growing ids a
+    /// merge appends): blocks no item falls into are copied as coded, the others decoded,
+    /// merged and coded again, split evenly when they grow past `BLOCK`.
+    fn merge(&mut self, items: &[Slot]) {
+        let Some(first) = items.first().map(Slot::id) else { return };
+        let mut items = items.iter().copied().peekable();
+        let from = if self.open.first().is_some_and(|s| s.id() < first) || self.heads.is_empty() {
+            self.heads.len()
+        } else {
+            self.heads.partition_point(|h| h.id() < first).saturating_sub(1)
+        };
+        let heads = self.heads.split_off(from);
+        let starts = self.starts.split_off(from);
+        let deltas = self.deltas.split_off(starts.first().copied().unwrap_or(self.deltas.len()));
+        let open = std::mem::take(&mut self.open);
+        let base = starts.first().copied().unwrap_or(0);
+        for (k, head) in heads.iter().enumerate() {
+            let start = starts.get(k).map_or(0, |s| s - base);
+            let end = starts.get(k + 1).map_or(deltas.len(), |s| s - base);
+            let bytes = deltas.get(start..end).unwrap_or(&[]);
+            self.sealed -= 1 + deltas_in(bytes);
+            let upper = heads.get(k + 1).or(open.first()).map(Slot::id);
+            if items.peek().is_none_or(|s| upper.is_some_and(|upper| s.id() >= upper)) {
+                self.heads.push(*head);
+                self.starts.push(self.deltas.len());
+                self.sealed += 1 + deltas_in(bytes);
+                self.deltas.extend_from_slice(bytes);
+                continue;
+            }
+            let mut merged = Vec::with_capacity(2 * BLOCK);
+            let mut old = decode(*head, bytes).peekable();
+            while let Some(slot) = items.next_if(|s| upper.is_none_or(|upper| s.id() < upper)) {
+                merged.extend(std::iter::from_fn(|| old.next_if(|s| s.id() < slot.id())));
+                old.next_if(|s| s.id() == slot.id());
+                merged.push(slot);
+            }
+            merged.extend(old);
+            let chunks = merged.len().div_ceil(BLOCK);
+            for c in 0..chunks {
+                self.seal(
+                    merged.get(c * merged.len() / chunks..(c + 1) * merged.len() / chunks).unwrap_or(&[]),
+                );
+            }
+        }
+        let mut old = open.into_iter().peekable();
+        for slot in items {
+            while let Some(kept) = old.next_if(|s| s.id() < slot.id()) {
+                self.push(kept);
+            }
+            old.next_if(|s| s.id() == slot.id());
+            self.push(slot);
+        }
+        for kept in old {
+            self.push(kept);
+        }
+    }
 }
 
 /// A compact, persistent, ordered `Id → u64` map (see the module docs).
 #[derive(Clone, Default)]
 pub struct SeqIndex {
     /// Sorted by id, no id twice, none of them in `recent`.
-    run: Arc<Vec<Slot>>,
+    run: Arc<Run>,
     recent: imbl::OrdMap<Id, u64>,
     /// The seq of every item whose seq is [`WIDE`] or more (in the run or in `recent`):
     /// empty below four billion entries.
@@ -80,8 +289,15 @@ impl SeqIndex {
         if let Some(seq) = self.recent.get(id) {
             return Some(*seq);
         }
-        let at = self.run.binary_search_by(|s| s.id().cmp(id)).ok()?;
-        self.run.get(at).map(|s| self.seq_of(s))
+        self.in_run(*id).map(|s| self.seq_of(&s))
+    }
+
+    /// The run's item for `id` (none without a search when `id` is above the run).
+    fn in_run(&self, id: Id) -> Option<Slot> {
+        if self.run.last().is_none_or(|s| s.id() < id) {
+            return None;
+        }
+        self.run.find(id)
     }
 
     fn seq_of(&self, slot: &Slot) -> u64 {
@@ -98,47 +314,27 @@ impl SeqIndex {
     /// Sets `id`'s seq; returns the previous one.
     pub fn insert(&mut self, id: Id, seq: u64) -> Option<u64> {
         let was_wide = if seq >= u64::from(WIDE) { self.wide.insert(id, seq) } else { self.wide.remove(&id) };
-        if let Ok(at) = self.run.binary_search_by(|s| s.id().cmp(&id)) {
-            let run = Arc::make_mut(&mut self.run);
-            let slot = run.get_mut(at)?;
-            let previous = slot.seq;
-            *slot = Slot::new(id, seq);
-            return Some(if previous == WIDE {
+        if let Some(slot) = self.in_run(id) {
+            // Copies the run only if a snapshot shares it.
+            Arc::make_mut(&mut self.run).merge(&[Slot::new(id, seq)]);
+            return Some(if slot.seq == WIDE {
                 was_wide.unwrap_or(u64::from(WIDE))
             } else {
-                u64::from(previous)
+                u64::from(slot.seq)
             });
         }
         let previous = self.recent.insert(id, seq);
         if self.recent.len() >= MIN_RECENT.max(self.run.len() / RECENT_SHARE) {
-            self.merge();
+            let recent: Vec<Slot> =
+                std::mem::take(&mut self.recent).iter().map(|(id, seq)| Slot::new(*id, *seq)).collect();
+            Arc::make_mut(&mut self.run).merge(&recent);
         }
         previous
     }
 
-    /// Moves the latest inserts into the run: only the run's tail from the smallest of them
-    /// on is rewritten, so with growing ids (the common case) a merge appends in place.
-    fn merge(&mut self) {
-        let recent = std::mem::take(&mut self.recent);
-        let Some((first, _)) = recent.get_min() else { return };
-        // Copies the run only if a snapshot shares it.
-        let run = Arc::make_mut(&mut self.run);
-        let from = run.partition_point(|s| s.id() < *first);
-        let tail = run.split_off(from);
-        run.reserve(tail.len() + recent.len());
-        let mut old = tail.into_iter().peekable();
-        for (id, seq) in recent.iter() {
-            while let Some(slot) = old.next_if(|s| s.id() < *id) {
-                run.push(slot);
-            }
-            run.push(Slot::new(*id, *seq));
-        }
-        run.extend(old);
-    }
-
     /// Every item in id order.
     pub fn iter(&self) -> impl Iterator<Item = (Id, u64)> + '_ {
-        let mut run = self.run.iter().map(|s| (s.id(), self.seq_of(s))).peekable();
+        let mut run = self.run.iter().map(|s| (s.id(), self.seq_of(&s))).peekable();
         let mut recent = self.recent.iter().map(|(id, seq)| (*id, *seq)).peekable();
         std::iter::from_fn(move || match (run.peek(), recent.peek()) {
             (Some(a), Some(b)) if a.0 < b.0 => run.next(),
@@ -238,8 +434,70 @@ mod tests {
         assert!(index.run.len() > index.recent.len(), "most items were merged into the run");
         assert!(index.run.iter().any(|s| s.seq == WIDE), "some merged items keep their seq aside");
         assert_eq!(std::mem::size_of::<Slot>(), 20);
+        assert_blocks_in_shape(&index.run);
         for (snapshot, model) in snapshots {
             assert!(snapshot.iter().eq(model.iter().map(|(k, v)| (*k, *v))));
         }
+    }
+
+    /// Every sealed block holds `BLOCK / 2 ..= BLOCK` items and the count adds up.
+    fn assert_blocks_in_shape(run: &Run) {
+        let sizes: Vec<usize> =
+            (0..run.heads.len()).map(|k| 1 + deltas_in(run.block(k).unwrap().1)).collect();
+        assert!(sizes.iter().all(|n| (BLOCK / 2..=BLOCK).contains(n)), "{sizes:?}");
+        assert_eq!(sizes.iter().sum::<usize>(), run.sealed);
+        assert_eq!(run.len(), run.iter().count());
+        assert!(run.heads.is_empty() || run.open.len() >= BLOCK);
+    }
+
+    /// Submitters minting ids from 64 distant ranges, interleaved: every merge lands in
+    /// most blocks, which split; the index still answers as the map does.
+    #[test]
+    fn interleaved_ranges_split_blocks() {
+        let mut index = SeqIndex::new();
+        let mut model = BTreeMap::new();
+        for i in 0..40_000u64 {
+            let id = Id(u128::from(i % 64) << 100 | u128::from(i / 64) << 20 | u128::from(i % 7));
+            assert_eq!(index.insert(id, i), model.insert(id, i));
+        }
+        assert_blocks_in_shape(&index.run);
+        assert!(index.run.heads.len() > index.run.sealed / BLOCK, "some blocks were split");
+        assert!(index.iter().eq(model.iter().map(|(k, v)| (*k, *v))));
+        for (id, seq) in &model {
+            assert_eq!(index.get(id), Some(*seq));
+        }
+    }
+
+    /// ULID-shaped ids (a millisecond timestamp over 80 random bits), as a worker mints
+    /// them: the run holds them in at most 14 bytes an item, and finds every one of them.
+    #[test]
+    fn ulids_take_about_thirteen_bytes() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut random = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = 100_000u64;
+        let mut index = SeqIndex::new();
+        let mut model = BTreeMap::new();
+        for i in 0..n {
+            let id = Id((u128::from(0x0193_0000_0000 + i) << 80)
+                | (u128::from(random() & 0xffff) << 64)
+                | u128::from(random()));
+            let seq = 7 + 3 * i + random() % 3;
+            assert_eq!(index.insert(id, seq), model.insert(id, seq));
+        }
+        let run = &index.run;
+        assert_eq!(run.len(), run.iter().count());
+        let bytes = run.heads.len() * 20 + run.starts.len() * 8 + run.deltas.len() + run.open.len() * 20;
+        let per_item = bytes as f64 / run.len() as f64;
+        assert!(run.len() > 95_000 && per_item <= 14.0, "{per_item} bytes an item over {} items", run.len());
+        for (id, seq) in &model {
+            assert_eq!(index.get(id), Some(*seq));
+            assert_eq!(index.get(&Id(id.0 + 1)), None);
+        }
+        assert!(index.iter().eq(model.iter().map(|(k, v)| (*k, *v))));
     }
 }

@@ -37,10 +37,24 @@ fn p50(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// Worker event `i`'s id, shaped as a ULID is: a 48-bit millisecond timestamp (one
+/// millisecond per event) over 80 random bits (splitmix64 of `i`, reproducible). Ids grow
+/// with `i`, as a worker's do, and are as incompressible as real ones.
+fn worker_event_id(i: u128) -> Id {
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let random = (u128::from(mix(i as u64) & 0xffff) << 64) | u128::from(mix(!(i as u64)));
+    Id(((0x0193_0000_0000 + i) << 80) | random)
+}
+
 fn event(i: u128, manifest: Digest, text: &str) -> Command {
     Command::DeliverWorkerEvent(DeliverWorkerEvent {
         attempt_id: lid(0x60),
-        worker_event_id: lid(0x100_0000 + i),
+        worker_event_id: worker_event_id(i),
         manifest_digest: manifest,
         payload: payload(WorkerEventKind::Progress, i as u64, text),
     })
