@@ -386,20 +386,38 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         && options.truncate_after.is_none()
         && let Some(t) = tree.as_ref()
     {
-        let (_, sled_head) = sled_continuation(t, None, None)?;
+        let (sled_chain, sled_head) = sled_continuation(t, None, None)?;
         let journal_head = found.scan.verified.map(|h| h.seq);
         // Any sled record past its genesis that chains on from it is an acknowledged entry
         // of that history (a sled holding a lone other genesis vouches for nothing).
         if let (Some(theirs), Some(ours)) = (sled_head.map(|h| h.seq), journal_head)
             && theirs > 0
         {
-            match options.prefer {
-                Some(Replica::Journal | Replica::Both) => {}
-                Some(Replica::Sled) => {
+            // A checkpoint naming an entry of one history is evidence, as for a disputed
+            // newest record: it decides, and a `--prefer` against it is refused (exit 2).
+            let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
+                let theirs: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
+                match (checkpoint_says(cp, &theirs), &found.checkpoint) {
+                    (Some(true), _) => Some(Replica::Sled),
+                    (_, Some(Ok(()))) => Some(Replica::Journal),
+                    _ => None,
+                }
+            });
+            match (options.prefer, by_checkpoint) {
+                (Some(prefer), Some(named)) if prefer != named => {
+                    return Err(OpenError::Usage(format!(
+                        "--prefer {prefer} contradicts --checkpoint, which names the {named} copy's history at seq {}; \
+                         give one of them (nothing was changed)",
+                        options.checkpoint.map_or(0, |cp| cp.seq),
+                    )));
+                }
+                (Some(Replica::Journal | Replica::Both), _)
+                | (None, Some(Replica::Journal | Replica::Both)) => {}
+                (Some(Replica::Sled), _) | (None, Some(Replica::Sled)) => {
                     foreign = false;
                     sled_history = Some(ours);
                 }
-                None => {
+                (None, None) => {
                     return Err(OpenError::Unrecoverable {
                         seq: 0,
                         replica: Replica::Both,
@@ -409,7 +427,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
                              to seq {ours} and sled's to seq {theirs}, each chained from its own genesis: nothing \
                              proves which is right; nothing was changed (`--prefer sled` restores sled's into the \
                              journal, the journal's records moved to cut/; `--prefer journal` keeps the journal's, \
-                             sled moved aside whole)"
+                             sled moved aside whole; a `--checkpoint` of either history decides too)"
                         ),
                     });
                 }

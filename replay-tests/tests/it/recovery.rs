@@ -1180,7 +1180,8 @@ fn a_disagreeing_genesis_of_this_ledger_is_decided_by_evidence() {
 /// history — are not decided by `recover` (outside review 34, P1: sled was set aside with
 /// its later entries and a 2-entry ledger verified): refused with nothing changed;
 /// `--prefer sled` restores sled's history, the journal's records kept in `cut/`;
-/// `--prefer journal` keeps the journal's, sled's history moved aside whole.
+/// `--prefer journal` keeps the journal's, sled's history moved aside whole; a
+/// `--checkpoint` of either history decides, and a `--prefer` against it is refused.
 #[test]
 fn two_histories_from_genesis_are_decided_by_the_operator() {
     use closure_ledger::store::{Chain, Frame};
@@ -1229,6 +1230,39 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     assert!(dir.join("sled.broken-1").exists(), "sled's history is kept aside whole");
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["headSeq"].as_u64()), (0, Some(1)), "{report}");
+
+    // A checkpoint of either history decides, as for a disputed newest record; a
+    // `--prefer` against it is refused (exit 2) with nothing changed.
+    let theirs = tmp.path().join("theirs.json");
+    let sled_entry = SealedEntry::open(before.get(4).unwrap()).unwrap();
+    std::fs::write(&theirs, Checkpoint::of(&sled_entry).to_json()).unwrap();
+    let (dir, _, forged) = build("cp-contradicted");
+    let d = dir.to_str().unwrap();
+    let (code, _, err) =
+        cli(&["recover", d, "--checkpoint", theirs.to_str().unwrap(), "--prefer", "journal"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("contradicts --checkpoint") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+    let (code, out, err) = cli(&["recover", d, "--checkpoint", theirs.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
+    assert_eq!(all_entries(&dir), before);
+
+    let (dir, _, forged) = build("cp-journal");
+    let d = dir.to_str().unwrap();
+    let (code, ours, err) = cli(&["checkpoint", d]);
+    assert_eq!(code, 0, "{err}");
+    let ours_file = tmp.path().join("ours.json");
+    std::fs::write(&ours_file, ours).unwrap();
+    let (code, _, err) =
+        cli(&["recover", d, "--checkpoint", ours_file.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("contradicts --checkpoint") && err.contains("journal copy's history"), "{err}");
+    let (code, out, err) = cli(&["recover", d, "--checkpoint", ours_file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "the journal's history stands");
+    assert!(dir.join("sled.broken-1").exists(), "sled's history is kept aside whole");
 }
 
 /// A first record holding the genesis and entries after it is a history, not a lone
