@@ -289,6 +289,26 @@ fn sealed_of(record: &[u8]) -> Vec<SealedEntry> {
 /// journal is damaged and neither copy can restore it, and where the copies disagree and
 /// no evidence decides.
 pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, OpenError> {
+    // A ledger whose `journal/` directory is gone while `sled/` remains: the journal is
+    // written afresh from sled's copy, as when its only segment is gone. The directory made
+    // for it is removed again if recover refuses, so a refusal leaves the ledger as found.
+    let journal = root.join(JOURNAL_DIR);
+    let made = match std::fs::symlink_metadata(&journal) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && root.join(SLED_DIR).is_dir() => {
+            create_dir_0700(&journal)?;
+            sync_dir(root)?;
+            true
+        }
+        _ => false,
+    };
+    let result = recover_in(root, options);
+    if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
+        sync_dir(root)?;
+    }
+    result
+}
+
+fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, OpenError> {
     let _lock = lock(root, true)?;
     let journal = root.join(JOURNAL_DIR);
     let (db, sled_error) = match open_sled(&root.join(SLED_DIR)) {

@@ -1050,7 +1050,8 @@ fn a_resealed_record_that_breaks_the_chain_is_restored_from_sled() {
 
 /// The journal's only segment deleted while sled holds every entry: `recover` writes the
 /// journal afresh from sled's intact copy (outside review 31, P2: it said "the ledger has
-/// no entries"; an emptied segment, or a deleted first one of two, was already restored).
+/// no entries"; an emptied segment, or a deleted first one of two, was already restored);
+/// so is a missing `journal/` directory.
 #[test]
 fn a_deleted_only_segment_is_restored_from_sled() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1068,6 +1069,25 @@ fn a_deleted_only_segment_is_restored_from_sled() {
     assert!(!dir.join("cut").exists(), "nothing was cut: no empty cut/N/ (outside review 32, P3)");
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
+
+    // The whole `journal/` directory gone: made again and written afresh the same way.
+    std::fs::remove_dir_all(dir.join("journal")).unwrap();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "the same bytes, from sled");
+    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(all_entries(&dir), before);
+
+    // With no sled to take it from, the refusal leaves no `journal/` behind; and a directory
+    // with neither is no ledger.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(empty.join("sled")).unwrap();
+    let (code, _, err) = cli(&["recover", empty.to_str().unwrap()]);
+    assert_ne!(code, 0, "{err}");
+    assert!(!empty.join("journal").exists(), "{err}");
+    let (code, _, err) = cli(&["recover", tmp.path().join("nothing").to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a ledger directory"), "{err}");
 }
 
 /// A broken link is repaired from sled only with proof (outside review 32, P1): with the
