@@ -867,13 +867,7 @@ fn replay(
             ),
         )?;
         let w = &report.worker_events;
-        emit(
-            out,
-            format!(
-                "  worker events: admitted {}, ignored {}, duplicates {}",
-                w.admitted, w.ignored, w.duplicates
-            ),
-        )?;
+        emit(out, format!("  worker events: admitted {}, ignored {}", w.admitted, w.ignored))?;
         let verdicts: Vec<String> = report.verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
         emit(
             out,

@@ -38,8 +38,8 @@ pub struct AttemptProof {
 #[serde(rename_all = "camelCase")]
 pub struct WorkerEventCounts {
     pub admitted: u64,
-    /// Redeliveries are never written, so a replay always counts 0 (a live engine reports them).
-    pub duplicates: u64,
+    /// Stale or mismatched deliveries, recorded as ignored. (Exact redeliveries write no
+    /// entry, so a replay cannot count them: the submitter's receipts say `duplicate`.)
     pub ignored: u64,
 }
 

@@ -226,7 +226,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         ensure!(
             !any(CheckResult::Error),
             Rule::RunnerError,
-            "a runner error is an engine error: re-run the check"
+            "a runner error is an engine error: re-run the check (back to EVIDENCE_BUILD: advancePhase)"
         );
     }
     match e.verdict {
@@ -240,7 +240,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             ensure!(
                 uncovered.is_none(),
                 Rule::Verdict,
-                "ACCEPT leaves obligation {} without passing evidence",
+                "ACCEPT leaves obligation {} without passing evidence (back to EVIDENCE_BUILD to check it: advancePhase)",
                 uncovered.map(|u| u.0.to_string()).unwrap_or_default()
             );
         }

@@ -171,8 +171,15 @@ pub fn apply_advanced(state: &mut State, e: &PhaseAdvanced) -> Result<(), RuleVi
     let back_to_repair = e.phase == Phase::Implement
         && matches!(wf.phase, Phase::EvidenceBuild | Phase::FinalVerify)
         && repair_child_mutable;
+    // Back to EVIDENCE_BUILD before a verdict: a set FINAL_VERIFY cannot decide — a runner
+    // ERROR, an obligation with no passing check and no failing one — gets its checks run
+    // or re-run, instead of leaving only a terminal rejection or a cancel (outside review
+    // 39: the candidate was judged on an engine fault or on a check never run).
+    let back_to_evidence = e.phase == Phase::EvidenceBuild
+        && wf.phase == Phase::FinalVerify
+        && generation.is_some_and(|g| g.decision.is_none() && g.frozen_digest().is_some());
     ensure!(
-        forward || back_to_repair,
+        forward || back_to_repair || back_to_evidence,
         Rule::PhaseTransition,
         "workflow {} cannot go from {} to {}",
         e.workflow_id,

@@ -121,6 +121,75 @@ fn phase_transition_needs_evidence_for_final_verify() {
     w.ok(advance(Phase::FinalVerify, v));
 }
 
+/// FINAL_VERIFY steps back to EVIDENCE_BUILD before a verdict (outside review 39): a set it
+/// cannot decide — a runner ERROR (neither ACCEPT nor REJECT_REPAIRABLE), an obligation
+/// recorded after the checks ran with no failing one (no ACCEPT, no REJECT_REPAIRABLE; its
+/// failing check then repairs under the current context) — gets its checks, instead of a terminal rejection judging the candidate on an engine
+/// fault or a check never run. Not after a verdict, not from another phase.
+#[test]
+fn final_verify_steps_back_to_evidence_build_before_a_verdict() {
+    use closure_ledger::runtime::command::{DecideAcceptance, RecordEvidence, RecordObligation};
+    use ledger_schema::types::{CheckResult, Verdict};
+    let version = |w: &World| w.ledger.state().workflows[&lid(WORKFLOW)].version;
+    let decide = |verdict, id: u128| {
+        Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(id),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict,
+            evidence_ids: None,
+            reasons: vec!["decided".into()],
+        })
+    };
+    // A runner error: re-run after the step back, then decided.
+    let mut w = World::at(Stage::Frozen);
+    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
+    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Error, "runner crashed")).unwrap();
+    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    w.refused(decide(Verdict::RejectRepairable, 0xa5), Rule::RunnerError);
+    w.refused(advance(Phase::Implement, version(&w) + 1), Rule::PhaseTransition);
+    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
+    w.with(|s| s.evidence(0x91, 0x80, CheckResult::Pass, "passed on re-run")).unwrap();
+    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    w.ok(decide(Verdict::Accept, 0xa5));
+    // An obligation recorded in FINAL_VERIFY: checked after the step back.
+    let mut w = World::at(Stage::Frozen);
+    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
+    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Pass, "passed")).unwrap();
+    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x47),
+        goal_id: lid(GOAL),
+        description: "a second obligation".into(),
+        check_spec_id: lid(0x48),
+        check_spec_digest: digest_of("check 2"),
+    }));
+    w.refused(decide(Verdict::Accept, 0xa5), Rule::Verdict);
+    w.refused(decide(Verdict::RejectRepairable, 0xa5), Rule::Verdict);
+    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
+    let candidate_digest = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    w.ok(Command::RecordEvidence(RecordEvidence {
+        evidence_id: lid(0x92),
+        workflow_id: lid(WORKFLOW),
+        generation_id: lid(0x80),
+        candidate_digest,
+        obligation_id: lid(0x47),
+        check_spec_id: lid(0x48),
+        check_spec_digest: digest_of("check 2"),
+        result: CheckResult::Fail,
+        detail: "failed".into(),
+    }));
+    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    w.ok(decide(Verdict::RejectRepairable, 0xa5));
+    // After a verdict the generation is judged: no step back.
+    let mut w = World::at(Stage::Frozen);
+    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
+    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
+    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    w.ok(decide(Verdict::RejectRepairable, 0xa5));
+    w.refused(advance(Phase::EvidenceBuild, version(&w) + 1), Rule::PhaseTransition);
+}
+
 /// A phase does not advance under an active attempt.
 #[test]
 fn attempt_active_blocks_advance() {
