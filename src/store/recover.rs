@@ -295,6 +295,24 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     let journal = root.join(JOURNAL_DIR);
     let made = match std::fs::symlink_metadata(&journal) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && root.join(SLED_DIR).is_dir() => {
+            // The operator's choices presume a journal; sled must open to be taken from.
+            let refused = |why: String| {
+                Err(OpenError::Usage(format!(
+                    "{}: journal/ is missing: {why}; nothing was changed",
+                    root.display()
+                )))
+            };
+            if options.prefer == Some(Replica::Journal) {
+                return refused(
+                    "--prefer journal has no journal to keep (omit it to write it from sled)".to_owned(),
+                );
+            }
+            if let Some(after) = options.truncate_after {
+                return refused(format!("--truncate-after {after} has no journal to cut"));
+            }
+            if let Err(e) = open_sled(&root.join(SLED_DIR)) {
+                return refused(format!("sled, the only copy, will not open ({})", e.index_reason()));
+            }
             create_dir_0700(&journal)?;
             sync_dir(root)?;
             true
@@ -400,7 +418,7 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
     // set sled's 45 later, acknowledged entries aside): recover does not choose — the
     // operator does, `--prefer journal` (sled's history moves aside whole, to
     // `sled.broken-N`) or `--prefer sled` (the journal's records move to `cut/N/`).
-    let mut sled_history = None;
+    let mut sled_history = false;
     if foreign
         && same_id
         && options.truncate_after.is_none()
@@ -435,7 +453,7 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
                 | (None, Some(Replica::Journal | Replica::Both)) => {}
                 (Some(Replica::Sled), _) | (None, Some(Replica::Sled)) => {
                     foreign = false;
-                    sled_history = Some(ours);
+                    sled_history = true;
                 }
                 (None, None) => {
                     return Err(OpenError::Unrecoverable {
@@ -496,7 +514,7 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
             }
             sync_dir(&journal)?;
         }
-    } else if let (Some(tree), Some(through)) = (tree.as_ref(), sled_history) {
+    } else if let Some(tree) = tree.as_ref().filter(|_| sled_history) {
         // The operator's `--prefer sled` over two histories: every journal record gives way.
         let first = list_segments(&journal)?.into_iter().next().map(|(_, p)| p);
         let boundary = Boundary {
@@ -505,7 +523,7 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
             head: None,
             collect_from: 0,
             suspects: Vec::new(),
-            suspect_through: Some(through),
+            give_way: true,
         };
         rewrite_from(root, &journal, tree, &boundary, None, options, &mut report)?;
     } else if let Some(tree) = tree.as_ref().filter(|_| !foreign) {
@@ -627,14 +645,15 @@ struct Boundary {
     /// damage (they do not continue the chain): damaged all the same, so sled's copy
     /// replaces them where sled holds one that chains on.
     suspects: Vec<u64>,
-    /// Every journal record up to this seq is a suspect (the operator preferred sled's whole
-    /// history over the journal's).
-    suspect_through: Option<u64>,
+    /// Every journal record gives way to sled's history (two histories from genesis, sled's
+    /// chosen by `--prefer sled` or a checkpoint): none is kept, the journal is written
+    /// afresh from sled, and its records move to `cut/N/`.
+    give_way: bool,
 }
 
 impl Boundary {
     fn is_suspect(&self, first_seq: u64) -> bool {
-        self.suspects.contains(&first_seq) || self.suspect_through.is_some_and(|t| first_seq <= t)
+        self.suspects.contains(&first_seq) || self.give_way
     }
 }
 
@@ -705,7 +724,7 @@ fn rewrite_from(
                 head: boundary.head,
                 collect_from: len,
                 suspects: boundary.suspects.clone(),
-                suspect_through: boundary.suspect_through,
+                give_way: boundary.give_way,
             };
             &moved
         }
@@ -720,7 +739,7 @@ fn rewrite_from(
     let mut differing = std::collections::BTreeSet::new();
     // First seqs of the journal's records kept as they are (the same in sled, or beyond it).
     let mut kept = std::collections::BTreeSet::new();
-    for (first_seq, record) in journal_records {
+    for (first_seq, record) in journal_records.into_iter().filter(|_| !boundary.give_way) {
         let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
         if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
             // Held by sled too (or already before the boundary): it must be the same record.
@@ -928,8 +947,10 @@ fn rewrite_from(
     }
     // What the journal lacked or held damaged (its own intact copies were rewritten
     // unchanged; a suspect that differed was replaced by sled's).
-    let lacked: Vec<&Keyed> =
-        sled_records.iter().filter(|(s, _)| !journal_has.contains(s) || differing.contains(s)).collect();
+    let lacked: Vec<&Keyed> = sled_records
+        .iter()
+        .filter(|(s, _)| boundary.give_way || !journal_has.contains(s) || differing.contains(s))
+        .collect();
     report.restored_from_sled = lacked.len() as u64;
     report.restored_seqs = lacked.first().zip(lacked.last()).map(|((first, _), (last_first, last))| {
         (*first, open_record(last).map_or(*last_first, |(h, _)| h.last_seq()))
@@ -960,7 +981,7 @@ fn restore_from_sled(
                 head,
                 collect_from: d.offset,
                 suspects,
-                suspect_through: None,
+                give_way: false,
             }
         }
         (None, Some(t), _) => Boundary {
@@ -969,7 +990,7 @@ fn restore_from_sled(
             head,
             collect_from: t.offset,
             suspects: Vec::new(),
-            suspect_through: None,
+            give_way: false,
         },
         (None, None, Some((path, len))) => Boundary {
             segment: path.clone(),
@@ -977,7 +998,7 @@ fn restore_from_sled(
             head,
             collect_from: *len,
             suspects: Vec::new(),
-            suspect_through: None,
+            give_way: false,
         },
         // No segment at all (deleted): everything sled holds is restored from genesis.
         (None, None, None) => Boundary {
@@ -986,7 +1007,7 @@ fn restore_from_sled(
             head: None,
             collect_from: 0,
             suspects: Vec::new(),
-            suspect_through: None,
+            give_way: false,
         },
     };
     // A broken link names two entries — "this entry, or the link in the next one, was
@@ -1007,7 +1028,7 @@ fn restore_from_sled(
             head: before,
             collect_from: offset,
             suspects: boundary.suspects,
-            suspect_through: None,
+            give_way: false,
         };
     }
 
@@ -1053,7 +1074,7 @@ fn restore_from_sled(
                 head: before,
                 collect_from: end,
                 suspects: Vec::new(),
-                suspect_through: None,
+                give_way: false,
             };
         }
         // Otherwise the journal's version stands — and sled's records past it are still

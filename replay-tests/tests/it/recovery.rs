@@ -1070,8 +1070,16 @@ fn a_deleted_only_segment_is_restored_from_sled() {
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
 
-    // The whole `journal/` directory gone: made again and written afresh the same way.
+    // The whole `journal/` directory gone: made again and written afresh the same way —
+    // but not against the operator's `--prefer journal` or `--truncate-after` (exit 2,
+    // nothing made: outside review 40).
     std::fs::remove_dir_all(dir.join("journal")).unwrap();
+    for args in [["--prefer", "journal"], ["--truncate-after", "0"]] {
+        let (code, _, err) = cli(&[&["recover", dir.to_str().unwrap()][..], &args[..]].concat());
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("journal/ is missing") && err.contains("nothing was changed"), "{err}");
+        assert!(!dir.join("journal").exists());
+    }
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "the same bytes, from sled");
@@ -1208,17 +1216,21 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     use ledger_schema::Event;
     use ledger_schema::events::LedgerInitialized;
     let tmp = tempfile::tempdir().unwrap();
+    // The forged history: its genesis and entry 1, a record each.
+    let forged_frames: Vec<Vec<u8>> = {
+        let mut chain = Chain::empty();
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "forged".into() });
+        [chain.seal(genesis, T0, LEDGER).unwrap(), chain.seal(event(1), T0 + 1, LEDGER).unwrap()]
+            .into_iter()
+            .map(|e| Frame::new(vec![e]).unwrap().bytes().to_vec())
+            .collect()
+    };
     let build = |name: &str| {
         let dir = tmp.path().join(name);
         make_ledger(&dir, 6, 3);
         trim_preallocated(&dir);
         let original = std::fs::read(segment(&dir)).unwrap();
-        let mut chain = Chain::empty();
-        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "forged".into() });
-        let mut forged = Frame::new(vec![chain.seal(genesis, T0, LEDGER).unwrap()]).unwrap().bytes().to_vec();
-        forged.extend_from_slice(
-            Frame::new(vec![chain.seal(event(1), T0 + 1, LEDGER).unwrap()]).unwrap().bytes(),
-        );
+        let forged = forged_frames.concat();
         std::fs::write(segment(&dir), &forged).unwrap();
         (dir, original, forged)
     };
@@ -1283,6 +1295,45 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "the journal's history stands");
     assert!(dir.join("sled.broken-1").exists(), "sled's history is kept aside whole");
+
+    // Sled's history chosen replaces the journal's whole (outside review 40): by a
+    // checkpoint of one of its entries that the journal also has a seq for; when sled's is
+    // the shorter history; when the journal's is damaged too.
+    let early = tmp.path().join("early.json");
+    std::fs::write(&early, Checkpoint::of(&SealedEntry::open(before.get(1).unwrap()).unwrap()).to_json())
+        .unwrap();
+    let (dir, original, _) = build("cp-early");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--checkpoint", early.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("restored 7 record(s), seq 0..=18"), "{out}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
+
+    let (dir, original, forged) = build("sled-shorter");
+    std::fs::write(segment(&dir), &original).unwrap();
+    with_sled(&dir, |tree| {
+        tree.clear().unwrap();
+        for (seq, f) in forged_frames.iter().enumerate() {
+            tree.insert((seq as u64).to_be_bytes(), f.as_slice()).unwrap();
+        }
+    });
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "sled's shorter history, byte for byte");
+    assert_eq!(std::fs::read(dir.join("cut/1").join(segment(&dir).file_name().unwrap())).unwrap(), original);
+    assert_eq!(verify_json(&dir, None).0, 0);
+
+    let (dir, original, mut forged) = build("journal-damaged");
+    // A damaged record after the journal's two: a copy of its last, one byte flipped.
+    let tail = forged_frames.last().unwrap().clone();
+    forged.extend_from_slice(&tail);
+    let at = forged.len() - tail.len() / 2;
+    forged[at] ^= 0x40;
+    std::fs::write(segment(&dir), &forged).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
 }
 
 /// A first record holding the genesis and entries after it is a history, not a lone
