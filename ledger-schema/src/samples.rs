@@ -301,7 +301,12 @@ pub fn events() -> Vec<(&'static str, Event)> {
         ),
         (
             "fact_invalidated",
-            Event::FactInvalidated(FactInvalidated { fact_id: id(60), revision: 1, reason: s("file moved") }),
+            Event::FactInvalidated(FactInvalidated {
+                fact_id: id(60),
+                revision: 1,
+                reason: s("file moved"),
+                invalidated_by: None,
+            }),
         ),
         (
             "human_decision_recorded",

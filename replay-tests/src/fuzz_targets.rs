@@ -348,6 +348,7 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                     fact_id: fid,
                     revision: f.revision,
                     reason: "no".into(),
+                    invalidated_by: (v % 4 == 1).then(|| "human:fuzz".into()),
                 })
             }
         }

@@ -116,7 +116,16 @@ command!(
 );
 command!(ProposeFact { fact_id: Id, goal_id: Id, revision: u32, statement: String, provenance: String });
 command!(ConfirmFact { fact_id: Id, revision: u32, confirmed_by: String });
-command!(InvalidateFact { fact_id: Id, revision: u32, reason: String });
+command!(
+    /// `invalidatedBy` is required, a human principal, when the revision is CONFIRMED.
+    InvalidateFact {
+        fact_id: Id,
+        revision: u32,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        invalidated_by: Option<String>,
+    }
+);
 command!(RecordHumanDecision {
     decision_id: Id,
     goal_id: Id,

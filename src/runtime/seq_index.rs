@@ -3,7 +3,7 @@
 //!
 //! A persistent `OrdMap` costs about 64 bytes per item under increasing ids (its nodes end
 //! half full), which at a million Worker events is most of a replay's memory. Here the
-//! items live in one sorted [`Run`] — blocks of [`BLOCK`] items, each a full 20-byte head
+//! items live in one sorted `Run` — blocks of `BLOCK` (32) items, each a full 20-byte head
 //! (the id's two halves and a 32-bit seq; a seq that does not fit, past four billion
 //! entries, is kept in a side map) and the rest as fixed-width deltas from the item before
 //! (a ULID's 80 random bits make ~11 bytes of id delta; seqs differ by little), about 13

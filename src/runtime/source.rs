@@ -40,6 +40,7 @@ pub fn decide_invalidate_fact(c: &InvalidateFact) -> Event {
         fact_id: c.fact_id,
         revision: c.revision,
         reason: c.reason.clone(),
+        invalidated_by: c.invalidated_by.clone(),
     })
 }
 
@@ -111,6 +112,19 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
                 e.fact_id,
                 f.goal_id
             );
+            // A confirmed revision is a human's authority: a proposal does not displace it
+            // (it would drop the confirmed statement from every later context: outside
+            // review 39). A human withdraws it first (`invalidateFact`, `invalidatedBy`).
+            ensure!(
+                f.status != FactStatus::Confirmed,
+                Rule::FactStatus,
+                "fact {} is CONFIRMED at revision {} (by {}): a proposal does not replace a confirmed fact — a \
+                 human invalidates it first (invalidateFact with invalidatedBy {HUMAN_PRINCIPAL}NAME), or propose \
+                 the change as another fact",
+                e.fact_id,
+                f.revision,
+                f.confirmed_by.as_deref().unwrap_or("a human")
+            );
             f.revision.saturating_add(1)
         }
     };
@@ -130,6 +144,7 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
             statement: e.statement.clone(),
             provenance: e.provenance.clone(),
             confirmed_by: None,
+            invalidated_by: None,
         },
     );
     Ok(())
@@ -207,8 +222,15 @@ pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), 
     Ok(())
 }
 
+/// A Fact revision is invalidated (final for that revision). A CONFIRMED one only by a
+/// human principal (`invalidatedBy`), as only a human confirms it: a worker withdrawing a
+/// confirmed fact would override human authority (outside review 39). A PROPOSED one by
+/// anyone; a principal given for it is recorded as written.
 pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated) -> Result<(), RuleViolation> {
     required_text("reason", &e.reason)?;
+    if let Some(by) = &e.invalidated_by {
+        required_text("invalidatedBy", by)?;
+    }
     let fact = fact_at(state, e.fact_id, e.revision)?;
     ensure!(
         fact.status != FactStatus::Invalidated,
@@ -216,7 +238,21 @@ pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated) -> Result<
         "fact {} is already invalidated",
         e.fact_id
     );
+    if fact.status == FactStatus::Confirmed {
+        let Some(by) = &e.invalidated_by else {
+            return Err(super::violation(
+                Rule::HumanAuthority,
+                format!(
+                    "fact {} is CONFIRMED at revision {}: only a human withdraws it (invalidatedBy \
+                     {HUMAN_PRINCIPAL}NAME)",
+                    e.fact_id, e.revision
+                ),
+            ));
+        };
+        human_principal("invalidatedBy", by)?;
+    }
     fact.status = FactStatus::Invalidated;
+    fact.invalidated_by.clone_from(&e.invalidated_by);
     Ok(())
 }
 

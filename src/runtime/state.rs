@@ -156,6 +156,8 @@ pub struct FactState {
     pub provenance: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmed_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalidated_by: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

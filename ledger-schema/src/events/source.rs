@@ -35,6 +35,10 @@ pub struct FactInvalidated {
     pub fact_id: Id,
     pub reason: String,
     pub revision: u32,
+    /// Who withdrew it: required, a human principal, when the revision is CONFIRMED
+    /// (absent in entries written before 2026-12-05's fourteenth session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalidated_by: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

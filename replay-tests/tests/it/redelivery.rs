@@ -104,6 +104,7 @@ fn other_commands(w: &mut World, each: &mut dyn FnMut(&mut World, Command)) {
             fact_id: lid(0x51),
             revision: 1,
             reason: "not affected".into(),
+            invalidated_by: None,
         }),
     );
     each(w, start(0x210));

@@ -528,6 +528,7 @@ fn manifest_stale_refuses_the_claim() {
             fact_id: lid(0x50),
             revision: 1,
             reason: "wrong".to_owned(),
+            invalidated_by: Some("human:alice".to_owned()),
         }),
         Command::ConfirmFact(ConfirmFact {
             fact_id: lid(0x51),

@@ -20,31 +20,76 @@ fn fact_status_confirmation() {
     let mut w = World::at(Stage::Setup);
     w.refused(confirm(0x50, 1), Rule::FactStatus); // already confirmed
     w.refused(confirm(0x51, 2), Rule::FactStatus); // wrong revision
-    w.ok(Command::InvalidateFact(InvalidateFact { fact_id: lid(0x51), revision: 1, reason: "wrong".into() }));
+    w.ok(Command::InvalidateFact(InvalidateFact {
+        fact_id: lid(0x51),
+        revision: 1,
+        reason: "wrong".into(),
+        invalidated_by: None,
+    }));
     w.refused(confirm(0x51, 1), Rule::FactStatus);
     w.refused(
-        Command::InvalidateFact(InvalidateFact { fact_id: lid(0x51), revision: 1, reason: "again".into() }),
+        Command::InvalidateFact(InvalidateFact {
+            fact_id: lid(0x51),
+            revision: 1,
+            reason: "again".into(),
+            invalidated_by: None,
+        }),
         Rule::FactStatus,
     );
 }
 
 /// Re-proposing a fact is a new revision that is PROPOSED again — never confirmed by
-/// carrying over — and a revision must be exactly the next one.
+/// carrying over — and a revision must be exactly the next one. A CONFIRMED fact is not
+/// re-proposed (a proposal would drop the confirmed statement from every later context:
+/// outside review 39): a human withdraws it first, then it is proposed anew.
 #[test]
 fn fact_status_reproposal() {
     let mut w = World::at(Stage::Setup);
-    let propose = |revision| {
+    let propose = |id, revision| {
         Command::ProposeFact(ProposeFact {
-            fact_id: lid(0x50),
+            fact_id: lid(id),
             goal_id: lid(GOAL),
             revision,
             statement: "a new statement".into(),
             provenance: "worker".into(),
         })
     };
-    w.refused(propose(3), Rule::FactStatus);
-    w.ok(propose(2));
+    w.refused(propose(0x51, 3), Rule::FactStatus);
+    w.ok(propose(0x51, 2));
+    assert_eq!(w.ledger.state().facts[&lid(0x51)].status, FactStatus::Proposed);
+    // 0x50 is CONFIRMED (by human:alice).
+    let err = w.fails(propose(0x50, 2));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::FactStatus), "{err}");
+    assert!(err.to_string().contains("CONFIRMED at revision 1 (by human:alice)"), "{err}");
+    w.ok(invalidate(0x50, Some("human:bob")));
+    w.ok(propose(0x50, 2));
     assert_eq!(w.ledger.state().facts[&lid(0x50)].status, FactStatus::Proposed);
+}
+
+fn invalidate(id: u128, by: Option<&str>) -> Command {
+    Command::InvalidateFact(InvalidateFact {
+        fact_id: lid(id),
+        revision: 1,
+        reason: "wrong".into(),
+        invalidated_by: by.map(str::to_owned),
+    })
+}
+
+/// Only a human withdraws a CONFIRMED fact (outside review 39: anyone could, with no
+/// principal recorded, and the fact dropped from every later context): `invalidatedBy` is
+/// required and a human principal. A PROPOSED one anyone may invalidate; a principal given
+/// is recorded as written.
+#[test]
+fn only_a_human_invalidates_a_confirmed_fact() {
+    let mut w = World::at(Stage::Setup);
+    w.refused(invalidate(0x50, None), Rule::HumanAuthority);
+    w.refused(invalidate(0x50, Some("worker:codex")), Rule::HumanAuthority);
+    w.refused(invalidate(0x50, Some("human:")), Rule::HumanAuthority);
+    w.ok(invalidate(0x50, Some("human:alice")));
+    let fact = &w.ledger.state().facts[&lid(0x50)];
+    assert_eq!((fact.status, fact.invalidated_by.as_deref()), (FactStatus::Invalidated, Some("human:alice")));
+    w.ok(invalidate(0x51, Some("worker:codex")));
+    assert_eq!(w.ledger.state().facts[&lid(0x51)].invalidated_by.as_deref(), Some("worker:codex"));
 }
 
 /// A project source whose digest is not its content's digest is refused.

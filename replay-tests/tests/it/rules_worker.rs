@@ -356,6 +356,7 @@ fn context_changed_results_do_not_advance() {
             fact_id: lid(0x50),
             revision: 1,
             reason: "wrong".to_owned(),
+            invalidated_by: Some("human:alice".to_owned()),
         }),
         Command::ConfirmFact(ConfirmFact {
             fact_id: lid(0x51),
