@@ -488,8 +488,9 @@ fn package_goal(goal: &GoalState) -> PackageGoal {
     }
 }
 
-/// Open blockers of the workflow, Human Decisions, confirmed Facts (an unconfirmed one is
-/// an omission), scenarios, obligations and project sources of the goal, in that order.
+/// Open blockers of the workflow, Human Decisions (per question the latest; an earlier one
+/// is an omission), confirmed Facts (an unconfirmed one is an omission), scenarios,
+/// obligations and project sources of the goal, in that order.
 fn durable_sources(
     state: &State,
     bound: &Bound<'_>,
@@ -510,7 +511,30 @@ fn durable_sources(
         };
         items.push(item_in(InputClass::BlockersDecisions, source, value, Place::Blocker));
     }
+    // Per question, the decision that stands: the latest (a later one supersedes it only
+    // across a goal revision: `DecisionConflict`). An earlier one is an omission.
+    let mut standing: BTreeMap<String, (u64, Id)> = BTreeMap::new();
     for (id, d) in state.human_decisions.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        let latest = standing.entry(crate::runtime::question_key(&d.question)).or_insert((d.seq, *id));
+        if d.seq > latest.0 {
+            *latest = (d.seq, *id);
+        }
+    }
+    for (id, d) in state.human_decisions.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        if let Some(&(_, newer)) =
+            standing.get(&crate::runtime::question_key(&d.question)).filter(|(seq, _)| *seq != d.seq)
+        {
+            omissions.push(OmissionDecision {
+                source_ref: id_ref("humanDecision/", *id),
+                rule: "freshness.decisionSuperseded".to_owned(),
+                reason: [
+                    "superseded by a later decision on the same question: ",
+                    &id_ref("humanDecision/", newer),
+                ]
+                .concat(),
+            });
+            continue;
+        }
         let value =
             SelectedDecision { decision_id: *id, question: d.question.clone(), answer: d.answer.clone() };
         let source = Source {

@@ -28,6 +28,7 @@ pub use attempt::{
 };
 pub use command::Command;
 pub use evidence::evidence_set;
+pub use source::question_key;
 pub use state::State;
 pub use worker::{canonical_json_len, redelivery, staleness};
 pub use workflow::next_phase;

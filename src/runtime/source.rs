@@ -189,7 +189,7 @@ fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
 /// and trimmed, case folded — so a byte-order mark, a soft hyphen, a double space or a
 /// capital does not make the same visible question a new one. (Unicode normalisation forms
 /// are not folded: a precomposed and a decomposed accent still differ.)
-fn question_key(question: &str) -> String {
+pub fn question_key(question: &str) -> String {
     let mut key = String::with_capacity(question.len());
     for word in question.split(char::is_whitespace) {
         let word: String =
@@ -267,16 +267,24 @@ pub fn apply_human_decision(
     required_text("answer", &e.answer)?;
     human_principal("decidedBy", &e.decided_by)?;
     let asked = question_key(&e.question);
+    // The decision that stands on this question is the latest; one made before the goal's
+    // current revision may be superseded by a new answer — the human's way to correct it
+    // once the goal changed (outside review 39) — and the compiler then delivers only the
+    // new one. One made at the current revision may not: two answers would both be authority.
+    let revised_at = state.goals.get(&e.goal_id).map_or(0, |g| g.seq);
     if let Some((id, d)) = state
         .human_decisions
         .iter()
-        .find(|(_, d)| d.goal_id == e.goal_id && question_key(&d.question) == asked)
+        .filter(|(_, d)| d.goal_id == e.goal_id && question_key(&d.question) == asked)
+        .max_by_key(|(_, d)| d.seq)
+        .filter(|(_, d)| d.seq > revised_at)
     {
         return Err(super::violation(
             Rule::DecisionConflict,
             format!(
-                "goal {} already has decision {id} (seq {}) on the question {:?}: a second answer \
-                 would stand beside it as authority",
+                "goal {} already has decision {id} (seq {}) on the question {:?}, made at its current revision: a \
+                 second answer would stand beside it as authority (a decision made before a later revision of the \
+                 goal may be superseded)",
                 e.goal_id, d.seq, d.question
             ),
         ));

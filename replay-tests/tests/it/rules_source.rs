@@ -290,3 +290,60 @@ fn a_goal_has_one_decision_per_question() {
     w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x5F), content: goal_content() }));
     w.ok(decision(0x60, 0x5F, question, "human:alice"));
 }
+
+/// A decision made before the goal's current revision may be superseded by a new answer
+/// to the same question (outside review 39: a revision-1 answer reached revision-2 workers
+/// as authority and could not be corrected); the compiler delivers only the standing one,
+/// the earlier an omission (`freshness.decisionSuperseded`). Once answered at the current
+/// revision, a question is closed again.
+#[test]
+fn a_decision_from_an_earlier_goal_revision_is_superseded() {
+    use closure_ledger::runtime::attempt_binding;
+    use ledger_schema::types::ThreadChoice;
+    let mut w = World::at(Stage::Setup);
+    let question = "Keep the existing Error enum?"; // decision 0x52, at revision 1
+    w.refused(decision(0x5D, GOAL, question, "human:bob"), Rule::DecisionConflict);
+    let mut revised = goal_content();
+    revised.objective = "Replace the Error enum with a typed one".into();
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: revised }));
+    w.ok(Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(0x5D),
+        goal_id: lid(GOAL),
+        question: "keep the existing  error enum?".into(),
+        answer: "No: replace it.".into(),
+        decided_by: "human:bob".into(),
+    }));
+    let err = w.fails(decision(0x5E, GOAL, question, "human:alice"));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::DecisionConflict), "{err}");
+    assert!(err.to_string().contains(&lid(0x5D).to_string()), "names the standing decision: {err}");
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x3A),
+        goal_id: lid(GOAL),
+        goal_revision: 2,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROFILE),
+        plan: None,
+    }));
+    let state = w.ledger.state();
+    let start = StartAttempt {
+        attempt_id: lid(0x3B),
+        workflow_id: lid(0x3A),
+        worker_session_id: lid(0x3C),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    };
+    let compiled =
+        closure_ledger::compiler::compile(state, &attempt_binding(state, &start).unwrap()).unwrap();
+    let answers: Vec<&str> = compiled.package.selected_decisions.iter().map(|d| d.answer.as_str()).collect();
+    assert_eq!(answers, ["No: replace it."]);
+    let superseded: Vec<_> = compiled
+        .manifest
+        .omission_decisions
+        .iter()
+        .filter(|o| o.rule == "freshness.decisionSuperseded")
+        .map(|o| (o.source_ref.clone(), o.reason.clone()))
+        .collect();
+    assert_eq!(superseded.len(), 1, "{superseded:?}");
+    assert_eq!(superseded[0].0, format!("humanDecision/{}", lid(0x52)));
+    assert!(superseded[0].1.ends_with(&format!("humanDecision/{}", lid(0x5D))), "{superseded:?}");
+}
