@@ -466,6 +466,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             workflow_version: e.workflow_version,
             phase: e.phase,
             thread: e.thread,
+            compacting: false,
             generation_id: e.generation_id,
             worker_session_id: e.worker_session_id,
             manifest_digest: digest,

@@ -168,6 +168,8 @@ pub enum Rule {
     OpenBlocker,
     /// A compaction lifecycle worker event needs the bound Execution Profile's compaction enabled (MANUAL or AUTOMATIC).
     CompactionMode,
+    /// A compaction opens (COMPACTION_STARTED) and closes (COMPACTION_COMPLETED) in turn, and no result event is admitted while one is open: its turn is maintenance, not a completion request.
+    CompactionOrder,
     /// A source registry snapshot is well formed, closed and its digests are its digests.
     SourceRegistry,
     /// Profile revisions go strictly +1; mode and rollback change only what they name.

@@ -277,6 +277,10 @@ pub struct AttemptState {
     pub phase: Phase,
     pub status: AttemptStatus,
     pub thread: ThreadChoice,
+    /// A compaction is open: COMPACTION_STARTED admitted, COMPACTION_COMPLETED not yet
+    /// (`CompactionOrder`). Omitted while false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub compacting: bool,
     /// The dispatch claim was recorded (it stays true after the Attempt ends).
     pub dispatched: bool,
     pub workflow_id: Id,

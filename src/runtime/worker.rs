@@ -131,6 +131,24 @@ fn check_kind(state: &State, attempt: &AttemptState, payload: &WorkerPayload) ->
             wf.profile.id
         );
     }
+    // Compactions open and close in turn, and a result does not arrive inside one (seed:
+    // a manual compaction's turn progress "is not a new Worker dispatch, Attempt, or
+    // completion request and MUST NOT be admitted as one"; outside review 39).
+    let open = attempt.compacting;
+    let order = match payload.kind {
+        WorkerEventKind::CompactionStarted if open => {
+            Some("COMPACTION_STARTED while a compaction is already open")
+        }
+        WorkerEventKind::CompactionCompleted if !open => Some("COMPACTION_COMPLETED with no compaction open"),
+        WorkerEventKind::Proposals | WorkerEventKind::CompletionRequest if open => Some(
+            "a result while a compaction is open: its turn is worker-session maintenance, not a result \
+             (COMPACTION_COMPLETED first)",
+        ),
+        _ => None,
+    };
+    if let Some(why) = order {
+        return Err(super::violation(Rule::CompactionOrder, format!("{}: {why}", wire(&payload.kind))));
+    }
     let result = match payload.kind {
         WorkerEventKind::Proposals => ResultKind::Proposals,
         WorkerEventKind::CompletionRequest => ResultKind::CompletionRequest,
@@ -267,9 +285,12 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
     state.worker_events.insert(e.worker_event_id, seq);
     let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
     attempt.events_admitted = attempt.events_admitted.saturating_add(1);
-    if matches!(e.payload.kind, WorkerEventKind::Proposals | WorkerEventKind::CompletionRequest) {
+    match e.payload.kind {
         // The terminal event of the stream (its kind is the phase's result kind: `check_kind`).
-        attempt.result_delivered = true;
+        WorkerEventKind::Proposals | WorkerEventKind::CompletionRequest => attempt.result_delivered = true,
+        WorkerEventKind::CompactionStarted => attempt.compacting = true,
+        WorkerEventKind::CompactionCompleted => attempt.compacting = false,
+        _ => {}
     }
     Ok(())
 }

@@ -540,6 +540,27 @@ fn compaction_disabled_refuses_compaction_events() {
     assert_eq!(w.ok(c).ignored, None);
 }
 
+/// Compactions open and close in turn, and no result is admitted inside one (outside
+/// review 39; seed: a manual compaction's turn progress "is not a new Worker dispatch,
+/// Attempt, or completion request and MUST NOT be admitted as one"): COMPLETED with none
+/// open, STARTED twice, a result while one is open — refused (`CompactionOrder`); progress
+/// inside one is admitted, and the result after COMPLETED.
+#[test]
+fn compaction_events_come_in_order() {
+    use WorkerEventKind::{CompactionCompleted, CompactionStarted, Proposals};
+    let mut w = world(true);
+    w.refused(deliver(&w, 0x70, payload(CompactionCompleted, 1, "compacted")), Rule::CompactionOrder);
+    w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "compacting")));
+    assert!(w.ledger.state().attempts[&lid(0x60)].compacting);
+    w.refused(deliver(&w, 0x72, payload(CompactionStarted, 2, "again")), Rule::CompactionOrder);
+    w.refused(deliver(&w, 0x73, payload(Proposals, 3, "the turn ended")), Rule::CompactionOrder);
+    w.ok(deliver(&w, 0x74, progress("turn progress")));
+    w.ok(deliver(&w, 0x75, payload(CompactionCompleted, 4, "compacted")));
+    assert!(!w.ledger.state().attempts[&lid(0x60)].compacting);
+    w.refused(deliver(&w, 0x76, payload(CompactionCompleted, 5, "again")), Rule::CompactionOrder);
+    assert_eq!(w.ok(deliver(&w, 0x77, payload(Proposals, 6, "the proposals"))).ignored, None);
+}
+
 /// The terminal event ends the stream: a later event of another id — progress, or a second,
 /// different result — is an ignored receipt (STREAM_ENDED), never admitted, so one result
 /// stands and the finish is judged on it (outside review 16: both were admitted, and the
