@@ -398,7 +398,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         Command::Status { dir, json } => status(&dir, json, out),
         Command::Replay { dir, to, journal_only, json } => replay(&dir, to, journal_only, json, out),
         Command::Compile { dir, attempt, markdown: _, cbor, json } => {
-            compile(&dir, &attempt, cbor, json, out)
+            compile(&dir, &attempt, cbor, json, out, err)
         }
         Command::Demo { dir } => demo::run(dir.as_deref(), out),
         Command::Sources(c) => crate::cli_profiles::run_sources(c, out),
@@ -897,7 +897,14 @@ fn replay(
     }
 }
 
-fn compile(dir: &Path, attempt: &str, cbor: bool, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+fn compile(
+    dir: &Path,
+    attempt: &str,
+    cbor: bool,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Failure> {
     let id: Id = attempt.parse().map_err(|e| usage(format!("--attempt: {e}")))?;
     let found = crate::replay::recompile_attempt(dir, id)?
         .ok_or_else(|| usage(format!("no attempt {id} in the ledger")))?;
@@ -912,11 +919,21 @@ fn compile(dir: &Path, attempt: &str, cbor: bool, json: bool, out: &mut dyn Writ
                 "manifestDigest": found.compiled.manifest_digest,
                 "recordedManifestDigest": found.recorded_manifest_digest,
                 "matchesRecorded": found.matches_recorded,
+                "dispatched": found.dispatched,
             }),
         )?;
     } else {
         out.write_all(found.compiled.markdown().as_bytes())
             .map_err(|e| usage(format!("write to stdout: {e}")))?;
+    }
+    if !found.dispatched {
+        // A package no worker received: say so, beside it (not an error: it is what was
+        // compiled, and recorded).
+        let _ = writeln!(
+            err,
+            "ledger: note: attempt {id} was never dispatched: no dispatch claim is recorded, so no worker received \
+             this package"
+        );
     }
     if found.matches_recorded {
         Ok(())

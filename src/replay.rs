@@ -272,6 +272,9 @@ pub struct Recompiled {
     pub recorded_manifest_digest: Digest,
     /// The recompiled manifest equals the recorded one, byte for byte.
     pub matches_recorded: bool,
+    /// A dispatch claim for the Attempt is recorded: a worker was given the package. (Without
+    /// one — say the claim was refused as stale — the package was compiled, never delivered.)
+    pub dispatched: bool,
 }
 
 /// Re-renders what Attempt `attempt` was given, from the ledger alone: replays up to its
@@ -280,7 +283,12 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
     let mut state = State::default();
     let mut found: Option<Recompiled> = None;
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
-        if found.is_some() {
+        if let Some(found) = found.as_mut() {
+            if let Event::DispatchClaimed(c) = &sealed.entry.event
+                && c.attempt_id == attempt
+            {
+                found.dispatched = true;
+            }
             return Ok(());
         }
         let seq = sealed.entry.seq;
@@ -296,6 +304,7 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
                 compiled,
                 recorded_manifest_digest: a.manifest_digest,
                 matches_recorded,
+                dispatched: false,
             });
             return Ok(());
         }
@@ -317,7 +326,10 @@ pub struct StateCounts {
     /// no more work (`StaleGoalRevision`) and can only be cancelled — also counted by phase.
     pub workflows: BTreeMap<String, u64>,
     /// Attempts: `total`, and by status (`STARTED`, `DISPATCHED`, `FINISHED`, `FAILED`,
-    /// `CANCELLED`, `INTERRUPTED` — cancelled after its dispatch).
+    /// `CANCELLED`, `INTERRUPTED` — cancelled after its dispatch); and `contextChanged` (0
+    /// shown): the DISPATCHED ones whose context changed after the claim, whose events are
+    /// ignored receipts and whose finish is refused — they can only be failed or cancelled
+    /// (also counted as DISPATCHED).
     pub attempts: BTreeMap<String, u64>,
 }
 
@@ -329,6 +341,7 @@ impl StateCounts {
         let mut counts = StateCounts { goals: zero(), workflows: zero(), attempts: zero() };
         counts.goals.insert("revised".to_owned(), 0);
         counts.workflows.insert("staleGoalRevision".to_owned(), 0);
+        counts.attempts.insert("contextChanged".to_owned(), 0);
         let add = |map: &mut BTreeMap<String, u64>, key: &str| *map.entry(key.to_owned()).or_default() += 1;
         for goal in state.goals.values() {
             add(&mut counts.goals, "total");
@@ -356,6 +369,10 @@ impl StateCounts {
             add(&mut counts.attempts, "total");
             let key = match attempt.status {
                 AttemptStatus::Started => "STARTED",
+                AttemptStatus::Dispatched if attempt.context_changed => {
+                    add(&mut counts.attempts, "contextChanged");
+                    "DISPATCHED"
+                }
                 AttemptStatus::Dispatched => "DISPATCHED",
                 AttemptStatus::Finished { .. } => "FINISHED",
                 AttemptStatus::Failed => "FAILED",

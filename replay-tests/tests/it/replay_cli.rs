@@ -20,6 +20,27 @@ fn lifecycle_ledger(tmp: &Path) -> PathBuf {
     dir
 }
 
+/// An Attempt started but never dispatched (no claim recorded) gave no worker anything:
+/// `compile` still re-renders what was compiled for it, and says so — `dispatched: false`,
+/// a note on stderr (outside review 39: it read as what a worker received).
+#[test]
+fn compile_says_when_no_worker_received_the_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
+    let (mut ledger, _) = Ledger::open(&dir).unwrap();
+    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    s.setup().unwrap();
+    s.start(0x60, 0x61).unwrap();
+    drop(ledger);
+    let id = lid(0x60).to_string();
+    let (code, out, err) = cli(&["compile", dir.to_str().unwrap(), "--attempt", &id, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((j["matchesRecorded"].as_bool(), j["dispatched"].as_bool()), (Some(true), Some(false)));
+    assert!(err.contains("never dispatched"), "{err}");
+}
+
 /// `replay --json` reports every required key, proves all four manifests, and ends on
 /// the state a live run had.
 #[test]
@@ -101,6 +122,8 @@ fn compile_re_renders_every_attempt() {
         assert_eq!(code, 0, "{err}");
         let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         assert_eq!(j["matchesRecorded"], true);
+        assert_eq!(j["dispatched"], true, "every lifecycle Attempt was dispatched");
+        assert!(!err.contains("never dispatched"), "{err}");
         assert_eq!(j["attemptId"], id);
         assert_eq!(j["manifestDigest"], a.manifest_digest.to_string());
         assert_eq!(j["packageDigest"], a.manifest.package_digest.to_string());

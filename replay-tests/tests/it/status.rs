@@ -64,7 +64,10 @@ fn status_equals_the_live_and_the_replayed_state() {
         after["counts"]["workflows"],
         serde_json::json!({"total": 1, "ACCEPT": 1, "staleGoalRevision": 0})
     );
-    assert_eq!(after["counts"]["attempts"], serde_json::json!({"total": 4, "FINISHED": 4}));
+    assert_eq!(
+        after["counts"]["attempts"],
+        serde_json::json!({"total": 4, "FINISHED": 4, "contextChanged": 0})
+    );
 
     // The text form says the same in lines.
     let (code, text, _) = cli(&["status", dir.to_str().unwrap()]);
@@ -114,4 +117,41 @@ fn status_counts_workflows_left_behind_by_a_goal_revision() {
     assert_eq!(counts.workflows.get("staleGoalRevision"), Some(&1));
     assert_eq!(counts.workflows.get("DISCOVERY"), Some(&1), "still counted by its phase");
     assert_eq!(counts.goals.get("revised"), Some(&1));
+}
+
+/// `status` counts a dispatched Attempt whose context changed after its claim as
+/// `contextChanged` (outside review 39, P3: it read as plain DISPATCHED work, though its
+/// events are ignored receipts and it can only be failed or cancelled); 0 when none.
+#[test]
+fn status_counts_attempts_whose_context_changed() {
+    use closure_ledger::lifecycle::lid;
+    use closure_ledger::replay::StateCounts;
+    use closure_ledger::runtime::Command;
+    use closure_ledger::runtime::command::{ConfirmFact, StartAttempt};
+    use ledger_schema::types::ThreadChoice;
+    use replay_tests::world::{Stage, World};
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x60),
+        workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
+        worker_session_id: lid(0x61),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    }));
+    w.with(|s| s.claim(lid(0x60))).unwrap();
+    let counts = StateCounts::of(w.ledger.state());
+    assert_eq!(
+        (counts.attempts.get("DISPATCHED"), counts.attempts.get("contextChanged")),
+        (Some(&1), Some(&0))
+    );
+    w.ok(Command::ConfirmFact(ConfirmFact {
+        fact_id: lid(0x51),
+        revision: 1,
+        confirmed_by: "human:alice".into(),
+    }));
+    let counts = StateCounts::of(w.ledger.state());
+    assert_eq!(
+        (counts.attempts.get("DISPATCHED"), counts.attempts.get("contextChanged")),
+        (Some(&1), Some(&1))
+    );
 }
