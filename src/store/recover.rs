@@ -310,7 +310,12 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             if let Some(after) = options.truncate_after {
                 return refused(format!("--truncate-after {after} has no journal to cut"));
             }
-            if let Err(e) = open_sled(&root.join(SLED_DIR)) {
+            // An empty sled/ holds nothing (and opening it would make a database there).
+            let sled = root.join(SLED_DIR);
+            if !sled.join("conf").is_file() && !sled.join("db").is_file() {
+                return refused("sled/ holds no database to restore it from".to_owned());
+            }
+            if let Err(e) = open_sled(&sled) {
                 return refused(format!("sled, the only copy, will not open ({})", e.index_reason()));
             }
             create_dir_0700(&journal)?;
@@ -454,6 +459,18 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
                 (Some(Replica::Sled), _) | (None, Some(Replica::Sled)) => {
                     foreign = false;
                     sled_history = true;
+                }
+                (None, None) if options.checkpoint.is_some() => {
+                    return Err(OpenError::Unrecoverable {
+                        seq: options.checkpoint.map_or(0, |cp| cp.seq),
+                        replica: Replica::Both,
+                        reason: Box::new(Corruption::CopiesDisagree),
+                        why: format!(
+                            "the journal and sled hold two histories of this ledger from genesis on, the journal's \
+                             to seq {ours} and sled's to seq {theirs}, and the --checkpoint names an entry of \
+                             neither (or of another ledger); nothing was changed"
+                        ),
+                    });
                 }
                 (None, None) => {
                     return Err(OpenError::Unrecoverable {
@@ -739,8 +756,43 @@ fn rewrite_from(
     let mut differing = std::collections::BTreeSet::new();
     // First seqs of the journal's records kept as they are (the same in sled, or beyond it).
     let mut kept = std::collections::BTreeSet::new();
-    for (first_seq, record) in journal_records.into_iter().filter(|_| !boundary.give_way) {
+    // Giving way to sled's history (two histories, sled's chosen): the journal's records
+    // sled holds seqs for are replaced by sled's, and those past sled's end are kept while
+    // they chain on from it — a sled that lags holds the chosen history only up to its end,
+    // and the journal's genuine continuation is acknowledged (outside review 42, P1: it was
+    // moved to cut/ with exit 0). The first that does not chain on, and every later one, is
+    // the other history's.
+    let mut tip = sled_head.map(|h| (h.seq, h.hash));
+    let mut other_history = false;
+    for (first_seq, record) in journal_records {
         let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
+        if boundary.give_way {
+            if restored_to.is_some_and(|to| last_seq <= to) || other_history {
+                continue;
+            }
+            let entries = sealed_of(&record);
+            let chains = entries
+                .first()
+                .zip(tip)
+                .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash);
+            if !chains {
+                // A record straddling sled's end that holds sled's entry there is the chosen
+                // history grouped otherwise: it cannot be kept whole, nor set aside.
+                if entries.iter().any(|e| tip.is_some_and(|(seq, hash)| e.entry.seq == seq && e.hash == hash))
+                {
+                    return Err(refuse(&format!(
+                        "the journal's record at seq {first_seq} holds sled's entries up to its end and later ones, \
+                         grouped otherwise: it can be neither kept whole nor set aside"
+                    )));
+                }
+                other_history = true;
+                continue;
+            }
+            tip = entries.last().map(|e| (e.entry.seq, e.hash));
+            kept.insert(first_seq);
+            beyond.push((first_seq, record));
+            continue;
+        }
         if restored_to.is_some_and(|to| last_seq <= to) || boundary.head.is_some_and(|h| last_seq <= h.seq) {
             // Held by sled too (or already before the boundary): it must be the same record.
             let theirs = get_frame(tree, first_seq).map_err(OpenError::Sled)?;

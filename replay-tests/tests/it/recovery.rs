@@ -1091,8 +1091,10 @@ fn a_deleted_only_segment_is_restored_from_sled() {
     let empty = tmp.path().join("empty");
     std::fs::create_dir_all(empty.join("sled")).unwrap();
     let (code, _, err) = cli(&["recover", empty.to_str().unwrap()]);
-    assert_ne!(code, 0, "{err}");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("holds no database"), "{err}");
     assert!(!empty.join("journal").exists(), "{err}");
+    assert_eq!(std::fs::read_dir(empty.join("sled")).unwrap().count(), 0, "no database made in sled/");
     let (code, _, err) = cli(&["recover", tmp.path().join("nothing").to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a ledger directory"), "{err}");
@@ -1302,6 +1304,17 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     let early = tmp.path().join("early.json");
     std::fs::write(&early, Checkpoint::of(&SealedEntry::open(before.get(1).unwrap()).unwrap()).to_json())
         .unwrap();
+    // A checkpoint naming neither history is said to be so, nothing changed.
+    let (dir, _, forged) = build("cp-neither");
+    let neither = tmp.path().join("neither.json");
+    let mut wrong = Checkpoint::of(&SealedEntry::open(before.get(1).unwrap()).unwrap());
+    wrong.hash = Checkpoint::of(&SealedEntry::open(before.get(2).unwrap()).unwrap()).hash;
+    std::fs::write(&neither, wrong.to_json()).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--checkpoint", neither.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("names an entry of neither"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+
     let (dir, original, _) = build("cp-early");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--checkpoint", early.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
@@ -1334,6 +1347,49 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
+}
+
+/// Sled's history chosen over a journal whose forged prefix is followed by the genuine
+/// continuation (linking to sled's version), with sled lagging: the journal's records past
+/// sled's end chain on from sled's history and are kept — only the forged prefix moves to
+/// `cut/` (outside review 42, P1: the genuine entries past sled's end were moved aside with
+/// exit 0).
+#[test]
+fn choosing_sled_keeps_the_journals_continuation_of_sleds_history() {
+    use closure_ledger::store::{Chain, Frame};
+    use ledger_schema::Event;
+    use ledger_schema::events::LedgerInitialized;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir);
+    let original = std::fs::read(segment(&dir)).unwrap();
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    // The genesis and entries 1..=3 re-made from another genesis; the rest as written.
+    let mut chain = Chain::empty();
+    let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "forged".into() });
+    let mut forged = Frame::new(vec![chain.seal(genesis, T0, LEDGER).unwrap()]).unwrap().bytes().to_vec();
+    let three = (1..=3).map(|i| chain.seal(event(i), T0 + i as u64, LEDGER).unwrap()).collect();
+    forged.extend_from_slice(Frame::new(three).unwrap().bytes());
+    assert_eq!(frames[1].first_seq, 1);
+    forged.extend_from_slice(&original[frames[2].range.start..]);
+    std::fs::write(segment(&dir), &forged).unwrap();
+    // sled lags by its last two records.
+    with_sled(&dir, |tree| {
+        for f in &frames[frames.len() - 2..] {
+            tree.remove(f.first_seq.to_be_bytes()).unwrap();
+        }
+    });
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        std::fs::read(segment(&dir)).unwrap(),
+        original,
+        "sled's history and the journal's continuation"
+    );
+    assert_eq!(all_entries(&dir), before);
+    assert_eq!(verify_json(&dir, None).0, 0);
 }
 
 /// A first record holding the genesis and entries after it is a history, not a lone
