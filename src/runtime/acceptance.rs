@@ -240,7 +240,9 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             ensure!(
                 uncovered.is_none(),
                 Rule::Verdict,
-                "ACCEPT leaves obligation {} without passing evidence (back to EVIDENCE_BUILD to check it: advancePhase)",
+                "ACCEPT leaves obligation {} without passing evidence (back to EVIDENCE_BUILD to check it: advancePhase; \
+                 one recorded after the freeze also leaves the result stale — a failing check repairs it, otherwise \
+                 cancel the workflow and start again)",
                 uncovered.map(|u| u.0.to_string()).unwrap_or_default()
             );
         }

@@ -385,9 +385,42 @@ fn check_thread(
                 previous.worker_session_id,
                 c.worker_session_id
             );
+            if let Some(withdrawn) = withdrawn_since(state, wf.goal_id, previous.seq) {
+                return Err(super::violation(
+                    Rule::ThreadPolicy,
+                    format!(
+                        "RESUME would continue a Thread whose history holds authority since withdrawn ({withdrawn}, \
+                         after attempt {previous_id} started): the new package omits it without a word, so the \
+                         worker would see both; start on a FRESH thread"
+                    ),
+                ));
+            }
             Ok(())
         }
     }
+}
+
+/// Authority of goal `goal` withdrawn after `since` (an Attempt's start) that an Attempt
+/// started then was given: a Human Decision superseded by a later answer, or a CONFIRMED
+/// fact invalidated (seed: "a resumed Thread does not make its history authoritative" —
+/// continuing it would keep the withdrawn answer beside the current one, unlabelled;
+/// outside review 41).
+fn withdrawn_since(state: &State, goal: Id, since: u64) -> Option<String> {
+    let decisions: Vec<(&Id, &super::state::HumanDecisionState)> =
+        state.human_decisions.iter().filter(|(_, d)| d.goal_id == goal).collect();
+    for (id, newer) in decisions.iter().filter(|(_, d)| d.seq > since) {
+        let question = super::question_key(&newer.question);
+        if let Some((old, _)) =
+            decisions.iter().find(|(_, d)| d.seq < since && super::question_key(&d.question) == question)
+        {
+            return Some(format!("human decision {old}, superseded by {id}"));
+        }
+    }
+    state
+        .facts
+        .iter()
+        .find(|(_, f)| f.goal_id == goal && f.withdrawn_seq.is_some_and(|at| at > since))
+        .map(|(id, f)| format!("fact {id} revision {}, invalidated", f.revision))
 }
 
 /// How an Attempt status reads in a message (no Rust `Debug`).

@@ -664,7 +664,7 @@ fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleVio
         Event::PhaseAdvanced(e) => workflow::apply_advanced(state, e),
         Event::FactProposed(e) => source::apply_fact_proposed(state, e),
         Event::FactConfirmed(e) => source::apply_fact_confirmed(state, e),
-        Event::FactInvalidated(e) => source::apply_fact_invalidated(state, e),
+        Event::FactInvalidated(e) => source::apply_fact_invalidated(state, e, seq),
         Event::HumanDecisionRecorded(e) => source::apply_human_decision(state, e, seq),
         Event::ProjectSourceRecorded(e) => source::apply_project_source(state, e, seq),
         Event::ScenarioRecorded(e) => source::apply_scenario(state, e, seq),

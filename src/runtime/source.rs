@@ -145,6 +145,7 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
             provenance: e.provenance.clone(),
             confirmed_by: None,
             invalidated_by: None,
+            withdrawn_seq: None,
         },
     );
     Ok(())
@@ -226,7 +227,7 @@ pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), 
 /// human principal (`invalidatedBy`), as only a human confirms it: a worker withdrawing a
 /// confirmed fact would override human authority (outside review 39). A PROPOSED one by
 /// anyone; a principal given for it is recorded as written.
-pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated) -> Result<(), RuleViolation> {
+pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated, seq: u64) -> Result<(), RuleViolation> {
     required_text("reason", &e.reason)?;
     if let Some(by) = &e.invalidated_by {
         required_text("invalidatedBy", by)?;
@@ -250,6 +251,7 @@ pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated) -> Result<
             ));
         };
         human_principal("invalidatedBy", by)?;
+        fact.withdrawn_seq = Some(seq);
     }
     fact.status = FactStatus::Invalidated;
     fact.invalidated_by.clone_from(&e.invalidated_by);

@@ -158,6 +158,10 @@ pub struct FactState {
     pub confirmed_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidated_by: Option<String>,
+    /// The seq at which a CONFIRMED revision was invalidated (withdrawn authority: a
+    /// RESUME of a Thread that was given it is refused). Omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withdrawn_seq: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

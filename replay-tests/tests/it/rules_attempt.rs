@@ -448,6 +448,89 @@ fn thread_policy_resume_profile() {
     w.ok(on(0x66, 0x67, ThreadChoice::Fresh));
 }
 
+/// RESUME is refused when authority the resumed Attempt was given has been withdrawn since
+/// it started — a Human Decision superseded (across a goal revision), a CONFIRMED fact
+/// invalidated: the new package omits it without a word, and the worker's Thread would
+/// hold both (outside review 41, P2; seed: "a resumed Thread does not make its history
+/// authoritative"). A FRESH thread is admitted; other changes (a new decision) do not
+/// refuse RESUME.
+#[test]
+fn resume_is_refused_after_authority_was_withdrawn() {
+    use closure_ledger::runtime::command::{InvalidateFact, RecordHumanDecision, ReviseGoal};
+    let resuming = |w: &mut World, goal_revision: u32, workflow: u128| {
+        w.ok(Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(workflow),
+            goal_id: lid(GOAL),
+            goal_revision,
+            policy_id: lid(POLICY),
+            profile_id: lid(0x14),
+            plan: None,
+        }));
+    };
+    let on = |attempt: u128, session: u128, thread, workflow: u128| {
+        Command::StartAttempt(StartAttempt {
+            attempt_id: lid(attempt),
+            workflow_id: lid(workflow),
+            worker_session_id: lid(session),
+            thread,
+            selection_receipt: None,
+        })
+    };
+    let decision = |id: u128, question: &str, answer: &str| {
+        Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(id),
+            goal_id: lid(GOAL),
+            question: question.into(),
+            answer: answer.into(),
+            decided_by: "human:alice".into(),
+        })
+    };
+    let mut w = World::at(Stage::Setup);
+    let mut profile = profile(false);
+    profile.name = "resuming".into();
+    profile.attempt_thread = ThreadChoice::Resume;
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile }));
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    resuming(&mut w, 2, 0x31);
+    let first = |w: &mut World, attempt: u128, session: u128| {
+        w.ok(on(attempt, session, ThreadChoice::Fresh, 0x31));
+        w.with(|s| {
+            s.claim(lid(attempt))?;
+            s.complete(attempt, ResultKind::Proposals)
+        })
+        .unwrap();
+    };
+    first(&mut w, 0x60, 0x61);
+    // A new question answered: no withdrawal, RESUME stands.
+    w.ok(decision(0x5A, "May parse() allocate?", "yes"));
+    w.ok(on(0x62, 0x61, ThreadChoice::Resume, 0x31));
+    w.with(|s| {
+        s.claim(lid(0x62))?;
+        s.complete(0x62, ResultKind::Proposals)
+    })
+    .unwrap();
+    // The revision-1 answer (0x52) superseded at revision 2: RESUME refused, FRESH admitted.
+    w.ok(decision(0x5B, "Keep the existing Error enum?", "No: replace it."));
+    let err = w.fails(on(0x64, 0x61, ThreadChoice::Resume, 0x31));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
+    assert!(
+        err.to_string().contains(&format!("human decision {}, superseded by {}", lid(0x52), lid(0x5B))),
+        "{err}"
+    );
+    first(&mut w, 0x64, 0x65);
+    // A CONFIRMED fact invalidated after the resumed Attempt started: refused too.
+    w.ok(Command::InvalidateFact(InvalidateFact {
+        fact_id: lid(0x50),
+        revision: 1,
+        reason: "wrong".into(),
+        invalidated_by: Some("human:bob".into()),
+    }));
+    let err = w.fails(on(0x66, 0x65, ThreadChoice::Resume, 0x31));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
+    assert!(err.to_string().contains(&format!("fact {} revision 1, invalidated", lid(0x50))), "{err}");
+    w.ok(on(0x66, 0x67, ThreadChoice::Fresh, 0x31));
+}
+
 /// A forged Attempt start that breaks the thread policy is refused by the admission step
 /// (so by replay), whatever its manifest says.
 #[test]
