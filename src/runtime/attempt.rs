@@ -385,7 +385,7 @@ fn check_thread(
                 previous.worker_session_id,
                 c.worker_session_id
             );
-            if let Some(withdrawn) = withdrawn_since(state, wf.goal_id, previous.seq) {
+            if let Some(withdrawn) = withdrawn_since(state, wf.goal_id, previous.workflow_id, previous.seq) {
                 return Err(super::violation(
                     Rule::ThreadPolicy,
                     format!(
@@ -400,12 +400,13 @@ fn check_thread(
     }
 }
 
-/// Authority of goal `goal` withdrawn after `since` (an Attempt's start) that an Attempt
-/// started then was given: a Human Decision superseded by a later answer, or a CONFIRMED
-/// fact invalidated (seed: "a resumed Thread does not make its history authoritative" —
-/// continuing it would keep the withdrawn answer beside the current one, unlabelled;
-/// outside review 41).
-fn withdrawn_since(state: &State, goal: Id, since: u64) -> Option<String> {
+/// What a Thread started at `since` (an Attempt's start) was given from goal `goal` and
+/// workflow `workflow` that has been withdrawn from the context since: a Human Decision
+/// superseded by a later answer, a CONFIRMED fact invalidated, a project source superseded
+/// by a later record of its path, a blocker resolved (seed: "a resumed Thread does not make
+/// its history authoritative" — continuing it would keep the withdrawn item beside the
+/// current context, which omits it without a word; outside reviews 41 and 43).
+fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<String> {
     let decisions: Vec<(&Id, &super::state::HumanDecisionState)> =
         state.human_decisions.iter().filter(|(_, d)| d.goal_id == goal).collect();
     for (id, newer) in decisions.iter().filter(|(_, d)| d.seq > since) {
@@ -416,11 +417,28 @@ fn withdrawn_since(state: &State, goal: Id, since: u64) -> Option<String> {
             return Some(format!("human decision {old}, superseded by {id}"));
         }
     }
+    let fact = state.facts.iter().find(|(_, f)| {
+        f.goal_id == goal
+            && f.withdrawn_seq.is_some_and(|at| at > since)
+            && f.confirmed_seq.is_some_and(|at| at < since)
+    });
+    if let Some((id, f)) = fact {
+        return Some(format!("fact {id} revision {}, invalidated", f.revision));
+    }
+    let sources: Vec<(&Id, &super::state::SourceState)> =
+        state.sources.iter().filter(|(_, s)| s.goal_id == goal).collect();
+    for (id, newer) in sources.iter().filter(|(_, s)| s.seq > since) {
+        if let Some((old, _)) = sources.iter().find(|(_, s)| s.seq < since && s.path == newer.path) {
+            return Some(format!("project source {old} ({}), superseded by {id}", newer.path));
+        }
+    }
     state
-        .facts
+        .blockers
         .iter()
-        .find(|(_, f)| f.goal_id == goal && f.withdrawn_seq.is_some_and(|at| at > since))
-        .map(|(id, f)| format!("fact {id} revision {}, invalidated", f.revision))
+        .find(|(_, b)| {
+            b.workflow_id == workflow && b.seq < since && b.resolved_seq.is_some_and(|at| at > since)
+        })
+        .map(|(id, _)| format!("blocker {id}, resolved"))
 }
 
 /// How an Attempt status reads in a message (no Rust `Debug`).

@@ -629,14 +629,16 @@ pub fn check_registry(registry: &Registry) -> Result<(), RuleViolation> {
         );
         sorted_unique("eager", p.eager.iter())?;
         sorted_unique("required", p.required.iter())?;
-        for id in p.eager.iter().chain(&p.required) {
+        let named =
+            p.eager.iter().map(|id| (id, "eager")).chain(p.required.iter().map(|id| (id, "required")));
+        for (id, list) in named {
             let source = by_id.get(id.as_str()).ok_or_else(|| {
                 violation(Rule::SourceRegistry, format!("profile {} names unknown source {id}", p.id))
             })?;
             ensure!(
                 unselectable(source).is_none(),
                 Rule::SourceRegistry,
-                "profile {} makes {id} eager, which is never selectable",
+                "profile {} lists {id} as {list}, which is never selectable",
                 p.id
             );
         }

@@ -146,6 +146,7 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
             confirmed_by: None,
             invalidated_by: None,
             withdrawn_seq: None,
+            confirmed_seq: None,
         },
     );
     Ok(())
@@ -208,7 +209,7 @@ pub fn question_key(question: &str) -> String {
 /// The prefix of a human principal (`human:alice`).
 pub const HUMAN_PRINCIPAL: &str = "human:";
 
-pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), RuleViolation> {
+pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed, seq: u64) -> Result<(), RuleViolation> {
     human_principal("confirmedBy", &e.confirmed_by)?;
     let fact = fact_at(state, e.fact_id, e.revision)?;
     ensure!(
@@ -220,6 +221,7 @@ pub fn apply_fact_confirmed(state: &mut State, e: &FactConfirmed) -> Result<(), 
     );
     fact.status = FactStatus::Confirmed;
     fact.confirmed_by = Some(e.confirmed_by.clone());
+    fact.confirmed_seq = Some(seq);
     Ok(())
 }
 
@@ -414,12 +416,13 @@ pub fn apply_blocker_raised(state: &mut State, e: &BlockerRaised, seq: u64) -> R
             description: e.description.clone(),
             resolution: None,
             seq,
+            resolved_seq: None,
         },
     );
     Ok(())
 }
 
-pub fn apply_blocker_resolved(state: &mut State, e: &BlockerResolved) -> Result<(), RuleViolation> {
+pub fn apply_blocker_resolved(state: &mut State, e: &BlockerResolved, seq: u64) -> Result<(), RuleViolation> {
     required_text("resolution", &e.resolution)?;
     let workflow_id = get(&state.blockers, e.blocker_id, "blocker")?.workflow_id;
     live_workflow(state, workflow_id)?;
@@ -431,5 +434,6 @@ pub fn apply_blocker_resolved(state: &mut State, e: &BlockerResolved) -> Result<
         e.blocker_id
     );
     blocker.resolution = Some(e.resolution.clone());
+    blocker.resolved_seq = Some(seq);
     Ok(())
 }

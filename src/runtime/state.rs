@@ -162,6 +162,10 @@ pub struct FactState {
     /// RESUME of a Thread that was given it is refused). Omitted otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withdrawn_seq: Option<u64>,
+    /// The seq at which the current revision was confirmed (derived by the fold, not
+    /// encoded): whether an Attempt started at some seq was given it.
+    #[serde(skip)]
+    pub confirmed_seq: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -212,6 +216,10 @@ pub struct BlockerState {
     pub resolution: Option<String>,
     pub workflow_id: Id,
     pub description: String,
+    /// The seq of its resolution (derived by the fold, not encoded: the state digest is
+    /// unchanged): a RESUME of a Thread that was given it open is refused.
+    #[serde(skip)]
+    pub resolved_seq: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -178,6 +178,17 @@ pub fn apply_advanced(state: &mut State, e: &PhaseAdvanced) -> Result<(), RuleVi
     let back_to_evidence = e.phase == Phase::EvidenceBuild
         && wf.phase == Phase::FinalVerify
         && generation.is_some_and(|g| g.decision.is_none() && g.frozen_digest().is_some());
+    // A decided generation is judged: no step back to add to its Evidence.
+    if e.phase == Phase::EvidenceBuild && wf.phase == Phase::FinalVerify && !back_to_evidence {
+        return Err(super::violation(
+            Rule::PhaseTransition,
+            format!(
+                "workflow {} cannot go back to EVIDENCE_BUILD: its generation is decided (or not frozen); a \
+                 verdict is final for the Evidence it was made over",
+                e.workflow_id
+            ),
+        ));
+    }
     ensure!(
         forward || back_to_repair || back_to_evidence,
         Rule::PhaseTransition,

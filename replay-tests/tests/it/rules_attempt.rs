@@ -452,8 +452,9 @@ fn thread_policy_resume_profile() {
 /// it started — a Human Decision superseded (across a goal revision), a CONFIRMED fact
 /// invalidated: the new package omits it without a word, and the worker's Thread would
 /// hold both (outside review 41, P2; seed: "a resumed Thread does not make its history
-/// authoritative"). A FRESH thread is admitted; other changes (a new decision) do not
-/// refuse RESUME.
+/// authoritative"); so is one after a project source it was given is superseded or a
+/// blocker it was given is resolved. A FRESH thread is admitted; additions (a new
+/// decision) and what it was never given do not refuse RESUME.
 #[test]
 fn resume_is_refused_after_authority_was_withdrawn() {
     use closure_ledger::runtime::command::{InvalidateFact, RecordHumanDecision, ReviseGoal};
@@ -528,7 +529,48 @@ fn resume_is_refused_after_authority_was_withdrawn() {
     let err = w.fails(on(0x66, 0x65, ThreadChoice::Resume, 0x31));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
     assert!(err.to_string().contains(&format!("fact {} revision 1, invalidated", lid(0x50))), "{err}");
-    w.ok(on(0x66, 0x67, ThreadChoice::Fresh, 0x31));
+    first(&mut w, 0x66, 0x67);
+    // A fact confirmed only after the resumed Attempt started, then invalidated: that
+    // Thread was never given it — RESUME stands (outside review 43).
+    w.ok(Command::ConfirmFact(ConfirmFact {
+        fact_id: lid(0x51),
+        revision: 1,
+        confirmed_by: "human:bob".into(),
+    }));
+    w.ok(Command::InvalidateFact(InvalidateFact {
+        fact_id: lid(0x51),
+        revision: 1,
+        reason: "wrong after all".into(),
+        invalidated_by: Some("human:bob".into()),
+    }));
+    w.ok(on(0x68, 0x67, ThreadChoice::Resume, 0x31));
+    w.with(|s| {
+        s.claim(lid(0x68))?;
+        s.complete(0x68, ResultKind::Proposals)
+    })
+    .unwrap();
+    // A project source superseded by a later record of its path, a blocker resolved:
+    // withdrawn from the context too (outside review 43).
+    w.ok(Command::RecordProjectSource(RecordProjectSource {
+        source_id: lid(0x49),
+        goal_id: lid(GOAL),
+        path: "src/config/parser.rs".into(),
+        revision: "a00b11c".into(),
+        content: "pub fn parse() {}\n".into(),
+    }));
+    let err = w.fails(on(0x6a, 0x67, ThreadChoice::Resume, 0x31));
+    assert!(err.to_string().contains(&format!("project source {}", lid(0x43))), "{err}");
+    first(&mut w, 0x6a, 0x6b);
+    w.ok(Command::RaiseBlocker(RaiseBlocker {
+        blocker_id: lid(0xe5),
+        workflow_id: lid(0x31),
+        description: "do not touch the lexer".into(),
+    }));
+    first(&mut w, 0x6c, 0x6d);
+    w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0xe5), resolution: "done".into() }));
+    let err = w.fails(on(0x6e, 0x6d, ThreadChoice::Resume, 0x31));
+    assert!(err.to_string().contains(&format!("blocker {}, resolved", lid(0xe5))), "{err}");
+    w.ok(on(0x6e, 0x6f, ThreadChoice::Fresh, 0x31));
 }
 
 /// A forged Attempt start that breaks the thread policy is refused by the admission step

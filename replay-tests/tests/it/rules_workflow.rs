@@ -187,7 +187,9 @@ fn final_verify_steps_back_to_evidence_build_before_a_verdict() {
     w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
     w.ok(advance(Phase::FinalVerify, version(&w) + 1));
     w.ok(decide(Verdict::RejectRepairable, 0xa5));
-    w.refused(advance(Phase::EvidenceBuild, version(&w) + 1), Rule::PhaseTransition);
+    let err = w.fails(advance(Phase::EvidenceBuild, version(&w) + 1));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PhaseTransition), "{err}");
+    assert!(err.to_string().contains("its generation is decided"), "says why (outside review 43): {err}");
 }
 
 /// A phase does not advance under an active attempt.
