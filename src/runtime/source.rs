@@ -188,8 +188,9 @@ fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
 }
 
 /// A question as two decisions are compared: invisible characters dropped, blanks collapsed
-/// and trimmed, case folded — so a byte-order mark, a soft hyphen, a double space or a
-/// capital does not make the same visible question a new one. (Unicode normalisation forms
+/// and trimmed, case folded, punctuation at either end dropped — so a byte-order mark, a
+/// soft hyphen, a double space, a capital or a missing `?` does not make the same visible
+/// question a new one. (Unicode normalisation forms
 /// are not folded: a precomposed and a decomposed accent still differ.)
 pub fn question_key(question: &str) -> String {
     let mut key = String::with_capacity(question.len());
@@ -203,7 +204,10 @@ pub fn question_key(question: &str) -> String {
             key.push_str(&word);
         }
     }
-    key
+    // Punctuation at either end does not make another question ("…enum" and "…enum?",
+    // "¿…?": outside review 44).
+    let edge = |c: char| c.is_ascii_punctuation() || "？！。…؟¿¡".contains(c);
+    key.trim_matches(edge).trim().to_owned()
 }
 
 /// The prefix of a human principal (`human:alice`).

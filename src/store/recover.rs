@@ -439,7 +439,22 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
             // A checkpoint naming an entry of one history is evidence, as for a disputed
             // newest record: it decides, and a `--prefer` against it is refused (exit 2).
             let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
-                let theirs: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
+                // Sled's history, and the journal's records past sled's end that chain on from it
+                // (a lagging sled): a checkpoint of the head names that history too (outside
+                // review 44, P2).
+                let mut theirs: Vec<SealedEntry> =
+                    sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
+                let first = list_segments(&journal).ok().and_then(|s| s.into_iter().next()).map(|(_, p)| p);
+                let records = first.map(|p| intact_records_after(&journal, &p, 0)).transpose().ok().flatten();
+                for (_, record) in records.unwrap_or_default() {
+                    let entries = sealed_of(&record);
+                    let chains = entries.first().zip(theirs.last()).is_some_and(|(e, last)| {
+                        e.entry.seq == last.entry.seq + 1 && e.entry.prev == last.hash
+                    });
+                    if chains {
+                        theirs.extend(entries);
+                    }
+                }
                 match (checkpoint_says(cp, &theirs), &found.checkpoint) {
                     (Some(true), _) => Some(Replica::Sled),
                     (_, Some(Ok(()))) => Some(Replica::Journal),
@@ -775,6 +790,21 @@ fn rewrite_from(
                 .first()
                 .zip(tip)
                 .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash);
+            // A gap after the continuation is damage (a record lost or unreadable), not the
+            // other history: refused as any damage no copy can restore (outside review 44,
+            // P1: the records after it were moved to cut/ with exit 0).
+            if let Some((seq, _)) = tip.filter(|(seq, _)| first_seq > seq + 1) {
+                return Err(OpenError::Unrecoverable {
+                    seq: seq + 1,
+                    replica: Replica::Journal,
+                    reason: Box::new(Corruption::SeqGap { expected: seq + 1, found: first_seq }),
+                    why: format!(
+                        "the journal's records past sled's end (seq {seq}) are damaged, and no copy holds them; \
+                         nothing was changed. If the records after seq {seq} were never acknowledged, cut them with \
+                         `ledger recover --truncate-after {seq}` (the cut bytes are moved aside)"
+                    ),
+                });
+            }
             if !chains {
                 // A record straddling sled's end that holds sled's entry there is the chosen
                 // history grouped otherwise: it cannot be kept whole, nor set aside.
@@ -852,7 +882,8 @@ fn rewrite_from(
     let next = restored_to.map_or_else(|| boundary.head.map_or(0, |h| h.seq + 1), |to| to + 1);
     if beyond.first().is_some_and(|(first, _)| *first != next) {
         return Err(refuse(&format!(
-            "sled holds records up to seq {}, and the journal's next intact record begins at seq {}",
+            "the records restorable (the journal's trusted ones, sled's that chain on) reach seq {}, and the \
+             journal's next intact record begins at seq {}",
             next.saturating_sub(1),
             beyond.first().map_or(0, |(f, _)| *f)
         )));

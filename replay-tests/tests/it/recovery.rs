@@ -1360,27 +1360,35 @@ fn choosing_sled_keeps_the_journals_continuation_of_sleds_history() {
     use ledger_schema::Event;
     use ledger_schema::events::LedgerInitialized;
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("l");
-    make_ledger(&dir, 6, 3);
-    trim_preallocated(&dir);
-    let original = std::fs::read(segment(&dir)).unwrap();
-    let before = all_entries(&dir);
-    let frames = journal_frames(&dir);
-    // The genesis and entries 1..=3 re-made from another genesis; the rest as written.
-    let mut chain = Chain::empty();
-    let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "forged".into() });
-    let mut forged = Frame::new(vec![chain.seal(genesis, T0, LEDGER).unwrap()]).unwrap().bytes().to_vec();
-    let three = (1..=3).map(|i| chain.seal(event(i), T0 + i as u64, LEDGER).unwrap()).collect();
-    forged.extend_from_slice(Frame::new(three).unwrap().bytes());
-    assert_eq!(frames[1].first_seq, 1);
-    forged.extend_from_slice(&original[frames[2].range.start..]);
-    std::fs::write(segment(&dir), &forged).unwrap();
-    // sled lags by its last two records.
-    with_sled(&dir, |tree| {
-        for f in &frames[frames.len() - 2..] {
-            tree.remove(f.first_seq.to_be_bytes()).unwrap();
-        }
-    });
+    let build = |name: &str| {
+        let dir = tmp.path().join(name);
+        make_ledger(&dir, 6, 3);
+        trim_preallocated(&dir);
+        let original = std::fs::read(segment(&dir)).unwrap();
+        let frames = journal_frames(&dir);
+        // The genesis and entries 1..=3 re-made from another genesis; the rest as written.
+        let mut chain = Chain::empty();
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "forged".into() });
+        let mut forged = Frame::new(vec![chain.seal(genesis, T0, LEDGER).unwrap()]).unwrap().bytes().to_vec();
+        let three = (1..=3).map(|i| chain.seal(event(i), T0 + i as u64, LEDGER).unwrap()).collect();
+        forged.extend_from_slice(Frame::new(three).unwrap().bytes());
+        assert_eq!(frames[1].first_seq, 1);
+        forged.extend_from_slice(&original[frames[2].range.start..]);
+        std::fs::write(segment(&dir), &forged).unwrap();
+        // sled lags by its last two records.
+        with_sled(&dir, |tree| {
+            for f in &frames[frames.len() - 2..] {
+                tree.remove(f.first_seq.to_be_bytes()).unwrap();
+            }
+        });
+        (dir, original, forged, frames)
+    };
+    let (dir, original, _, _) = build("prefer");
+    let reference = {
+        let r = tmp.path().join("reference");
+        make_ledger(&r, 6, 3);
+        all_entries(&r)
+    };
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
@@ -1388,8 +1396,31 @@ fn choosing_sled_keeps_the_journals_continuation_of_sleds_history() {
         original,
         "sled's history and the journal's continuation"
     );
-    assert_eq!(all_entries(&dir), before);
+    assert_eq!(all_entries(&dir), reference);
     assert_eq!(verify_json(&dir, None).0, 0);
+
+    // A checkpoint of the head — past sled's end, on the journal's continuation — names
+    // sled's history too (outside review 44, P2: "names an entry of neither").
+    let head = tmp.path().join("head.json");
+    std::fs::write(&head, Checkpoint::of(&SealedEntry::open(reference.last().unwrap()).unwrap()).to_json())
+        .unwrap();
+    let (dir, original, _, _) = build("head");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--checkpoint", head.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), original);
+
+    // A damaged record in that continuation is damage no copy holds: refused, nothing
+    // changed (outside review 44, P1: the records after it went to cut/ with exit 0).
+    let (dir, _, mut forged, frames) = build("damaged");
+    let damaged = &frames[frames.len() - 2];
+    let at = forged.len() - (frames.last().unwrap().range.len()) - damaged.range.len() / 2;
+    forged[at] ^= 0x40;
+    std::fs::write(segment(&dir), &forged).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("past sled's end") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
 }
 
 /// A first record holding the genesis and entries after it is a history, not a lone

@@ -281,7 +281,13 @@ fn a_goal_has_one_decision_per_question() {
     w.refused(decision(0x5D, GOAL, question, "human:alice"), Rule::DecisionConflict);
     // The same visible question (outside review 32): a byte-order mark, a soft hyphen,
     // blanks inside, capitals.
-    for same in ["\u{FEFF}May parse() allocate?", "May par\u{AD}se() allocate?", "may PARSE()   allocate?"] {
+    for same in [
+        "\u{FEFF}May parse() allocate?",
+        "May par\u{AD}se() allocate?",
+        "may PARSE()   allocate?",
+        "May parse() allocate", // punctuation at either end (outside review 44)
+        "¿May parse() allocate ?",
+    ] {
         w.refused(decision(0x5D, GOAL, same, "human:alice"), Rule::DecisionConflict);
     }
     let redelivered = w.ok(decision(0x5C, GOAL, question, "human:alice"));
