@@ -779,13 +779,17 @@ fn rewrite_from(
     // the other history's.
     let mut tip = sled_head.map(|h| (h.seq, h.hash));
     let mut other_history = false;
+    // The last entry of the journal's record before the one at hand (its own chain).
+    let mut journal_prev: Option<(u64, ledger_schema::Digest)> = None;
     for (first_seq, record) in journal_records {
         let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
         if boundary.give_way {
+            let entries = sealed_of(&record);
+            let own_prev =
+                std::mem::replace(&mut journal_prev, entries.last().map(|e| (e.entry.seq, e.hash)));
             if restored_to.is_some_and(|to| last_seq <= to) || other_history {
                 continue;
             }
-            let entries = sealed_of(&record);
             let chains = entries
                 .first()
                 .zip(tip)
@@ -814,6 +818,31 @@ fn rewrite_from(
                         "the journal's record at seq {first_seq} holds sled's entries up to its end and later ones, \
                          grouped otherwise: it can be neither kept whole nor set aside"
                     )));
+                }
+                // The journal's own history going on (it links to the journal's record before
+                // it) is the other history, given way with everything after it. A record that
+                // continues neither — or breaks a continuation already kept — is a broken
+                // chain no copy can restore.
+                let own = entries
+                    .first()
+                    .zip(own_prev)
+                    .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash);
+                if !beyond.is_empty() || !own {
+                    return Err(OpenError::Unrecoverable {
+                        seq: first_seq,
+                        replica: Replica::Journal,
+                        reason: Box::new(Corruption::PrevMismatch {
+                            expected: tip.map(|(_, hash)| hash).unwrap_or_default(),
+                            found: entries.first().map(|e| e.entry.prev).unwrap_or_default(),
+                        }),
+                        why: format!(
+                            "the journal's record at seq {first_seq}, past sled's end, continues neither sled's history \
+                             nor the journal's own: a broken chain no copy can restore; nothing was changed. If the \
+                             records from seq {first_seq} on were never acknowledged, cut them with `ledger recover \
+                             --truncate-after {}` (the cut bytes are moved aside)",
+                            first_seq.saturating_sub(1)
+                        ),
+                    });
                 }
                 other_history = true;
                 continue;

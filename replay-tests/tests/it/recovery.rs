@@ -1421,6 +1421,30 @@ fn choosing_sled_keeps_the_journals_continuation_of_sleds_history() {
     assert!(err.contains("past sled's end") && err.contains("nothing was changed"), "{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
     assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+
+    // The first record past sled's end re-sealed onto nothing (neither sled's history nor
+    // the journal's own): a broken chain, refused — not taken for the other history and
+    // set aside with the genuine records after it.
+    let (dir, _, mut forged, frames) = build("broken");
+    let at = &frames[frames.len() - 2];
+    let head = closure_ledger::store::Head {
+        ledger: LEDGER,
+        seq: at.first_seq - 1,
+        hash: ledger_schema::Digest::default(),
+        time_ms: T0 + at.first_seq,
+    };
+    let mut chain = Chain::from_head(head);
+    let resealed: Vec<_> = (at.first_seq..at.first_seq + at.n_entries)
+        .map(|i| chain.seal(event(i as usize), T0 + 100 + i, LEDGER).unwrap())
+        .collect();
+    let resealed = Frame::new(resealed).unwrap().bytes().to_vec();
+    let start = forged.len() - frames.last().unwrap().range.len() - at.range.len();
+    forged.splice(start..start + at.range.len(), resealed);
+    std::fs::write(segment(&dir), &forged).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("continues neither") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
 }
 
 /// A first record holding the genesis and entries after it is a history, not a lone
