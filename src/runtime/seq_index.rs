@@ -220,10 +220,10 @@ impl Run {
         let open = std::mem::take(&mut self.open);
         let base = starts.first().copied().unwrap_or(0);
         for (k, head) in heads.iter().enumerate() {
-            let start = starts.get(k).map_or(0, |s| s - base);
-            let end = starts.get(k + 1).map_or(deltas.len(), |s| s - base);
+            let start = starts.get(k).map_or(0, |s| s.saturating_sub(base));
+            let end = starts.get(k + 1).map_or(deltas.len(), |s| s.saturating_sub(base));
             let bytes = deltas.get(start..end).unwrap_or(&[]);
-            self.sealed -= 1 + deltas_in(bytes);
+            self.sealed = self.sealed.saturating_sub(1 + deltas_in(bytes));
             let upper = heads.get(k + 1).or(open.first()).map(Slot::id);
             if items.peek().is_none_or(|s| upper.is_some_and(|upper| s.id() >= upper)) {
                 self.heads.push(*head);
