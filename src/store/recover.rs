@@ -662,6 +662,75 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
     }
 }
 
+/// A refusal (exit 1, nothing changed) of sled's history chosen over the journal's: the
+/// journal's continuation past sled's end is damaged at `seq`.
+fn broken_continuation(seq: u64, reason: Corruption, why: &str) -> OpenError {
+    let last = seq.saturating_sub(1);
+    OpenError::Unrecoverable {
+        seq,
+        replica: Replica::Journal,
+        reason: Box::new(reason),
+        why: format!(
+            "{why}; nothing was changed. If the journal's records from seq {seq} on were never acknowledged, cut them \
+             with `ledger recover --truncate-after {last}` (the cut bytes are moved aside)"
+        ),
+    }
+}
+
+/// The first damaged region of the journal — not a torn write at its end, not unwritten
+/// space — that lies after every record holding only seqs up to `through` (so past what
+/// sled's history covers), as (the seq it would begin, segment, offset).
+fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, PathBuf, u64)>, OpenError> {
+    let segments = list_segments(journal)?;
+    let count = segments.len();
+    let mut found = None;
+    // Damage where a record sled holds would begin: replaced by sled's copy, unless nothing
+    // intact follows it (then what it held past sled's end cannot be told).
+    let mut within = None;
+    let mut next_seq = 0;
+    for (i, (_, path)) in segments.into_iter().enumerate() {
+        let mut bytes = Vec::new();
+        File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(io("read", &path))?;
+        let version = RecordVersion::of_segment(&bytes);
+        let mut at = 0usize;
+        while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
+            match check_record(rest) {
+                Ok((header, _)) => {
+                    if header.last_seq() <= through {
+                        // The region before it held seqs sled's history replaces anyway.
+                        found = None;
+                    }
+                    within = None;
+                    next_seq = header.last_seq() + 1;
+                    at += header.record_len();
+                }
+                Err(_) => {
+                    match ledger_schema::record::classify_tail_as(version, rest, next_seq, i + 1 == count) {
+                        ledger_schema::record::Tail::Damaged { next_intact } => {
+                            let here = Some((next_seq, path.clone(), at as u64));
+                            // A damaged record whose (checked) header says it ends within
+                            // sled's history holds nothing sled's copy does not replace.
+                            let inside = ledger_schema::record::parse_header_as(version, rest)
+                                .is_ok_and(|h| h.last_seq() <= through);
+                            if next_seq > through {
+                                found = found.or(here);
+                            } else if !inside {
+                                within = within.or(here);
+                            }
+                            match next_intact {
+                                Some((skip, _)) => at += skip,
+                                None => break,
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+    }
+    Ok(found.or(within))
+}
+
 /// Where the journal stops being trusted, and the chain just before it.
 #[derive(Debug, Clone)]
 struct Boundary {
@@ -740,6 +809,9 @@ fn rewrite_from(
     let (checkpoint, prefer) = (options.checkpoint.as_ref(), options.prefer);
     let refuse = |why: &str| match damage {
         Some(d) => damage_without_copy(d, why, boundary.head.map(|h| h.seq)),
+        // Choosing sled's history over the journal's: what stops it is the journal's damage
+        // (exit 1), not a usage error (outside review 45).
+        None if boundary.give_way => broken_continuation(0, Corruption::CopiesDisagree, why),
         None => OpenError::Usage(format!("cannot restore the journal from sled: {why}")),
     };
     // A boundary at the very start of a segment that has a predecessor: the missing
@@ -798,26 +870,33 @@ fn rewrite_from(
             // other history: refused as any damage no copy can restore (outside review 44,
             // P1: the records after it were moved to cut/ with exit 0).
             if let Some((seq, _)) = tip.filter(|(seq, _)| first_seq > seq + 1) {
-                return Err(OpenError::Unrecoverable {
-                    seq: seq + 1,
-                    replica: Replica::Journal,
-                    reason: Box::new(Corruption::SeqGap { expected: seq + 1, found: first_seq }),
-                    why: format!(
-                        "the journal's records past sled's end (seq {seq}) are damaged, and no copy holds them; \
-                         nothing was changed. If the records after seq {seq} were never acknowledged, cut them with \
-                         `ledger recover --truncate-after {seq}` (the cut bytes are moved aside)"
+                return Err(broken_continuation(
+                    seq + 1,
+                    Corruption::SeqGap { expected: seq + 1, found: first_seq },
+                    &format!(
+                        "the journal's records past sled's end (seq {seq}) are damaged, and no copy holds them"
                     ),
-                });
+                ));
             }
             if !chains {
-                // A record straddling sled's end that holds sled's entry there is the chosen
-                // history grouped otherwise: it cannot be kept whole, nor set aside.
-                if entries.iter().any(|e| tip.is_some_and(|(seq, hash)| e.entry.seq == seq && e.hash == hash))
-                {
-                    return Err(refuse(&format!(
-                        "the journal's record at seq {first_seq} holds sled's entries up to its end and later ones, \
-                         grouped otherwise: it can be neither kept whole nor set aside"
-                    )));
+                // A record reaching past sled's end that holds sled's last entry, or an entry
+                // continuing from it, is (partly) the chosen history, grouped otherwise: it can
+                // be neither kept whole nor set aside (outside reviews 44, 45).
+                let continues = |e: &SealedEntry| {
+                    tip.is_some_and(|(seq, hash)| {
+                        (e.entry.seq == seq && e.hash == hash)
+                            || (e.entry.seq == seq + 1 && e.entry.prev == hash)
+                    })
+                };
+                if entries.iter().any(continues) {
+                    return Err(broken_continuation(
+                        first_seq,
+                        Corruption::CopiesDisagree,
+                        &format!(
+                            "the journal's record at seq {first_seq} holds entries of sled's history reaching past its \
+                             end, grouped otherwise: it can be neither kept whole nor set aside"
+                        ),
+                    ));
                 }
                 // The journal's own history going on (it links to the journal's record before
                 // it) is the other history, given way with everything after it. A record that
@@ -828,21 +907,17 @@ fn rewrite_from(
                     .zip(own_prev)
                     .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash);
                 if !beyond.is_empty() || !own {
-                    return Err(OpenError::Unrecoverable {
-                        seq: first_seq,
-                        replica: Replica::Journal,
-                        reason: Box::new(Corruption::PrevMismatch {
+                    return Err(broken_continuation(
+                        first_seq,
+                        Corruption::PrevMismatch {
                             expected: tip.map(|(_, hash)| hash).unwrap_or_default(),
                             found: entries.first().map(|e| e.entry.prev).unwrap_or_default(),
-                        }),
-                        why: format!(
-                            "the journal's record at seq {first_seq}, past sled's end, continues neither sled's history \
-                             nor the journal's own: a broken chain no copy can restore; nothing was changed. If the \
-                             records from seq {first_seq} on were never acknowledged, cut them with `ledger recover \
-                             --truncate-after {}` (the cut bytes are moved aside)",
-                            first_seq.saturating_sub(1)
+                        },
+                        &format!(
+                            "the journal's record at seq {first_seq}, past sled's end, continues neither sled's \
+                             history nor the journal's own: a broken chain no copy can restore"
                         ),
-                    });
+                    ));
                 }
                 other_history = true;
                 continue;
@@ -880,6 +955,23 @@ fn rewrite_from(
                 "the journal's records after the damage are out of order at seq {first_seq}"
             )));
         }
+    }
+    // Choosing sled's history with the journal's continuation kept: damaged bytes past it
+    // (a damaged last record, not a torn write) were acknowledged and no copy holds them
+    // (outside review 45, P1: they went to cut/ with exit 0).
+    if boundary.give_way
+        && !other_history
+        && let Some((seq, segment, offset)) = damage_past(journal, restored_to.unwrap_or(0))?
+    {
+        return Err(broken_continuation(
+            seq,
+            Corruption::SeqGap { expected: seq, found: seq },
+            &format!(
+                "the journal holds damaged bytes past the records it keeps (segment {}, offset {offset}), not a torn \
+                 write, and no copy holds them",
+                segment.display()
+            ),
+        ));
     }
     // A suspect record (intact, decoding, but breaking the chain) is replaced by sled's
     // version only with proof: the journal's own next record, kept, links to it (checked
@@ -1054,6 +1146,11 @@ fn rewrite_from(
         report.cut.clear();
         return Err(match e {
             e @ OpenError::Unrecoverable { .. } => e,
+            OpenError::Corrupt { seq, reason, .. } if boundary.give_way => broken_continuation(
+                seq,
+                reason,
+                "the journal rebuilt from sled's history and the journal's continuation does not verify there",
+            ),
             e => refuse(&format!("the journal rebuilt from sled does not verify ({e})")),
         });
     }

@@ -1445,6 +1445,35 @@ fn choosing_sled_keeps_the_journals_continuation_of_sleds_history() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("continues neither") && err.contains("nothing was changed"), "{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+
+    // The continuation's last record damaged (not a torn write): acknowledged, no copy
+    // holds it — refused, not set aside with exit 0 (outside review 45, P1).
+    let (dir, _, mut forged, frames) = build("damaged-last");
+    let last = frames.last().unwrap().range.len();
+    let at = forged.len() - last / 2;
+    forged[at] ^= 0x40;
+    std::fs::write(segment(&dir), &forged).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("damaged bytes past the records it keeps"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+
+    // A record straddling sled's end (sled's last entry and the next ones, grouped
+    // otherwise): refused as the journal's damage, exit 1 — not a usage error (review 45).
+    let (dir, _, forged, frames) = build("straddle");
+    let (a, b) = (&frames[frames.len() - 3], &frames[frames.len() - 2]);
+    let start = forged.len() - frames.last().unwrap().range.len() - b.range.len() - a.range.len();
+    let merged: Vec<SealedEntry> = (a.first_seq..b.first_seq + b.n_entries)
+        .map(|seq| SealedEntry::open(reference.get(seq as usize).unwrap()).unwrap())
+        .collect();
+    let merged = Frame::new(merged).unwrap().bytes().to_vec();
+    let mut regrouped = forged.clone();
+    regrouped.splice(start..start + a.range.len() + b.range.len(), merged);
+    std::fs::write(segment(&dir), &regrouped).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("grouped otherwise"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), regrouped);
 }
 
 /// A first record holding the genesis and entries after it is a history, not a lone
