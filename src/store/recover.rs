@@ -680,7 +680,7 @@ fn broken_continuation(seq: u64, reason: Corruption, why: &str) -> OpenError {
 /// The first damaged region of the journal — not a torn write at its end, not unwritten
 /// space — that lies after every record holding only seqs up to `through` (so past what
 /// sled's history covers), as (the seq it would begin, segment, offset).
-fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, PathBuf, u64)>, OpenError> {
+fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::DamagedAt)>, OpenError> {
     let segments = list_segments(journal)?;
     let count = segments.len();
     let mut found = None;
@@ -704,10 +704,19 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, PathBuf, u64
                     next_seq = header.last_seq() + 1;
                     at += header.record_len();
                 }
-                Err(_) => {
+                Err(fault) => {
                     match ledger_schema::record::classify_tail_as(version, rest, next_seq, i + 1 == count) {
                         ledger_schema::record::Tail::Damaged { next_intact } => {
-                            let here = Some((next_seq, path.clone(), at as u64));
+                            let here = Some((
+                                next_seq,
+                                super::DamagedAt {
+                                    segment: path.display().to_string(),
+                                    offset: at as u64,
+                                    fault,
+                                    last_good: next_seq.checked_sub(1),
+                                    next_intact: next_intact.map(|(skip, seq)| ((at + skip) as u64, seq)),
+                                },
+                            ));
                             // A damaged record whose (checked) header says it ends within
                             // sled's history holds nothing sled's copy does not replace.
                             let inside = ledger_schema::record::parse_header_as(version, rest)
@@ -859,7 +868,27 @@ fn rewrite_from(
             let entries = sealed_of(&record);
             let own_prev =
                 std::mem::replace(&mut journal_prev, entries.last().map(|e| (e.entry.seq, e.hash)));
-            if restored_to.is_some_and(|to| last_seq <= to) || other_history {
+            if restored_to.is_some_and(|to| last_seq <= to) {
+                continue;
+            }
+            if other_history {
+                // Records continuing sled's history after the journal's own past sled's end
+                // (seqs out of order): which was acknowledged cannot be told (outside review
+                // 46: they were given way with the journal's history, exit 0).
+                if entries
+                    .first()
+                    .zip(tip)
+                    .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash)
+                {
+                    return Err(broken_continuation(
+                        first_seq,
+                        Corruption::CopiesDisagree,
+                        &format!(
+                            "the journal's record at seq {first_seq} continues sled's history after records of the \
+                             journal's own past sled's end: which was acknowledged cannot be told"
+                        ),
+                    ));
+                }
                 continue;
             }
             let chains = entries
@@ -961,16 +990,12 @@ fn rewrite_from(
     // (outside review 45, P1: they went to cut/ with exit 0).
     if boundary.give_way
         && !other_history
-        && let Some((seq, segment, offset)) = damage_past(journal, restored_to.unwrap_or(0))?
+        && let Some((seq, damaged)) = damage_past(journal, restored_to.unwrap_or(0))?
     {
         return Err(broken_continuation(
             seq,
-            Corruption::SeqGap { expected: seq, found: seq },
-            &format!(
-                "the journal holds damaged bytes past the records it keeps (segment {}, offset {offset}), not a torn \
-                 write, and no copy holds them",
-                segment.display()
-            ),
+            Corruption::Damaged(Box::new(damaged)),
+            "the journal holds damaged bytes past the records it keeps, not a torn write, and no copy holds them",
         ));
     }
     // A suspect record (intact, decoding, but breaking the chain) is replaced by sled's

@@ -1335,6 +1335,30 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     assert_eq!(std::fs::read(dir.join("cut/1").join(segment(&dir).file_name().unwrap())).unwrap(), original);
     assert_eq!(verify_json(&dir, None).0, 0);
 
+    // The same, with a record continuing sled's (shorter) history after the journal's own
+    // records past sled's end (seqs out of order): which was acknowledged cannot be told —
+    // refused, nothing changed (outside review 46: it was given way with exit 0).
+    let (dir, original, _) = build("own-then-sled");
+    let continuation = {
+        let mut chain = Chain::empty();
+        let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: "forged".into() });
+        chain.seal(genesis, T0, LEDGER).unwrap();
+        chain.seal(event(1), T0 + 1, LEDGER).unwrap();
+        Frame::new(vec![chain.seal(event(2), T0 + 2, LEDGER).unwrap()]).unwrap().bytes().to_vec()
+    };
+    let journal = [original.as_slice(), &continuation].concat();
+    std::fs::write(segment(&dir), &journal).unwrap();
+    with_sled(&dir, |tree| {
+        tree.clear().unwrap();
+        for (seq, f) in forged_frames.iter().enumerate() {
+            tree.insert((seq as u64).to_be_bytes(), f.as_slice()).unwrap();
+        }
+    });
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("continues sled's history after records of the journal's own"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal);
+
     let (dir, original, mut forged) = build("journal-damaged");
     // A damaged record after the journal's two: a copy of its last, one byte flipped.
     let tail = forged_frames.last().unwrap().clone();
