@@ -1227,6 +1227,15 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
             .map(|e| Frame::new(vec![e]).unwrap().bytes().to_vec())
             .collect()
     };
+    // sled holding the forged history instead of the genuine one.
+    let sled_holds_forged = |dir: &std::path::Path| {
+        with_sled(dir, |tree| {
+            tree.clear().unwrap();
+            for (seq, f) in forged_frames.iter().enumerate() {
+                tree.insert((seq as u64).to_be_bytes(), f.as_slice()).unwrap();
+            }
+        });
+    };
     let build = |name: &str| {
         let dir = tmp.path().join(name);
         make_ledger(&dir, 6, 3);
@@ -1323,12 +1332,7 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
 
     let (dir, original, forged) = build("sled-shorter");
     std::fs::write(segment(&dir), &original).unwrap();
-    with_sled(&dir, |tree| {
-        tree.clear().unwrap();
-        for (seq, f) in forged_frames.iter().enumerate() {
-            tree.insert((seq as u64).to_be_bytes(), f.as_slice()).unwrap();
-        }
-    });
+    sled_holds_forged(&dir);
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "sled's shorter history, byte for byte");
@@ -1348,12 +1352,7 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     };
     let journal = [original.as_slice(), &continuation].concat();
     std::fs::write(segment(&dir), &journal).unwrap();
-    with_sled(&dir, |tree| {
-        tree.clear().unwrap();
-        for (seq, f) in forged_frames.iter().enumerate() {
-            tree.insert((seq as u64).to_be_bytes(), f.as_slice()).unwrap();
-        }
-    });
+    sled_holds_forged(&dir);
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("continues sled's history after records of the journal's own"), "{err}");
