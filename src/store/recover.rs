@@ -386,6 +386,40 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
     }
     let tree = trees.map(|(entries, _)| entries);
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
+    // A `--prefer` against the copy a checkpoint names is refused up front (exit 2), whichever
+    // rule would decide (outside reviews 45, 46: exit 1 where only the genesis was re-sealed).
+    if let (Some(prefer), Some(cp), Some(t)) = (options.prefer, options.checkpoint.as_ref(), tree.as_ref()) {
+        let holds =
+            |record: &[u8]| sealed_of(record).iter().any(|e| e.entry.seq == cp.seq && cp.check(e).is_ok());
+        let first = list_segments(&journal)?.into_iter().next().map(|(_, p)| p);
+        // (A journal too large to read whole here is left to the rules that decide.)
+        let in_journal = first
+            .and_then(|p| intact_records_after(&journal, &p, 0).ok())
+            .map(|records| records.iter().any(|(_, r)| holds(r)));
+        let in_sled = t
+            .range(..=key(cp.seq))
+            .keys()
+            .rev()
+            .filter_map(Result::ok)
+            .find(|k| chunk_of(k).is_none())
+            .and_then(|k| key_seq(&k))
+            .map(|first_seq| get_frame(t, first_seq).map_err(OpenError::Sled))
+            .transpose()?
+            .flatten()
+            .is_some_and(|record| holds(&record));
+        let named = match (in_journal, in_sled) {
+            (Some(true), false) => Some(Replica::Journal),
+            (Some(false), true) => Some(Replica::Sled),
+            _ => None,
+        };
+        if let Some(named) = named.filter(|&n| n != prefer && prefer != Replica::Both) {
+            return Err(OpenError::Usage(format!(
+                "--prefer {prefer} contradicts --checkpoint, which names the {named} copy's version of seq {}; give one \
+                 of them (nothing was changed)",
+                cp.seq
+            )));
+        }
+    }
     // A sled whose genesis record is intact but not the journal's belongs to another ledger:
     // it is no evidence for this one (and is rebuilt).
     // (A genesis the journal's entry 1 links to is this ledger's, whatever the journal's own

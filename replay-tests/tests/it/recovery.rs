@@ -1186,7 +1186,22 @@ fn a_disagreeing_genesis_of_this_ledger_is_decided_by_evidence() {
     trim_preallocated(&dir);
     let before = all_entries(&dir);
     let original = std::fs::read(segment(&dir)).unwrap();
-    reseal_genesis(&dir, 0);
+    let resealed = reseal_genesis(&dir, 0);
+    // A `--prefer` against the copy a checkpoint names: refused up front, exit 2, whatever
+    // rule would decide (outside reviews 45, 46: exit 1 here).
+    let sleds = tmp.path().join("sled-genesis.json");
+    std::fs::write(&sleds, Checkpoint::of(&SealedEntry::open(&before[0]).unwrap()).to_json()).unwrap();
+    let (code, _, err) = cli(&[
+        "recover",
+        dir.to_str().unwrap(),
+        "--prefer",
+        "journal",
+        "--checkpoint",
+        sleds.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("contradicts --checkpoint") && err.contains("sled copy's"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), resealed, "nothing was changed");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
@@ -1301,7 +1316,7 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     let (code, _, err) =
         cli(&["recover", d, "--checkpoint", ours_file.to_str().unwrap(), "--prefer", "sled"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("contradicts --checkpoint") && err.contains("journal copy's history"), "{err}");
+    assert!(err.contains("contradicts --checkpoint") && err.contains("journal copy's"), "{err}");
     let (code, out, err) = cli(&["recover", d, "--checkpoint", ours_file.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "the journal's history stands");
