@@ -276,6 +276,11 @@ fn entries_open(record: &[u8]) -> bool {
     entries.len() as u64 == u64::from(header.count) && entries.iter().all(|b| SealedEntry::open(b).is_ok())
 }
 
+/// `e` is the entry right after the one at `to` (its seq and hash): the next seq, linked.
+fn links(e: &SealedEntry, (seq, hash): (u64, ledger_schema::Digest)) -> bool {
+    e.entry.seq == seq + 1 && e.entry.prev == hash
+}
+
 fn sealed_of(record: &[u8]) -> Vec<SealedEntry> {
     open_record(record)
         .ok()
@@ -389,13 +394,10 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
     // A `--prefer` against the copy a checkpoint names is refused up front (exit 2), whichever
     // rule would decide (outside reviews 45, 46: exit 1 where only the genesis was re-sealed).
     if let (Some(prefer), Some(cp), Some(t)) = (options.prefer, options.checkpoint.as_ref(), tree.as_ref()) {
-        let holds =
-            |record: &[u8]| sealed_of(record).iter().any(|e| e.entry.seq == cp.seq && cp.check(e).is_ok());
-        let first = list_segments(&journal)?.into_iter().next().map(|(_, p)| p);
+        let holds = |record: &[u8]| checkpoint_says(cp, &sealed_of(record)) == Some(true);
         // (A journal too large to read whole here is left to the rules that decide.)
-        let in_journal = first
-            .and_then(|p| intact_records_after(&journal, &p, 0).ok())
-            .map(|records| records.iter().any(|(_, r)| holds(r)));
+        let in_journal =
+            every_intact_record(&journal).ok().map(|records| records.iter().any(|(_, r)| holds(r)));
         let in_sled = t
             .range(..=key(cp.seq))
             .keys()
@@ -478,13 +480,12 @@ fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, Op
                 // review 44, P2).
                 let mut theirs: Vec<SealedEntry> =
                     sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
-                let first = list_segments(&journal).ok().and_then(|s| s.into_iter().next()).map(|(_, p)| p);
-                let records = first.map(|p| intact_records_after(&journal, &p, 0)).transpose().ok().flatten();
-                for (_, record) in records.unwrap_or_default() {
+                for (_, record) in every_intact_record(&journal).unwrap_or_default() {
                     let entries = sealed_of(&record);
-                    let chains = entries.first().zip(theirs.last()).is_some_and(|(e, last)| {
-                        e.entry.seq == last.entry.seq + 1 && e.entry.prev == last.hash
-                    });
+                    let chains = entries
+                        .first()
+                        .zip(theirs.last())
+                        .is_some_and(|(e, last)| links(e, (last.entry.seq, last.hash)));
                     if chains {
                         theirs.extend(entries);
                     }
@@ -806,6 +807,14 @@ type Keyed = (u64, Vec<u8>);
 
 /// Every intact record of the journal from `segment` at `from` on (and of every later
 /// segment), resynchronising past damaged bytes. Bounded by [`MAX_RESTORE_BYTES`].
+/// Every intact record of the journal, from its first segment on.
+fn every_intact_record(journal: &Path) -> Result<Vec<Keyed>, OpenError> {
+    match list_segments(journal)?.into_iter().next() {
+        Some((_, first)) => intact_records_after(journal, &first, 0),
+        None => Ok(Vec::new()),
+    }
+}
+
 fn intact_records_after(journal: &Path, segment: &Path, from: u64) -> Result<Vec<Keyed>, OpenError> {
     let mut out = Vec::new();
     let mut total = 0usize;
@@ -909,11 +918,7 @@ fn rewrite_from(
                 // Records continuing sled's history after the journal's own past sled's end
                 // (seqs out of order): which was acknowledged cannot be told (outside review
                 // 46: they were given way with the journal's history, exit 0).
-                if entries
-                    .first()
-                    .zip(tip)
-                    .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash)
-                {
+                if entries.first().zip(tip).is_some_and(|(e, to)| links(e, to)) {
                     return Err(broken_continuation(
                         first_seq,
                         Corruption::CopiesDisagree,
@@ -925,10 +930,7 @@ fn rewrite_from(
                 }
                 continue;
             }
-            let chains = entries
-                .first()
-                .zip(tip)
-                .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash);
+            let chains = entries.first().zip(tip).is_some_and(|(e, to)| links(e, to));
             // A gap after the continuation is damage (a record lost or unreadable), not the
             // other history: refused as any damage no copy can restore (outside review 44,
             // P1: the records after it were moved to cut/ with exit 0).
@@ -947,8 +949,7 @@ fn rewrite_from(
                 // be neither kept whole nor set aside (outside reviews 44, 45).
                 let continues = |e: &SealedEntry| {
                     tip.is_some_and(|(seq, hash)| {
-                        (e.entry.seq == seq && e.hash == hash)
-                            || (e.entry.seq == seq + 1 && e.entry.prev == hash)
+                        (e.entry.seq == seq && e.hash == hash) || links(e, (seq, hash))
                     })
                 };
                 if entries.iter().any(continues) {
@@ -965,10 +966,7 @@ fn rewrite_from(
                 // it) is the other history, given way with everything after it. A record that
                 // continues neither — or breaks a continuation already kept — is a broken
                 // chain no copy can restore.
-                let own = entries
-                    .first()
-                    .zip(own_prev)
-                    .is_some_and(|(e, (seq, hash))| e.entry.seq == seq + 1 && e.entry.prev == hash);
+                let own = entries.first().zip(own_prev).is_some_and(|(e, to)| links(e, to));
                 if !beyond.is_empty() || !own {
                     return Err(broken_continuation(
                         first_seq,
