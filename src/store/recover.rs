@@ -8,7 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use ledger_schema::record::{RecordVersion, check_record, next_intact, open_record};
+use ledger_schema::record::{RecordVersion, check_record, open_record};
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
@@ -724,55 +724,105 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
     let mut within = None;
     let mut next_seq = 0;
     for (i, (_, path)) in segments.into_iter().enumerate() {
-        let mut bytes = Vec::new();
-        File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(io("read", &path))?;
-        let version = RecordVersion::of_segment(&bytes);
-        let mut at = 0usize;
-        while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
-            match check_record(rest) {
-                Ok((header, _)) => {
+        let bytes = read_segment(&path)?;
+        walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
+            match piece {
+                Piece::Record { header, .. } => {
                     if header.last_seq() <= through {
                         // The region before it held seqs sled's history replaces anyway.
                         found = None;
                     }
                     within = None;
-                    next_seq = header.last_seq() + 1;
-                    at += header.record_len();
                 }
-                Err(fault) => {
-                    match ledger_schema::record::classify_tail_as(version, rest, next_seq, i + 1 == count) {
-                        ledger_schema::record::Tail::Damaged { next_intact } => {
-                            let here = Some((
-                                next_seq,
-                                super::DamagedAt {
-                                    segment: path.display().to_string(),
-                                    offset: at as u64,
-                                    fault,
-                                    last_good: next_seq.checked_sub(1),
-                                    next_intact: next_intact.map(|(skip, seq)| ((at + skip) as u64, seq)),
-                                },
-                            ));
-                            // A damaged record whose (checked) header says it ends within
-                            // sled's history holds nothing sled's copy does not replace.
-                            let inside = ledger_schema::record::parse_header_as(version, rest)
-                                .is_ok_and(|h| h.last_seq() <= through);
-                            if next_seq > through {
-                                found = found.or(here);
-                            } else if !inside {
-                                within = within.or(here);
-                            }
-                            match next_intact {
-                                Some((skip, _)) => at += skip,
-                                None => break,
-                            }
-                        }
-                        _ => break,
+                Piece::Damaged { offset, fault, next_intact, header, next_seq } => {
+                    let here = Some((
+                        next_seq,
+                        super::DamagedAt {
+                            segment: path.display().to_string(),
+                            offset: offset as u64,
+                            fault,
+                            last_good: next_seq.checked_sub(1),
+                            next_intact: next_intact.map(|(at, seq)| (at as u64, seq)),
+                        },
+                    ));
+                    // A damaged record whose (checked) header says it ends within sled's
+                    // history holds nothing sled's copy does not replace.
+                    if next_seq > through {
+                        found = found.take().or(here);
+                    } else if header.is_none_or(|h| h.last_seq() > through) {
+                        within = within.take().or(here);
                     }
                 }
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(found.or(within))
+}
+
+/// One piece of a journal segment, in order: an intact record, or a damaged region (its
+/// header, if that alone still checks, and the seq the chain expected there).
+enum Piece<'a> {
+    Record {
+        header: ledger_schema::record::RecordHeader,
+        bytes: &'a [u8],
+    },
+    Damaged {
+        offset: usize,
+        fault: ledger_schema::record::RecordFault,
+        /// Where (in the segment) the next intact record begins, and its first seq.
+        next_intact: Option<(usize, u64)>,
+        header: Option<ledger_schema::record::RecordHeader>,
+        next_seq: u64,
+    },
+}
+
+/// Walks a segment's `bytes` from `from`: every intact record, and every damaged region —
+/// skipped to the next intact record — under the segment format's torn-tail rule (a torn
+/// write or unwritten space at the end ends the walk). `next_seq` carries the chain's
+/// next seq across segments.
+fn walk_segment(
+    bytes: &[u8],
+    from: usize,
+    is_last: bool,
+    next_seq: &mut u64,
+    mut on: impl FnMut(Piece<'_>) -> Result<(), OpenError>,
+) -> Result<(), OpenError> {
+    let version = RecordVersion::of_segment(bytes);
+    let mut at = from;
+    while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
+        match check_record(rest) {
+            Ok((header, _)) => {
+                let len = header.record_len();
+                *next_seq = header.last_seq() + 1;
+                on(Piece::Record { header, bytes: rest.get(..len).unwrap_or_default() })?;
+                at += len;
+            }
+            Err(fault) => match ledger_schema::record::classify_tail_as(version, rest, *next_seq, is_last) {
+                ledger_schema::record::Tail::Damaged { next_intact } => {
+                    on(Piece::Damaged {
+                        offset: at,
+                        fault,
+                        next_intact: next_intact.map(|(skip, seq)| (at + skip, seq)),
+                        header: ledger_schema::record::parse_header_as(version, rest).ok(),
+                        next_seq: *next_seq,
+                    })?;
+                    match next_intact {
+                        Some((skip, _)) => at += skip,
+                        None => break,
+                    }
+                }
+                _ => break,
+            },
+        }
+    }
+    Ok(())
+}
+
+fn read_segment(path: &Path) -> Result<Vec<u8>, OpenError> {
+    let mut bytes = Vec::new();
+    File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(io("read", path))?;
+    Ok(bytes)
 }
 
 /// Where the journal stops being trusted, and the chain just before it.
@@ -818,29 +868,26 @@ fn every_intact_record(journal: &Path) -> Result<Vec<Keyed>, OpenError> {
 fn intact_records_after(journal: &Path, segment: &Path, from: u64) -> Result<Vec<Keyed>, OpenError> {
     let mut out = Vec::new();
     let mut total = 0usize;
-    for (_, path) in list_segments(journal)?.into_iter().filter(|(_, p)| p.file_name() >= segment.file_name())
-    {
-        let start = if path == segment { from } else { 0 };
-        let mut bytes = Vec::new();
-        File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(io("read", &path))?;
-        let mut at = usize::try_from(start).unwrap_or(usize::MAX);
-        while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
-            match check_record(rest) {
-                Ok((header, _)) => {
-                    let len = header.record_len();
-                    total += len;
-                    if total > MAX_RESTORE_BYTES {
-                        return Err(OpenError::RestoreTooLarge { max: MAX_RESTORE_BYTES });
-                    }
-                    out.push((header.first_seq, rest.get(..len).unwrap_or_default().to_vec()));
-                    at += len;
+    let segments: Vec<PathBuf> = list_segments(journal)?
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| p.file_name() >= segment.file_name())
+        .collect();
+    let count = segments.len();
+    let mut next_seq = 0;
+    for (i, path) in segments.into_iter().enumerate() {
+        let start = if path == segment { usize::try_from(from).unwrap_or(usize::MAX) } else { 0 };
+        let bytes = read_segment(&path)?;
+        walk_segment(&bytes, start, i + 1 == count, &mut next_seq, |piece| {
+            if let Piece::Record { header, bytes } = piece {
+                total += bytes.len();
+                if total > MAX_RESTORE_BYTES {
+                    return Err(OpenError::RestoreTooLarge { max: MAX_RESTORE_BYTES });
                 }
-                Err(_) => match next_intact(rest) {
-                    Some((skip, _)) => at += skip,
-                    None => break,
-                },
+                out.push((header.first_seq, bytes.to_vec()));
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(out)
 }
