@@ -513,17 +513,21 @@ fn durable_sources(
     }
     // Per question, the decision that stands: the latest (a later one supersedes it only
     // across a goal revision: `DecisionConflict`). An earlier one is an omission.
-    let mut standing: BTreeMap<String, (u64, Id)> = BTreeMap::new();
-    for (id, d) in state.human_decisions.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
-        let latest = standing.entry(crate::runtime::question_key(&d.question)).or_insert((d.seq, *id));
+    let decisions: Vec<(&Id, &crate::runtime::state::HumanDecisionState, String)> = state
+        .human_decisions
+        .iter()
+        .filter(|(_, x)| x.goal_id == b.goal_id)
+        .map(|(id, d)| (id, d, crate::runtime::question_key(&d.question)))
+        .collect();
+    let mut standing: BTreeMap<&str, (u64, Id)> = BTreeMap::new();
+    for (id, d, key) in &decisions {
+        let latest = standing.entry(key.as_str()).or_insert((d.seq, **id));
         if d.seq > latest.0 {
-            *latest = (d.seq, *id);
+            *latest = (d.seq, **id);
         }
     }
-    for (id, d) in state.human_decisions.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
-        if let Some(&(_, newer)) =
-            standing.get(&crate::runtime::question_key(&d.question)).filter(|(seq, _)| *seq != d.seq)
-        {
+    for &(id, d, ref key) in &decisions {
+        if let Some(&(_, newer)) = standing.get(key.as_str()).filter(|(seq, _)| *seq != d.seq) {
             omissions.push(OmissionDecision {
                 source_ref: id_ref("humanDecision/", *id),
                 rule: "freshness.decisionSuperseded".to_owned(),
