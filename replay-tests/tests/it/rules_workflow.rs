@@ -141,11 +141,16 @@ fn final_verify_steps_back_to_evidence_build_before_a_verdict() {
             reasons: vec!["decided".into()],
         })
     };
+    // A world in FINAL_VERIFY over generation 0x80 with one check (0x90) of `result`.
+    let verifying = |result| {
+        let mut w = World::at(Stage::Frozen);
+        w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
+        w.with(|s| s.evidence(0x90, 0x80, result, "first check")).unwrap();
+        w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+        w
+    };
     // A runner error: re-run after the step back, then decided.
-    let mut w = World::at(Stage::Frozen);
-    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
-    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Error, "runner crashed")).unwrap();
-    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    let mut w = verifying(CheckResult::Error);
     w.refused(decide(Verdict::RejectRepairable, 0xa5), Rule::RunnerError);
     w.refused(advance(Phase::Implement, version(&w) + 1), Rule::PhaseTransition);
     w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
@@ -153,10 +158,7 @@ fn final_verify_steps_back_to_evidence_build_before_a_verdict() {
     w.ok(advance(Phase::FinalVerify, version(&w) + 1));
     w.ok(decide(Verdict::Accept, 0xa5));
     // An obligation recorded in FINAL_VERIFY: checked after the step back.
-    let mut w = World::at(Stage::Frozen);
-    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
-    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Pass, "passed")).unwrap();
-    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    let mut w = verifying(CheckResult::Pass);
     w.ok(Command::RecordObligation(RecordObligation {
         obligation_id: lid(0x47),
         goal_id: lid(GOAL),
@@ -182,10 +184,7 @@ fn final_verify_steps_back_to_evidence_build_before_a_verdict() {
     w.ok(advance(Phase::FinalVerify, version(&w) + 1));
     w.ok(decide(Verdict::RejectRepairable, 0xa5));
     // After a verdict the generation is judged: no step back.
-    let mut w = World::at(Stage::Frozen);
-    w.ok(advance(Phase::EvidenceBuild, version(&w) + 1));
-    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
-    w.ok(advance(Phase::FinalVerify, version(&w) + 1));
+    let mut w = verifying(CheckResult::Fail);
     w.ok(decide(Verdict::RejectRepairable, 0xa5));
     let err = w.fails(advance(Phase::EvidenceBuild, version(&w) + 1));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PhaseTransition), "{err}");
