@@ -586,6 +586,16 @@ pub fn events() -> Vec<(&'static str, Event)> {
             d.decision_digest = d.computed_digest();
             Event::AcceptanceDecided(Box::new(d))
         }),
+        // The optional `invalidatedBy` key (2026-12-05, fourteenth session), appended.
+        (
+            "fact_invalidated_by_a_human",
+            Event::FactInvalidated(FactInvalidated {
+                fact_id: id(61),
+                revision: 1,
+                reason: s("a human withdrew it"),
+                invalidated_by: Some(s("human:alice")),
+            }),
+        ),
     ]
 }
 
