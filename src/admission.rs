@@ -191,12 +191,12 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::AttemptStarted(e) = &entry.event {
         started_on = compiler_not_older(registry, state, e)?;
         let compiled = recompile_with(registry, state, e)?;
-        if compiled.manifest != e.manifest || compiled.manifest_digest != e.manifest_digest {
+        if compiled.manifest != e.manifest || compiled.manifest_digest() != e.manifest_digest {
             return Err(Refusal::ManifestMismatch(Box::new(ManifestMismatch {
                 attempt: e.attempt_id,
                 recorded: e.manifest_digest,
                 recorded_body: e.manifest.digest(),
-                compiled: compiled.manifest_digest,
+                compiled: compiled.manifest_digest(),
             })));
         }
     }
@@ -341,7 +341,7 @@ fn staleness_of(
         // not confirmed; a source the phase or its budget leaves out) changes no bound
         // input (seed: "selected confirmed Fact revision"; outside review 22).
         Ok(compiled) if compiled.manifest.package_digest == recorded.package_digest => None,
-        Ok(compiled) => Some(Stale::Differs(compiled.manifest_digest)),
+        Ok(compiled) => Some(Stale::Differs(compiled.manifest_digest())),
         Err(error) => Some(Stale::Uncompilable(error)),
     })
 }
@@ -431,7 +431,7 @@ fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Re
         worker_session_id: c.worker_session_id,
         thread: c.thread,
         generation_id: binding.generation.map(|g| g.0),
-        manifest_digest: compiled.manifest_digest,
+        manifest_digest: compiled.manifest_digest(),
         manifest: compiled.manifest,
         selection_receipt: c.selection_receipt,
     })))

@@ -916,7 +916,7 @@ fn compile(
             json!({
                 "attemptId": id, "seq": found.seq, "phase": found.compiled.manifest.phase,
                 "packageDigest": found.compiled.manifest.package_digest,
-                "manifestDigest": found.compiled.manifest_digest,
+                "manifestDigest": found.compiled.manifest_digest(),
                 "recordedManifestDigest": found.recorded_manifest_digest,
                 "matchesRecorded": found.matches_recorded,
                 "dispatched": found.dispatched,
@@ -942,7 +942,8 @@ fn compile(
             code: EXIT_VERIFY_FAILED,
             message: format!(
                 "attempt {id}: the recompiled manifest {} differs from the recorded {}",
-                found.compiled.manifest_digest, found.recorded_manifest_digest
+                found.compiled.manifest_digest(),
+                found.recorded_manifest_digest
             ),
         })
     }

@@ -147,7 +147,7 @@ fn selections(dir: &Path) -> Result<Vec<String>, Failure> {
         lid(SELECTION_ATTEMPT),
         skills.len(),
         proposed.selected_ids.join(", "),
-        found.compiled.manifest_digest,
+        found.compiled.manifest_digest(),
         found.compiled.manifest.compiler_version
     ));
     Ok(lines)
@@ -286,7 +286,7 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
             "recompiled the repair attempt's context from the ledger alone: package {} (schema {}), manifest {} = recorded",
             again.compiled.manifest.package_digest,
             again.compiled.package.schema_version,
-            again.compiled.manifest_digest
+            again.compiled.manifest_digest()
         ),
     )?;
 

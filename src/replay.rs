@@ -298,7 +298,7 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
         {
             let compiled = admission::recompile(&state, a).map_err(inadmissible)?;
             let matches_recorded =
-                compiled.manifest == a.manifest && compiled.manifest_digest == a.manifest_digest;
+                compiled.manifest == a.manifest && compiled.manifest_digest() == a.manifest_digest;
             found = Some(Recompiled {
                 seq,
                 compiled,

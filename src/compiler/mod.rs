@@ -124,10 +124,15 @@ pub struct Compiled {
     /// The canonical package bytes: the exact dispatch payload.
     pub package_bytes: Vec<u8>,
     pub manifest: ContextManifest,
-    pub manifest_digest: Digest,
 }
 
 impl Compiled {
+    /// The manifest's digest, computed when asked: a currency proof compares package
+    /// digests only, and hashing the manifest was a third of a compile.
+    pub fn manifest_digest(&self) -> Digest {
+        self.manifest.digest()
+    }
+
     /// The worker-facing Markdown rendering of the package, by the released compiler its
     /// manifest names (each version keeps its own rendering). A package of a compiler
     /// this build does not release (a test registry's) gets the trait's default rendering.

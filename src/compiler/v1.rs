@@ -453,8 +453,7 @@ fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileError> 
         omission_decisions: omissions,
         package_digest: Digest::of(DigestKind::Package, &package_bytes),
     };
-    let manifest_digest = manifest.digest();
-    Ok(Compiled { package, package_bytes, manifest, manifest_digest })
+    Ok(Compiled { package, package_bytes, manifest })
 }
 
 type RepairParts = (RepairContext, Vec<Item>, Option<Feedback>, Vec<OmissionDecision>);

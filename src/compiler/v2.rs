@@ -1035,8 +1035,7 @@ fn render_and_hash(
         omission_decisions: omissions,
         package_digest: Digest::of(DigestKind::Package, &package_bytes),
     };
-    let manifest_digest = manifest.digest();
-    Compiled { package, package_bytes, manifest, manifest_digest }
+    Compiled { package, package_bytes, manifest }
 }
 
 #[cfg(test)]

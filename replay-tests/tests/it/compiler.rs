@@ -36,7 +36,7 @@ fn identical_inputs_give_identical_manifests() {
     let three = compile(b.ledger.state(), &binding(&b, 0x60, 0x61)).unwrap();
     assert_eq!(one, two);
     assert_eq!(one.package_bytes, three.package_bytes);
-    assert_eq!(one.manifest_digest, three.manifest_digest);
+    assert_eq!(one.manifest_digest(), three.manifest_digest());
     assert_eq!(one.markdown(), three.markdown());
 }
 
@@ -54,7 +54,7 @@ fn changed_identity_changes_the_manifest() {
     })
     .unwrap();
     let plan = compile(w.ledger.state(), &binding(&w, 0x62, 0x63)).unwrap();
-    assert_ne!(before.manifest_digest, plan.manifest_digest);
+    assert_ne!(before.manifest_digest(), plan.manifest_digest());
     assert_eq!(plan.manifest.phase, Phase::Plan);
     w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
     let stale = attempt_binding(
@@ -75,7 +75,7 @@ fn changed_identity_changes_the_manifest() {
     other.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(0x15), bundle: bundle.clone() }));
     b.policy = ledger_schema::types::Binding { id: lid(0x15), digest: bundle.digest() };
     let changed = compile(other.ledger.state(), &b).unwrap();
-    assert_ne!(changed.manifest_digest, before.manifest_digest);
+    assert_ne!(changed.manifest_digest(), before.manifest_digest());
 }
 
 /// PROPOSED (and invalidated) facts never appear as confirmed: they are omitted, with
@@ -320,7 +320,7 @@ fn digests_bind_the_exact_bytes() {
         c.manifest.package_digest,
         ledger_schema::Digest::of(ledger_schema::DigestKind::Package, &c.package_bytes)
     );
-    assert_eq!(c.manifest_digest, c.manifest.digest());
+    assert_eq!(c.manifest_digest(), c.manifest.digest());
     assert!(ledger_schema::codec::check_canonical(&c.package_bytes).is_ok());
     let decoded: ledger_schema::package::ContextPackage =
         ledger_schema::codec::decode(&c.package_bytes, ledger_schema::codec::MAX_FRAME_BYTES).unwrap();

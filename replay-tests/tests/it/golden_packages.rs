@@ -213,7 +213,7 @@ fn v1_now(cases: &[Case]) -> serde_json::Value {
                 "phase": c.attempt.phase,
                 "schemaVersion": compiled.package.schema_version,
                 "packageDigest": compiled.manifest.package_digest,
-                "manifestDigest": compiled.manifest_digest,
+                "manifestDigest": compiled.manifest_digest(),
                 "packageHex": hex(&compiled.package_bytes),
             })
         })
@@ -228,7 +228,7 @@ fn golden_attempt(attempt: &AttemptStarted, compiled: &Compiled) -> serde_json::
         "phase": attempt.phase,
         "schemaVersion": compiled.package.schema_version,
         "packageDigest": compiled.manifest.package_digest,
-        "manifestDigest": compiled.manifest_digest,
+        "manifestDigest": compiled.manifest_digest(),
         "packageHex": hex(&compiled.package_bytes),
         "manifestHex": hex(&codec::encode(&compiled.manifest)),
         "markdown": compiled.markdown(),

@@ -308,7 +308,7 @@ fn an_attempt_carries_its_selection_as_advisory_project_material() {
         cli(&["compile", w.dir().to_str().unwrap(), "--attempt", &lid(0x60).to_string(), "--json"]);
     assert_eq!(code, 0, "{err}");
     let shown: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(shown["manifestDigest"].as_str().unwrap(), c.manifest_digest.to_string());
+    assert_eq!(shown["manifestDigest"].as_str().unwrap(), c.manifest_digest().to_string());
     assert_eq!(shown["packageDigest"].as_str().unwrap(), c.manifest.package_digest.to_string());
     // Another process re-derives the same package bytes.
     let bytes_file = w.s.tmp.path().join("child-package.cbor");
