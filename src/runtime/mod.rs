@@ -170,6 +170,8 @@ pub enum Rule {
     CompactionMode,
     /// A compaction opens (COMPACTION_STARTED) and closes (COMPACTION_COMPLETED) in turn, and no result event is admitted while one is open: its turn is maintenance, not a completion request.
     CompactionOrder,
+    /// A compaction lifecycle worker event carries no text and no items: private reasoning and opaque compaction state never enter the ledger.
+    CompactionPayload,
     /// A source registry snapshot is well formed, closed and its digests are its digests.
     SourceRegistry,
     /// Profile revisions go strictly +1; mode and rollback change only what they name.

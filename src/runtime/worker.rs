@@ -184,6 +184,19 @@ fn check_delivery(
         Rule::MissingDispatchClaim,
         "the attempt has no dispatch claim (a control-plane error, not the worker's)"
     );
+    // A compaction event is a lifecycle observation and nothing more (seed 000: CodeClosure
+    // "does not require a human-readable compaction payload", and private reasoning and
+    // opaque compaction state "MUST NOT be copied into" the Store; outside review 47).
+    if matches!(payload.kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted) {
+        ensure!(
+            payload.text.is_empty() && payload.items.is_empty(),
+            Rule::CompactionPayload,
+            "a {} event is a lifecycle observation: its text is empty and it has no items (private \
+             reasoning and opaque compaction state never enter the ledger)",
+            wire(&payload.kind)
+        );
+        return Ok(());
+    }
     super::payload_text("payload text", &payload.text)?;
     ensure!(
         payload.items.len() <= super::MAX_ITEMS,

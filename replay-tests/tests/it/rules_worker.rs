@@ -286,7 +286,7 @@ fn result_kind_event_outside_its_phase() {
             attempt_id: lid(0x64),
             worker_event_id: lid(id),
             manifest_digest: m,
-            payload: payload(kind, 1, "work"),
+            payload: payload(kind, 1, ""),
         })
     };
     w.refused(event(K::Proposals, 0x73), Rule::ResultKind);
@@ -518,9 +518,9 @@ fn compaction_disabled_refuses_compaction_events() {
     }));
     w.with(|s| s.claim(lid(0x60))).unwrap();
     for kind in [WorkerEventKind::CompactionStarted, WorkerEventKind::CompactionCompleted] {
-        let c = deliver(&w, 0x70, payload(kind, 1, "compacting"));
+        let c = deliver(&w, 0x70, payload(kind, 1, ""));
         w.refused(c, Rule::CompactionMode);
-        let p = payload(kind, 1, "compacting");
+        let p = payload(kind, 1, "");
         let forged = WorkerEventAdmitted {
             attempt_id: lid(0x60),
             worker_event_id: lid(0x71),
@@ -534,9 +534,9 @@ fn compaction_disabled_refuses_compaction_events() {
     w.ok(c);
     // The MANUAL profile of the setup workflow admits them.
     let mut w = world(true);
-    let c = deliver(&w, 0x70, payload(WorkerEventKind::CompactionStarted, 1, "compacting"));
+    let c = deliver(&w, 0x70, payload(WorkerEventKind::CompactionStarted, 1, ""));
     assert_eq!(w.ok(c).ignored, None);
-    let c = deliver(&w, 0x71, payload(WorkerEventKind::CompactionCompleted, 2, "compacted"));
+    let c = deliver(&w, 0x71, payload(WorkerEventKind::CompactionCompleted, 2, ""));
     assert_eq!(w.ok(c).ignored, None);
 }
 
@@ -549,16 +549,47 @@ fn compaction_disabled_refuses_compaction_events() {
 fn compaction_events_come_in_order() {
     use WorkerEventKind::{CompactionCompleted, CompactionStarted, Proposals};
     let mut w = world(true);
-    w.refused(deliver(&w, 0x70, payload(CompactionCompleted, 1, "compacted")), Rule::CompactionOrder);
-    w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "compacting")));
+    w.refused(deliver(&w, 0x70, payload(CompactionCompleted, 1, "")), Rule::CompactionOrder);
+    w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "")));
     assert!(w.ledger.state().attempts[&lid(0x60)].compacting);
-    w.refused(deliver(&w, 0x72, payload(CompactionStarted, 2, "again")), Rule::CompactionOrder);
+    w.refused(deliver(&w, 0x72, payload(CompactionStarted, 2, "")), Rule::CompactionOrder);
     w.refused(deliver(&w, 0x73, payload(Proposals, 3, "the turn ended")), Rule::CompactionOrder);
     w.ok(deliver(&w, 0x74, progress("turn progress")));
-    w.ok(deliver(&w, 0x75, payload(CompactionCompleted, 4, "compacted")));
+    w.ok(deliver(&w, 0x75, payload(CompactionCompleted, 4, "")));
     assert!(!w.ledger.state().attempts[&lid(0x60)].compacting);
-    w.refused(deliver(&w, 0x76, payload(CompactionCompleted, 5, "again")), Rule::CompactionOrder);
+    w.refused(deliver(&w, 0x76, payload(CompactionCompleted, 5, "")), Rule::CompactionOrder);
     assert_eq!(w.ok(deliver(&w, 0x77, payload(Proposals, 6, "the proposals"))).ignored, None);
+}
+
+/// A compaction event is a lifecycle observation (outside review 47; seed 000: CodeClosure
+/// "does not require a human-readable compaction payload", and private reasoning and opaque
+/// compaction state "MUST NOT be copied into" the Store): its text empty and no items, or
+/// it is refused (`CompactionPayload`) writing nothing — a forged admission too — and no
+/// text of it reaches the ledger; an empty one is admitted. Other kinds still need text.
+#[test]
+fn compaction_events_carry_no_payload() {
+    use WorkerEventKind::{CompactionCompleted, CompactionStarted};
+    let mut w = world(true);
+    let mut with_items = payload(CompactionStarted, 1, "");
+    with_items.items = vec!["hidden chain of thought, step 1".into()];
+    for p in [payload(CompactionStarted, 1, "SUMMARY OF PRIVATE REASONING"), with_items] {
+        w.refused(deliver(&w, 0x70, p.clone()), Rule::CompactionPayload);
+        let forged = WorkerEventAdmitted {
+            attempt_id: lid(0x60),
+            worker_event_id: lid(0x70),
+            manifest_digest: manifest(&w),
+            payload_digest: p.digest(),
+            payload: p,
+        };
+        w.forged(Event::WorkerEventAdmitted(forged), Rule::CompactionPayload);
+    }
+    w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "")));
+    w.refused(
+        deliver(&w, 0x72, payload(CompactionCompleted, 2, "opaque state=eyJhbGciOi")),
+        Rule::CompactionPayload,
+    );
+    w.ok(deliver(&w, 0x72, payload(CompactionCompleted, 2, "")));
+    w.refused(deliver(&w, 0x73, progress("")), Rule::OutOfBounds);
 }
 
 /// The terminal event ends the stream: a later event of another id — progress, or a second,
