@@ -188,10 +188,12 @@ fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
 }
 
 /// A question as two decisions are compared: invisible characters dropped, blanks collapsed
-/// and trimmed, case folded, punctuation at either end dropped — so a byte-order mark, a
-/// soft hyphen, a double space, a capital or a missing `?` does not make the same visible
-/// question a new one. (Unicode normalisation forms
-/// are not folded: a precomposed and a decomposed accent still differ.)
+/// and trimmed, case folded, the sentence's own marks at its ends dropped (`?`, `!`, `.`,
+/// `…` and their full-width and Arabic forms at the end, `¿` and `¡` at the start) — so a
+/// byte-order mark, a soft hyphen, a double space, a capital or a missing `?` does not make
+/// the same visible question a new one. Other punctuation at an end is a word's (`C++`,
+/// `C#`, `5%`, `parse()`: outside review 47) and is kept. (Unicode normalisation forms are
+/// not folded: a precomposed and a decomposed accent still differ.)
 pub fn question_key(question: &str) -> String {
     let mut key = String::with_capacity(question.len());
     for word in question.split(char::is_whitespace) {
@@ -204,10 +206,11 @@ pub fn question_key(question: &str) -> String {
             key.push_str(&word);
         }
     }
-    // Punctuation at either end does not make another question ("…enum" and "…enum?",
-    // "¿…?": outside review 44).
-    let edge = |c: char| c.is_ascii_punctuation() || "？！。…؟¿¡".contains(c);
-    key.trim_matches(edge).trim().to_owned()
+    // A sentence's closing or opening mark does not make another question ("…enum" and
+    // "…enum?", "¿…?": outside review 44); a word's punctuation does ("C++?", "C?": 47).
+    let closing = |c: char| "?!.…？！。؟".contains(c) || c.is_whitespace();
+    let opening = |c: char| "¿¡".contains(c) || c.is_whitespace();
+    key.trim_end_matches(closing).trim_start_matches(opening).to_owned()
 }
 
 /// The prefix of a human principal (`human:alice`).

@@ -293,6 +293,26 @@ fn a_goal_has_one_decision_per_question() {
     let redelivered = w.ok(decision(0x5C, GOAL, question, "human:alice"));
     assert!(redelivered.duplicate);
     w.ok(decision(0x5E, GOAL, "May parse() allocate on the heap?", "human:alice"));
+    // A word's punctuation at an end is part of the question (outside review 47: each
+    // second question was refused as the first).
+    for (i, (first, second)) in [
+        ("Should we target C++?", "Should we target C?"),
+        ("Support C#?", "Support C?"),
+        ("Is the limit 5%?", "Is the limit 5?"),
+        ("Rename parse()?", "Rename parse?"),
+        ("Is 'x' the name?", "Is 'x' the name!"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = 0x70 + 2 * i as u128;
+        w.ok(decision(id, GOAL, first, "human:alice"));
+        if i < 4 {
+            w.ok(decision(id + 1, GOAL, second, "human:alice"));
+        } else {
+            w.refused(decision(id + 1, GOAL, second, "human:alice"), Rule::DecisionConflict);
+        }
+    }
     w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x5F), content: goal_content() }));
     w.ok(decision(0x60, 0x5F, question, "human:alice"));
 }
