@@ -314,7 +314,8 @@ fn binding_now(state: &State, attempt_id: Id, status: AttemptStatus) -> Option<A
 /// - FRESH: a Worker Session no Attempt of this ledger has used;
 /// - RESUME: only when the bound profile's policy for this start is RESUME (`repairThread`
 ///   for the first Attempt on a repair generation, `attemptThread` otherwise), continuing
-///   the session of the workflow's previous Attempt, which must have finished (after a
+///   the session of the workflow's previous Attempt that ran (one cancelled before its
+///   dispatch did not), which must have finished (after a
 ///   failure, a cancellation or a restart the replacement is FRESH) in the same phase and
 ///   workflow version (no continuation across a phase boundary, except into the repair
 ///   generation when `repairThread` is RESUME).
@@ -340,7 +341,17 @@ fn check_thread(
         }
         ThreadChoice::Resume => {
             let profile = get(&state.profiles, wf.profile.id, "profile")?;
-            let previous = wf.last_attempt.and_then(|id| state.attempts.get(&id).map(|a| (id, a)));
+            // The workflow's previous Attempt that ran: one cancelled before its dispatch
+            // reached no worker and touched no Thread (as `CandidateWork` counts it; outside
+            // review 47: a RESUME whose claim went stale, cancelled, left the Thread it
+            // resumed unresumable).
+            let never_ran = AttemptStatus::Cancelled { interrupted: false };
+            let previous = state
+                .attempts
+                .iter()
+                .filter(|(_, a)| a.workflow_id == c.workflow_id && a.status != never_ran)
+                .max_by_key(|(_, a)| a.seq)
+                .map(|(id, a)| (*id, a));
             let Some((previous_id, previous)) = previous else {
                 return Err(super::violation(
                     Rule::ThreadPolicy,

@@ -400,8 +400,9 @@ fn thread_policy_fresh_profile() {
 }
 
 /// Under a profile with attemptThread RESUME: RESUME continues the previous Attempt's
-/// session after it finished in the same phase; it is refused with another session, after
-/// a failure or a cancellation (the replacement is FRESH), and across a phase boundary.
+/// session after it finished in the same phase — an Attempt cancelled before its dispatch
+/// in between never ran and does not count; it is refused with another session, after a
+/// failure or a cancellation (the replacement is FRESH), and across a phase boundary.
 #[test]
 fn thread_policy_resume_profile() {
     let mut w = World::at(Stage::Setup);
@@ -435,7 +436,15 @@ fn thread_policy_resume_profile() {
     .unwrap();
     w.refused(on(0x62, 0x63, ThreadChoice::Resume), Rule::ThreadPolicy); // another session
     w.ok(on(0x62, 0x61, ThreadChoice::Resume));
-    w.ok(Command::FailAttempt(FailAttempt { attempt_id: lid(0x62), reason: "the worker crashed".into() }));
+    // Cancelled before its dispatch, 0x62 never ran: the Thread of 0x60 may still be resumed
+    // (outside review 47: it was refused as "did not finish").
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x62),
+        workflow_version: 1,
+        reason: "its claim went stale".into(),
+    }));
+    w.ok(on(0x68, 0x61, ThreadChoice::Resume));
+    w.ok(Command::FailAttempt(FailAttempt { attempt_id: lid(0x68), reason: "the worker crashed".into() }));
     w.refused(on(0x64, 0x61, ThreadChoice::Resume), Rule::ThreadPolicy); // after a failure
     w.ok(on(0x64, 0x65, ThreadChoice::Fresh));
     w.with(|s| {
