@@ -137,6 +137,10 @@ pub enum ProfileCommand {
         dir: PathBuf,
         #[arg(value_enum)]
         mode: ModeArg,
+        /// The configured state root, checked (the generation stays where it is; another
+        /// root is refused).
+        #[arg(long, value_name = "ABS")]
+        state_root: Option<PathBuf>,
         #[arg(long, value_name = "N")]
         expected_revision: u32,
         #[arg(long)]
@@ -257,8 +261,9 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), F
             let st = profiles::status(&dir, state_root.as_deref()).map_err(failure)?;
             report(out, &st, json)
         }
-        ProfileCommand::Mode { dir, mode, expected_revision, json } => {
-            let st = profiles::mode(&dir, mode.into(), expected_revision).map_err(failure)?;
+        ProfileCommand::Mode { dir, mode, state_root, expected_revision, json } => {
+            let st = profiles::mode(&dir, mode.into(), expected_revision, state_root.as_deref())
+                .map_err(failure)?;
             report(out, &st, json)
         }
         ProfileCommand::Rollback { dir, state_root, expected_revision, json } => {

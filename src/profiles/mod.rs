@@ -502,12 +502,18 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
 
 /// `profile mode`: the same plan under another selection mode, as a new revision (no
 /// generation changes; the same mode is a no-op).
-pub fn mode(dir: &Path, mode: SelectionMode, expected: u32) -> Result<ProfileStatus, ProfileError> {
+pub fn mode(
+    dir: &Path,
+    mode: SelectionMode,
+    expected: u32,
+    root: Option<&Path>,
+) -> Result<ProfileStatus, ProfileError> {
     // As `set` requires (outside review 27: `mode` recorded a revision over an interrupted
     // transaction, which `recover` then rolled back instead of forward, and over a tampered
     // or deleted generation): the configured state root verifies as `status` verifies it,
-    // and holds no interrupted transaction.
-    let checked = status(dir, None)?;
+    // and holds no interrupted transaction. A state root given (seed 003's `profile mode …
+    // --state-root`) must be the configured one, as for `status`.
+    let checked = status(dir, root)?;
     if checked.recovery_required {
         let root = checked.state_root.unwrap_or_default();
         return Err(GenerationError::RecoveryRequired(scan::shown(&root)).into());

@@ -754,7 +754,11 @@ pub fn decide_new<E: From<Rejection>>(
             // after that, exactly as admission will re-derive it.
             let cancel = restart_cancellation(c);
             let mut after = state.clone();
-            fold_pending(&mut after, &cancel).map_err(Rejection::from)?;
+            fold_pending(&mut after, &cancel).map_err(|mut v| {
+                // Said as the restart it is (outside review 47: it read "cancel for …").
+                v.detail = format!("restartAttempt cancels attempt {} first: {}", c.attempt_id, v.detail);
+                Rejection::from(v)
+            })?;
             // The replacement carries the interrupted Attempt's task selection, if any
             // (refused if that selection is no longer current: start a new Attempt).
             let interrupted = after.attempts.get(&c.attempt_id);

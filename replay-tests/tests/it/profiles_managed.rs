@@ -96,7 +96,21 @@ fn same_selection_is_a_noop_other_selection_a_new_revision() {
     assert_eq!(other["revision"], 2);
     assert_eq!(other["generationDigest"], first["generationDigest"]);
     assert_ne!(other["planDigest"], first["planDigest"]);
-    let m = ok(s.run(&["profile", "mode"], &["auto", "--expected-revision", "2", "--json"]));
+    // Seed 003's form, `profile mode … --state-root ROOT` (outside review 47: refused as an
+    // unexpected argument): the configured root is checked, another refused writing nothing.
+    let other = s.tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (code, _, err) = s.run(
+        &["profile", "mode"],
+        &["auto", "--state-root", other.to_str().unwrap(), "--expected-revision", "2"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("configured state root is"), "{err}");
+    let m = ok(s.run(
+        &["profile", "mode"],
+        &["auto", "--state-root", root.to_str().unwrap(), "--expected-revision", "2", "--json"],
+    ));
     assert_eq!(m["revision"], 3);
     assert_eq!(m["selectionMode"], "auto");
     assert_eq!(m["generationDigest"], first["generationDigest"]);

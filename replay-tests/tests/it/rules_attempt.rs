@@ -624,6 +624,8 @@ fn restart_attempt() {
     w.refused(restart(0x66, 0x65, 3), Rule::ThreadPolicy);
     w.refused(restart(0x66, 0x61, 3), Rule::ThreadPolicy);
     w.refused(restart(0x66, 0x67, 2), Rule::StaleWorkflowVersion);
+    let err = w.fails(restart(0x66, 0x67, 2)).to_string();
+    assert!(err.contains("restartAttempt cancels attempt"), "said as a restart (outside review 47): {err}");
     let head = w.ledger.store().head().seq;
     let receipt = w.ok(restart(0x66, 0x67, 3));
     assert_eq!(receipt.seq, head + 2, "two entries: the interruption and the replacement");
