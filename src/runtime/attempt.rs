@@ -396,7 +396,9 @@ fn check_thread(
                 previous.worker_session_id,
                 c.worker_session_id
             );
-            if let Some(withdrawn) = withdrawn_since(state, wf.goal_id, previous.workflow_id, previous.seq) {
+            let withdrawn = withdrawn_since(state, wf.goal_id, previous.workflow_id, previous.seq)
+                .or_else(|| selection_withdrawn(state, previous.selection_receipt));
+            if let Some(withdrawn) = withdrawn {
                 return Err(super::violation(
                     Rule::ThreadPolicy,
                     format!(
@@ -450,6 +452,39 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
             b.workflow_id == workflow && b.seq < since && b.resolved_seq.is_some_and(|at| at > since)
         })
         .map(|(id, _)| format!("blocker {id}, resolved"))
+}
+
+/// What of the task selection `receipt` (the skills a resumed Thread was given) has been
+/// withdrawn since: a selected skill now excluded by the configured profile, or a loaded
+/// resource no longer in the registry with the bytes it loaded (outside review 47: a
+/// RESUME after `profile set --exclude` left the excluded skill's instructions in the
+/// Thread while the new manifest showed no skill). A selection that was current when the
+/// Attempt started held no excluded skill, so an exclusion now is one made since. A
+/// profile change that withdraws nothing (a mode, another plan) does not refuse it: seed
+/// 003 keeps an existing session's context.
+fn selection_withdrawn(state: &State, receipt: Option<Digest>) -> Option<String> {
+    let receipt = receipt?;
+    let s = state.selections.by_receipt.get(&receipt)?;
+    let profiles = &state.context_profiles;
+    if let Some(id) =
+        profiles.current().and_then(|c| s.selected_ids.iter().find(|id| c.selection.exclude.contains(id)))
+    {
+        return Some(format!("skill {id} of task selection {receipt}, excluded from the profile since"));
+    }
+    let registry = profiles.registry.as_deref()?;
+    s.resources
+        .iter()
+        .find(|r| {
+            !registry.sources.iter().any(|source| {
+                source.id == r.id && source.resources.iter().any(|x| x.path == r.path && x.digest == r.digest)
+            })
+        })
+        .map(|r| {
+            format!(
+                "resource {} of skill {} (task selection {receipt}), changed in the registry",
+                r.path, r.id
+            )
+        })
 }
 
 /// How an Attempt status reads in a message (no Rust `Debug`).

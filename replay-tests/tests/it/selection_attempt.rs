@@ -776,3 +776,71 @@ fn a_profile_change_after_the_result_does_not_block_freeze_or_accept() {
         assert_eq!(code, 0, "{case}: {out}{err}");
     }
 }
+
+/// RESUME is refused once a skill the resumed Attempt's task selection loaded has been
+/// withdrawn — excluded from the profile (outside review 47: the excluded skill's
+/// instructions stayed in the resumed Thread while the new manifest showed no skill) — and
+/// admitted after a profile change that withdraws nothing (seed 003 keeps an existing
+/// session's context). Replay agrees either way.
+#[test]
+fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
+    use closure_ledger::lifecycle::{payload, profile};
+    use closure_ledger::runtime::command::InstallProfile;
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    for exclude in [true, false] {
+        let mut w = world("auto");
+        let mut resuming = profile(false);
+        resuming.name = "resuming".into();
+        resuming.attempt_thread = ThreadChoice::Resume;
+        w.submit(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: resuming }))
+            .unwrap();
+        w.submit(Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(0x31),
+            goal_id: lid(GOAL),
+            goal_revision: 1,
+            policy_id: lid(POLICY),
+            profile_id: lid(0x14),
+            plan: None,
+        }))
+        .unwrap();
+        let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+        let on = |attempt: u128, thread, selection| {
+            Command::StartAttempt(StartAttempt {
+                attempt_id: lid(attempt),
+                workflow_id: lid(0x31),
+                worker_session_id: lid(0x61),
+                thread,
+                selection_receipt: selection,
+            })
+        };
+        w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
+        w.with_ledger(|s| {
+            s.claim(lid(0x60))?;
+            let t = s.time_ms;
+            s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
+            s.finish(0x60, ResultKind::Proposals)
+        })
+        .unwrap();
+        let root = w.s.tmp.path().join("store");
+        let (code, _, err) = if exclude {
+            w.s.run(
+                &["profile", "set"],
+                &["lean", "--state-root", root.to_str().unwrap(), "--exclude", "skill:api-design"],
+            )
+        } else {
+            w.s.run(&["profile", "mode"], &["manual", "--expected-revision", "1"])
+        };
+        assert_eq!(code, 0, "{err}");
+        let resumed = w.submit(on(0x62, ThreadChoice::Resume, None));
+        if exclude {
+            let (rule, detail) = refused_rule(resumed);
+            assert_eq!(rule, Rule::ThreadPolicy, "{detail}");
+            assert!(detail.contains("skill:api-design") && detail.contains("excluded"), "{detail}");
+        } else {
+            resumed.unwrap();
+        }
+        let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+}
