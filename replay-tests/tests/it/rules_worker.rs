@@ -286,7 +286,7 @@ fn result_kind_event_outside_its_phase() {
             attempt_id: lid(0x64),
             worker_event_id: lid(id),
             manifest_digest: m,
-            payload: payload(kind, 1, ""),
+            payload: payload(kind, 1, "work"),
         })
     };
     w.refused(event(K::Proposals, 0x73), Rule::ResultKind);
