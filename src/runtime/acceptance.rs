@@ -77,8 +77,13 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
     if e.verdict == Verdict::Accept
-        && let Some(why) =
-            super::candidate::judged_failing(state, wf.goal_id, e.candidate_digest, Some(e.generation_id))
+        && let Some(why) = super::candidate::judged_failing(
+            state,
+            wf.goal_id,
+            e.candidate_digest,
+            Some(e.generation_id),
+            super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision),
+        )
     {
         // The same bytes judged failing in another generation of this goal — in a
         // workflow run beside this one, frozen before that judgment (outside review 20).

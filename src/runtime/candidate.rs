@@ -178,18 +178,18 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
         "repair child {} freezes its parent's exact candidate digest",
         e.generation_id
     );
-    // Nor may any generation of the goal's revision freeze bytes already judged failing
-    // (outside review 20: X failed and was rejected, a repair froze Y, the next froze X
-    // again, its re-run passed and was accepted; likewise in a new workflow of the goal,
-    // also when the first was cancelled before any decision): a failed candidate stays
-    // failed for the Goal revision it was judged against.
-    if let Some(why) = judged_failing(state, wf.goal_id, e.candidate_digest, None)
-        .or_else(|| accepted(state, wf.goal_id, e.candidate_digest))
+    // Nor may any generation of the goal freeze bytes already judged failing (outside
+    // review 20: X failed and was rejected, a repair froze Y, the next froze X again, its
+    // re-run passed and was accepted; likewise in a new workflow of the goal, also when the
+    // first was cancelled before any decision), or accepted, against the same goal content.
+    let basis = judging_basis(state, wf.goal_id, wf.goal_revision);
+    if let Some(why) = judged_failing(state, wf.goal_id, e.candidate_digest, None, basis)
+        .or_else(|| accepted(state, wf.goal_id, e.candidate_digest, basis))
     {
         return Err(super::violation(
             Rule::CandidateWork,
             format!(
-                "candidate {} was already judged for goal {}: it {why}; a repair must change it",
+                "candidate {} was already judged for goal {}: it {why}; the generation must freeze changed bytes",
                 e.candidate_digest, wf.goal_id
             ),
         ));
@@ -202,23 +202,51 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     Ok(())
 }
 
-/// Why candidate `digest` stands judged failing for the Goal `goal`, if it does: a
-/// rejection (REJECT_REPAIRABLE or REJECT_TERMINAL) of it, or a FAIL Evidence record of it
-/// from a generation other than `except`, in any workflow of the goal, at any revision (a
-/// revision with the same content re-opened the bytes: outside review 20). A freeze of those
-/// bytes and an ACCEPT of them are refused (the failing record is never laundered by
-/// re-running the same bytes elsewhere until a check passes).
+/// The content digest of goal `goal` at `revision`: what a judgment in a workflow bound to
+/// that revision is made against.
+pub(crate) fn judging_basis(
+    state: &State,
+    goal: ledger_schema::Id,
+    revision: u32,
+) -> Option<ledger_schema::Digest> {
+    state.goals.get(&goal).and_then(|g| g.digest_of_revision(revision))
+}
+
+/// Whether the decision of workflow `wf` was made for goal `goal` against the goal content
+/// `basis` (the same content, at whichever revision: a revision with the same content
+/// re-opens nothing — outside review 20).
+fn decided_against(
+    state: &State,
+    wf: ledger_schema::Id,
+    goal: ledger_schema::Id,
+    basis: Option<ledger_schema::Digest>,
+) -> bool {
+    state
+        .workflows
+        .get(&wf)
+        .is_some_and(|w| w.goal_id == goal && judging_basis(state, goal, w.goal_revision) == basis)
+}
+
+/// Why candidate `digest` stands judged failing for the Goal `goal`, if it does: a FAIL
+/// Evidence record of it from a generation other than `except`, in any workflow of the
+/// goal at any revision (a check that failed on these bytes is never laundered by re-running
+/// them elsewhere until it passes), or a rejection (REJECT_REPAIRABLE or REJECT_TERMINAL)
+/// of it made against the same goal content `basis` — a revision that changed the goal
+/// may judge the bytes again (outside review 47: a terminal rejection that asked for the
+/// goal to be revised first held for every revision). A freeze of those bytes and an
+/// ACCEPT of them are refused.
 pub(crate) fn judged_failing(
     state: &State,
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
     except: Option<ledger_schema::Id>,
+    basis: Option<ledger_schema::Digest>,
 ) -> Option<String> {
     let of_goal = |wf: ledger_schema::Id| state.workflows.get(&wf).is_some_and(|w| w.goal_id == goal);
     let rejected = state.decisions.iter().find(|(_, d)| {
         d.verdict != ledger_schema::types::Verdict::Accept
             && d.candidate_digest == digest
-            && of_goal(d.workflow_id)
+            && decided_against(state, d.workflow_id, goal, basis)
     });
     if let Some((id, d)) = rejected {
         return Some(format!("was rejected ({}) by decision {id}", super::wire(&d.verdict)));
@@ -240,14 +268,16 @@ pub(crate) fn judged_failing(
         })
 }
 
-/// Why candidate `digest` already stands accepted for the Goal `goal`, if it does: bytes
-/// are judged once per goal, so they are not frozen again elsewhere for a second judgment
-/// (outside review 20: a check failing after the ACCEPT, in another workflow, recorded the
-/// same bytes as accepted and as rejected).
+/// Why candidate `digest` already stands accepted for the Goal `goal` against the goal
+/// content `basis`, if it does: bytes are judged once per goal content, so they are not
+/// frozen again elsewhere for a second judgment (outside review 20: a check failing after
+/// the ACCEPT, in another workflow, recorded the same bytes as accepted and as rejected);
+/// a revision that changed the goal judges them afresh (outside review 47).
 pub(crate) fn accepted(
     state: &State,
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
+    basis: Option<ledger_schema::Digest>,
 ) -> Option<String> {
     state
         .decisions
@@ -255,7 +285,7 @@ pub(crate) fn accepted(
         .find(|(_, d)| {
             d.verdict == ledger_schema::types::Verdict::Accept
                 && d.candidate_digest == digest
-                && state.workflows.get(&d.workflow_id).is_some_and(|w| w.goal_id == goal)
+                && decided_against(state, d.workflow_id, goal, basis)
         })
         .map(|(id, _)| format!("was accepted by decision {id}"))
 }

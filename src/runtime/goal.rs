@@ -27,7 +27,11 @@ pub fn apply_created(state: &mut State, e: &GoalCreated, seq: u64) -> Result<(),
     fresh(&state.goals, e.goal_id, "goal")?;
     check_content(&e.content)?;
     let digest = e.content.digest();
-    state.goals.insert(e.goal_id, GoalState { revision: 1, content: e.content.clone(), digest, seq });
+    let revision_digests = vec![digest];
+    state.goals.insert(
+        e.goal_id,
+        GoalState { revision: 1, content: e.content.clone(), digest, seq, revision_digests },
+    );
     Ok(())
 }
 
@@ -42,6 +46,11 @@ pub fn apply_revised(state: &mut State, e: &GoalRevised, seq: u64) -> Result<(),
         goal.revision,
         goal.revision.saturating_add(1)
     );
-    *goal = GoalState { revision: e.revision, content: e.content.clone(), digest: e.content.digest(), seq };
+    let digest = e.content.digest();
+    goal.revision_digests.push(digest);
+    goal.revision = e.revision;
+    goal.content = e.content.clone();
+    goal.digest = digest;
+    goal.seq = seq;
     Ok(())
 }

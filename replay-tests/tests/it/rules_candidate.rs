@@ -326,6 +326,75 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
     w.ok(freeze(digest_of("candidate X2")));
 }
 
+/// Bytes are judged once per goal *content* (outside review 47: bytes accepted at revision
+/// 1, or terminally rejected with every check passing — "revise the goal first" — could
+/// never be judged against a revised goal): after a revision that changed the goal they
+/// may be frozen again; after a revision with the same content they may not (outside
+/// review 20), and a check that failed on them holds across every revision.
+#[test]
+fn a_revision_that_changed_the_goal_judges_the_bytes_again() {
+    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    for changed in [false, true] {
+        let revised = |w: &mut World| {
+            let mut content = goal_content();
+            if changed {
+                content.success_criteria.push("parse() reports the offset of the first bad byte".into());
+            }
+            w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
+        };
+        let freeze = |d| {
+            Command::FreezeGeneration(FreezeGeneration {
+                generation_id: lid(0x88),
+                candidate_digest: d,
+                change_set_digest: digest_of("change set"),
+            })
+        };
+        // Accepted at revision 1 (the failed bytes of 0x80 before them stay failed).
+        let mut w = World::at(Stage::Accepted);
+        let failed = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+        let accepted = w.ledger.state().generations[&lid(0x81)].frozen_digest().unwrap();
+        revised(&mut w);
+        implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+        let err = w.fails(freeze(failed));
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
+        if changed {
+            assert!(err.to_string().contains("failed check"), "the failed check holds: {err}");
+        }
+        if changed {
+            w.ok(freeze(accepted));
+        } else {
+            let err = w.fails(freeze(accepted));
+            assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
+            assert!(err.to_string().contains("was accepted"), "{err}");
+        }
+        // Terminally rejected at revision 1 with its check passing.
+        let mut w = World::at(Stage::Frozen);
+        let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+        w.with(|s| {
+            s.advance(Phase::EvidenceBuild)?;
+            s.evidence(0x90, 0x80, CheckResult::Pass, "passed")?;
+            s.advance(Phase::FinalVerify)?;
+            s.run(Command::DecideAcceptance(DecideAcceptance {
+                decision_id: lid(0xa0),
+                workflow_id: lid(WORKFLOW),
+                generation_id: lid(0x80),
+                verdict: Verdict::RejectTerminal,
+                evidence_ids: None,
+                reasons: vec!["the goal is ambiguous: revise it first".to_owned()],
+            }))
+        })
+        .unwrap();
+        revised(&mut w);
+        implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+        if changed {
+            w.ok(freeze(x));
+        } else {
+            let err = w.fails(freeze(x));
+            assert!(err.to_string().contains("was rejected"), "{err}");
+        }
+    }
+}
+
 /// Starts workflow `workflow` on the goal at `goal_revision`, advances it to IMPLEMENT, opens
 /// generation `generation` and runs one IMPLEMENT Attempt (`attempt`, session `attempt + 1`,
 /// its completion request event `event`) to its finish: the generation is ready to freeze.
