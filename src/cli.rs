@@ -175,8 +175,12 @@ fn usage(message: impl Into<String>) -> Failure {
 /// Entry point of the `ledger` binary.
 pub fn main() -> ExitCode {
     // A panic is a bug of ours; never show a backtrace to a user, just one line.
+    // A panic inside sled's own open is caught and reported as a sled that will not open
+    // (`store::opening_sled`): not ours to announce.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("ledger: internal error: {info}");
+        if !crate::store::opening_sled() {
+            eprintln!("ledger: internal error: {info}");
+        }
     }));
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();

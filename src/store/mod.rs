@@ -24,7 +24,8 @@ pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
     AuditScope, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry, OpenReport, StoreReader,
-    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, init, replay_journal, verify,
+    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, init, opening_sled, replay_journal,
+    verify,
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};
@@ -382,6 +383,8 @@ pub enum OpenError {
 fn sled_reason(e: &sled::Error) -> String {
     match e {
         sled::Error::Corruption { .. } => "its files hold corrupted data (sled's own checksums)".to_owned(),
+        // sled's text for it asks its users to report a bug to sled; ours is one line.
+        sled::Error::ReportableBug(why) => why.clone(),
         other => other.to_string(),
     }
 }

@@ -329,17 +329,58 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         }
         _ => false,
     };
-    let result = recover_in(root, options);
+    let before = journal_fingerprint(root);
+    let result = match recover_in(root, options, None) {
+        // sled opened but a read of it failed (outside review 48: its blob files gone, every
+        // read of a record kept in one failed "No such file or directory", and `recover`
+        // itself exited 2 telling the operator to run `recover`): sled is damaged like one
+        // that will not open. Nothing has been written yet where the journal is as it was;
+        // recover again, sled set aside as unreadable.
+        Err(e @ OpenError::Sled(_)) if e.is_index_damage() && journal_fingerprint(root) == before => {
+            recover_in(root, options, Some(e))
+        }
+        other => other,
+    };
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
     }
     result
 }
 
-fn recover_in(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, OpenError> {
+/// What of the journal directory (and `cut/`) a recovery may change: every file's name,
+/// length and modification time. Equal before and after a failed attempt: it wrote nothing
+/// there.
+fn journal_fingerprint(root: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut files = Vec::new();
+    for dir in [root.join(JOURNAL_DIR), root.join(CUT_DIR)] {
+        let Ok(items) = std::fs::read_dir(&dir) else { continue };
+        for item in items.filter_map(Result::ok) {
+            let meta = item.metadata().ok();
+            files.push((
+                item.path(),
+                meta.as_ref().map_or(0, std::fs::Metadata::len),
+                meta.and_then(|m| m.modified().ok()),
+            ));
+        }
+    }
+    files.sort();
+    files
+}
+
+/// One recovery; `unreadable`: sled's error when an earlier attempt found it unreadable
+/// (it is then treated as a sled that will not open).
+fn recover_in(
+    root: &Path,
+    options: &RecoverOptions,
+    unreadable: Option<OpenError>,
+) -> Result<RecoverReport, OpenError> {
     let _lock = lock(root, true)?;
     let journal = root.join(JOURNAL_DIR);
-    let (db, sled_error) = match open_sled(&root.join(SLED_DIR)) {
+    let opened = match unreadable {
+        Some(e) => Err(e),
+        None => open_sled(&root.join(SLED_DIR)),
+    };
+    let (db, sled_error) = match opened {
         Ok(db) => (Some(db), None),
         Err(e) if e.is_index_damage() => (None, Some(e)),
         // The filesystem refuses (permissions, no room): not damage, and sled — the

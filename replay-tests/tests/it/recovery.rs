@@ -83,6 +83,50 @@ fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     assert_eq!(all_entries(&dir), before);
 }
 
+/// A sled whose `blobs/` directory is gone (outside review 48: sled 0.34.7's open then
+/// panicked, "tried to serialize Uninitialized", and every command but `status` exited 101
+/// with "internal error", `recover` included) is a sled that will not open: verify and
+/// replay exit 2 in one line naming sled, `recover` moves it aside and rebuilds it, and
+/// nothing of the history is lost.
+#[test]
+fn a_sled_without_its_blob_files_is_index_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    assert_eq!(cli(&["init", d]).0, 0);
+    // Project sources of ~60 KB, one submission: sled writes some of its pages as blobs.
+    let goal = closure_ledger::lifecycle::lid(0x10).to_string();
+    let mut lines = vec![serde_json::json!({"createGoal": {"goalId": goal, "content": {
+        "objective": "o", "successCriteria": ["c"], "scope": ["src"], "nonGoals": [],
+        "preservationConstraints": []}}})];
+    for i in 0..20u128 {
+        lines.push(serde_json::json!({"recordProjectSource": {
+            "sourceId": closure_ledger::lifecycle::lid(0x1000 + i).to_string(), "goalId": goal,
+            "path": format!("src/f{i}.rs"), "revision": "r1",
+            "content": format!("x{i} ").repeat(60_000 / (i.to_string().len() + 2))}}));
+    }
+    let file = tmp.path().join("big.jsonl");
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&file, text.join("\n")).unwrap();
+    let (code, out, err) = cli(&["submit", d, file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let before = all_entries(&dir);
+    let blobs = dir.join("sled").join("blobs");
+    assert!(std::fs::read_dir(&blobs).unwrap().count() > 0, "sled wrote no blob file: nothing to remove");
+    std::fs::remove_dir_all(&blobs).unwrap();
+    for command in ["verify", "replay"] {
+        let (code, out, err) = cli(&[command, d]);
+        assert_eq!(code, 2, "{command}: {out}{err}");
+        assert!(err.contains("sled") && err.contains("ledger recover"), "{command}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{command}: one line: {err}");
+    }
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(dir.join("sled.broken-1").is_dir());
+    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(all_entries(&dir), before);
+}
+
 /// `recover` on a ledger whose copies are whole changes nothing: no sled moved aside as
 /// `sled.broken-N`, no journal byte touched (found from outside: every run moved a healthy
 /// sled aside and rebuilt it).

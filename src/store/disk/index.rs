@@ -92,7 +92,7 @@ pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> 
     loop {
         let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
         let config = if flusher { config } else { config.flush_every_ms(None) };
-        match config.open() {
+        match open_caught(&config) {
             Ok(db) => return Ok(db),
             // sled 0.34 reports a held lock only as an `ErrorKind::Other` message; probe the
             // lock file ourselves instead of matching text.
@@ -107,6 +107,35 @@ pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> 
             Err(e) => return Err(OpenError::Sled(e)),
         }
     }
+}
+
+std::thread_local! {
+    static OPENING_SLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is inside sled's own open, where a panic is sled's answer about its
+/// files, caught and reported as a sled that will not open (the CLI's panic hook keeps
+/// quiet about it).
+pub fn opening_sled() -> bool {
+    OPENING_SLED.with(std::cell::Cell::get)
+}
+
+/// `config.open()`, with a panic inside sled's open (outside review 48: with `sled/blobs/`
+/// gone, sled 0.34.7 panics "tried to serialize Uninitialized" while recovering its log)
+/// turned into the error of a sled that will not open: index damage, which `recover` moves
+/// aside and rebuilds, as it does for every other unopenable sled.
+fn open_caught(config: &sled::Config) -> sled::Result<sled::Db> {
+    OPENING_SLED.with(|c| c.set(true));
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open()));
+    OPENING_SLED.with(|c| c.set(false));
+    opened.unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        Err(sled::Error::ReportableBug(format!("sled panicked while opening its files: {why}")))
+    })
 }
 
 pub(in crate::store) fn trees(db: &sled::Db) -> Result<(sled::Tree, sled::Tree), OpenError> {
