@@ -93,23 +93,7 @@ fn a_sled_without_its_blob_files_is_index_damage() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     let d = dir.to_str().unwrap();
-    assert_eq!(cli(&["init", d]).0, 0);
-    // Project sources of ~60 KB, one submission: sled writes some of its pages as blobs.
-    let goal = closure_ledger::lifecycle::lid(0x10).to_string();
-    let mut lines = vec![serde_json::json!({"createGoal": {"goalId": goal, "content": {
-        "objective": "o", "successCriteria": ["c"], "scope": ["src"], "nonGoals": [],
-        "preservationConstraints": []}}})];
-    for i in 0..20u128 {
-        lines.push(serde_json::json!({"recordProjectSource": {
-            "sourceId": closure_ledger::lifecycle::lid(0x1000 + i).to_string(), "goalId": goal,
-            "path": format!("src/f{i}.rs"), "revision": "r1",
-            "content": format!("x{i} ").repeat(60_000 / (i.to_string().len() + 2))}}));
-    }
-    let file = tmp.path().join("big.jsonl");
-    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-    std::fs::write(&file, text.join("\n")).unwrap();
-    let (code, out, err) = cli(&["submit", d, file.to_str().unwrap()]);
-    assert_eq!(code, 0, "{out}{err}");
+    big_sources_ledger(&dir, tmp.path(), true);
     let before = all_entries(&dir);
     let blobs = dir.join("sled").join("blobs");
     assert!(std::fs::read_dir(&blobs).unwrap().count() > 0, "sled wrote no blob file: nothing to remove");
@@ -125,6 +109,105 @@ fn a_sled_without_its_blob_files_is_index_damage() {
     assert!(dir.join("sled.broken-1").is_dir());
     assert_eq!(verify_json(&dir, None).0, 0);
     assert_eq!(all_entries(&dir), before);
+}
+
+/// A byte of sled's log flipped inside a record's value: sled's own open drops every frame
+/// past it (its log ends at the damage), which verify reports as a lagging sled. `recover`
+/// restores that tail — and then reads both copies again: the restored frames did not read
+/// back (outside review 48: exit 0, `sledRestoredFrames` 21, and the next verify failed at
+/// seq 5 in the sled copy), so it rebuilds sled from the journal and says so.
+#[test]
+fn a_sled_restored_at_its_tail_is_rebuilt_when_it_does_not_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    // Written by a process of its own that then exits, as `ledger submit` does: sled's files
+    // are then laid out as the outside review found them (its snapshot before the records,
+    // so its open replays them from the log).
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "recovery::big_sources_child", "--nocapture", "--test-threads=1"])
+        .env(BIG_SOURCES_CHILD_ENV, &dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The entries as the journal holds them, read without opening sled (a writer's open
+    // would write a new snapshot, and sled's open would no longer replay the damaged page).
+    let journal_entries = |dir: &std::path::Path| {
+        let mut entries = Vec::new();
+        closure_ledger::store::replay_journal(dir, &mut |e| {
+            entries.push(e.bytes.clone());
+            Ok(())
+        })
+        .unwrap();
+        entries
+    };
+    let before = journal_entries(&dir);
+    let record = journal_frames(&dir)[1].range.clone();
+    let journal = std::fs::read(segment(&dir)).unwrap();
+    let db = dir.join("sled").join("db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let needle = &journal[record.start..record.start + 60];
+    let at = bytes.windows(needle.len()).position(|w| w == needle).expect("sled's log holds record 1");
+    bytes[at] ^= 0x01;
+    std::fs::write(&db, &bytes).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 0, "{report}");
+    assert!(report["sledLagFrames"].as_u64().unwrap() > 0, "sled's open dropped frames: {report}");
+    let (code, out, err) = cli(&["recover", d, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["sledRebuilt"], true, "{r}");
+    assert!(dir.join("sled.broken-1").is_dir());
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["sledLagFrames"].as_u64()), (0, Some(0)), "{report}");
+    assert_eq!(journal_entries(&dir), before);
+    assert_eq!(all_entries(&dir), before);
+}
+
+const BIG_SOURCES_CHILD_ENV: &str = "CLOSURE_LEDGER_BIG_SOURCES_DIR";
+
+/// Not a test on its own: the child half of
+/// `a_sled_restored_at_its_tail_is_rebuilt_when_it_does_not_read_back`, which writes the
+/// ledger in a process of its own.
+#[test]
+fn big_sources_child() {
+    let Some(dir) = std::env::var_os(BIG_SOURCES_CHILD_ENV) else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let scratch = tempfile::tempdir().unwrap();
+    big_sources_ledger(&dir, scratch.path(), true);
+    std::process::exit(0);
+}
+
+/// A ledger of twenty ~60 KB project sources (each record chunked in sled), submitted in
+/// one `ledger submit` (sled then writes some of its pages as blob files) or one each.
+fn big_sources_ledger(dir: &std::path::Path, scratch: &std::path::Path, one_submission: bool) {
+    let d = dir.to_str().unwrap();
+    assert_eq!(cli(&["init", d]).0, 0);
+    let goal = closure_ledger::lifecycle::lid(0x10).to_string();
+    let mut lines = vec![serde_json::json!({"createGoal": {"goalId": goal, "content": {
+        "objective": "o", "successCriteria": ["c"], "scope": ["src"], "nonGoals": [],
+        "preservationConstraints": []}}})];
+    for i in 0..20u128 {
+        lines.push(serde_json::json!({"recordProjectSource": {
+            "sourceId": closure_ledger::lifecycle::lid(0x1000 + i).to_string(), "goalId": goal,
+            "path": format!("src/f{i}.rs"), "revision": "r1",
+            "content": format!("x{i} ").repeat(60_000 / (i.to_string().len() + 2))}}));
+    }
+    let file = scratch.join("big.jsonl");
+    let submissions: Vec<Vec<String>> = if one_submission {
+        vec![lines.iter().map(|l| l.to_string()).collect()]
+    } else {
+        lines.iter().map(|l| vec![l.to_string()]).collect()
+    };
+    for text in submissions {
+        std::fs::write(&file, text.join("\n")).unwrap();
+        let (code, out, err) = cli(&["submit", d, file.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
 }
 
 /// `recover` on a ledger whose copies are whole changes nothing: no sled moved aside as
