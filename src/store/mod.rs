@@ -210,6 +210,10 @@ pub enum Corruption {
          neither is chosen (decide with `ledger recover --checkpoint FILE` or `--prefer journal|sled`)"
     )]
     CopiesDisagree,
+    #[error(
+        "the copies hold different intact records from this seq on, and nothing decides their newest, seq {newest}"
+    )]
+    HistoriesPart { newest: u64 },
     #[error("journal segment {segment} is {len} bytes, over the {max} bytes a segment may hold")]
     SegmentTooLarge { segment: String, len: u64, max: u64 },
     #[error("journal segment {segment} is empty but is not the last segment")]

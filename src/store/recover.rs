@@ -348,6 +348,30 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     result
 }
 
+/// The seq where the copies' intact histories part, when that is before the journal's
+/// newest record (`newest`, its first seq): sled differs from an intact journal record the
+/// next journal record links to — two histories sharing the records before it.
+fn parted_before(found: &Survey, newest: u64) -> Option<u64> {
+    found.differs.first().copied().filter(|&first| first < newest)
+}
+
+/// The refusal for two intact histories that part at seq `parted`, before the disputed
+/// newest record at `newest` (outside review 48: recover said a `--checkpoint` or
+/// `--prefer` would decide, and neither did). recover decides a disputed newest record and
+/// two histories from genesis, not histories that share a prefix.
+fn histories_part(parted: u64, newest: u64) -> OpenError {
+    OpenError::Unrecoverable {
+        seq: parted,
+        replica: Replica::Both,
+        reason: Box::new(Corruption::HistoriesPart { newest }),
+        why: "recover does not choose between histories that part before their newest record (a `--checkpoint` \
+              or `--prefer sled` cannot take sled's there); `--prefer journal` keeps the journal's (sled rebuilt, \
+              the old one moved aside); to keep sled's, move journal/ out of the ledger directory and run `ledger \
+              recover`, which writes the journal from sled's copy and verifies it; nothing was changed"
+            .to_owned(),
+    }
+}
+
 /// A sled whose missing tail was restored answers for it only if both copies then verify
 /// (outside review 48: sled's own open had dropped the frames past a damaged page of its
 /// log, recover restored them with exit 0, and the next verify failed on one of them): read
@@ -667,6 +691,13 @@ fn recover_in(
             && report.restored_from_sled == 0
             && report.cut.is_empty()
         {
+            // Two histories that part before the journal's newest record: sled's cannot be
+            // taken by recover, and recover without `--prefer` refuses too (outside review
+            // 48: this refusal said "omit --prefer to let recover do that").
+            if let Some(parted) = found.newest.as_ref().and_then(|n| parted_before(&found, n.2)) {
+                let newest = found.newest.as_ref().map_or(parted, |n| n.2);
+                return Err(histories_part(parted, newest));
+            }
             return Err(OpenError::Usage(format!(
                 "--prefer sled: sled's records that differ (from seq {}) are not taken — the journal's history there \
                  is intact and each of its records is linked to by the next; sled would be rebuilt from the journal; \
@@ -1440,7 +1471,12 @@ fn restore_from_sled(
             (Some(Replica::Sled), None) => true,
             (Some(Replica::Journal), None) => false,
             _ if sled_wins_by_link => true,
-            _ => return Err(corrupt(first_seq, Replica::Both, Corruption::CopiesDisagree)),
+            _ => {
+                if let Some(parted) = parted_before(found, first_seq) {
+                    return Err(histories_part(parted, first_seq));
+                }
+                return Err(corrupt(first_seq, Replica::Both, Corruption::CopiesDisagree));
+            }
         };
         if take_sled && !sled_chain.is_empty() {
             // Sled's version replaces the journal's newest record (kept in cut/).

@@ -1799,3 +1799,79 @@ fn prefer_journal_still_restores_sled_records_past_the_journal() {
         "sled's two later entries restored: {report}"
     );
 }
+
+/// Two intact histories that part before their newest record — the journal rewritten and
+/// rechained from a frame on, sled holding the original (outside review 48: recover said a
+/// `--checkpoint` or `--prefer` would decide; with either it refused the same way, and
+/// `--prefer sled` said "omit --prefer to let recover do that"). recover does not choose
+/// there, and says so truthfully, changing nothing; `--prefer journal` keeps the journal's;
+/// the way to sled's it names — journal/ moved out, then `recover` — restores sled's
+/// history whole.
+#[test]
+fn histories_that_part_before_their_newest_record_are_refused_truthfully() {
+    use closure_ledger::store::Frame;
+    let tmp = tempfile::tempdir().unwrap();
+    let build = |name: &str| {
+        let dir = tmp.path().join(name);
+        make_ledger(&dir, 6, 3);
+        trim_preallocated(&dir);
+        let original = std::fs::read(segment(&dir)).unwrap();
+        let frames = journal_frames(&dir);
+        let parted = &frames[3];
+        let mut chain = chain_after(&dir, parted.first_seq - 1);
+        let mut forged = original[..parted.range.start].to_vec();
+        for (k, f) in frames[3..].iter().enumerate() {
+            let entries = (0..f.n_entries)
+                .map(|i| {
+                    chain
+                        .seal(event(40 + k * 3 + i as usize), T0 + 1_000 + (k * 3) as u64 + i, LEDGER)
+                        .unwrap()
+                })
+                .collect();
+            forged.extend_from_slice(Frame::new(entries).unwrap().bytes());
+        }
+        std::fs::write(segment(&dir), &forged).unwrap();
+        (dir, original, forged, parted.first_seq)
+    };
+    let (dir, original, forged, parted) = build("l");
+    let d = dir.to_str().unwrap();
+    let original_entries = {
+        let mut entries = Vec::new();
+        let copy = tmp.path().join("original");
+        make_ledger(&copy, 0, 1);
+        std::fs::write(segment(&copy), &original).unwrap();
+        closure_ledger::store::replay_journal(&copy, &mut |e| {
+            entries.push(e.bytes.clone());
+            Ok(())
+        })
+        .unwrap();
+        entries
+    };
+    for prefer in [None, Some("sled")] {
+        let mut args = vec!["recover", d];
+        args.extend(prefer.iter().flat_map(|p| ["--prefer", *p]));
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 1, "{prefer:?}: {out}{err}");
+        assert!(
+            err.contains(&format!("seq {parted}"))
+                && err.contains("part before their newest record")
+                && err.contains("move journal/ out")
+                && !err.contains("decide with")
+                && !err.contains("omit --prefer"),
+            "{prefer:?}: {err}"
+        );
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+        assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+    }
+    // The way to sled's history the refusal names.
+    std::fs::rename(dir.join("journal"), tmp.path().join("journal.forged")).unwrap();
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(all_entries(&dir), original_entries);
+    // And `--prefer journal` keeps the journal's.
+    let (dir, _, forged, _) = build("j");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "journal"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+    assert!(dir.join("sled.broken-1").is_dir());
+}
