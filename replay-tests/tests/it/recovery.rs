@@ -155,6 +155,25 @@ fn a_sled_restored_at_its_tail_is_rebuilt_when_it_does_not_read_back() {
     let (code, report) = verify_json(&dir, None);
     assert_eq!(code, 0, "{report}");
     assert!(report["sledLagFrames"].as_u64().unwrap() > 0, "sled's open dropped frames: {report}");
+    // A writer's open restores the same tail: it reads it back through a new handle and
+    // rebuilds sled where it does not (it committed over it, and the next open refused).
+    let writer = tmp.path().join("w");
+    copy_dir(&dir, &writer);
+    let command = tmp.path().join("one.jsonl");
+    let goal = closure_ledger::lifecycle::lid(0x11).to_string();
+    std::fs::write(
+        &command,
+        serde_json::json!({"createGoal": {"goalId": goal, "content": {"objective": "o",
+            "successCriteria": ["c"], "scope": ["s"], "nonGoals": [], "preservationConstraints": []}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, out, err) = cli(&["submit", writer.to_str().unwrap(), command.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("rebuilt the sled index") && writer.join("sled.broken-1").is_dir(), "{err}");
+    let (code, report) = verify_json(&writer, None);
+    assert_eq!((code, report["sledLagFrames"].as_u64()), (0, Some(0)), "{report}");
+    assert_eq!(journal_entries(&writer)[..before.len()], before[..]);
     let (code, out, err) = cli(&["recover", d, "--json"]);
     assert_eq!(code, 0, "{out}{err}");
     let r: serde_json::Value = serde_json::from_str(&out).unwrap();

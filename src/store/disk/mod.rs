@@ -348,6 +348,45 @@ impl DiskStore {
         if write_meta_now || !scan.sled_lag.is_empty() {
             db.flush().map_err(sled_err)?;
         }
+        // The restored tail must read back through a new handle: a sled whose own open had
+        // dropped the frames past damage in its log holds them in memory and loses them at
+        // its next open (outside review 48: the writer committed over it, and the next open
+        // refused the sled copy). Where it does not, sled is rebuilt from the journal.
+        if !scan.sled_lag.is_empty() {
+            drop(entries_tree);
+            drop(db);
+            db = open_sled(&sled_dir)?;
+            let mut read = 0usize;
+            let mut reads_back = true;
+            for lag in &scan.sled_lag {
+                let tree = trees(&db)?.0;
+                let theirs = get_frame(&tree, lag.first_seq).map_err(sled_err)?;
+                if theirs.as_deref() != Some(lag_record(lag)?.as_slice()) {
+                    reads_back = false;
+                    break;
+                }
+                read += lag.len;
+                if read >= index::SLED_CURSOR_BUDGET {
+                    drop(tree);
+                    drop(db);
+                    db = open_sled(&sled_dir)?;
+                    read = 0;
+                }
+            }
+            if !reads_back {
+                drop(db);
+                let (moved, _) = crate::store::recover::rebuild_index(root)?;
+                index_rebuilt = Some(IndexRebuilt {
+                    reason:
+                        "the frames restored at sled's tail did not read back after a reopen (sled's log is \
+                             damaged)"
+                            .to_owned(),
+                    moved_aside: moved,
+                });
+                db = open_sled(&sled_dir)?;
+            }
+            entries_tree = trees(&db)?.0;
+        }
         let mut torn_tail = scan.torn;
         if let Some(torn) = torn_tail.as_mut() {
             torn.moved_to = Some(crate::store::recover::move_tail_aside(root, &torn.segment, torn.offset)?);
