@@ -769,6 +769,18 @@ pub fn decide_new<E: From<Rejection>>(
                 thread: ledger_schema::types::ThreadChoice::Fresh,
                 selection_receipt: interrupted.and_then(|a| a.selection_receipt),
             };
+            // A selection gone stale stops the restart, which carries it: say the way out
+            // (the interrupted Attempt is still active when this is refused).
+            if let Err(mut v) = attempt::attempt_binding(&after, &start)
+                && v.rule == Rule::AttemptSelection
+            {
+                v.detail = format!(
+                    "{}; restartAttempt carries the interrupted Attempt's task selection: cancel it (cancelAttempt) \
+                     and start a new Attempt with a fresh selection",
+                    v.detail
+                );
+                return Err(Rejection::from(v).into());
+            }
             Ok(Decided::Events(vec![cancel, compile(&after, &start)?]))
         }
         // Every other command is decided from the command alone (an exhaustive table).

@@ -609,6 +609,21 @@ fn restart_redelivery_and_goal_revision() {
     assert_eq!(state.attempts[&lid(0x62)].selection_receipt, Some(r));
     let found = closure_ledger::replay::recompile_attempt(w.dir(), lid(0x62)).unwrap().unwrap();
     assert!(found.matches_recorded && !found.compiled.package.selected_skills.is_empty());
+    // A selection gone stale stops a restart, which carries it; the refusal names the way
+    // out (the interrupted Attempt stays active): cancel it, start anew.
+    let status: Value = w.s.json(&["profile", "status"], &["--json"]);
+    let revision = status["revision"].as_u64().unwrap().to_string();
+    assert_eq!(w.s.run(&["profile", "mode"], &["manual", "--expected-revision", &revision]).0, 0);
+    let version = w.state().workflows[&lid(WORKFLOW)].version;
+    let (rule, detail) = refused_rule(w.submit(Command::RestartAttempt(RestartAttempt {
+        attempt_id: lid(0x62),
+        workflow_version: version,
+        replacement_attempt_id: lid(0x64),
+        worker_session_id: lid(0x65),
+        reason: "worker crashed again".to_owned(),
+    })));
+    assert_eq!(rule, Rule::AttemptSelection, "{detail}");
+    assert!(detail.contains("stale") && detail.contains("cancelAttempt"), "{detail}");
 
     // A revised goal: the old revision's selection is refused for a new workflow.
     let mut w = world("auto");
