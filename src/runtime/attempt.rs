@@ -314,7 +314,7 @@ fn binding_now(state: &State, attempt_id: Id, status: AttemptStatus) -> Option<A
 /// - FRESH: a Worker Session no Attempt of this ledger has used;
 /// - RESUME: only when the bound profile's policy for this start is RESUME (`repairThread`
 ///   for the first Attempt on a repair generation, `attemptThread` otherwise), continuing
-///   the session of the workflow's previous Attempt that ran (one cancelled before its
+///   the session of the workflow's previous Attempt that ran (one that ended before its
 ///   dispatch did not), which must have finished (after a
 ///   failure, a cancellation or a restart the replacement is FRESH) in the same phase and
 ///   workflow version (no continuation across a phase boundary, except into the repair
@@ -341,15 +341,14 @@ fn check_thread(
         }
         ThreadChoice::Resume => {
             let profile = get(&state.profiles, wf.profile.id, "profile")?;
-            // The workflow's previous Attempt that ran: one cancelled before its dispatch
-            // reached no worker and touched no Thread (as `CandidateWork` counts it; outside
-            // review 47: a RESUME whose claim went stale, cancelled, left the Thread it
+            // The workflow's previous Attempt that ran: one that ended before its dispatch
+            // (cancelled or failed) reached no worker and touched no Thread (outside reviews
+            // 47, 49: a RESUME whose claim went stale, cancelled or failed, left the Thread it
             // resumed unresumable).
-            let never_ran = AttemptStatus::Cancelled { interrupted: false };
             let previous = state
                 .attempts
                 .iter()
-                .filter(|(_, a)| a.workflow_id == c.workflow_id && a.status != never_ran)
+                .filter(|(_, a)| a.workflow_id == c.workflow_id && a.dispatched)
                 .max_by_key(|(_, a)| a.seq)
                 .map(|(id, a)| (*id, a));
             let Some((previous_id, previous)) = previous else {

@@ -400,8 +400,8 @@ fn thread_policy_fresh_profile() {
 }
 
 /// Under a profile with attemptThread RESUME: RESUME continues the previous Attempt's
-/// session after it finished in the same phase — an Attempt cancelled before its dispatch
-/// in between never ran and does not count; it is refused with another session, after a
+/// session after it finished in the same phase — an Attempt cancelled or failed before its
+/// dispatch in between never ran and does not count; it is refused with another session, after a
 /// failure or a cancellation (the replacement is FRESH), and across a phase boundary.
 #[test]
 fn thread_policy_resume_profile() {
@@ -443,7 +443,11 @@ fn thread_policy_resume_profile() {
         workflow_version: 1,
         reason: "its claim went stale".into(),
     }));
+    // Failed before its dispatch, likewise (outside review 49).
+    w.ok(on(0x6a, 0x61, ThreadChoice::Resume));
+    w.ok(Command::FailAttempt(FailAttempt { attempt_id: lid(0x6a), reason: "its claim went stale".into() }));
     w.ok(on(0x68, 0x61, ThreadChoice::Resume));
+    w.with(|s| s.claim(lid(0x68))).unwrap();
     w.ok(Command::FailAttempt(FailAttempt { attempt_id: lid(0x68), reason: "the worker crashed".into() }));
     w.refused(on(0x64, 0x61, ThreadChoice::Resume), Rule::ThreadPolicy); // after a failure
     w.ok(on(0x64, 0x65, ThreadChoice::Fresh));
