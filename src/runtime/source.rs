@@ -189,7 +189,8 @@ fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
 
 /// A question as two decisions are compared: invisible characters dropped, blanks collapsed
 /// and trimmed, case folded, the sentence's own marks at its ends dropped (`?`, `!`, `.`,
-/// `…` and their full-width and Arabic forms at the end, `¿` and `¡` at the start) — so a
+/// `…`, their full-width, half-width and Arabic forms and `‼ ⁇ ⁈ ⁉` at the end, `¿` and
+/// `¡` at the start) and quotes, brackets or emphasis around the whole question — so a
 /// byte-order mark, a soft hyphen, a double space, a capital or a missing `?` does not make
 /// the same visible question a new one. Other punctuation at an end is a word's (`C++`,
 /// `C#`, `5%`, `parse()`: outside review 47) and is kept. (Unicode normalisation forms are
@@ -208,9 +209,38 @@ pub fn question_key(question: &str) -> String {
     }
     // A sentence's closing or opening mark does not make another question ("…enum" and
     // "…enum?", "¿…?": outside review 44); a word's punctuation does ("C++?", "C?": 47).
-    let closing = |c: char| "?!.…？！。؟".contains(c) || c.is_whitespace();
+    // Quotes, brackets or emphasis around the whole question do not either ("\"…?\"",
+    // "(…?)", "*…?*": outside review 49).
+    let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉".contains(c) || c.is_whitespace();
     let opening = |c: char| "¿¡".contains(c) || c.is_whitespace();
-    key.trim_end_matches(closing).trim_start_matches(opening).to_owned()
+    const WRAPPERS: [(char, char); 12] = [
+        ('"', '"'),
+        ('\'', '\''),
+        ('“', '”'),
+        ('‘', '’'),
+        ('«', '»'),
+        ('„', '“'),
+        ('(', ')'),
+        ('[', ']'),
+        ('*', '*'),
+        ('_', '_'),
+        ('`', '`'),
+        ('「', '」'),
+    ];
+    let mut key = key.as_str();
+    loop {
+        let trimmed = key.trim_end_matches(closing).trim_start_matches(opening);
+        let unwrapped = WRAPPERS.iter().find_map(|&(open, close)| {
+            trimmed
+                .strip_prefix(open)
+                .and_then(|rest| rest.strip_suffix(close))
+                .filter(|inner| !inner.is_empty())
+        });
+        match unwrapped {
+            Some(inner) => key = inner,
+            None => return trimmed.to_owned(),
+        }
+    }
 }
 
 /// The prefix of a human principal (`human:alice`).

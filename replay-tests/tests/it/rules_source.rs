@@ -287,6 +287,13 @@ fn a_goal_has_one_decision_per_question() {
         "may PARSE()   allocate?",
         "May parse() allocate", // punctuation at either end (outside review 44)
         "¿May parse() allocate ?",
+        // Quotes, brackets, emphasis around it; other closing marks (outside review 49).
+        "\"May parse() allocate?\"",
+        "“May parse() allocate?”",
+        "(May parse() allocate?)",
+        "*May parse() allocate?*",
+        "May parse() allocate．",
+        "May parse() allocate‼",
     ] {
         w.refused(decision(0x5D, GOAL, same, "human:alice"), Rule::DecisionConflict);
     }
