@@ -186,14 +186,22 @@ fn check_delivery(
     );
     // A compaction event is a lifecycle observation and nothing more (seed 000: CodeClosure
     // "does not require a human-readable compaction payload", and private reasoning and
-    // opaque compaction state "MUST NOT be copied into" the Store; outside review 47).
-    if matches!(payload.kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted) {
+    // opaque compaction state "MUST NOT be copied into" the Store; outside review 47) — and
+    // so is the progress of a compaction's own turn, inside it (its "turn/* progress" is
+    // maintenance; outside review 49: the summary moved one event over). A result inside a
+    // compaction is left to `CompactionOrder`.
+    let lifecycle =
+        matches!(payload.kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted)
+            || (attempt.compacting
+                && matches!(payload.kind, WorkerEventKind::Progress | WorkerEventKind::ToolActivity));
+    if lifecycle {
         ensure!(
             payload.text.is_empty() && payload.items.is_empty(),
             Rule::CompactionPayload,
-            "a {} event is a lifecycle observation: its text is empty and it has no items (private \
+            "a {} event{} is a lifecycle observation: its text is empty and it has no items (private \
              reasoning and opaque compaction state never enter the ledger)",
-            wire(&payload.kind)
+            wire(&payload.kind),
+            if attempt.compacting { " inside a compaction" } else { "" }
         );
         return Ok(());
     }

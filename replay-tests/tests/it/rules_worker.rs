@@ -554,7 +554,7 @@ fn compaction_events_come_in_order() {
     assert!(w.ledger.state().attempts[&lid(0x60)].compacting);
     w.refused(deliver(&w, 0x72, payload(CompactionStarted, 2, "")), Rule::CompactionOrder);
     w.refused(deliver(&w, 0x73, payload(Proposals, 3, "the turn ended")), Rule::CompactionOrder);
-    w.ok(deliver(&w, 0x74, progress("turn progress")));
+    w.ok(deliver(&w, 0x74, progress("")));
     w.ok(deliver(&w, 0x75, payload(CompactionCompleted, 4, "")));
     assert!(!w.ledger.state().attempts[&lid(0x60)].compacting);
     w.refused(deliver(&w, 0x76, payload(CompactionCompleted, 5, "")), Rule::CompactionOrder);
@@ -565,7 +565,8 @@ fn compaction_events_come_in_order() {
 /// "does not require a human-readable compaction payload", and private reasoning and opaque
 /// compaction state "MUST NOT be copied into" the Store): its text empty and no items, or
 /// it is refused (`CompactionPayload`) writing nothing — a forged admission too — and no
-/// text of it reaches the ledger; an empty one is admitted. Other kinds still need text.
+/// text of it reaches the ledger; an empty one is admitted. Progress inside a compaction is
+/// its turn's maintenance, held the same way. Other events still need text.
 #[test]
 fn compaction_events_carry_no_payload() {
     use WorkerEventKind::{CompactionCompleted, CompactionStarted};
@@ -584,12 +585,21 @@ fn compaction_events_carry_no_payload() {
         w.forged(Event::WorkerEventAdmitted(forged), Rule::CompactionPayload);
     }
     w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "")));
+    // The compaction's own turn progress is maintenance too (outside review 49: the summary
+    // moved into a PROGRESS or TOOL_ACTIVITY event inside the compaction).
+    for kind in [WorkerEventKind::Progress, WorkerEventKind::ToolActivity] {
+        let text = "Compacted history: I considered approach A, rejected B";
+        w.refused(deliver(&w, 0x74, payload(kind, 2, text)), Rule::CompactionPayload);
+    }
+    w.ok(deliver(&w, 0x74, progress("")));
     w.refused(
         deliver(&w, 0x72, payload(CompactionCompleted, 2, "opaque state=eyJhbGciOi")),
         Rule::CompactionPayload,
     );
     w.ok(deliver(&w, 0x72, payload(CompactionCompleted, 2, "")));
+    // Outside a compaction, progress needs its text again.
     w.refused(deliver(&w, 0x73, progress("")), Rule::OutOfBounds);
+    w.ok(deliver(&w, 0x73, progress("reading the parser")));
 }
 
 /// The terminal event ends the stream: a later event of another id — progress, or a second,
