@@ -396,12 +396,12 @@ fn check_thread(
                 c.worker_session_id
             );
             let withdrawn = withdrawn_since(state, wf.goal_id, previous.workflow_id, previous.seq)
-                .or_else(|| selection_withdrawn(state, previous.selection_receipt));
+                .or_else(|| thread_selection_withdrawn(state, c.worker_session_id, None));
             if let Some(withdrawn) = withdrawn {
                 return Err(super::violation(
                     Rule::ThreadPolicy,
                     format!(
-                        "RESUME would continue a Thread whose history holds authority since withdrawn ({withdrawn}, \
+                        "RESUME would continue a Thread whose history holds context since withdrawn ({withdrawn}, \
                          after attempt {previous_id} started): the new package omits it without a word, so the \
                          worker would see both; start on a FRESH thread"
                     ),
@@ -461,6 +461,17 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
 /// Attempt started held no excluded skill, so an exclusion now is one made since. A
 /// profile change that withdraws nothing (a mode, another plan) does not refuse it: seed
 /// 003 keeps an existing session's context.
+fn thread_selection_withdrawn(state: &State, session: Id, except: Option<Id>) -> Option<String> {
+    // Every Attempt that ran on the Thread left its task selection in it, not only the one
+    // resumed (outside review 49: A1 loaded the skill, A2 resumed with none, the skill was
+    // excluded, and A3 resumed A2).
+    state
+        .attempts
+        .iter()
+        .filter(|(id, a)| a.worker_session_id == session && a.dispatched && Some(**id) != except)
+        .find_map(|(_, a)| selection_withdrawn(state, a.selection_receipt))
+}
+
 fn selection_withdrawn(state: &State, receipt: Option<Digest>) -> Option<String> {
     let receipt = receipt?;
     let s = state.selections.by_receipt.get(&receipt)?;
@@ -634,6 +645,22 @@ pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), Rule
     ];
     for (what, ok) in checks {
         ensure!(ok, Rule::DispatchClaim, "dispatch claim for {}: the {what} does not match", e.attempt_id);
+    }
+    // A RESUME claims a Thread whose history holds what earlier Attempts were given: a skill
+    // withdrawn since its start is not in this Attempt's package, so the claim's currency
+    // proof cannot see it (outside review 49: the RESUME was dispatched after the exclusion).
+    if attempt.thread == ThreadChoice::Resume
+        && let Some(withdrawn) =
+            thread_selection_withdrawn(state, attempt.worker_session_id, Some(e.attempt_id))
+    {
+        return Err(super::violation(
+            Rule::ThreadPolicy,
+            format!(
+                "attempt {} would continue a Thread whose history holds context since withdrawn ({withdrawn}): \
+                 cancel it and start on a FRESH thread",
+                e.attempt_id
+            ),
+        ));
     }
     let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
     attempt.status = AttemptStatus::Dispatched;

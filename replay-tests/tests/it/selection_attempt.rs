@@ -859,3 +859,79 @@ fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
         assert_eq!(code, 0, "{out}{err}");
     }
 }
+
+/// The withdrawal of a skill is seen along a chain of RESUMEs and at a RESUME's dispatch
+/// claim (outside review 49, P1s: A1 loaded the skill, A2 resumed A1 with no selection;
+/// after the exclusion A3's RESUME of A2 was admitted, and so was the claim of a RESUME
+/// started before the exclusion — neither package holds the skill, so no manifest changed).
+#[test]
+fn a_withdrawn_skill_is_seen_along_a_resume_chain_and_at_the_claim() {
+    use closure_ledger::lifecycle::{payload, profile};
+    use closure_ledger::runtime::command::{CancelAttempt, InstallProfile};
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    let mut w = world("auto");
+    let mut resuming = profile(false);
+    resuming.name = "resuming".into();
+    resuming.attempt_thread = ThreadChoice::Resume;
+    w.submit(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: resuming })).unwrap();
+    w.submit(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x31),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(0x14),
+        plan: None,
+    }))
+    .unwrap();
+    let on = |attempt: u128, thread, selection| {
+        Command::StartAttempt(StartAttempt {
+            attempt_id: lid(attempt),
+            workflow_id: lid(0x31),
+            worker_session_id: lid(0x61),
+            thread,
+            selection_receipt: selection,
+        })
+    };
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
+    let run = |w: &mut World, attempt: u128| {
+        w.with_ledger(|s| {
+            s.claim(lid(attempt))?;
+            let t = s.time_ms;
+            s.deliver(
+                lid(attempt),
+                attempt + 0x100,
+                payload(WorkerEventKind::Proposals, t, "the proposals"),
+            )?;
+            s.finish(attempt, ResultKind::Proposals)
+        })
+    };
+    run(&mut w, 0x60).unwrap();
+    w.submit(on(0x62, ThreadChoice::Resume, None)).unwrap();
+    run(&mut w, 0x62).unwrap();
+    // A RESUME started before the exclusion is not dispatched after it.
+    w.submit(on(0x64, ThreadChoice::Resume, None)).unwrap();
+    let root = w.s.tmp.path().join("store");
+    let (code, _, err) = w.s.run(
+        &["profile", "set"],
+        &["lean", "--state-root", root.to_str().unwrap(), "--exclude", "skill:api-design"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (rule, detail) = refused_rule(w.with_ledger(|s| s.claim(lid(0x64))));
+    assert_eq!(rule, Rule::ThreadPolicy, "{detail}");
+    assert!(detail.contains("skill:api-design") && detail.contains("FRESH"), "{detail}");
+    let version = w.state().workflows[&lid(0x31)].version;
+    w.submit(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x64),
+        workflow_version: version,
+        reason: "its Thread holds an excluded skill".into(),
+    }))
+    .unwrap();
+    // A3 resuming A2, whose Thread holds A1's skill.
+    let (rule, detail) = refused_rule(w.submit(on(0x66, ThreadChoice::Resume, None)));
+    assert_eq!(rule, Rule::ThreadPolicy, "{detail}");
+    assert!(detail.contains("skill:api-design"), "{detail}");
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
