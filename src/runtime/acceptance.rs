@@ -93,13 +93,18 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         ));
     }
     if e.verdict == Verdict::Accept
-        && let Some((generation, workflow)) =
-            super::candidate::judged_elsewhere_pending(state, wf.goal_id, e.candidate_digest, e.generation_id)
+        && let Some((generation, workflow)) = super::candidate::judged_elsewhere_pending(
+            state,
+            wf.goal_id,
+            e.candidate_digest,
+            e.generation_id,
+            super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision),
+        )
     {
         return Err(violation(
             Rule::Verdict,
             format!(
-                "candidate {} is also frozen in generation {generation} of workflow {workflow}, not yet judged: decide or cancel there first (bytes are judged once per goal)",
+                "candidate {} is also frozen in generation {generation} of workflow {workflow}, not yet judged: decide or cancel there first (bytes are judged once per goal content)",
                 e.candidate_digest
             ),
         ));

@@ -202,14 +202,14 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     Ok(())
 }
 
-/// The content digest of goal `goal` at `revision`: what a judgment in a workflow bound to
-/// that revision is made against.
+/// The judging key of goal `goal` at `revision` (`goal::judging_key`: its content as a
+/// reader sees it): what a judgment in a workflow bound to that revision is made against.
 pub(crate) fn judging_basis(
     state: &State,
     goal: ledger_schema::Id,
     revision: u32,
 ) -> Option<ledger_schema::Digest> {
-    state.goals.get(&goal).and_then(|g| g.digest_of_revision(revision))
+    state.goals.get(&goal).and_then(|g| g.key_of_revision(revision))
 }
 
 /// Whether the decision of workflow `wf` was made for goal `goal` against the goal content
@@ -298,7 +298,10 @@ pub(crate) fn judged_elsewhere_pending(
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
     except: ledger_schema::Id,
+    basis: Option<ledger_schema::Digest>,
 ) -> Option<(ledger_schema::Id, ledger_schema::Id)> {
+    // Only a judgment against the same goal content waits (outside review 49: a workflow
+    // left at an earlier revision, which can no longer decide, held the ACCEPT back).
     state
         .generations
         .iter()
@@ -306,7 +309,8 @@ pub(crate) fn judged_elsewhere_pending(
             **id != except
                 && g.decision.is_none()
                 && g.frozen_digest() == Some(digest)
-                && state.workflows.get(&g.workflow_id).is_some_and(|w| w.goal_id == goal && !w.closed)
+                && state.workflows.get(&g.workflow_id).is_some_and(|w| !w.closed)
+                && decided_against(state, g.workflow_id, goal, basis)
         })
         .map(|(id, g)| (*id, g.workflow_id))
 }

@@ -23,15 +23,42 @@ pub(crate) fn check_content(c: &GoalContent) -> Result<(), RuleViolation> {
     list("preservationConstraints", &c.preservation_constraints)
 }
 
+/// What a judgment of bytes is made against (`candidate::judged_failing`): the goal's
+/// content as a reader sees it — each text in Unicode NFC, invisible characters dropped,
+/// white space collapsed and trimmed, every list (a set) sorted and without repeats. Two
+/// revisions with equal keys are one goal to an auditor (outside review 49: a revision
+/// differing only in an NFD accent, a trailing or no-break space, or the order of its
+/// criteria re-opened rejected bytes).
+pub fn judging_key(c: &GoalContent) -> ledger_schema::Digest {
+    use unicode_normalization::UnicodeNormalization;
+    let text = |t: &str| {
+        let visible: String = t.nfc().filter(|c| !super::invisible(*c)).collect();
+        visible.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let set = |v: &[String]| {
+        let mut v: Vec<String> = v.iter().map(|t| text(t)).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    GoalContent {
+        objective: text(&c.objective),
+        scope: set(&c.scope),
+        non_goals: set(&c.non_goals),
+        success_criteria: set(&c.success_criteria),
+        preservation_constraints: set(&c.preservation_constraints),
+    }
+    .digest()
+}
+
 pub fn apply_created(state: &mut State, e: &GoalCreated, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.goals, e.goal_id, "goal")?;
     check_content(&e.content)?;
     let digest = e.content.digest();
-    let revision_digests = vec![digest];
-    state.goals.insert(
-        e.goal_id,
-        GoalState { revision: 1, content: e.content.clone(), digest, seq, revision_digests },
-    );
+    let revision_keys = vec![judging_key(&e.content)];
+    state
+        .goals
+        .insert(e.goal_id, GoalState { revision: 1, content: e.content.clone(), digest, seq, revision_keys });
     Ok(())
 }
 
@@ -47,10 +74,48 @@ pub fn apply_revised(state: &mut State, e: &GoalRevised, seq: u64) -> Result<(),
         goal.revision.saturating_add(1)
     );
     let digest = e.content.digest();
-    goal.revision_digests.push(digest);
+    goal.revision_keys.push(judging_key(&e.content));
     goal.revision = e.revision;
     goal.content = e.content.clone();
     goal.digest = digest;
     goal.seq = seq;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GoalContent, judging_key};
+
+    fn content(objective: &str, criteria: &[&str]) -> GoalContent {
+        GoalContent {
+            objective: objective.to_owned(),
+            success_criteria: criteria.iter().map(|c| (*c).to_owned()).collect(),
+            scope: vec!["src".to_owned()],
+            non_goals: Vec::new(),
+            preservation_constraints: Vec::new(),
+        }
+    }
+
+    /// Revisions no reader tells apart have one judging key (outside review 49); any visible
+    /// change, case included, makes another.
+    #[test]
+    fn a_judging_key_is_what_a_reader_sees() {
+        let base = judging_key(&content("Keep the r\u{e9}sum\u{e9} page", &["a", "b"]));
+        for same in [
+            content("Keep the re\u{301}sume\u{301} page", &["a", "b"]),
+            content("Keep  the\u{A0}r\u{e9}sum\u{e9} page ", &["b", "a"]),
+            content("Keep the r\u{e9}sum\u{e9}\u{200B} page", &["a", "b", "a"]),
+            content("\u{FEFF}Keep the r\u{e9}sum\u{e9}\npage", &[" a", "b\t"]),
+        ] {
+            assert_eq!(judging_key(&same), base, "{same:?}");
+        }
+        for other in [
+            content("keep the r\u{e9}sum\u{e9} page", &["a", "b"]),
+            content("Keep the resume page", &["a", "b"]),
+            content("Keep the r\u{e9}sum\u{e9} page", &["a", "b", "c"]),
+            content("Keep the r\u{e9}sum\u{e9} page.", &["a", "b"]),
+        ] {
+            assert_ne!(judging_key(&other), base, "{other:?}");
+        }
+    }
 }

@@ -106,18 +106,18 @@ pub struct GoalState {
     pub digest: Digest,
     pub content: GoalContent,
     pub revision: u32,
-    /// `content.digest()` of every revision, revision 1 first: what a judgment under an
+    /// `goal::judging_key` of every revision, revision 1 first: what a judgment under an
     /// earlier revision was made against (`candidate::judged_failing`). Derived by the
     /// fold, not encoded (the state digest is unchanged).
     #[serde(skip)]
-    pub revision_digests: Vec<Digest>,
+    pub revision_keys: Vec<Digest>,
 }
 
 impl GoalState {
-    /// The content digest of revision `revision`, if the goal has reached it.
-    pub fn digest_of_revision(&self, revision: u32) -> Option<Digest> {
+    /// The judging key of revision `revision`, if the goal has reached it.
+    pub fn key_of_revision(&self, revision: u32) -> Option<Digest> {
         let index = usize::try_from(revision.checked_sub(1)?).ok()?;
-        self.revision_digests.get(index).copied()
+        self.revision_keys.get(index).copied()
     }
 }
 

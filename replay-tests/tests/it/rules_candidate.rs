@@ -334,11 +334,21 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
 #[test]
 fn a_revision_that_changed_the_goal_judges_the_bytes_again() {
     use ledger_schema::types::{CheckResult, Phase, Verdict};
-    for changed in [false, true] {
+    // Unchanged, changed, and changed only where no reader sees it (outside review 49, P1:
+    // an NFD accent, a trailing or no-break space, reordered criteria re-opened the bytes).
+    for (changed, invisibly) in [(false, false), (true, false), (false, true)] {
         let revised = |w: &mut World| {
             let mut content = goal_content();
             if changed {
                 content.success_criteria.push("parse() reports the offset of the first bad byte".into());
+            }
+            if invisibly {
+                content.objective =
+                    "Make the config  parser reject a document with trailing\u{A0}bytes. ".into();
+                content.success_criteria.reverse();
+                content.scope = vec!["src/config/parser.rs".into()];
+                content.preservation_constraints = vec!["the public API of parse() is unchanged".into()];
+                assert_ne!(goal_content(), content, "the bytes differ");
             }
             w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
         };
@@ -393,6 +403,47 @@ fn a_revision_that_changed_the_goal_judges_the_bytes_again() {
             assert!(err.to_string().contains("was rejected"), "{err}");
         }
     }
+}
+
+/// A workflow left at an earlier goal content, holding the same bytes frozen and undecided
+/// (it can no longer decide), does not hold back an ACCEPT against the revised content
+/// (outside review 49, P3: "decide or cancel there first").
+#[test]
+fn a_workflow_left_at_an_earlier_content_does_not_hold_back_an_accept() {
+    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    let mut w = World::at(Stage::Frozen);
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    let mut content = goal_content();
+    content.success_criteria.push("parse() reports the offset of the first bad byte".into());
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
+    implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+    w.ok(Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x88),
+        candidate_digest: x,
+        change_set_digest: digest_of("change set"),
+    }));
+    let wf = lid(0x2f);
+    w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase: Phase::EvidenceBuild, version: 4 }));
+    w.ok(Command::RecordEvidence(RecordEvidence {
+        evidence_id: lid(0x98),
+        workflow_id: wf,
+        generation_id: lid(0x88),
+        candidate_digest: x,
+        obligation_id: lid(OBLIGATION),
+        check_spec_id: lid(CHECK_SPEC),
+        check_spec_digest: digest_of("check: cargo test parser::trailing"),
+        result: CheckResult::Pass,
+        detail: "passed".into(),
+    }));
+    w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase: Phase::FinalVerify, version: 5 }));
+    w.ok(Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa8),
+        workflow_id: wf,
+        generation_id: lid(0x88),
+        verdict: Verdict::Accept,
+        evidence_ids: None,
+        reasons: vec!["passed against revision 2".into()],
+    }));
 }
 
 /// Starts workflow `workflow` on the goal at `goal_revision`, advances it to IMPLEMENT, opens
