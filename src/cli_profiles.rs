@@ -126,7 +126,7 @@ pub enum ProfileCommand {
     /// The configured profile, from the ledger alone; its generation verified on disk.
     Status {
         dir: PathBuf,
-        /// Look for the generation here instead of the recorded state root.
+        /// The configured state root, checked: another root is refused.
         #[arg(long, value_name = "ABS")]
         state_root: Option<PathBuf>,
         #[arg(long)]
