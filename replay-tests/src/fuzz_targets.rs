@@ -209,8 +209,18 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                 }
                 _ => fresh_id(state, 5),
             };
-            let kind =
-                if v.is_multiple_of(3) { WorkerEventKind::Proposals } else { WorkerEventKind::Progress };
+            // Compaction events too (their order, their empty payload, progress inside one),
+            // with text now and then, which is refused.
+            let kind = match v % 6 {
+                0 | 3 => WorkerEventKind::Proposals,
+                1 => WorkerEventKind::CompactionStarted,
+                4 => WorkerEventKind::CompactionCompleted,
+                _ => WorkerEventKind::Progress,
+            };
+            let lifecycle_only =
+                matches!(kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted)
+                    || (a.compacting && kind == WorkerEventKind::Progress);
+            let text = if lifecycle_only && !v.is_multiple_of(4) { "" } else { "work" };
             Command::DeliverWorkerEvent(DeliverWorkerEvent {
                 attempt_id: aid,
                 worker_event_id: event,
@@ -219,7 +229,7 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                 } else {
                     a.manifest_digest
                 },
-                payload: lifecycle::payload(kind, u64::from(v % 2), "work"),
+                payload: lifecycle::payload(kind, u64::from(v % 2), text),
             })
         }
         7 => {
