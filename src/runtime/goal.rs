@@ -24,16 +24,20 @@ pub(crate) fn check_content(c: &GoalContent) -> Result<(), RuleViolation> {
 }
 
 /// What a judgment of bytes is made against (`candidate::judged_failing`): the goal's
-/// content as a reader sees it — each text in Unicode NFC, invisible characters dropped,
-/// white space collapsed and trimmed, every list (a set) sorted and without repeats. Two
-/// revisions with equal keys are one goal to an auditor (outside review 49: a revision
-/// differing only in an NFD accent, a trailing or no-break space, or the order of its
-/// criteria re-opened rejected bytes).
+/// content as a reader sees it — each text as its UTS #39 confusable skeleton after NFKC
+/// (so an NFD accent, a ligature or a letter from another script that looks the same
+/// reads the same), invisible characters dropped, white space collapsed and trimmed, and
+/// every list (a set) sorted and without repeats. Two revisions with equal keys are one
+/// goal to an auditor (outside reviews 49 and 51: a revision differing only in an NFD
+/// accent, a trailing or no-break space, the order of its criteria, a Cyrillic `а` or a
+/// `ﬁ` ligature re-opened rejected bytes). Case and every other visible change count.
 pub fn judging_key(c: &GoalContent) -> ledger_schema::Digest {
     use unicode_normalization::UnicodeNormalization;
     let text = |t: &str| {
-        let visible: String = t.nfc().filter(|c| !super::invisible(*c)).collect();
-        visible.split_whitespace().collect::<Vec<_>>().join(" ")
+        let compatible: String = t.nfkc().collect();
+        let seen: String =
+            unicode_security::skeleton(&compatible).filter(|c| !super::invisible(*c)).collect();
+        seen.split_whitespace().collect::<Vec<_>>().join(" ")
     };
     let set = |v: &[String]| {
         let mut v: Vec<String> = v.iter().map(|t| text(t)).collect();
@@ -106,9 +110,14 @@ mod tests {
             content("Keep  the\u{A0}r\u{e9}sum\u{e9} page ", &["b", "a"]),
             content("Keep the r\u{e9}sum\u{e9}\u{200B} page", &["a", "b", "a"]),
             content("\u{FEFF}Keep the r\u{e9}sum\u{e9}\npage", &[" a", "b\t"]),
+            // Look-alikes (outside review 51): a Cyrillic а, a ligature, a one-dot leader.
+            content("Keep the r\u{e9}sum\u{e9} p\u{430}ge", &["a", "b"]),
+            content("Keep the r\u{e9}sum\u{e9} page", &["\u{430}", "b"]),
         ] {
             assert_eq!(judging_key(&same), base, "{same:?}");
         }
+        let fi = judging_key(&content("Reject a fine file.", &["a"]));
+        assert_eq!(judging_key(&content("Reject a \u{FB01}ne \u{FB01}le\u{2024}", &["a"])), fi);
         for other in [
             content("keep the r\u{e9}sum\u{e9} page", &["a", "b"]),
             content("Keep the resume page", &["a", "b"]),
