@@ -210,33 +210,21 @@ pub fn question_key(question: &str) -> String {
     // A sentence's closing or opening mark does not make another question ("…enum" and
     // "…enum?", "¿…?": outside review 44); a word's punctuation does ("C++?", "C?": 47).
     // Quotes, brackets or emphasis around the whole question do not either ("\"…?\"",
-    // "(…?)", "*…?*": outside review 49).
+    // "(…?)", "*…?*": outside reviews 49, 51).
     let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉".contains(c) || c.is_whitespace();
     let opening = |c: char| "¿¡".contains(c) || c.is_whitespace();
-    const WRAPPERS: [(char, char); 12] = [
-        ('"', '"'),
-        ('\'', '\''),
-        ('“', '”'),
-        ('‘', '’'),
-        ('«', '»'),
-        ('„', '“'),
-        ('(', ')'),
-        ('[', ']'),
-        ('*', '*'),
-        ('_', '_'),
-        ('`', '`'),
-        ('「', '」'),
-    ];
+    // Any opening quote or bracket with any closing one: a mismatched pair wraps as well
+    // (outside review 51: `『…』`, `【…】`, `（…）`, `{…}`, `~~…~~`, `(…]` were new questions).
+    const OPENERS: &str = "\"'“‘«„‹<([{*_`~「『【〈《（［｛＂＇";
+    const CLOSERS: &str = "\"'”’»“›>)]}*_`~」』】〉》）］｝＂＇";
     let mut key = key.as_str();
     loop {
         let trimmed = key.trim_end_matches(closing).trim_start_matches(opening);
-        let unwrapped = WRAPPERS.iter().find_map(|&(open, close)| {
-            trimmed
-                .strip_prefix(open)
-                .and_then(|rest| rest.strip_suffix(close))
-                .filter(|inner| !inner.is_empty())
-        });
-        match unwrapped {
+        let inner = trimmed
+            .strip_prefix(|c: char| OPENERS.contains(c))
+            .and_then(|rest| rest.strip_suffix(|c: char| CLOSERS.contains(c)))
+            .filter(|inner| !inner.trim().is_empty());
+        match inner {
             Some(inner) => key = inner,
             None => return trimmed.to_owned(),
         }

@@ -294,6 +294,12 @@ fn a_goal_has_one_decision_per_question() {
         "*May parse() allocate?*",
         "May parse() allocate．",
         "May parse() allocate‼",
+        // Other wrappers, mismatched ones too (outside review 51).
+        "『May parse() allocate?』",
+        "（May parse() allocate?）",
+        "{May parse() allocate?}",
+        "~~May parse() allocate?~~",
+        "(May parse() allocate?]",
     ] {
         w.refused(decision(0x5D, GOAL, same, "human:alice"), Rule::DecisionConflict);
     }
