@@ -101,10 +101,19 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision),
         )
     {
+        // A workflow bound to an earlier revision (of the same content) can no longer decide
+        // (outside review 51: the refusal said "decide … there").
+        let current = state.goals.get(&wf.goal_id).map(|g| g.revision);
+        let can_decide = state.workflows.get(&workflow).is_some_and(|w| Some(w.goal_revision) == current);
+        let then = if can_decide {
+            "decide or cancel there first"
+        } else {
+            "cancel it there first (it is bound to an earlier goal revision and cannot decide)"
+        };
         return Err(violation(
             Rule::Verdict,
             format!(
-                "candidate {} is also frozen in generation {generation} of workflow {workflow}, not yet judged: decide or cancel there first (bytes are judged once per goal content)",
+                "candidate {} is also frozen in generation {generation} of workflow {workflow}, not yet judged: {then} (bytes are judged once per goal content)",
                 e.candidate_digest
             ),
         ));

@@ -131,6 +131,16 @@ fn check_kind(state: &State, attempt: &AttemptState, payload: &WorkerPayload) ->
             wf.profile.id
         );
     }
+    // The progress of a compaction's own turn is maintenance: no text, no items.
+    if inside_compaction(attempt, payload) {
+        ensure!(
+            payload.text.is_empty() && payload.items.is_empty(),
+            Rule::CompactionPayload,
+            "a {} event inside a compaction is a lifecycle observation: its text is empty and it has no \
+             items (private reasoning and opaque compaction state never enter the ledger)",
+            wire(&payload.kind)
+        );
+    }
     // Compactions open and close in turn, and a result does not arrive inside one (seed:
     // a manual compaction's turn progress "is not a new Worker dispatch, Attempt, or
     // completion request and MUST NOT be admitted as one"; outside review 39).
@@ -164,6 +174,14 @@ fn check_kind(state: &State, attempt: &AttemptState, payload: &WorkerPayload) ->
     Ok(())
 }
 
+/// Progress of an active Attempt while its compaction is open: the compaction turn's own
+/// maintenance (outside review 49).
+fn inside_compaction(attempt: &AttemptState, payload: &WorkerPayload) -> bool {
+    attempt.compacting
+        && attempt.status == super::state::AttemptStatus::Dispatched
+        && matches!(payload.kind, WorkerEventKind::Progress | WorkerEventKind::ToolActivity)
+}
+
 /// The size, claim and bounds checks every delivery passes first.
 fn check_delivery(
     state: &State,
@@ -190,22 +208,22 @@ fn check_delivery(
     // so is the progress of a compaction's own turn, inside it (its "turn/* progress" is
     // maintenance; outside review 49: the summary moved one event over). A result inside a
     // compaction is left to `CompactionOrder`.
-    let lifecycle =
-        matches!(payload.kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted)
-            || (attempt.compacting
-                && matches!(payload.kind, WorkerEventKind::Progress | WorkerEventKind::ToolActivity));
-    if lifecycle {
+    // (Progress inside a compaction is held to that where the event is current —
+    // `check_kind`; a stale one becomes an ignored receipt, which keeps only the payload's
+    // digest: outside review 51.)
+    if matches!(payload.kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted) {
         ensure!(
             payload.text.is_empty() && payload.items.is_empty(),
             Rule::CompactionPayload,
-            "a {} event{} is a lifecycle observation: its text is empty and it has no items (private \
+            "a {} event is a lifecycle observation: its text is empty and it has no items (private \
              reasoning and opaque compaction state never enter the ledger)",
-            wire(&payload.kind),
-            if attempt.compacting { " inside a compaction" } else { "" }
+            wire(&payload.kind)
         );
         return Ok(());
     }
-    super::payload_text("payload text", &payload.text)?;
+    if !(inside_compaction(attempt, payload) && payload.text.is_empty()) {
+        super::payload_text("payload text", &payload.text)?;
+    }
     ensure!(
         payload.items.len() <= super::MAX_ITEMS,
         Rule::OutOfBounds,

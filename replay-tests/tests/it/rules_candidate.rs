@@ -411,39 +411,63 @@ fn a_revision_that_changed_the_goal_judges_the_bytes_again() {
 #[test]
 fn a_workflow_left_at_an_earlier_content_does_not_hold_back_an_accept() {
     use ledger_schema::types::{CheckResult, Phase, Verdict};
-    let mut w = World::at(Stage::Frozen);
-    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
-    let mut content = goal_content();
-    content.success_criteria.push("parse() reports the offset of the first bad byte".into());
-    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
-    implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
-    w.ok(Command::FreezeGeneration(FreezeGeneration {
-        generation_id: lid(0x88),
-        candidate_digest: x,
-        change_set_digest: digest_of("change set"),
-    }));
-    let wf = lid(0x2f);
-    w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase: Phase::EvidenceBuild, version: 4 }));
-    w.ok(Command::RecordEvidence(RecordEvidence {
-        evidence_id: lid(0x98),
-        workflow_id: wf,
-        generation_id: lid(0x88),
-        candidate_digest: x,
-        obligation_id: lid(OBLIGATION),
-        check_spec_id: lid(CHECK_SPEC),
-        check_spec_digest: digest_of("check: cargo test parser::trailing"),
-        result: CheckResult::Pass,
-        detail: "passed".into(),
-    }));
-    w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase: Phase::FinalVerify, version: 5 }));
-    w.ok(Command::DecideAcceptance(DecideAcceptance {
-        decision_id: lid(0xa8),
-        workflow_id: wf,
-        generation_id: lid(0x88),
-        verdict: Verdict::Accept,
-        evidence_ids: None,
-        reasons: vec!["passed against revision 2".into()],
-    }));
+    // Another content; then the same content differing only invisibly, where the earlier
+    // workflow's judgment still counts: cancel it there (it cannot decide: outside review 51).
+    for invisibly in [false, true] {
+        let mut w = World::at(Stage::Frozen);
+        let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+        let mut content = goal_content();
+        if invisibly {
+            content.objective = format!("{} ", content.objective);
+        } else {
+            content.success_criteria.push("parse() reports the offset of the first bad byte".into());
+        }
+        w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
+        implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+        w.ok(Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(0x88),
+            candidate_digest: x,
+            change_set_digest: digest_of("change set"),
+        }));
+        let wf = lid(0x2f);
+        w.ok(Command::AdvancePhase(AdvancePhase {
+            workflow_id: wf,
+            phase: Phase::EvidenceBuild,
+            version: 4,
+        }));
+        w.ok(Command::RecordEvidence(RecordEvidence {
+            evidence_id: lid(0x98),
+            workflow_id: wf,
+            generation_id: lid(0x88),
+            candidate_digest: x,
+            obligation_id: lid(OBLIGATION),
+            check_spec_id: lid(CHECK_SPEC),
+            check_spec_digest: digest_of("check: cargo test parser::trailing"),
+            result: CheckResult::Pass,
+            detail: "passed".into(),
+        }));
+        w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase: Phase::FinalVerify, version: 5 }));
+        let accept = Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa8),
+            workflow_id: wf,
+            generation_id: lid(0x88),
+            verdict: Verdict::Accept,
+            evidence_ids: None,
+            reasons: vec!["passed against revision 2".into()],
+        });
+        if invisibly {
+            let err = w.fails(accept.clone());
+            assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::Verdict), "{err}");
+            assert!(err.to_string().contains("cannot decide"), "{err}");
+            let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
+            w.ok(Command::CancelWorkflow(CancelWorkflow {
+                workflow_id: lid(WORKFLOW),
+                workflow_version: version,
+                reason: "left at revision 1".into(),
+            }));
+        }
+        w.ok(accept);
+    }
 }
 
 /// Starts workflow `workflow` on the goal at `goal_revision`, advances it to IMPLEMENT, opens

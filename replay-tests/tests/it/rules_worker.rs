@@ -592,6 +592,13 @@ fn compaction_events_carry_no_payload() {
         w.refused(deliver(&w, 0x74, payload(kind, 2, text)), Rule::CompactionPayload);
     }
     w.ok(deliver(&w, 0x74, progress("")));
+    // A stale delivery inside it is an ignored receipt as ever, which keeps only the
+    // payload's digest (outside review 51: it was refused).
+    let mut stale = deliver(&w, 0x75, progress("a summary, for another manifest"));
+    if let Command::DeliverWorkerEvent(d) = &mut stale {
+        d.manifest_digest = digest_of("an old manifest");
+    }
+    assert_eq!(w.ok(stale).ignored, Some(IgnoredReason::ManifestMismatch));
     w.refused(
         deliver(&w, 0x72, payload(CompactionCompleted, 2, "opaque state=eyJhbGciOi")),
         Rule::CompactionPayload,
