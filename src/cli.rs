@@ -175,15 +175,18 @@ fn usage(message: impl Into<String>) -> Failure {
 /// Entry point of the `ledger` binary.
 pub fn main() -> ExitCode {
     // A panic is a bug of ours; never show a backtrace to a user, just one line.
-    // A panic inside sled's own open is caught and reported as a sled that will not open
-    // (`store::opening_sled`): not ours to announce.
+    // A panic inside a guarded call into sled is caught and reported as sled damage
+    // (`store::inside_sled`): not ours to announce.
     std::panic::set_hook(Box::new(|info| {
-        if !crate::store::opening_sled() {
+        if !crate::store::inside_sled() {
             eprintln!("ledger: internal error: {info}");
         }
     }));
     let mut out = std::io::stdout().lock();
-    let mut err = std::io::stderr().lock();
+    // stderr is not held locked: a panic on a helper thread writes its line through the
+    // hook above, which would otherwise wait for this thread's lock forever (outside
+    // review 50: verify, replay and submit hung when sled's reader thread panicked).
+    let mut err = std::io::stderr();
     ExitCode::from(run_args(std::env::args_os(), &mut out, &mut err))
 }
 

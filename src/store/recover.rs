@@ -330,7 +330,15 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         _ => false,
     };
     let before = journal_fingerprint(root);
-    let result = match recover_in(root, options, None) {
+    // A panic inside sled while it is read here (sled 0.34.7 panics on some damage to its
+    // files: outside review 50) is sled's damage like a failed read: caught, and handled
+    // below as one.
+    let first = super::disk::sled_guarded(|| recover_in(root, options, None)).unwrap_or_else(|why| {
+        Err(OpenError::Sled(sled::Error::ReportableBug(format!(
+            "sled aborted reading its files (a panic inside sled): {why}"
+        ))))
+    });
+    let result = match first {
         // sled opened but a read of it failed (outside review 48: its blob files gone, every
         // read of a record kept in one failed "No such file or directory", and `recover`
         // itself exited 2 telling the operator to run `recover`): sled is damaged like one

@@ -84,6 +84,7 @@ pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> 
     if !path.is_dir() {
         return Err(OpenError::SledMissing(path.to_path_buf()));
     }
+    refused_file(path)?;
     let started = std::time::Instant::now();
     // Whether the last failed open was followed by a probe that found the lock free: the
     // holder may have let go between sled's attempt and our probe, so such a failure earns
@@ -110,31 +111,77 @@ pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> 
 }
 
 std::thread_local! {
-    static OPENING_SLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static INSIDE_SLED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Whether this thread is inside sled's own open, where a panic is sled's answer about its
-/// files, caught and reported as a sled that will not open (the CLI's panic hook keeps
-/// quiet about it).
-pub fn opening_sled() -> bool {
-    OPENING_SLED.with(std::cell::Cell::get)
+/// Whether this thread is inside a call into sled that is guarded ([`sled_guarded`]), where
+/// a panic is sled's answer about its files, caught and reported as sled damage (the CLI's
+/// panic hook keeps quiet about it).
+pub fn inside_sled() -> bool {
+    INSIDE_SLED.with(|depth| depth.get() > 0)
 }
 
-/// `config.open()`, with a panic inside sled's open (outside review 48: with `sled/blobs/`
-/// gone, sled 0.34.7 panics "tried to serialize Uninitialized" while recovering its log)
-/// turned into the error of a sled that will not open: index damage, which `recover` moves
-/// aside and rebuilds, as it does for every other unopenable sled.
-fn open_caught(config: &sled::Config) -> sled::Result<sled::Db> {
-    OPENING_SLED.with(|c| c.set(true));
-    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open()));
-    OPENING_SLED.with(|c| c.set(false));
-    opened.unwrap_or_else(|panic| {
-        let why = panic
+/// A file of sled's (its own files and its blob files) that the filesystem refuses to let
+/// us read, as the error of a filesystem that refuses — not damage: sled 0.34 reads an
+/// unreadable blob as corruption, or drops the frames behind it at open (outside review
+/// 50: the journal's witness then rebuilt from a journal that had lost a record). Other
+/// kinds of failure are left to sled's own open.
+fn refused_file(path: &Path) -> Result<(), OpenError> {
+    let refused = |what: &Path, e: std::io::Error| {
+        let why = format!("{}: {e}", what.display());
+        OpenError::Sled(sled::Error::Io(std::io::Error::new(e.kind(), why)))
+    };
+    let denied = |e: &std::io::Error| e.kind() == std::io::ErrorKind::PermissionDenied;
+    let mut files = Vec::new();
+    for dir in [path.to_path_buf(), path.join("blobs")] {
+        match std::fs::read_dir(&dir) {
+            Ok(items) => files.extend(items.filter_map(Result::ok).map(|item| item.path())),
+            Err(e) if denied(&e) => return Err(refused(&dir, e)),
+            Err(_) => {}
+        }
+    }
+    for file in files.iter().filter(|p| p.is_file()) {
+        match File::open(file) {
+            Err(e) if denied(&e) => return Err(refused(file, e)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` (a call into sled) with a panic inside it caught: `Err` holds its message.
+/// sled 0.34.7 panics on some damage to its files instead of returning an error (outside
+/// reviews 48, 50: `tried to serialize Uninitialized` at open with `sled/blobs/` gone;
+/// `cannot find pid … in view_for_key` while iterating with one blob file gone).
+pub(in crate::store) fn sled_guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    INSIDE_SLED.with(|depth| depth.set(depth.get().saturating_add(1)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    INSIDE_SLED.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    result.map_err(|panic| {
+        panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".to_owned());
-        Err(sled::Error::ReportableBug(format!("sled panicked while opening its files: {why}")))
+            .unwrap_or_else(|| "no message".to_owned())
+    })
+}
+
+/// `config.open()`, a panic inside it the error of a sled that will not open: index
+/// damage, which `recover` moves aside and rebuilds, as every other unopenable sled.
+fn open_caught(config: &sled::Config) -> sled::Result<sled::Db> {
+    sled_guarded(|| config.open()).unwrap_or_else(|why| {
+        Err(sled::Error::ReportableBug(format!(
+            "sled aborted opening its files (a panic inside sled): {why}"
+        )))
+    })
+}
+
+/// The next item of a sled iterator, a panic inside sled's read an error: sled damage.
+fn guarded_next<I: Iterator<Item = SledItem>>(items: &mut I) -> Option<SledItem> {
+    sled_guarded(|| items.next()).unwrap_or_else(|why| {
+        Some(Err(sled::Error::ReportableBug(format!(
+            "sled aborted reading its files (a panic inside sled): {why}"
+        ))))
     })
 }
 
@@ -215,7 +262,7 @@ impl<I: Iterator<Item = SledItem>> Iterator for SledFrames<I> {
     type Item = SledItem;
 
     fn next(&mut self) -> Option<SledItem> {
-        let (k, first) = match self.next.take().or_else(|| self.items.next())? {
+        let (k, first) = match self.next.take().or_else(|| guarded_next(&mut self.items))? {
             Ok(item) => item,
             Err(e) => return Some(Err(e)),
         };
@@ -225,7 +272,7 @@ impl<I: Iterator<Item = SledItem>> Iterator for SledFrames<I> {
         let mut record: Option<Vec<u8>> = None;
         let mut last_len = first.len();
         for expected in (1u32..).take(MAX_CHUNKS) {
-            let (ck, chunk) = match self.items.next() {
+            let (ck, chunk) = match guarded_next(&mut self.items) {
                 None => break,
                 Some(Err(e)) => return Some(Err(e)),
                 Some(Ok(item)) => item,
@@ -408,7 +455,7 @@ impl Iterator for SledCursor {
             };
             self.iter = Some((db, iter));
         }
-        let item = self.iter.as_mut().and_then(|(_, iter)| iter.next());
+        let item = self.iter.as_mut().and_then(|(_, iter)| guarded_next(iter));
         if let Some(Ok((k, v))) = &item {
             self.last = Some(k.clone());
             self.read += v.len();

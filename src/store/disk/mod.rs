@@ -16,10 +16,10 @@ mod scan;
 pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with, replay_journal, verify};
 #[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
-pub use index::opening_sled;
+pub use index::inside_sled;
 pub(in crate::store) use index::{
     SledFrames, check_meta, chunk_of, get_frame, insert_frame, key, key_seq, meta_is_current, open_sled,
-    read_meta, refuse_newer_format, trees, write_meta,
+    read_meta, refuse_newer_format, sled_guarded, trees, write_meta,
 };
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
