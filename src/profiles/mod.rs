@@ -97,11 +97,24 @@ pub struct ScanOutcome {
     pub profiles: Vec<String>,
 }
 
+/// The resources (source id, path) the task selections of open workflows' Attempts
+/// loaded: what a rescan stores first ([`scan::scan_keeping`]).
+fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String, String)> {
+    state
+        .attempts
+        .values()
+        .filter(|a| state.workflows.get(&a.workflow_id).is_some_and(|w| !w.closed))
+        .filter_map(|a| a.selection_receipt)
+        .filter_map(|receipt| state.selections.by_receipt.get(&receipt))
+        .flat_map(|s| s.resources.iter().map(|r| (r.id.clone(), r.path.clone())))
+        .collect()
+}
+
 /// Scans `root` and records the registry in the ledger at `dir` (one frame), unless the
 /// current registry is byte-identical, which is a no-op returning the existing snapshot.
 pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileError> {
-    let recorded = scan::scan(root)?;
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    let recorded = scan::scan_keeping(root, &loaded_by_open_workflows(ledger.state()))?;
     let cp = &ledger.state().context_profiles;
     let existing = if cp.registry_digest == Some(recorded.registry_digest) {
         cp.registries.get(&recorded.registry_digest).copied()

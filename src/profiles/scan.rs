@@ -500,6 +500,19 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
 
 /// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
 pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
+    scan_keeping(root, &std::collections::BTreeSet::new())
+}
+
+/// [`scan`], storing first the bytes of the resources `keep` names (source id, path) —
+/// what the task selections of open workflows' Attempts loaded — then the rest in (id,
+/// path) order, within the entry's bounds: a rescan that adds sources does not push out
+/// the bytes an in-flight or finished Attempt stands on (outside review 52: an Attempt
+/// whose skill was unchanged was marked CONTEXT_CHANGED, its result ignored, because
+/// new skills sorting before it took the stored bytes).
+pub fn scan_keeping(
+    root: &Path,
+    keep: &std::collections::BTreeSet<(String, String)>,
+) -> Result<SourceRegistryRecorded, ScanError> {
     let root = no_symlink_ancestors(root)?;
     real_dir(&root)?;
     let mut budget = Budget { entries: 0, bytes: 0 };
@@ -753,14 +766,21 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
         });
     }
 
-    // Store bytes within the entry's bounds, in (id, path) order.
+    // Store bytes within the entry's bounds: first those `keep` names, then the rest, each
+    // in (id, path) order.
     let mut stored: u64 = 0;
-    for source in &mut sources {
-        for r in &mut source.resources {
-            if r.bytes > MAX_STORED_FILE_BYTES || stored.saturating_add(r.bytes) > MAX_STORED_TOTAL_BYTES {
-                r.content = None;
-            } else {
-                stored += r.bytes;
+    for first in [true, false] {
+        for source in &mut sources {
+            for r in &mut source.resources {
+                if keep.contains(&(source.id.clone(), r.path.clone())) != first {
+                    continue;
+                }
+                if r.bytes > MAX_STORED_FILE_BYTES || stored.saturating_add(r.bytes) > MAX_STORED_TOTAL_BYTES
+                {
+                    r.content = None;
+                } else {
+                    stored += r.bytes;
+                }
             }
         }
     }

@@ -935,3 +935,62 @@ fn a_withdrawn_skill_is_seen_along_a_resume_chain_and_at_the_claim() {
     let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// A rescan that adds sources does not push out the stored bytes an open workflow's
+/// Attempt stands on (outside review 52, P1: ~640 KiB of new skills sorting before the
+/// loaded one took the registry entry's stored bytes, the dispatched Attempt — whose skill
+/// had not changed — was marked CONTEXT_CHANGED, and its result was ignored).
+#[test]
+fn a_rescan_keeps_the_bytes_an_open_attempt_loaded() {
+    use closure_ledger::lifecycle::payload;
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    let mut w = world("auto");
+    // A skill sorting after every other, of 20,000 bytes (within a load's cap).
+    write(
+        &w.s.src.join("skills/zz-loaded/SKILL.md"),
+        &format!(
+            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
+            "loaded text. ".repeat(1_530)
+        ),
+    );
+    assert_eq!(w.s.scan().0, 0);
+    let root = w.s.tmp.path().join("store");
+    let (code, _, err) = w
+        .s
+        .run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
+    assert_eq!(code, 0, "{err}");
+    let sel = w.select(&explicit("discovery", &["skill:zz-loaded"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x60))).unwrap();
+    // Eleven skills of ~58 KB sorting before it: past the entry's 640 KiB of stored bytes.
+    for i in 0..11 {
+        let dir = format!("aa-filler-{i:02}");
+        write(
+            &w.s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!(
+                "---\nname: {dir}\ndescription: Filler skill {i}.\n---\n\n{}\n",
+                "filler text. ".repeat(4_500)
+            ),
+        );
+    }
+    let (code, out, err) = w.s.scan();
+    assert_eq!(code, 0, "{out}{err}");
+    let state = w.state();
+    assert!(!state.attempts[&lid(0x60)].context_changed, "the loaded skill did not change");
+    let registry = state.context_profiles.registry.clone().unwrap();
+    let loaded = registry.sources.iter().find(|s| s.id == "skill:zz-loaded").unwrap();
+    assert!(loaded.resources.iter().all(|r| r.content.is_some()), "its bytes stay stored");
+    assert!(
+        registry.sources.iter().flat_map(|s| &s.resources).any(|r| r.content.is_none()),
+        "the entry's bound was reached: some bytes are stored by digest only"
+    );
+    w.with_ledger(|s| {
+        let t = s.time_ms;
+        s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
+        s.finish(0x60, ResultKind::Proposals)
+    })
+    .unwrap();
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
