@@ -114,7 +114,7 @@ std::thread_local! {
     static INSIDE_SLED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Whether this thread is inside a call into sled that is guarded ([`sled_guarded`]), where
+/// Whether this thread is inside a call into sled that is guarded (`sled_guarded`), where
 /// a panic is sled's answer about its files, caught and reported as sled damage (the CLI's
 /// panic hook keeps quiet about it).
 pub fn inside_sled() -> bool {
