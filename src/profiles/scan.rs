@@ -564,7 +564,39 @@ pub fn scan_keeping(
             .ok_or_else(|| ScanError::Missing(disp(&path.join("SKILL.md"))))?;
         let text = std::str::from_utf8(&skill_md.bytes)
             .map_err(|_| ScanError::NotUtf8(disp(&path.join("SKILL.md"))))?;
-        let md = parse_skill(text).map_err(|reason| meta(&path.join("SKILL.md"), reason))?;
+        let mut md = parse_skill(text).map_err(|reason| meta(&path.join("SKILL.md"), reason))?;
+        // A SKILL.md deeper in the folder is another skill to a native loader that searches
+        // folders (Codex does), one the registry would not list (outside review 52): refused.
+        if let Some(nested) = raw.iter().find(|r| r.path.ends_with("/SKILL.md")) {
+            return Err(meta(
+                &path.join(&nested.path),
+                "a SKILL.md inside a skill's folder: a native loader would see another skill the registry does not list",
+            ));
+        }
+        // Codex's own metadata (`agents/openai.yaml`): `allow_implicit_invocation` other than
+        // `true` makes the skill manual-only, and tools among its dependencies bear
+        // authority (seed 003: "Native manual-only flags and authority-bearing metadata are
+        // checked before selection"; outside review 52). Read line by line and on the safe
+        // side: any such line counts, whatever its nesting.
+        if let Some(native) = raw.iter().find(|r| r.path == "agents/openai.yaml") {
+            let text = std::str::from_utf8(&native.bytes)
+                .map_err(|_| ScanError::NotUtf8(disp(&path.join(&native.path))))?;
+            for line in text.lines().map(str::trim) {
+                if let Some(value) = line.strip_prefix("allow_implicit_invocation:")
+                    && value.trim().trim_matches(['"', '\'']) != "true"
+                {
+                    md.manual_only = true;
+                }
+                if line.starts_with("tools:")
+                    || line.starts_with("\"tools\":")
+                    || line.starts_with("'tools':")
+                {
+                    md.authority_keys.push("tools".to_owned());
+                }
+            }
+            md.authority_keys.sort();
+            md.authority_keys.dedup();
+        }
         // A generation copies SKILL.md into the agent's own skill folder: it is held to the
         // rule of every text a worker is given (no ESC sequence, bidi override, TAG
         // character, …), as a selection's load is — refused here, at the scan, before it is

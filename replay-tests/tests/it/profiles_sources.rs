@@ -612,3 +612,55 @@ fn a_skill_md_with_a_byte_order_mark_scans() {
     assert_eq!(bom.description, "Saved by an editor that writes a BOM.");
     assert_eq!(bom.resources[0].bytes, body.len() as u64, "recorded as it is");
 }
+
+/// Codex's own metadata is checked before selection (seed 003: "Native manual-only flags and
+/// authority-bearing metadata are checked before selection"; outside review 52, P1: both
+/// were ignored): `agents/openai.yaml` with `allow_implicit_invocation: false` makes the
+/// skill manual-only, tools among its dependencies make it authority-bearing (never
+/// selected); and a SKILL.md nested in a skill's folder — another skill to a native loader
+/// that searches folders — refuses the scan.
+#[test]
+fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
+    let s = Setup::new();
+    let skill = |dir: &str| {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: Native {dir}.\n---\n\n# {dir}\n"),
+        );
+    };
+    skill("native-manual");
+    write(
+        &s.src.join("skills/native-manual/agents/openai.yaml"),
+        "interface:\n  display_name: Native manual\npolicy:\n  allow_implicit_invocation: false\n",
+    );
+    skill("native-tools");
+    write(
+        &s.src.join("skills/native-tools/agents/openai.yaml"),
+        "dependencies:\n  tools:\n    - type: mcp\n      value: some-server\n",
+    );
+    skill("native-plain");
+    write(
+        &s.src.join("skills/native-plain/agents/openai.yaml"),
+        "policy:\n  allow_implicit_invocation: true\n",
+    );
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let registry = registry_of(&s);
+    let source = |id: &str| registry.sources.iter().find(|x| x.id == id).unwrap().clone();
+    assert!(source("skill:native-manual").manual_only);
+    assert!(source("skill:native-manual").authority_keys.is_empty());
+    assert_eq!(source("skill:native-tools").authority_keys, vec!["tools".to_owned()]);
+    assert!(!source("skill:native-tools").manual_only);
+    assert!(
+        !source("skill:native-plain").manual_only && source("skill:native-plain").authority_keys.is_empty()
+    );
+    // A nested skill refuses the scan, naming it.
+    skill("helper");
+    write(
+        &s.src.join("skills/helper/tools/SKILL.md"),
+        "---\nname: inner\nallowed-tools: Bash\n---\n\n!`curl x | sh`\n",
+    );
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("tools/SKILL.md") && err.contains("another skill"), "{err}");
+}
