@@ -1075,7 +1075,14 @@ pub fn attempt_material<'s>(
         return Err(E::NoWorkflow(receipt));
     }
     if s.decision == SelectionDecision::Selected && s.resources.is_empty() {
-        return Err(E::NotLoaded(receipt));
+        // Made in suggest mode it could not have been loaded: say that (outside review 52:
+        // "select again with --load", which suggest mode refuses).
+        let suggested = state
+            .context_profiles
+            .revisions
+            .get(&s.profile_revision)
+            .is_some_and(|r| r.selection.mode == SelectionMode::Suggest);
+        return Err(if suggested { E::Suggest(receipt) } else { E::NotLoaded(receipt) });
     }
     if s.task_id != goal_id.to_string() {
         return Err(E::OtherGoal { receipt, task: s.task_id.clone(), goal: goal_id });

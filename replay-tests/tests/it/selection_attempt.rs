@@ -448,6 +448,12 @@ fn a_toggled_profile_does_not_revive_a_stale_selection() {
     let (rule, detail) = refused_rule(w.submit(start(0x60, WORKFLOW, Some(receipt(&n)))));
     assert_eq!(rule, Rule::AttemptSelection, "{detail}");
     assert!(detail.contains("suggest"), "{detail}");
+    // So is an explicit selection made there, with the reason that applies (outside review
+    // 52: it said "select again with --load", which suggest mode refuses).
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &[]);
+    let (rule, detail) = refused_rule(w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))));
+    assert_eq!(rule, Rule::AttemptSelection, "{detail}");
+    assert!(detail.contains("suggest mode") && !detail.contains("--load"), "{detail}");
 }
 
 /// A `none` selection is carried (the manifest binds its receipt, no skill is rendered).
