@@ -54,6 +54,13 @@ pub enum GenerationError {
     Busy { path: String, holder: String },
     #[error("state root {0} holds an interrupted transaction: run `ledger profile recover` first")]
     RecoveryRequired(String),
+    /// A stage directory with no transaction that names it (outside review 52: the refusal
+    /// sent the operator to `profile recover`, which found nothing to recover).
+    #[error(
+        "state root {root} holds a left-over stage {stage} that no transaction names: move it out of the state root \
+         (nothing records it), then run the command again"
+    )]
+    StrayStage { root: String, stage: String },
     #[error("generation {root}: {reason}")]
     Tampered { root: String, reason: String },
     #[error("transaction {path}: {reason}")]
@@ -548,8 +555,12 @@ pub fn preflight(
         verify(&target, manifest)?;
         return Ok(true);
     }
-    if fs::symlink_metadata(root.join("stage").join(hex(digest))).is_ok() {
-        return Err(GenerationError::RecoveryRequired(shown(&root.display().to_string())));
+    let stage = root.join("stage").join(hex(digest));
+    if fs::symlink_metadata(&stage).is_ok() {
+        return Err(GenerationError::StrayStage {
+            root: shown(&root.display().to_string()),
+            stage: shown(&stage.display().to_string()),
+        });
     }
     Ok(false)
 }

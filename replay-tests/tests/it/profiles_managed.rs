@@ -676,3 +676,26 @@ fn status_of_an_unconfigured_ledger_claims_no_drift() {
     let st = ok(status(&s));
     assert!(st["registryDigest"].is_null(), "{st}");
 }
+
+/// A stage directory no transaction names (a crash between creating it and recording the
+/// transaction, or a stray copy) is named as what it is — not "run `profile recover`",
+/// which finds nothing to recover (outside review 52: the advice went round in a circle);
+/// moved out, `set` goes on.
+#[test]
+fn a_stray_stage_is_named_not_sent_to_recover() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let dry = ok(set(&s, &root, &["full", "--dry-run"]));
+    let digest = dry["generationDigest"].as_str().unwrap().trim_start_matches("b3:").to_owned();
+    let stray = root.join("stage").join(&digest);
+    std::fs::create_dir_all(&stray).unwrap();
+    for dir in [root.join("stage"), stray.clone()] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let (code, _, err) = set(&s, &root, &["full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("left-over stage") && !err.contains("profile recover"), "{err}");
+    std::fs::rename(&stray, s.tmp.path().join("stray")).unwrap();
+    ok(set(&s, &root, &["full"]));
+}
