@@ -36,7 +36,11 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// (weight 2) and description (its triggers). BM25 with k1 = 1.2, b = 0.75, idf =
 /// ln(1 + (N − n + 0.5)/(n + 0.5)) over the routable sources; scores × 1000, rounded.
 /// Ties by id. The bar: top ≥ [`BAR_MIN_SCORE`] and top ≥ [`BAR_RATIO`] × the runner-up.
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/2";
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/3";
+
+/// The second routing policy: routing/3 without its two-term floor ([`MIN_MATCHED_TERMS`]).
+/// Selections recorded under it are checked under it.
+pub const ROUTING_POLICY_V2: &str = "closure-ledger-routing/2";
 
 /// The first routing policy: a task's agent-proposed ids decided before the lexical step, so
 /// they overrode a skill the user's own query cited or ranked unambiguously. Selections
@@ -69,6 +73,11 @@ pub const MAX_PROPOSAL_BYTES: usize = 65_536;
 pub const BAR_MIN_SCORE: u32 = 2000;
 /// The bar's margin: the top score is at least this many times the runner-up's.
 pub const BAR_RATIO: u32 = 2;
+/// Routing/3's floor of informative terms: the top candidate of a ranked match matched at
+/// least this many distinct query terms. BM25's idf grows with the number of routable
+/// sources, so from six sources on one shared word cleared [`BAR_MIN_SCORE`] alone, and
+/// "don't use the alpha skill" selected `skill:alpha` (outside review 52).
+pub const MIN_MATCHED_TERMS: usize = 2;
 
 /// Why a selection was made (recorded `reason`).
 pub const REASON_NO_WORKFLOW: &str = "no-workflow";
@@ -306,6 +315,13 @@ pub fn clears_bar(top: u32, second: Option<u32>) -> bool {
     top >= BAR_MIN_SCORE && second.is_none_or(|s| u64::from(top) >= u64::from(BAR_RATIO) * u64::from(s))
 }
 
+/// The bar of routing policy `policy` for the top candidate `top` and the runner-up's score:
+/// [`clears_bar`], and under routing/3 (and later) at least [`MIN_MATCHED_TERMS`] matched terms.
+pub fn clears_bar_as(policy: &str, top: &SelectionCandidate, second: Option<u32>) -> bool {
+    let older = policy == ROUTING_POLICY_V1 || policy == ROUTING_POLICY_V2;
+    clears_bar(top.score, second) && (older || top.matched.len() >= MIN_MATCHED_TERMS)
+}
+
 const DIRECTIVE_VERBS: [&str; 6] = ["use", "apply", "load", "follow", "invoke", "using"];
 const NEGATIONS: [&str; 9] = ["not", "no", "never", "don't", "dont", "without", "avoid", "instead", "nor"];
 const QUESTION_WORDS: [&str; 16] = [
@@ -402,6 +418,11 @@ pub struct Lexical {
 
 /// The lexical step over the query (live): directives first, then the ranked match.
 pub fn lexical(query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
+    lexical_as(ROUTING_POLICY, query, routable)
+}
+
+/// [`lexical`] under routing policy `policy` (its bar: [`clears_bar_as`]).
+pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
     let none = |reason| Lexical { root: None, pending: false, reason, candidates: Vec::new() };
     let Some(query) = query.filter(|q| !tokens(q).is_empty() || q.contains("skill:")) else {
         return none(REASON_NO_QUERY);
@@ -443,7 +464,7 @@ pub fn lexical(query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
     }
     match ranked.as_slice() {
         [] => none(REASON_NO_MATCH),
-        [top, rest @ ..] if clears_bar(top.score, rest.first().map(|c| c.score)) => Lexical {
+        [top, rest @ ..] if clears_bar_as(policy, top, rest.first().map(|c| c.score)) => Lexical {
             root: Some(top.id.clone()),
             pending: false,
             reason: REASON_RANKED,
@@ -494,10 +515,10 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             lex(first, false, REASON_DIRECTIVE)
         }
         REASON_RANKED => {
-            let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
             let second = e.candidates.get(1).map(|c| c.score);
             ensure!(
-                e.candidates.len() <= 2 && clears_bar(top, second),
+                e.candidates.len() <= 2
+                    && e.candidates.first().is_some_and(|top| clears_bar_as(&e.routing_policy, top, second)),
                 Rule::Selection,
                 "a ranked choice records its match and runner-up, over the bar"
             );
@@ -506,14 +527,18 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
         REASON_SEVERAL_DIRECTIVES => lex(None, true, REASON_SEVERAL_DIRECTIVES),
         // Routing/2: agent-proposed ids after a lexical step that decided nothing; its
         // shortlist (if any) is recorded as the candidates.
-        REASON_AGENT_PROPOSAL if e.routing_policy == ROUTING_POLICY => {
+        REASON_AGENT_PROPOSAL if e.routing_policy != ROUTING_POLICY_V1 => {
             if e.candidates.is_empty() {
                 lex(None, false, REASON_NO_MATCH)
             } else {
-                let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
                 let second = e.candidates.get(1).map(|c| c.score);
                 ensure!(
-                    e.query_digest.is_some() && !clears_bar(top, second),
+                    e.query_digest.is_some()
+                        && !e.candidates.first().is_some_and(|top| clears_bar_as(
+                            &e.routing_policy,
+                            top,
+                            second
+                        )),
                     Rule::Selection,
                     "an agent proposal's recorded shortlist is an ambiguous query's: a query, its top under the bar"
                 );
@@ -521,10 +546,10 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             }
         }
         REASON_AMBIGUOUS => {
-            let top = e.candidates.first().map(|c| c.score).unwrap_or(0);
             let second = e.candidates.get(1).map(|c| c.score);
             ensure!(
-                !e.candidates.is_empty() && !clears_bar(top, second),
+                !e.candidates.is_empty()
+                    && !e.candidates.first().is_some_and(|top| clears_bar_as(&e.routing_policy, top, second)),
                 Rule::Selection,
                 "an ambiguous shortlist is non-empty and its top does not clear the bar"
             );
@@ -895,14 +920,14 @@ pub fn decide_live(
 /// Folds a `selectionRecorded`: the state re-derives the whole event (the lexical step
 /// from its recorded outcome, checked), which must equal the recorded one.
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
-    let policy = [ROUTING_POLICY, ROUTING_POLICY_V1]
+    let policy = [ROUTING_POLICY, ROUTING_POLICY_V2, ROUTING_POLICY_V1]
         .into_iter()
         .find(|p| *p == e.routing_policy)
         .ok_or_else(|| {
             violation(
                 Rule::Selection,
                 format!(
-                    "routing policy {:?} is not {ROUTING_POLICY} or {ROUTING_POLICY_V1}",
+                    "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                     e.routing_policy
                 ),
             )

@@ -412,3 +412,38 @@ fn load_budget_at_the_exact_boundary() {
     t.explicit_ids = ids(&["skill:big"]);
     assert_eq!(decide_live(&st, &t, &load).unwrap().resources.len(), 1);
 }
+
+/// Routing/3: a single shared word never routes, whatever the number of sources (outside
+/// review 52, P2: BM25's idf grows with them, so from six sources on "don't touch the
+/// kubernetes …" cleared the score floor on the one word and selected `skill:kubernetes`).
+/// Routing/2 records keep their own bar (old ledgers replay), and a routing/3 record of a
+/// one-word ranked match is refused.
+#[test]
+fn a_single_shared_word_never_routes() {
+    use closure_ledger::runtime::selection::{ROUTING_POLICY_V2, lexical_as};
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    let query = "don't touch kubernetes";
+    let t = task(Some(query));
+    let qd = Some(ledger_schema::Digest::of(ledger_schema::DigestKind::TaskQuery, query.as_bytes()));
+    let v2 = sel::decide(&st, &t, qd, &Request::default(), ROUTING_POLICY_V2, &|_, routable| {
+        Ok(lexical_as(ROUTING_POLICY_V2, Some(query), routable))
+    })
+    .unwrap();
+    assert_eq!((v2.reason.as_str(), v2.candidates[0].matched.len()), ("ranked", 1), "{v2:?}");
+    let v3 = decide_live(&st, &t, &Request::default()).unwrap();
+    assert_eq!(v3.routing_policy, sel::ROUTING_POLICY);
+    assert_eq!((v3.decision, v3.reason.as_str()), (SelectionDecision::Pending, "ambiguous"), "{v3:?}");
+    // The same outcome recorded as routing/3 is refused; the routing/2 record is admitted as
+    // ever, and the ledger replays.
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    let mut forged = v2.clone();
+    forged.routing_policy = sel::ROUTING_POLICY.to_owned();
+    assert!(ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(forged))], ctx).is_err());
+    ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v2))], ctx).unwrap();
+    drop(ledger);
+    let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
