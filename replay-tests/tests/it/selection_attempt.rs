@@ -805,26 +805,11 @@ fn a_profile_change_after_the_result_does_not_block_freeze_or_accept() {
 /// session's context). Replay agrees either way.
 #[test]
 fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
-    use closure_ledger::lifecycle::{payload, profile};
-    use closure_ledger::runtime::command::InstallProfile;
+    use closure_ledger::lifecycle::payload;
     use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::ResultKind;
     for exclude in [true, false] {
-        let mut w = world("auto");
-        let mut resuming = profile(false);
-        resuming.name = "resuming".into();
-        resuming.attempt_thread = ThreadChoice::Resume;
-        w.submit(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: resuming }))
-            .unwrap();
-        w.submit(Command::StartWorkflow(StartWorkflow {
-            workflow_id: lid(0x31),
-            goal_id: lid(GOAL),
-            goal_revision: 1,
-            policy_id: lid(POLICY),
-            profile_id: lid(0x14),
-            plan: None,
-        }))
-        .unwrap();
+        let mut w = resuming_world();
         let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
         let on = |attempt: u128, thread, selection| {
             Command::StartAttempt(StartAttempt {
@@ -872,24 +857,11 @@ fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
 /// started before the exclusion — neither package holds the skill, so no manifest changed).
 #[test]
 fn a_withdrawn_skill_is_seen_along_a_resume_chain_and_at_the_claim() {
-    use closure_ledger::lifecycle::{payload, profile};
-    use closure_ledger::runtime::command::{CancelAttempt, InstallProfile};
+    use closure_ledger::lifecycle::payload;
+    use closure_ledger::runtime::command::CancelAttempt;
     use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::ResultKind;
-    let mut w = world("auto");
-    let mut resuming = profile(false);
-    resuming.name = "resuming".into();
-    resuming.attempt_thread = ThreadChoice::Resume;
-    w.submit(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: resuming })).unwrap();
-    w.submit(Command::StartWorkflow(StartWorkflow {
-        workflow_id: lid(0x31),
-        goal_id: lid(GOAL),
-        goal_revision: 1,
-        policy_id: lid(POLICY),
-        profile_id: lid(0x14),
-        plan: None,
-    }))
-    .unwrap();
+    let mut w = resuming_world();
     let on = |attempt: u128, thread, selection| {
         Command::StartAttempt(StartAttempt {
             attempt_id: lid(attempt),
@@ -999,4 +971,25 @@ fn a_rescan_keeps_the_bytes_an_open_attempt_loaded() {
     .unwrap();
     let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// [`world`] in auto mode with workflow 0x31 under a profile whose `attemptThread` is RESUME.
+fn resuming_world() -> World {
+    use closure_ledger::lifecycle::profile;
+    use closure_ledger::runtime::command::InstallProfile;
+    let mut w = world("auto");
+    let mut resuming = profile(false);
+    resuming.name = "resuming".into();
+    resuming.attempt_thread = ThreadChoice::Resume;
+    w.submit(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: resuming })).unwrap();
+    w.submit(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x31),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(0x14),
+        plan: None,
+    }))
+    .unwrap();
+    w
 }
