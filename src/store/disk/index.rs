@@ -122,7 +122,8 @@ pub fn inside_sled() -> bool {
 }
 
 /// A file of sled's (its own files and its blob files) that the filesystem refuses to let
-/// us read, as the error of a filesystem that refuses — not damage: sled 0.34 reads an
+/// us read, or a file or directory of sled's it refuses to let us write, as the error of a
+/// filesystem that refuses — not damage: sled 0.34 reads an
 /// unreadable blob as corruption, or drops the frames behind it at open (outside review
 /// 50: the journal's witness then rebuilt from a journal that had lost a record). Other
 /// kinds of failure are left to sled's own open.
@@ -144,6 +145,18 @@ fn refused_file(path: &Path) -> Result<(), OpenError> {
         match File::open(file) {
             Err(e) if denied(&e) => return Err(refused(file, e)),
             _ => {}
+        }
+    }
+    // sled's open rewrites its log and may create blob files, reader or not: a directory or
+    // file it cannot write makes it wait forever (outside review 53: `sled/blobs` at 555, or
+    // mounted read-only — every command hung). Refused as the filesystem refusing.
+    let writable = [path.to_path_buf(), path.join("blobs")].into_iter().chain(files).filter(|p| p.exists());
+    for item in writable {
+        if let Err(e) = rustix::fs::access(&item, rustix::fs::Access::WRITE_OK) {
+            let e = std::io::Error::from(e);
+            if denied(&e) || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
+                return Err(refused(&item, e));
+            }
         }
     }
     Ok(())
