@@ -498,6 +498,46 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
     }
 }
 
+/// What Codex's `agents/openai.yaml` says, read on the safe side (seed 003: "Native
+/// manual-only flags and authority-bearing metadata are checked before selection"): is the
+/// skill manual-only (`allow_implicit_invocation` anything but `true`), does it list tools
+/// (authority-bearing)? YAML has many spellings of one key (outside review 53: flow
+/// mappings, quoted or escaped keys, `key :`, complex and merge keys, JSON), and Codex reads
+/// them all: a line this reader does not take apart as a plain `key: value` — a flow
+/// collection as the line or its value, a complex (`?`) or merge (`<<`) key, an escape in a
+/// key — counts as both flags; a key is compared with its quotes and surrounding blanks
+/// dropped.
+fn native_flags(text: &str) -> (bool, bool) {
+    let (mut manual_only, mut tools) = (false, false);
+    for line in text.lines() {
+        let line = line.trim().trim_start_matches('\u{FEFF}');
+        let line = line.strip_prefix("- ").unwrap_or(line).trim_start();
+        if line.is_empty() || line.starts_with('#') || line == "---" || line == "..." {
+            continue;
+        }
+        let flow = |t: &str| t.trim_start().starts_with(['{', '[']);
+        let unreadable = line.starts_with('?')
+            || line.contains("<<")
+            || flow(line)
+            || line.split_once(':').is_some_and(|(key, value)| key.contains('\\') || flow(value));
+        if unreadable {
+            manual_only = true;
+            tools = true;
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else { continue };
+        let key = key.trim().trim_matches(['"', '\'']).trim();
+        let value = value.split(" #").next().unwrap_or("").trim().trim_matches(['"', '\'']).trim();
+        if key == "allow_implicit_invocation" && value != "true" {
+            manual_only = true;
+        }
+        if key == "tools" {
+            tools = true;
+        }
+    }
+    (manual_only, tools)
+}
+
 /// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
 pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
     scan_keeping(root, &std::collections::BTreeSet::new())
@@ -581,18 +621,10 @@ pub fn scan_keeping(
         if let Some(native) = raw.iter().find(|r| r.path == "agents/openai.yaml") {
             let text = std::str::from_utf8(&native.bytes)
                 .map_err(|_| ScanError::NotUtf8(disp(&path.join(&native.path))))?;
-            for line in text.lines().map(str::trim) {
-                if let Some(value) = line.strip_prefix("allow_implicit_invocation:")
-                    && value.trim().trim_matches(['"', '\'']) != "true"
-                {
-                    md.manual_only = true;
-                }
-                if line.starts_with("tools:")
-                    || line.starts_with("\"tools\":")
-                    || line.starts_with("'tools':")
-                {
-                    md.authority_keys.push("tools".to_owned());
-                }
+            let (manual_only, tools) = native_flags(text);
+            md.manual_only |= manual_only;
+            if tools {
+                md.authority_keys.push("tools".to_owned());
             }
             md.authority_keys.sort();
             md.authority_keys.dedup();
@@ -829,5 +861,47 @@ pub fn scan_keeping(
     match event {
         Event::SourceRegistryRecorded(r) => Ok(*r),
         _ => Err(ScanError::Rule("internal: not a registry event".into())),
+    }
+}
+
+#[cfg(test)]
+mod native_tests {
+    use super::native_flags;
+
+    /// Every spelling of Codex's manual-only flag and tools list is caught, on the safe side
+    /// (outside review 53: flow mappings, quoted and escaped keys, `key :`, complex and merge
+    /// keys and JSON passed as routable); plain metadata flags nothing.
+    #[test]
+    fn every_spelling_of_the_native_flags_counts() {
+        let manual = [
+            "policy:\n  allow_implicit_invocation: false\n",
+            "policy: {allow_implicit_invocation: false}\n",
+            "policy:\n  \"allow_implicit_invocation\": false\n",
+            "policy:\n  'allow_implicit_invocation' : no\n",
+            "policy:\n  allow_implicit_invocation : \"False\" # manual\n",
+            "policy:\n  ? allow_implicit_invocation\n  : false\n",
+            "policy:\n  \"allow\\x5fimplicit_invocation\": false\n",
+            "b: &b\n  allow_implicit_invocation: false\npolicy:\n  <<: *b\n",
+            "{\"policy\": {\"allow_implicit_invocation\": false}}\n",
+        ];
+        for text in manual {
+            assert!(native_flags(text).0, "{text:?}");
+        }
+        let tools = [
+            "dependencies:\n  tools:\n    - type: mcp\n",
+            "dependencies:\n  tools :\n    - type: mcp\n",
+            "dependencies: {tools: [{type: mcp}]}\n",
+            "dependencies:\n  \"tools\": [x]\n",
+            "{\n  \"dependencies\": {\n    \"tools\": []\n  }\n}\n",
+        ];
+        for text in tools {
+            assert!(native_flags(text).1, "{text:?}");
+        }
+        for plain in [
+            "interface:\n  display_name: \"My [beta] skill\"\npolicy:\n  allow_implicit_invocation: true\n",
+            "# a comment\ninterface:\n  short_description: Review code\n",
+        ] {
+            assert_eq!(native_flags(plain), (false, false), "{plain:?}");
+        }
     }
 }
