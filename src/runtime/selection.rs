@@ -93,6 +93,8 @@ pub const REASON_SEVERAL_DIRECTIVES: &str = "several-directives";
 pub const REASON_AMBIGUOUS: &str = "ambiguous";
 pub const REASON_NO_QUERY: &str = "no-query";
 pub const REASON_NO_MATCH: &str = "no-match";
+/// Routing/3: the query negates something, so ranking decides nothing ([`negates`]).
+pub const REASON_NEGATED: &str = "negated";
 
 /// A task, as the task input gives it (already within its bounds; see `profiles::select`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -315,6 +317,17 @@ pub fn clears_bar(top: u32, second: Option<u32>) -> bool {
     top >= BAR_MIN_SCORE && second.is_none_or(|s| u64::from(top) >= u64::from(BAR_RATIO) * u64::from(s))
 }
 
+/// Whether the query says not to do something (a negation word, or a word ending in
+/// `n't`): under routing/3 such a query never makes a ranked match — ranking cannot tell
+/// what is negated (outside review 53: "don't use kubernetes-deploy" ranked that skill on
+/// its two name words). It may still decide by a directive, which reads the negation.
+pub fn negates(query: &str) -> bool {
+    query
+        .to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .any(|w| NEGATIONS.contains(&w) || w.ends_with("n't"))
+}
+
 /// The bar of routing policy `policy` for the top candidate `top` and the runner-up's score:
 /// [`clears_bar`], and under routing/3 (and later) at least [`MIN_MATCHED_TERMS`] matched terms.
 pub fn clears_bar_as(policy: &str, top: &SelectionCandidate, second: Option<u32>) -> bool {
@@ -462,6 +475,11 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
             };
         }
     }
+    // Routing/3: a query that says not to do something decides nothing by ranking (it
+    // cannot tell what is negated); a directive above reads the negation itself.
+    if policy == ROUTING_POLICY && negates(query) {
+        return none(REASON_NEGATED);
+    }
     match ranked.as_slice() {
         [] => none(REASON_NO_MATCH),
         [top, rest @ ..] if clears_bar_as(policy, top, rest.first().map(|c| c.score)) => Lexical {
@@ -554,6 +572,14 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
                 "an ambiguous shortlist is non-empty and its top does not clear the bar"
             );
             lex(None, true, REASON_AMBIGUOUS)
+        }
+        REASON_NEGATED if e.routing_policy == ROUTING_POLICY => {
+            ensure!(
+                e.candidates.is_empty() && e.query_digest.is_some(),
+                Rule::Selection,
+                "a negated query's outcome has a query and no candidates"
+            );
+            lex(None, false, REASON_NEGATED)
         }
         other => {
             return Err(violation(Rule::Selection, format!("reason {other:?} is not a lexical outcome")));

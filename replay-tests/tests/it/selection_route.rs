@@ -433,7 +433,20 @@ fn a_single_shared_word_never_routes() {
     assert_eq!((v2.reason.as_str(), v2.candidates[0].matched.len()), ("ranked", 1), "{v2:?}");
     let v3 = decide_live(&st, &t, &Request::default()).unwrap();
     assert_eq!(v3.routing_policy, sel::ROUTING_POLICY);
-    assert_eq!((v3.decision, v3.reason.as_str()), (SelectionDecision::Pending, "ambiguous"), "{v3:?}");
+    // A negating query decides nothing by ranking under routing/3 (outside review 53: a
+    // negated two-word name ranked); the same one word without the negation is ambiguous.
+    assert_eq!((v3.decision, v3.reason.as_str()), (SelectionDecision::None, "negated"), "{v3:?}");
+    let one_word = decide_live(&st, &task(Some("kubernetes please")), &Request::default()).unwrap();
+    assert_eq!((one_word.decision, one_word.reason.as_str()), (SelectionDecision::Pending, "ambiguous"));
+    for negated in
+        ["never roll out kubernetes manifests with helm", "avoid the kubernetes manifests and helm charts"]
+    {
+        let e = decide_live(&st, &task(Some(negated)), &Request::default()).unwrap();
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{negated}");
+        let plain = negated.replace("never ", "").replace("avoid the ", "use the ");
+        let e = decide_live(&st, &task(Some(&plain)), &Request::default()).unwrap();
+        assert_eq!(e.selected_ids, ids(&["skill:kubernetes"]), "{plain}: {e:?}");
+    }
     // The same outcome recorded as routing/3 is refused; the routing/2 record is admitted as
     // ever, and the ledger replays.
     let (mut ledger, _) =
@@ -443,6 +456,10 @@ fn a_single_shared_word_never_routes() {
     forged.routing_policy = sel::ROUTING_POLICY.to_owned();
     assert!(ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(forged))], ctx).is_err());
     ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v2))], ctx).unwrap();
+    // And a routing/3 `negated` outcome is admitted too (decided over the state as it is now).
+    let v3 = decide_live(ledger.state(), &t, &Request::default()).unwrap();
+    assert_eq!(v3.reason, "negated");
+    ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v3))], ctx).unwrap();
     drop(ledger);
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
