@@ -76,13 +76,14 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         super::wire(&wf.phase)
     );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
+    let basis = super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision);
     if e.verdict == Verdict::Accept
         && let Some(why) = super::candidate::judged_failing(
             state,
             wf.goal_id,
             e.candidate_digest,
             Some(e.generation_id),
-            super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision),
+            basis,
         )
     {
         // The same bytes judged failing in another generation of this goal — in a
@@ -98,7 +99,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             wf.goal_id,
             e.candidate_digest,
             e.generation_id,
-            super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision),
+            basis,
         )
     {
         // A workflow bound to an earlier revision (of the same content) can no longer decide

@@ -317,6 +317,13 @@ pub fn clears_bar(top: u32, second: Option<u32>) -> bool {
     top >= BAR_MIN_SCORE && second.is_none_or(|s| u64::from(top) >= u64::from(BAR_RATIO) * u64::from(s))
 }
 
+/// Whether a recorded selection's top candidate clears its routing policy's bar against
+/// the recorded runner-up.
+fn recorded_clears_bar(e: &SelectionRecorded) -> bool {
+    let second = e.candidates.get(1).map(|c| c.score);
+    e.candidates.first().is_some_and(|top| clears_bar_as(&e.routing_policy, top, second))
+}
+
 /// Whether the query says not to do something (a negation word, or a word ending in
 /// `n't`): under routing/3 such a query never makes a ranked match — ranking cannot tell
 /// what is negated (outside review 53: "don't use kubernetes-deploy" ranked that skill on
@@ -533,10 +540,8 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             lex(first, false, REASON_DIRECTIVE)
         }
         REASON_RANKED => {
-            let second = e.candidates.get(1).map(|c| c.score);
             ensure!(
-                e.candidates.len() <= 2
-                    && e.candidates.first().is_some_and(|top| clears_bar_as(&e.routing_policy, top, second)),
+                e.candidates.len() <= 2 && recorded_clears_bar(e),
                 Rule::Selection,
                 "a ranked choice records its match and runner-up, over the bar"
             );
@@ -549,14 +554,8 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             if e.candidates.is_empty() {
                 lex(None, false, REASON_NO_MATCH)
             } else {
-                let second = e.candidates.get(1).map(|c| c.score);
                 ensure!(
-                    e.query_digest.is_some()
-                        && !e.candidates.first().is_some_and(|top| clears_bar_as(
-                            &e.routing_policy,
-                            top,
-                            second
-                        )),
+                    e.query_digest.is_some() && !recorded_clears_bar(e),
                     Rule::Selection,
                     "an agent proposal's recorded shortlist is an ambiguous query's: a query, its top under the bar"
                 );
@@ -564,10 +563,8 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             }
         }
         REASON_AMBIGUOUS => {
-            let second = e.candidates.get(1).map(|c| c.score);
             ensure!(
-                !e.candidates.is_empty()
-                    && !e.candidates.first().is_some_and(|top| clears_bar_as(&e.routing_policy, top, second)),
+                !e.candidates.is_empty() && !recorded_clears_bar(e),
                 Rule::Selection,
                 "an ambiguous shortlist is non-empty and its top does not clear the bar"
             );
