@@ -509,7 +509,8 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
 /// dropped.
 fn native_flags(text: &str) -> (bool, bool) {
     let (mut manual_only, mut tools) = (false, false);
-    for line in text.lines() {
+    // A bare CR ends a line too (outside review 54).
+    for line in text.split(['\n', '\r']) {
         let line = line.trim().trim_start_matches('\u{FEFF}');
         let line = line.strip_prefix("- ").unwrap_or(line).trim_start();
         if line.is_empty() || line.starts_with('#') || line == "---" || line == "..." {
@@ -526,7 +527,9 @@ fn native_flags(text: &str) -> (bool, bool) {
             continue;
         }
         let Some((key, value)) = line.split_once(':') else { continue };
-        let key = key.trim().trim_matches(['"', '\'']).trim();
+        // The key is the last word before the colon: an anchor (`&a`) or a tag (`!!str`)
+        // before it does not hide it (outside review 54).
+        let key = key.split_whitespace().last().unwrap_or("").trim_matches(['"', '\'']);
         let value = value.split(" #").next().unwrap_or("").trim().trim_matches(['"', '\'']).trim();
         if key == "allow_implicit_invocation" && value != "true" {
             manual_only = true;
@@ -883,6 +886,9 @@ mod native_tests {
             "policy:\n  \"allow\\x5fimplicit_invocation\": false\n",
             "b: &b\n  allow_implicit_invocation: false\npolicy:\n  <<: *b\n",
             "{\"policy\": {\"allow_implicit_invocation\": false}}\n",
+            "policy:\n  &a allow_implicit_invocation: false\n",
+            "policy:\n  !!str allow_implicit_invocation: false\n",
+            "policy:\r  allow_implicit_invocation: false\r",
         ];
         for text in manual {
             assert!(native_flags(text).0, "{text:?}");
@@ -893,6 +899,9 @@ mod native_tests {
             "dependencies: {tools: [{type: mcp}]}\n",
             "dependencies:\n  \"tools\": [x]\n",
             "{\n  \"dependencies\": {\n    \"tools\": []\n  }\n}\n",
+            "dependencies:\n  &t tools:\n    - type: mcp\n",
+            "dependencies:\n  !!str tools:\n    - type: mcp\n",
+            "dependencies:\r  tools:\r    - type: mcp\r",
         ];
         for text in tools {
             assert!(native_flags(text).1, "{text:?}");

@@ -331,9 +331,18 @@ fn recorded_clears_bar(e: &SelectionRecorded) -> bool {
 pub fn negates(query: &str) -> bool {
     query
         .to_lowercase()
+        .replace(APOSTROPHES, "'")
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .any(|w| NEGATIONS.contains(&w) || w.ends_with("n't"))
+        .any(|w| NEGATIONS.contains(&w) || NEGATIONS_UNMARKED.contains(&w) || w.ends_with("n't"))
 }
+
+/// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
+/// `'` (outside review 54: "don’t use …" was not a negation).
+const APOSTROPHES: [char; 3] = ['\u{2019}', '\u{2018}', '\u{2BC}'];
+
+/// Contractions typed without their apostrophe (`dont` is among [`NEGATIONS`]).
+const NEGATIONS_UNMARKED: [&str; 10] =
+    ["wont", "cant", "cannot", "isnt", "arent", "doesnt", "didnt", "shouldnt", "wouldnt", "mustnt"];
 
 /// The bar of routing policy `policy` for the top candidate `top` and the runner-up's score:
 /// [`clears_bar`], and under routing/3 (and later) at least [`MIN_MATCHED_TERMS`] matched terms.
@@ -354,7 +363,7 @@ const ARTICLES: [&str; 6] = ["the", "a", "an", "our", "your", "this"];
 /// sorted, unique. A bare mention, a question, a negated or a quoted mention is not a
 /// directive.
 pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
-    let lower = query.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
+    let lower = query.to_lowercase().replace(APOSTROPHES, "'");
     // Quoted text ("...", `...`, “...”) is not an instruction: blank it out.
     let mut unquoted = String::with_capacity(lower.len());
     let mut open: Option<char> = None;

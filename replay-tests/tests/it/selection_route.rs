@@ -438,6 +438,16 @@ fn a_single_shared_word_never_routes() {
     assert_eq!((v3.decision, v3.reason.as_str()), (SelectionDecision::None, "negated"), "{v3:?}");
     let one_word = decide_live(&st, &task(Some("kubernetes please")), &Request::default()).unwrap();
     assert_eq!((one_word.decision, one_word.reason.as_str()), (SelectionDecision::Pending, "ambiguous"));
+    // Typed with a smart apostrophe or a modifier letter, or without one (outside review 54).
+    for negated in [
+        "don\u{2019}t roll out kubernetes manifests with helm",
+        "kubernetes manifests with helm isn\u{2019}t needed",
+        "don\u{2BC}t use skill:kubernetes",
+        "kubernetes manifests with helm wont help",
+    ] {
+        let e = decide_live(&st, &task(Some(negated)), &Request::default()).unwrap();
+        assert!(e.selected_ids.is_empty(), "{negated}: {e:?}");
+    }
     for negated in
         ["never roll out kubernetes manifests with helm", "avoid the kubernetes manifests and helm charts"]
     {
