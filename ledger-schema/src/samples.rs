@@ -596,6 +596,22 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 invalidated_by: Some(s("human:alice")),
             }),
         ),
+        // Retiring a scenario and an obligation after a goal revision (outside review 55),
+        // appended.
+        (
+            "scenario_retired",
+            Event::ScenarioRetired(ScenarioRetired {
+                reason: s("revision 2 accepts it"),
+                scenario_id: id(63),
+            }),
+        ),
+        (
+            "obligation_retired",
+            Event::ObligationRetired(ObligationRetired {
+                reason: s("revision 2 accepts it"),
+                obligation_id: id(64),
+            }),
+        ),
     ]
 }
 

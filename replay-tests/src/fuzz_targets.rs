@@ -153,6 +153,14 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
         return Some(c);
     }
     let mut c = match pick.action % 16 {
+        // Retiring the setup's obligation or scenario (admitted only after a revision).
+        0 if v % 8 == 7 => Command::RetireObligation(RetireObligation {
+            obligation_id: lid(lifecycle::OBLIGATION),
+            reason: "revised".into(),
+        }),
+        0 if v % 8 == 6 => {
+            Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "revised".into() })
+        }
         0 => Command::ReviseGoal(ReviseGoal {
             goal_id: lid(GOAL),
             revision: state.goals.get(&lid(GOAL)).map_or(1, |g| g.revision + 1),

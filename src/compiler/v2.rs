@@ -488,9 +488,19 @@ fn package_goal(goal: &GoalState) -> PackageGoal {
     }
 }
 
+/// The omission of a requirement (a scenario or an obligation) a goal revision retired
+/// at entry `at` (outside review 55).
+fn retired(source_ref: String, at: u64) -> OmissionDecision {
+    let mut reason = "retired after a goal revision (entry ".to_owned();
+    push_decimal(&mut reason, at);
+    reason.push_str("): no longer a requirement of the goal");
+    OmissionDecision { source_ref, rule: "freshness.requirementRetired".to_owned(), reason }
+}
+
 /// Open blockers of the workflow, Human Decisions (per question the latest; an earlier one
 /// is an omission), confirmed Facts (an unconfirmed one is an omission), scenarios,
-/// obligations and project sources of the goal, in that order.
+/// obligations (a retired one is an omission) and project sources of the goal, in that
+/// order.
 fn durable_sources(
     state: &State,
     bound: &Bound<'_>,
@@ -578,6 +588,10 @@ fn durable_sources(
         items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Fact));
     }
     for (id, s) in state.scenarios.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        if let Some(at) = s.retired_seq {
+            omissions.push(retired(id_ref("scenario/", *id), at));
+            continue;
+        }
         let value = Scenario { scenario_id: *id, title: s.title.clone(), description: s.description.clone() };
         let source = Source {
             kind: "scenario",
@@ -589,6 +603,10 @@ fn durable_sources(
         items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Scenario));
     }
     for (id, o) in state.obligations.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        if let Some(at) = o.retired_seq {
+            omissions.push(retired(id_ref("obligation/", *id), at));
+            continue;
+        }
         let value = Obligation {
             obligation_id: *id,
             description: o.description.clone(),

@@ -76,7 +76,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         super::wire(&wf.phase)
     );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
-    let basis = super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision);
+    let basis = super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision, u64::MAX);
     if e.verdict == Verdict::Accept
         && let Some(why) = super::candidate::judged_failing(
             state,
@@ -255,7 +255,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             let uncovered = state
                 .obligations
                 .iter()
-                .filter(|(_, o)| o.goal_id == wf.goal_id)
+                .filter(|(_, o)| o.goal_id == wf.goal_id && o.retired_seq.is_none())
                 .find(|(id, _)| !results.iter().any(|(ob, r)| ob == *id && *r == CheckResult::Pass));
             ensure!(
                 uncovered.is_none(),

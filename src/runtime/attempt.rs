@@ -249,6 +249,8 @@ pub fn input_of(state: &State, event: &Event) -> Option<ContextInput> {
         E::ProjectSourceRecorded(e) => Some(e.goal_id),
         E::ScenarioRecorded(e) => Some(e.goal_id),
         E::ObligationRecorded(e) => Some(e.goal_id),
+        E::ScenarioRetired(e) => state.scenarios.get(&e.scenario_id).map(|s| s.goal_id),
+        E::ObligationRetired(e) => state.obligations.get(&e.obligation_id).map(|o| o.goal_id),
         E::BlockerRaised(e) => state.workflows.get(&e.workflow_id).map(|wf| wf.goal_id),
         E::BlockerResolved(e) => state
             .blockers

@@ -182,7 +182,7 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     // review 20: X failed and was rejected, a repair froze Y, the next froze X again, its
     // re-run passed and was accepted; likewise in a new workflow of the goal, also when the
     // first was cancelled before any decision), or accepted, against the same goal content.
-    let basis = judging_basis(state, wf.goal_id, wf.goal_revision);
+    let basis = judging_basis(state, wf.goal_id, wf.goal_revision, u64::MAX);
     if let Some(why) = judged_failing(state, wf.goal_id, e.candidate_digest, None, basis)
         .or_else(|| accepted(state, wf.goal_id, e.candidate_digest, basis))
     {
@@ -202,29 +202,41 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     Ok(())
 }
 
-/// The judging key of goal `goal` at `revision` (`goal::judging_key`: its content as a
-/// reader sees it): what a judgment in a workflow bound to that revision is made against.
-pub(crate) fn judging_basis(
-    state: &State,
-    goal: ledger_schema::Id,
-    revision: u32,
-) -> Option<ledger_schema::Digest> {
-    state.goals.get(&goal).and_then(|g| g.key_of_revision(revision))
+/// What a judgment of bytes is made against: the goal's content as a reader sees it
+/// (`goal::judging_key` of the revision) and how many of its requirements (scenarios and
+/// obligations) had been retired — retirements only accrue, so equal counts are equal
+/// sets. A retirement loosens what the goal requires, so it judges the bytes afresh
+/// (outside review 55: bytes rejected over a check that a later revision retired could
+/// never be frozen for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Basis {
+    key: ledger_schema::Digest,
+    retired: usize,
 }
 
-/// Whether the decision of workflow `wf` was made for goal `goal` against the goal content
-/// `basis` (the same content, at whichever revision: a revision with the same content
-/// re-opens nothing — outside review 20).
+/// The [`Basis`] of goal `goal` at `revision` with the retirements recorded before seq `at`.
+pub(crate) fn judging_basis(state: &State, goal: ledger_schema::Id, revision: u32, at: u64) -> Option<Basis> {
+    let key = state.goals.get(&goal).and_then(|g| g.key_of_revision(revision))?;
+    let before = |r: Option<u64>| r.is_some_and(|r| r < at);
+    let retired = state.scenarios.values().filter(|s| s.goal_id == goal && before(s.retired_seq)).count()
+        + state.obligations.values().filter(|o| o.goal_id == goal && before(o.retired_seq)).count();
+    Some(Basis { key, retired })
+}
+
+/// Whether a judgment in workflow `wf`, made before seq `at`, was made for goal `goal`
+/// against `basis` (the same content, at whichever revision: a revision with the same
+/// content re-opens nothing — outside review 20 — and the same retirements).
 fn decided_against(
     state: &State,
     wf: ledger_schema::Id,
+    at: u64,
     goal: ledger_schema::Id,
-    basis: Option<ledger_schema::Digest>,
+    basis: Option<Basis>,
 ) -> bool {
     state
         .workflows
         .get(&wf)
-        .is_some_and(|w| w.goal_id == goal && judging_basis(state, goal, w.goal_revision) == basis)
+        .is_some_and(|w| w.goal_id == goal && judging_basis(state, goal, w.goal_revision, at) == basis)
 }
 
 /// Why candidate `digest` stands judged failing for the Goal `goal`, if it does: a FAIL
@@ -240,13 +252,13 @@ pub(crate) fn judged_failing(
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
     except: Option<ledger_schema::Id>,
-    basis: Option<ledger_schema::Digest>,
+    basis: Option<Basis>,
 ) -> Option<String> {
     let of_goal = |wf: ledger_schema::Id| state.workflows.get(&wf).is_some_and(|w| w.goal_id == goal);
     let rejected = state.decisions.iter().find(|(_, d)| {
         d.verdict != ledger_schema::types::Verdict::Accept
             && d.candidate_digest == digest
-            && decided_against(state, d.workflow_id, goal, basis)
+            && decided_against(state, d.workflow_id, d.seq, goal, basis)
     });
     if let Some((id, d)) = rejected {
         return Some(format!("was rejected ({}) by decision {id}", super::wire(&d.verdict)));
@@ -259,6 +271,8 @@ pub(crate) fn judged_failing(
                 && ev.record.candidate_digest == digest
                 && Some(ev.record.generation_id) != except
                 && of_goal(ev.record.workflow_id)
+                // A check the goal retired no longer judges anything (outside review 55).
+                && state.obligations.get(&ev.record.obligation_id).is_some_and(|o| o.retired_seq.is_none())
         })
         .map(|(id, ev)| {
             format!(
@@ -277,7 +291,7 @@ pub(crate) fn accepted(
     state: &State,
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
-    basis: Option<ledger_schema::Digest>,
+    basis: Option<Basis>,
 ) -> Option<String> {
     state
         .decisions
@@ -285,7 +299,7 @@ pub(crate) fn accepted(
         .find(|(_, d)| {
             d.verdict == ledger_schema::types::Verdict::Accept
                 && d.candidate_digest == digest
-                && decided_against(state, d.workflow_id, goal, basis)
+                && decided_against(state, d.workflow_id, d.seq, goal, basis)
         })
         .map(|(id, _)| format!("was accepted by decision {id}"))
 }
@@ -298,7 +312,7 @@ pub(crate) fn judged_elsewhere_pending(
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
     except: ledger_schema::Id,
-    basis: Option<ledger_schema::Digest>,
+    basis: Option<Basis>,
 ) -> Option<(ledger_schema::Id, ledger_schema::Id)> {
     // Only a judgment against the same goal content waits (outside review 49: a workflow
     // left at an earlier revision, which can no longer decide, held the ACCEPT back).
@@ -310,7 +324,7 @@ pub(crate) fn judged_elsewhere_pending(
                 && g.decision.is_none()
                 && g.frozen_digest() == Some(digest)
                 && state.workflows.get(&g.workflow_id).is_some_and(|w| !w.closed)
-                && decided_against(state, g.workflow_id, goal, basis)
+                && decided_against(state, g.workflow_id, u64::MAX, goal, basis)
         })
         .map(|(id, g)| (*id, g.workflow_id))
 }

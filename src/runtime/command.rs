@@ -43,6 +43,8 @@ pub enum Command {
     RecordRepair(RecordRepair),
     CancelWorkflow(CancelWorkflow),
     RestartAttempt(RestartAttempt),
+    RetireScenario(RetireScenario),
+    RetireObligation(RetireObligation),
 }
 
 impl Command {
@@ -77,6 +79,8 @@ impl Command {
             Command::RecordRepair(_) => "recordRepair",
             Command::CancelWorkflow(_) => "cancelWorkflow",
             Command::RestartAttempt(_) => "restartAttempt",
+            Command::RetireScenario(_) => "retireScenario",
+            Command::RetireObligation(_) => "retireObligation",
         }
     }
 }
@@ -142,6 +146,14 @@ command!(RecordObligation {
     check_spec_id: Id,
     check_spec_digest: Digest,
 });
+command!(
+    /// Retires a scenario recorded before its goal's current revision (outside review 55).
+    RetireScenario { scenario_id: Id, reason: String }
+);
+command!(
+    /// Retires an obligation recorded before its goal's current revision (outside review 55).
+    RetireObligation { obligation_id: Id, reason: String }
+);
 command!(RaiseBlocker { blocker_id: Id, workflow_id: Id, description: String });
 command!(ResolveBlocker { blocker_id: Id, resolution: String });
 command!(

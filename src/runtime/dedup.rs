@@ -52,6 +52,8 @@ enum Step {
     Evidence = 22,
     Decision = 23,
     Repair = 24,
+    ScenarioRetirement = 25,
+    ObligationRetirement = 26,
 }
 
 /// A command's key: its step, the record's id and (for versioned transitions) the
@@ -115,6 +117,8 @@ fn recorded_key(event: &Event) -> Option<Key> {
         Event::ObligationRecorded(e) => Key::of(S::Obligation, e.obligation_id),
         Event::BlockerRaised(e) => Key::of(S::Blocker, e.blocker_id),
         Event::BlockerResolved(e) => Key::of(S::BlockerResolution, e.blocker_id),
+        Event::ScenarioRetired(e) => Key::of(S::ScenarioRetirement, e.scenario_id),
+        Event::ObligationRetired(e) => Key::of(S::ObligationRetirement, e.obligation_id),
         Event::GenerationOpened(e) => match e.repair_id {
             Some(repair_id) => Key::of(S::Repair, repair_id),
             None => Key::of(S::Generation, e.generation_id),
@@ -164,6 +168,8 @@ fn command_key(command: &Command) -> Option<Key> {
         C::RecordObligation(c) => Key::of(S::Obligation, c.obligation_id),
         C::RaiseBlocker(c) => Key::of(S::Blocker, c.blocker_id),
         C::ResolveBlocker(c) => Key::of(S::BlockerResolution, c.blocker_id),
+        C::RetireScenario(c) => Key::of(S::ScenarioRetirement, c.scenario_id),
+        C::RetireObligation(c) => Key::of(S::ObligationRetirement, c.obligation_id),
         C::OpenGeneration(c) => Key::of(S::Generation, c.generation_id),
         C::FreezeGeneration(c) => Key::of(S::Freeze, c.generation_id),
         C::StartAttempt(c) => Key::of(S::Attempt, c.attempt_id),

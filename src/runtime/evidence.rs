@@ -94,6 +94,15 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         "evidence must name obligation {}'s exact check specification (and its goal)",
         e.obligation_id
     );
+    if let Some(at) = obligation.retired_seq {
+        return Err(super::violation(
+            Rule::RequirementRetired,
+            format!(
+                "obligation {} was retired (entry {at}): no evidence is recorded for it",
+                e.obligation_id
+            ),
+        ));
+    }
     ensure!(
         wf.phase == Phase::EvidenceBuild,
         Rule::EvidencePhase,
@@ -110,9 +119,24 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     );
     // A re-run supersedes an earlier runner ERROR of the same check on this generation.
     let obligation_id = e.obligation_id;
-    make_ineligible(state, e.generation_id, |ev| {
+    let superseded = |ev: &EvidenceState| {
         ev.record.obligation_id == obligation_id && ev.record.result == CheckResult::Error
-    });
+    };
+    // The Evidence Set a decision cites is a list of at most MAX_ITEMS: a record that
+    // would push it past that is refused here, not found out at the decision, which could
+    // then never be made (outside review 55).
+    let kept = evidence_set(state, e.generation_id)
+        .iter()
+        .filter(|id| state.evidence.get(id).is_some_and(|ev| !superseded(ev)))
+        .count();
+    ensure!(
+        kept < super::MAX_ITEMS,
+        Rule::OutOfBounds,
+        "generation {} already holds {kept} current Evidence records, the most one decision can cite ({}): a task that needs more checks is split into smaller goals",
+        e.generation_id,
+        super::MAX_ITEMS
+    );
+    make_ineligible(state, e.generation_id, superseded);
     let record_digest = e.record_digest();
     let (eligibility_version, eligibility) = RECORDED_ELIGIBILITY;
     state.evidence.insert(

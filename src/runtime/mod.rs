@@ -118,6 +118,9 @@ pub enum Rule {
     SourceDigest,
     /// A blocker resolves once.
     BlockerResolved,
+    /// A scenario or obligation is retired once, and only after a goal revision made after
+    /// it was recorded: requirements change with the goal (outside review 55).
+    RequirementRetired,
     /// A workflow's first generation is opened once, with no parent or repair link.
     GenerationOpen,
     /// Only a MUTABLE generation freezes; frozen is final.
@@ -673,6 +676,8 @@ fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleVio
         Event::ObligationRecorded(e) => source::apply_obligation(state, e, seq),
         Event::BlockerRaised(e) => source::apply_blocker_raised(state, e, seq),
         Event::BlockerResolved(e) => source::apply_blocker_resolved(state, e, seq),
+        Event::ScenarioRetired(e) => source::apply_scenario_retired(state, e, seq),
+        Event::ObligationRetired(e) => source::apply_obligation_retired(state, e, seq),
         Event::GenerationOpened(e) => candidate::apply_opened(state, e),
         Event::GenerationFrozen(e) => candidate::apply_frozen(state, e),
         Event::AttemptStarted(e) => attempt::apply_started(state, e, seq),
@@ -812,6 +817,8 @@ pub fn decide_from_command(command: &Command) -> Option<Event> {
         C::RecordObligation(c) => source::decide_obligation(c),
         C::RaiseBlocker(c) => source::decide_raise_blocker(c),
         C::ResolveBlocker(c) => source::decide_resolve_blocker(c),
+        C::RetireScenario(c) => source::decide_retire_scenario(c),
+        C::RetireObligation(c) => source::decide_retire_obligation(c),
         C::OpenGeneration(c) => candidate::decide_open(c),
         C::FreezeGeneration(c) => candidate::decide_freeze(c),
         C::ClaimDispatch(c) => attempt::decide_claim(c),

@@ -3,13 +3,13 @@
 
 use ledger_schema::events::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
-    ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
+    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ScenarioRecorded, ScenarioRetired,
 };
 use ledger_schema::{Digest, DigestKind, Event, Id};
 
 use super::command::{
     ConfirmFact, InvalidateFact, ProposeFact, RaiseBlocker, RecordHumanDecision, RecordObligation,
-    RecordProjectSource, RecordScenario, ResolveBlocker,
+    RecordProjectSource, RecordScenario, ResolveBlocker, RetireObligation, RetireScenario,
 };
 use super::state::{
     BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState,
@@ -94,6 +94,14 @@ pub fn decide_raise_blocker(c: &RaiseBlocker) -> Event {
 
 pub fn decide_resolve_blocker(c: &ResolveBlocker) -> Event {
     Event::BlockerResolved(BlockerResolved { blocker_id: c.blocker_id, resolution: c.resolution.clone() })
+}
+
+pub fn decide_retire_scenario(c: &RetireScenario) -> Event {
+    Event::ScenarioRetired(ScenarioRetired { reason: c.reason.clone(), scenario_id: c.scenario_id })
+}
+
+pub fn decide_retire_obligation(c: &RetireObligation) -> Event {
+    Event::ObligationRetired(ObligationRetired { reason: c.reason.clone(), obligation_id: c.obligation_id })
 }
 
 /// A Fact enters PROPOSED. Re-proposing an existing Fact is a new revision (+1) that is
@@ -393,7 +401,13 @@ pub fn apply_scenario(state: &mut State, e: &ScenarioRecorded, seq: u64) -> Resu
     required_text("description", &e.description)?;
     state.scenarios.insert(
         e.scenario_id,
-        ScenarioState { goal_id: e.goal_id, title: e.title.clone(), description: e.description.clone(), seq },
+        ScenarioState {
+            goal_id: e.goal_id,
+            title: e.title.clone(),
+            description: e.description.clone(),
+            seq,
+            retired_seq: None,
+        },
     );
     Ok(())
 }
@@ -425,8 +439,59 @@ pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> 
             check_spec_id: e.check_spec_id,
             check_spec_digest: e.check_spec_digest,
             seq,
+            retired_seq: None,
         },
     );
+    Ok(())
+}
+
+/// Whether a requirement of goal `goal` (a scenario or an obligation, `what` `id`) recorded
+/// at `recorded` and retired at `retired` may be retired now: once, with a reason, and only
+/// after a goal revision made after it was recorded — requirements change with the goal,
+/// so a revision's own requirements stand until the next one (outside review 55: the
+/// obligations and scenarios of revision 1 reached revision 2's workers as requirements
+/// and held its ACCEPT to them, and nothing could withdraw them).
+fn retirable(
+    state: &State,
+    what: &str,
+    id: Id,
+    goal: Id,
+    recorded: u64,
+    retired: Option<u64>,
+    reason: &str,
+) -> Result<(), RuleViolation> {
+    required_text("reason", reason)?;
+    if let Some(at) = retired {
+        return Err(super::violation(
+            Rule::RequirementRetired,
+            format!("{what} {id} was already retired (entry {at})"),
+        ));
+    }
+    let g = get(&state.goals, goal, "goal")?;
+    ensure!(
+        g.seq > recorded,
+        Rule::RequirementRetired,
+        "{what} {id} was recorded under goal {goal}'s current revision {}: requirements change with the goal — revise it (reviseGoal) before retiring one",
+        g.revision
+    );
+    Ok(())
+}
+
+pub fn apply_scenario_retired(state: &mut State, e: &ScenarioRetired, seq: u64) -> Result<(), RuleViolation> {
+    let s = get(&state.scenarios, e.scenario_id, "scenario")?;
+    retirable(state, "scenario", e.scenario_id, s.goal_id, s.seq, s.retired_seq, &e.reason)?;
+    get_mut(&mut state.scenarios, e.scenario_id, "scenario")?.retired_seq = Some(seq);
+    Ok(())
+}
+
+pub fn apply_obligation_retired(
+    state: &mut State,
+    e: &ObligationRetired,
+    seq: u64,
+) -> Result<(), RuleViolation> {
+    let o = get(&state.obligations, e.obligation_id, "obligation")?;
+    retirable(state, "obligation", e.obligation_id, o.goal_id, o.seq, o.retired_seq, &e.reason)?;
+    get_mut(&mut state.obligations, e.obligation_id, "obligation")?.retired_seq = Some(seq);
     Ok(())
 }
 

@@ -208,6 +208,9 @@ pub struct ScenarioState {
     pub seq: u64,
     pub title: String,
     pub goal_id: Id,
+    /// The seq of its retirement (`retireScenario`); absent while it is a requirement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retired_seq: Option<u64>,
     pub description: String,
 }
 
@@ -216,6 +219,9 @@ pub struct ScenarioState {
 pub struct ObligationState {
     pub seq: u64,
     pub goal_id: Id,
+    /// The seq of its retirement (`retireObligation`); absent while it is a requirement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retired_seq: Option<u64>,
     pub check_spec_id: Id,
     pub description: String,
     pub check_spec_digest: Digest,

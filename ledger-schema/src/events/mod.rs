@@ -37,7 +37,7 @@ pub use repair::RepairRecorded;
 pub use selection::SelectionRecorded;
 pub use source::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
-    ObligationRecorded, ProjectSourceRecorded, ScenarioRecorded,
+    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ScenarioRecorded, ScenarioRetired,
 };
 pub use worker::{IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload};
 pub use workflow::{PhaseAdvanced, WorkflowCancelled, WorkflowStarted};
@@ -99,4 +99,6 @@ catalog! {
     SourceRegistryRecorded(Box<SourceRegistryRecorded>) = "sourceRegistryRecorded",
     ProfileRevisionRecorded(ProfileRevisionRecorded) = "profileRevisionRecorded",
     SelectionRecorded(Box<SelectionRecorded>) = "selectionRecorded",
+    ScenarioRetired(ScenarioRetired) = "scenarioRetired",
+    ObligationRetired(ObligationRetired) = "obligationRetired",
 }

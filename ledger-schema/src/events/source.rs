@@ -104,3 +104,23 @@ pub struct BlockerResolved {
     pub blocker_id: Id,
     pub resolution: String,
 }
+
+/// A scenario recorded before the goal's current revision, retired by it: no longer a
+/// requirement of the goal (an omission in every later context).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScenarioRetired {
+    pub reason: String,
+    pub scenario_id: Id,
+}
+
+/// An obligation recorded before the goal's current revision, retired by it: no ACCEPT
+/// needs its evidence, and no Evidence is recorded for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObligationRetired {
+    pub reason: String,
+    pub obligation_id: Id,
+}

@@ -18,7 +18,7 @@ use replay_tests::world::{Stage, World, rule_of};
 use replay_tests::{LEDGER, T0, cli};
 
 /// Every command kind (`Command::kind`), so the tests can show they cover each.
-const KINDS: [&str; 28] = [
+const KINDS: [&str; 30] = [
     "installPolicy",
     "installProfile",
     "createGoal",
@@ -31,6 +31,8 @@ const KINDS: [&str; 28] = [
     "recordHumanDecision",
     "recordProjectSource",
     "recordScenario",
+    "retireScenario",
+    "retireObligation",
     "recordObligation",
     "raiseBlocker",
     "resolveBlocker",
@@ -139,6 +141,14 @@ fn other_commands(w: &mut World, each: &mut dyn FnMut(&mut World, Command)) {
     let mut content = goal_content();
     content.objective = "Reject trailing bytes and trailing whitespace.".into();
     each(w, Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
+    each(w, Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "revised".into() }));
+    each(
+        w,
+        Command::RetireObligation(RetireObligation {
+            obligation_id: lid(OBLIGATION),
+            reason: "revised".into(),
+        }),
+    );
     each(
         w,
         Command::CancelWorkflow(CancelWorkflow {
@@ -265,6 +275,14 @@ fn conflicting(c: &Command) -> (Command, Option<Rule>) {
         Command::RestartAttempt(c) => {
             c.reason.push_str(" (other)");
             None
+        }
+        Command::RetireScenario(c) => {
+            c.reason.push_str(" (other)");
+            Some(Rule::RequirementRetired)
+        }
+        Command::RetireObligation(c) => {
+            c.reason.push_str(" (other)");
+            Some(Rule::RequirementRetired)
         }
     };
     (c, rule)

@@ -700,3 +700,118 @@ fn bytes_awaiting_judgment_elsewhere_cannot_be_accepted_first() {
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
     assert!(err.to_string().contains("was accepted"), "{err}");
 }
+
+/// The scenarios and obligations of an earlier goal revision can be retired after a
+/// revision, and only then (outside review 55, P2: revision 1's obligation and scenario
+/// reached revision 2's workers as requirements, held its ACCEPT to revision 1's check, and
+/// the bytes that failed that check could never be frozen for revision 2). A retired
+/// requirement is an omission in later contexts, takes no Evidence, is not needed by an
+/// ACCEPT, and no longer judges bytes — its FAIL record and a rejection made before the
+/// retirement stand no more.
+#[test]
+fn requirements_of_an_earlier_revision_can_be_retired() {
+    use ledger_schema::types::{CheckResult, Phase, ThreadChoice, Verdict};
+    let retire_obligation = |id: u128, reason: &str| {
+        Command::RetireObligation(RetireObligation { obligation_id: lid(id), reason: reason.into() })
+    };
+    let retire_scenario = |id: u128| {
+        Command::RetireScenario(RetireScenario {
+            scenario_id: lid(id),
+            reason: "revision 2 accepts it".into(),
+        })
+    };
+    // Revision 1: the check failed on `failed`, which was rejected.
+    let mut w = World::at(Stage::Rejected);
+    let failed = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    let err = w.fails(retire_obligation(OBLIGATION, "revision 2 accepts it"));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::RequirementRetired), "{err}");
+    assert!(err.to_string().contains("current revision 1"), "{err}");
+    w.refused(retire_scenario(0x42), Rule::RequirementRetired);
+    // Revision 2, the same content (a revision to change the requirements), and its own
+    // obligation — which stands until the next revision.
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    let check = digest_of("check: cargo test parser::accepts_trailing");
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x44),
+        goal_id: lid(GOAL),
+        description: "the accepts-trailing test passes".into(),
+        check_spec_id: lid(0x45),
+        check_spec_digest: check,
+    }));
+    w.refused(retire_obligation(0x44, "not yet"), Rule::RequirementRetired);
+    w.refused(retire_obligation(0x4f, "unknown"), Rule::Unknown);
+    w.refused(retire_obligation(OBLIGATION, " "), Rule::OutOfBounds);
+    w.ok(retire_obligation(OBLIGATION, "revision 2 accepts it"));
+    let again = w.ok(retire_obligation(OBLIGATION, "revision 2 accepts it"));
+    assert!(again.duplicate, "an identical redelivery is a duplicate");
+    let err = w.fails(retire_obligation(OBLIGATION, "another reason"));
+    assert!(err.to_string().contains("already retired"), "{err}");
+    w.ok(retire_scenario(0x42));
+    // A workflow on revision 2: the retired requirements are omissions, named.
+    implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+    let state = w.ledger.state();
+    let start = StartAttempt {
+        attempt_id: lid(0x6c),
+        workflow_id: lid(0x2f),
+        worker_session_id: lid(0x6d),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    };
+    let compiled = closure_ledger::compiler::compile(
+        state,
+        &closure_ledger::runtime::attempt_binding(state, &start).unwrap(),
+    )
+    .unwrap();
+    let obligations: Vec<_> =
+        compiled.package.verification_obligations.iter().map(|o| o.obligation_id).collect();
+    assert_eq!(obligations, [lid(0x44)]);
+    assert!(compiled.package.business_scenarios.is_empty(), "{:?}", compiled.package.business_scenarios);
+    let mut retired: Vec<_> = compiled
+        .manifest
+        .omission_decisions
+        .iter()
+        .filter(|o| o.rule == "freshness.requirementRetired")
+        .map(|o| o.source_ref.clone())
+        .collect();
+    retired.sort();
+    let mut want = [format!("obligation/{}", lid(OBLIGATION)), format!("scenario/{}", lid(0x42))];
+    want.sort();
+    assert_eq!(retired, want);
+    // The bytes revision 1 rejected over the retired check are judged afresh.
+    w.ok(Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x88),
+        candidate_digest: failed,
+        change_set_digest: digest_of("change set"),
+    }));
+    let wf = lid(0x2f);
+    w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase: Phase::EvidenceBuild, version: 4 }));
+    let evidence = |id: u128, obligation: u128, spec: u128, spec_digest| {
+        Command::RecordEvidence(RecordEvidence {
+            evidence_id: lid(id),
+            workflow_id: wf,
+            generation_id: lid(0x88),
+            candidate_digest: failed,
+            obligation_id: lid(obligation),
+            check_spec_id: lid(spec),
+            check_spec_digest: spec_digest,
+            result: CheckResult::Pass,
+            detail: "ran".into(),
+        })
+    };
+    let err =
+        w.fails(evidence(0x96, OBLIGATION, CHECK_SPEC, digest_of("check: cargo test parser::trailing")));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::RequirementRetired), "{err}");
+    w.ok(evidence(0x97, 0x44, 0x45, check));
+    w.ok(Command::AdvancePhase(AdvancePhase { workflow_id: wf, phase: Phase::FinalVerify, version: 5 }));
+    w.ok(Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa7),
+        workflow_id: wf,
+        generation_id: lid(0x88),
+        verdict: Verdict::Accept,
+        evidence_ids: None,
+        reasons: vec!["revision 2's check passes".to_owned()],
+    }));
+    // Replay folds the same state.
+    let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
+    assert_eq!(replayed.state().digest(), w.ledger.state().digest());
+}

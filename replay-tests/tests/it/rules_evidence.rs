@@ -173,3 +173,34 @@ fn eligibility_changes_when_an_error_is_rerun() {
     w.refused(decide(Verdict::Accept), Rule::Verdict);
     w.ok(decide(Verdict::RejectRepairable));
 }
+
+/// The Evidence Set a decision cites holds at most 128 records: the 129th current record
+/// of a generation is refused when it is recorded, so every recorded set can still be
+/// decided (outside review 55, P3: a 129th record was admitted, and then no verdict at all
+/// could be recorded).
+#[test]
+fn a_generation_holds_no_more_evidence_than_a_decision_can_cite() {
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        // A runner ERROR is superseded by the re-run that follows it: it does not count.
+        s.evidence(0x1000, 0x80, CheckResult::Error, "runner crashed")?;
+        for i in 1..128 {
+            s.evidence(0x1000 + i, 0x80, CheckResult::Pass, "passed")?;
+        }
+        s.evidence(0x1080, 0x80, CheckResult::Pass, "passed")
+    })
+    .unwrap();
+    let err = w.with(|s| s.evidence(0x1081, 0x80, CheckResult::Fail, "failed")).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(err.to_string().contains("128"), "{err}");
+    w.with(|s| s.advance(Phase::FinalVerify)).unwrap();
+    w.ok(Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa0),
+        workflow_id: lid(WORKFLOW),
+        generation_id: lid(0x80),
+        verdict: Verdict::Accept,
+        evidence_ids: None,
+        reasons: vec!["every check passed".into()],
+    }));
+}
