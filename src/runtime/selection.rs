@@ -35,8 +35,15 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// `ing` (≥ 6 characters) or `s` (≥ 4, not `ss`) stripped. Documents: a source's name
 /// (weight 2) and description (its triggers). BM25 with k1 = 1.2, b = 0.75, idf =
 /// ln(1 + (N − n + 0.5)/(n + 0.5)) over the routable sources; scores × 1000, rounded.
-/// Ties by id. The bar: top ≥ [`BAR_MIN_SCORE`] and top ≥ [`BAR_RATIO`] × the runner-up.
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/3";
+/// Ties by id. The bar: top ≥ [`BAR_MIN_SCORE`] and top ≥ [`BAR_RATIO`] × the runner-up,
+/// with at least [`MIN_MATCHED_TERMS`] matched terms. A directive decides only when the
+/// query cites no other skill ([`citations`]: outside review 56).
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/4";
+
+/// The third routing policy: routing/4 whose directive decided even when the query cited
+/// another skill beside it ("use the X skill and the Y skill" selected X alone). Selections
+/// recorded under it are checked under it.
+pub const ROUTING_POLICY_V3: &str = "closure-ledger-routing/3";
 
 /// The second routing policy: routing/3 without its two-term floor ([`MIN_MATCHED_TERMS`]).
 /// Selections recorded under it are checked under it.
@@ -363,6 +370,18 @@ const ARTICLES: [&str; 6] = ["the", "a", "an", "our", "your", "this"];
 /// sorted, unique. A bare mention, a question, a negated or a quoted mention is not a
 /// directive.
 pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
+    citations(query, sources).0
+}
+
+/// Whether a word among the (up to three) words before a citation negates it.
+fn negated(before: &[&str]) -> bool {
+    before.iter().any(|b| NEGATIONS.contains(b) || NEGATIONS_UNMARKED.contains(b) || b.ends_with("n't"))
+}
+
+/// The routable ids the query cites: as directives ([`directives`]), and by name anywhere
+/// else — `X skill`, `X skills` or `skill:X`, in a statement or a question, not negated
+/// in the three words before it, not quoted — both sorted, unique.
+pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<String>) {
     let lower = query.to_lowercase().replace(APOSTROPHES, "'");
     // Quoted text ("...", `...`, “...”) is not an instruction: blank it out.
     let mut unquoted = String::with_capacity(lower.len());
@@ -389,6 +408,7 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
             .map(|s| s.id.clone())
     };
     let mut cited = BTreeSet::new();
+    let mut mentioned = BTreeSet::new();
     let mut sentence = String::new();
     for c in unquoted.chars().chain(std::iter::once('\n')) {
         if matches!(c, '.' | '!' | '?' | ';' | '\n') {
@@ -400,14 +420,20 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
                 })
                 .filter(|w| !w.is_empty())
                 .collect();
+            for (k, w) in words.iter().enumerate() {
+                let named = w.starts_with("skill:")
+                    || words.get(k + 1).is_some_and(|n| matches!(*n, "skill" | "skills"));
+                if named && !negated(words.get(k.saturating_sub(3)..k).unwrap_or_default()) {
+                    mentioned.extend(resolve(w));
+                }
+            }
             let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
             if !asks {
                 for (i, w) in words.iter().enumerate() {
                     if !DIRECTIVE_VERBS.contains(w) {
                         continue;
                     }
-                    let before = words.get(i.saturating_sub(3)..i).unwrap_or_default();
-                    if before.iter().any(|b| NEGATIONS.contains(b) || b.ends_with("n't")) {
+                    if negated(words.get(i.saturating_sub(3)..i).unwrap_or_default()) {
                         continue;
                     }
                     let mut j = i + 1;
@@ -429,7 +455,7 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
             sentence.push(c);
         }
     }
-    cited.into_iter().collect()
+    (cited.into_iter().collect(), mentioned.into_iter().collect())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -457,7 +483,14 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
         return none(REASON_NO_QUERY);
     };
     let ranked = rank(query, routable);
-    let cited = directives(query, routable);
+    let (directed, mentioned) = citations(query, routable);
+    // Routing/4: a directive decides only when it is the one skill the query cites; any
+    // other skill cited beside it ("and the Y skill", "skill:Y") leaves the choice open.
+    let cited: Vec<String> = if policy == ROUTING_POLICY && !directed.is_empty() {
+        directed.into_iter().chain(mentioned).collect::<BTreeSet<_>>().into_iter().collect()
+    } else {
+        directed
+    };
     let scored = |id: &str| {
         ranked
             .iter()
@@ -493,7 +526,7 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
     }
     // Routing/3: a query that says not to do something decides nothing by ranking (it
     // cannot tell what is negated); a directive above reads the negation itself.
-    if policy == ROUTING_POLICY && negates(query) {
+    if (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V3) && negates(query) {
         return none(REASON_NEGATED);
     }
     match ranked.as_slice() {
@@ -579,7 +612,7 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             );
             lex(None, true, REASON_AMBIGUOUS)
         }
-        REASON_NEGATED if e.routing_policy == ROUTING_POLICY => {
+        REASON_NEGATED if e.routing_policy == ROUTING_POLICY || e.routing_policy == ROUTING_POLICY_V3 => {
             ensure!(
                 e.candidates.is_empty() && e.query_digest.is_some(),
                 Rule::Selection,
@@ -952,14 +985,14 @@ pub fn decide_live(
 /// Folds a `selectionRecorded`: the state re-derives the whole event (the lexical step
 /// from its recorded outcome, checked), which must equal the recorded one.
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
-    let policy = [ROUTING_POLICY, ROUTING_POLICY_V2, ROUTING_POLICY_V1]
+    let policy = [ROUTING_POLICY, ROUTING_POLICY_V3, ROUTING_POLICY_V2, ROUTING_POLICY_V1]
         .into_iter()
         .find(|p| *p == e.routing_policy)
         .ok_or_else(|| {
             violation(
                 Rule::Selection,
                 format!(
-                    "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
+                    "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                     e.routing_policy
                 ),
             )

@@ -474,3 +474,62 @@ fn a_single_shared_word_never_routes() {
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// Routing/4: a directive decides only when it is the one skill the query cites (seed 003:
+/// "one cited skill name"; outside review 56, P2: "use the change-summary skill and the
+/// code-review skill" selected the first alone, and replay — which has no query text —
+/// could not show the second was dropped). Another skill cited beside it by name (`X skill`,
+/// `skill:X`, in a statement or a question) leaves the choice pending with both; a negated
+/// or quoted one does not. A routing/3 record of a directive still replays.
+#[test]
+fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
+    use closure_ledger::runtime::selection::{ROUTING_POLICY_V3, lexical_as};
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    for two in [
+        "Use the kubernetes skill and the docker-compose skill.",
+        "apply the kubernetes skill, then the docker-compose skill",
+        "Use the kubernetes skill, and also skill:docker-compose",
+        "Use the kubernetes skill. Is the docker-compose skill better?",
+        "use the kubernetes skill; the docker-compose skills help too",
+    ] {
+        let e = decide_live(&st, &task(Some(two)), &Request::default()).unwrap();
+        assert_eq!(
+            (e.decision, e.reason.as_str()),
+            (SelectionDecision::Pending, "several-directives"),
+            "{two}"
+        );
+        let short: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(&short[..2], &["skill:docker-compose", "skill:kubernetes"], "{two}");
+    }
+    for one in [
+        "Use the kubernetes skill, not the docker-compose skill.",
+        "use the kubernetes skill; don't use the docker-compose skill",
+        "use the kubernetes skill; we wont need the docker-compose skill",
+        "Use the kubernetes skill; the doc says \"the docker-compose skill\" is old",
+        "Use the kubernetes skill with docker-compose files",
+    ] {
+        let e = decide_live(&st, &task(Some(one)), &Request::default()).unwrap();
+        assert_eq!(
+            (e.reason.as_str(), e.selected_ids.clone()),
+            ("directive", ids(&["skill:kubernetes"])),
+            "{one}"
+        );
+    }
+    // Under routing/3 the first query was a directive; such a record still replays.
+    let query = "Use the kubernetes skill and the docker-compose skill.";
+    let t = task(Some(query));
+    let qd = Some(ledger_schema::Digest::of(ledger_schema::DigestKind::TaskQuery, query.as_bytes()));
+    let v3 = sel::decide(&st, &t, qd, &Request::default(), ROUTING_POLICY_V3, &|_, routable| {
+        Ok(lexical_as(ROUTING_POLICY_V3, Some(query), routable))
+    })
+    .unwrap();
+    assert_eq!((v3.reason.as_str(), v3.selected_ids.clone()), ("directive", ids(&["skill:kubernetes"])));
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v3))], ctx).unwrap();
+    drop(ledger);
+    let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
