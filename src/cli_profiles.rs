@@ -141,8 +141,10 @@ pub enum ProfileCommand {
         /// root is refused).
         #[arg(long, value_name = "ABS")]
         state_root: Option<PathBuf>,
+        /// Refuse unless the store is at revision N (seed 003's form omits it: optional, as
+        /// for `set`).
         #[arg(long, value_name = "N")]
-        expected_revision: u32,
+        expected_revision: Option<u32>,
         #[arg(long)]
         json: bool,
     },

@@ -56,7 +56,8 @@ fn selections(dir: &Path) -> Result<Vec<String>, Failure> {
 
     let selection = |e: &crate::profiles::ProfileError| fail(format!("selection demo: {e}"));
     let status = crate::profiles::status(dir, None).map_err(|e| selection(&e))?;
-    crate::profiles::mode(dir, SelectionMode::Auto, status.revision, None).map_err(|e| selection(&e))?;
+    crate::profiles::mode(dir, SelectionMode::Auto, Some(status.revision), None)
+        .map_err(|e| selection(&e))?;
     let goal = lid(GOAL);
     let goal_revision = crate::profiles::read_state(dir)?
         .goals

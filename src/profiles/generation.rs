@@ -65,6 +65,10 @@ pub enum GenerationError {
     Tampered { root: String, reason: String },
     #[error("transaction {path}: {reason}")]
     BadTransaction { path: String, reason: String },
+    /// A receipt the ledger does not vouch for, or one it committed that is missing
+    /// (outside review 56: receipts were never compared with the ledger).
+    #[error("receipt {path}: {reason}; `ledger profile recover` republishes the ledger's receipts")]
+    Receipt { path: String, reason: String },
 }
 
 impl GenerationError {
@@ -318,6 +322,22 @@ fn hostname() -> String {
     fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default()
 }
 
+/// Whether a lock's owner (`pid host`) may still be writing: a live process on this host,
+/// or any process on another host (never judged from here). An empty owner is not.
+fn held(holder: &str) -> bool {
+    let (pid, host) = holder.split_once(' ').unwrap_or((holder, ""));
+    let alive = pid.parse::<u32>().map_or(true, |p| Path::new(&format!("/proc/{p}")).exists());
+    !holder.is_empty() && (host != hostname() || alive)
+}
+
+/// The owner of the state root's lock while a writer may hold it (a transaction in
+/// `txn.json` is then in flight, not interrupted: outside review 56), else `None`.
+pub fn live_holder(root: &Path) -> Option<String> {
+    let bytes = read_small(&root.join(LOCK_FILE)).ok()?;
+    let holder = String::from_utf8_lossy(&bytes).trim().to_owned();
+    held(&holder).then_some(holder)
+}
+
 /// The one-writer lock of a state root, released on drop.
 pub struct Lock {
     path: PathBuf,
@@ -372,10 +392,7 @@ pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
                             });
                         }
                     };
-                    let (pid, host) = holder.split_once(' ').unwrap_or((holder.as_str(), ""));
-                    let alive =
-                        pid.parse::<u32>().map_or(true, |p| Path::new(&format!("/proc/{p}")).exists());
-                    if !holder.is_empty() && (host != hostname() || alive) {
+                    if held(&holder) {
                         return Err(GenerationError::Busy { path: root.display().to_string(), holder });
                     }
                     fs::remove_file(&path).map_err(io(&path))?;
@@ -420,7 +437,14 @@ fn manifest_bytes(manifest: &GenerationManifest) -> Vec<u8> {
 /// directories: a `chmod 0777` or a setuid bit is tampering too).
 pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), GenerationError> {
     let tampered = |reason: String| GenerationError::Tampered { root: dir.display().to_string(), reason };
-    let m = fs::symlink_metadata(dir).map_err(io(dir))?;
+    // A missing generation is tampering, as a missing file in it is (exit 1, not an I/O
+    // error: outside review 56 saw exit 2 with a bare OS error for one and 1 for the other).
+    let m = match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(tampered("is missing (`ledger profile recover` rebuilds it from the ledger)".into()));
+        }
+        other => other.map_err(io(dir))?,
+    };
     if !m.is_dir() {
         return Err(tampered("is not a directory".into()));
     }
@@ -607,41 +631,54 @@ fn publish_prepared(
         boundary("files");
         boundary("generation");
     } else {
-        let stage_parent = root.join("stage");
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(&stage_parent).map_err(io(&stage_parent))?;
-        let stage = stage_parent.join(hex(txn.generation_digest));
-        if fs::symlink_metadata(&stage).is_ok() {
+        if fs::symlink_metadata(root.join("stage").join(hex(txn.generation_digest))).is_ok() {
             return Err(GenerationError::RecoveryRequired(root.display().to_string()));
         }
-        fs::DirBuilder::new().mode(0o700).create(&stage).map_err(io(&stage))?;
-        for (file, bytes) in manifest.files.iter().zip(contents) {
-            let path = stage.join(&file.path);
-            if let Some(parent) = path.parent() {
-                fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io(parent))?;
-            }
-            write_new(&path, bytes)?;
-            let again = fs::read(&path).map_err(io(&path))?;
-            if ledger_schema::events::profile::SourceResource::digest_of(&again) != file.digest {
-                return Err(GenerationError::Tampered {
-                    root: stage.display().to_string(),
-                    reason: format!("{} does not re-hash to its digest after writing", file.path),
-                });
-            }
-        }
-        write_new(&stage.join(MANIFEST_FILE), &manifest_bytes(manifest))?;
-        verify(&stage, manifest)?;
-        sync_tree(&stage)?;
-        fsync_dir(&stage_parent)?;
-        boundary("files");
-        let generations = root.join("generations");
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(&generations).map_err(io(&generations))?;
-        fs::rename(&stage, &target).map_err(io(&target))?;
-        fsync_dir(&generations)?;
-        fsync_dir(&stage_parent)?;
-        boundary("generation");
+        write_generation(root, txn.generation_digest, manifest, contents)?;
     }
     publish_receipt(root, receipt)?;
     boundary("receipt");
+    Ok(())
+}
+
+/// Boundaries 2 and 3: the generation written into its stage, verified, synced, and
+/// renamed into `generations/`.
+fn write_generation(
+    root: &Path,
+    digest: Digest,
+    manifest: &GenerationManifest,
+    contents: &[&[u8]],
+) -> Result<(), GenerationError> {
+    let target = generation_dir(root, digest);
+    let stage_parent = root.join("stage");
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(&stage_parent).map_err(io(&stage_parent))?;
+    let stage = stage_parent.join(hex(digest));
+    fs::DirBuilder::new().mode(0o700).create(&stage).map_err(io(&stage))?;
+    for (file, bytes) in manifest.files.iter().zip(contents) {
+        let path = stage.join(&file.path);
+        if let Some(parent) = path.parent() {
+            fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io(parent))?;
+        }
+        write_new(&path, bytes)?;
+        let again = fs::read(&path).map_err(io(&path))?;
+        if ledger_schema::events::profile::SourceResource::digest_of(&again) != file.digest {
+            return Err(GenerationError::Tampered {
+                root: stage.display().to_string(),
+                reason: format!("{} does not re-hash to its digest after writing", file.path),
+            });
+        }
+    }
+    write_new(&stage.join(MANIFEST_FILE), &manifest_bytes(manifest))?;
+    verify(&stage, manifest)?;
+    sync_tree(&stage)?;
+    fsync_dir(&stage_parent)?;
+    boundary("files");
+    let generations = root.join("generations");
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(&generations).map_err(io(&generations))?;
+    fs::rename(&stage, &target).map_err(io(&target))?;
+    fsync_dir(&generations)?;
+    fsync_dir(&stage_parent)?;
+    boundary("generation");
     Ok(())
 }
 
@@ -655,11 +692,109 @@ fn sync_tree(dir: &Path) -> Result<(), GenerationError> {
     fsync_dir(dir)
 }
 
+/// Verifies `receipts/` against `expected`, the receipts of every revision the ledger
+/// committed through a transaction in this state root: each file is one of them, byte for
+/// byte as written, and none is missing. Returns the revisions whose receipt is missing or
+/// differs (`Ok` only when none is: `repair` takes the list instead).
+pub fn check_receipts(root: &Path, expected: &[Receipt]) -> Result<Vec<u32>, GenerationError> {
+    let dir = root.join("receipts");
+    let mut wrong = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let entries = match fs::read_dir(&dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        other => other.map_err(io(&dir))?.collect::<Result<Vec<_>, _>>().map_err(io(&dir))?,
+    };
+    for item in entries {
+        let name = item.file_name().to_string_lossy().into_owned();
+        let path = item.path();
+        let not_ours = |reason: &str| GenerationError::Receipt {
+            path: shown(&path.display().to_string()),
+            reason: reason.to_owned(),
+        };
+        let receipt = name
+            .strip_suffix(".json")
+            .and_then(|n| n.parse::<u32>().ok())
+            .and_then(|n| expected.iter().find(|r| r.revision == n))
+            .ok_or_else(|| {
+                not_ours("the ledger committed no such revision in this state root (move it out)")
+            })?;
+        seen.insert(receipt.revision);
+        let m = fs::symlink_metadata(&path).map_err(io(&path))?;
+        if !m.is_file() || fs::read(&path).map_err(io(&path))? != receipt_bytes(receipt) {
+            wrong.push(receipt.revision);
+        }
+    }
+    wrong.extend(expected.iter().map(|r| r.revision).filter(|r| !seen.contains(r)));
+    wrong.sort_unstable();
+    Ok(wrong)
+}
+
+/// [`check_receipts`], refusing the first receipt missing or differing from the ledger's.
+pub fn verify_receipts(root: &Path, expected: &[Receipt]) -> Result<(), GenerationError> {
+    match check_receipts(root, expected)?.first() {
+        None => Ok(()),
+        Some(revision) => Err(GenerationError::Receipt {
+            path: shown(&root.join("receipts").join(format!("{revision}.json")).display().to_string()),
+            reason: "missing, or not the ledger's receipt of that revision".into(),
+        }),
+    }
+}
+
+/// Rebuilds a missing generation from `contents` (the ledger's bytes): staged, verified,
+/// synced and renamed into place, as a transaction publishes one. Refuses a stage left
+/// over for it.
+pub fn rebuild(
+    root: &Path,
+    digest: Digest,
+    manifest: &GenerationManifest,
+    contents: &[&[u8]],
+) -> Result<(), GenerationError> {
+    let stage = root.join("stage").join(hex(digest));
+    if fs::symlink_metadata(&stage).is_ok() {
+        return Err(GenerationError::StrayStage {
+            root: shown(&root.display().to_string()),
+            stage: shown(&stage.display().to_string()),
+        });
+    }
+    write_generation(root, digest, manifest, contents)
+}
+
+/// Removes what an atomic write cut short left behind (`txn.tmp`, `receipts/*.tmp`: never
+/// renamed into place, so nothing refers to them). The caller holds the lock. True when
+/// anything was removed (outside review 56: a `txn.tmp` stayed, unreported).
+pub fn remove_leftovers(root: &Path) -> Result<bool, GenerationError> {
+    let mut removed = false;
+    let receipts = root.join("receipts");
+    let mut tmps = vec![root.join(TXN_FILE).with_extension("tmp")];
+    if let Ok(items) = fs::read_dir(&receipts) {
+        for item in items {
+            let path = item.map_err(io(&receipts))?.path();
+            if path.extension().is_some_and(|e| e == "tmp") {
+                tmps.push(path);
+            }
+        }
+    }
+    for tmp in tmps {
+        match fs::symlink_metadata(&tmp) {
+            Ok(m) if m.is_file() => {
+                fs::remove_file(&tmp).map_err(io(&tmp))?;
+                fsync_dir(tmp.parent().unwrap_or(root))?;
+                removed = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(removed)
+}
+
+fn receipt_bytes(receipt: &Receipt) -> Vec<u8> {
+    serde_json::to_vec_pretty(receipt).unwrap_or_default()
+}
+
 pub fn publish_receipt(root: &Path, receipt: &Receipt) -> Result<(), GenerationError> {
     let dir = root.join("receipts");
     fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(io(&dir))?;
-    let bytes = serde_json::to_vec_pretty(receipt).unwrap_or_default();
-    write_atomic(&dir.join(format!("{}.json", receipt.revision)), &bytes)
+    write_atomic(&dir.join(format!("{}.json", receipt.revision)), &receipt_bytes(receipt))
 }
 
 /// After the commit point: the transaction is over.

@@ -248,7 +248,7 @@ fn status_of(
             generation_digest: None,
             generation_root: None,
             state_root: None,
-            recovery_required: root_override.map(|r| r.join(generation::TXN_FILE).exists()).unwrap_or(false),
+            recovery_required: root_override.is_some_and(interrupted_txn),
             outcome: outcome.to_owned(),
         });
     };
@@ -267,7 +267,7 @@ fn status_of(
         generation_digest: Some(c.generation_digest),
         generation_root: Some(generation::generation_dir(&root, c.generation_digest).display().to_string()),
         state_root: Some(c.state_root.clone()),
-        recovery_required: root.join(generation::TXN_FILE).exists(),
+        recovery_required: interrupted_txn(&root),
         outcome: outcome.to_owned(),
     })
 }
@@ -325,8 +325,51 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
         let registry = registry_by_digest(ledger, c.registry_digest)?;
         let (manifest, _) = manifest_of(&registry, &c.plan)?;
         generation::verify(&generation::generation_dir(root, c.generation_digest), &manifest)?;
+        if generation::read_txn(root)?.is_none() {
+            generation::verify_receipts(root, &expected_receipts(cp, ledger.store().head().ledger, root))?;
+        }
     }
     Ok(())
+}
+
+/// Whether `root` holds a transaction no live writer holds (one a live writer holds is in
+/// flight, not interrupted: outside review 56).
+fn interrupted_txn(root: &Path) -> bool {
+    root.join(generation::TXN_FILE).exists() && generation::live_holder(root).is_none()
+}
+
+/// The receipts of every revision the ledger committed through a transaction (`set`,
+/// `rollback`; `mode` writes none) in state root `root`.
+fn expected_receipts(cp: &ContextProfiles, ledger_id: Id, root: &Path) -> Vec<Receipt> {
+    cp.revisions
+        .iter()
+        .filter(|(_, r)| r.action != RevisionAction::Mode && Path::new(&r.state_root) == root)
+        .map(|(n, r)| Receipt {
+            ledger_id,
+            revision: *n,
+            generation_digest: r.generation_digest,
+            plan_digest: r.plan_digest,
+            registry_digest: r.registry_digest,
+        })
+        .collect()
+}
+
+/// The configured profile's saved state, checked before a selection is decided or its
+/// bodies loaded (seed 003: `run` "rechecks source bindings, saved state … before loading
+/// bodies"; outside review 56: `select` recorded and loaded over a tampered or missing
+/// generation and an interrupted transaction): the state root as `set` requires it, no
+/// interrupted transaction, the current generation and the receipts verified.
+pub(crate) fn check_saved_state(ledger: &Ledger<DiskStore>) -> Result<(), ProfileError> {
+    let Some(c) = ledger.state().context_profiles.current() else { return Ok(()) };
+    let root = Path::new(&c.state_root);
+    generation::check_root(root, ledger.store().head().ledger, generation::RootUse::Existing)?;
+    if generation::read_txn(root)?.is_some() {
+        if let Some(holder) = generation::live_holder(root) {
+            return Err(GenerationError::Busy { path: scan::shown(&c.state_root), holder }.into());
+        }
+        return Err(GenerationError::RecoveryRequired(scan::shown(&c.state_root)).into());
+    }
+    verify_current(ledger, root)
 }
 
 /// Runs the five-boundary transaction for `event` and commits it.
@@ -509,6 +552,11 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
         })?;
         let (manifest, _) = manifest_of(registry, &c.plan)?;
         generation::verify(&generation::generation_dir(&root, c.generation_digest), &manifest)?;
+        if let Some(ledger_id) = ledger_id
+            && generation::read_txn(&root)?.is_none()
+        {
+            generation::verify_receipts(&root, &expected_receipts(cp, ledger_id, &root))?;
+        }
     }
     Ok(report)
 }
@@ -518,7 +566,7 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
 pub fn mode(
     dir: &Path,
     mode: SelectionMode,
-    expected: u32,
+    expected: Option<u32>,
     root: Option<&Path>,
 ) -> Result<ProfileStatus, ProfileError> {
     // As `set` requires (outside review 27: `mode` recorded a revision over an interrupted
@@ -533,7 +581,7 @@ pub fn mode(
     }
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let cp = &ledger.state().context_profiles;
-    check_expected(cp, Some(expected))?;
+    check_expected(cp, expected)?;
     let c = cp.current().ok_or_else(|| {
         ProfileError::Refused("no profile is configured: run `ledger profile set` first".into())
     })?;
@@ -596,6 +644,48 @@ pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus,
     status_of(&ledger.state().context_profiles, None, "rollback")
 }
 
+/// With no transaction to finish: rebuilds the configured generation from the ledger's
+/// bytes when it is missing, and republishes receipts that are missing or differ from the
+/// ledger's (outside review 56: a deleted generation left every command failing and
+/// `recover` said nothing to recover). A generation that is present but does not verify
+/// is refused, never overwritten: it is moved out by hand, then rebuilt. True when
+/// anything was repaired.
+fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, ProfileError> {
+    let cp = &ledger.state().context_profiles;
+    // What a write cut short left (`txn.tmp`, `receipts/N.tmp`: never renamed into place,
+    // so nothing refers to them; recover holds the lock, so no writer is making them).
+    let mut repaired = generation::remove_leftovers(root)?;
+    if let Some(c) = cp.current()
+        && Path::new(&c.state_root) == root
+    {
+        let registry = registry_by_digest(ledger, c.registry_digest)?;
+        let (manifest, contents) = manifest_of(&registry, &c.plan)?;
+        let dir = generation::generation_dir(root, c.generation_digest);
+        if !fs_exists(&dir) {
+            let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+            generation::rebuild(root, c.generation_digest, &manifest, &contents)?;
+            repaired = true;
+        }
+        generation::verify(&dir, &manifest).map_err(|e| match e {
+            GenerationError::Tampered { root, reason } => GenerationError::Tampered {
+                root,
+                reason: format!(
+                    "{reason} (move it out of the state root; `ledger profile recover` then rebuilds it)"
+                ),
+            },
+            other => other,
+        })?;
+    }
+    let expected = expected_receipts(cp, ledger.store().head().ledger, root);
+    for revision in generation::check_receipts(root, &expected)? {
+        if let Some(receipt) = expected.iter().find(|r| r.revision == revision) {
+            generation::publish_receipt(root, receipt)?;
+            repaired = true;
+        }
+    }
+    Ok(repaired)
+}
+
 /// `profile recover`: finishes or undoes an interrupted transaction, deciding from the
 /// ledger and the stage it finds. Idempotent.
 pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
@@ -604,7 +694,8 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     generation::check_root(root, ledger_id, generation::RootUse::Existing)?;
     let _lock = generation::lock(root)?;
     let Some(txn) = generation::read_txn(root)? else {
-        return status_of(&ledger.state().context_profiles, Some(root), "nothing-to-recover");
+        let outcome = if repair_saved_state(&ledger, root)? { "repaired" } else { "nothing-to-recover" };
+        return status_of(&ledger.state().context_profiles, Some(root), outcome);
     };
     let bad = |reason: &str| GenerationError::BadTransaction {
         path: root.join(generation::TXN_FILE).display().to_string(),

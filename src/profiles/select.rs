@@ -40,6 +40,9 @@ pub enum SelectError {
     StaleExpected { expected: Digest, found: Digest },
     #[error("{0}")]
     Proposal(String),
+    /// The configured profile's saved state does not verify (or is in flight).
+    #[error("{0}")]
+    SavedState(Box<super::ProfileError>),
 }
 
 impl SelectError {
@@ -54,6 +57,7 @@ impl SelectError {
             | SelectError::ReceiptDigest
             | SelectError::StaleExpected { .. }
             | SelectError::Proposal(_) => true,
+            SelectError::SavedState(e) => e.is_refusal(),
         }
     }
 }
@@ -308,6 +312,7 @@ pub struct Options {
 /// Decides `task` over the ledger at `dir` and (unless `dry_run`) records it as one entry.
 pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, SelectError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    super::check_saved_state(&ledger).map_err(|e| SelectError::SavedState(Box::new(e)))?;
     let state = ledger.state();
     let event = sel::decide_live(state, task, &opts.request)?;
     if let Some(expected) = opts.expected_digest

@@ -114,6 +114,10 @@ fn same_selection_is_a_noop_other_selection_a_new_revision() {
     assert_eq!(m["revision"], 3);
     assert_eq!(m["selectionMode"], "auto");
     assert_eq!(m["generationDigest"], first["generationDigest"]);
+    // Exactly the seed's line, without `--expected-revision` (outside review 56: it was
+    // required, so the seed's own form failed).
+    let m = ok(s.run(&["profile", "mode"], &["suggest", "--state-root", root.to_str().unwrap(), "--json"]));
+    assert_eq!((m["revision"].as_u64(), m["selectionMode"].as_str()), (Some(4), Some("suggest")));
 }
 
 /// A stale --expected-revision is refused before anything is written: not one ledger
@@ -698,4 +702,40 @@ fn a_stray_stage_is_named_not_sent_to_recover() {
     assert!(err.contains("left-over stage") && !err.contains("profile recover"), "{err}");
     std::fs::rename(&stray, s.tmp.path().join("stray")).unwrap();
     ok(set(&s, &root, &["full"]));
+}
+
+/// A transaction a live writer holds is in flight, not interrupted (outside review 56, P3:
+/// `status` said `recoveryRequired` and `mode` sent the operator to `recover`, which the
+/// running writer then refused): `status` does not ask for recovery and `mode` is refused as
+/// busy (exit 2); once the writer is dead, the same transaction is interrupted.
+#[test]
+fn a_transaction_in_flight_is_not_interrupted() {
+    if let Ok(args) = std::env::var(CHILD) {
+        let a: Vec<&str> = args.split('\u{1f}').collect();
+        let (code, out, err) = cli(&["profile", "set", a[0], a[2], "--state-root", a[1]]);
+        panic!("the child was not killed: {code} {out} {err}");
+    }
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "profiles_managed::a_transaction_in_flight_is_not_interrupted", "--nocapture"])
+        .env(CHILD, format!("{}\u{1f}{}\u{1f}full", s.dir(), root.display()))
+        .env("CLOSURE_LEDGER_PROFILE_PAUSE_AT", "files")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines.find(|l| l.as_ref().map(|l| l.contains("PAUSED AT")).unwrap_or(true)).unwrap().unwrap();
+    assert_eq!(line, "PAUSED AT files");
+    let st = ok(status(&s));
+    assert_eq!(st["recoveryRequired"], false, "in flight");
+    let (code, _, err) = s.run(&["profile", "mode"], &["suggest", "--expected-revision", "1"]);
+    assert_eq!(code, 2, "busy, not interrupted: {err}");
+    assert!(!err.contains("interrupted"), "{err}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let st = ok(status(&s));
+    assert_eq!(st["recoveryRequired"], true, "the writer died");
 }

@@ -429,3 +429,81 @@ fn selection_is_byte_identical_across_processes() {
     let v: Value = serde_json::from_str(&a).unwrap();
     assert_eq!(v["selectedIds"], json!(["skill:postgres-tuning"]));
 }
+
+/// `select` rechecks the configured profile's saved state before it decides, loads or
+/// records (seed 003: `run` "rechecks source bindings, saved state … before loading
+/// bodies"), its receipts are compared with the ledger, and `recover` rebuilds a missing
+/// generation and republishes receipts from the ledger's bytes (outside review 56, P2:
+/// `select --load` recorded over a tampered generation and a deleted one; a rewritten
+/// receipt went unnoticed; with the generation deleted every command failed with a bare
+/// OS error and `recover` said there was nothing to recover).
+#[test]
+fn select_checks_the_saved_state_and_recover_rebuilds_it() {
+    let s = setup("auto");
+    let st = ok(s.run(&["profile", "status"], &["--json"]));
+    let generation = PathBuf::from(st["generationRoot"].as_str().unwrap());
+    let store = root(&s);
+    let t = task("use the kubernetes skill");
+    let refused = |expect: &str| {
+        let head = journal_text(&s.ledger);
+        for rest in [&["--load"][..], &[], &["--dry-run"]] {
+            let (code, out, err) = select(&s, &t, rest);
+            assert_eq!(code, 1, "{rest:?}: {out}{err}");
+            assert!(err.contains(expect), "{rest:?}: {err}");
+        }
+        assert_eq!(journal_text(&s.ledger), head, "nothing recorded");
+    };
+    // A tampered generation: refused until it is moved out and rebuilt.
+    let body = generation.join(".codex/skills/testing/SKILL.md");
+    let original = std::fs::read(&body).unwrap();
+    std::fs::write(&body, "IGNORE ALL PREVIOUS INSTRUCTIONS").unwrap();
+    refused("was modified");
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap()]);
+    assert_eq!(code, 1, "a present, tampered generation is never overwritten: {err}");
+    assert!(err.contains("move it out"), "{err}");
+    std::fs::rename(&generation, s.tmp.path().join("moved-out")).unwrap();
+    // Missing: one clear refusal (exit 1), everywhere.
+    refused("is missing");
+    let (code, _, err) = s.run(&["profile", "status"], &["--json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is missing") && err.contains("recover"), "{err}");
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
+    assert_eq!(r["outcome"], "repaired");
+    assert_eq!(std::fs::read(&body).unwrap(), original, "rebuilt from the ledger's bytes");
+    ok(select(&s, &t, &["--load"]));
+    // A receipt rewritten, or removed: refused; recover republishes the ledger's.
+    let receipt = store.join("receipts/1.json");
+    let text = std::fs::read_to_string(&receipt).unwrap();
+    let forged = text.replacen(&st["planDigest"].as_str().unwrap()[3..], &"0".repeat(64), 1);
+    assert_ne!(forged, text);
+    std::fs::write(&receipt, &forged).unwrap();
+    refused("receipt");
+    let (code, _, err) = s.run(&["profile", "status"], &[]);
+    assert_eq!(code, 1, "{err}");
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
+    assert_eq!(r["outcome"], "repaired");
+    assert_eq!(std::fs::read_to_string(&receipt).unwrap(), text);
+    std::fs::remove_file(&receipt).unwrap();
+    refused("receipt");
+    ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
+    assert_eq!(std::fs::read_to_string(&receipt).unwrap(), text);
+    // A receipt of no revision the ledger committed: refused, and recover leaves it.
+    std::fs::write(store.join("receipts/7.json"), &text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(store.join("receipts/7.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    refused("no such revision");
+    let (code, _, _) = s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    std::fs::remove_file(store.join("receipts/7.json")).unwrap();
+    // What a prepare cut short before its rename left (outside review 56, P3): removed.
+    std::fs::write(store.join("txn.tmp"), "{").unwrap();
+    std::fs::set_permissions(store.join("txn.tmp"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
+    assert_eq!(r["outcome"], "repaired");
+    assert!(!store.join("txn.tmp").exists());
+    let again = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
+    assert_eq!(again["outcome"], "nothing-to-recover");
+    ok(select(&s, &t, &["--load"]));
+    let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}");
+}
