@@ -33,6 +33,8 @@ const TREE: &[(&str, &str)] = &[
         "skills/deploy/SKILL.md",
         "---\nname: deploy\ndescription: Deploy to staging.\ndisable-model-invocation: true\n---\n# Deploy\n",
     ),
+    // Manual-only in Codex's own form too, so the Codex carrier says so.
+    ("skills/deploy/agents/openai.yaml", "policy:\n  allow_implicit_invocation: false\n"),
     (
         "skills/shell-tools/SKILL.md",
         "---\nname: shell-tools\ndescription: Runs commands.\nallowed-tools: Bash\n---\n# Shell\n",

@@ -449,6 +449,7 @@ pub fn set(
         _ => return Err(PlanError::NoRegistry.into()),
     };
     let plan = input.plan(cp, &registry, registry_digest)?;
+    installs_manual_only_natively(&registry, &plan)?;
     let (manifest, contents) = manifest_of(&registry, &plan)?;
     let state_root = root_string(root)?;
     let event = ProfileRevisionRecorded {
@@ -501,6 +502,34 @@ pub fn set(
     verify_current(&ledger, root)?;
     transact(&mut ledger, root, event, &manifest, &contents)?;
     status_of(&ledger.state().context_profiles, None, "set")
+}
+
+/// A manual-only skill a plan installs must say so in its target's own native form, or
+/// the native loader would invoke it implicitly (seed 003: "Native manual-only flags … are
+/// checked before selection"; outside review 56: Full installed a skill manual-only by
+/// `disable-model-invocation` into the Codex carrier, where nothing stops Codex invoking
+/// it). Checked by `set` (and its dry run) only: a recorded revision is not re-judged.
+fn installs_manual_only_natively(registry: &Registry, plan: &rp::Plan) -> Result<(), ProfileError> {
+    let flag = match plan.target {
+        ledger_schema::events::profile::Target::Claude => "`disable-model-invocation: true` in its SKILL.md",
+        ledger_schema::events::profile::Target::Codex => {
+            "`agents/openai.yaml` with `policy.allow_implicit_invocation: false`"
+        }
+    };
+    for id in &plan.selected_ids {
+        if let Some(source) = registry.sources.iter().find(|s| &s.id == id)
+            && source.manual_only
+            && !scan::carries_manual_only(source, plan.target)
+        {
+            return Err(ProfileError::Refused(format!(
+                "{} is manual-only, but its {} carrier would not say so: add {flag}, or exclude it (--exclude {})",
+                scan::shown(id),
+                crate::runtime::wire(&plan.target),
+                scan::shown(id)
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn fs_exists(path: &Path) -> bool {

@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use ledger_schema::codec::MAX_ENTRY_BYTES;
 use ledger_schema::events::profile::{
     Blob, BudgetMode, ProfileDefinition, Registry, RegistrySource, SourceRegistryRecorded, SourceResource,
+    Target,
 };
 use ledger_schema::{Event, codec};
 use serde::Deserialize;
@@ -541,6 +542,25 @@ fn native_flags(text: &str) -> (bool, bool) {
     (manual_only, tools)
 }
 
+/// Whether `source` carries its manual-only flag in `target`'s own native form, so the
+/// native loader of that target will not invoke it implicitly: Claude reads SKILL.md's
+/// `disable-model-invocation: true`, Codex reads `agents/openai.yaml` (its
+/// `allow_implicit_invocation`, on the safe side as the scan reads it).
+pub fn carries_manual_only(source: &RegistrySource, target: Target) -> bool {
+    let text = |path: &str| {
+        source
+            .resources
+            .iter()
+            .find(|r| r.path == path)
+            .and_then(|r| r.content.as_ref())
+            .and_then(|c| std::str::from_utf8(&c.0).ok().map(str::to_owned))
+    };
+    match target {
+        Target::Claude => text("SKILL.md").and_then(|t| parse_skill(&t).ok()).is_some_and(|m| m.manual_only),
+        Target::Codex => text("agents/openai.yaml").is_some_and(|t| native_flags(&t).0),
+    }
+}
+
 /// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
 pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
     scan_keeping(root, &std::collections::BTreeSet::new())
@@ -608,6 +628,15 @@ pub fn scan_keeping(
         let text = std::str::from_utf8(&skill_md.bytes)
             .map_err(|_| ScanError::NotUtf8(disp(&path.join("SKILL.md"))))?;
         let mut md = parse_skill(text).map_err(|reason| meta(&path.join("SKILL.md"), reason))?;
+        // Codex and Claude both need a skill's `name` and `description` (a carrier holding a
+        // SKILL.md without them is a skill the native loader drops or cannot route), and the
+        // description is what routing ranks (outside review 56).
+        if md.name.is_none() || md.description.is_empty() {
+            return Err(meta(
+                &path.join("SKILL.md"),
+                "its front matter needs a `name` and a non-blank `description` (native loaders require both; routing ranks the description)",
+            ));
+        }
         // A SKILL.md deeper in the folder is another skill to a native loader that searches
         // folders (Codex does), one the registry would not list (outside review 52): refused.
         if let Some(nested) = raw.iter().find(|r| r.path.ends_with("/SKILL.md")) {

@@ -739,3 +739,46 @@ fn a_transaction_in_flight_is_not_interrupted() {
     let st = ok(status(&s));
     assert_eq!(st["recoveryRequired"], true, "the writer died");
 }
+
+/// A manual-only skill is installed only into a carrier whose native loader is told so
+/// (outside review 56, P2: Full put a skill manual-only by `disable-model-invocation` into
+/// the Codex carrier unchanged, where nothing stops Codex invoking it implicitly): Codex
+/// needs `agents/openai.yaml` with `allow_implicit_invocation: false`, Claude SKILL.md's
+/// `disable-model-invocation: true`; otherwise `set` (and its dry run) refuses, naming the
+/// skill, and writes nothing.
+#[test]
+fn a_manual_only_skill_needs_its_targets_own_flag() {
+    let s = Setup::new();
+    let deploy = s.src.join("skills/deploy");
+    std::fs::remove_dir_all(deploy.join("agents")).unwrap();
+    assert_eq!(s.scan().0, 0);
+    let root = root_of(&s);
+    for dry in [true, false] {
+        let rest: &[&str] = if dry { &["full", "--dry-run"] } else { &["full"] };
+        let (code, _, err) = set(&s, &root, rest);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("skill:deploy is manual-only") && err.contains("openai.yaml"), "{err}");
+    }
+    assert!(!root.join("generations").exists(), "nothing written");
+    ok(set(&s, &root, &["full", "--target", "claude"]));
+    ok(set(&s, &root, &["full", "--exclude", "skill:deploy"]));
+    // Manual-only by Codex's flag alone: Claude's carrier would not say so (a fresh ledger:
+    // `set` keeps the exclusion above).
+    let s = Setup::new();
+    let deploy = s.src.join("skills/deploy");
+    let root = root_of(&s);
+    std::fs::remove_dir_all(deploy.join("agents")).unwrap();
+    std::fs::write(
+        deploy.join("SKILL.md"),
+        "---\nname: deploy\ndescription: Deploy the service to staging.\n---\n\n# Deploy\n",
+    )
+    .unwrap();
+    std::fs::create_dir(deploy.join("agents")).unwrap();
+    std::fs::write(deploy.join("agents/openai.yaml"), "policy:\n  allow_implicit_invocation: false\n")
+        .unwrap();
+    assert_eq!(s.scan().0, 0);
+    ok(set(&s, &root, &["full"]));
+    let (code, _, err) = set(&s, &root, &["full", "--target", "claude"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("disable-model-invocation"), "{err}");
+}

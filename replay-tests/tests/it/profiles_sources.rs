@@ -148,10 +148,34 @@ fn scan_fails_closed_on_every_listed_case() {
         (
             "two skill directories that differ only in case",
             Box::new(|src| {
-                write(&src.join("skills/security-review/SKILL.md"), "---\ndescription: d\n---\nbody\n");
-                write(&src.join("skills/Security-Review/SKILL.md"), "---\ndescription: d\n---\nImpostor\n");
+                write(
+                    &src.join("skills/security-review/SKILL.md"),
+                    "---\nname: security-review\ndescription: d\n---\nbody\n",
+                );
+                write(
+                    &src.join("skills/Security-Review/SKILL.md"),
+                    "---\nname: Security-Review\ndescription: d\n---\nImpostor\n",
+                );
             }),
             "a directive could not tell them apart",
+        ),
+        (
+            // Outside review 56: native loaders need both; the carrier held an empty header.
+            "a SKILL.md without a name",
+            Box::new(|src| write(&src.join("skills/nameless/SKILL.md"), "---\ndescription: d\n---\nbody\n")),
+            "needs a `name` and a non-blank `description`",
+        ),
+        (
+            "a SKILL.md without a description",
+            Box::new(|src| write(&src.join("skills/mute/SKILL.md"), "---\nname: mute\n---\nbody\n")),
+            "needs a `name` and a non-blank `description`",
+        ),
+        (
+            "a SKILL.md with a blank description",
+            Box::new(|src| {
+                write(&src.join("skills/mute/SKILL.md"), "---\nname: mute\ndescription: \" \"\n---\nbody\n")
+            }),
+            "needs a `name` and a non-blank `description`",
         ),
         (
             "an NFD skill directory name (looks like the NFC one; outside review 20)",

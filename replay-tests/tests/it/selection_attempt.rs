@@ -32,6 +32,8 @@ struct World {
 
 fn world(mode: &str) -> World {
     let s = Setup::new();
+    // The golden packages' registry is the fixture's own, byte for byte.
+    std::fs::remove_dir_all(s.src.join("skills/deploy/agents")).unwrap();
     let skill = |dir: &str, desc: &str| {
         write(
             &s.src.join(format!("skills/{dir}/SKILL.md")),

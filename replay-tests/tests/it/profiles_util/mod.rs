@@ -24,6 +24,11 @@ impl Setup {
         let ledger = tmp.path().join("ledger");
         let src = tmp.path().join("src");
         replay_tests::copy_dir(&fixture(), &src);
+        // The fixture's manual-only skill in Codex's form too, so Full installs it into the
+        // Codex carrier (`profile set` refuses a manual-only skill its carrier would not mark
+        // as such: outside review 56). The fixture itself stays as it was: the golden
+
+        write(&src.join("skills/deploy/agents/openai.yaml"), "policy:\n  allow_implicit_invocation: false\n");
         let (code, _, err) = cli(&["init", ledger.to_str().unwrap()]);
         assert_eq!(code, 0, "{err}");
         Setup { tmp, ledger, src }
