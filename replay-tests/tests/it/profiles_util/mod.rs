@@ -27,7 +27,7 @@ impl Setup {
         // The fixture's manual-only skill in Codex's form too, so Full installs it into the
         // Codex carrier (`profile set` refuses a manual-only skill its carrier would not mark
         // as such: outside review 56). The fixture itself stays as it was: the golden
-
+        // packages' registry is built from it (`selection_attempt::world` removes this file).
         write(&src.join("skills/deploy/agents/openai.yaml"), "policy:\n  allow_implicit_invocation: false\n");
         let (code, _, err) = cli(&["init", ledger.to_str().unwrap()]);
         assert_eq!(code, 0, "{err}");
