@@ -741,21 +741,17 @@ pub fn verify_receipts(root: &Path, expected: &[Receipt]) -> Result<(), Generati
 }
 
 /// Rebuilds a missing generation from `contents` (the ledger's bytes): staged, verified,
-/// synced and renamed into place, as a transaction publishes one. Refuses a stage left
-/// over for it.
+/// synced and renamed into place, as a transaction publishes one. A stage left for it — a
+/// rebuild cut short (outside review 57: a `recover` killed mid-rebuild left one, which
+/// every later `recover` refused) — is cleared first when every file in it is one the
+/// generation holds; anything else in it is refused and left. The caller holds the lock.
 pub fn rebuild(
     root: &Path,
     digest: Digest,
     manifest: &GenerationManifest,
     contents: &[&[u8]],
 ) -> Result<(), GenerationError> {
-    let stage = root.join("stage").join(hex(digest));
-    if fs::symlink_metadata(&stage).is_ok() {
-        return Err(GenerationError::StrayStage {
-            root: shown(&root.display().to_string()),
-            stage: shown(&stage.display().to_string()),
-        });
-    }
+    clear_stage(root, digest, manifest)?;
     write_generation(root, digest, manifest, contents)
 }
 
@@ -815,7 +811,15 @@ pub fn roll_back(
     txn: &Transaction,
     manifest: &GenerationManifest,
 ) -> Result<(), GenerationError> {
-    let stage = root.join("stage").join(hex(txn.generation_digest));
+    clear_stage(root, txn.generation_digest, manifest)?;
+    finish(root)
+}
+
+/// Removes the stage of generation `digest`, if any, after verifying that every file in it
+/// is one `manifest` names, with the bytes it names (or empty: cut short by a crash) —
+/// anything else is refused and left.
+fn clear_stage(root: &Path, digest: Digest, manifest: &GenerationManifest) -> Result<(), GenerationError> {
+    let stage = root.join("stage").join(hex(digest));
     if fs::symlink_metadata(&stage).is_ok() {
         let tampered =
             |reason: String| GenerationError::Tampered { root: stage.display().to_string(), reason };
@@ -860,5 +864,5 @@ pub fn roll_back(
         fs::remove_dir_all(&stage).map_err(io(&stage))?;
         fsync_dir(&root.join("stage"))?;
     }
-    finish(root)
+    Ok(())
 }

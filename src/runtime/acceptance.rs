@@ -76,7 +76,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         super::wire(&wf.phase)
     );
     ensure!(wf.active_attempt.is_none(), Rule::AttemptActive, "an attempt is still active");
-    let basis = super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision, u64::MAX);
+    let basis = super::candidate::judging_basis(state, wf.goal_id, wf.goal_revision);
     if e.verdict == Verdict::Accept
         && let Some(why) = super::candidate::judged_failing(
             state,

@@ -1,6 +1,8 @@
 //! Candidate generations: a workflow's first is opened once; repair children are opened
 //! from a Repair record; each freezes once.
 
+use std::collections::BTreeSet;
+
 use ledger_schema::Event;
 use ledger_schema::events::{GenerationFrozen, GenerationOpened};
 use ledger_schema::types::{Phase, ResultKind};
@@ -182,7 +184,7 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     // review 20: X failed and was rejected, a repair froze Y, the next froze X again, its
     // re-run passed and was accepted; likewise in a new workflow of the goal, also when the
     // first was cancelled before any decision), or accepted, against the same goal content.
-    let basis = judging_basis(state, wf.goal_id, wf.goal_revision, u64::MAX);
+    let basis = judging_basis(state, wf.goal_id, wf.goal_revision);
     if let Some(why) = judged_failing(state, wf.goal_id, e.candidate_digest, None, basis)
         .or_else(|| accepted(state, wf.goal_id, e.candidate_digest, basis))
     {
@@ -202,41 +204,47 @@ pub fn apply_frozen(state: &mut State, e: &GenerationFrozen) -> Result<(), RuleV
     Ok(())
 }
 
-/// What a judgment of bytes is made against: the goal's content as a reader sees it
-/// (`goal::judging_key` of the revision) and how many of its requirements (scenarios and
-/// obligations) had been retired — retirements only accrue, so equal counts are equal
-/// sets. A retirement loosens what the goal requires, so it judges the bytes afresh
-/// (outside review 55: bytes rejected over a check that a later revision retired could
-/// never be frozen for it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Basis {
-    key: ledger_schema::Digest,
-    retired: usize,
+/// The judging key of goal `goal` at `revision` (`goal::judging_key`: its content as a
+/// reader sees it): what a judgment in a workflow bound to that revision is made against.
+pub(crate) fn judging_basis(
+    state: &State,
+    goal: ledger_schema::Id,
+    revision: u32,
+) -> Option<ledger_schema::Digest> {
+    state.goals.get(&goal).and_then(|g| g.key_of_revision(revision))
 }
 
-/// The [`Basis`] of goal `goal` at `revision` with the retirements recorded before seq `at`.
-pub(crate) fn judging_basis(state: &State, goal: ledger_schema::Id, revision: u32, at: u64) -> Option<Basis> {
-    let key = state.goals.get(&goal).and_then(|g| g.key_of_revision(revision))?;
-    let before = |r: Option<u64>| r.is_some_and(|r| r < at);
-    let retired = state.scenarios.values().filter(|s| s.goal_id == goal && before(s.retired_seq)).count()
-        + state.obligations.values().filter(|o| o.goal_id == goal && before(o.retired_seq)).count();
-    Some(Basis { key, retired })
-}
-
-/// Whether a judgment in workflow `wf`, made before seq `at`, was made for goal `goal`
-/// against `basis` (the same content, at whichever revision: a revision with the same
-/// content re-opens nothing — outside review 20 — and the same retirements).
+/// Whether the decision of workflow `wf` was made for goal `goal` against the goal content
+/// `basis` (the same content, at whichever revision: a revision with the same content
+/// re-opens nothing — outside review 20).
 fn decided_against(
     state: &State,
     wf: ledger_schema::Id,
-    at: u64,
     goal: ledger_schema::Id,
-    basis: Option<Basis>,
+    basis: Option<ledger_schema::Digest>,
 ) -> bool {
     state
         .workflows
         .get(&wf)
-        .is_some_and(|w| w.goal_id == goal && judging_basis(state, goal, w.goal_revision, at) == basis)
+        .is_some_and(|w| w.goal_id == goal && judging_basis(state, goal, w.goal_revision) == basis)
+}
+
+/// What goal `goal` required before seq `at`, as a reader sees it: each obligation by the
+/// check it names (id and digest), each scenario by its text (`goal::reading`) — recorded
+/// before `at` and not retired by then. Ids do not count: a requirement retired and
+/// recorded again the same is the same requirement (outside review 57).
+fn requirements_at(state: &State, goal: ledger_schema::Id, at: u64) -> BTreeSet<(u8, String)> {
+    let live = |seq: u64, retired: Option<u64>| seq < at && retired.is_none_or(|r| r >= at);
+    let checks = state
+        .obligations
+        .values()
+        .filter(|o| o.goal_id == goal && live(o.seq, o.retired_seq))
+        .map(|o| (0, format!("{} {}", o.check_spec_id, o.check_spec_digest)));
+    let scenarios =
+        state.scenarios.values().filter(|s| s.goal_id == goal && live(s.seq, s.retired_seq)).map(|s| {
+            (1, format!("{}\n{}", super::goal::reading(&s.title), super::goal::reading(&s.description)))
+        });
+    checks.chain(scenarios).collect()
 }
 
 /// Why candidate `digest` stands judged failing for the Goal `goal`, if it does: a FAIL
@@ -252,13 +260,19 @@ pub(crate) fn judged_failing(
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
     except: Option<ledger_schema::Id>,
-    basis: Option<Basis>,
+    basis: Option<ledger_schema::Digest>,
 ) -> Option<String> {
     let of_goal = |wf: ledger_schema::Id| state.workflows.get(&wf).is_some_and(|w| w.goal_id == goal);
+    // A rejection stands while everything the goal required when it was made is still
+    // required: a retirement since (outside review 55) judges the bytes afresh; a
+    // requirement added and retired again, or retired and recorded again the same, does not
+    // (outside review 57).
+    let now = requirements_at(state, goal, u64::MAX);
     let rejected = state.decisions.iter().find(|(_, d)| {
         d.verdict != ledger_schema::types::Verdict::Accept
             && d.candidate_digest == digest
-            && decided_against(state, d.workflow_id, d.seq, goal, basis)
+            && decided_against(state, d.workflow_id, goal, basis)
+            && requirements_at(state, goal, d.seq).is_subset(&now)
     });
     if let Some((id, d)) = rejected {
         return Some(format!("was rejected ({}) by decision {id}", super::wire(&d.verdict)));
@@ -271,8 +285,15 @@ pub(crate) fn judged_failing(
                 && ev.record.candidate_digest == digest
                 && Some(ev.record.generation_id) != except
                 && of_goal(ev.record.workflow_id)
-                // A check the goal retired no longer judges anything (outside review 55).
-                && state.obligations.get(&ev.record.obligation_id).is_some_and(|o| o.retired_seq.is_none())
+                // A check no live obligation of the goal names any more judges nothing
+                // (outside review 55); one still named — by the same obligation or by one
+                // recorded again after a retirement — still does (outside review 57).
+                && state.obligations.values().any(|o| {
+                    o.goal_id == goal
+                        && o.retired_seq.is_none()
+                        && o.check_spec_id == ev.record.check_spec_id
+                        && o.check_spec_digest == ev.record.check_spec_digest
+                })
         })
         .map(|(id, ev)| {
             format!(
@@ -291,7 +312,7 @@ pub(crate) fn accepted(
     state: &State,
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
-    basis: Option<Basis>,
+    basis: Option<ledger_schema::Digest>,
 ) -> Option<String> {
     state
         .decisions
@@ -299,7 +320,7 @@ pub(crate) fn accepted(
         .find(|(_, d)| {
             d.verdict == ledger_schema::types::Verdict::Accept
                 && d.candidate_digest == digest
-                && decided_against(state, d.workflow_id, d.seq, goal, basis)
+                && decided_against(state, d.workflow_id, goal, basis)
         })
         .map(|(id, _)| format!("was accepted by decision {id}"))
 }
@@ -312,7 +333,7 @@ pub(crate) fn judged_elsewhere_pending(
     goal: ledger_schema::Id,
     digest: ledger_schema::Digest,
     except: ledger_schema::Id,
-    basis: Option<Basis>,
+    basis: Option<ledger_schema::Digest>,
 ) -> Option<(ledger_schema::Id, ledger_schema::Id)> {
     // Only a judgment against the same goal content waits (outside review 49: a workflow
     // left at an earlier revision, which can no longer decide, held the ACCEPT back).
@@ -324,7 +345,7 @@ pub(crate) fn judged_elsewhere_pending(
                 && g.decision.is_none()
                 && g.frozen_digest() == Some(digest)
                 && state.workflows.get(&g.workflow_id).is_some_and(|w| !w.closed)
-                && decided_against(state, g.workflow_id, u64::MAX, goal, basis)
+                && decided_against(state, g.workflow_id, goal, basis)
         })
         .map(|(id, g)| (*id, g.workflow_id))
 }

@@ -23,6 +23,15 @@ pub(crate) fn check_content(c: &GoalContent) -> Result<(), RuleViolation> {
     list("preservationConstraints", &c.preservation_constraints)
 }
 
+/// A text as a reader sees it: its UTS #39 confusable skeleton after NFKC, invisible
+/// characters dropped, white space collapsed and trimmed (see [`judging_key`]).
+pub fn reading(t: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let compatible: String = t.nfkc().collect();
+    let seen: String = unicode_security::skeleton(&compatible).filter(|c| !super::invisible(*c)).collect();
+    seen.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// What a judgment of bytes is made against (`candidate::judged_failing`): the goal's
 /// content as a reader sees it — each text as its UTS #39 confusable skeleton after NFKC
 /// (so an NFD accent, a ligature or a letter from another script that looks the same
@@ -32,13 +41,7 @@ pub(crate) fn check_content(c: &GoalContent) -> Result<(), RuleViolation> {
 /// accent, a trailing or no-break space, the order of its criteria, a Cyrillic `а` or a
 /// `ﬁ` ligature re-opened rejected bytes). Case and every other visible change count.
 pub fn judging_key(c: &GoalContent) -> ledger_schema::Digest {
-    use unicode_normalization::UnicodeNormalization;
-    let text = |t: &str| {
-        let compatible: String = t.nfkc().collect();
-        let seen: String =
-            unicode_security::skeleton(&compatible).filter(|c| !super::invisible(*c)).collect();
-        seen.split_whitespace().collect::<Vec<_>>().join(" ")
-    };
+    let text = reading;
     let set = |v: &[String]| {
         let mut v: Vec<String> = v.iter().map(|t| text(t)).collect();
         v.sort();

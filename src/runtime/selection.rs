@@ -379,8 +379,7 @@ fn negated(before: &[&str]) -> bool {
 }
 
 /// The routable ids the query cites: as directives ([`directives`]), and by name anywhere
-/// else — `X skill`, `X skills` or `skill:X`, in a statement or a question, not negated
-/// in the three words before it, not quoted — both sorted, unique.
+/// ([`mentions`]) — both sorted, unique.
 pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<String>) {
     let lower = query.to_lowercase().replace(APOSTROPHES, "'");
     // Quoted text ("...", `...`, “...”) is not an instruction: blank it out.
@@ -408,7 +407,6 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
             .map(|s| s.id.clone())
     };
     let mut cited = BTreeSet::new();
-    let mut mentioned = BTreeSet::new();
     let mut sentence = String::new();
     for c in unquoted.chars().chain(std::iter::once('\n')) {
         if matches!(c, '.' | '!' | '?' | ';' | '\n') {
@@ -420,13 +418,6 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
                 })
                 .filter(|w| !w.is_empty())
                 .collect();
-            for (k, w) in words.iter().enumerate() {
-                let named = w.starts_with("skill:")
-                    || words.get(k + 1).is_some_and(|n| matches!(*n, "skill" | "skills"));
-                if named && !negated(words.get(k.saturating_sub(3)..k).unwrap_or_default()) {
-                    mentioned.extend(resolve(w));
-                }
-            }
             let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
             if !asks {
                 for (i, w) in words.iter().enumerate() {
@@ -455,7 +446,49 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
             sentence.push(c);
         }
     }
-    (cited.into_iter().collect(), mentioned.into_iter().collect())
+    (cited.into_iter().collect(), mentions(query, sources))
+}
+
+/// The routable ids the query names as skills anywhere — quoted, negated, in a question
+/// or not: a source's directory or name (hyphens, underscores and spaces alike, any case)
+/// next to the word `skill`/`skills` (`X skill`, `X's skill`, `skill X`, `skill: X`,
+/// `skill named X`). Reading on the safe side (outside review 57: "and don't forget the
+/// Y skill", `the 'Y' skill`, `the skill Y`, `Y‑skill` with a non-breaking hyphen were not
+/// read as citing Y, so a directive beside them selected alone).
+fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
+    let words = |t: &str| -> Vec<String> {
+        t.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let query = words(query);
+    let at = |i: Option<usize>, of: &[&str]| {
+        i.and_then(|i| query.get(i)).is_some_and(|w| of.contains(&w.as_str()))
+    };
+    const SKILL: [&str; 2] = ["skill", "skills"];
+    let mut named = BTreeSet::new();
+    for s in sources {
+        let forms = [words(s.id.strip_prefix("skill:").unwrap_or(&s.id)), words(&s.name)];
+        for form in forms.iter().filter(|f| !f.is_empty()) {
+            for i in 0..query.len() {
+                let j = i + form.len();
+                if query.get(i..j) != Some(form.as_slice()) {
+                    continue;
+                }
+                let before = |k: usize| i.checked_sub(k);
+                if at(Some(j), &SKILL)
+                    || (at(Some(j), &["s"]) && at(Some(j + 1), &SKILL))
+                    || at(before(1), &SKILL)
+                    || (at(before(1), &["named", "called"]) && at(before(2), &SKILL))
+                {
+                    named.insert(s.id.clone());
+                }
+            }
+        }
+    }
+    named.into_iter().collect()
 }
 
 // ---------------------------------------------------------------------------------------

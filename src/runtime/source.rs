@@ -491,6 +491,22 @@ pub fn apply_obligation_retired(
 ) -> Result<(), RuleViolation> {
     let o = get(&state.obligations, e.obligation_id, "obligation")?;
     retirable(state, "obligation", e.obligation_id, o.goal_id, o.seq, o.retired_seq, &e.reason)?;
+    // Evidence of it in a workflow still open would be judged — and fed to a repair —
+    // under a requirement that no longer exists (outside review 57: an ACCEPT was refused
+    // over the retired check's FAIL, a REJECT_REPAIRABLE stood on it alone, and the repair
+    // worker was told to fix it): that workflow is decided or cancelled first.
+    if let Some(ev) = state.evidence.values().find(|ev| {
+        ev.record.obligation_id == e.obligation_id
+            && state.workflows.get(&ev.record.workflow_id).is_some_and(|w| !w.closed)
+    }) {
+        return Err(super::violation(
+            Rule::RequirementRetired,
+            format!(
+                "obligation {} has Evidence in open workflow {} (generation {}): decide or cancel that workflow before retiring it",
+                e.obligation_id, ev.record.workflow_id, ev.record.generation_id
+            ),
+        ));
+    }
     get_mut(&mut state.obligations, e.obligation_id, "obligation")?.retired_seq = Some(seq);
     Ok(())
 }

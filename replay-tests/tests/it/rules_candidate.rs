@@ -741,6 +741,16 @@ fn requirements_of_an_earlier_revision_can_be_retired() {
     w.refused(retire_obligation(0x44, "not yet"), Rule::RequirementRetired);
     w.refused(retire_obligation(0x4f, "unknown"), Rule::Unknown);
     w.refused(retire_obligation(OBLIGATION, " "), Rule::OutOfBounds);
+    // Revision 1's workflow is still open, with Evidence of the obligation: decided or
+    // cancelled first (outside review 57).
+    let err = w.fails(retire_obligation(OBLIGATION, "revision 2 accepts it"));
+    assert!(err.to_string().contains("decide or cancel"), "{err}");
+    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(WORKFLOW),
+        workflow_version: version,
+        reason: "the goal was revised".into(),
+    }));
     w.ok(retire_obligation(OBLIGATION, "revision 2 accepts it"));
     let again = w.ok(retire_obligation(OBLIGATION, "revision 2 accepts it"));
     assert!(again.duplicate, "an identical redelivery is a duplicate");
@@ -814,4 +824,90 @@ fn requirements_of_an_earlier_revision_can_be_retired() {
     // Replay folds the same state.
     let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
     assert_eq!(replayed.state().digest(), w.ledger.state().digest());
+}
+
+/// A retirement judges bytes afresh only where it loosened what the goal required when
+/// they were judged (outside review 57, P1/P2): a check retired and recorded again the same
+/// — same check spec, under a new obligation — still holds its FAIL, and a requirement
+/// added after a terminal rejection and retired again re-opens nothing.
+#[test]
+fn a_retirement_that_loosens_nothing_reopens_nothing() {
+    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    let retire_obligation = |id: u128| {
+        Command::RetireObligation(RetireObligation { obligation_id: lid(id), reason: "restated".into() })
+    };
+    let freeze = |d| {
+        Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(0x88),
+            candidate_digest: d,
+            change_set_digest: digest_of("change set"),
+        })
+    };
+    let cancel = |w: &mut World| {
+        let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
+        w.ok(Command::CancelWorkflow(CancelWorkflow {
+            workflow_id: lid(WORKFLOW),
+            workflow_version: version,
+            reason: "revised".into(),
+        }));
+    };
+    // The check failed on `failed` (no decision: the workflow was cancelled); its
+    // obligation is retired and recorded again, the same.
+    let mut w = World::at(Stage::Frozen);
+    let failed = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, "failed")
+    })
+    .unwrap();
+    cancel(&mut w);
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    w.ok(retire_obligation(OBLIGATION));
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x44),
+        goal_id: lid(GOAL),
+        description: "the trailing-bytes test passes (restated)".into(),
+        check_spec_id: lid(CHECK_SPEC),
+        check_spec_digest: digest_of("check: cargo test parser::trailing"),
+    }));
+    implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+    let err = w.fails(freeze(failed));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
+    assert!(err.to_string().contains("failed check"), "{err}");
+    // Terminally rejected (checks passing); a scenario added after it and retired again.
+    let mut w = World::at(Stage::Frozen);
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "passed")?;
+        s.advance(Phase::FinalVerify)?;
+        s.run(Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa0),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict: Verdict::RejectTerminal,
+            evidence_ids: None,
+            reasons: vec!["adds a hidden admin login".to_owned()],
+        }))
+    })
+    .unwrap();
+    w.ok(Command::RecordScenario(RecordScenario {
+        scenario_id: lid(0x46),
+        goal_id: lid(GOAL),
+        title: "dummy".into(),
+        description: "added to be retired".into(),
+    }));
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    w.ok(Command::RetireScenario(RetireScenario { scenario_id: lid(0x46), reason: "dummy".into() }));
+    implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+    let err = w.fails(freeze(x));
+    assert!(err.to_string().contains("was rejected"), "{err}");
+    // Retiring a scenario the rejection stood under does loosen it: judged afresh.
+    w.ok(Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "dropped".into() }));
+    implemented_in_a_new_workflow(&mut w, 0x2e, 2, 0x89, 0x6e, 0x7e);
+    w.ok(Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x89),
+        candidate_digest: x,
+        change_set_digest: digest_of("change set"),
+    }));
 }

@@ -439,6 +439,7 @@ fn selection_is_byte_identical_across_processes() {
 /// OS error and `recover` said there was nothing to recover).
 #[test]
 fn select_checks_the_saved_state_and_recover_rebuilds_it() {
+    use std::os::unix::fs::PermissionsExt;
     let s = setup("auto");
     let st = ok(s.run(&["profile", "status"], &["--json"]));
     let generation = PathBuf::from(st["generationRoot"].as_str().unwrap());
@@ -467,9 +468,20 @@ fn select_checks_the_saved_state_and_recover_rebuilds_it() {
     let (code, _, err) = s.run(&["profile", "status"], &["--json"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("is missing") && err.contains("recover"), "{err}");
+    // A rebuild cut short (outside review 57: recover killed mid-rebuild left its stage,
+    // which every later recover refused): its own stage is cleared and the rebuild redone.
+    let stage = store.join("stage").join(generation.file_name().unwrap());
+    std::fs::create_dir_all(stage.join(".codex/skills/testing")).unwrap();
+    std::fs::write(stage.join(".codex/skills/testing/SKILL.md"), "").unwrap();
+    for d in
+        [&stage, &stage.join(".codex"), &stage.join(".codex/skills"), &stage.join(".codex/skills/testing")]
+    {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
     let r = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
     assert_eq!(r["outcome"], "repaired");
     assert_eq!(std::fs::read(&body).unwrap(), original, "rebuilt from the ledger's bytes");
+    assert!(!stage.exists());
     ok(select(&s, &t, &["--load"]));
     // A receipt rewritten, or removed: refused; recover republishes the ledger's.
     let receipt = store.join("receipts/1.json");
@@ -480,16 +492,18 @@ fn select_checks_the_saved_state_and_recover_rebuilds_it() {
     refused("receipt");
     let (code, _, err) = s.run(&["profile", "status"], &[]);
     assert_eq!(code, 1, "{err}");
-    let r = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
-    assert_eq!(r["outcome"], "repaired");
-    assert_eq!(std::fs::read_to_string(&receipt).unwrap(), text);
+    // Never overwritten by recover (its bytes are evidence: outside review 57): moved out
+    // by hand, then republished.
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("move it out"), "{err}");
+    assert_eq!(std::fs::read_to_string(&receipt).unwrap(), forged, "left as found");
     std::fs::remove_file(&receipt).unwrap();
     refused("receipt");
     ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
     assert_eq!(std::fs::read_to_string(&receipt).unwrap(), text);
     // A receipt of no revision the ledger committed: refused, and recover leaves it.
     std::fs::write(store.join("receipts/7.json"), &text).unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(store.join("receipts/7.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
     refused("no such revision");
     let (code, _, _) = s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap()]);

@@ -479,8 +479,8 @@ fn a_single_shared_word_never_routes() {
 /// "one cited skill name"; outside review 56, P2: "use the change-summary skill and the
 /// code-review skill" selected the first alone, and replay — which has no query text —
 /// could not show the second was dropped). Another skill cited beside it by name (`X skill`,
-/// `skill:X`, in a statement or a question) leaves the choice pending with both; a negated
-/// or quoted one does not. A routing/3 record of a directive still replays.
+/// `skill:X`, `skill named X`, …, quoted or negated too) leaves the choice pending with
+/// both; a bare mention does not. A routing/3 record of a directive still replays.
 #[test]
 fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
     use closure_ledger::runtime::selection::{ROUTING_POLICY_V3, lexical_as};
@@ -492,6 +492,20 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
         "Use the kubernetes skill, and also skill:docker-compose",
         "Use the kubernetes skill. Is the docker-compose skill better?",
         "use the kubernetes skill; the docker-compose skills help too",
+        // Read on the safe side whatever surrounds it (outside review 57): negated, quoted,
+        // before or after the word skill, any hyphen.
+        "Use the kubernetes skill, not the docker-compose skill.",
+        "use the kubernetes skill; don't use the docker-compose skill",
+        "use the kubernetes skill, and don't forget the docker-compose skill",
+        "Use the kubernetes skill; the doc says \"the docker-compose skill\" is old",
+        "use the kubernetes skill and the 'docker-compose' skill",
+        "use the kubernetes skill and the skill docker-compose",
+        "use the kubernetes skill and the skill named docker-compose",
+        "use the kubernetes skill and skill: docker-compose",
+        "use the kubernetes skill and the docker-compose's skill",
+        "use the kubernetes skill and the docker\u{2011}compose skill",
+        "use the kubernetes skill and the docker compose skill",
+        "use the kubernetes skill and the Docker_Compose skill(s)",
     ] {
         let e = decide_live(&st, &task(Some(two)), &Request::default()).unwrap();
         assert_eq!(
@@ -503,11 +517,9 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
         assert_eq!(&short[..2], &["skill:docker-compose", "skill:kubernetes"], "{two}");
     }
     for one in [
-        "Use the kubernetes skill, not the docker-compose skill.",
-        "use the kubernetes skill; don't use the docker-compose skill",
-        "use the kubernetes skill; we wont need the docker-compose skill",
-        "Use the kubernetes skill; the doc says \"the docker-compose skill\" is old",
         "Use the kubernetes skill with docker-compose files",
+        "Use the kubernetes skill; write the docker-compose file too",
+        "apply the kubernetes skill, skill:kubernetes",
     ] {
         let e = decide_live(&st, &task(Some(one)), &Request::default()).unwrap();
         assert_eq!(
