@@ -612,6 +612,23 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 obligation_id: id(64),
             }),
         ),
+        // A registry holding an executable resource (outside review 56), appended.
+        ("source_registry_recorded_with_an_executable", {
+            let mut r = registry_sample();
+            if let Some(testing) = r.registry.sources.iter_mut().find(|s| s.id == "skill:testing") {
+                let run = b"#!/bin/sh\nexit 0\n";
+                testing.resources.push(profile::SourceResource {
+                    path: s("scripts/run.sh"),
+                    bytes: run.len() as u64,
+                    digest: profile::SourceResource::digest_of(run),
+                    content: Some(profile::Blob(run.to_vec())),
+                    executable: true,
+                });
+                testing.content_digest = testing.computed_content_digest();
+            }
+            r.registry_digest = r.registry.digest();
+            Event::SourceRegistryRecorded(Box::new(r))
+        }),
     ]
 }
 
@@ -692,6 +709,7 @@ fn registry_sample() -> profile::SourceRegistryRecorded {
         bytes: bytes.len() as u64,
         digest: profile::SourceResource::digest_of(bytes),
         content: stored.then(|| profile::Blob(bytes.to_vec())),
+        executable: false,
     };
     let source = |id: &str, name: &str, deps: Vec<String>, resources: Vec<profile::SourceResource>| {
         let mut src = profile::RegistrySource {

@@ -172,7 +172,11 @@ for v in vectors:
                 if "content" in res:
                     check(name, "source resource", res["digest"], raw_digest("source resource", res["content"]))
                     assert len(res["content"]) == res["bytes"], name
-                refs.append({"path": res["path"], "bytes": res["bytes"], "digest": res["digest"]})
+                ref = {"path": res["path"], "bytes": res["bytes"], "digest": res["digest"]}
+                # `executable` is present (true) only for an executable file (outside review 56).
+                if res.get("executable"):
+                    ref["executable"] = True
+                refs.append(ref)
             check(name, "registry source", src["contentDigest"], digest("registry source", refs))
         check(name, "source registry", r["registryDigest"], digest("source registry", reg))
         registries[r["registryDigest"]] = reg

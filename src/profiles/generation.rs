@@ -124,8 +124,13 @@ fn read_small(path: &Path) -> Result<Vec<u8>, GenerationError> {
 
 /// Writes `bytes` to `path` exclusively (never over an existing file) and fsyncs it.
 fn write_new(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
+    write_new_mode(path, bytes, 0o600)
+}
+
+/// [`write_new`] with permission bits `mode` (0700 for an executable generation file).
+fn write_new_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), GenerationError> {
     let mut f =
-        fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(io(path))?;
+        fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(io(path))?;
     f.write_all(bytes).map_err(io(path))?;
     f.sync_all().map_err(io(path))
 }
@@ -448,12 +453,12 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
     if !m.is_dir() {
         return Err(tampered("is not a directory".into()));
     }
-    let mut expected: std::collections::BTreeMap<String, (u64, Digest)> =
-        manifest.files.iter().map(|f| (f.path.clone(), (f.bytes, f.digest))).collect();
+    let mut expected: std::collections::BTreeMap<String, (u64, Digest, bool)> =
+        manifest.files.iter().map(|f| (f.path.clone(), (f.bytes, f.digest, f.executable))).collect();
     let mbytes = manifest_bytes(manifest);
     expected.insert(
         MANIFEST_FILE.to_owned(),
-        (mbytes.len() as u64, ledger_schema::events::profile::SourceResource::digest_of(&mbytes)),
+        (mbytes.len() as u64, ledger_schema::events::profile::SourceResource::digest_of(&mbytes), false),
     );
     // Every directory the manifest's files need (an empty or extra one was added).
     let dirs: std::collections::BTreeSet<&str> = expected
@@ -501,7 +506,7 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
             } else if !m.is_file() {
                 return Err(tampered(format!("{} is not a regular file", shown(&child))));
             } else {
-                let (bytes, digest) =
+                let (bytes, digest, executable) =
                     expected.get(&child).ok_or_else(|| tampered(format!("{} was added", shown(&child))))?;
                 if m.nlink() != 1 {
                     return Err(tampered(format!("{} is hard-linked ({} links)", shown(&child), m.nlink())));
@@ -509,7 +514,11 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
                 if m.len() != *bytes {
                     return Err(tampered(format!("{} was modified (size)", shown(&child))));
                 }
-                private(&m, 0o600, &shown(&child))?;
+                // An executable file is written 0700 and must still run (outside review 56).
+                private(&m, if *executable { 0o700 } else { 0o600 }, &shown(&child))?;
+                if *executable && m.mode() & 0o100 == 0 {
+                    return Err(tampered(format!("{} lost its execute permission", shown(&child))));
+                }
                 let mut content = Vec::new();
                 fs::File::open(&path)
                     .map_err(io(&path))?
@@ -659,7 +668,7 @@ fn write_generation(
         if let Some(parent) = path.parent() {
             fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io(parent))?;
         }
-        write_new(&path, bytes)?;
+        write_new_mode(&path, bytes, if file.executable { 0o700 } else { 0o600 })?;
         let again = fs::read(&path).map_err(io(&path))?;
         if ledger_schema::events::profile::SourceResource::digest_of(&again) != file.digest {
             return Err(GenerationError::Tampered {

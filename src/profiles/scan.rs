@@ -201,6 +201,7 @@ fn no_symlink_ancestors(root: &Path) -> Result<PathBuf, ScanError> {
 struct RawResource {
     path: String,
     bytes: Vec<u8>,
+    executable: bool,
 }
 
 fn walk(
@@ -241,7 +242,8 @@ fn walk(
             walk(&path, &child, depth + 1, budget, out)?;
         } else if m.is_file() {
             let bytes = read_file(&path, budget)?;
-            out.push(RawResource { path: child, bytes });
+            let executable = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0;
+            out.push(RawResource { path: child, bytes, executable });
         } else {
             return Err(ScanError::NotRegular(disp(&path)));
         }
@@ -712,6 +714,7 @@ pub fn scan_keeping(
                 digest: SourceResource::digest_of(&r.bytes),
                 path: r.path,
                 content: Some(Blob(r.bytes)),
+                executable: r.executable,
             })
             .collect();
         let mut source = RegistrySource {

@@ -389,6 +389,10 @@ pub struct GenerationFile {
     pub path: String,
     pub bytes: u64,
     pub digest: Digest,
+    /// Written 0700, not 0600 (the source file was executable). Absent when false: every
+    /// earlier generation keeps its digest.
+    #[serde(skip_serializing_if = "ledger_schema::events::profile::is_false")]
+    pub executable: bool,
 }
 
 /// A generation's manifest: what its directory holds, laid out for the target.
@@ -444,6 +448,7 @@ pub fn generation<'r>(
                 path: format!("{}/{dir}/{}", target_dir(plan.target), r.path),
                 bytes: r.bytes,
                 digest: r.digest,
+                executable: r.executable,
             });
             contents.push(content.0.as_slice());
         }

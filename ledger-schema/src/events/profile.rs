@@ -61,6 +61,16 @@ pub struct SourceResource {
     pub digest: Digest,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Blob>,
+    /// The file was executable in the source tree (an execute bit set): a generation
+    /// writes its copy 0700, so a skill's own script still runs (outside review 56). Absent
+    /// when false: every registry scanned before it keeps its bytes and digests.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub executable: bool,
+}
+
+/// `skip_serializing_if` for a flag absent when false.
+pub fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One source (a skill) of the registry.
@@ -212,11 +222,12 @@ pub struct ProfileRevisionRecorded {
 
 /// What a registry source's `contentDigest` covers: each resource without its bytes.
 #[derive(Serialize)]
-
 struct ResourceRef<'a> {
     path: &'a str,
     bytes: u64,
     digest: Digest,
+    #[serde(skip_serializing_if = "is_false")]
+    executable: bool,
 }
 
 impl SourceResource {
@@ -233,7 +244,12 @@ impl RegistrySource {
         let refs: Vec<ResourceRef<'_>> = self
             .resources
             .iter()
-            .map(|r| ResourceRef { path: &r.path, bytes: r.bytes, digest: r.digest })
+            .map(|r| ResourceRef {
+                path: &r.path,
+                bytes: r.bytes,
+                digest: r.digest,
+                executable: r.executable,
+            })
             .collect();
         crate::codec::record_digest(crate::DigestKind::RegistrySource, &refs).0
     }

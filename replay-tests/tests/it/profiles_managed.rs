@@ -782,3 +782,43 @@ fn a_manual_only_skill_needs_its_targets_own_flag() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("disable-model-invocation"), "{err}");
 }
+
+/// A skill's executable file stays executable in its generation (outside review 56, P2: a
+/// script the skill runs was written 0600, so the skill failed in the carrier): the scan
+/// records the execute bit, the generation writes the file 0700, and a copy that lost the
+/// bit — or gained group or other bits — does not verify. Files that were not executable
+/// are written and verified 0600 as before.
+#[test]
+fn an_executable_file_stays_executable_in_its_generation() {
+    let s = Setup::new();
+    let script = s.src.join("skills/api-design/scripts/lint_openapi.py");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let root = root_of(&s);
+    let r = ok(set(&s, &root, &["full", "--include", "skill:api-design"]));
+    let generation = Path::new(r["generationRoot"].as_str().unwrap());
+    let copy = generation.join(".codex/skills/api-design/scripts/lint_openapi.py");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&copy), 0o700);
+    assert_eq!(mode(&generation.join(".codex/skills/api-design/SKILL.md")), 0o600);
+    ok(status(&s));
+    for (bits, expect) in [(0o600, "lost its execute permission"), (0o755, "wider than 0700")] {
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(bits)).unwrap();
+        let (code, _, err) = status(&s);
+        assert_eq!(code, 1, "{bits:o}: {err}");
+        assert!(err.contains(expect), "{bits:o}: {err}");
+    }
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700)).unwrap();
+    ok(status(&s));
+    // The bit is part of the source's content: dropping it is drift, a new registry.
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, out, _) = s.scan();
+    assert_eq!(code, 0);
+    let scanned: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(scanned["recorded"], true, "a new snapshot: {out}");
+    let (_, again, _) = s.scan();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&again).unwrap()["recorded"], false);
+    let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}");
+}
