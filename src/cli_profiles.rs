@@ -166,6 +166,32 @@ pub enum ProfileCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Resolve a task's context (seed 003's `resolve`): with `--state-root`, over the
+    /// configured profile — its saved base, mode and exclusions, no override — decided and
+    /// recorded exactly as `ledger select`; with a profile name, over that profile's plan of
+    /// the current registry as if it were configured, recording nothing.
+    Resolve {
+        #[command(flatten)]
+        select: crate::cli_select::SelectArgs,
+        /// lean or full: resolve over this profile's plan without configuring it.
+        #[arg(required_unless_present = "state_root")]
+        profile: Option<String>,
+        /// The configured state root (checked, as `status` checks it).
+        #[arg(long, value_name = "ABS", conflicts_with = "profile")]
+        state_root: Option<PathBuf>,
+        /// The agent, for a named profile.
+        #[arg(long, value_enum, conflicts_with = "state_root")]
+        target: Option<TargetArg>,
+        /// The selection mode, for a named profile.
+        #[arg(long, value_enum, conflicts_with = "state_root")]
+        selection: Option<ModeArg>,
+        /// Routable ids to include, for a named profile.
+        #[arg(long = "include", value_name = "ID", conflicts_with = "state_root")]
+        include: Vec<String>,
+        /// Ids to exclude, for a named profile.
+        #[arg(long = "exclude", value_name = "ID", conflicts_with = "state_root")]
+        exclude: Vec<String>,
+    },
 }
 
 fn failure(e: ProfileError) -> Failure {
@@ -275,6 +301,26 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), F
         ProfileCommand::Recover { dir, state_root, json } => {
             let st = profiles::recover(&dir, &state_root).map_err(failure)?;
             report(out, &st, json)
+        }
+        ProfileCommand::Resolve { select, profile, state_root, target, selection, include, exclude } => {
+            match (profile, state_root) {
+                (Some(profile), _) => {
+                    let given = |v: Vec<String>| (!v.is_empty()).then_some(v);
+                    let input = profiles::PlanInput {
+                        profile,
+                        target: target.map(Into::into),
+                        mode: selection.map(Into::into),
+                        include: given(include),
+                        exclude: given(exclude),
+                    };
+                    crate::cli_select::run_select_over(select, Some(input), out)
+                }
+                (None, root) => {
+                    // The configured state root, as `status` checks it (another is refused).
+                    profiles::status(select.dir(), root.as_deref()).map_err(failure)?;
+                    crate::cli_select::run_select_over(select, None, out)
+                }
+            }
         }
     }
 }

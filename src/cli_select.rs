@@ -77,7 +77,23 @@ pub fn outcome_json(o: &ps::Outcome) -> Value {
     })
 }
 
+impl SelectArgs {
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+}
+
 pub fn run_select(a: SelectArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    run_select_over(a, None, out)
+}
+
+/// `select`, or with `over` (`profile resolve PROFILE`) the same decision over that plan as
+/// if it were configured, recording nothing.
+pub fn run_select_over(
+    a: SelectArgs,
+    over: Option<crate::profiles::PlanInput>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
     let task_bytes = ps::read_bounded(&a.task_input, MAX_TASK_INPUT_BYTES, "task input").map_err(failure)?;
     let task = ps::parse_task(&task_bytes).map_err(failure)?;
     let previous = match &a.previous {
@@ -99,7 +115,11 @@ pub fn run_select(a: SelectArgs, out: &mut dyn Write) -> Result<(), Failure> {
         expected_digest: a.expected_digest,
         dry_run: a.dry_run,
     };
-    let o = ps::select(&a.dir, &task, &opts).map_err(failure)?;
+    let o = match &over {
+        None => ps::select(&a.dir, &task, &opts),
+        Some(input) => ps::resolve_unconfigured(&a.dir, input, &task, &opts),
+    }
+    .map_err(failure)?;
     if a.json {
         let text = serde_json::to_string_pretty(&outcome_json(&o))
             .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("json: {e}") })?;

@@ -67,7 +67,7 @@ pub enum GenerationError {
     BadTransaction { path: String, reason: String },
     /// A receipt the ledger does not vouch for, or one it committed that is missing
     /// (outside review 56: receipts were never compared with the ledger).
-    #[error("receipt {path}: {reason}; `ledger profile recover` republishes the ledger's receipts")]
+    #[error("receipt {path}: {reason}")]
     Receipt { path: String, reason: String },
 }
 
@@ -744,7 +744,7 @@ pub fn verify_receipts(root: &Path, expected: &[Receipt]) -> Result<(), Generati
         None => Ok(()),
         Some(revision) => Err(GenerationError::Receipt {
             path: shown(&root.join("receipts").join(format!("{revision}.json")).display().to_string()),
-            reason: "missing, or not the ledger's receipt of that revision".into(),
+            reason: "missing, or not the ledger's receipt of that revision (a missing one: `ledger profile recover` republishes it; one that differs: move it out of the state root first)".into(),
         }),
     }
 }
@@ -764,19 +764,18 @@ pub fn rebuild(
     write_generation(root, digest, manifest, contents)
 }
 
-/// Removes what an atomic write cut short left behind (`txn.tmp`, `receipts/*.tmp`: never
-/// renamed into place, so nothing refers to them). The caller holds the lock. True when
-/// anything was removed (outside review 56: a `txn.tmp` stayed, unreported).
-pub fn remove_leftovers(root: &Path) -> Result<bool, GenerationError> {
+/// Removes what an atomic write of ours cut short left behind, never renamed into place so
+/// nothing refers to it: `txn.tmp` (a transaction never prepared), and `receipts/N.tmp`
+/// whose bytes are a prefix of the ledger's receipt of revision N (any other file there is
+/// not ours and is left: outside review 58). The caller holds the lock. True when anything
+/// was removed (outside review 56: a `txn.tmp` stayed, unreported).
+pub fn remove_leftovers(root: &Path, expected: &[Receipt]) -> Result<bool, GenerationError> {
     let mut removed = false;
-    let receipts = root.join("receipts");
     let mut tmps = vec![root.join(TXN_FILE).with_extension("tmp")];
-    if let Ok(items) = fs::read_dir(&receipts) {
-        for item in items {
-            let path = item.map_err(io(&receipts))?.path();
-            if path.extension().is_some_and(|e| e == "tmp") {
-                tmps.push(path);
-            }
+    for r in expected {
+        let tmp = root.join("receipts").join(format!("{}.tmp", r.revision));
+        if fs::read(&tmp).is_ok_and(|bytes| receipt_bytes(r).starts_with(&bytes)) {
+            tmps.push(tmp);
         }
     }
     for tmp in tmps {

@@ -683,7 +683,8 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
     let cp = &ledger.state().context_profiles;
     // What a write cut short left (`txn.tmp`, `receipts/N.tmp`: never renamed into place,
     // so nothing refers to them; recover holds the lock, so no writer is making them).
-    let mut repaired = generation::remove_leftovers(root)?;
+    let mut repaired =
+        generation::remove_leftovers(root, &expected_receipts(cp, ledger.store().head().ledger, root))?;
     if let Some(c) = cp.current()
         && Path::new(&c.state_root) == root
     {

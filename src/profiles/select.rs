@@ -314,6 +314,30 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     super::check_saved_state(&ledger).map_err(|e| SelectError::SavedState(Box::new(e)))?;
     let state = ledger.state();
+    let (event, resources, mode) = decide_and_load(state, task, opts)?;
+    let recorded = state.selections.by_receipt.get(&event.receipt().digest()).map(|s| s.seq);
+    let (seq, duplicate) = match recorded {
+        _ if opts.dry_run => (None, false),
+        Some(seq) => (Some(seq), true),
+        None => {
+            let receipt = ledger.admit(
+                vec![Event::SelectionRecorded(Box::new(event.clone()))],
+                Ctx { time_ms: super::now_ms() },
+            )?;
+            (Some(receipt.seq), false)
+        }
+    };
+    Ok(Outcome { event, seq, duplicate, resources, mode })
+}
+
+/// The decision over `state` (its configured profile) and, with `--load`, the loaded
+/// bodies — from the ledger's registry bytes, re-checked against their digests.
+fn decide_and_load(
+    state: &crate::runtime::State,
+    task: &Task,
+    opts: &Options,
+) -> Result<(SelectionRecorded, Vec<LoadedText>, ledger_schema::events::profile::SelectionMode), SelectError>
+{
     let event = sel::decide_live(state, task, &opts.request)?;
     if let Some(expected) = opts.expected_digest
         && expected != event.selection_digest
@@ -348,17 +372,44 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
             });
         }
     }
-    let recorded = state.selections.by_receipt.get(&event.receipt().digest()).map(|s| s.seq);
-    let (seq, duplicate) = match recorded {
-        _ if opts.dry_run => (None, false),
-        Some(seq) => (Some(seq), true),
-        None => {
-            let receipt = ledger.admit(
-                vec![Event::SelectionRecorded(Box::new(event.clone()))],
-                Ctx { time_ms: super::now_ms() },
-            )?;
-            (Some(receipt.seq), false)
-        }
+    Ok((event, resources, mode))
+}
+
+/// `profile resolve PROFILE` (seed 003: `resolve lean --task-input …`): `task` decided over
+/// `input`'s plan of the current registry as if that plan were configured, its bodies
+/// loaded with `--load` — recording nothing (no revision, no selection entry) and touching
+/// no state root. The outcome's receipt binds a revision that does not exist, so it cannot
+/// be reused; `select` (or `resolve --state-root`) decides over the configured profile and
+/// records.
+pub fn resolve_unconfigured(
+    dir: &Path,
+    input: &super::PlanInput,
+    task: &Task,
+    opts: &Options,
+) -> Result<Outcome, SelectError> {
+    let profile = |e: super::ProfileError| SelectError::SavedState(Box::new(e));
+    let mut state = super::read_state(dir)?;
+    let cp = &state.context_profiles;
+    let (registry, registry_digest) = match (&cp.registry, cp.registry_digest) {
+        (Some(r), Some(d)) => (r.clone(), d),
+        _ => return Err(profile(crate::runtime::profile::PlanError::NoRegistry.into())),
     };
-    Ok(Outcome { event, seq, duplicate, resources, mode })
+    let plan = input.plan(cp, &registry, registry_digest).map_err(|e| profile(e.into()))?;
+    let (manifest, _) = crate::runtime::profile::generation(&registry, &plan)
+        .map_err(|e| profile(super::ProfileError::Refused(e.to_string())))?;
+    let event = ledger_schema::events::ProfileRevisionRecorded {
+        action: ledger_schema::events::profile::RevisionAction::Set,
+        revision: cp.revision().saturating_add(1),
+        selection: plan.selection(),
+        state_root: "/".to_owned(),
+        plan_digest: plan.digest(),
+        rollback_to: None,
+        registry_digest,
+        generation_digest: manifest.digest(),
+    };
+    let seq = state.entries;
+    crate::runtime::profile::apply_revision(&mut state, &event, seq)
+        .map_err(|e| profile(super::ProfileError::Refused(e.to_string())))?;
+    let (event, resources, mode) = decide_and_load(&state, task, opts)?;
+    Ok(Outcome { event, seq: None, duplicate: false, resources, mode })
 }

@@ -230,16 +230,17 @@ fn decided_against(
 }
 
 /// What goal `goal` required before seq `at`, as a reader sees it: each obligation by the
-/// check it names (id and digest), each scenario by its text (`goal::reading`) — recorded
-/// before `at` and not retired by then. Ids do not count: a requirement retired and
-/// recorded again the same is the same requirement (outside review 57).
+/// check it runs (its specification's digest), each scenario by its text (`goal::reading`)
+/// — recorded before `at` and not retired by then. Ids do not count: a requirement retired
+/// and recorded again the same — under a new obligation id or a new check spec id — is the
+/// same requirement (outside reviews 57, 58).
 fn requirements_at(state: &State, goal: ledger_schema::Id, at: u64) -> BTreeSet<(u8, String)> {
     let live = |seq: u64, retired: Option<u64>| seq < at && retired.is_none_or(|r| r >= at);
     let checks = state
         .obligations
         .values()
         .filter(|o| o.goal_id == goal && live(o.seq, o.retired_seq))
-        .map(|o| (0, format!("{} {}", o.check_spec_id, o.check_spec_digest)));
+        .map(|o| (0, o.check_spec_digest.to_string()));
     let scenarios =
         state.scenarios.values().filter(|s| s.goal_id == goal && live(s.seq, s.retired_seq)).map(|s| {
             (1, format!("{}\n{}", super::goal::reading(&s.title), super::goal::reading(&s.description)))
@@ -285,14 +286,12 @@ pub(crate) fn judged_failing(
                 && ev.record.candidate_digest == digest
                 && Some(ev.record.generation_id) != except
                 && of_goal(ev.record.workflow_id)
-                // A check no live obligation of the goal names any more judges nothing
-                // (outside review 55); one still named — by the same obligation or by one
-                // recorded again after a retirement — still does (outside review 57).
+                // A check no live obligation of the goal runs any more judges nothing
+                // (outside review 55); one still run — by the same obligation or by one
+                // recorded again after a retirement, under any check spec id — still does
+                // (outside reviews 57, 58: the same check under a new id laundered it).
                 && state.obligations.values().any(|o| {
-                    o.goal_id == goal
-                        && o.retired_seq.is_none()
-                        && o.check_spec_id == ev.record.check_spec_id
-                        && o.check_spec_digest == ev.record.check_spec_digest
+                    o.goal_id == goal && o.retired_seq.is_none() && o.check_spec_digest == ev.record.check_spec_digest
                 })
         })
         .map(|(id, ev)| {

@@ -450,38 +450,65 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
 }
 
 /// The routable ids the query names as skills anywhere — quoted, negated, in a question
-/// or not: a source's directory or name (hyphens, underscores and spaces alike, any case)
-/// next to the word `skill`/`skills` (`X skill`, `X's skill`, `skill X`, `skill: X`,
-/// `skill named X`). Reading on the safe side (outside review 57: "and don't forget the
-/// Y skill", `the 'Y' skill`, `the skill Y`, `Y‑skill` with a non-breaking hyphen were not
-/// read as citing Y, so a directive beside them selected alone).
+/// or not, read as a reader sees them (NFKC and confusable skeleton: `goal::reading`; any
+/// case; hyphens, underscores and spaces alike): a source's directory or name next to the
+/// word `skill`/`skills` (`X skill`, `X's skill`, `skill X`, `skill: X`, `skill named X`),
+/// or a compound name (`code-review`) written as one anywhere. A match is a whole word or
+/// compound: `review` is not named inside `code-review`. Reading on the safe side (outside
+/// reviews 57 and 58: "and don't forget the Y skill", `the 'Y' skill`, `the skill Y`,
+/// "… plus code-review", a Cyrillic letter or fullwidth form were not read as citing Y,
+/// so a directive beside them selected alone).
 fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
-    let words = |t: &str| -> Vec<String> {
-        t.to_lowercase()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_owned)
-            .collect()
+    // Words, each with whether a hyphen or underscore joins it to the word before.
+    let words = |t: &str| -> Vec<(String, bool)> {
+        let seen = super::goal::reading(&t.to_lowercase());
+        let mut out: Vec<(String, bool)> = Vec::new();
+        let (mut word, mut joined, mut joiner) = (String::new(), false, false);
+        for c in seen.chars() {
+            if c.is_alphanumeric() {
+                if word.is_empty() {
+                    joined = joiner && !out.is_empty();
+                }
+                word.push(c);
+                continue;
+            }
+            if !word.is_empty() {
+                out.push((std::mem::take(&mut word), joined));
+            }
+            joiner = matches!(c, '-' | '_' | '\u{2010}'..='\u{2015}' | '\u{2212}');
+        }
+        if !word.is_empty() {
+            out.push((word, joined));
+        }
+        out
     };
     let query = words(query);
-    let at = |i: Option<usize>, of: &[&str]| {
-        i.and_then(|i| query.get(i)).is_some_and(|w| of.contains(&w.as_str()))
+    // The marker words read the same way as the query (a skeleton may respell them).
+    let read = |t: &str| words(t).into_iter().map(|(w, _)| w).collect::<Vec<_>>();
+    let (skill, naming, s_word) = (read("skill skills"), read("named called"), read("s"));
+    let at = |i: Option<usize>, of: &[String]| {
+        i.and_then(|i| query.get(i)).is_some_and(|(w, _)| of.iter().any(|o| o == w))
     };
-    const SKILL: [&str; 2] = ["skill", "skills"];
     let mut named = BTreeSet::new();
     for s in sources {
         let forms = [words(s.id.strip_prefix("skill:").unwrap_or(&s.id)), words(&s.name)];
         for form in forms.iter().filter(|f| !f.is_empty()) {
             for i in 0..query.len() {
                 let j = i + form.len();
-                if query.get(i..j) != Some(form.as_slice()) {
+                let Some(found) = query.get(i..j) else { break };
+                if !found.iter().zip(form).all(|((a, _), (b, _))| a == b)
+                    || found.first().is_some_and(|(_, joined)| *joined)
+                    || query.get(j).is_some_and(|(_, joined)| *joined)
+                {
                     continue;
                 }
+                let compound = form.len() > 1 && found.iter().skip(1).all(|(_, joined)| *joined);
                 let before = |k: usize| i.checked_sub(k);
-                if at(Some(j), &SKILL)
-                    || (at(Some(j), &["s"]) && at(Some(j + 1), &SKILL))
-                    || at(before(1), &SKILL)
-                    || (at(before(1), &["named", "called"]) && at(before(2), &SKILL))
+                if compound
+                    || at(Some(j), &skill)
+                    || (at(Some(j), &s_word) && at(Some(j + 1), &skill))
+                    || at(before(1), &skill)
+                    || (at(before(1), &naming) && at(before(2), &skill))
                 {
                     named.insert(s.id.clone());
                 }

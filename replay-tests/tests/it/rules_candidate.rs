@@ -874,6 +874,29 @@ fn a_retirement_that_loosens_nothing_reopens_nothing() {
     let err = w.fails(freeze(failed));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
     assert!(err.to_string().contains("failed check"), "{err}");
+    // … and under a new check spec id for the same check (outside review 58): the same.
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 3, content: goal_content() }));
+    let v = w.ledger.state().workflows[&lid(0x2f)].version;
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(0x2f),
+        workflow_version: v,
+        reason: "x".into(),
+    }));
+    w.ok(retire_obligation(0x44));
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x47),
+        goal_id: lid(GOAL),
+        description: "the same test under another spec id".into(),
+        check_spec_id: lid(0x48),
+        check_spec_digest: digest_of("check: cargo test parser::trailing"),
+    }));
+    implemented_in_a_new_workflow(&mut w, 0x2d, 3, 0x8a, 0x6b, 0x7b);
+    let err = w.fails(Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x8a),
+        candidate_digest: failed,
+        change_set_digest: digest_of("change set"),
+    }));
+    assert!(err.to_string().contains("failed check"), "{err}");
     // Terminally rejected (checks passing); a scenario added after it and retired again.
     let mut w = World::at(Stage::Frozen);
     let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();

@@ -515,9 +515,67 @@ fn select_checks_the_saved_state_and_recover_rebuilds_it() {
     let r = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
     assert_eq!(r["outcome"], "repaired");
     assert!(!store.join("txn.tmp").exists());
+    // A receipt write of ours cut short (a prefix of the ledger's receipt) is removed; any
+    // other file there is not ours and is left (outside review 58).
+    let ours = store.join("receipts/1.tmp");
+    std::fs::write(&ours, &text.as_bytes()[..10]).unwrap();
+    std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
+    assert_eq!(r["outcome"], "repaired");
+    assert!(!ours.exists());
+    let foreign = store.join("receipts/notes.tmp");
+    std::fs::write(&foreign, "mine").unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, _, _) = s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine", "left as found");
+    std::fs::remove_file(&foreign).unwrap();
     let again = ok(s.run(&["profile", "recover"], &["--state-root", store.to_str().unwrap(), "--json"]));
     assert_eq!(again["outcome"], "nothing-to-recover");
     ok(select(&s, &t, &["--load"]));
+    let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Seed 003's `resolve` forms (outside review 56, P1: they did not exist): `profile resolve
+/// DIR PROFILE` decides and loads over that profile's plan as if it were configured and
+/// records nothing; `profile resolve DIR --state-root ROOT` is `select` over the
+/// configured profile (recorded), another root refused, overrides refused.
+#[test]
+fn profile_resolve_forms() {
+    let s = Setup::new();
+    richer(&s);
+    assert_eq!(s.scan().0, 0);
+    let t = json!({"sessionId": "session-1", "taskId": "feature-1", "revision": 1, "phase": "implement",
+                   "explicitIds": ["skill:python-patterns"]});
+    let f = file(&s, "task.json", &t);
+    let head = journal_text(&s.ledger);
+    let r = ok(s.run(&["profile", "resolve"], &["lean", "--task-input", &f, "--load", "--json"]));
+    assert_eq!(r["decision"], "selected");
+    assert_eq!(r["recorded"], false);
+    assert_eq!(r["loadedIds"], json!(["skill:python-patterns"]));
+    assert!(r["resources"][0]["content"].as_str().unwrap().contains("name: python-patterns"));
+    assert_eq!(journal_text(&s.ledger), head, "nothing recorded");
+    // Over the configured profile: recorded, as select records.
+    configure(&s, &["--selection", "auto"]);
+    let store = root(&s);
+    let r = ok(s.run(
+        &["profile", "resolve"],
+        &["--state-root", store.to_str().unwrap(), "--task-input", &f, "--load", "--json"],
+    ));
+    assert_eq!((r["decision"].as_str(), r["recorded"].as_bool()), (Some("selected"), Some(true)));
+    let other = s.tmp.path().join("other");
+    let (code, _, err) =
+        s.run(&["profile", "resolve"], &["--state-root", other.to_str().unwrap(), "--task-input", &f]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("configured state root"), "{err}");
+    let (code, _, err) = s.run(
+        &["profile", "resolve"],
+        &["--state-root", store.to_str().unwrap(), "--task-input", &f, "--exclude", "skill:testing"],
+    );
+    assert_eq!(code, 2, "an override is refused: {err}");
+    let (code, _, _) = s.run(&["profile", "resolve"], &["--task-input", &f]);
+    assert_eq!(code, 2, "a profile or --state-root");
     let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}");
 }

@@ -506,6 +506,13 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
         "use the kubernetes skill and the docker\u{2011}compose skill",
         "use the kubernetes skill and the docker compose skill",
         "use the kubernetes skill and the Docker_Compose skill(s)",
+        // A compound name anywhere, and look-alike spellings (outside review 58).
+        "Use the kubernetes skill with docker-compose files",
+        "use the kubernetes skill plus docker-compose",
+        "use the kubernetes skill, and docker-compose too",
+        "use the kubernetes skill and the d\u{43e}cker-compose skill",
+        "use the kubernetes skill and the \u{ff44}\u{ff4f}cker-compose skill",
+        "use the kubernetes skill and the docker-compose sk\u{456}ll",
     ] {
         let e = decide_live(&st, &task(Some(two)), &Request::default()).unwrap();
         assert_eq!(
@@ -517,9 +524,9 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
         assert_eq!(&short[..2], &["skill:docker-compose", "skill:kubernetes"], "{two}");
     }
     for one in [
-        "Use the kubernetes skill with docker-compose files",
-        "Use the kubernetes skill; write the docker-compose file too",
+        "Use the kubernetes skill; write the compose file too",
         "apply the kubernetes skill, skill:kubernetes",
+        "Use the kubernetes skill for the docker rollout",
     ] {
         let e = decide_live(&st, &task(Some(one)), &Request::default()).unwrap();
         assert_eq!(
@@ -544,4 +551,34 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
     drop(ledger);
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A name inside a compound is not named (outside review 58, P2: with routable skills
+/// `review` and `code-review`, "use the code-review skill" went pending on `review`).
+#[test]
+fn a_name_inside_a_compound_is_not_cited() {
+    let s = configured(&["--selection", "auto"]);
+    for (dir, desc) in [("code-review", "Review code changes."), ("review", "Review anything.")] {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: {desc}\n---\n\n# {dir}\n"),
+        );
+    }
+    assert_eq!(s.scan().0, 0);
+    let root = s.tmp.path().join("store");
+    let (code, _, err) =
+        s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
+    assert_eq!(code, 0, "{err}");
+    let st = state(&s);
+    for (q, want) in [
+        ("use the code-review skill", vec!["skill:code-review"]),
+        ("use the review skill", vec!["skill:review"]),
+    ] {
+        let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
+        assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("directive", ids(&want)), "{q}: {e:?}");
+    }
+    let e =
+        decide_live(&st, &task(Some("use the review skill and the code-review skill")), &Request::default())
+            .unwrap();
+    assert_eq!(e.decision, SelectionDecision::Pending);
 }
