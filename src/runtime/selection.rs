@@ -379,7 +379,7 @@ fn negated(before: &[&str]) -> bool {
 }
 
 /// The routable ids the query cites: as directives ([`directives`]), and by name anywhere
-/// ([`mentions`]) — both sorted, unique.
+/// (`mentions`: named as a skill, or as a compound name, anywhere) — both sorted, unique.
 pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<String>) {
     let lower = query.to_lowercase().replace(APOSTROPHES, "'");
     // Quoted text ("...", `...`, “...”) is not an instruction: blank it out.
