@@ -256,8 +256,10 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
     if m.uid() != current_uid()? {
         return Err(unsafe_root(root, "is not owned by the current user"));
     }
-    if m.mode() & 0o777 != 0o700 {
-        return Err(unsafe_root(root, &format!("has mode {:o}, not 0700", m.mode() & 0o777)));
+    // The setuid, setgid and sticky bits count too: a setgid root makes every directory
+    // created in it setgid, which the generation check then refuses (outside review 59).
+    if m.mode() & 0o7777 != 0o700 {
+        return Err(unsafe_root(root, &format!("has mode {:o}, not 0700", m.mode() & 0o7777)));
     }
     if !marked {
         match usage {

@@ -509,7 +509,10 @@ pub fn set(
 /// checked before selection"; outside review 56: Full installed a skill manual-only by
 /// `disable-model-invocation` into the Codex carrier, where nothing stops Codex invoking
 /// it). Checked by `set` (and its dry run) only: a recorded revision is not re-judged.
-fn installs_manual_only_natively(registry: &Registry, plan: &rp::Plan) -> Result<(), ProfileError> {
+pub(crate) fn installs_manual_only_natively(
+    registry: &Registry,
+    plan: &rp::Plan,
+) -> Result<(), ProfileError> {
     let flag = match plan.target {
         ledger_schema::events::profile::Target::Claude => "`disable-model-invocation: true` in its SKILL.md",
         ledger_schema::events::profile::Target::Codex => {

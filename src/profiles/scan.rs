@@ -559,8 +559,60 @@ pub fn carries_manual_only(source: &RegistrySource, target: Target) -> bool {
     };
     match target {
         Target::Claude => text("SKILL.md").and_then(|t| parse_skill(&t).ok()).is_some_and(|m| m.manual_only),
-        Target::Codex => text("agents/openai.yaml").is_some_and(|t| native_flags(&t).0),
+        Target::Codex => text("agents/openai.yaml").is_some_and(|t| codex_disables_implicit(&t)),
     }
+}
+
+/// Whether Codex's `agents/openai.yaml` plainly turns implicit invocation off — read
+/// strictly, the opposite side from [`native_flags`] (outside review 59: a key at the top
+/// level, under another parent or nested deeper, a later `true`, a second document, or
+/// `"false"`, `no`, `off`, `0`, `~` passed, where Codex would still invoke the skill): one
+/// document in block style, one top-level `policy:` with no value of its own, and the
+/// file's only `allow_implicit_invocation` key directly under it with the value `false`,
+/// unquoted. Anchors, aliases, tags, flow collections, complex or merge keys, quoted keys
+/// and tabs are refused.
+fn codex_disables_implicit(text: &str) -> bool {
+    const KEY: &str = "allow_implicit_invocation";
+    let (mut policies, mut keys, mut found) = (0, 0, false);
+    let mut in_policy = false;
+    let mut child_indent: Option<usize> = None;
+    for raw in text.split(['\n', '\r']) {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if trimmed == "---" || trimmed == "..." || raw.contains('\t') {
+            return false;
+        }
+        let body = trimmed.strip_prefix("- ").unwrap_or(trimmed);
+        if body.starts_with(['?', '{', '[', '&', '*', '!', '"', '\'']) || body.contains("<<") {
+            return false;
+        }
+        let indent = raw.len() - raw.trim_start().len();
+        let Some((key, value)) = body.split_once(':') else { continue };
+        let key = key.trim();
+        let value = value.split(" #").next().unwrap_or("").trim();
+        if value.starts_with(['&', '*', '!', '{', '[']) {
+            return false;
+        }
+        if indent == 0 {
+            in_policy = key == "policy";
+            child_indent = None;
+            if in_policy {
+                policies += 1;
+                if !value.is_empty() {
+                    return false;
+                }
+            }
+        } else if in_policy && child_indent.is_none() {
+            child_indent = Some(indent);
+        }
+        if key.contains(KEY) {
+            keys += 1;
+            found = key == KEY && in_policy && indent > 0 && child_indent == Some(indent) && value == "false";
+        }
+    }
+    policies == 1 && keys == 1 && found
 }
 
 /// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
@@ -943,6 +995,42 @@ mod native_tests {
             "# a comment\ninterface:\n  short_description: Review code\n",
         ] {
             assert_eq!(native_flags(plain), (false, false), "{plain:?}");
+        }
+    }
+
+    /// The set-time check accepts only a plain `policy: allow_implicit_invocation: false`
+    /// (outside review 59's spellings are refused).
+    #[test]
+    fn codex_disables_implicit_only_when_it_plainly_says_so() {
+        use super::codex_disables_implicit as off;
+        for yes in [
+            "policy:\n  allow_implicit_invocation: false\n",
+            "# note\ninterface:\n  display_name: Ops\npolicy:\n  allow_implicit_invocation: false  # manual\n",
+            "policy:\r\n    allow_implicit_invocation: false\r\n",
+        ] {
+            assert!(off(yes), "{yes:?}");
+        }
+        for no in [
+            "allow_implicit_invocation: false\n",
+            "interface:\n  allow_implicit_invocation: false\n",
+            "polcy:\n  allow_implicit_invocation: false\n",
+            "policy:\n  x:\n    allow_implicit_invocation: false\n",
+            "policy:\nallow_implicit_invocation: false\n",
+            "policy:\n  allow_implicit_invocation: false\n  allow_implicit_invocation: true\n",
+            "policy:\n  allow_implicit_invocation: false\npolicy:\n  allow_implicit_invocation: true\n",
+            "policy:\n  allow_implicit_invocation: false\n---\npolicy:\n  allow_implicit_invocation: true\n",
+            "policy:\n  allow_implicit_invocation: \"false\"\n",
+            "policy:\n  allow_implicit_invocation: no\n",
+            "policy:\n  allow_implicit_invocation: off\n",
+            "policy:\n  allow_implicit_invocation: 0\n",
+            "policy:\n  allow_implicit_invocation:\n",
+            "policy:\n  allow_implicit_invocation: ~\n",
+            "policy: {allow_implicit_invocation: false}\n",
+            "policy:\n  \"allow_implicit_invocation\": false\n",
+            "policy:\n  allow_implicit_invocation: !!bool false\n",
+            "policy:\n\tallow_implicit_invocation: false\n",
+        ] {
+            assert!(!off(no), "{no:?}");
         }
     }
 }

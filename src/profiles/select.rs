@@ -395,6 +395,8 @@ pub fn resolve_unconfigured(
         _ => return Err(profile(crate::runtime::profile::PlanError::NoRegistry.into())),
     };
     let plan = input.plan(cp, &registry, registry_digest).map_err(|e| profile(e.into()))?;
+    // What `set` would refuse for this plan is refused here too (outside review 59).
+    super::installs_manual_only_natively(&registry, &plan).map_err(profile)?;
     let (manifest, _) = crate::runtime::profile::generation(&registry, &plan)
         .map_err(|e| profile(super::ProfileError::Refused(e.to_string())))?;
     let event = ledger_schema::events::ProfileRevisionRecorded {

@@ -459,15 +459,20 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
 /// "… plus code-review", a Cyrillic letter or fullwidth form were not read as citing Y,
 /// so a directive beside them selected alone).
 fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
-    // Words, each with whether a hyphen or underscore joins it to the word before.
+    // Words, each with whether one hyphen or underscore — nothing else — joins it to the word
+    // before (`code-review`, not `the _code`). An invisible character joins too: a soft
+    // hyphen or zero-width space inside a name must not hide it (outside review 59).
     let words = |t: &str| -> Vec<(String, bool)> {
-        let seen = super::goal::reading(&t.to_lowercase());
+        let marked: String =
+            t.to_lowercase().chars().map(|c| if super::invisible(c) { '-' } else { c }).collect();
+        let seen = super::goal::reading(&marked);
         let mut out: Vec<(String, bool)> = Vec::new();
-        let (mut word, mut joined, mut joiner) = (String::new(), false, false);
+        let (mut word, mut joined, mut run, mut joiner) = (String::new(), false, 0usize, false);
         for c in seen.chars() {
             if c.is_alphanumeric() {
                 if word.is_empty() {
-                    joined = joiner && !out.is_empty();
+                    joined = run == 1 && joiner && !out.is_empty();
+                    run = 0;
                 }
                 word.push(c);
                 continue;
@@ -475,6 +480,7 @@ fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
             if !word.is_empty() {
                 out.push((std::mem::take(&mut word), joined));
             }
+            run += 1;
             joiner = matches!(c, '-' | '_' | '\u{2010}'..='\u{2015}' | '\u{2212}');
         }
         if !word.is_empty() {
@@ -496,9 +502,10 @@ fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
             for i in 0..query.len() {
                 let j = i + form.len();
                 let Some(found) = query.get(i..j) else { break };
+                // A whole word or compound — though `X-skill` is `X skill`.
                 if !found.iter().zip(form).all(|((a, _), (b, _))| a == b)
                     || found.first().is_some_and(|(_, joined)| *joined)
-                    || query.get(j).is_some_and(|(_, joined)| *joined)
+                    || query.get(j).is_some_and(|(w, joined)| *joined && !skill.contains(w))
                 {
                     continue;
                 }

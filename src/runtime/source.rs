@@ -502,7 +502,7 @@ pub fn apply_obligation_retired(
         return Err(super::violation(
             Rule::RequirementRetired,
             format!(
-                "obligation {} has Evidence in open workflow {} (generation {}): decide or cancel that workflow before retiring it",
+                "obligation {} has Evidence in open workflow {} (generation {}): retire it once that workflow is closed (ACCEPT, REJECT_TERMINAL or cancelWorkflow)",
                 e.obligation_id, ev.record.workflow_id, ev.record.generation_id
             ),
         ));

@@ -760,6 +760,12 @@ fn a_manual_only_skill_needs_its_targets_own_flag() {
         assert!(err.contains("skill:deploy is manual-only") && err.contains("openai.yaml"), "{err}");
     }
     assert!(!root.join("generations").exists(), "nothing written");
+    // `profile resolve` over the same plan refuses it too (outside review 59).
+    let task = s.tmp.path().join("task.json");
+    std::fs::write(&task, r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement"}"#).unwrap();
+    let (code, _, err) = s.run(&["profile", "resolve"], &["full", "--task-input", task.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("manual-only"), "{err}");
     ok(set(&s, &root, &["full", "--target", "claude"]));
     ok(set(&s, &root, &["full", "--exclude", "skill:deploy"]));
     // Manual-only by Codex's flag alone: Claude's carrier would not say so (a fresh ledger:
@@ -821,4 +827,22 @@ fn an_executable_file_stays_executable_in_its_generation() {
     assert_eq!(serde_json::from_str::<serde_json::Value>(&again).unwrap()["recorded"], false);
     let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// A state root with a setuid, setgid or sticky bit is not 0700 (outside review 59, P3: a
+/// setgid root passed the dry run, then the real `set` failed on the setgid directories it
+/// created and left them behind, refusing every later `set` and `recover`): refused by both,
+/// nothing written.
+#[test]
+fn a_setgid_state_root_is_refused_before_anything_is_written() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    std::fs::create_dir(&root).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o2700)).unwrap();
+    for rest in [&["lean", "--dry-run"][..], &["lean"]] {
+        let (code, _, err) = set(&s, &root, rest);
+        assert_eq!(code, 1, "{rest:?}: {err}");
+        assert!(err.contains("2700"), "{rest:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0, "nothing written");
 }

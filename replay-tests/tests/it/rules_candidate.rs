@@ -744,7 +744,7 @@ fn requirements_of_an_earlier_revision_can_be_retired() {
     // Revision 1's workflow is still open, with Evidence of the obligation: decided or
     // cancelled first (outside review 57).
     let err = w.fails(retire_obligation(OBLIGATION, "revision 2 accepts it"));
-    assert!(err.to_string().contains("decide or cancel"), "{err}");
+    assert!(err.to_string().contains("once that workflow is closed"), "{err}");
     let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
     w.ok(Command::CancelWorkflow(CancelWorkflow {
         workflow_id: lid(WORKFLOW),

@@ -513,6 +513,14 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
         "use the kubernetes skill and the d\u{43e}cker-compose skill",
         "use the kubernetes skill and the \u{ff44}\u{ff4f}cker-compose skill",
         "use the kubernetes skill and the docker-compose sk\u{456}ll",
+        // `X-skill`, emphasis marks, invisible joiners (outside review 59).
+        "use the kubernetes skill and the docker-compose-skill",
+        "use the kubernetes skill and the docker-compose\u{2011}skills",
+        "use the kubernetes skill and the docker_compose_skill",
+        "use the kubernetes skill and the _docker-compose_ skill",
+        "use the kubernetes skill and _docker-compose_",
+        "use the kubernetes skill and the docker\u{AD}compose skill",
+        "use the kubernetes skill and the docker\u{200B}compose skill",
     ] {
         let e = decide_live(&st, &task(Some(two)), &Request::default()).unwrap();
         assert_eq!(
