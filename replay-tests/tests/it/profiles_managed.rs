@@ -371,8 +371,16 @@ const CHILD: &str = "PROFILES_MANAGED_CHILD";
 /// Runs `ledger profile set` in a child process that pauses once `boundary` is durable,
 /// and kills it there with SIGKILL.
 fn killed_at(s: &Setup, root: &Path, boundary: &str, profile: &str) {
+    let mut child = paused_at(s, root, "sigkill_at_every_boundary_then_recover", boundary, profile);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
+/// Runs `ledger profile set` (test `test`'s child branch) in a child process that pauses
+/// once `boundary` is durable, and returns it paused there, alive.
+fn paused_at(s: &Setup, root: &Path, test: &str, boundary: &str, profile: &str) -> std::process::Child {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "profiles_managed::sigkill_at_every_boundary_then_recover", "--nocapture"])
+        .args(["--exact", &format!("profiles_managed::{test}"), "--nocapture"])
         .env(CHILD, format!("{}\u{1f}{}\u{1f}{profile}", s.dir(), root.display()))
         .env("CLOSURE_LEDGER_PROFILE_PAUSE_AT", boundary)
         .stdout(std::process::Stdio::null())
@@ -382,8 +390,7 @@ fn killed_at(s: &Setup, root: &Path, boundary: &str, profile: &str) {
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let line = lines.find(|l| l.as_ref().map(|l| l.contains("PAUSED AT")).unwrap_or(true)).unwrap().unwrap();
     assert_eq!(line, format!("PAUSED AT {boundary}"));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child
 }
 
 /// A real SIGKILL at each of the five boundaries, then `recover`: before the generation is
@@ -718,17 +725,7 @@ fn a_transaction_in_flight_is_not_interrupted() {
     let s = Setup::scanned();
     let root = root_of(&s);
     ok(set(&s, &root, &["lean"]));
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "profiles_managed::a_transaction_in_flight_is_not_interrupted", "--nocapture"])
-        .env(CHILD, format!("{}\u{1f}{}\u{1f}full", s.dir(), root.display()))
-        .env("CLOSURE_LEDGER_PROFILE_PAUSE_AT", "files")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let line = lines.find(|l| l.as_ref().map(|l| l.contains("PAUSED AT")).unwrap_or(true)).unwrap().unwrap();
-    assert_eq!(line, "PAUSED AT files");
+    let mut child = paused_at(&s, &root, "a_transaction_in_flight_is_not_interrupted", "files", "full");
     let st = ok(status(&s));
     assert_eq!(st["recoveryRequired"], false, "in flight");
     let (code, _, err) = s.run(&["profile", "mode"], &["suggest", "--expected-revision", "1"]);

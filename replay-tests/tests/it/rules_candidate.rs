@@ -333,7 +333,6 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
 /// review 20), and a check that failed on them holds across every revision.
 #[test]
 fn a_revision_that_changed_the_goal_judges_the_bytes_again() {
-    use ledger_schema::types::{CheckResult, Phase, Verdict};
     // Unchanged, changed, and changed only where no reader sees it (outside review 49, P1:
     // an NFD accent, a trailing or no-break space, reordered criteria re-opened the bytes).
     for (changed, invisibly) in [(false, false), (true, false), (false, true)] {
@@ -378,22 +377,7 @@ fn a_revision_that_changed_the_goal_judges_the_bytes_again() {
             assert!(err.to_string().contains("was accepted"), "{err}");
         }
         // Terminally rejected at revision 1 with its check passing.
-        let mut w = World::at(Stage::Frozen);
-        let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
-        w.with(|s| {
-            s.advance(Phase::EvidenceBuild)?;
-            s.evidence(0x90, 0x80, CheckResult::Pass, "passed")?;
-            s.advance(Phase::FinalVerify)?;
-            s.run(Command::DecideAcceptance(DecideAcceptance {
-                decision_id: lid(0xa0),
-                workflow_id: lid(WORKFLOW),
-                generation_id: lid(0x80),
-                verdict: Verdict::RejectTerminal,
-                evidence_ids: None,
-                reasons: vec!["the goal is ambiguous: revise it first".to_owned()],
-            }))
-        })
-        .unwrap();
+        let (mut w, x) = rejected_terminally("the goal is ambiguous: revise it first");
         revised(&mut w);
         implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
         if changed {
@@ -832,7 +816,7 @@ fn requirements_of_an_earlier_revision_can_be_retired() {
 /// added after a terminal rejection and retired again re-opens nothing.
 #[test]
 fn a_retirement_that_loosens_nothing_reopens_nothing() {
-    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    use ledger_schema::types::{CheckResult, Phase};
     let retire_obligation = |id: u128| {
         Command::RetireObligation(RetireObligation { obligation_id: lid(id), reason: "restated".into() })
     };
@@ -898,22 +882,7 @@ fn a_retirement_that_loosens_nothing_reopens_nothing() {
     }));
     assert!(err.to_string().contains("failed check"), "{err}");
     // Terminally rejected (checks passing); a scenario added after it and retired again.
-    let mut w = World::at(Stage::Frozen);
-    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
-    w.with(|s| {
-        s.advance(Phase::EvidenceBuild)?;
-        s.evidence(0x90, 0x80, CheckResult::Pass, "passed")?;
-        s.advance(Phase::FinalVerify)?;
-        s.run(Command::DecideAcceptance(DecideAcceptance {
-            decision_id: lid(0xa0),
-            workflow_id: lid(WORKFLOW),
-            generation_id: lid(0x80),
-            verdict: Verdict::RejectTerminal,
-            evidence_ids: None,
-            reasons: vec!["adds a hidden admin login".to_owned()],
-        }))
-    })
-    .unwrap();
+    let (mut w, x) = rejected_terminally("adds a hidden admin login");
     w.ok(Command::RecordScenario(RecordScenario {
         scenario_id: lid(0x46),
         goal_id: lid(GOAL),
@@ -933,4 +902,27 @@ fn a_retirement_that_loosens_nothing_reopens_nothing() {
         candidate_digest: x,
         change_set_digest: digest_of("change set"),
     }));
+}
+
+/// Generation 0x80 frozen, its check passing, and terminally rejected for `reason`; with
+/// its candidate digest.
+fn rejected_terminally(reason: &str) -> (World, ledger_schema::Digest) {
+    use ledger_schema::types::{CheckResult, Phase, Verdict};
+    let mut w = World::at(Stage::Frozen);
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "passed")?;
+        s.advance(Phase::FinalVerify)?;
+        s.run(Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa0),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict: Verdict::RejectTerminal,
+            evidence_ids: None,
+            reasons: vec![reason.to_owned()],
+        }))
+    })
+    .unwrap();
+    (w, x)
 }
