@@ -457,6 +457,17 @@ fn a_single_shared_word_never_routes() {
         let e = decide_live(&st, &task(Some(&plain)), &Request::default()).unwrap();
         assert_eq!(e.selected_ids, ids(&["skill:kubernetes"]), "{plain}: {e:?}");
     }
+    // Verbs that leave something out rank nothing either (the fifteenth session's left-alone
+    // "skip"/"exclude"/"stop using").
+    for refused in [
+        "skip the kubernetes manifests and helm charts",
+        "stop using kubernetes manifests with helm",
+        "exclude kubernetes manifests and helm charts",
+        "roll out everything except kubernetes manifests with helm",
+    ] {
+        let e = decide_live(&st, &task(Some(refused)), &Request::default()).unwrap();
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{refused}");
+    }
     // The same outcome recorded as routing/3 is refused; the routing/2 record is admitted as
     // ever, and the ledger replays.
     let (mut ledger, _) =
