@@ -234,7 +234,12 @@ impl<S: Store> Script<'_, S> {
 
     /// The authority installs, goal, durable sources and the workflow.
     pub fn setup(&mut self) -> Result<(), SubmitError> {
-        self.run(Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle: policy_bundle() }))?;
+        self.setup_with(policy_bundle())
+    }
+
+    /// [`Script::setup`] with `bundle` as the policy.
+    pub fn setup_with(&mut self, bundle: PolicyBundle) -> Result<(), SubmitError> {
+        self.run(Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle }))?;
         self.run(Command::InstallProfile(InstallProfile {
             profile_id: lid(PROFILE),
             profile: profile(false),

@@ -912,7 +912,15 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
     // more, so their source refs move into them); the first required overflow stops it.
     let mut overflow = None;
     items.retain_mut(|it| {
-        if overflow.is_some() {
+        if let Some(CompileError::RequiredOverflow { class, bytes, .. }) = &mut overflow {
+            // The error names all the class requires, so one budget change suffices
+            // (outside review 60: it named the size at the first overflow).
+            if *class == it.class
+                && query.required(it.class)
+                && it.entry.authority_class != AuthorityClass::PromptAdvisory
+            {
+                *bytes += it.bytes;
+            }
             return false;
         }
         if !query.wanted(it.class) {

@@ -561,6 +561,24 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
         );
     }
     check_manifest(&binding, e)?;
+    // A repair dispatch's worker learns why the bytes failed only from the feedback
+    // projection (seed: the compiler MUST render "a bounded feedback projection"; "Runtime
+    // MUST NOT ask the Worker to infer the previous failure"): a context that left it out —
+    // a phase policy excluding WORKING, a WORKING budget it does not fit, feedback limits
+    // that drop every item — is refused (outside review 60).
+    let kind = |k: &str| e.manifest.entries.iter().any(|m| m.kind == k);
+    ensure!(
+        !kind("repairDecision") || kind("priorAttemptFeedback"),
+        Rule::RepairFeedback,
+        "attempt {}: a repair dispatch's context must carry its failure feedback, and this one left it out ({}): the policy's {} phase must allow WORKING with room for it",
+        e.attempt_id,
+        e.manifest
+            .omission_decisions
+            .iter()
+            .find(|o| o.source_ref.ends_with("/feedback"))
+            .map_or("its feedback limits dropped every item", |o| o.rule.as_str()),
+        super::wire(&binding.phase)
+    );
     let digest = e.manifest.digest();
     ensure!(
         e.manifest_digest == digest,

@@ -118,6 +118,9 @@ pub enum Rule {
     SourceDigest,
     /// A blocker resolves once.
     BlockerResolved,
+    /// A repair dispatch's context carries its bounded feedback projection (seed: "For each
+    /// repair dispatch, the compiler MUST … render … a bounded feedback projection").
+    RepairFeedback,
     /// A scenario or obligation is retired once, and only after a goal revision made after
     /// it was recorded: requirements change with the goal (outside review 55).
     RequirementRetired,

@@ -336,24 +336,34 @@ fn recorded_clears_bar(e: &SelectionRecorded) -> bool {
 /// what is negated (outside review 53: "don't use kubernetes-deploy" ranked that skill on
 /// its two name words). It may still decide by a directive, which reads the negation.
 pub fn negates(query: &str) -> bool {
-    query
-        .to_lowercase()
-        .replace(APOSTROPHES, "'")
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .any(|w| {
+    query.to_lowercase().replace(APOSTROPHES, "'").split(|c: char| !(c.is_alphanumeric() || c == '\'')).any(
+        |w| {
             NEGATIONS.contains(&w)
                 || NEGATIONS_UNMARKED.contains(&w)
                 || REFUSALS.contains(&w)
                 || w.ends_with("n't")
-        })
+        },
+    )
 }
 
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
 const REFUSALS: [&str; 14] = [
-    "skip", "skipping", "exclude", "excluding", "except", "omit", "omitting", "ignore", "ignoring", "stop",
-    "disable", "disabling", "forgo", "neither",
+    "skip",
+    "skipping",
+    "exclude",
+    "excluding",
+    "except",
+    "omit",
+    "omitting",
+    "ignore",
+    "ignoring",
+    "stop",
+    "disable",
+    "disabling",
+    "forgo",
+    "neither",
 ];
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as

@@ -367,3 +367,26 @@ fn a_package_has_one_encoding() {
     assert_eq!(fast, None);
     assert!(codec::decode_borrowed_reference::<ContextPackage>(&forged, MAX_ENTRY_BYTES).is_err());
 }
+
+/// A required class's overflow names all the class requires, so one budget change is
+/// enough (outside review 60, P3: it named the size at the first overflow, and raising the
+/// budget to it failed again with a larger figure).
+#[test]
+fn a_required_overflow_names_all_the_class_requires() {
+    let with_budget = |bytes: u32| {
+        let mut bundle = policy_bundle();
+        for b in bundle.budgets.iter_mut().filter(|b| b.class == InputClass::FactsScenariosObligations) {
+            b.max_bytes = bytes;
+        }
+        let mut w = World::at(Stage::Empty);
+        w.with(|s| s.setup_with(bundle)).unwrap();
+        let b = binding(&w, 0x60, 0x61);
+        compile(w.ledger.state(), &b)
+    };
+    let Err(CompileError::RequiredOverflow { class, bytes, .. }) = with_budget(10) else {
+        panic!("a 10-byte budget overflows")
+    };
+    assert_eq!(class, InputClass::FactsScenariosObligations);
+    assert!(with_budget(u32::try_from(bytes).unwrap()).is_ok(), "{bytes} bytes is enough");
+    assert!(with_budget(u32::try_from(bytes - 1).unwrap()).is_err());
+}

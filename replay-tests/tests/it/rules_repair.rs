@@ -115,3 +115,40 @@ fn repair_child() {
         assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::RepairChild), "{err}");
     }
 }
+
+/// A repair dispatch's context carries its failure feedback (seed: "For each repair
+/// dispatch, the compiler MUST … render … a bounded feedback projection"; outside review
+/// 60, P2: a policy whose IMPLEMENT phase leaves out WORKING dispatched a repair worker told
+/// nothing of why the bytes failed): such an Attempt is refused, naming the omission.
+#[test]
+fn a_repair_context_without_its_feedback_is_refused() {
+    use ledger_schema::types::{InputClass, Phase};
+    let mut bundle = policy_bundle();
+    for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Implement) {
+        p.optional.retain(|c| *c != InputClass::Working);
+        p.required.retain(|c| *c != InputClass::Working);
+    }
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(bundle)?;
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.reject_first()?;
+        let repair = s.repair_command();
+        s.run(Command::RecordRepair(repair))?;
+        s.advance(Phase::Implement)
+    })
+    .unwrap();
+    let err = w.with(|s| s.start(0x66, 0x67)).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::RepairFeedback), "{err}");
+    assert!(err.to_string().contains("phase.IMPLEMENT.excludes.WORKING"), "{err}");
+    // With WORKING allowed (the shipped policy) the same repair dispatch is admitted.
+    let mut w = World::at(Stage::Rejected);
+    w.with(|s| {
+        let repair = s.repair_command();
+        s.run(Command::RecordRepair(repair))?;
+        s.advance(Phase::Implement)?;
+        s.start(0x66, 0x67)
+    })
+    .unwrap();
+}
