@@ -489,11 +489,12 @@ fn package_goal(goal: &GoalState) -> PackageGoal {
 }
 
 /// The omission of a requirement (a scenario or an obligation) a goal revision retired
-/// at entry `at` (outside review 55).
-fn retired(source_ref: String, at: u64) -> OmissionDecision {
+/// at entry `at` for `why` (outside reviews 55 and 57: the reason is the auditor's).
+fn retired(source_ref: String, at: u64, why: &str) -> OmissionDecision {
     let mut reason = "retired after a goal revision (entry ".to_owned();
     push_decimal(&mut reason, at);
-    reason.push_str("): no longer a requirement of the goal");
+    reason.push_str("): ");
+    reason.push_str(why);
     OmissionDecision { source_ref, rule: "freshness.requirementRetired".to_owned(), reason }
 }
 
@@ -589,7 +590,7 @@ fn durable_sources(
     }
     for (id, s) in state.scenarios.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         if let Some(at) = s.retired_seq {
-            omissions.push(retired(id_ref("scenario/", *id), at));
+            omissions.push(retired(id_ref("scenario/", *id), at, &s.retired_reason));
             continue;
         }
         let value = Scenario { scenario_id: *id, title: s.title.clone(), description: s.description.clone() };
@@ -604,7 +605,7 @@ fn durable_sources(
     }
     for (id, o) in state.obligations.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         if let Some(at) = o.retired_seq {
-            omissions.push(retired(id_ref("obligation/", *id), at));
+            omissions.push(retired(id_ref("obligation/", *id), at, &o.retired_reason));
             continue;
         }
         let value = Obligation {

@@ -407,6 +407,7 @@ pub fn apply_scenario(state: &mut State, e: &ScenarioRecorded, seq: u64) -> Resu
             description: e.description.clone(),
             seq,
             retired_seq: None,
+            retired_reason: String::new(),
         },
     );
     Ok(())
@@ -440,6 +441,7 @@ pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> 
             check_spec_digest: e.check_spec_digest,
             seq,
             retired_seq: None,
+            retired_reason: String::new(),
         },
     );
     Ok(())
@@ -480,7 +482,9 @@ fn retirable(
 pub fn apply_scenario_retired(state: &mut State, e: &ScenarioRetired, seq: u64) -> Result<(), RuleViolation> {
     let s = get(&state.scenarios, e.scenario_id, "scenario")?;
     retirable(state, "scenario", e.scenario_id, s.goal_id, s.seq, s.retired_seq, &e.reason)?;
-    get_mut(&mut state.scenarios, e.scenario_id, "scenario")?.retired_seq = Some(seq);
+    let s = get_mut(&mut state.scenarios, e.scenario_id, "scenario")?;
+    s.retired_seq = Some(seq);
+    s.retired_reason = e.reason.clone();
     Ok(())
 }
 
@@ -507,7 +511,9 @@ pub fn apply_obligation_retired(
             ),
         ));
     }
-    get_mut(&mut state.obligations, e.obligation_id, "obligation")?.retired_seq = Some(seq);
+    let o = get_mut(&mut state.obligations, e.obligation_id, "obligation")?;
+    o.retired_seq = Some(seq);
+    o.retired_reason = e.reason.clone();
     Ok(())
 }
 

@@ -212,6 +212,10 @@ pub struct ScenarioState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retired_seq: Option<u64>,
     pub description: String,
+    /// The retirement's reason (derived by the fold from the entry `retired_seq` names, not
+    /// encoded: the state digest covers that entry already).
+    #[serde(skip)]
+    pub retired_reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -222,6 +226,9 @@ pub struct ObligationState {
     /// The seq of its retirement (`retireObligation`); absent while it is a requirement.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retired_seq: Option<u64>,
+    /// The retirement's reason (derived by the fold, not encoded, as for a scenario).
+    #[serde(skip)]
+    pub retired_reason: String,
     pub check_spec_id: Id,
     pub description: String,
     pub check_spec_digest: Digest,

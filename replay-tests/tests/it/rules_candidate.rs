@@ -771,6 +771,17 @@ fn requirements_of_an_earlier_revision_can_be_retired() {
     let mut want = [format!("obligation/{}", lid(OBLIGATION)), format!("scenario/{}", lid(0x42))];
     want.sort();
     assert_eq!(retired, want);
+    // Each names its retirement's entry and reason (outside review 57, P3).
+    assert!(
+        compiled
+            .manifest
+            .omission_decisions
+            .iter()
+            .filter(|o| o.rule == "freshness.requirementRetired")
+            .all(|o| o.reason.ends_with("): revision 2 accepts it") && o.reason.contains("(entry ")),
+        "{:?}",
+        compiled.manifest.omission_decisions
+    );
     // The bytes revision 1 rejected over the retired check are judged afresh.
     w.ok(Command::FreezeGeneration(FreezeGeneration {
         generation_id: lid(0x88),
