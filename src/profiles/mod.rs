@@ -99,6 +99,19 @@ pub struct ScanOutcome {
 
 /// The resources (source id, path) the task selections of open workflows' Attempts
 /// loaded: what a rescan stores first ([`scan::scan_keeping`]).
+/// What a rescan stores first: the resources open workflows' Attempts loaded, and every
+/// resource of a source the configured generation installs (outside review 61).
+fn kept_by_the_ledger(state: &State) -> std::collections::BTreeSet<(String, String)> {
+    let cp = &state.context_profiles;
+    let mut keep = loaded_by_open_workflows(state);
+    if let (Some(c), Some(registry)) = (cp.current(), cp.registry.as_ref()) {
+        for source in registry.sources.iter().filter(|s| c.plan.selected_ids.contains(&s.id)) {
+            keep.extend(source.resources.iter().map(|r| (source.id.clone(), r.path.clone())));
+        }
+    }
+    keep
+}
+
 fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String, String)> {
     state
         .attempts
@@ -114,7 +127,7 @@ fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String
 /// current registry is byte-identical, which is a no-op returning the existing snapshot.
 pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
-    let recorded = scan::scan_keeping(root, &loaded_by_open_workflows(ledger.state()))?;
+    let recorded = scan::scan_keeping(root, &kept_by_the_ledger(ledger.state()))?;
     let cp = &ledger.state().context_profiles;
     let existing = if cp.registry_digest == Some(recorded.registry_digest) {
         cp.registries.get(&recorded.registry_digest).copied()

@@ -789,12 +789,17 @@ pub fn scan_keeping(
     // case: no such name of one skill may be, in any case, a name of another (outside
     // review 20: `name: security-review` on skill `aaa`, then `name: SEC` beside a
     // directory `sec`, made `apply skill:…` route to the impostor and load its body), so
-    // every name a directive can cite means one skill.
+    // every name a directive can cite means one skill. Hyphens, underscores and spaces
+    // are alike too, as a query's citations read them (outside review 61: `code_review`
+    // beside `code-review` scanned, and "use the code_review skill" delivered the other).
+    let folded = |name: &str| -> String {
+        name.to_lowercase().chars().map(|c| if matches!(c, '_' | ' ') { '-' } else { c }).collect()
+    };
     let mut citable: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for source in &sources {
         let dir = source.id.strip_prefix("skill:").unwrap_or(&source.id);
         for name in [dir, source.name.as_str()] {
-            match citable.insert(name.to_lowercase(), (source.id.as_str(), name)) {
+            match citable.insert(folded(name), (source.id.as_str(), name)) {
                 Some((other, as_named)) if other != source.id => {
                     return Err(ScanError::DuplicateId(format!(
                         "skill {} is cited as {:?} and skill {} as {:?}: a directive could not tell them apart",
@@ -917,13 +922,30 @@ pub fn scan_keeping(
         });
     }
 
-    // Store bytes within the entry's bounds: first those `keep` names, then the rest, each
-    // in (id, path) order.
+    // Store bytes within the entry's bounds, in passes, each in (id, path) order: those
+    // `keep` names; then every resource of a source a profile names eager or required (a
+    // base); then every SKILL.md; then the rest — so a large routed-only skill sorting first
+    // cannot push a base's bytes, or any skill's instructions, out of the entry (outside
+    // review 61: `aaa-bigdocs` made the Lean base not loadable, and `set` and every
+    // `select` were refused).
+    let base: BTreeSet<&str> =
+        profiles.iter().flat_map(|p| p.eager.iter().chain(&p.required)).map(String::as_str).collect();
+    let pass_of = |id: &str, path: &str| {
+        if keep.contains(&(id.to_owned(), path.to_owned())) {
+            0
+        } else if base.contains(id) {
+            1
+        } else if path == "SKILL.md" {
+            2
+        } else {
+            3
+        }
+    };
     let mut stored: u64 = 0;
-    for first in [true, false] {
+    for pass in 0..4 {
         for source in &mut sources {
             for r in &mut source.resources {
-                if keep.contains(&(source.id.clone(), r.path.clone())) != first {
+                if pass_of(&source.id, &r.path) != pass {
                     continue;
                 }
                 if r.bytes > MAX_STORED_FILE_BYTES || stored.saturating_add(r.bytes) > MAX_STORED_TOTAL_BYTES

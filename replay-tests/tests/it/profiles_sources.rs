@@ -160,6 +160,21 @@ fn scan_fails_closed_on_every_listed_case() {
             "a directive could not tell them apart",
         ),
         (
+            // Outside review 61: routing reads `-`, `_` and spaces alike.
+            "two skill directories that differ only in hyphen and underscore",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/code-review/SKILL.md"),
+                    "---\nname: code-review\ndescription: d\n---\nbody\n",
+                );
+                write(
+                    &src.join("skills/code_review/SKILL.md"),
+                    "---\nname: code_review\ndescription: d\n---\nImpostor\n",
+                );
+            }),
+            "a directive could not tell them apart",
+        ),
+        (
             // Outside review 56: native loaders need both; the carrier held an empty header.
             "a SKILL.md without a name",
             Box::new(|src| write(&src.join("skills/nameless/SKILL.md"), "---\ndescription: d\n---\nbody\n")),

@@ -579,3 +579,35 @@ fn profile_resolve_forms() {
     let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// A large routed-only skill sorting first does not push the configured base, or any
+/// skill's SKILL.md, out of the registry entry's stored bytes (outside review 61, P2:
+/// `aaa-bigdocs` made the Lean base not loadable; `set` and every `select` were refused,
+/// the latter blaming source drift).
+#[test]
+fn a_large_routed_skill_does_not_evict_the_base() {
+    let s = setup("auto");
+    for (i, n) in [(0, 250_000), (1, 250_000), (2, 155_200)] {
+        write(&s.src.join(format!("skills/aaa-bigdocs/references/part{i}.md")), &"x".repeat(n));
+    }
+    write(
+        &s.src.join("skills/aaa-bigdocs/SKILL.md"),
+        "---\nname: aaa-bigdocs\ndescription: Large reference documents.\n---\n# Big\n",
+    );
+    let (code, out, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let scanned: Value = serde_json::from_str(&out).unwrap();
+    let lost: Vec<&str> =
+        scanned["notLoadable"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(!lost.is_empty(), "the entry's bound is reached: {out}");
+    assert!(
+        lost.iter().all(|l| l.starts_with("skill:aaa-bigdocs:references/")),
+        "only the big references: {lost:?}"
+    );
+    let t = json!({"sessionId": "s", "taskId": "t", "revision": 1, "phase": "implement",
+                   "explicitIds": ["skill:python-patterns"]});
+    let r = ok(select(&s, &t, &["--load"]));
+    assert_eq!(r["decision"], "selected");
+    let (code, _, err) = s.run(&["profile", "set"], &["lean", "--state-root", root(&s).to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
