@@ -64,13 +64,24 @@ pub struct SourceResource {
     /// The file was executable in the source tree (an execute bit set): a generation
     /// writes its copy 0700, so a skill's own script still runs (outside review 56). Absent
     /// when false: every registry scanned before it keeps its bytes and digests.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "true_only")]
     pub executable: bool,
 }
 
 /// `skip_serializing_if` for a flag absent when false.
 pub fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// A flag absent when false is, when present, `true`: a written-out `false` is a second
+/// encoding of the same value, which the canonical form forbids (outside review 62: it
+/// passed `verify` and `replay` with a different entry hash).
+fn true_only<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    if bool::deserialize(d)? {
+        Ok(true)
+    } else {
+        Err(de::Error::custom("`executable: false` is not canonical: the key is absent when false"))
+    }
 }
 
 /// One source (a skill) of the registry.

@@ -117,3 +117,36 @@ fn push_to_and_encoded_len_match_display_and_encode() {
     Id(u128::MAX).push_to(&mut max);
     assert_eq!(max, Id(u128::MAX).to_string());
 }
+
+/// A flag absent when false (`executable` of a registry resource) is refused written out as
+/// `false`, in a record and in a whole entry: one value, one encoding (outside review 62:
+/// such an entry passed `verify` and `replay` with another hash).
+#[test]
+fn a_flag_absent_when_false_is_refused_written_out() {
+    use ledger_schema::events::profile::SourceResource;
+    #[derive(serde::Serialize)]
+    struct Written<'a> {
+        path: &'a str,
+        bytes: u64,
+        digest: Digest,
+        executable: bool,
+    }
+    let digest = SourceResource::digest_of(b"x");
+    for (flag, ok) in [(true, true), (false, false)] {
+        let bytes = codec::encode(&Written { path: "run.sh", bytes: 1, digest, executable: flag });
+        let got = codec::decode::<SourceResource>(&bytes, MAX_ENTRY_BYTES);
+        assert_eq!(got.is_ok(), ok, "executable: {flag}: {got:?}");
+    }
+    // The whole entry: the appended sample with an executable resource, its `true` turned
+    // into `false` in place (same length), decoded as an entry.
+    let (_, sealed) = samples::chain()
+        .into_iter()
+        .find(|(name, _)| *name == "source_registry_recorded_with_an_executable")
+        .unwrap();
+    let key = b"jexecutable\xf5";
+    let at = sealed.bytes.windows(key.len()).position(|w| w == key).expect("the flag's bytes");
+    let mut forged = sealed.bytes.clone();
+    forged[at + key.len() - 1] = 0xf4;
+    assert!(Entry::decode(&forged).is_err(), "a written-out false is refused");
+    assert!(Entry::decode(&sealed.bytes).is_ok());
+}
