@@ -558,7 +558,12 @@ pub fn carries_manual_only(source: &RegistrySource, target: Target) -> bool {
             .and_then(|c| std::str::from_utf8(&c.0).ok().map(str::to_owned))
     };
     match target {
-        Target::Claude => text("SKILL.md").and_then(|t| parse_skill(&t).ok()).is_some_and(|m| m.manual_only),
+        // The flag as Claude's loader reads a boolean: unquoted (outside review 59 left a
+        // quoted `"true"` open — a YAML string, not the boolean).
+        Target::Claude => text("SKILL.md").is_some_and(|t| {
+            parse_skill(&t).is_ok_and(|m| m.manual_only)
+                && t.split(['\n', '\r']).any(|l| l.trim_end() == "disable-model-invocation: true")
+        }),
         Target::Codex => text("agents/openai.yaml").is_some_and(|t| codex_disables_implicit(&t)),
     }
 }

@@ -784,6 +784,15 @@ fn a_manual_only_skill_needs_its_targets_own_flag() {
     let (code, _, err) = set(&s, &root, &["full", "--target", "claude"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("disable-model-invocation"), "{err}");
+    // Claude's flag quoted is a string, not the boolean: it does not count for the carrier.
+    std::fs::write(
+        deploy.join("SKILL.md"),
+        "---\nname: deploy\ndescription: Deploy the service to staging.\ndisable-model-invocation: \"true\"\n---\n\n# Deploy\n",
+    )
+    .unwrap();
+    assert_eq!(s.scan().0, 0);
+    let (code, _, err) = set(&s, &root, &["full", "--target", "claude"]);
+    assert_eq!(code, 1, "a quoted flag: {err}");
 }
 
 /// A skill's executable file stays executable in its generation (outside review 56, P2: a
