@@ -458,6 +458,26 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
                     let directive =
                         target.starts_with("skill:") || words.get(j + 1).is_some_and(|k| *k == "skill");
                     let id = if directive { resolve(target) } else { None };
+                    // A name of several words (`name: Diff Reviewer`): those words, then
+                    // `skill` (outside review 63: only a one-word name was read).
+                    let id = id.or_else(|| {
+                        sources.iter().find_map(|s| {
+                            let name: Vec<String> = s
+                                .name
+                                .to_lowercase()
+                                .split(|c: char| c.is_whitespace() || matches!(c, '-' | '_'))
+                                .filter(|w| !w.is_empty())
+                                .map(str::to_owned)
+                                .collect();
+                            let n = name.len();
+                            (n > 1
+                                && words
+                                    .get(j..j + n)
+                                    .is_some_and(|ws| ws.iter().zip(&name).all(|(a, b)| a == b))
+                                && words.get(j + n).is_some_and(|k| *k == "skill"))
+                            .then(|| s.id.clone())
+                        })
+                    });
                     if let Some(id) = id {
                         cited.insert(id);
                     }

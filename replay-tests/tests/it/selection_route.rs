@@ -601,3 +601,34 @@ fn a_name_inside_a_compound_is_not_cited() {
             .unwrap();
     assert_eq!(e.decision, SelectionDecision::Pending);
 }
+
+/// A directive cites a skill by a name of several words too (outside review 63, P3: "use
+/// the Diff Reviewer skill" was never a directive, and a close second skill left it
+/// pending or ranked above it).
+#[test]
+fn a_directive_reads_a_name_of_several_words() {
+    let s = configured(&["--selection", "auto"]);
+    for (dir, name, desc) in [
+        ("diff-tool", "Diff Reviewer", "Review diffs line by line."),
+        ("diff-pro", "Diff Reviewer Pro", "Review diffs line by line."),
+    ] {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {name}\ndescription: {desc}\n---\n\n# {name}\n"),
+        );
+    }
+    assert_eq!(s.scan().0, 0);
+    let root = s.tmp.path().join("store");
+    let (code, _, err) =
+        s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
+    assert_eq!(code, 0, "{err}");
+    let st = state(&s);
+    for (q, want) in [
+        ("use the Diff Reviewer skill", "skill:diff-tool"),
+        ("please apply the diff reviewer pro skill", "skill:diff-pro"),
+        ("use the diff-tool skill", "skill:diff-tool"),
+    ] {
+        let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
+        assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("directive", ids(&[want])), "{q}: {e:?}");
+    }
+}
