@@ -341,6 +341,7 @@ pub fn negates(query: &str) -> bool {
             NEGATIONS.contains(&w)
                 || NEGATIONS_UNMARKED.contains(&w)
                 || REFUSALS.contains(&w)
+                || FORBIDDING.contains(&w)
                 || w.ends_with("n't")
         },
     )
@@ -398,8 +399,18 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
 
 /// Whether a word among the (up to three) words before a citation negates it.
 fn negated(before: &[&str]) -> bool {
-    before.iter().any(|b| NEGATIONS.contains(b) || NEGATIONS_UNMARKED.contains(b) || b.ends_with("n't"))
+    before.iter().any(|b| {
+        NEGATIONS.contains(b)
+            || NEGATIONS_UNMARKED.contains(b)
+            || REFUSALS.contains(b)
+            || FORBIDDING.contains(b)
+            || b.ends_with("n't")
+    })
 }
+
+/// Words that forbid what follows them in a sentence ("It is forbidden to use …", "Please
+/// refrain from using …": outside review 64).
+const FORBIDDING: [&str; 6] = ["refrain", "forbidden", "forbid", "prohibited", "prohibit", "mustn't"];
 
 /// The routable ids the query cites: as directives ([`directives`]), and by name anywhere
 /// (`mentions`: named as a skill, or as a compound name, anywhere) — both sorted, unique.
@@ -447,7 +458,9 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
                     if !DIRECTIVE_VERBS.contains(w) {
                         continue;
                     }
-                    if negated(words.get(i.saturating_sub(3)..i).unwrap_or_default()) {
+                    // Any negation earlier in the sentence (outside review 64: "I do not want
+                    // you to use the X skill" was a directive; routing/1–3 read three words).
+                    if negated(words.get(..i).unwrap_or_default()) {
                         continue;
                     }
                     let mut j = i + 1;
@@ -538,7 +551,9 @@ fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
     let at = |i: Option<usize>, of: &[String]| {
         i.and_then(|i| query.get(i)).is_some_and(|(w, _)| of.iter().any(|o| o == w))
     };
-    let mut named = BTreeSet::new();
+    // Each citation's span of words; one inside another's longer span (`Diff Reviewer` in
+    // `Diff Reviewer Pro`) is that other's, not a second citation.
+    let mut spans: Vec<(usize, usize, &str)> = Vec::new();
     for s in sources {
         let forms = [words(s.id.strip_prefix("skill:").unwrap_or(&s.id)), words(&s.name)];
         for form in forms.iter().filter(|f| !f.is_empty()) {
@@ -552,7 +567,10 @@ fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
                 {
                     continue;
                 }
-                let compound = form.len() > 1 && found.iter().skip(1).all(|(_, joined)| *joined);
+                // A name or directory of several words counts wherever it is written, joined
+                // or spaced (outside review 64: "… and the Diff Reviewer", "plus docker
+                // compose" were missed).
+                let compound = form.len() > 1;
                 let before = |k: usize| i.checked_sub(k);
                 if compound
                     || at(Some(j), &skill)
@@ -560,11 +578,16 @@ fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
                     || at(before(1), &skill)
                     || (at(before(1), &naming) && at(before(2), &skill))
                 {
-                    named.insert(s.id.clone());
+                    spans.push((i, j, s.id.as_str()));
                 }
             }
         }
     }
+    let inside = |&(i, j, _): &(usize, usize, &str)| {
+        spans.iter().any(|&(a, b, _)| a <= i && j <= b && (a, b) != (i, j))
+    };
+    let named: BTreeSet<String> =
+        spans.iter().filter(|span| !inside(span)).map(|&(_, _, id)| id.to_owned()).collect();
     named.into_iter().collect()
 }
 
@@ -594,6 +617,7 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
     };
     let ranked = rank(query, routable);
     let (directed, mentioned) = citations(query, routable);
+    let named = mentioned.clone();
     // Routing/4: a directive decides only when it is the one skill the query cites; any
     // other skill cited beside it ("and the Y skill", "skill:Y") leaves the choice open.
     let cited: Vec<String> = if policy == ROUTING_POLICY && !directed.is_empty() {
@@ -638,6 +662,24 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
     // cannot tell what is negated); a directive above reads the negation itself.
     if (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V3) && negates(query) {
         return none(REASON_NEGATED);
+    }
+    // Routing/4: with no directive, a query that names skills decides by ranking only when it
+    // names exactly the one ranking chooses; two named, or one ranking would not choose,
+    // leave the choice open, the named ones first (outside review 64: "… with the
+    // security-review skill and the code-review skill" ranked one of them alone).
+    if policy == ROUTING_POLICY && !named.is_empty() {
+        let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
+        if !(named.len() == 1 && top.is_some_and(|t| named.contains(&t.id))) {
+            let mut shortlist: Vec<SelectionCandidate> = named.iter().filter_map(|id| scored(id)).collect();
+            shortlist.extend(ranked.iter().filter(|c| !named.contains(&c.id)).cloned());
+            shortlist.truncate(MAX_SHORTLIST);
+            return Lexical {
+                root: None,
+                pending: true,
+                reason: REASON_SEVERAL_DIRECTIVES,
+                candidates: shortlist,
+            };
+        }
     }
     match ranked.as_slice() {
         [] => none(REASON_NO_MATCH),
@@ -1009,6 +1051,11 @@ pub fn decide(
             Some(root) => {
                 routable_rule(&root)?;
                 (vec![root], false, lex.reason)
+            }
+            // Routing/4: a query that refuses something is not overridden by the agent's ids
+            // (outside review 64: "don't use the X skill" with proposedIds [X] selected X).
+            None if lex.reason == REASON_NEGATED && policy == ROUTING_POLICY => {
+                (Vec::new(), false, REASON_NEGATED)
             }
             None if !task.proposed_ids.is_empty() => {
                 // The shortlist is recorded only where the query was ambiguous (its top under

@@ -447,6 +447,9 @@ pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> 
     Ok(())
 }
 
+/// Longest retirement reason (bytes).
+pub const MAX_RETIREMENT_REASON: usize = 1024;
+
 /// Whether a requirement of goal `goal` (a scenario or an obligation, `what` `id`) recorded
 /// at `recorded` and retired at `retired` may be retired now: once, with a reason, and only
 /// after a goal revision made after it was recorded — requirements change with the goal,
@@ -463,6 +466,15 @@ fn retirable(
     reason: &str,
 ) -> Result<(), RuleViolation> {
     required_text("reason", reason)?;
+    // The reason is copied into the omission of every later context of the goal: bounded,
+    // so retirements cannot grow an Attempt start past the entry bound (outside review 64:
+    // eighteen 60 KB reasons blocked every later Attempt of the goal).
+    ensure!(
+        reason.len() <= MAX_RETIREMENT_REASON,
+        Rule::OutOfBounds,
+        "a retirement's reason is {} bytes, over {MAX_RETIREMENT_REASON}",
+        reason.len()
+    );
     if let Some(at) = retired {
         return Err(super::violation(
             Rule::RequirementRetired,

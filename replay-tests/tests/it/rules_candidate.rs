@@ -725,6 +725,8 @@ fn requirements_of_an_earlier_revision_can_be_retired() {
     w.refused(retire_obligation(0x44, "not yet"), Rule::RequirementRetired);
     w.refused(retire_obligation(0x4f, "unknown"), Rule::Unknown);
     w.refused(retire_obligation(OBLIGATION, " "), Rule::OutOfBounds);
+    // Bounded: it is copied into every later context's omission (outside review 64).
+    w.refused(retire_obligation(OBLIGATION, &"x".repeat(1025)), Rule::OutOfBounds);
     // Revision 1's workflow is still open, with Evidence of the obligation: decided or
     // cancelled first (outside review 57).
     let err = w.fails(retire_obligation(OBLIGATION, "revision 2 accepts it"));

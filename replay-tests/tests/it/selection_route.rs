@@ -632,3 +632,45 @@ fn a_directive_reads_a_name_of_several_words() {
         assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("directive", ids(&[want])), "{q}: {e:?}");
     }
 }
+
+/// Outside review 64: with no directive, a query naming two skills, or one that ranking
+/// would not choose, is left pending (P2: ranking picked one of two named skills); a name
+/// of several words counts spaced too (P2); a negation anywhere before the verb, or a
+/// forbidding word, stops a directive (P2); the agent's proposed ids do not override a
+/// query that refuses something (P2).
+#[test]
+fn named_skills_negations_and_proposals_under_routing_4() {
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    let decide = |q: &str, proposed: &[&str]| {
+        let mut t = task(Some(q));
+        t.proposed_ids = ids(proposed);
+        decide_live(&st, &t, &Request::default()).unwrap()
+    };
+    for q in [
+        "roll out workloads to Kubernetes clusters with manifests and Helm charts, with the kubernetes skill and the docker-compose skill",
+        "Tune the slow PostgreSQL queries and add indexes, see the kubernetes skill",
+        "use the kubernetes skill plus docker compose",
+    ] {
+        let e = decide(q, &[]);
+        assert_eq!(
+            (e.decision, e.reason.as_str()),
+            (SelectionDecision::Pending, "several-directives"),
+            "{q}"
+        );
+    }
+    // One named skill that ranking chooses too: ranked as before.
+    let e = decide("Tune the slow PostgreSQL queries and add indexes with the postgres-tuning skill", &[]);
+    assert_eq!(e.selected_ids, ids(&["skill:postgres-tuning"]), "{e:?}");
+    for q in [
+        "I do not want you to use the kubernetes skill here",
+        "It is forbidden to use the kubernetes skill",
+        "Please refrain from using the kubernetes skill",
+    ] {
+        let e = decide(q, &[]);
+        assert!(e.selected_ids.is_empty(), "{q}: {e:?}");
+    }
+    let e = decide("don't use the kubernetes skill", &["skill:kubernetes"]);
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{e:?}");
+    assert!(e.selected_ids.is_empty());
+}
