@@ -383,7 +383,8 @@ pub fn clears_bar_as(policy: &str, top: &SelectionCandidate, second: Option<u32>
 }
 
 const DIRECTIVE_VERBS: [&str; 6] = ["use", "apply", "load", "follow", "invoke", "using"];
-const NEGATIONS: [&str; 9] = ["not", "no", "never", "don't", "dont", "without", "avoid", "instead", "nor"];
+const NEGATIONS: [&str; 12] =
+    ["not", "no", "never", "don't", "dont", "without", "avoid", "instead", "nor", "nobody", "none", "noone"];
 const QUESTION_WORDS: [&str; 16] = [
     "should", "can", "could", "would", "will", "do", "does", "did", "is", "are", "shall", "may", "why",
     "what", "which", "how",
@@ -442,7 +443,14 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
     };
     let mut cited = BTreeSet::new();
     let mut sentence = String::new();
-    for c in unquoted.chars().chain(std::iter::once('\n')) {
+    // A single line break is white space inside a sentence (a hard-wrapped prompt: outside
+    // review 65, "I do not want you to\nuse the X skill" was a directive); a blank line
+    // ends one.
+    let mut previous = ' ';
+    for c in unquoted.chars().chain("\n\n".chars()) {
+        let line_break = c == '\n';
+        let c = if line_break && previous != '\n' { ' ' } else { c };
+        previous = if line_break { '\n' } else { c };
         if matches!(c, '.' | '!' | '?' | ';' | '\n') {
             let question = c == '?';
             let words: Vec<&str> = sentence
@@ -642,6 +650,11 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
             };
         }
         [] => {}
+        // Routing/4: several cited in a query that also refuses something — which one it
+        // refuses cannot be told, so nothing is decided, and no proposal can pick the
+        // refused one (outside review 65: "don't use the X skill; use the Y skill" with
+        // `proposedIds: [X]` selected X).
+        _ if policy == ROUTING_POLICY && negates(query) => return none(REASON_NEGATED),
         several => {
             let mut shortlist: Vec<SelectionCandidate> = several.iter().filter_map(|id| scored(id)).collect();
             for c in &ranked {

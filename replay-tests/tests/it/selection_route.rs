@@ -534,6 +534,12 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
         "use the kubernetes skill and the docker\u{200B}compose skill",
     ] {
         let e = decide_live(&st, &task(Some(two)), &Request::default()).unwrap();
+        // A refusal beside the two decides nothing at all (outside review 65); otherwise
+        // the choice is pending with both first.
+        if sel::negates(two) {
+            assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{two}");
+            continue;
+        }
         assert_eq!(
             (e.decision, e.reason.as_str()),
             (SelectionDecision::Pending, "several-directives"),
@@ -673,4 +679,18 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     let e = decide("don't use the kubernetes skill", &["skill:kubernetes"]);
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{e:?}");
     assert!(e.selected_ids.is_empty());
+    // Outside review 65: a refusal beside another citation, a hard-wrapped refusal, and
+    // `nobody`/`none` — nothing is selected, and no proposal picks the refused skill.
+    for (q, proposed) in [
+        ("don't use the kubernetes skill; use the docker-compose skill", &["skill:kubernetes"][..]),
+        ("use the docker-compose skill, never the kubernetes skill", &["skill:kubernetes"]),
+        ("I do not want you to\nuse the kubernetes skill", &[]),
+        ("Nobody should use the kubernetes skill", &[]),
+        ("None of you should use the kubernetes skill", &[]),
+    ] {
+        let e = decide(q, proposed);
+        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
+    }
+    let e = decide("use the kubernetes skill\nfor the rollout", &[]);
+    assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])));
 }
