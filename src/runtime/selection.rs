@@ -336,21 +336,28 @@ fn recorded_clears_bar(e: &SelectionRecorded) -> bool {
 /// what is negated (outside review 53: "don't use kubernetes-deploy" ranked that skill on
 /// its two name words). It may still decide by a directive, which reads the negation.
 pub fn negates(query: &str) -> bool {
-    query.to_lowercase().replace(APOSTROPHES, "'").split(|c: char| !(c.is_alphanumeric() || c == '\'')).any(
-        |w| {
-            NEGATIONS.contains(&w)
-                || NEGATIONS_UNMARKED.contains(&w)
-                || REFUSALS.contains(&w)
-                || FORBIDDING.contains(&w)
-                || w.ends_with("n't")
-        },
-    )
+    // Read as a reader sees it (NFKC, the confusable skeleton, invisible characters dropped:
+    // outside review 66 — "n\u{AD}ot", a Cyrillic `о`, a fullwidth apostrophe), the word
+    // lists read the same way.
+    let read = |t: &str| super::goal::reading(&t.to_lowercase().replace(APOSTROPHES, "'"));
+    let query = read(query);
+    let listed: Vec<String> = NEGATIONS
+        .iter()
+        .chain(&NEGATIONS_UNMARKED)
+        .chain(&REFUSALS)
+        .chain(&FORBIDDING)
+        .map(|w| read(w))
+        .collect();
+    let nt = read("n't");
+    query
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .any(|w| listed.iter().any(|l| l == w) || w.ends_with(nt.as_str()))
 }
 
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 14] = [
+const REFUSALS: [&str; 27] = [
     "skip",
     "skipping",
     "exclude",
@@ -365,11 +372,25 @@ const REFUSALS: [&str; 14] = [
     "disabling",
     "forgo",
     "neither",
+    "forget",
+    "rather",
+    "banned",
+    "away",
+    "quit",
+    "cease",
+    "refuse",
+    "decline",
+    "mistake",
+    "nicht",
+    "kein",
+    "keine",
+    "hate",
 ];
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
 /// `'` (outside review 54: "don’t use …" was not a negation).
-const APOSTROPHES: [char; 3] = ['\u{2019}', '\u{2018}', '\u{2BC}'];
+const APOSTROPHES: [char; 8] =
+    ['\u{2019}', '\u{2018}', '\u{2BC}', '\u{B4}', '\u{201B}', '\u{2032}', '\u{FF07}', '`'];
 
 /// Contractions typed without their apostrophe (`dont` is among [`NEGATIONS`]).
 const NEGATIONS_UNMARKED: [&str; 10] =
@@ -447,10 +468,17 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
     // review 65, "I do not want you to\nuse the X skill" was a directive); a blank line
     // ends one.
     let mut previous = ' ';
-    for c in unquoted.chars().chain("\n\n".chars()) {
-        let line_break = c == '\n';
-        let c = if line_break && previous != '\n' { ' ' } else { c };
+    let chars: Vec<char> = unquoted.chars().chain("\n\n".chars()).collect();
+    for (k, &read) in chars.iter().enumerate() {
+        let line_break = read == '\n';
+        let mut c = if line_break && previous != '\n' { ' ' } else { read };
         previous = if line_break { '\n' } else { c };
+        // A `.` ends a sentence only before white space, and not in a run of dots: `3.2`,
+        // `docs/a.md`, "not... use" are inside one (outside review 66).
+        let dotted = |at: Option<usize>| at.and_then(|a| chars.get(a)) == Some(&'.');
+        if c == '.' && (chars.get(k + 1).is_some_and(|n| !n.is_whitespace()) || dotted(k.checked_sub(1))) {
+            c = ' ';
+        }
         if matches!(c, '.' | '!' | '?' | ';' | '\n') {
             let question = c == '?';
             let words: Vec<&str> = sentence
@@ -461,7 +489,9 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
                 .filter(|w| !w.is_empty())
                 .collect();
             let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
-            if !asks {
+            // Routing/4 reads a refusal anywhere in the directive's sentence, after the verb
+            // too ("Using the X skill is forbidden": outside review 66).
+            if !asks && !negates(&sentence) {
                 for (i, w) in words.iter().enumerate() {
                     if !DIRECTIVE_VERBS.contains(w) {
                         continue;
@@ -1069,6 +1099,13 @@ pub fn decide(
             // (outside review 64: "don't use the X skill" with proposedIds [X] selected X).
             None if lex.reason == REASON_NEGATED && policy == ROUTING_POLICY => {
                 (Vec::new(), false, REASON_NEGATED)
+            }
+            // Nor does the agent pick among, or past, the skills the user's own words named
+            // (outside review 66: "use the Y skill rather than the X skill" with
+            // `proposedIds: [X]` selected X; "use the X skill and the Y skill" with [Z]
+            // selected Z): the choice stays pending for the user or a provider's answer.
+            None if lex.reason == REASON_SEVERAL_DIRECTIVES && policy == ROUTING_POLICY => {
+                (Vec::new(), true, REASON_SEVERAL_DIRECTIVES)
             }
             None if !task.proposed_ids.is_empty() => {
                 // The shortlist is recorded only where the query was ambiguous (its top under

@@ -691,6 +691,22 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         let e = decide(q, proposed);
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
     }
+    // Outside review 66: a refusal after the verb, inside a dotted token's sentence, in other
+    // spellings, or in words the list now reads; proposals never pick past named skills.
+    for (q, proposed) in [
+        ("Using the kubernetes skill is forbidden", &[][..]),
+        ("Never, in version 3.2, use the kubernetes skill", &[]),
+        ("Do not... use the kubernetes skill", &[]),
+        ("Don\u{B4}t use the kubernetes skill", &[]),
+        ("Don\u{FF07}t use the kubernetes skill", &[]),
+        ("do n\u{AD}ot use the kubernetes skill", &[]),
+        ("Quit using the kubernetes skill", &[]),
+        ("use the docker-compose skill rather than the kubernetes skill", &["skill:kubernetes"]),
+        ("use the docker-compose skill and the kubernetes skill", &["skill:postgres-tuning"]),
+    ] {
+        let e = decide(q, proposed);
+        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
+    }
     let e = decide("use the kubernetes skill\nfor the rollout", &[]);
     assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])));
 }
