@@ -582,19 +582,10 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
 /// `review` and `code-review`, "use the code-review skill" went pending on `review`).
 #[test]
 fn a_name_inside_a_compound_is_not_cited() {
-    let s = configured(&["--selection", "auto"]);
-    for (dir, desc) in [("code-review", "Review code changes."), ("review", "Review anything.")] {
-        write(
-            &s.src.join(format!("skills/{dir}/SKILL.md")),
-            &format!("---\nname: {dir}\ndescription: {desc}\n---\n\n# {dir}\n"),
-        );
-    }
-    assert_eq!(s.scan().0, 0);
-    let root = s.tmp.path().join("store");
-    let (code, _, err) =
-        s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
-    assert_eq!(code, 0, "{err}");
-    let st = state(&s);
+    let st = with_skills(&[
+        ("code-review", "code-review", "Review code changes."),
+        ("review", "review", "Review anything."),
+    ]);
     for (q, want) in [
         ("use the code-review skill", vec!["skill:code-review"]),
         ("use the review skill", vec!["skill:review"]),
@@ -613,22 +604,10 @@ fn a_name_inside_a_compound_is_not_cited() {
 /// pending or ranked above it).
 #[test]
 fn a_directive_reads_a_name_of_several_words() {
-    let s = configured(&["--selection", "auto"]);
-    for (dir, name, desc) in [
+    let st = with_skills(&[
         ("diff-tool", "Diff Reviewer", "Review diffs line by line."),
         ("diff-pro", "Diff Reviewer Pro", "Review diffs line by line."),
-    ] {
-        write(
-            &s.src.join(format!("skills/{dir}/SKILL.md")),
-            &format!("---\nname: {name}\ndescription: {desc}\n---\n\n# {name}\n"),
-        );
-    }
-    assert_eq!(s.scan().0, 0);
-    let root = s.tmp.path().join("store");
-    let (code, _, err) =
-        s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
-    assert_eq!(code, 0, "{err}");
-    let st = state(&s);
+    ]);
     for (q, want) in [
         ("use the Diff Reviewer skill", "skill:diff-tool"),
         ("please apply the diff reviewer pro skill", "skill:diff-pro"),
@@ -709,4 +688,22 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     }
     let e = decide("use the kubernetes skill\nfor the rollout", &[]);
     assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])));
+}
+
+/// The `configured` auto ledger with `skills` (directory, name, description) added, scanned
+/// and configured again; its state.
+fn with_skills(skills: &[(&str, &str, &str)]) -> State {
+    let s = configured(&["--selection", "auto"]);
+    for (dir, name, desc) in skills {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {name}\ndescription: {desc}\n---\n\n# {name}\n"),
+        );
+    }
+    assert_eq!(s.scan().0, 0);
+    let root = s.tmp.path().join("store");
+    let (code, _, err) =
+        s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
+    assert_eq!(code, 0, "{err}");
+    state(&s)
 }
