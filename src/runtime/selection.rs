@@ -670,6 +670,13 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
             .cloned()
             .or_else(|| routable.iter().find(|s| s.id == id).map(|s| candidate(s, 0, Vec::new())))
     };
+    // Pending over the skills the query named, then the ranked rest (≤ MAX_SHORTLIST).
+    let named_first = |ids: &[String]| {
+        let mut shortlist: Vec<SelectionCandidate> = ids.iter().filter_map(|id| scored(id)).collect();
+        shortlist.extend(ranked.iter().filter(|c| !ids.contains(&c.id)).cloned());
+        shortlist.truncate(MAX_SHORTLIST);
+        Lexical { root: None, pending: true, reason: REASON_SEVERAL_DIRECTIVES, candidates: shortlist }
+    };
     match cited.as_slice() {
         [one] => {
             return Lexical {
@@ -685,21 +692,7 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
         // refused one (outside review 65: "don't use the X skill; use the Y skill" with
         // `proposedIds: [X]` selected X).
         _ if policy == ROUTING_POLICY && negates(query) => return none(REASON_NEGATED),
-        several => {
-            let mut shortlist: Vec<SelectionCandidate> = several.iter().filter_map(|id| scored(id)).collect();
-            for c in &ranked {
-                if !several.contains(&c.id) {
-                    shortlist.push(c.clone());
-                }
-            }
-            shortlist.truncate(MAX_SHORTLIST);
-            return Lexical {
-                root: None,
-                pending: true,
-                reason: REASON_SEVERAL_DIRECTIVES,
-                candidates: shortlist,
-            };
-        }
+        several => return named_first(several),
     }
     // Routing/3: a query that says not to do something decides nothing by ranking (it
     // cannot tell what is negated); a directive above reads the negation itself.
@@ -713,15 +706,7 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
     if policy == ROUTING_POLICY && !named.is_empty() {
         let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
         if !(named.len() == 1 && top.is_some_and(|t| named.contains(&t.id))) {
-            let mut shortlist: Vec<SelectionCandidate> = named.iter().filter_map(|id| scored(id)).collect();
-            shortlist.extend(ranked.iter().filter(|c| !named.contains(&c.id)).cloned());
-            shortlist.truncate(MAX_SHORTLIST);
-            return Lexical {
-                root: None,
-                pending: true,
-                reason: REASON_SEVERAL_DIRECTIVES,
-                candidates: shortlist,
-            };
+            return named_first(&named);
         }
     }
     match ranked.as_slice() {

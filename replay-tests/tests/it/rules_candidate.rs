@@ -303,12 +303,7 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
         s.evidence(0x90, 0x80, CheckResult::Fail, "failed")
     })
     .unwrap();
-    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
-    w.ok(Command::CancelWorkflow(CancelWorkflow {
-        workflow_id: lid(WORKFLOW),
-        workflow_version: version,
-        reason: "start over".into(),
-    }));
+    cancel_workflow(&mut w, WORKFLOW, "start over");
     if revised {
         w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
     }
@@ -443,12 +438,7 @@ fn a_workflow_left_at_an_earlier_content_does_not_hold_back_an_accept() {
             let err = w.fails(accept.clone());
             assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::Verdict), "{err}");
             assert!(err.to_string().contains("cannot decide"), "{err}");
-            let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
-            w.ok(Command::CancelWorkflow(CancelWorkflow {
-                workflow_id: lid(WORKFLOW),
-                workflow_version: version,
-                reason: "left at revision 1".into(),
-            }));
+            cancel_workflow(&mut w, WORKFLOW, "left at revision 1");
         }
         w.ok(accept);
     }
@@ -667,12 +657,7 @@ fn bytes_awaiting_judgment_elsewhere_cannot_be_accepted_first() {
     let err = w.fails(accept.clone());
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::Verdict), "{err}");
     assert!(err.to_string().contains("not yet judged"), "{err}");
-    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
-    w.ok(Command::CancelWorkflow(CancelWorkflow {
-        workflow_id: lid(WORKFLOW),
-        workflow_version: version,
-        reason: "the other workflow judges these bytes".into(),
-    }));
+    cancel_workflow(&mut w, WORKFLOW, "the other workflow judges these bytes");
     w.ok(accept);
     // Judged once per goal: a third workflow does not freeze the accepted bytes again.
     implemented_in_a_new_workflow(&mut w, 0x3f, 1, 0x89, 0x6c, 0x7c);
@@ -731,12 +716,7 @@ fn requirements_of_an_earlier_revision_can_be_retired() {
     // cancelled first (outside review 57).
     let err = w.fails(retire_obligation(OBLIGATION, "revision 2 accepts it"));
     assert!(err.to_string().contains("once that workflow is closed"), "{err}");
-    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
-    w.ok(Command::CancelWorkflow(CancelWorkflow {
-        workflow_id: lid(WORKFLOW),
-        workflow_version: version,
-        reason: "the goal was revised".into(),
-    }));
+    cancel_workflow(&mut w, WORKFLOW, "the goal was revised");
     w.ok(retire_obligation(OBLIGATION, "revision 2 accepts it"));
     let again = w.ok(retire_obligation(OBLIGATION, "revision 2 accepts it"));
     assert!(again.duplicate, "an identical redelivery is a duplicate");
@@ -840,14 +820,6 @@ fn a_retirement_that_loosens_nothing_reopens_nothing() {
             change_set_digest: digest_of("change set"),
         })
     };
-    let cancel = |w: &mut World| {
-        let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
-        w.ok(Command::CancelWorkflow(CancelWorkflow {
-            workflow_id: lid(WORKFLOW),
-            workflow_version: version,
-            reason: "revised".into(),
-        }));
-    };
     // The check failed on `failed` (no decision: the workflow was cancelled); its
     // obligation is retired and recorded again, the same.
     let mut w = World::at(Stage::Frozen);
@@ -857,7 +829,7 @@ fn a_retirement_that_loosens_nothing_reopens_nothing() {
         s.evidence(0x90, 0x80, CheckResult::Fail, "failed")
     })
     .unwrap();
-    cancel(&mut w);
+    cancel_workflow(&mut w, WORKFLOW, "revised");
     w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
     w.ok(retire_obligation(OBLIGATION));
     w.ok(Command::RecordObligation(RecordObligation {
@@ -873,12 +845,7 @@ fn a_retirement_that_loosens_nothing_reopens_nothing() {
     assert!(err.to_string().contains("failed check"), "{err}");
     // … and under a new check spec id for the same check (outside review 58): the same.
     w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 3, content: goal_content() }));
-    let v = w.ledger.state().workflows[&lid(0x2f)].version;
-    w.ok(Command::CancelWorkflow(CancelWorkflow {
-        workflow_id: lid(0x2f),
-        workflow_version: v,
-        reason: "x".into(),
-    }));
+    cancel_workflow(&mut w, 0x2f, "x");
     w.ok(retire_obligation(0x44));
     w.ok(Command::RecordObligation(RecordObligation {
         obligation_id: lid(0x47),
@@ -938,4 +905,14 @@ fn rejected_terminally(reason: &str) -> (World, ledger_schema::Digest) {
     })
     .unwrap();
     (w, x)
+}
+
+/// Cancels workflow `wf` at its current version.
+fn cancel_workflow(w: &mut World, wf: u128, reason: &str) {
+    let version = w.ledger.state().workflows[&lid(wf)].version;
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(wf),
+        workflow_version: version,
+        reason: reason.to_owned(),
+    }));
 }
