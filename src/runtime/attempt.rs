@@ -417,7 +417,7 @@ fn check_thread(
 /// What a Thread started at `since` (an Attempt's start) was given from goal `goal` and
 /// workflow `workflow` that has been withdrawn from the context since: a Human Decision
 /// superseded by a later answer, a CONFIRMED fact invalidated, a project source superseded
-/// by a later record of its path, a blocker resolved (seed: "a resumed Thread does not make
+/// by a later record of its path, a scenario or obligation retired, a blocker resolved (seed: "a resumed Thread does not make
 /// its history authoritative" — continuing it would keep the withdrawn item beside the
 /// current context, which omits it without a word; outside reviews 41 and 43).
 fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<String> {
@@ -445,6 +445,20 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
         if let Some((old, _)) = sources.iter().find(|(_, s)| s.seq < since && s.path == newer.path) {
             return Some(format!("project source {old} ({}), superseded by {id}", newer.path));
         }
+    }
+    // A requirement retired since (outside review 67: the resumed Thread held the retired
+    // obligation and scenario while the new package omitted them).
+    let retired =
+        |seq: u64, retired_seq: Option<u64>| seq < since && retired_seq.is_some_and(|at| at > since);
+    if let Some((id, _)) =
+        state.scenarios.iter().find(|(_, s)| s.goal_id == goal && retired(s.seq, s.retired_seq))
+    {
+        return Some(format!("scenario {id}, retired"));
+    }
+    if let Some((id, _)) =
+        state.obligations.iter().find(|(_, o)| o.goal_id == goal && retired(o.seq, o.retired_seq))
+    {
+        return Some(format!("obligation {id}, retired"));
     }
     state
         .blockers

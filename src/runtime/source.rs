@@ -143,6 +143,28 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
         e.fact_id,
         e.revision
     );
+    // One statement is one fact of a goal: the same statement again under another id — read
+    // as decision questions are compared (case, spacing, invisible characters, a closing
+    // mark) — would reach workers twice as authority (outside review 67). An invalidated
+    // one is no longer stated.
+    let key = question_key(&e.statement);
+    if let Some((other, f)) = state.facts.iter().find(|(id, f)| {
+        **id != e.fact_id
+            && f.goal_id == e.goal_id
+            && f.status != FactStatus::Invalidated
+            && question_key(&f.statement) == key
+    }) {
+        return Err(super::violation(
+            Rule::FactStatus,
+            format!(
+                "fact {other} (revision {}, {}) already states this for goal {}: one statement is one fact — \
+                 confirm or revise that one",
+                f.revision,
+                super::wire(&f.status),
+                e.goal_id
+            ),
+        ));
+    }
     state.facts.insert(
         e.fact_id,
         FactState {
@@ -432,6 +454,19 @@ pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> 
             ),
         ));
     }
+    // Each obligation in force needs its own passing Evidence record before an ACCEPT, and a
+    // decision cites at most MAX_ITEMS records: a goal holds no more obligations in force, so
+    // the signal to split the task comes when the task is stated, not after its work (outside
+    // review 67: the 129th obligation was admitted and run, and only REJECT_TERMINAL was left).
+    let in_force =
+        state.obligations.values().filter(|o| o.goal_id == e.goal_id && o.retired_seq.is_none()).count();
+    ensure!(
+        in_force < super::MAX_ITEMS,
+        Rule::OutOfBounds,
+        "goal {} already holds {in_force} obligations in force, the most one Acceptance decision can cite Evidence for ({}): split the task into smaller goals, or retire one",
+        e.goal_id,
+        super::MAX_ITEMS
+    );
     state.obligations.insert(
         e.obligation_id,
         ObligationState {

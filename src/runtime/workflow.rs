@@ -98,7 +98,9 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
         e.plan.is_some()
     );
     // A plan id names one plan: bound by another workflow with another digest, it would be
-    // two plans under one identity (a substituted pair).
+    // two plans under one identity (a substituted pair). And a plan verifies one goal: bound
+    // by a workflow of another goal, it would stand as that goal's verification plan too
+    // (outside review 67).
     if let Some(plan) = e.plan {
         let other = state
             .workflows
@@ -112,6 +114,19 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
                     plan.id,
                     w.plan.map(|p| p.digest).unwrap_or_default(),
                     plan.digest
+                ),
+            ));
+        }
+        let other_goal = state
+            .workflows
+            .iter()
+            .find(|(_, w)| w.goal_id != e.goal_id && w.plan.is_some_and(|p| p.id == plan.id));
+        if let Some((id, w)) = other_goal {
+            return Err(super::violation(
+                Rule::PlanPair,
+                format!(
+                    "plan {} is the verification plan of goal {} (bound by workflow {id}); a workflow of goal {} commits its own",
+                    plan.id, w.goal_id, e.goal_id
                 ),
             ));
         }

@@ -583,7 +583,21 @@ fn resume_is_refused_after_authority_was_withdrawn() {
     w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0xe5), resolution: "done".into() }));
     let err = w.fails(on(0x6e, 0x6d, ThreadChoice::Resume, 0x31));
     assert!(err.to_string().contains(&format!("blocker {}, resolved", lid(0xe5))), "{err}");
-    w.ok(on(0x6e, 0x6f, ThreadChoice::Fresh, 0x31));
+    first(&mut w, 0x6e, 0x6f);
+    // An obligation or a scenario the Thread was given, retired since: withdrawn too
+    // (outside review 67, P1).
+    w.ok(Command::RetireObligation(RetireObligation {
+        obligation_id: lid(OBLIGATION),
+        reason: "dropped".into(),
+    }));
+    let err = w.fails(on(0x70, 0x6f, ThreadChoice::Resume, 0x31));
+    assert_eq!(rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
+    assert!(err.to_string().contains(&format!("obligation {}, retired", lid(OBLIGATION))), "{err}");
+    first(&mut w, 0x70, 0x71);
+    w.ok(Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "dropped".into() }));
+    let err = w.fails(on(0x72, 0x71, ThreadChoice::Resume, 0x31));
+    assert!(err.to_string().contains(&format!("scenario {}, retired", lid(0x42))), "{err}");
+    w.ok(on(0x72, 0x73, ThreadChoice::Fresh, 0x31));
 }
 
 /// A forged Attempt start that breaks the thread policy is refused by the admission step

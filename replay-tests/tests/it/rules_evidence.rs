@@ -204,3 +204,34 @@ fn a_generation_holds_no_more_evidence_than_a_decision_can_cite() {
         reasons: vec!["every check passed".into()],
     }));
 }
+
+/// A goal holds at most 128 obligations in force — each needs its own passing Evidence
+/// record, and a decision cites at most 128 — so a 129th is refused when it is recorded,
+/// before any work is dispatched (outside review 67: it was admitted and run, and then only
+/// REJECT_TERMINAL was left); a retired obligation frees its place.
+#[test]
+fn a_goal_holds_no_more_obligations_than_a_decision_can_cite_evidence_for() {
+    let obligation = |i: u128| {
+        Command::RecordObligation(RecordObligation {
+            obligation_id: lid(0x2000 + i),
+            goal_id: lid(GOAL),
+            description: format!("check {i} passes"),
+            check_spec_id: lid(0x3000 + i),
+            check_spec_digest: digest_of(&format!("check {i}")),
+        })
+    };
+    let mut w = World::at(Stage::Setup);
+    for i in 1..128 {
+        w.ok(obligation(i));
+    }
+    let err = w.fails(obligation(128));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(err.to_string().contains("128 obligations in force"), "{err}");
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    w.ok(Command::RetireObligation(RetireObligation {
+        obligation_id: lid(0x2001),
+        reason: "restated".into(),
+    }));
+    w.ok(obligation(128));
+    w.fails(obligation(129));
+}

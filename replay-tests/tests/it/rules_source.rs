@@ -50,7 +50,7 @@ fn fact_status_reproposal() {
             fact_id: lid(id),
             goal_id: lid(GOAL),
             revision,
-            statement: "a new statement".into(),
+            statement: format!("a new statement of fact {id:#x}"),
             provenance: "worker".into(),
         })
     };
@@ -64,6 +64,37 @@ fn fact_status_reproposal() {
     w.ok(invalidate(0x50, Some("human:bob")));
     w.ok(propose(0x50, 2));
     assert_eq!(w.ledger.state().facts[&lid(0x50)].status, FactStatus::Proposed);
+}
+
+/// One statement is one fact of a goal (outside review 67: the same statement confirmed
+/// twice reached workers twice as authority): the same statement under another id — read
+/// as decision questions are compared: case, spacing, a closing mark — is refused while the
+/// first is not invalidated; another goal may state it, and so may a fact after the first
+/// was invalidated.
+#[test]
+fn a_statement_is_one_fact_of_a_goal() {
+    let mut w = World::at(Stage::Setup);
+    let propose = |id: u128, goal: u128, statement: &str| {
+        Command::ProposeFact(ProposeFact {
+            fact_id: lid(id),
+            goal_id: lid(goal),
+            revision: 1,
+            statement: statement.into(),
+            provenance: "worker".into(),
+        })
+    };
+    let stated = w.ledger.state().facts[&lid(0x50)].statement.clone();
+    let err = w.fails(propose(0x5e, GOAL, &stated));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::FactStatus), "{err}");
+    assert!(
+        err.to_string().contains(&format!("fact {} (revision 1, CONFIRMED) already states this", lid(0x50))),
+        "{err}"
+    );
+    w.refused(propose(0x5e, GOAL, &format!("  {}.", stated.to_uppercase())), Rule::FactStatus);
+    w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: goal_content() }));
+    w.ok(propose(0x5e, 0x21, &stated));
+    w.ok(invalidate(0x50, Some("human:bob")));
+    w.ok(propose(0x5f, GOAL, &stated));
 }
 
 fn invalidate(id: u128, by: Option<&str>) -> Command {

@@ -86,6 +86,24 @@ fn plan_pair_present_exactly_under_protection() {
     substituted.digest = digest_of("another plan");
     w.refused(start(0x34, 1, PROTECTED_PROFILE, Some(substituted)), Rule::PlanPair);
     w.ok(start(0x35, 1, PROTECTED_PROFILE, Some(plan_pair())));
+    // A plan verifies one goal: another goal's workflow may not bind it (outside review 67).
+    w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: goal_content() }));
+    let other_goal = |id: u128, plan| {
+        Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(id),
+            goal_id: lid(0x21),
+            goal_revision: 1,
+            policy_id: lid(POLICY),
+            profile_id: lid(PROTECTED_PROFILE),
+            plan: Some(plan),
+        })
+    };
+    let err = w.fails(other_goal(0x36, plan_pair()));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PlanPair), "{err}");
+    assert!(err.to_string().contains("verification plan of goal"), "{err}");
+    let mut its_own = plan_pair();
+    its_own.id = lid(0x7ff);
+    w.ok(other_goal(0x36, its_own));
 }
 
 /// Phases advance one step with version +1; skipping, repeating or a wrong version is refused.

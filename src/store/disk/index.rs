@@ -66,6 +66,14 @@ pub(super) fn open_sled_read(path: &Path) -> Result<sled::Db, OpenError> {
     open_sled_config(path, VERIFY_SLED_CACHE_BYTES, false)
 }
 
+/// [`open_sled_read`] again, for a cursor that has already opened `path` once in this
+/// audit: the probe of every file's permissions ([`refused_file`]) is not repeated — it
+/// costs a stat, an open and an `access` per blob file, at every reopen (a cost growing with
+/// the ledger at each of a growing number of reopens).
+fn reopen_sled_read(path: &Path) -> Result<sled::Db, OpenError> {
+    open_sled_probed(path, VERIFY_SLED_CACHE_BYTES, false)
+}
+
 /// Is sled's own lock file (`db`, flocked by sled while open) held by another handle?
 pub(super) fn sled_lock_held(path: &Path) -> bool {
     File::open(path.join("db"))
@@ -85,6 +93,14 @@ pub(super) fn open_sled_config(path: &Path, cache_bytes: u64, flusher: bool) -> 
         return Err(OpenError::SledMissing(path.to_path_buf()));
     }
     refused_file(path)?;
+    open_sled_probed(path, cache_bytes, flusher)
+}
+
+/// [`open_sled_config`] after its checks of `path` have passed.
+fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled::Db, OpenError> {
+    if !path.is_dir() {
+        return Err(OpenError::SledMissing(path.to_path_buf()));
+    }
     let started = std::time::Instant::now();
     // Whether the last failed open was followed by a probe that found the lock free: the
     // holder may have let go between sled's attempt and our probe, so such a failure earns
@@ -450,7 +466,7 @@ impl Iterator for SledCursor {
             self.read = 0;
         }
         if self.iter.is_none() {
-            let db = match open_sled_read(&self.path) {
+            let db = match reopen_sled_read(&self.path) {
                 Ok(db) => db,
                 Err(OpenError::Sled(e)) => return Some(Err(e)),
                 Err(e) => return Some(Err(sled::Error::Io(std::io::Error::other(e.to_string())))),
