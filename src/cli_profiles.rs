@@ -351,8 +351,10 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
             // Drift needs a configured generation to drift from.
             if st.registry_current || st.generation_digest.is_none() {
                 ""
+            } else if st.generation_stale {
+                "  STALE: the sources it installs changed since (source drift): every select is refused until `ledger profile set`"
             } else {
-                "  (a newer registry was recorded since: source drift)"
+                "  (a newer registry was recorded since: drift in routed sources only; selections route over it)"
             },
             if st.recovery_required { "  RECOVERY REQUIRED: run `ledger profile recover`" } else { "" }
         ),

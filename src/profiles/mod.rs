@@ -191,9 +191,14 @@ pub struct ProfileStatus {
     pub selected_ids: Vec<String>,
     pub plan_digest: Option<Digest>,
     pub registry_digest: Option<Digest>,
-    /// False when a newer registry snapshot was recorded since (source drift): `set` again
-    /// to move to it.
+    /// False when a newer registry snapshot was recorded since the current revision (source
+    /// drift): `set` again to move to it.
     pub registry_current: bool,
+    /// The drift changes the configured generation (a source it installs changed): every
+    /// `select` and `resolve --state-root` is refused until `profile set` (seed 003: "stale
+    /// source generations" are rejected). False when the drift touched only routed sources
+    /// (selections route over the newest registry) or there is none.
+    pub generation_stale: bool,
     pub generation_digest: Option<Digest>,
     pub generation_root: Option<String>,
     pub state_root: Option<String>,
@@ -242,10 +247,11 @@ impl PlanInput {
 }
 
 fn status_of(
-    cp: &ContextProfiles,
+    state: &State,
     root_override: Option<&Path>,
     outcome: &str,
 ) -> Result<ProfileStatus, ProfileError> {
+    let cp = &state.context_profiles;
     let Some(c) = cp.current() else {
         return Ok(ProfileStatus {
             revision: 0,
@@ -258,6 +264,7 @@ fn status_of(
             plan_digest: None,
             registry_digest: None,
             registry_current: cp.registry_digest.is_some(),
+            generation_stale: false,
             generation_digest: None,
             generation_root: None,
             state_root: None,
@@ -277,6 +284,7 @@ fn status_of(
         plan_digest: Some(c.plan_digest),
         registry_digest: Some(c.registry_digest),
         registry_current: cp.registry_digest == Some(c.registry_digest),
+        generation_stale: crate::runtime::selection::stale_generation(state).is_some(),
         generation_digest: Some(c.generation_digest),
         generation_root: Some(generation::generation_dir(&root, c.generation_digest).display().to_string()),
         state_root: Some(c.state_root.clone()),
@@ -454,6 +462,9 @@ pub fn set(
     expected: Option<u32>,
     dry_run: bool,
 ) -> Result<ProfileStatus, ProfileError> {
+    // The state root's own form first, as `status` checks it (outside review 68: a relative
+    // one was refused by the revision rule, its message prefixed with the rule's name).
+    generation::root_path(root)?;
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let cp = &ledger.state().context_profiles;
     check_expected(cp, expected)?;
@@ -476,9 +487,12 @@ pub fn set(
         generation_digest: manifest.digest(),
     };
     let ledger_id = ledger.store().head().ledger;
+    // Over a newer registry the same generation is a new revision (outside review 68: after
+    // drift in routed sources only, `set` was a no-op and the drift note stayed for good).
     if let Some(c) = cp.current()
         && c.selection == event.selection
         && c.generation_digest == event.generation_digest
+        && c.registry_digest == registry_digest
         && c.state_root == state_root
     {
         generation::check_root(root, ledger_id, generation::RootUse::Existing)?;
@@ -486,7 +500,7 @@ pub fn set(
             return Err(GenerationError::RecoveryRequired(state_root).into());
         }
         verify_current(&ledger, root)?;
-        return status_of(cp, None, "no-op");
+        return status_of(ledger.state(), None, "no-op");
     }
     admissible(&ledger, &event)?;
     if dry_run {
@@ -494,7 +508,7 @@ pub fn set(
         generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
         verify_current(&ledger, root)?;
         generation::preflight(root, event.generation_digest, &manifest)?;
-        let mut preview = status_of(cp, None, "dry-run")?;
+        let mut preview = status_of(ledger.state(), None, "dry-run")?;
         preview.revision = event.revision;
         preview.profile_id = Some(plan.profile.clone());
         preview.target = Some(plan.target);
@@ -505,6 +519,7 @@ pub fn set(
         preview.plan_digest = Some(event.plan_digest);
         preview.registry_digest = Some(registry_digest);
         preview.registry_current = true;
+        preview.generation_stale = false;
         preview.generation_digest = Some(event.generation_digest);
         preview.generation_root =
             Some(generation::generation_dir(root, event.generation_digest).display().to_string());
@@ -514,7 +529,7 @@ pub fn set(
     generation::check_root(root, ledger_id, generation::RootUse::Create)?;
     verify_current(&ledger, root)?;
     transact(&mut ledger, root, event, &manifest, &contents)?;
-    status_of(&ledger.state().context_profiles, None, "set")
+    status_of(ledger.state(), None, "set")
 }
 
 /// A manual-only skill a plan installs must say so in its target's own native form, or
@@ -574,7 +589,7 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     };
     store::replay_journal(dir, &mut fold)?;
     let cp = &state.context_profiles;
-    let report = status_of(cp, root, "status")?;
+    let report = status_of(&state, root, "status")?;
     if let Some(c) = cp.current() {
         // Another state root than the configured one holds no generation of this profile:
         // say so, as `rollback` does, rather than fail on a missing directory in it.
@@ -631,7 +646,7 @@ pub fn mode(
         ProfileError::Refused("no profile is configured: run `ledger profile set` first".into())
     })?;
     if c.selection.mode == mode {
-        return status_of(cp, None, "no-op");
+        return status_of(ledger.state(), None, "no-op");
     }
     let event = ProfileRevisionRecorded {
         action: RevisionAction::Mode,
@@ -645,12 +660,13 @@ pub fn mode(
     };
     admissible(&ledger, &event)?;
     ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
-    status_of(&ledger.state().context_profiles, None, "mode")
+    status_of(ledger.state(), None, "mode")
 }
 
 /// `profile rollback`: a new revision returning to the revision before the current one
 /// (its generation and its selection: profile, target, include, exclude, mode).
 pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus, ProfileError> {
+    generation::root_path(root)?;
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let cp = &ledger.state().context_profiles;
     check_expected(cp, Some(expected))?;
@@ -681,12 +697,26 @@ pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus,
     };
     let plan = back.plan.clone();
     admissible(&ledger, &event)?;
+    // A generation stale against the sources recorded since would be refused by every
+    // `select` (seed 003 rejects "stale source generations"): refused here, changing
+    // nothing, rather than recorded as a configuration nothing can use (outside review 68).
+    let mut after = ledger.state().clone();
+    rp::apply_revision(&mut after, &event, ledger.store().head().seq + 1)
+        .map_err(|v| ProfileError::Refused(v.to_string()))?;
+    if let Some(newest) = crate::runtime::selection::stale_generation(&after) {
+        return Err(ProfileError::Refused(format!(
+            "revision {to}'s generation was planned over registry {}, and the sources changed since: it is \
+             stale against registry {newest}, so every select would refuse it — run `ledger profile set` with \
+             the selection you want over the current sources instead",
+            event.registry_digest
+        )));
+    }
     let registry = registry_by_digest(&ledger, event.registry_digest)?;
     let (manifest, contents) = manifest_of(&registry, &plan)?;
     generation::check_root(root, ledger.store().head().ledger, generation::RootUse::Existing)?;
     verify_current(&ledger, root)?;
     transact(&mut ledger, root, event, &manifest, &contents)?;
-    status_of(&ledger.state().context_profiles, None, "rollback")
+    status_of(ledger.state(), None, "rollback")
 }
 
 /// With no transaction to finish: rebuilds the configured generation from the ledger's
@@ -752,7 +782,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     let _lock = generation::lock(root)?;
     let Some(txn) = generation::read_txn(root)? else {
         let outcome = if repair_saved_state(&ledger, root)? { "repaired" } else { "nothing-to-recover" };
-        return status_of(&ledger.state().context_profiles, Some(root), outcome);
+        return status_of(ledger.state(), Some(root), outcome);
     };
     let bad = |reason: &str| GenerationError::BadTransaction {
         path: root.join(generation::TXN_FILE).display().to_string(),
@@ -804,5 +834,5 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         generation::roll_back(root, &txn, &manifest)?;
         "rolled-back"
     };
-    status_of(&ledger.state().context_profiles, Some(root), outcome)
+    status_of(ledger.state(), Some(root), outcome)
 }

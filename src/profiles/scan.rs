@@ -111,9 +111,18 @@ pub fn shown(text: &str) -> String {
     out
 }
 
-/// A path for a message, escaped by [`shown`].
+/// A path for a message, escaped by [`shown`], each byte that is not UTF-8 as `\xHH`
+/// (outside review 68: they showed as U+FFFD, so two different bad names printed alike).
 fn disp(path: &Path) -> String {
-    shown(&path.display().to_string())
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(&shown(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ScanError + '_ {
@@ -223,6 +232,22 @@ fn walk(
         names.push(name);
     }
     names.sort();
+    // Two names of one folder that differ only in case are one file on a case-insensitive
+    // filesystem (macOS, Windows — both Codex platforms): a generation written there would
+    // collide, or a loader read the other file (outside review 68: `notes.md` beside
+    // `NOTES.md`, `skill.md` beside `SKILL.md`).
+    let mut folded = BTreeMap::new();
+    for name in names.iter().filter(|n| !ignored(n)) {
+        if let Some(other) = folded.insert(name.to_lowercase(), name) {
+            return Err(meta(
+                &dir.join(name),
+                format!(
+                    "differs from {:?} in the same folder only in case: a case-insensitive filesystem (macOS, Windows) holds one file for both",
+                    shown(other)
+                ),
+            ));
+        }
+    }
     for name in names {
         if ignored(&name) {
             continue;
@@ -698,7 +723,12 @@ pub fn scan_keeping(
         }
         // A SKILL.md deeper in the folder is another skill to a native loader that searches
         // folders (Codex does), one the registry would not list (outside review 52): refused.
-        if let Some(nested) = raw.iter().find(|r| r.path.ends_with("/SKILL.md")) {
+        // Compared without regard to case: on a case-insensitive filesystem (macOS, Windows)
+        // `sub/skill.md` is the file a loader opening `sub/SKILL.md` reads (outside review 68).
+        if let Some(nested) = raw
+            .iter()
+            .find(|r| r.path.rsplit_once('/').is_some_and(|(_, file)| file.eq_ignore_ascii_case("SKILL.md")))
+        {
             return Err(meta(
                 &path.join(&nested.path),
                 "a SKILL.md inside a skill's folder: a native loader would see another skill the registry does not list",
@@ -863,6 +893,18 @@ pub fn scan_keeping(
                         }
                     })?;
                 if !source.resources.iter().any(|r| r.path == inside) {
+                    // A file the scanner never records (outside review 68: it was "missing").
+                    if inside.split('/').any(ignored) {
+                        return Err(meta(
+                            &pack,
+                            format!(
+                                "{} lists required resource {}, a file the scanner ignores ({}): it is never delivered",
+                                shown(&skill.id),
+                                shown(&path),
+                                "__pycache__, .gitignore, .DS_Store, .git, Thumbs.db, *.pyc, *.pyo"
+                            ),
+                        ));
+                    }
                     return Err(ScanError::Missing(format!(
                         "{} (a required resource of {})",
                         shown(&path),

@@ -758,13 +758,17 @@ pub fn apply_revision(state: &mut State, e: &ProfileRevisionRecorded, seq: u64) 
                 e.generation_digest,
                 manifest.digest()
             );
+            // Over a newer registry the same generation is a revision: it moves the profile
+            // to the current sources (outside review 68: after drift in routed sources only
+            // nothing could, and the drift stayed reported for good).
             if let Some(c) = current {
                 ensure!(
                     !(c.selection == e.selection
                         && c.generation_digest == e.generation_digest
+                        && c.registry_digest == e.registry_digest
                         && c.state_root == e.state_root),
                     Rule::ProfileRevision,
-                    "the same generation with the same selection is the current revision (a no-op)"
+                    "the same generation with the same selection over the same registry is the current revision (a no-op)"
                 );
             }
             plan

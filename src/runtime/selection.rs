@@ -133,7 +133,9 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SelectionError {
-    #[error("no profile is configured: run `ledger profile set` first")]
+    #[error(
+        "no profile is configured: run `ledger profile set` first (a first `profile set` that was interrupted shows in `ledger profile status DIR --state-root ROOT`; `ledger profile recover` finishes it)"
+    )]
     NotConfigured,
     #[error(
         "the configured generation is stale: registry {current} (source drift) changes it: run `ledger profile set` again"
@@ -878,6 +880,16 @@ fn configured(state: &State) -> Result<(Cow<'_, Plan>, &Registry, u32, Digest), 
         Cow::Owned(plan)
     };
     Ok((plan, registry, cp.revision(), current_digest))
+}
+
+/// The newest registry's digest when the configured generation is stale against it — what
+/// every selection then refuses ([`SelectionError::StaleSource`]); `None` when selections
+/// route (no drift, or drift in routed sources only) or nothing is configured.
+pub fn stale_generation(state: &State) -> Option<Digest> {
+    match configured(state) {
+        Err(SelectionError::StaleSource { current }) => Some(current),
+        _ => None,
+    }
 }
 
 /// The sources task routing may choose: the plan's `routedIds`.

@@ -852,3 +852,73 @@ fn a_setgid_state_root_is_refused_before_anything_is_written() {
     }
     assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0, "nothing written");
 }
+
+/// Source drift as `status` reports it (outside review 68): `generationStale` says whether
+/// the drift changes the configured generation (every `select` is then refused) or touched
+/// only routed sources (selections route over the newest registry); `set` with the same
+/// flags after routed-only drift records a revision over the newest registry (it was a
+/// no-op, and the drift stayed reported for good); a rollback to a revision whose
+/// generation is stale against the sources recorded since is refused, changing nothing.
+#[test]
+fn status_says_whether_drift_makes_the_generation_stale() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let r1 = ok(set(&s, &root, &["lean"]));
+    assert_eq!((r1["registryCurrent"].clone(), r1["generationStale"].clone()), (true.into(), false.into()));
+    // A routed source changes: drift, not stale.
+    super::profiles_util::write(
+        &s.src.join("skills/api-design/SKILL.md"),
+        "---\nname: api-design\ndescription: Design HTTP APIs, v2.\n---\nVersion the routes.\n",
+    );
+    assert_eq!(s.scan().0, 0);
+    let st = ok(status(&s));
+    assert_eq!((st["registryCurrent"].clone(), st["generationStale"].clone()), (false.into(), false.into()));
+    let (_, text, _) = s.run(&["profile", "status"], &[]);
+    assert!(text.contains("drift in routed sources only") && !text.contains("STALE"), "{text}");
+    // The same flags move the profile to the newest registry: a revision, the same generation.
+    let r2 = ok(set(&s, &root, &["lean"]));
+    assert_eq!(r2["outcome"], "set");
+    assert_eq!(r2["revision"], 2);
+    assert_eq!(r2["generationDigest"], r1["generationDigest"]);
+    assert_eq!(r2["registryCurrent"], true);
+    assert_eq!(ok(set(&s, &root, &["lean"]))["outcome"], "no-op", "now it is one");
+    // A source the generation installs changes: stale.
+    super::profiles_util::write(
+        &s.src.join("skills/testing/SKILL.md"),
+        "---\nname: testing\ndescription: Write and run tests, v2.\n---\nRun them twice.\n",
+    );
+    assert_eq!(s.scan().0, 0);
+    let st = ok(status(&s));
+    assert_eq!((st["registryCurrent"].clone(), st["generationStale"].clone()), (false.into(), true.into()));
+    let (_, text, _) = s.run(&["profile", "status"], &[]);
+    assert!(text.contains("STALE") && text.contains("every select is refused"), "{text}");
+    // Set over the new sources, then a rollback to revision 2 — stale against them — is refused.
+    let r3 = ok(set(&s, &root, &["lean"]));
+    assert_eq!((r3["revision"].clone(), r3["generationStale"].clone()), (3.into(), false.into()));
+    let before = s.head();
+    let (code, _, err) = s.run(
+        &["profile", "rollback"],
+        &["--state-root", root.to_str().unwrap(), "--expected-revision", "3", "--json"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("stale against registry"), "{err}");
+    assert_eq!(s.head(), before, "nothing recorded");
+    assert_eq!(ok(status(&s))["revision"], 3);
+}
+
+/// A relative state root is refused by its form, as `..` is — one line, no rule name, exit
+/// 1 — before the ledger is read (outside review 68: the revision rule refused it, its
+/// message prefixed `ProfileRevision:`).
+#[test]
+fn a_relative_state_root_is_refused_by_its_form() {
+    let s = Setup::scanned();
+    for (words, profile) in [(&["profile", "set"][..], &["lean"][..]), (&["profile", "rollback"], &[])] {
+        let mut rest = profile.to_vec();
+        rest.extend(["--state-root", "relative/store", "--expected-revision", "1"]);
+        let (code, _, err) = s.run(words, &rest);
+        assert_eq!(code, 1, "{words:?}: {err}");
+        assert!(err.contains("state root relative/store: is not absolute"), "{words:?}: {err}");
+        assert!(!err.contains("ProfileRevision"), "{words:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}

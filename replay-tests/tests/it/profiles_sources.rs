@@ -508,6 +508,35 @@ fn scan_fails_closed_on_every_listed_case() {
             }),
             "never selectable",
         ),
+        (
+            "two files of one folder differing only in case (outside review 68)",
+            Box::new(|src| {
+                write(&src.join("skills/deploy/notes.md"), "a\n");
+                write(&src.join("skills/deploy/NOTES.md"), "b\n");
+            }),
+            "only in case",
+        ),
+        (
+            "a skill.md beside SKILL.md (outside review 68)",
+            Box::new(|src| write(&src.join("skills/deploy/skill.md"), "x\n")),
+            "only in case",
+        ),
+        (
+            "a nested skill.md in another case (outside review 68)",
+            Box::new(|src| write(&src.join("skills/deploy/sub/Skill.MD"), "x\n")),
+            "a SKILL.md inside a skill's folder",
+        ),
+        (
+            "a required resource the scanner ignores (outside review 68: it was \"missing\")",
+            Box::new(|src| {
+                write(&src.join("skills/testing/.gitignore"), "target\n");
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","requiredResources":["skills/testing/.gitignore"]}]}"#,
+                );
+            }),
+            "a file the scanner ignores",
+        ),
     ];
     for (name, edit, expect) in cases {
         let s = Setup::new();
@@ -702,4 +731,18 @@ fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
     let (code, _, err) = s.scan();
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("tools/SKILL.md") && err.contains("another skill"), "{err}");
+}
+
+/// A file name that is not UTF-8 is named with its bytes escaped (`\xFF`), so two such
+/// names never print alike (outside review 68: U+FFFD stood for every bad byte).
+#[test]
+fn a_name_that_is_not_utf8_is_shown_with_its_bytes_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = Setup::new();
+    let name = std::ffi::OsStr::from_bytes(b"a\xff\xfe");
+    std::fs::write(s.src.join("skills/deploy").join(name), "x").unwrap();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("a\\xFF\\xFE: not valid UTF-8"), "{err}");
+    assert!(!err.contains('\u{FFFD}'), "{err}");
 }
