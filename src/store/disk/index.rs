@@ -299,6 +299,10 @@ impl<I: Iterator<Item = SledItem>> Iterator for SledFrames<I> {
             return Some(Ok((k, first)));
         }
         let mut record: Option<Vec<u8>> = None;
+        // The record's length, from its header where that parses (bounded): its chunks are
+        // joined into one allocation, never regrown (each regrowth copied the record so far).
+        let capacity = ledger_schema::record::parse_header(&first)
+            .map_or(first.len(), |h| h.record_len().clamp(first.len(), MAX_RECORD_BYTES));
         let mut last_len = first.len();
         for expected in (1u32..).take(MAX_CHUNKS) {
             let (ck, chunk) = match guarded_next(&mut self.items) {
@@ -316,7 +320,13 @@ impl<I: Iterator<Item = SledItem>> Iterator for SledFrames<I> {
                 break;
             }
             last_len = chunk.len();
-            record.get_or_insert_with(|| first.to_vec()).extend_from_slice(&chunk);
+            record
+                .get_or_insert_with(|| {
+                    let mut joined = Vec::with_capacity(capacity);
+                    joined.extend_from_slice(&first);
+                    joined
+                })
+                .extend_from_slice(&chunk);
         }
         Some(Ok((k, record.map_or(first, sled::IVec::from))))
     }
