@@ -210,6 +210,38 @@ pub struct FeedbackItem {
     pub source_digests: Vec<Digest>,
 }
 
+impl FeedbackItem {
+    /// The FAILED_CHECK item of a failing Evidence record, as compilers 2 and later project
+    /// it: content `check <checkSpecId> of obligation <obligationId> failed: <detail>`,
+    /// citing `evidence/<evidenceId>` and the record's digest. (The runtime sizes it when the
+    /// record is admitted: a failure record is never truncated into feedback.)
+    pub fn failed_check(
+        evidence_id: Id,
+        record_digest: Digest,
+        check_spec_id: Id,
+        obligation_id: Id,
+        detail: &str,
+    ) -> FeedbackItem {
+        // "check {check} of obligation {obligation} failed: {detail}"
+        let mut content = String::with_capacity(6 + 26 + 15 + 26 + 9 + detail.len());
+        content.push_str("check ");
+        check_spec_id.push_to(&mut content);
+        content.push_str(" of obligation ");
+        obligation_id.push_to(&mut content);
+        content.push_str(" failed: ");
+        content.push_str(detail);
+        let mut evidence_ref = String::with_capacity(9 + 26);
+        evidence_ref.push_str("evidence/");
+        evidence_id.push_to(&mut evidence_ref);
+        FeedbackItem {
+            kind: FeedbackKind::FailedCheck,
+            content,
+            source_refs: vec![evidence_ref],
+            source_digests: vec![record_digest],
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FeedbackKind {

@@ -154,43 +154,16 @@ struct Bound<'s> {
 }
 
 /// What the compilers sharing [`pipeline`] decide differently: compilers 2 and 3
-/// ([`Rules::V2`]), compiler/4 ([`Rules::V4`]) and compiler/5 ([`Rules::V5`]).
+/// ([`Rules::V2`]) and compiler/4 ([`Rules::V4`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Rules {
     pub sources: SourceRule,
     pub feedback: FeedbackRule,
-    pub failed_check: FailedCheckRule,
 }
 
 impl Rules {
-    pub const V2: Rules = Rules {
-        sources: SourceRule::Every,
-        feedback: FeedbackRule::Optional,
-        failed_check: FailedCheckRule::Whole,
-    };
-    pub const V4: Rules = Rules {
-        sources: SourceRule::LatestPerPath,
-        feedback: FeedbackRule::AsPolicy,
-        failed_check: FailedCheckRule::Whole,
-    };
-    pub const V5: Rules = Rules {
-        sources: SourceRule::LatestPerPath,
-        feedback: FeedbackRule::AsPolicy,
-        failed_check: FailedCheckRule::Cut,
-    };
-}
-
-/// What becomes of a repair child's FAILED_CHECK feedback item longer than the policy's
-/// `maxItemBytes` (its content carries the failing Evidence record's `detail`, up to 64 KiB).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FailedCheckRule {
-    /// Kept whole or left out whole (compilers 1–4): a long detail left the repair worker
-    /// with the failing check's id alone (outside review 67).
-    Whole,
-    /// Cut at a character boundary to fit, and marked as cut with the lengths (compiler/5):
-    /// the seed's "bounded feedback projection". The item still cites the Evidence record
-    /// and its digest, where the whole detail is.
-    Cut,
+    pub const V2: Rules = Rules { sources: SourceRule::Every, feedback: FeedbackRule::Optional };
+    pub const V4: Rules = Rules { sources: SourceRule::LatestPerPath, feedback: FeedbackRule::AsPolicy };
 }
 
 /// Whether a repair child's prior-attempt feedback may lose items to the policy's feedback
@@ -767,28 +740,19 @@ fn repair_authority(
         let evidence_ref = id_ref("evidence/", *ev_id);
         let source = Source {
             kind: "failedEvidence",
-            source_ref: evidence_ref.clone(),
+            source_ref: evidence_ref,
             source_revision: ev.seq,
             source_digest: Some(ev.record_digest),
             authority_class: AuthorityClass::Evidence,
         };
         items.push(item(InputClass::Identity, source, &f, Place::Fixed));
-        fb_items.push(FeedbackItem {
-            kind: FeedbackKind::FailedCheck,
-            content: {
-                // "check {check} of obligation {obligation} failed: {detail}"
-                let mut c = String::with_capacity(6 + 26 + 15 + 26 + 9 + ev.record.detail.len());
-                c.push_str("check ");
-                ev.record.check_spec_id.push_to(&mut c);
-                c.push_str(" of obligation ");
-                ev.record.obligation_id.push_to(&mut c);
-                c.push_str(" failed: ");
-                c.push_str(&ev.record.detail);
-                c
-            },
-            source_refs: vec![evidence_ref],
-            source_digests: vec![ev.record_digest],
-        });
+        fb_items.push(FeedbackItem::failed_check(
+            *ev_id,
+            ev.record_digest,
+            ev.record.check_spec_id,
+            ev.record.obligation_id,
+            &ev.record.detail,
+        ));
         failed.push(f);
     }
     fb_items.push(FeedbackItem {
@@ -848,7 +812,7 @@ fn repair_authority(
     };
     items.push(item(InputClass::Identity, source, &context, Place::Fixed));
 
-    let (feedback, omissions, lost) = bounded_feedback(fb_items, bound.policy, bound.rules.failed_check);
+    let (feedback, omissions, lost) = bounded_feedback(fb_items, bound.policy);
     if let Some(f) = &feedback {
         let source = Source {
             kind: "priorAttemptFeedback",
@@ -868,7 +832,6 @@ fn repair_authority(
 fn bounded_feedback(
     mut fb_items: Vec<FeedbackItem>,
     policy: &PolicyState,
-    failed_check: FailedCheckRule,
 ) -> (Option<Feedback>, Vec<OmissionDecision>, usize) {
     fb_items.sort();
     let limits = policy.bundle.feedback;
@@ -877,16 +840,7 @@ fn bounded_feedback(
     let mut total = 0usize;
     let mut lost = 0usize;
     for (idx, it) in fb_items.into_iter().enumerate() {
-        let mut it = it;
-        let mut size = ledger_schema::codec::encoded_len(&it);
-        if failed_check == FailedCheckRule::Cut
-            && it.kind == FeedbackKind::FailedCheck
-            && size > limits.max_item_bytes as usize
-            && let Some(cut) = cut_to_fit(&it, limits.max_item_bytes as usize)
-        {
-            it = cut;
-            size = ledger_schema::codec::encoded_len(&it);
-        }
+        let size = ledger_schema::codec::encoded_len(&it);
         let rule = if it.content.trim().is_empty() {
             Some("feedback.blank")
         } else if size > limits.max_item_bytes as usize {
@@ -919,42 +873,6 @@ fn bounded_feedback(
         items: kept,
     });
     (feedback, omissions, lost)
-}
-
-/// `item` with its content cut to a prefix (at a character boundary, without trailing white
-/// space or invisible characters, which the marker would otherwise follow) and marked as cut,
-/// so that its encoding is at most `max` bytes; `None` where not even the marker fits.
-fn cut_to_fit(item: &FeedbackItem, max: usize) -> Option<FeedbackItem> {
-    let whole = item.content.len();
-    let marker = |kept: usize| {
-        let mut m = String::from(" [… cut to fit the policy's feedback item limit: the first ");
-        push_decimal(&mut m, kept as u64);
-        m.push_str(" of ");
-        push_decimal(&mut m, whole as u64);
-        m.push_str(" bytes; the cited Evidence record holds the whole detail]");
-        m
-    };
-    // The item's encoding less its content: the content's length prefix can only shrink.
-    let framing = ledger_schema::codec::encoded_len(item).saturating_sub(whole);
-    let mut budget = max.checked_sub(framing + marker(whole).len())?;
-    loop {
-        while budget > 0 && !item.content.is_char_boundary(budget) {
-            budget -= 1;
-        }
-        let prefix = item.content.get(..budget)?;
-        let prefix = prefix.trim_end_matches(|c: char| c.is_whitespace() || crate::runtime::invisible(c));
-        if prefix.is_empty() {
-            return None;
-        }
-        let mut content = prefix.to_owned();
-        content.push_str(&marker(prefix.len()));
-        let cut = FeedbackItem { content, ..item.clone() };
-        if ledger_schema::codec::encoded_len(&cut) <= max {
-            return Some(cut);
-        }
-        // Not reached with canonical CBOR (the framing only shrinks); bounded all the same.
-        budget = budget.checked_sub(8)?;
-    }
 }
 
 // ---------------------------------------------------------------------------------------

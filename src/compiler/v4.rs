@@ -1,4 +1,4 @@
-//! `closure-ledger-compiler/4`: a released Context Compiler (compiler/5 is the newest). It is compiler/3
+//! `closure-ledger-compiler/4`: the newest released Context Compiler. It is compiler/3
 //! (`v3.rs`: compiler/2's five stages plus the task selection an Attempt may name) with two
 //! changes (`v2::Rules::V4`):
 //!

@@ -236,13 +236,17 @@ fn walk(
     // filesystem (macOS, Windows — both Codex platforms): a generation written there would
     // collide, or a loader read the other file (outside review 68: `notes.md` beside
     // `NOTES.md`, `skill.md` beside `SKILL.md`).
+    // Compared in NFC too: macOS also holds one file for an NFC and an NFD spelling (outside
+    // review 69).
     let mut folded = BTreeMap::new();
     for name in names.iter().filter(|n| !ignored(n)) {
-        if let Some(other) = folded.insert(name.to_lowercase(), name) {
+        use unicode_normalization::UnicodeNormalization;
+        let key: String = name.nfc().flat_map(char::to_lowercase).collect();
+        if let Some(other) = folded.insert(key, name) {
             return Err(meta(
                 &dir.join(name),
                 format!(
-                    "differs from {:?} in the same folder only in case: a case-insensitive filesystem (macOS, Windows) holds one file for both",
+                    "differs from {:?} in the same folder only in case or Unicode normalization: a case-insensitive filesystem (macOS, Windows) holds one file for both",
                     shown(other)
                 ),
             ));

@@ -117,6 +117,32 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         e.eligibility_version,
         super::wire(&e.eligibility_state)
     );
+    // A failure reaches a repair worker as one FAILED_CHECK feedback item, and "required
+    // authoritative failure records are never truncated into feedback" (seed 000): a failing
+    // record whose item would be over the workflow's policy limit is refused here, when a
+    // shorter summary can still be recorded — not found out at the repair, where it would be
+    // left out (the worker told only which check failed) or, WORKING required, refuse every
+    // repair Attempt (outside reviews 67, 70).
+    let record_digest = e.record_digest();
+    if e.result == CheckResult::Fail {
+        // The item alone must fit both the per-item and the total limit.
+        let limits = get(&state.policies, wf.policy.id, "policy")?.bundle.feedback;
+        let max = limits.max_item_bytes.min(limits.max_total_bytes) as usize;
+        let item = ledger_schema::package::FeedbackItem::failed_check(
+            e.evidence_id,
+            record_digest,
+            e.check_spec_id,
+            e.obligation_id,
+            &e.detail,
+        );
+        let size = ledger_schema::codec::encoded_len(&item);
+        ensure!(
+            size <= max,
+            Rule::OutOfBounds,
+            "a failing record's detail reaches the repair worker whole, as one feedback item: this one encodes to {size} bytes, over policy {}'s feedback limit ({max}: the lesser of maxItemBytes and maxTotalBytes); record a shorter summary (the full log belongs in the check's own output)",
+            wf.policy.id
+        );
+    }
     // A re-run supersedes an earlier runner ERROR of the same check on this generation.
     let obligation_id = e.obligation_id;
     let superseded = |ev: &EvidenceState| {
@@ -137,7 +163,6 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         super::MAX_ITEMS
     );
     make_ineligible(state, e.generation_id, superseded);
-    let record_digest = e.record_digest();
     let (eligibility_version, eligibility) = RECORDED_ELIGIBILITY;
     state.evidence.insert(
         e.evidence_id,

@@ -147,12 +147,12 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
     // as decision questions are compared (case, spacing, invisible characters, a closing
     // mark) — would reach workers twice as authority (outside review 67). An invalidated
     // one is no longer stated.
-    let key = question_key(&e.statement);
+    let key = statement_key(&e.statement);
     if let Some((other, f)) = state.facts.iter().find(|(id, f)| {
         **id != e.fact_id
             && f.goal_id == e.goal_id
             && f.status != FactStatus::Invalidated
-            && question_key(&f.statement) == key
+            && statement_key(&f.statement) == key
     }) {
         return Err(super::violation(
             Rule::FactStatus,
@@ -180,6 +180,18 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
         },
     );
     Ok(())
+}
+
+/// A fact's statement as a reader compares it: NFKC, case folded (`ß` as `ss`), compared as
+/// decision questions are ([`question_key`]: a closing or opening mark, wrapping quotes or
+/// brackets, invisible characters), then read as the goal's texts are (`goal::reading`: the
+/// confusable skeleton, white space collapsed — a full-width letter, a Cyrillic `а` or an
+/// NFD accent reads as the letter it looks like; outside review 69).
+fn statement_key(statement: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    // Case first: the skeleton maps `I` to `l`, so it reads lower case only.
+    let folded: String = statement.nfkc().flat_map(char::to_lowercase).collect();
+    super::goal::reading(&question_key(&folded.replace('ß', "ss")))
 }
 
 /// The fact, which must be at exactly `revision`.

@@ -11,14 +11,9 @@
 //!   carrying a task selection (issue #15: `selectedSkills`, `selectionReceipt`,
 //!   PROMPT_ADVISORY entries). Frozen with compiler/3 (compiler/4 made it an older
 //!   version): never re-blessed.
-//! - `golden/lifecycle-packages-v4.json`: compiler/4 on the same cases plus an Attempt
-//!   whose goal recorded one project path twice (the earlier record is an omission,
-//!   `freshness.sourceSuperseded`). Frozen with compiler/4 (compiler/5 made it an older
-//!   version): never re-blessed.
-//! - `golden/lifecycle-packages-v5.json`: compiler/5, the newest, on the same cases (its
-//!   output differs from compiler/4's only in `compilerVersion` there; the FAILED_CHECK cut
-//!   is pinned by `v5_cuts_a_failed_check_item_to_fit_where_v4_left_it_out`). The newest
-//!   compiler's file: a change fails until
+//! - `golden/lifecycle-packages-v4.json`: compiler/4, the newest, on the same cases plus an
+//!   Attempt whose goal recorded one project path twice (the earlier record is an omission,
+//!   `freshness.sourceSuperseded`). The newest compiler's file: a change fails until
 //!   `COMPILER_VERSION` is bumped and the goldens are re-blessed on purpose
 //!   (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which writes
 //!   only this file.
@@ -30,7 +25,7 @@
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5};
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
 use closure_ledger::runtime::command::{
@@ -377,40 +372,12 @@ fn v4_differs_from_v3_only_where_a_path_is_recorded_twice() {
     assert!(md.contains("a71d3b5") && !md.contains("9f1c2e0"), "{md}");
 }
 
-/// Compiler/4's golden: every golden case, the selection case and the superseded-source
-/// case compiled by v4 (over the ledger as compiler/5 writes it).
-fn v4_now(cases: &[Case]) -> serde_json::Value {
-    let mut attempts: Vec<_> = cases
-        .iter()
-        .map(|c| golden_attempt(&c.attempt, &v4::V4.compile(&c.state, &c.binding).unwrap()))
-        .collect();
-    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
-    let compiled = v4::V4.compile(&state, &binding).unwrap();
-    let mut one = golden_attempt(&attempt, &compiled);
-    one["selectionReceipt"] = json!(compiled.manifest.selection_receipt);
-    attempts.push(one);
-    let c = superseded_case();
-    attempts.push(golden_attempt(&c.attempt, &v4::V4.compile(&c.state, &c.binding).unwrap()));
-    json!({ "compilerVersion": v4::VERSION, "attempts": attempts })
-}
-
-/// Compiler/4's output for the golden cases is byte for byte the frozen one, also now that
-/// compiler/5 writes the ledgers they are compiled from.
-#[test]
-fn v4_packages_are_frozen() {
-    let now = v4_now(&cases());
-    let frozen = read_golden("lifecycle-packages-v4.json");
-    assert_eq!(frozen["compilerVersion"], v4::VERSION);
-    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 7);
-    assert!(frozen == now, "compiler/4's output changed: compiler/4 is frozen, never re-blessed");
-}
-
 /// The newest compiler's output for the golden ledger is byte for byte the frozen one.
 #[test]
 fn newest_packages_are_frozen() {
-    assert_eq!(COMPILER_VERSION, v5::VERSION, "the v5 golden is the newest compiler's");
+    assert_eq!(COMPILER_VERSION, v4::VERSION, "the v4 golden is the newest compiler's");
     let now = newest_now(&cases());
-    let name = "lifecycle-packages-v5.json";
+    let name = "lifecycle-packages-v4.json";
     if std::env::var_os("BLESS_GOLDEN").is_some() {
         std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }
@@ -591,116 +558,6 @@ fn v4_fails_a_repair_whose_required_feedback_does_not_fit() {
                     compiled.manifest.omission_decisions.iter().any(|o| o.rule == "feedback.maxTotalBytes")
                 );
             }
-            Err(other) => panic!("{other}"),
-        }
-    }
-}
-
-/// Compiler/5 where no FAILED_CHECK item is over the item limit is compiler/4 but for
-/// `compilerVersion`: every golden case, the selection case and the superseded-source case.
-#[test]
-fn v5_differs_from_v4_only_where_a_failed_check_is_cut() {
-    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
-    let mut same = cases();
-    same.push(Case { state, attempt, binding });
-    same.push(superseded_case());
-    for c in same {
-        let four = v4::V4.compile(&c.state, &c.binding).unwrap();
-        let five = v5::V5.compile(&c.state, &c.binding).unwrap();
-        assert_eq!(four.package_bytes, five.package_bytes);
-        let mut renamed = four.manifest.clone();
-        renamed.compiler_version = v5::VERSION.to_owned();
-        assert_eq!(renamed, five.manifest);
-        assert_eq!(four.markdown(), five.markdown());
-    }
-}
-
-/// Compiler/5 cuts a repair child's FAILED_CHECK feedback item over the policy's
-/// `maxItemBytes` to fit — its content's longest prefix at a character boundary, then a
-/// marker with the lengths — where compiler/4 left it out whole (outside review 67: a
-/// 5.5 KB failure detail reached the repair worker as the failing check's id alone, and
-/// with WORKING required no repair could start). Where not even the marker fits, it is
-/// left out as before.
-#[test]
-fn v5_cuts_a_failed_check_item_to_fit_where_v4_left_it_out() {
-    use closure_ledger::compiler::CompileError;
-    use ledger_schema::package::FeedbackKind;
-    let cases = cases();
-    let repair = &cases[3];
-    let failing = |state: &State| {
-        state
-            .evidence
-            .iter()
-            .filter(|(_, e)| e.record.result == ledger_schema::types::CheckResult::Fail)
-            .map(|(id, _)| *id)
-            .collect::<Vec<_>>()
-    };
-    let ids = failing(&repair.state);
-    assert_eq!(ids.len(), 1, "the reference repair has one failing check");
-    // Two-byte characters, so that a cut must find a character boundary; a run of spaces
-    // and a zero-width joiner where the cut lands is not kept before the marker.
-    let detail: String = "é".repeat(1500) + &" \u{200D}".repeat(200) + &"x".repeat(3000);
-    for required in [false, true] {
-        let mut state = repair.state.clone();
-        state.evidence.get_mut(&ids[0]).unwrap().record.detail = detail.clone();
-        let policy = state.policies.get_mut(&repair.binding.policy.id).unwrap();
-        let max = policy.bundle.feedback.max_item_bytes as usize;
-        for p in &mut policy.bundle.phases {
-            if p.phase == Phase::Implement {
-                p.required.retain(|c| *c != InputClass::Working);
-                p.optional.retain(|c| *c != InputClass::Working);
-                if required {
-                    p.required.push(InputClass::Working)
-                } else {
-                    p.optional.push(InputClass::Working)
-                }
-                p.required.sort();
-                p.optional.sort();
-            }
-        }
-        let four = v4::V4.compile(&state, &repair.binding);
-        match &four {
-            Err(CompileError::RequiredFeedback { lost: 1 }) => assert!(required),
-            Ok(four) => {
-                assert!(!required);
-                assert!(four.manifest.omission_decisions.iter().any(|o| o.rule == "feedback.maxItemBytes"));
-                let kinds: Vec<_> = four
-                    .package
-                    .prior_attempt_feedback
-                    .as_ref()
-                    .unwrap()
-                    .items
-                    .iter()
-                    .map(|i| i.kind)
-                    .collect();
-                assert!(!kinds.contains(&FeedbackKind::FailedCheck), "{kinds:?}");
-            }
-            Err(other) => panic!("{other}"),
-        }
-        let five = v5::V5.compile(&state, &repair.binding).unwrap();
-        assert!(!five.manifest.omission_decisions.iter().any(|o| o.rule == "feedback.maxItemBytes"));
-        let items = &five.package.prior_attempt_feedback.as_ref().unwrap().items;
-        let cut = items
-            .iter()
-            .find(|i| i.kind == FeedbackKind::FailedCheck)
-            .expect("the failed check is delivered");
-        assert!(codec::encoded_len(cut) <= max, "{} > {max}", codec::encoded_len(cut));
-        let (prefix, marker) =
-            cut.content.split_once(" [… cut to fit the policy's feedback item limit: the first ").unwrap();
-        assert!(prefix.starts_with("check ") && prefix.contains(" failed: éé"), "{prefix}");
-        assert!(prefix.ends_with('é'), "white space and the joiner are not kept before the marker");
-        assert!(marker.ends_with(" bytes; the cited Evidence record holds the whole detail]"), "{marker}");
-        assert!(marker.starts_with(&format!("{} of ", prefix.len())), "{marker}");
-        assert!(five.markdown().contains("cut to fit the policy's feedback item limit"));
-        // Where not even the marker fits, the item is left out whole, as before.
-        let mut tiny = state.clone();
-        tiny.policies.get_mut(&repair.binding.policy.id).unwrap().bundle.feedback.max_item_bytes = 200;
-        match v5::V5.compile(&tiny, &repair.binding) {
-            Ok(c) => {
-                assert!(!required);
-                assert!(c.manifest.omission_decisions.iter().any(|o| o.rule == "feedback.maxItemBytes"));
-            }
-            Err(CompileError::RequiredFeedback { .. }) => assert!(required),
             Err(other) => panic!("{other}"),
         }
     }

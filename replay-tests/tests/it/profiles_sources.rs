@@ -517,6 +517,14 @@ fn scan_fails_closed_on_every_listed_case() {
             "only in case",
         ),
         (
+            "an NFC and an NFD spelling of one name in one folder (outside review 69)",
+            Box::new(|src| {
+                write(&src.join("skills/deploy/caf\u{e9}.md"), "a\n");
+                write(&src.join("skills/deploy/cafe\u{301}.md"), "b\n");
+            }),
+            "only in case or Unicode normalization",
+        ),
+        (
             "a skill.md beside SKILL.md (outside review 68)",
             Box::new(|src| write(&src.join("skills/deploy/skill.md"), "x\n")),
             "only in case",

@@ -4,6 +4,7 @@
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
 use closure_ledger::runtime::{Command, Rule};
+use closure_ledger::store::Store;
 use ledger_schema::Event;
 use ledger_schema::types::{CheckResult, Eligibility, Phase, Verdict};
 use replay_tests::world::{Stage, World};
@@ -234,4 +235,26 @@ fn a_goal_holds_no_more_obligations_than_a_decision_can_cite_evidence_for() {
     }));
     w.ok(obligation(128));
     w.fails(obligation(129));
+}
+
+/// A failing record reaches a repair worker as one FAILED_CHECK feedback item, and seed 000
+/// says "required authoritative failure records are never truncated into feedback": a FAIL
+/// whose item would be over the workflow policy's feedback limit (the lesser of
+/// `maxItemBytes` and `maxTotalBytes`) is refused when it is recorded, nothing written — not
+/// found out at the repair, where it was left out or refused every repair Attempt (outside
+/// reviews 67, 70). A PASS or an ERROR with the same detail is admitted (neither becomes
+/// feedback), and a FAIL with a summary that fits is admitted.
+#[test]
+fn a_failing_record_that_feedback_cannot_carry_whole_is_refused() {
+    let long = "trace line\n".repeat(400); // 4,400 bytes: over the reference policy's 4,096
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
+    let before = w.ledger.store().head();
+    let err = w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, &long)).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(err.to_string().contains("over policy") && err.to_string().contains("(4096:"), "{err}");
+    assert_eq!(w.ledger.store().head(), before, "nothing written");
+    w.with(|s| s.evidence(0x91, 0x80, CheckResult::Error, &long)).unwrap();
+    w.with(|s| s.evidence(0x92, 0x80, CheckResult::Pass, &long)).unwrap();
+    w.with(|s| s.evidence(0x93, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))).unwrap();
 }

@@ -91,6 +91,14 @@ fn a_statement_is_one_fact_of_a_goal() {
         "{err}"
     );
     w.refused(propose(0x5e, GOAL, &format!("  {}.", stated.to_uppercase())), Rule::FactStatus);
+    // Look-alikes read the same (outside review 69): a full-width letter, a Cyrillic `а`;
+    // an NFD accent and `ß` against upper-case `SS`.
+    for look_alike in [stated.replacen('p', "\u{FF50}", 1), stated.replacen('a', "\u{0430}", 1)] {
+        assert_ne!(look_alike, stated);
+        w.refused(propose(0x5e, GOAL, &look_alike), Rule::FactStatus);
+    }
+    w.ok(propose(0x5c, GOAL, "Die Straße ist café"));
+    w.refused(propose(0x5e, GOAL, "DIE STRASSE IST CAFE\u{0301}"), Rule::FactStatus);
     w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: goal_content() }));
     w.ok(propose(0x5e, 0x21, &stated));
     w.ok(invalidate(0x50, Some("human:bob")));
