@@ -108,6 +108,7 @@ pub fn profile(protected: bool) -> ExecutionProfile {
         compaction: CompactionMode::Manual,
         repair_thread: ThreadChoice::Fresh,
         attempt_thread: ThreadChoice::Fresh,
+        input_closure: None,
     }
 }
 

@@ -59,13 +59,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         max_event_bytes: 65_536,
         invariants: vec![s("never weaken a check")],
     };
-    let execution_profile = ExecutionProfile {
-        name: s("bounded-m2"),
-        protected: true,
-        compaction: CompactionMode::Manual,
-        repair_thread: ThreadChoice::Fresh,
-        attempt_thread: ThreadChoice::Resume,
-    };
+    let execution_profile = execution_profile_sample();
     // What the compiler derives from a phase policy: the capability grant and the
     // response contract (their digests are recorded in the manifest).
     let grant_and_contract = |phase: Phase, result_kind: ResultKind| {
@@ -429,6 +423,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 manifest_digest,
                 package_digest: dg("package"),
                 plan: Some(plan),
+                reported_inputs: None,
             }),
         ),
         (
@@ -629,7 +624,60 @@ pub fn events() -> Vec<(&'static str, Event)> {
             r.registry_digest = r.registry.digest();
             Event::SourceRegistryRecorded(Box::new(r))
         }),
+        // A profile binding an App Server input closure and a claim reporting within it
+        // (outside review 70; seed 000, "M2 App Server input closure"), appended.
+        ("execution_profile_installed_with_an_input_closure", {
+            let mut p = ExecutionProfile { name: s("bounded-m2-app-server"), ..execution_profile_sample() };
+            p.input_closure = Some(input_closure_sample());
+            Event::ExecutionProfileInstalled(ExecutionProfileInstalled {
+                profile_id: id(13),
+                digest: p.digest(),
+                profile: p,
+            })
+        }),
+        ("dispatch_claimed_with_reported_inputs", {
+            let mut p = ExecutionProfile { name: s("bounded-m2-app-server"), ..execution_profile_sample() };
+            p.input_closure = Some(input_closure_sample());
+            let mut reported = input_closure_sample();
+            reported.tools.clear();
+            Event::DispatchClaimed(DispatchClaimed {
+                attempt_id: id(40),
+                workflow_version: 3,
+                profile: Binding { id: id(13), digest: p.digest() },
+                manifest_digest,
+                package_digest: dg("package"),
+                plan: None,
+                reported_inputs: Some(reported),
+            })
+        }),
     ]
+}
+
+/// The sample Execution Profile (as `execution_profile_installed` records it).
+fn execution_profile_sample() -> ExecutionProfile {
+    ExecutionProfile {
+        name: s("bounded-m2"),
+        protected: true,
+        compaction: CompactionMode::Manual,
+        repair_thread: ThreadChoice::Fresh,
+        attempt_thread: ThreadChoice::Resume,
+        input_closure: None,
+    }
+}
+
+/// An App Server input closure: one source-bound `AGENTS.md`, two tools, the permission
+/// profile, configuration and managed requirements by digest.
+fn input_closure_sample() -> InputClosure {
+    InputClosure {
+        instruction_sources: vec![BoundInput { name: s("AGENTS.md"), digest: dg("agents") }],
+        tools: vec![
+            BoundInput { name: s("apply_patch"), digest: dg("tool apply_patch") },
+            BoundInput { name: s("shell"), digest: dg("tool shell") },
+        ],
+        permission_digest: dg("permission profile"),
+        config_digest: dg("config"),
+        managed_requirements_digest: Some(dg("managed requirements")),
+    }
 }
 
 /// A sample `WorkerDeliveryIgnored` of attempt 44 for worker event `event`.

@@ -3,7 +3,7 @@
 //! cancelled.
 
 use ledger_schema::events::{
-    AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed,
+    AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed, InputClosure,
 };
 use ledger_schema::manifest::ContextManifest;
 use ledger_schema::types::{Binding, Phase, ResultKind, ThreadChoice};
@@ -637,7 +637,73 @@ pub fn decide_claim(c: &ClaimDispatch) -> Event {
         manifest_digest: c.manifest_digest,
         package_digest: c.package_digest,
         plan: c.plan,
+        reported_inputs: c.reported_inputs.clone(),
     })
+}
+
+/// Seed 000, "M2 App Server input closure": "An unknown source, an unbound tool, a widened
+/// permission, or a changed configuration digest blocks dispatch." Under a profile that binds
+/// an input closure, the claim must report what the App Server loaded, and every reported
+/// instruction source and tool must be bound with the same digest, the permission profile,
+/// configuration and managed requirements equal to the bound ones; a profile that binds none
+/// takes no report (nothing could be checked against it).
+fn input_closure_holds(
+    attempt: Id,
+    bound: Option<&InputClosure>,
+    reported: Option<&InputClosure>,
+) -> Result<(), RuleViolation> {
+    let refuse = |why: String| {
+        Err(super::violation(
+            Rule::InputClosure,
+            format!("dispatch claim for {attempt}: {why}; dispatch is blocked"),
+        ))
+    };
+    let (bound, reported) = match (bound, reported) {
+        (None, None) => return Ok(()),
+        (None, Some(_)) => {
+            return refuse(
+                "the bound profile binds no App Server input closure, so a reported one cannot be checked (install a profile that binds it)"
+                    .into(),
+            );
+        }
+        (Some(_), None) => {
+            return refuse(
+                "the bound profile binds an App Server input closure: the claim must report the App Server's effective inputs (reportedInputs)"
+                    .into(),
+            );
+        }
+        (Some(b), Some(r)) => (b, r),
+    };
+    super::authority::check_closure("the reported", reported)?;
+    for (what, bound_list, reported_list) in [
+        ("instruction source", &bound.instruction_sources, &reported.instruction_sources),
+        ("tool", &bound.tools, &reported.tools),
+    ] {
+        for r in reported_list {
+            match bound_list.iter().find(|b| b.name == r.name) {
+                None => return refuse(format!("the App Server reports the unbound {what} {:?}", r.name)),
+                Some(b) if b.digest != r.digest => {
+                    return refuse(format!(
+                        "{what} {:?} is {}, the profile binds {}",
+                        r.name, r.digest, b.digest
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let settings = [
+        ("permission profile", Some(reported.permission_digest), Some(bound.permission_digest)),
+        ("configuration", Some(reported.config_digest), Some(bound.config_digest)),
+        ("managed requirements", reported.managed_requirements_digest, bound.managed_requirements_digest),
+    ];
+    for (what, r, b) in settings {
+        if r != b {
+            let shown = |d: Option<Digest>| d.map_or_else(|| "none".to_owned(), |d| d.to_string());
+            return refuse(format!("the {what} digest is {}, the profile binds {}", shown(r), shown(b)));
+        }
+    }
+    Ok(())
 }
 
 pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), RuleViolation> {
@@ -680,6 +746,8 @@ pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), Rule
     for (what, ok) in checks {
         ensure!(ok, Rule::DispatchClaim, "dispatch claim for {}: the {what} does not match", e.attempt_id);
     }
+    let bound = get(&state.profiles, wf.profile.id, "profile")?.profile.input_closure.as_ref();
+    input_closure_holds(e.attempt_id, bound, e.reported_inputs.as_ref())?;
     // A RESUME claims a Thread whose history holds what earlier Attempts were given: a skill
     // withdrawn since its start is not in this Attempt's package, so the claim's currency
     // proof cannot see it (outside review 49: the RESUME was dispatched after the exclusion).

@@ -1,7 +1,7 @@
 //! Policy Bundles and Execution Profiles.
 
 use ledger_schema::Event;
-use ledger_schema::events::{ExecutionProfileInstalled, PolicyBundle, PolicyBundleInstalled};
+use ledger_schema::events::{ExecutionProfileInstalled, InputClosure, PolicyBundle, PolicyBundleInstalled};
 
 use super::command::{InstallPolicy, InstallProfile};
 use super::state::{PolicyState, ProfileState, State};
@@ -90,9 +90,41 @@ pub fn apply_policy(state: &mut State, e: &PolicyBundleInstalled) -> Result<(), 
     Ok(())
 }
 
+/// An input closure's own form, in a profile or a claim: each list a set sorted by name (at
+/// most `MAX_ITEMS`), each name one line of deliverable text.
+pub(crate) fn check_closure(what: &str, c: &InputClosure) -> Result<(), RuleViolation> {
+    for (list, items) in [("instructionSources", &c.instruction_sources), ("tools", &c.tools)] {
+        ensure!(
+            items.len() <= super::MAX_ITEMS,
+            Rule::OutOfBounds,
+            "{what} {list} holds {} items, over {}",
+            items.len(),
+            super::MAX_ITEMS
+        );
+        ensure!(
+            items.windows(2).all(|w| matches!(w, [a, b] if a.name < b.name)),
+            Rule::InputClosure,
+            "{what} {list} must be sorted by name, each name once"
+        );
+        for item in items {
+            required_text(list, &item.name)?;
+            ensure!(
+                !item.name.contains(['\n', '\r']),
+                Rule::InputClosure,
+                "{what} {list} name {:?} is not one line",
+                item.name
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result<(), RuleViolation> {
     fresh(&state.profiles, e.profile_id, "profile")?;
     required_text("profile name", &e.profile.name)?;
+    if let Some(c) = &e.profile.input_closure {
+        check_closure("the profile's input closure", c)?;
+    }
     let digest = e.profile.digest();
     ensure!(
         e.digest == digest,

@@ -186,6 +186,10 @@ command!(
         package_digest: Digest,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         plan: Option<Binding>,
+        /// What the App Server reported it loaded besides the package: required exactly
+        /// when the bound profile binds an input closure (`InputClosure`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reported_inputs: Option<ledger_schema::events::InputClosure>,
     }
 );
 command!(DeliverWorkerEvent {
@@ -257,7 +261,9 @@ command!(
 
 impl ClaimDispatch {
     /// The claim a supervisor makes for `attempt_id`: exactly what the ledger recorded for
-    /// it (workflow version, profile, manifest and package digests, plan pair).
+    /// it (workflow version, profile, manifest and package digests, plan pair); no App Server
+    /// report (a profile binding an input closure needs the App Server's own, added by the
+    /// caller).
     pub fn for_attempt(state: &super::State, attempt_id: Id) -> Option<ClaimDispatch> {
         let a = state.attempts.get(&attempt_id)?;
         let wf = state.workflows.get(&a.workflow_id)?;
@@ -268,6 +274,7 @@ impl ClaimDispatch {
             manifest_digest: a.manifest_digest,
             package_digest: a.package_digest,
             plan: wf.plan,
+            reported_inputs: None,
         })
     }
 }

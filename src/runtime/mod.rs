@@ -90,6 +90,10 @@ pub enum Rule {
     ManifestBinding,
     /// A dispatch claim revalidates workflow version, profile, digests and plan pair.
     DispatchClaim,
+    /// An App Server's effective inputs beside the package (instruction sources, tools,
+    /// permission profile, configuration, managed requirements) are bound by the profile,
+    /// and a claim's report stays within the binding (seed 000, "M2 App Server input closure").
+    InputClosure,
     /// Cancellation (of an Attempt or a Workflow), restart and dispatch serialize on the workflow version.
     StaleWorkflowVersion,
     /// An Attempt that ended (or never started) takes no result, claim or cancel.

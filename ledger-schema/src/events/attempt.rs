@@ -42,6 +42,11 @@ pub struct DispatchClaimed {
     pub attempt_id: Id,
     pub package_digest: Digest,
     pub manifest_digest: Digest,
+    /// What the App Server reported it loaded besides the package (seed 000, "M2 App Server
+    /// input closure"): present exactly when the bound profile binds an input closure, and
+    /// within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_inputs: Option<super::authority::InputClosure>,
     pub workflow_version: u32,
 }
 

@@ -78,8 +78,43 @@ pub struct ExecutionProfile {
     /// A protected profile requires the AcceptanceCriticalVerificationPlan pair.
     pub protected: bool,
     pub compaction: CompactionMode,
+    /// What an App Server may add to a Turn besides the Context Package, bound by exact
+    /// identity and digest (seed 000, "M2 App Server input closure"); every dispatch claim
+    /// then reports what the App Server loaded, and anything unbound blocks it. Absent: the
+    /// profile binds none (and a claim reports none). (Fields in canonical key order.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_closure: Option<InputClosure>,
     /// Thread for a new repair generation.
     pub repair_thread: ThreadChoice,
     /// Thread for a new Attempt within a phase.
     pub attempt_thread: ThreadChoice,
+}
+
+/// An App Server's effective inputs beside the Context Package: instruction sources (such
+/// as a source-bound `AGENTS.md`) and tool surfaces by name and digest, the permission
+/// profile, the effective non-secret configuration and (where the host has them) the
+/// managed requirements, each by digest. In a profile: what may be loaded; in a dispatch
+/// claim: what the App Server reported it loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InputClosure {
+    /// Sorted by name, unique (at most 128). (Fields in canonical key order.)
+    pub tools: Vec<BoundInput>,
+    pub config_digest: Digest,
+    pub permission_digest: Digest,
+    /// Sorted by name, unique (at most 128).
+    pub instruction_sources: Vec<BoundInput>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_requirements_digest: Option<Digest>,
+}
+
+/// One instruction source (its path) or tool surface (its name), with the digest of what
+/// it is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BoundInput {
+    pub name: String,
+    pub digest: Digest,
 }

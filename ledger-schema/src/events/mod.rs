@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 pub use acceptance::{AcceptanceDecided, AcceptanceInputManifest, EvidenceRef};
 pub use attempt::{AttemptCancelled, AttemptFailed, AttemptFinished, AttemptStarted, DispatchClaimed};
 pub use authority::{
-    ClassBudget, ExecutionProfile, ExecutionProfileInstalled, FeedbackLimits, PhasePolicy, PolicyBundle,
-    PolicyBundleInstalled,
+    BoundInput, ClassBudget, ExecutionProfile, ExecutionProfileInstalled, FeedbackLimits, InputClosure,
+    PhasePolicy, PolicyBundle, PolicyBundleInstalled,
 };
 pub use candidate::{GenerationFrozen, GenerationOpened};
 pub use evidence::EvidenceRecorded;

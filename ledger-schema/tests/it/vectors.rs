@@ -247,7 +247,8 @@ fn positive_vectors_carry_real_record_digests() {
             _ => {}
         }
     }
-    // policy, profile, source, three attempts (one carrying a selection), payload, two
-    // decisions (one binding the profile and plan pair), repair
-    assert_eq!(checked, 10);
+    // policy, two profiles (one binding an App Server input closure), source, three
+    // attempts (one carrying a selection), payload, two decisions (one binding the profile
+    // and plan pair), repair
+    assert_eq!(checked, 11);
 }

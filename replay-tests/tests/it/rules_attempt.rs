@@ -732,6 +732,7 @@ fn manifest_stale_refuses_the_claim() {
                 package_digest: claim.package_digest,
                 manifest_digest: claim.manifest_digest,
                 workflow_version: claim.workflow_version,
+                reported_inputs: None,
             }),
             Rule::ManifestStale,
         );
@@ -759,4 +760,106 @@ fn manifest_stale_refuses_the_claim() {
         check_spec_digest: digest_of("check: cargo test other"),
     }));
     w.with(|s| s.claim(lid(0x60))).unwrap();
+}
+
+/// Seed 000, "M2 App Server input closure": a profile binds the App Server's effective
+/// inputs beside the package — instruction sources and tools by name and digest, the
+/// permission profile, configuration and managed requirements by digest — and every dispatch
+/// claim under it reports what the App Server loaded: "An unknown source, an unbound tool, a
+/// widened permission, or a changed configuration digest blocks dispatch" (outside review 70:
+/// there was nowhere to bind or record them). A report within the binding is admitted and
+/// recorded in the claim; a profile that binds none takes no report.
+#[test]
+fn dispatch_is_blocked_by_an_app_server_input_outside_the_profiles_closure() {
+    use ledger_schema::events::{BoundInput, InputClosure};
+    let input = |name: &str, what: &str| BoundInput { name: name.into(), digest: digest_of(what) };
+    let bound = InputClosure {
+        tools: vec![input("apply_patch", "tool apply_patch"), input("shell", "tool shell")],
+        config_digest: digest_of("config"),
+        permission_digest: digest_of("permission profile"),
+        instruction_sources: vec![input("AGENTS.md", "agents")],
+        managed_requirements_digest: None,
+    };
+    let mut w = World::at(Stage::Setup);
+    let mut closed = profile(false);
+    closed.name = "app-server".into();
+    // A closure's lists are sets sorted by name.
+    let mut twice = bound.clone();
+    twice.tools.push(input("shell", "tool shell"));
+    closed.input_closure = Some(twice);
+    w.refused(
+        Command::InstallProfile(InstallProfile { profile_id: lid(0x16), profile: closed.clone() }),
+        Rule::InputClosure,
+    );
+    closed.input_closure = Some(bound.clone());
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x16), profile: closed }));
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x31),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(0x16),
+        plan: None,
+    }));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x60),
+        workflow_id: lid(0x31),
+        worker_session_id: lid(0x61),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    }));
+    let base = claim_of(&w, lid(0x60));
+    let claim = |reported: Option<InputClosure>| {
+        let mut c = base.clone();
+        c.reported_inputs = reported;
+        Command::ClaimDispatch(c)
+    };
+    let with = |edit: &dyn Fn(&mut InputClosure)| {
+        let mut r = bound.clone();
+        edit(&mut r);
+        Some(r)
+    };
+    let cases: Vec<(&str, Option<InputClosure>, &str)> = vec![
+        ("no report", None, "must report"),
+        (
+            "an unknown source",
+            with(&|r| r.instruction_sources.push(input("CLAUDE.md", "x"))),
+            "unbound instruction source \"CLAUDE.md\"",
+        ),
+        (
+            "a changed source",
+            with(&|r| r.instruction_sources[0].digest = digest_of("edited")),
+            "instruction source \"AGENTS.md\" is",
+        ),
+        ("an unbound tool", with(&|r| r.tools.push(input("web_search", "x"))), "unbound tool \"web_search\""),
+        (
+            "a widened permission",
+            with(&|r| r.permission_digest = digest_of("wider")),
+            "permission profile digest",
+        ),
+        ("a changed configuration", with(&|r| r.config_digest = digest_of("other")), "configuration digest"),
+        (
+            "new managed requirements",
+            with(&|r| r.managed_requirements_digest = Some(digest_of("m"))),
+            "managed requirements digest",
+        ),
+        ("an unsorted list", with(&|r| r.tools.reverse()), "sorted by name"),
+    ];
+    for (what, reported, says) in cases {
+        let err = w.fails(claim(reported));
+        assert_eq!(rule_of(&err), Some(Rule::InputClosure), "{what}: {err}");
+        assert!(err.to_string().contains(says), "{what}: {err}");
+    }
+    // Within the binding (a bound tool not loaded is fine): admitted, and recorded.
+    let within = with(&|r| r.tools.truncate(1));
+    w.ok(claim(within.clone()));
+    let Event::DispatchClaimed(recorded) = w.last_event("dispatchClaimed") else { unreachable!() };
+    assert_eq!(recorded.reported_inputs, within);
+    // A profile that binds none takes no report.
+    w.ok(start(0x62));
+    let mut c = claim_of(&w, lid(0x62));
+    c.reported_inputs = Some(bound);
+    let err = w.fails(Command::ClaimDispatch(c));
+    assert_eq!(rule_of(&err), Some(Rule::InputClosure), "{err}");
+    assert!(err.to_string().contains("binds no App Server input closure"), "{err}");
 }
