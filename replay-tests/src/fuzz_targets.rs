@@ -524,10 +524,20 @@ fn next_step(state: &State, id: Id, v: u8) -> Option<Command> {
 fn perturb(c: &mut Command, p: u8) {
     let wrong = Digest::of(ledger_schema::DigestKind::Source, &[p]);
     match c {
-        Command::ClaimDispatch(x) => match p % 3 {
+        Command::ClaimDispatch(x) => match p % 4 {
             0 => x.package_digest = wrong,
             1 => x.workflow_version = x.workflow_version.wrapping_add(1),
-            _ => x.plan = Some(closure_ledger::lifecycle::plan_pair()),
+            2 => x.plan = Some(closure_ledger::lifecycle::plan_pair()),
+            // An App Server report under a profile that binds no input closure.
+            _ => {
+                x.reported_inputs = Some(ledger_schema::events::InputClosure {
+                    tools: Vec::new(),
+                    config_digest: wrong,
+                    permission_digest: wrong,
+                    instruction_sources: Vec::new(),
+                    managed_requirements_digest: None,
+                })
+            }
         },
         Command::RecordRepair(x) => match p % 3 {
             0 => x.decision_digest = wrong,
