@@ -358,5 +358,19 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
             },
             if st.recovery_required { "  RECOVERY REQUIRED: run `ledger profile recover`" } else { "" }
         ),
-    )
+    )?;
+    match &st.estimate {
+        // An estimate, said as one (outside review 72): name and description bytes / 4.
+        Some(e) => emit(
+            out,
+            format!(
+                "  estimate {} metadata tokens (estimated: name and description bytes / 4) against a {} budget of {}{}",
+                e.tokens,
+                crate::runtime::wire(&e.budget_mode),
+                e.budget_tokens,
+                if e.over_budget { ": OVER BUDGET" } else { "" }
+            ),
+        ),
+        None => Ok(()),
+    }
 }

@@ -240,6 +240,52 @@ impl FeedbackItem {
             source_digests: vec![record_digest],
         }
     }
+
+    /// The PARENT_CHANGE_SET item of a repair of `parent` (frozen as `candidate` with
+    /// `change_set`), as compilers 2 and later project it.
+    pub fn parent_change_set(parent: Id, candidate: Digest, change_set: Digest) -> FeedbackItem {
+        // "the rejected parent generation {id} froze as {candidate} with change set
+        // {change set}; the repair starts from those exact bytes"
+        let mut content = String::with_capacity(31 + 26 + 11 + 67 + 17 + 67 + 42);
+        content.push_str("the rejected parent generation ");
+        parent.push_to(&mut content);
+        content.push_str(" froze as ");
+        candidate.push_to(&mut content);
+        content.push_str(" with change set ");
+        change_set.push_to(&mut content);
+        content.push_str("; the repair starts from those exact bytes");
+        let mut generation_ref = String::with_capacity(11 + 26);
+        generation_ref.push_str("generation/");
+        parent.push_to(&mut generation_ref);
+        FeedbackItem {
+            kind: FeedbackKind::ParentChangeSet,
+            content,
+            source_refs: vec![generation_ref],
+            source_digests: vec![change_set],
+        }
+    }
+
+    /// A PRESERVATION_CONSTRAINT item: `constraint` of goal `goal` at `revision` (content
+    /// digest `goal_digest`), as compilers 2 and later project it.
+    pub fn preservation_constraint(
+        constraint: &str,
+        goal: Id,
+        revision: u32,
+        goal_digest: Digest,
+    ) -> FeedbackItem {
+        // "goal/{id}@{revision}"
+        let mut goal_ref = String::with_capacity(5 + 26 + 11);
+        goal_ref.push_str("goal/");
+        goal.push_to(&mut goal_ref);
+        goal_ref.push('@');
+        goal_ref.push_str(&revision.to_string());
+        FeedbackItem {
+            kind: FeedbackKind::PreservationConstraint,
+            content: constraint.to_owned(),
+            source_refs: vec![goal_ref],
+            source_digests: vec![goal_digest],
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

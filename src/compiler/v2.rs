@@ -40,9 +40,9 @@ use ledger_schema::events::PhasePolicy;
 use ledger_schema::manifest::{ContextManifest, ManifestEntry, OmissionDecision};
 use ledger_schema::package::{
     Blocker, CapabilityGrant, CodeExcerpt, ContextPackage, FEEDBACK_SCHEMA, FailedEvidence, Feedback,
-    FeedbackItem, FeedbackKind, Obligation, PACKAGE_SCHEMA_PLAIN, PACKAGE_SCHEMA_PROTECTED,
-    PACKAGE_SCHEMA_REPAIR, PackageGoal, PackageIdentity, RepairContext, ResponseContract, Scenario,
-    SelectedDecision, SelectedFact, SelectedSkill, WORKER_EVENT_SCHEMA,
+    FeedbackItem, Obligation, PACKAGE_SCHEMA_PLAIN, PACKAGE_SCHEMA_PROTECTED, PACKAGE_SCHEMA_REPAIR,
+    PackageGoal, PackageIdentity, RepairContext, ResponseContract, Scenario, SelectedDecision, SelectedFact,
+    SelectedSkill, WORKER_EVENT_SCHEMA,
 };
 use ledger_schema::types::{AuthorityClass, CheckResult, InputClass, Verdict};
 use ledger_schema::{Digest, DigestKind, Id};
@@ -755,38 +755,18 @@ fn repair_authority(
         ));
         failed.push(f);
     }
-    fb_items.push(FeedbackItem {
-        kind: FeedbackKind::ParentChangeSet,
-        content: {
-            // "the rejected parent generation {id} froze as {candidate} with change set
-            // {change set}; the repair starts from those exact bytes"
-            let mut c = String::with_capacity(31 + 26 + 11 + 67 + 17 + 67 + 42);
-            c.push_str("the rejected parent generation ");
-            repair.parent_generation_id.push_to(&mut c);
-            c.push_str(" froze as ");
-            candidate_digest.push_to(&mut c);
-            c.push_str(" with change set ");
-            change_set_digest.push_to(&mut c);
-            c.push_str("; the repair starts from those exact bytes");
-            c
-        },
-        source_refs: vec![id_ref("generation/", repair.parent_generation_id)],
-        source_digests: vec![change_set_digest],
-    });
-    let goal_ref = {
-        // "goal/{id}@{revision}"
-        let mut r = id_ref("goal/", b.goal_id);
-        r.push('@');
-        push_decimal(&mut r, u64::from(bound.goal.revision));
-        r
-    };
+    fb_items.push(FeedbackItem::parent_change_set(
+        repair.parent_generation_id,
+        candidate_digest,
+        change_set_digest,
+    ));
     for c in &repair.constraints_to_preserve {
-        fb_items.push(FeedbackItem {
-            kind: FeedbackKind::PreservationConstraint,
-            content: c.clone(),
-            source_refs: vec![goal_ref.clone()],
-            source_digests: vec![bound.goal.digest],
-        });
+        fb_items.push(FeedbackItem::preservation_constraint(
+            c,
+            b.goal_id,
+            bound.goal.revision,
+            bound.goal.digest,
+        ));
     }
     let context = RepairContext {
         acceptance_repair_digest: repair.repair_digest,

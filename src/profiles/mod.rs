@@ -202,6 +202,9 @@ pub struct ProfileStatus {
     pub generation_digest: Option<Digest>,
     pub generation_root: Option<String>,
     pub state_root: Option<String>,
+    /// The configured plan's metadata estimate against its profile's budget (outside review
+    /// 72: a Full plan over its report-only budget was reported by `preview` alone).
+    pub estimate: Option<rp::Estimate>,
     /// A transaction was interrupted: run `ledger profile recover`.
     pub recovery_required: bool,
     /// What the command did: `set`, `mode`, `rollback`, `no-op`, `dry-run`, `status`,
@@ -268,6 +271,7 @@ fn status_of(
             generation_digest: None,
             generation_root: None,
             state_root: None,
+            estimate: None,
             recovery_required: root_override.is_some_and(interrupted_txn),
             outcome: outcome.to_owned(),
         });
@@ -288,6 +292,7 @@ fn status_of(
         generation_digest: Some(c.generation_digest),
         generation_root: Some(generation::generation_dir(&root, c.generation_digest).display().to_string()),
         state_root: Some(c.state_root.clone()),
+        estimate: Some(c.plan.estimate.clone()),
         recovery_required: interrupted_txn(&root),
         outcome: outcome.to_owned(),
     })
@@ -520,6 +525,7 @@ pub fn set(
         preview.registry_digest = Some(registry_digest);
         preview.registry_current = true;
         preview.generation_stale = false;
+        preview.estimate = Some(plan.estimate.clone());
         preview.generation_digest = Some(event.generation_digest);
         preview.generation_root =
             Some(generation::generation_dir(root, event.generation_digest).display().to_string());

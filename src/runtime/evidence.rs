@@ -7,7 +7,7 @@
 
 use ledger_schema::events::EvidenceRecorded;
 use ledger_schema::types::{CheckResult, Eligibility, Phase};
-use ledger_schema::{Event, Id};
+use ledger_schema::{Digest, Event, Id};
 
 use super::command::RecordEvidence;
 use super::state::{EvidenceState, State};
@@ -62,6 +62,99 @@ pub fn evidence_set(state: &State, generation: Id) -> Vec<Id> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The feedback a repair of `e`'s generation would carry if it were decided with `e` in its
+/// Evidence Set — the FAILED_CHECK item of every current FAIL record and of `e`, the
+/// PARENT_CHANGE_SET item, one PRESERVATION_CONSTRAINT item per constraint of the goal (the
+/// items compilers 2 and later project, built by the same constructors) — must fit the
+/// workflow policy's feedback limits whole: item count, each item's bytes, the total bytes.
+fn repair_feedback_fits(
+    state: &State,
+    wf: &super::state::WorkflowState,
+    e: &EvidenceRecorded,
+    record_digest: Digest,
+) -> Result<(), RuleViolation> {
+    use ledger_schema::package::FeedbackItem;
+    let limits = get(&state.policies, wf.policy.id, "policy")?.bundle.feedback;
+    let goal = get(&state.goals, wf.goal_id, "goal")?;
+    let generation = get(&state.generations, e.generation_id, "generation")?;
+    let super::state::GenerationStatus::Frozen { candidate_digest, change_set_digest } = generation.status
+    else {
+        return Ok(()); // refused as not frozen elsewhere
+    };
+    let failing = |ev: &EvidenceState| {
+        FeedbackItem::failed_check(
+            ev.record.evidence_id,
+            ev.record_digest,
+            ev.record.check_spec_id,
+            ev.record.obligation_id,
+            &ev.record.detail,
+        )
+    };
+    let mut items: Vec<FeedbackItem> = evidence_set(state, e.generation_id)
+        .iter()
+        .filter_map(|id| state.evidence.get(id))
+        .filter(|ev| ev.record.result == CheckResult::Fail)
+        .map(failing)
+        .collect();
+    let this =
+        FeedbackItem::failed_check(e.evidence_id, record_digest, e.check_spec_id, e.obligation_id, &e.detail);
+    let this_size = ledger_schema::codec::encoded_len(&this);
+    items.push(this);
+    items.push(FeedbackItem::parent_change_set(e.generation_id, candidate_digest, change_set_digest));
+    for c in &goal.content.preservation_constraints {
+        items.push(FeedbackItem::preservation_constraint(c, wf.goal_id, goal.revision, goal.digest));
+    }
+    if this_size > limits.max_item_bytes as usize {
+        return Err(super::violation(
+            Rule::OutOfBounds,
+            format!(
+                "a failing record reaches the repair worker whole: this one's item encodes to {this_size} bytes, over policy {}'s maxItemBytes ({}) — record a shorter summary (the full log belongs in the check's own output)",
+                wf.policy.id, limits.max_item_bytes
+            ),
+        ));
+    }
+    feedback_fits(&items, limits).map_err(|why| {
+        super::violation(
+            Rule::OutOfBounds,
+            format!(
+                "a failing record reaches the repair worker whole, beside the rest of the repair's feedback ({} items); {why} of policy {} — record a shorter summary, or run the workflow under a policy whose feedback limits hold its repairs",
+                items.len(),
+                wf.policy.id
+            ),
+        )
+    })
+}
+
+/// Whether `items` fit `limits` whole (the order compilers 2 and later apply them in: each
+/// item's bytes, the item count, the total bytes): `Err` names the limit.
+pub(super) fn feedback_fits(
+    items: &[ledger_schema::package::FeedbackItem],
+    limits: ledger_schema::events::FeedbackLimits,
+) -> Result<(), String> {
+    let mut total = 0usize;
+    for item in items {
+        let size = ledger_schema::codec::encoded_len(item);
+        if size > limits.max_item_bytes as usize {
+            return Err(format!(
+                "a {} item encodes to {size} bytes, over the maxItemBytes ({})",
+                super::wire(&item.kind),
+                limits.max_item_bytes
+            ));
+        }
+        total = total.saturating_add(size);
+    }
+    if items.len() > usize::from(limits.max_items) {
+        return Err(format!("{} items are over the maxItems ({})", items.len(), limits.max_items));
+    }
+    if total > limits.max_total_bytes as usize {
+        return Err(format!(
+            "together they encode to {total} bytes, over the maxTotalBytes ({})",
+            limits.max_total_bytes
+        ));
+    }
+    Ok(())
 }
 
 pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Result<(), RuleViolation> {
@@ -119,29 +212,15 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     );
     // A failure reaches a repair worker as one FAILED_CHECK feedback item, and "required
     // authoritative failure records are never truncated into feedback" (seed 000): a failing
-    // record whose item would be over the workflow's policy limit is refused here, when a
-    // shorter summary can still be recorded — not found out at the repair, where it would be
-    // left out (the worker told only which check failed) or, WORKING required, refuse every
-    // repair Attempt (outside reviews 67, 70).
+    // record is refused here when the feedback a repair of this generation would carry —
+    // every current FAIL's item, this one's, the parent change set and the goal's
+    // preservation constraints — would not fit the workflow policy's limits whole, while a
+    // shorter summary can still be recorded; not found out at the repair, where items would
+    // be left out (the worker not told what failed) or, WORKING required, every repair
+    // Attempt refused (outside reviews 67, 70, 71).
     let record_digest = e.record_digest();
     if e.result == CheckResult::Fail {
-        // The item alone must fit both the per-item and the total limit.
-        let limits = get(&state.policies, wf.policy.id, "policy")?.bundle.feedback;
-        let max = limits.max_item_bytes.min(limits.max_total_bytes) as usize;
-        let item = ledger_schema::package::FeedbackItem::failed_check(
-            e.evidence_id,
-            record_digest,
-            e.check_spec_id,
-            e.obligation_id,
-            &e.detail,
-        );
-        let size = ledger_schema::codec::encoded_len(&item);
-        ensure!(
-            size <= max,
-            Rule::OutOfBounds,
-            "a failing record's detail reaches the repair worker whole, as one feedback item: this one encodes to {size} bytes, over policy {}'s feedback limit ({max}: the lesser of maxItemBytes and maxTotalBytes); record a shorter summary (the full log belongs in the check's own output)",
-            wf.policy.id
-        );
+        repair_feedback_fits(state, wf, e, record_digest)?;
     }
     // A re-run supersedes an earlier runner ERROR of the same check on this generation.
     let obligation_id = e.obligation_id;

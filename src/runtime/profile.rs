@@ -193,7 +193,9 @@ pub enum PlanError {
     ExclusionNeeded { excluded: String, needed_by: String },
     #[error("{id:?} is never selectable ({rule}){}", .needed_by.as_ref().map(|n| format!(", but selected {n:?} depends on it")).unwrap_or_default())]
     NotSelectable { id: String, rule: &'static str, needed_by: Option<String> },
-    #[error("the {profile} plan needs {tokens} metadata tokens, over its blocking budget of {budget}")]
+    #[error(
+        "the {profile} plan is estimated at {tokens} metadata tokens (an estimate: each entry's name and description bytes / 4, rounded up — not a tokenizer count), over its blocking budget of {budget}"
+    )]
     OverBudget { profile: String, tokens: u64, budget: u32 },
 }
 

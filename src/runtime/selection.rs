@@ -141,6 +141,12 @@ pub enum SelectionError {
         "the configured generation is stale: registry {current} (source drift) changes it: run `ledger profile set` again"
     )]
     StaleSource { current: Digest },
+    /// Source drift left the configured selection without a plan (e.g. a blocking budget it
+    /// no longer fits: outside review 72 — `set` again would be refused the same way).
+    #[error(
+        "the configured selection no longer plans over registry {current} (source drift): {why} — `ledger profile set` a selection that does"
+    )]
+    NoPlan { current: Digest, why: String },
     #[error("task input: {0}")]
     Task(String),
     #[error("unknown source id {0:?}")]
@@ -872,7 +878,7 @@ fn configured(state: &State) -> Result<(Cow<'_, Plan>, &Registry, u32, Digest), 
     } else {
         let stale = SelectionError::StaleSource { current: current_digest };
         let plan = super::profile::plan_of(registry, current_digest, &current.selection)
-            .map_err(|_| stale.clone())?;
+            .map_err(|e| SelectionError::NoPlan { current: current_digest, why: e.to_string() })?;
         let (manifest, _) = super::profile::generation(registry, &plan).map_err(|_| stale.clone())?;
         if manifest.digest() != current.generation_digest {
             return Err(stale);
@@ -887,7 +893,9 @@ fn configured(state: &State) -> Result<(Cow<'_, Plan>, &Registry, u32, Digest), 
 /// route (no drift, or drift in routed sources only) or nothing is configured.
 pub fn stale_generation(state: &State) -> Option<Digest> {
     match configured(state) {
-        Err(SelectionError::StaleSource { current }) => Some(current),
+        Err(SelectionError::StaleSource { current } | SelectionError::NoPlan { current, .. }) => {
+            Some(current)
+        }
         _ => None,
     }
 }

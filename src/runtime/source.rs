@@ -182,16 +182,28 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
     Ok(())
 }
 
-/// A fact's statement as a reader compares it: NFKC, case folded (`ß` as `ss`), compared as
-/// decision questions are ([`question_key`]: a closing or opening mark, wrapping quotes or
-/// brackets, invisible characters), then read as the goal's texts are (`goal::reading`: the
-/// confusable skeleton, white space collapsed — a full-width letter, a Cyrillic `а` or an
-/// NFD accent reads as the letter it looks like; outside review 69).
+/// A fact's statement as a reader compares it, conservatively — two statements that differ
+/// in anything a careful reader could mean stay two (outside review 71: a case change in an
+/// identifier, `2³` against `23`, `modern` against `modem`, a `?` are meaning): NFC, invisible
+/// characters dropped, white space collapsed and trimmed, one closing `.` dropped, and each
+/// letter outside ASCII read as the ASCII it is confusable with (UTS #39 skeleton: a Cyrillic
+/// `а`, a Greek `ο`, a full-width `ｐ` read as `a`, `o`, `p`; outside review 69). ASCII itself
+/// is never mapped, so `l`, `1` and `I` stay three characters.
 fn statement_key(statement: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    // Case first: the skeleton maps `I` to `l`, so it reads lower case only.
-    let folded: String = statement.nfkc().flat_map(char::to_lowercase).collect();
-    super::goal::reading(&question_key(&folded.replace('ß', "ss")))
+    let visible: String = statement.nfc().filter(|c| !super::invisible(*c)).collect();
+    let collapsed = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+    let trimmed = collapsed.strip_suffix('.').unwrap_or(&collapsed).trim_end();
+    let mut key = String::with_capacity(trimmed.len());
+    for c in trimmed.chars() {
+        if c.is_ascii() || !c.is_alphabetic() {
+            key.push(c);
+        } else {
+            let mut one = [0u8; 4];
+            key.extend(unicode_security::skeleton(c.encode_utf8(&mut one)));
+        }
+    }
+    key
 }
 
 /// The fact, which must be at exactly `revision`.

@@ -82,6 +82,35 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
         e.policy.id,
         e.policy.digest
     );
+    // A repair in this workflow carries at least one failed check, the parent change set and
+    // the goal's preservation constraints, whole: a policy whose feedback limits cannot hold
+    // that would refuse every failing record, or every repair (outside review 71: `maxItems`
+    // 1, a constraint longer than `maxItemBytes`).
+    {
+        use ledger_schema::package::FeedbackItem;
+        use ledger_schema::{Digest, Id};
+        let mut floor = vec![
+            FeedbackItem::failed_check(Id::default(), Digest::ZERO, Id::default(), Id::default(), "x"),
+            FeedbackItem::parent_change_set(Id::default(), Digest::ZERO, Digest::ZERO),
+        ];
+        floor.extend(
+            goal.content
+                .preservation_constraints
+                .iter()
+                .map(|c| FeedbackItem::preservation_constraint(c, e.goal_id, goal.revision, goal.digest)),
+        );
+        super::evidence::feedback_fits(&floor, policy.bundle.feedback).map_err(|why| {
+            super::violation(
+                Rule::PolicyBounds,
+                format!(
+                    "policy {}'s feedback limits cannot hold a repair of goal {} whole (one failed check, the parent change set and {} preservation constraint(s)): {why}",
+                    e.policy.id,
+                    e.goal_id,
+                    goal.content.preservation_constraints.len()
+                ),
+            )
+        })?;
+    }
     let profile = get(&state.profiles, e.profile.id, "profile")?;
     ensure!(
         profile.digest == e.profile.digest,

@@ -865,6 +865,13 @@ fn status_says_whether_drift_makes_the_generation_stale() {
     let root = root_of(&s);
     let r1 = ok(set(&s, &root, &["lean"]));
     assert_eq!((r1["registryCurrent"].clone(), r1["generationStale"].clone()), (true.into(), false.into()));
+    // The configured plan's estimate against its budget (outside review 72: `preview` alone
+    // said whether a plan was over its budget).
+    assert_eq!(r1["estimate"]["budgetMode"], "blocking");
+    assert_eq!(r1["estimate"]["overBudget"], false);
+    assert!(r1["estimate"]["tokens"].as_u64().is_some_and(|t| t > 0), "{r1}");
+    let (_, text, _) = s.run(&["profile", "status"], &[]);
+    assert!(text.contains("metadata tokens (estimated"), "{text}");
     // A routed source changes: drift, not stale.
     super::profiles_util::write(
         &s.src.join("skills/api-design/SKILL.md"),

@@ -252,9 +252,60 @@ fn a_failing_record_that_feedback_cannot_carry_whole_is_refused() {
     let before = w.ledger.store().head();
     let err = w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, &long)).unwrap_err();
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
-    assert!(err.to_string().contains("over policy") && err.to_string().contains("(4096:"), "{err}");
+    assert!(
+        err.to_string().contains("over policy") && err.to_string().contains("maxItemBytes (4096)"),
+        "{err}"
+    );
     assert_eq!(w.ledger.store().head(), before, "nothing written");
     w.with(|s| s.evidence(0x91, 0x80, CheckResult::Error, &long)).unwrap();
     w.with(|s| s.evidence(0x92, 0x80, CheckResult::Pass, &long)).unwrap();
     w.with(|s| s.evidence(0x93, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))).unwrap();
+    // Several failures together: each fits, but the repair's feedback must hold them all
+    // whole, beside the parent change set and the preservation constraint (outside review
+    // 71: five 3.9 KB failures were admitted and the repair carried four).
+    let mut refused = None;
+    for i in 0..8u128 {
+        match w.with(|s| s.evidence(0xa0 + i, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))) {
+            Ok(_) => {}
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (at, err) = refused.expect("the failures cannot all fit the repair's feedback");
+    assert!(at >= 2, "a few fit: {at}");
+    assert!(err.to_string().contains("maxTotalBytes (16384)"), "{err}");
+}
+
+/// A workflow runs only under a policy whose feedback limits hold a repair of its goal whole
+/// — one failed check, the parent change set and the goal's preservation constraints —
+/// else every failing record (or every repair) would be refused (outside review 71:
+/// `maxItems` 1, a constraint longer than `maxItemBytes`).
+#[test]
+fn a_workflow_needs_feedback_limits_that_hold_a_repair_of_its_goal() {
+    let start = |policy: u128| {
+        Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(0x39),
+            goal_id: lid(GOAL),
+            goal_revision: 1,
+            policy_id: lid(policy),
+            profile_id: lid(PROFILE),
+            plan: None,
+        })
+    };
+    let mut w = World::at(Stage::Setup);
+    for (id, edit) in [
+        (0x17u128, (|b: &mut ledger_schema::events::PolicyBundle| b.feedback.max_items = 1) as fn(&mut _)),
+        (0x18, |b| b.feedback.max_item_bytes = 100),
+        (0x19, |b| b.feedback.max_total_bytes = 300),
+    ] {
+        let mut bundle = policy_bundle();
+        edit(&mut bundle);
+        w.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(id), bundle }));
+        let err = w.fails(start(id));
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PolicyBounds), "{err}");
+        assert!(err.to_string().contains("cannot hold a repair of goal"), "{err}");
+    }
+    w.ok(start(POLICY));
 }
