@@ -352,7 +352,7 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
             if st.registry_current || st.generation_digest.is_none() {
                 ""
             } else if st.generation_stale {
-                "  STALE: the sources it installs changed since (source drift): every select is refused until `ledger profile set`"
+                "  STALE: the sources changed since (source drift): every select is refused until `ledger profile set` a selection that plans over them"
             } else {
                 "  (a newer registry was recorded since: drift in routed sources only; selections route over it)"
             },

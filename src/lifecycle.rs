@@ -291,6 +291,7 @@ impl<S: Store> Script<'_, S> {
             question: "Keep the existing Error enum?".to_owned(),
             answer: "Yes, add a variant.".to_owned(),
             decided_by: "human:alice".to_owned(),
+            supersedes: None,
         }))?;
         self.run(Command::StartWorkflow(StartWorkflow {
             workflow_id: lid(WORKFLOW),

@@ -310,6 +310,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 question: s("keep the old error type?"),
                 answer: s("yes"),
                 decided_by: s("human:alice"),
+                supersedes: None,
             }),
         ),
         (
@@ -650,6 +651,19 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 reported_inputs: Some(reported),
             })
         }),
+        // A decision that changes an answer by naming the one it replaces (outside review
+        // 74), appended.
+        (
+            "human_decision_recorded_superseding",
+            Event::HumanDecisionRecorded(HumanDecisionRecorded {
+                decision_id: id(65),
+                goal_id: id(20),
+                question: s("keep the old error type?"),
+                answer: s("no: replace it"),
+                decided_by: s("human:alice"),
+                supersedes: Some(id(61)),
+            }),
+        ),
     ]
 }
 

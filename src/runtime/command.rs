@@ -130,13 +130,21 @@ command!(
         invalidated_by: Option<String>,
     }
 );
-command!(RecordHumanDecision {
-    decision_id: Id,
-    goal_id: Id,
-    question: String,
-    answer: String,
-    decided_by: String
-});
+command!(
+    /// A human's answer to a question of the goal. `supersedes` names the decision it replaces
+    /// — the one standing on the same question — which a decision made at the goal's current
+    /// revision needs (outside review 74: an answer could not be changed without revising the
+    /// goal).
+    RecordHumanDecision {
+        decision_id: Id,
+        goal_id: Id,
+        question: String,
+        answer: String,
+        decided_by: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        supersedes: Option<Id>,
+    }
+);
 command!(RecordProjectSource { source_id: Id, goal_id: Id, path: String, revision: String, content: String });
 command!(RecordScenario { scenario_id: Id, goal_id: Id, title: String, description: String });
 command!(RecordObligation {

@@ -76,7 +76,8 @@ fn repair_feedback_fits(
     record_digest: Digest,
 ) -> Result<(), RuleViolation> {
     use ledger_schema::package::FeedbackItem;
-    let limits = get(&state.policies, wf.policy.id, "policy")?.bundle.feedback;
+    let bundle = &get(&state.policies, wf.policy.id, "policy")?.bundle;
+    let limits = bundle.feedback;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     let generation = get(&state.generations, e.generation_id, "generation")?;
     let super::state::GenerationStatus::Frozen { candidate_digest, change_set_digest } = generation.status
@@ -115,11 +116,11 @@ fn repair_feedback_fits(
             ),
         ));
     }
-    feedback_fits(&items, limits).map_err(|why| {
+    feedback_fits(&items, bundle).map_err(|why| {
         super::violation(
             Rule::OutOfBounds,
             format!(
-                "a failing record reaches the repair worker whole, beside the rest of the repair's feedback ({} items); {why} of policy {} — record a shorter summary, or run the workflow under a policy whose feedback limits hold its repairs",
+                "a failing record reaches the repair worker whole, beside the rest of the repair's feedback ({} items), and under policy {} {why}: record a shorter summary, or — where the failures are too many — split the goal's checks into smaller goals, or cancel the workflow and run it under a policy with larger feedback limits",
                 items.len(),
                 wf.policy.id
             ),
@@ -127,18 +128,34 @@ fn repair_feedback_fits(
     })
 }
 
-/// Whether `items` fit `limits` whole (the order compilers 2 and later apply them in: each
-/// item's bytes, the item count, the total bytes): `Err` names the limit.
+/// The WORKING class budget of a policy that sets none: the compiler's default
+/// (`compiler::DEFAULT_CLASS_BUDGET_BYTES`, which a test holds equal to this).
+pub const DEFAULT_WORKING_BUDGET_BYTES: u32 = 65_536;
+
+/// Whether a repair's feedback `items` reach its worker whole under `bundle`: the IMPLEMENT
+/// phase takes the WORKING class that carries them, and they fit the feedback limits (each
+/// item's bytes, the item count, the total bytes — the order compilers 2 and later apply
+/// them in) and the WORKING class budget. `Err` names what does not hold and what to do.
 pub(super) fn feedback_fits(
     items: &[ledger_schema::package::FeedbackItem],
-    limits: ledger_schema::events::FeedbackLimits,
+    bundle: &ledger_schema::events::PolicyBundle,
 ) -> Result<(), String> {
+    use ledger_schema::types::InputClass;
+    let implement = bundle.phases.iter().find(|p| p.phase == Phase::Implement);
+    if !implement.is_some_and(|p| {
+        p.required.contains(&InputClass::Working) || p.optional.contains(&InputClass::Working)
+    }) {
+        return Err(
+            "its IMPLEMENT phase does not take the WORKING class that carries a repair's feedback".into()
+        );
+    }
+    let limits = bundle.feedback;
     let mut total = 0usize;
     for item in items {
         let size = ledger_schema::codec::encoded_len(item);
         if size > limits.max_item_bytes as usize {
             return Err(format!(
-                "a {} item encodes to {size} bytes, over the maxItemBytes ({})",
+                "a {} item encodes to {size} bytes, over its maxItemBytes ({})",
                 super::wire(&item.kind),
                 limits.max_item_bytes
             ));
@@ -146,13 +163,27 @@ pub(super) fn feedback_fits(
         total = total.saturating_add(size);
     }
     if items.len() > usize::from(limits.max_items) {
-        return Err(format!("{} items are over the maxItems ({})", items.len(), limits.max_items));
+        return Err(format!("{} items are over its maxItems ({})", items.len(), limits.max_items));
     }
     if total > limits.max_total_bytes as usize {
         return Err(format!(
-            "together they encode to {total} bytes, over the maxTotalBytes ({})",
+            "together they encode to {total} bytes, over its maxTotalBytes ({})",
             limits.max_total_bytes
         ));
+    }
+    let feedback = ledger_schema::package::Feedback {
+        items: items.to_vec(),
+        schema_version: ledger_schema::package::FEEDBACK_SCHEMA,
+        feedback_digest: Digest::ZERO,
+    };
+    let size = ledger_schema::codec::encoded_len(&feedback);
+    let budget = bundle
+        .budgets
+        .iter()
+        .find(|b| b.class == InputClass::Working)
+        .map_or(DEFAULT_WORKING_BUDGET_BYTES, |b| b.max_bytes);
+    if size > budget as usize {
+        return Err(format!("the feedback encodes to {size} bytes, over its WORKING budget ({budget})"));
     }
     Ok(())
 }

@@ -27,6 +27,7 @@ pub use attempt::{
     mark_context_changed, result_binding, result_kind_allowed,
 };
 pub use command::Command;
+pub use evidence::DEFAULT_WORKING_BUDGET_BYTES;
 pub use evidence::evidence_set;
 pub use source::question_key;
 pub use state::State;

@@ -51,6 +51,7 @@ pub fn decide_human_decision(c: &RecordHumanDecision) -> Event {
         question: c.question.clone(),
         answer: c.answer.clone(),
         decided_by: c.decided_by.clone(),
+        supersedes: c.supersedes,
     })
 }
 
@@ -355,23 +356,47 @@ pub fn apply_human_decision(
     // once the goal changed (outside review 39) — and the compiler then delivers only the
     // new one. One made at the current revision may not: two answers would both be authority.
     let revised_at = state.goals.get(&e.goal_id).map_or(0, |g| g.seq);
-    if let Some((id, d)) = state
+    let standing = state
         .human_decisions
         .iter()
         .filter(|(_, d)| d.goal_id == e.goal_id && question_key(&d.question) == asked)
-        .max_by_key(|(_, d)| d.seq)
-        .filter(|(_, d)| d.seq > revised_at)
-    {
+        .max_by_key(|(_, d)| d.seq);
+    // A human changes an answer by naming the one it replaces: the decision standing on the
+    // question (outside review 74); naming anything else is a conflicting input.
+    if let Some(named) = e.supersedes {
+        return match standing {
+            Some((id, _)) if *id == named => {
+                record_decision(state, e, seq);
+                Ok(())
+            }
+            _ => Err(super::violation(
+                Rule::DecisionConflict,
+                format!(
+                    "decision {} supersedes {named}, which is not the decision standing on the question {:?} of goal {} ({})",
+                    e.decision_id,
+                    e.question,
+                    e.goal_id,
+                    standing.map_or_else(|| "there is none".to_owned(), |(id, _)| format!("that is {id}"))
+                ),
+            )),
+        };
+    }
+    if let Some((id, d)) = standing.filter(|(_, d)| d.seq > revised_at) {
         return Err(super::violation(
             Rule::DecisionConflict,
             format!(
                 "goal {} already has decision {id} (seq {}) on the question {:?}, made at its current revision: a \
-                 second answer would stand beside it as authority (a decision made before a later revision of the \
-                 goal may be superseded)",
+                 second answer would stand beside it as authority — to change the answer, name the decision it \
+                 replaces (`supersedes`)",
                 e.goal_id, d.seq, d.question
             ),
         ));
     }
+    record_decision(state, e, seq);
+    Ok(())
+}
+
+fn record_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) {
     state.human_decisions.insert(
         e.decision_id,
         HumanDecisionState {
@@ -382,7 +407,6 @@ pub fn apply_human_decision(
             seq,
         },
     );
-    Ok(())
 }
 
 pub fn apply_project_source(

@@ -99,11 +99,11 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
                 .iter()
                 .map(|c| FeedbackItem::preservation_constraint(c, e.goal_id, goal.revision, goal.digest)),
         );
-        super::evidence::feedback_fits(&floor, policy.bundle.feedback).map_err(|why| {
+        super::evidence::feedback_fits(&floor, &policy.bundle).map_err(|why| {
             super::violation(
                 Rule::PolicyBounds,
                 format!(
-                    "policy {}'s feedback limits cannot hold a repair of goal {} whole (one failed check, the parent change set and {} preservation constraint(s)): {why}",
+                    "policy {} cannot carry a repair of goal {} whole (one failed check, the parent change set and {} preservation constraint(s)): {why} — start the workflow under a policy that can",
                     e.policy.id,
                     e.goal_id,
                     goal.content.preservation_constraints.len()

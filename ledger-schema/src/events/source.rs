@@ -50,6 +50,10 @@ pub struct HumanDecisionRecorded {
     pub question: String,
     pub decided_by: String,
     pub decision_id: Id,
+    /// The decision on the same question this one replaces (outside review 74); absent for a
+    /// first answer, or one superseding an answer made before a later goal revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<Id>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -266,6 +266,7 @@ fn a_stale_result_cannot_be_accepted() {
         question: "May parse() keep its API?".into(),
         answer: "No: the parse() API must change after all.".into(),
         decided_by: "human:alice".into(),
+        supersedes: None,
     });
     w.ok(decision);
     let err = w.fails(decide(Verdict::Accept, &[0x90]));

@@ -497,6 +497,7 @@ fn resume_is_refused_after_authority_was_withdrawn() {
             question: question.into(),
             answer: answer.into(),
             decided_by: "human:alice".into(),
+            supersedes: None,
         })
     };
     let mut w = World::at(Stage::Setup);
@@ -707,6 +708,7 @@ fn manifest_stale_refuses_the_claim() {
             question: "Rename the Error enum?".to_owned(),
             answer: "No.".to_owned(),
             decided_by: "human:alice".to_owned(),
+            supersedes: None,
         }),
         Command::RecordProjectSource(RecordProjectSource {
             source_id: lid(0x5c),

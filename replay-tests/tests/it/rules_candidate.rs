@@ -569,6 +569,7 @@ fn a_result_made_stale_after_it_finished_does_not_freeze() {
         question: "May parse() add a TrailingBytes variant?".into(),
         answer: "No: adding TrailingBytes is forbidden.".into(),
         decided_by: "human:alice".into(),
+        supersedes: None,
     }));
     let err = w.fails(freeze.clone());
     assert!(

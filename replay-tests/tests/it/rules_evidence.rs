@@ -299,13 +299,39 @@ fn a_workflow_needs_feedback_limits_that_hold_a_repair_of_its_goal() {
         (0x17u128, (|b: &mut ledger_schema::events::PolicyBundle| b.feedback.max_items = 1) as fn(&mut _)),
         (0x18, |b| b.feedback.max_item_bytes = 100),
         (0x19, |b| b.feedback.max_total_bytes = 300),
+        // The repair's feedback travels in the WORKING class (outside review 73: IMPLEMENT
+        // without WORKING, a WORKING budget too small — every repair was refused).
+        (0x1a, |b| {
+            for p in &mut b.phases {
+                p.optional.retain(|c| *c != ledger_schema::types::InputClass::Working);
+                p.required.retain(|c| *c != ledger_schema::types::InputClass::Working);
+            }
+        }),
+        (0x1b, |b| {
+            b.budgets.retain(|x| x.class != ledger_schema::types::InputClass::Working);
+            b.budgets.push(ledger_schema::events::ClassBudget {
+                class: ledger_schema::types::InputClass::Working,
+                max_bytes: 100,
+            });
+            b.budgets.sort_by_key(|x| x.class);
+        }),
     ] {
         let mut bundle = policy_bundle();
         edit(&mut bundle);
         w.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(id), bundle }));
         let err = w.fails(start(id));
         assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PolicyBounds), "{err}");
-        assert!(err.to_string().contains("cannot hold a repair of goal"), "{err}");
+        assert!(err.to_string().contains("cannot carry a repair of goal"), "{err}");
     }
     w.ok(start(POLICY));
+}
+
+/// The runtime's WORKING default budget is the compiler's default class budget (the repair
+/// feedback check at `recordEvidence` and `startWorkflow` sizes against it).
+#[test]
+fn the_runtimes_working_default_is_the_compilers() {
+    assert_eq!(
+        closure_ledger::runtime::DEFAULT_WORKING_BUDGET_BYTES,
+        closure_ledger::compiler::DEFAULT_CLASS_BUDGET_BYTES
+    );
 }

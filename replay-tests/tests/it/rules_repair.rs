@@ -119,7 +119,9 @@ fn repair_child() {
 /// A repair dispatch's context carries its failure feedback (seed: "For each repair
 /// dispatch, the compiler MUST … render … a bounded feedback projection"; outside review
 /// 60, P2: a policy whose IMPLEMENT phase leaves out WORKING dispatched a repair worker told
-/// nothing of why the bytes failed): such an Attempt is refused, naming the omission.
+/// nothing of why the bytes failed): such a policy cannot start a workflow at all (outside
+/// review 73: it was found out only at the repair, a dead end), naming the WORKING class.
+/// (`RepairFeedback` stays the backstop at the repair's start.)
 #[test]
 fn a_repair_context_without_its_feedback_is_refused() {
     use ledger_schema::types::{InputClass, Phase};
@@ -129,19 +131,9 @@ fn a_repair_context_without_its_feedback_is_refused() {
         p.required.retain(|c| *c != InputClass::Working);
     }
     let mut w = World::at(Stage::Empty);
-    w.with(|s| {
-        s.setup_with(bundle)?;
-        s.discover_and_plan()?;
-        s.implement_first()?;
-        s.reject_first()?;
-        let repair = s.repair_command();
-        s.run(Command::RecordRepair(repair))?;
-        s.advance(Phase::Implement)
-    })
-    .unwrap();
-    let err = w.with(|s| s.start(0x66, 0x67)).unwrap_err();
-    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::RepairFeedback), "{err}");
-    assert!(err.to_string().contains("phase.IMPLEMENT.excludes.WORKING"), "{err}");
+    let err = w.with(|s| s.setup_with(bundle)).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PolicyBounds), "{err}");
+    assert!(err.to_string().contains("does not take the WORKING class"), "{err}");
     // With WORKING allowed (the shipped policy) the same repair dispatch is admitted.
     let mut w = World::at(Stage::Rejected);
     w.with(|s| {

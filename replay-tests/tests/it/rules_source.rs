@@ -273,6 +273,7 @@ fn decision(id: u128, goal: u128, question: &str, decided_by: &str) -> Command {
         question: question.into(),
         answer: "yes".into(),
         decided_by: decided_by.into(),
+        supersedes: None,
     })
 }
 
@@ -307,6 +308,7 @@ fn only_a_human_confirms_a_fact_or_decides() {
             question: "May the worker change the public API?".into(),
             answer: "Yes.".into(),
             decided_by: "worker:codex".into(),
+            supersedes: None,
         }),
         Rule::HumanAuthority,
     );
@@ -402,6 +404,7 @@ fn a_decision_from_an_earlier_goal_revision_is_superseded() {
         question: "keep the existing  error enum?".into(),
         answer: "No: replace it.".into(),
         decided_by: "human:bob".into(),
+        supersedes: None,
     }));
     let err = w.fails(decision(0x5E, GOAL, question, "human:alice"));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::DecisionConflict), "{err}");
@@ -436,4 +439,41 @@ fn a_decision_from_an_earlier_goal_revision_is_superseded() {
     assert_eq!(superseded.len(), 1, "{superseded:?}");
     assert_eq!(superseded[0].0, format!("humanDecision/{}", lid(0x52)));
     assert!(superseded[0].1.ends_with(&format!("humanDecision/{}", lid(0x5D))), "{superseded:?}");
+}
+
+/// A human changes an answer by naming the decision it replaces — the one standing on the
+/// question — also at the goal's current revision (outside review 74: only a goal revision
+/// could, which stranded every open workflow); the compiled context then carries the new
+/// answer alone, the old one an omission (`freshness.decisionSuperseded`). Naming another
+/// decision, or none where one stands, is refused.
+#[test]
+fn a_human_decision_is_changed_by_naming_the_one_it_replaces() {
+    let change = |id: u128, supersedes: Option<u128>, answer: &str| {
+        Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(id),
+            goal_id: lid(GOAL),
+            question: "Keep the existing Error enum?".into(),
+            answer: answer.into(),
+            decided_by: "human:bob".into(),
+            supersedes: supersedes.map(lid),
+        })
+    };
+    let mut w = World::at(Stage::Setup);
+    // 0x52 stands on the question (the setup's decision, made at revision 1).
+    let err = w.fails(change(0x5e, None, "No: replace it."));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::DecisionConflict), "{err}");
+    assert!(err.to_string().contains("`supersedes`"), "{err}");
+    let err = w.fails(change(0x5e, Some(0x50), "No: replace it."));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::DecisionConflict), "{err}");
+    assert!(err.to_string().contains(&format!("that is {}", lid(0x52))), "{err}");
+    w.ok(change(0x5e, Some(0x52), "No: replace it."));
+    // Now 0x5e stands: naming 0x52 again is refused.
+    w.refused(change(0x5f, Some(0x52), "Maybe."), Rule::DecisionConflict);
+    // The next Attempt is given the new answer only.
+    w.with(|s| s.start(0x60, 0x61)).unwrap();
+    let Event::AttemptStarted(a) = w.last_event("attemptStarted") else { unreachable!() };
+    let omitted: Vec<_> =
+        a.manifest.omission_decisions.iter().filter(|o| o.rule == "freshness.decisionSuperseded").collect();
+    assert_eq!(omitted.len(), 1, "{:?}", a.manifest.omission_decisions);
+    assert!(omitted[0].source_ref.ends_with(&lid(0x52).to_string()), "{omitted:?}");
 }

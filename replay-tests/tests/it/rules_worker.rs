@@ -381,6 +381,7 @@ fn context_changed_results_do_not_advance() {
             question: "Rename the Error enum?".to_owned(),
             answer: "No.".to_owned(),
             decided_by: "human:alice".to_owned(),
+            supersedes: None,
         }),
         Command::RecordProjectSource(RecordProjectSource {
             source_id: lid(0x5c),

@@ -772,6 +772,7 @@ fn a_profile_change_after_the_result_does_not_block_freeze_or_accept() {
                 question: "Keep parse()'s API?".into(),
                 answer: answer.into(),
                 decided_by: "human:alice".into(),
+                supersedes: None,
             }))
             .unwrap();
         }
