@@ -378,7 +378,7 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
     Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,
         format!(
-            "attempt {attempt}: its manifest {} is no longer current ({detail}); start a new Attempt",
+            "attempt {attempt}: its manifest {} is no longer current ({detail}); cancel it (`cancelAttempt`) and start a new Attempt, which compiles the current context",
             recorded.manifest_digest
         ),
     )))

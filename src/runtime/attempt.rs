@@ -52,12 +52,16 @@ pub fn result_kind_allowed(phase: Phase) -> Option<ResultKind> {
 pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding, RuleViolation> {
     fresh(&state.attempts, c.attempt_id, "attempt")?;
     let wf = live_workflow(state, c.workflow_id)?;
-    ensure!(
-        wf.active_attempt.is_none(),
-        Rule::AttemptActive,
-        "workflow {} already has an active attempt",
-        c.workflow_id
-    );
+    if let Some(active) = wf.active_attempt {
+        // Named, with the way out (outside review 74).
+        return Err(super::violation(
+            Rule::AttemptActive,
+            format!(
+                "workflow {} already has an active attempt, {active}: finish, fail or cancel it (`cancelAttempt`) before starting another",
+                c.workflow_id
+            ),
+        ));
+    }
     ensure!(
         result_kind_allowed(wf.phase).is_some(),
         Rule::AttemptBinding,
