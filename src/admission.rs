@@ -434,5 +434,6 @@ fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Re
         manifest_digest: compiled.manifest_digest(),
         manifest: compiled.manifest,
         selection_receipt: c.selection_receipt,
+        replaces: None,
     })))
 }

@@ -226,7 +226,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
         repair_digest: Digest::ZERO,
     };
     repair.repair_digest = repair.computed_digest();
-    vec![
+    let mut samples = vec![
         (
             "ledger_initialized",
             Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: s("sample") }),
@@ -398,6 +398,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 manifest_digest,
                 manifest,
                 selection_receipt: None,
+                replaces: None,
             })),
         ),
         (
@@ -413,6 +414,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&plain_manifest)),
                 manifest: plain_manifest.clone(),
                 selection_receipt: None,
+                replaces: None,
             })),
         ),
         (
@@ -551,6 +553,7 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 manifest_digest: Digest::of(DigestKind::Manifest, &crate::codec::encode(&manifest)),
                 manifest,
                 selection_receipt: Some(receipt),
+                replaces: None,
             }))
         }),
         // Every other reason a delivery is recorded but not admitted, so each reason code
@@ -664,7 +667,19 @@ pub fn events() -> Vec<(&'static str, Event)> {
                 supersedes: Some(id(61)),
             }),
         ),
-    ]
+    ];
+    // A restart's replacement, naming the Attempt it replaces (outside review 74), appended:
+    // the IMPLEMENT start's bytes with `replaces`.
+    let replacement = samples.iter().find_map(|(name, e)| match e {
+        Event::AttemptStarted(a) if *name == "attempt_started_implement" => {
+            let mut a = a.clone();
+            a.replaces = Some(id(39));
+            Some(Event::AttemptStarted(a))
+        }
+        _ => None,
+    });
+    samples.extend(replacement.map(|e| ("attempt_started_replacing", e)));
+    samples
 }
 
 /// The sample Execution Profile (as `execution_profile_installed` records it).

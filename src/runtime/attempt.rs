@@ -559,6 +559,27 @@ fn check_manifest(b: &AttemptBinding, e: &AttemptStarted) -> Result<(), RuleViol
     Ok(())
 }
 
+/// A start naming the Attempt it replaces (`restartAttempt`): that Attempt is of the same
+/// workflow and version, cancelled, replaced by no other, and the replacement runs on a
+/// FRESH thread with the replaced Attempt's task selection — what `restartAttempt` writes,
+/// so the link cannot be claimed by an unrelated start.
+fn replacement_holds(state: &State, e: &AttemptStarted, replaced: Id) -> Result<(), RuleViolation> {
+    let r = get(&state.attempts, replaced, "replaced attempt")?;
+    let holds = r.workflow_id == e.workflow_id
+        && r.workflow_version == e.workflow_version
+        && matches!(r.status, AttemptStatus::Cancelled { .. })
+        && e.thread == ThreadChoice::Fresh
+        && r.selection_receipt == e.selection_receipt
+        && !state.attempts.values().any(|a| a.replaces == Some(replaced));
+    ensure!(
+        holds,
+        Rule::AttemptActive,
+        "attempt {} names {replaced} as the attempt it replaces, but a replacement is a FRESH start right after that attempt's cancellation, in its workflow and version, with its task selection, and only one",
+        e.attempt_id
+    );
+    Ok(())
+}
+
 pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<(), RuleViolation> {
     let start = StartAttempt {
         attempt_id: e.attempt_id,
@@ -604,6 +625,9 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
         "manifest digest {} is not the manifest's {digest}",
         e.manifest_digest
     );
+    if let Some(replaced) = e.replaces {
+        replacement_holds(state, e, replaced)?;
+    }
     state.attempts.insert(
         e.attempt_id,
         AttemptState {
@@ -624,6 +648,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             context_changed: false,
             result_delivered: false,
             selection_receipt: e.selection_receipt,
+            replaces: e.replaces,
         },
     );
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {

@@ -794,7 +794,12 @@ pub fn decide_new<E: From<Rejection>>(
                 );
                 return Err(Rejection::from(v).into());
             }
-            Ok(Decided::Events(vec![cancel, compile(&after, &start)?]))
+            // The replacement names the Attempt it replaces (outside review 74).
+            let mut started = compile(&after, &start)?;
+            if let Event::AttemptStarted(a) = &mut started {
+                a.replaces = Some(c.attempt_id);
+            }
+            Ok(Decided::Events(vec![cancel, started]))
         }
         // Every other command is decided from the command alone (an exhaustive table).
         other => match decide_from_command(other) {

@@ -315,6 +315,10 @@ pub struct AttemptState {
     pub phase: Phase,
     pub status: AttemptStatus,
     pub thread: ThreadChoice,
+    /// The Attempt it replaces after a restart (`attemptStarted.replaces`). Omitted when
+    /// absent, so ledgers without it keep their state digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Id>,
     /// A compaction is open: COMPACTION_STARTED admitted, COMPACTION_COMPLETED not yet
     /// (`CompactionOrder`). Omitted while false.
     #[serde(skip_serializing_if = "is_false")]

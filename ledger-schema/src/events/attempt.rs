@@ -14,6 +14,11 @@ pub struct AttemptStarted {
     pub phase: Phase,
     pub thread: ThreadChoice,
     pub manifest: ContextManifest,
+    /// The Attempt this one replaces after a supervisor restart (`restartAttempt`, cancelled
+    /// in the entry before it, same frame); absent for every other start (outside review 74:
+    /// nothing linked a replacement to the Attempt it replaced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Id>,
     pub attempt_id: Id,
     pub workflow_id: Id,
     /// The exact active MUTABLE generation (IMPLEMENT only).

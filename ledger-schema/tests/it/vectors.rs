@@ -247,8 +247,8 @@ fn positive_vectors_carry_real_record_digests() {
             _ => {}
         }
     }
-    // policy, two profiles (one binding an App Server input closure), source, three
-    // attempts (one carrying a selection), payload, two decisions (one binding the profile
-    // and plan pair), repair
-    assert_eq!(checked, 11);
+    // policy, two profiles (one binding an App Server input closure), source, four
+    // attempts (one carrying a selection, one a restart's replacement), payload, two
+    // decisions (one binding the profile and plan pair), repair
+    assert_eq!(checked, 12);
 }

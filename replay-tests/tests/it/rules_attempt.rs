@@ -657,6 +657,10 @@ fn restart_attempt() {
     );
     assert_eq!(s.workflows[&lid(WORKFLOW)].active_attempt, Some(lid(0x66)));
     assert_ne!(r.manifest_digest, s.attempts[&lid(0x64)].manifest_digest, "freshly compiled");
+    // The replacement names the Attempt it replaces (outside review 74: nothing linked them).
+    let Event::AttemptStarted(started) = w.last_event("attemptStarted") else { unreachable!() };
+    assert_eq!(started.replaces, Some(lid(0x64)));
+    assert_eq!(r.replaces, Some(lid(0x64)));
     // The interrupted Attempt's late event: an ignored receipt.
     w.with(|s| s.deliver(lid(0x64), 0x7b, payload(WorkerEventKind::Progress, 1, "late"))).unwrap();
     let Event::WorkerDeliveryIgnored(i) = w.last_event("workerDeliveryIgnored") else { unreachable!() };
@@ -864,4 +868,44 @@ fn dispatch_is_blocked_by_an_app_server_input_outside_the_profiles_closure() {
     let err = w.fails(Command::ClaimDispatch(c));
     assert_eq!(rule_of(&err), Some(Rule::InputClosure), "{err}");
     assert!(err.to_string().contains("binds no App Server input closure"), "{err}");
+}
+
+/// A start that names an Attempt it replaces is what `restartAttempt` writes — right after
+/// that Attempt's cancellation, in its workflow and version, FRESH, with its task selection,
+/// once — so a forged link is refused by the admission step (and by replay).
+#[test]
+fn only_a_restart_names_the_attempt_it_replaces() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start(0x60));
+    // Naming an active Attempt as replaced: refused.
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x60),
+        workflow_version: 1,
+        reason: "superseded".into(),
+    }));
+    let mut probe = World::at(Stage::Setup);
+    probe.ok(start(0x62));
+    let Event::AttemptStarted(mut a) = probe.last_event("attemptStarted") else { unreachable!() };
+    a.replaces = Some(lid(0x61)); // not an Attempt
+    w.forged(Event::AttemptStarted(a.clone()), Rule::Unknown);
+    // A genuine cancelled Attempt, named by a start that is otherwise a plain start: allowed
+    // once (the link says what happened: a FRESH replacement after the cancellation)…
+    a.replaces = Some(lid(0x60));
+    w.ledger
+        .admit(
+            vec![Event::AttemptStarted(a.clone())],
+            closure_ledger::runtime::Ctx { time_ms: replay_tests::T0 + 50_000 },
+        )
+        .unwrap();
+    // …and never twice.
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x62),
+        workflow_version: 1,
+        reason: "again".into(),
+    }));
+    let mut probe = World::at(Stage::Setup);
+    probe.ok(start(0x64));
+    let Event::AttemptStarted(mut b) = probe.last_event("attemptStarted") else { unreachable!() };
+    b.replaces = Some(lid(0x60));
+    w.forged(Event::AttemptStarted(b), Rule::AttemptActive);
 }
