@@ -875,37 +875,38 @@ fn dispatch_is_blocked_by_an_app_server_input_outside_the_profiles_closure() {
 /// once — so a forged link is refused by the admission step (and by replay).
 #[test]
 fn only_a_restart_names_the_attempt_it_replaces() {
+    let cancel = |attempt: u128| {
+        Command::CancelAttempt(CancelAttempt {
+            attempt_id: lid(attempt),
+            workflow_version: 1,
+            reason: "superseded".into(),
+        })
+    };
+    // A start of `attempt` as the setup compiles it, for forging.
+    let started = |attempt: u128| {
+        let mut probe = World::at(Stage::Setup);
+        probe.ok(start(attempt));
+        let Event::AttemptStarted(a) = probe.last_event("attemptStarted") else { unreachable!() };
+        a
+    };
     let mut w = World::at(Stage::Setup);
     w.ok(start(0x60));
-    // Naming an active Attempt as replaced: refused.
-    w.ok(Command::CancelAttempt(CancelAttempt {
-        attempt_id: lid(0x60),
-        workflow_version: 1,
-        reason: "superseded".into(),
-    }));
-    let mut probe = World::at(Stage::Setup);
-    probe.ok(start(0x62));
-    let Event::AttemptStarted(mut a) = probe.last_event("attemptStarted") else { unreachable!() };
+    w.ok(cancel(0x60));
+    let mut a = started(0x62);
     a.replaces = Some(lid(0x61)); // not an Attempt
     w.forged(Event::AttemptStarted(a.clone()), Rule::Unknown);
-    // A genuine cancelled Attempt, named by a start that is otherwise a plain start: allowed
-    // once (the link says what happened: a FRESH replacement after the cancellation)…
+    // A cancelled Attempt of the workflow, named by a FRESH start right after: the link says
+    // what happened, once…
     a.replaces = Some(lid(0x60));
     w.ledger
         .admit(
-            vec![Event::AttemptStarted(a.clone())],
+            vec![Event::AttemptStarted(a)],
             closure_ledger::runtime::Ctx { time_ms: replay_tests::T0 + 50_000 },
         )
         .unwrap();
     // …and never twice.
-    w.ok(Command::CancelAttempt(CancelAttempt {
-        attempt_id: lid(0x62),
-        workflow_version: 1,
-        reason: "again".into(),
-    }));
-    let mut probe = World::at(Stage::Setup);
-    probe.ok(start(0x64));
-    let Event::AttemptStarted(mut b) = probe.last_event("attemptStarted") else { unreachable!() };
+    w.ok(cancel(0x62));
+    let mut b = started(0x64);
     b.replaces = Some(lid(0x60));
     w.forged(Event::AttemptStarted(b), Rule::AttemptActive);
 }
