@@ -563,9 +563,12 @@ fn check_manifest(b: &AttemptBinding, e: &AttemptStarted) -> Result<(), RuleViol
 /// workflow and version, cancelled, replaced by no other, and the replacement runs on a
 /// FRESH thread with the replaced Attempt's task selection — what `restartAttempt` writes,
 /// so the link cannot be claimed by an unrelated start.
-fn replacement_holds(state: &State, e: &AttemptStarted, replaced: Id) -> Result<(), RuleViolation> {
+fn replacement_holds(state: &State, e: &AttemptStarted, replaced: Id, seq: u64) -> Result<(), RuleViolation> {
     let r = get(&state.attempts, replaced, "replaced attempt")?;
-    let holds = r.workflow_id == e.workflow_id
+    // Right after the cancellation (outside review 75: a start in a later frame could claim
+    // the link).
+    let holds = r.cancelled_seq.is_some_and(|at| at.checked_add(1) == Some(seq))
+        && r.workflow_id == e.workflow_id
         && r.workflow_version == e.workflow_version
         && matches!(r.status, AttemptStatus::Cancelled { .. })
         && e.thread == ThreadChoice::Fresh
@@ -626,7 +629,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
         e.manifest_digest
     );
     if let Some(replaced) = e.replaces {
-        replacement_holds(state, e, replaced)?;
+        replacement_holds(state, e, replaced, seq)?;
     }
     state.attempts.insert(
         e.attempt_id,
@@ -649,6 +652,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             result_delivered: false,
             selection_receipt: e.selection_receipt,
             replaces: e.replaces,
+            cancelled_seq: None,
         },
     );
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {
@@ -896,7 +900,7 @@ pub fn apply_failed(state: &mut State, e: &AttemptFailed) -> Result<(), RuleViol
     end(state, e.attempt_id, AttemptStatus::Failed)
 }
 
-pub fn apply_cancelled(state: &mut State, e: &AttemptCancelled) -> Result<(), RuleViolation> {
+pub fn apply_cancelled(state: &mut State, e: &AttemptCancelled, seq: u64) -> Result<(), RuleViolation> {
     required_text("reason", &e.reason)?;
     let attempt = active(state, e.attempt_id)?;
     let wf = get(&state.workflows, attempt.workflow_id, "workflow")?;
@@ -908,5 +912,9 @@ pub fn apply_cancelled(state: &mut State, e: &AttemptCancelled) -> Result<(), Ru
         wf.version
     );
     let interrupted = attempt.status == AttemptStatus::Dispatched;
-    end(state, e.attempt_id, AttemptStatus::Cancelled { interrupted })
+    end(state, e.attempt_id, AttemptStatus::Cancelled { interrupted })?;
+    if let Some(a) = state.attempts.get_mut(&e.attempt_id) {
+        a.cancelled_seq = Some(seq);
+    }
+    Ok(())
 }

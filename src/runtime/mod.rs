@@ -692,7 +692,7 @@ fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleVio
         Event::DispatchClaimed(e) => attempt::apply_dispatch(state, e),
         Event::AttemptFinished(e) => attempt::apply_finished(state, e),
         Event::AttemptFailed(e) => attempt::apply_failed(state, e),
-        Event::AttemptCancelled(e) => attempt::apply_cancelled(state, e),
+        Event::AttemptCancelled(e) => attempt::apply_cancelled(state, e, seq),
         Event::WorkerEventAdmitted(e) => worker::apply_admitted(state, e, seq),
         Event::WorkerDeliveryIgnored(e) => worker::apply_ignored(state, e, seq),
         Event::EvidenceRecorded(e) => evidence::apply_recorded(state, e, seq),

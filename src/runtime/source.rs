@@ -355,6 +355,23 @@ pub fn apply_human_decision(
     // current revision may be superseded by a new answer — the human's way to correct it
     // once the goal changed (outside review 39) — and the compiler then delivers only the
     // new one. One made at the current revision may not: two answers would both be authority.
+    // A question that reads as another decision's of the goal but folds to another key (an
+    // NFD accent, a Cyrillic letter) would stand beside it as a second answer to what reads
+    // as one question (outside review 75): spelled as that one, or refused.
+    let looks = statement_key(&asked);
+    if let Some((id, d)) = state.human_decisions.iter().find(|(_, d)| {
+        d.goal_id == e.goal_id
+            && question_key(&d.question) != asked
+            && statement_key(&question_key(&d.question)) == looks
+    }) {
+        return Err(super::violation(
+            Rule::DecisionConflict,
+            format!(
+                "the question {:?} reads as decision {id}'s {:?} of goal {} but is spelled otherwise: ask it as that one does (and name the standing decision in `supersedes` to change its answer)",
+                e.question, d.question, e.goal_id
+            ),
+        ));
+    }
     let revised_at = state.goals.get(&e.goal_id).map_or(0, |g| g.seq);
     let standing = state
         .human_decisions

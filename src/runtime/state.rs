@@ -319,6 +319,10 @@ pub struct AttemptState {
     /// absent, so ledgers without it keep their state digest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<Id>,
+    /// The seq of its `attemptCancelled` entry, if it was cancelled so (derived by the fold,
+    /// not encoded): a replacement's start must follow it directly.
+    #[serde(skip)]
+    pub cancelled_seq: Option<u64>,
     /// A compaction is open: COMPACTION_STARTED admitted, COMPACTION_COMPLETED not yet
     /// (`CompactionOrder`). Omitted while false.
     #[serde(skip_serializing_if = "is_false")]

@@ -895,18 +895,25 @@ fn only_a_restart_names_the_attempt_it_replaces() {
     let mut a = started(0x62);
     a.replaces = Some(lid(0x61)); // not an Attempt
     w.forged(Event::AttemptStarted(a.clone()), Rule::Unknown);
+    // Not right after the cancellation (outside review 75: a later frame claimed the link).
+    w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x21), content: goal_content() }));
+    a.replaces = Some(lid(0x60));
+    w.forged(Event::AttemptStarted(a), Rule::AttemptActive);
     // A cancelled Attempt of the workflow, named by a FRESH start right after: the link says
     // what happened, once…
-    a.replaces = Some(lid(0x60));
+    w.ok(start(0x62));
+    w.ok(cancel(0x62));
+    let mut b = started(0x64);
+    b.replaces = Some(lid(0x62));
     w.ledger
         .admit(
-            vec![Event::AttemptStarted(a)],
+            vec![Event::AttemptStarted(b)],
             closure_ledger::runtime::Ctx { time_ms: replay_tests::T0 + 50_000 },
         )
         .unwrap();
     // …and never twice.
-    w.ok(cancel(0x62));
-    let mut b = started(0x64);
-    b.replaces = Some(lid(0x60));
-    w.forged(Event::AttemptStarted(b), Rule::AttemptActive);
+    w.ok(cancel(0x64));
+    let mut c = started(0x66);
+    c.replaces = Some(lid(0x62));
+    w.forged(Event::AttemptStarted(c), Rule::AttemptActive);
 }

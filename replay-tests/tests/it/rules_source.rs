@@ -469,6 +469,18 @@ fn a_human_decision_is_changed_by_naming_the_one_it_replaces() {
     w.ok(change(0x5e, Some(0x52), "No: replace it."));
     // Now 0x5e stands: naming 0x52 again is refused.
     w.refused(change(0x5f, Some(0x52), "Maybe."), Rule::DecisionConflict);
+    // A question that only looks the same (a Cyrillic `е`) is refused, not a second question
+    // (outside review 75: three look-alike questions stood, answered Yes, No and Maybe).
+    let err = w.fails(Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(0x5f),
+        goal_id: lid(GOAL),
+        question: "Keep the existing Error \u{0435}num?".into(),
+        answer: "Maybe.".into(),
+        decided_by: "human:bob".into(),
+        supersedes: None,
+    }));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::DecisionConflict), "{err}");
+    assert!(err.to_string().contains("reads as decision"), "{err}");
     // The next Attempt is given the new answer only.
     w.with(|s| s.start(0x60, 0x61)).unwrap();
     let Event::AttemptStarted(a) = w.last_event("attemptStarted") else { unreachable!() };
