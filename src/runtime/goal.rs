@@ -20,7 +20,36 @@ pub(crate) fn check_content(c: &GoalContent) -> Result<(), RuleViolation> {
     required_list("successCriteria", &c.success_criteria)?;
     required_list("scope", &c.scope)?;
     list("nonGoals", &c.non_goals)?;
-    list("preservationConstraints", &c.preservation_constraints)
+    list("preservationConstraints", &c.preservation_constraints)?;
+    // Each preservation constraint reaches a repair worker as one feedback item, beside at
+    // least one failed check and the parent change set: a goal no policy's feedback limits
+    // could carry (over 126 constraints, or one over the largest item) could never run a
+    // workflow (outside review 75: it was admitted, and every start was refused).
+    let room = usize::from(super::MAX_FEEDBACK_ITEMS) - 2;
+    ensure!(
+        c.preservation_constraints.len() <= room,
+        Rule::OutOfBounds,
+        "{} preservation constraints: a repair carries each as a feedback item beside a failed check and the parent change set, and no policy holds more than {} items — at most {room}",
+        c.preservation_constraints.len(),
+        super::MAX_FEEDBACK_ITEMS
+    );
+    for constraint in &c.preservation_constraints {
+        let item = ledger_schema::package::FeedbackItem::preservation_constraint(
+            constraint,
+            ledger_schema::Id::default(),
+            u32::MAX,
+            ledger_schema::Digest::ZERO,
+        );
+        let size = ledger_schema::codec::encoded_len(&item);
+        ensure!(
+            size <= super::MAX_FEEDBACK_ITEM_BYTES as usize,
+            Rule::OutOfBounds,
+            "a preservation constraint of {} bytes encodes as a feedback item of {size} bytes, over the largest any policy allows ({}): shorten it",
+            constraint.len(),
+            super::MAX_FEEDBACK_ITEM_BYTES
+        );
+    }
+    Ok(())
 }
 
 /// A text as a reader sees it: its UTS #39 confusable skeleton after NFKC, invisible

@@ -286,3 +286,26 @@ fn invisible_characters_that_carry_no_meaning_are_refused() {
         w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x50 + i as u128), content: c }));
     }
 }
+
+/// A goal whose preservation constraints no policy's feedback limits could carry to a repair
+/// worker — over 126 (beside one failed check and the parent change set, in at most 128
+/// items), or one whose item would exceed the largest item any policy allows — is refused
+/// when it is stated (outside review 75: it was admitted and could never start a workflow).
+#[test]
+fn preservation_constraints_a_repair_could_never_carry_are_refused() {
+    let goal = |id: u128, constraints: Vec<String>| {
+        let mut content = goal_content();
+        content.preservation_constraints = constraints;
+        Command::CreateGoal(CreateGoal { goal_id: lid(id), content })
+    };
+    let many = |n: usize| (0..n).map(|i| format!("keep behaviour {i} unchanged")).collect::<Vec<_>>();
+    let mut w = World::at(Stage::Setup);
+    let err = w.fails(goal(0x21, many(127)));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(err.to_string().contains("at most 126"), "{err}");
+    let err = w.fails(goal(0x21, vec!["x".repeat(4_090)]));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(err.to_string().contains("shorten it"), "{err}");
+    w.ok(goal(0x21, many(126)));
+    w.ok(goal(0x22, vec!["x".repeat(3_900)]));
+}
