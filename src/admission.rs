@@ -238,6 +238,21 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     // The contexts the entry may change, read before it is applied (every record it names
     // exists already, else the rules refuse it).
     let input = runtime::input_of(state, &entry.event);
+    if let Event::EvidenceRecorded(e) = &entry.event
+        && e.result == ledger_schema::types::CheckResult::Fail
+    {
+        let mut after = state.clone();
+        runtime::apply(&mut after, entry)?;
+        if let Some(why) = repair_would_not_start(registry, &after, e) {
+            return Err(Refusal::Rule(runtime::violation(
+                runtime::Rule::OutOfBounds,
+                format!(
+                    "a repair of generation {} over this failure could never start: {why} — a policy whose budgets hold the repair's context is needed (cancel the workflow and run it under one), or fewer failing checks per goal",
+                    e.generation_id
+                ),
+            )));
+        }
+    }
     runtime::apply(state, entry)?;
     if started_on.is_some() {
         state.compiler_floor = started_on;
@@ -247,6 +262,99 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
         mark_changed_contexts(registry, state, attempts);
     }
     Ok(())
+}
+
+/// Whether the repair a REJECT_REPAIRABLE over `state` (which holds the failing record `e`)
+/// would open could not start for want of room in its context: the path is run on a copy —
+/// FINAL_VERIFY, the decision, the repair record, IMPLEMENT, the repair child's start,
+/// compiled by the newest compiler of `registry` — and `Some` names the compiler's refusal
+/// of a required class over its budget (outside review 75: the repair context's IDENTITY
+/// entries grow with each failing check, and a workflow could reach a repair no Attempt could
+/// start). `None` where the path is refused for any other reason here (the real commands
+/// would meet that refusal themselves) or the start compiles.
+fn repair_would_not_start(
+    registry: &Registry<'_>,
+    state: &State,
+    e: &ledger_schema::events::EvidenceRecorded,
+) -> Option<String> {
+    use ledger_schema::types::{Phase, ThreadChoice, Verdict};
+    use runtime::command::{AdvancePhase, DecideAcceptance, RecordRepair};
+    let mut s = state.clone();
+    // Ids no record holds (the dry run's own, never written).
+    let mut next = u128::MAX;
+    let mut fresh = |s: &State| loop {
+        let id = ledger_schema::Id(next);
+        next -= 1;
+        if !s.attempts.contains_key(&id)
+            && !s.generations.contains_key(&id)
+            && !s.decisions.contains_key(&id)
+            && !s.repairs.contains_key(&id)
+        {
+            return id;
+        }
+    };
+    let run = |s: &mut State, c: Command| -> Option<Vec<Event>> {
+        let Ok(Decided::Events(events)) = decide_with(registry, s, &c) else { return None };
+        for event in &events {
+            runtime::fold_pending(s, event).ok()?;
+        }
+        Some(events)
+    };
+    let version = s.workflows.get(&e.workflow_id)?.version;
+    run(
+        &mut s,
+        Command::AdvancePhase(AdvancePhase {
+            workflow_id: e.workflow_id,
+            phase: Phase::FinalVerify,
+            version: version + 1,
+        }),
+    )?;
+    let decision_id = fresh(&s);
+    let decided = run(
+        &mut s,
+        Command::DecideAcceptance(DecideAcceptance {
+            decision_id,
+            workflow_id: e.workflow_id,
+            generation_id: e.generation_id,
+            verdict: Verdict::RejectRepairable,
+            evidence_ids: None,
+            reasons: vec!["dry run".to_owned()],
+        }),
+    )?;
+    let Some(Event::AcceptanceDecided(d)) = decided.first() else { return None };
+    let goal = s.workflows.get(&e.workflow_id).and_then(|w| s.goals.get(&w.goal_id))?;
+    let repair = RecordRepair {
+        repair_id: fresh(&s),
+        decision_id,
+        decision_digest: d.decision_digest,
+        input_manifest_digest: d.input_manifest_digest,
+        evidence_set_digest: d.evidence_set_digest,
+        child_generation_id: fresh(&s),
+        constraints_to_preserve: goal.content.preservation_constraints.clone(),
+    };
+    run(&mut s, Command::RecordRepair(repair))?;
+    let version = s.workflows.get(&e.workflow_id)?.version;
+    run(
+        &mut s,
+        Command::AdvancePhase(AdvancePhase {
+            workflow_id: e.workflow_id,
+            phase: Phase::Implement,
+            version: version + 1,
+        }),
+    )?;
+    let start = StartAttempt {
+        attempt_id: fresh(&s),
+        workflow_id: e.workflow_id,
+        worker_session_id: fresh(&s),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    };
+    match compile_start_with(registry, &s, &start) {
+        Err(Refusal::Compile(
+            err @ (CompileError::RequiredOverflow { .. } | CompileError::RequiredFeedback { .. }),
+        )) => Some(err.to_string()),
+        _ => None,
+    }
 }
 
 /// After an entry that changes a bound input of a Worker Context ([`runtime::input_of`]:

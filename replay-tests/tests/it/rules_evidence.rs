@@ -335,3 +335,47 @@ fn the_runtimes_working_default_is_the_compilers() {
         closure_ledger::compiler::DEFAULT_CLASS_BUDGET_BYTES
     );
 }
+
+/// A failing record is refused when the repair it would lead to could never start for want
+/// of room in its context — the repair child's start is compiled on a copy (FINAL_VERIFY,
+/// REJECT_REPAIRABLE, the repair record, IMPLEMENT) — here an IDENTITY budget that holds
+/// every ordinary start but not the repair context the failure adds (outside review 75: a
+/// REJECT_REPAIRABLE was recorded whose repair no Attempt could start).
+#[test]
+fn a_failure_whose_repair_could_never_start_is_refused() {
+    use ledger_schema::types::InputClass;
+    // The smallest IDENTITY budget the reference flow starts every ordinary Attempt under.
+    let mut chosen = None;
+    for budget in (600..4_000).step_by(100) {
+        let mut bundle = policy_bundle();
+        bundle.budgets.retain(|b| b.class != InputClass::Identity);
+        bundle
+            .budgets
+            .push(ledger_schema::events::ClassBudget { class: InputClass::Identity, max_bytes: budget });
+        bundle.budgets.sort_by_key(|b| b.class);
+        let mut w = World::at(Stage::Empty);
+        let ok = w
+            .with(|s| {
+                s.setup_with(bundle.clone())?;
+                s.discover_and_plan()?;
+                s.implement_first()
+            })
+            .is_ok();
+        if ok {
+            chosen = Some((w, budget));
+            break;
+        }
+    }
+    let (mut w, budget) = chosen.expect("some budget holds the ordinary starts");
+    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
+    let err = w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "budget {budget}: {err}");
+    assert!(err.to_string().contains("could never start") && err.to_string().contains("IDENTITY"), "{err}");
+    // Under the reference policy the same failure is admitted, and its repair starts.
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, "failed")
+    })
+    .unwrap();
+}
