@@ -247,7 +247,7 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
             return Err(Refusal::Rule(runtime::violation(
                 runtime::Rule::OutOfBounds,
                 format!(
-                    "a repair of generation {} over this failure could never start: {why} — a policy whose budgets hold the repair's context is needed (cancel the workflow and run it under one), or fewer failing checks per goal",
+                    "a repair of generation {} over this failure could never start: {why} — each failing check adds its record to the repair's context, so the workflow's policy must give that class more room (cancel the workflow and run it under such a policy); a failure record is never cut",
                     e.generation_id
                 ),
             )));
@@ -300,6 +300,29 @@ fn repair_would_not_start(
         }
         Some(events)
     };
+    // A runner ERROR still pending would hold the decision back: the dry run re-runs each
+    // such check as a PASS first (outside review 76: the check was skipped while one was
+    // pending, and the repair later could not start).
+    let pending: Vec<ledger_schema::events::EvidenceRecorded> = runtime::evidence_set(&s, e.generation_id)
+        .iter()
+        .filter_map(|id| s.evidence.get(id))
+        .filter(|ev| ev.record.result == ledger_schema::types::CheckResult::Error)
+        .map(|ev| ev.record.clone())
+        .collect();
+    for ev in pending {
+        let rerun = runtime::command::RecordEvidence {
+            evidence_id: fresh(&s),
+            workflow_id: ev.workflow_id,
+            generation_id: ev.generation_id,
+            candidate_digest: ev.candidate_digest,
+            obligation_id: ev.obligation_id,
+            check_spec_id: ev.check_spec_id,
+            check_spec_digest: ev.check_spec_digest,
+            result: ledger_schema::types::CheckResult::Pass,
+            detail: "dry run".to_owned(),
+        };
+        run(&mut s, Command::RecordEvidence(rerun))?;
+    }
     let version = s.workflows.get(&e.workflow_id)?.version;
     run(
         &mut s,
@@ -349,10 +372,23 @@ fn repair_would_not_start(
         thread: ThreadChoice::Fresh,
         selection_receipt: None,
     };
+    // Only the classes a failure grows — IDENTITY (the repair context and its failed-evidence
+    // entries) and WORKING (the feedback) — refuse the record: another class over its budget
+    // (a large open blocker) is the state of the moment, which the repair's own start meets
+    // and names (outside review 76).
     match compile_start_with(registry, &s, &start) {
-        Err(Refusal::Compile(
-            err @ (CompileError::RequiredOverflow { .. } | CompileError::RequiredFeedback { .. }),
-        )) => Some(err.to_string()),
+        Err(Refusal::Compile(CompileError::RequiredOverflow { class, bytes, budget }))
+            if matches!(
+                class,
+                ledger_schema::types::InputClass::Identity | ledger_schema::types::InputClass::Working
+            ) =>
+        {
+            Some(format!(
+                "its required {} content would be {bytes} bytes, over the policy's budget of {budget}",
+                runtime::wire(&class)
+            ))
+        }
+        Err(Refusal::Compile(err @ CompileError::RequiredFeedback { .. })) => Some(err.to_string()),
         _ => None,
     }
 }
