@@ -241,6 +241,8 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     if let Event::EvidenceRecorded(e) = &entry.event
         && e.result == ledger_schema::types::CheckResult::Fail
     {
+        // The rules on a copy (an O(1) clone), the dry run over it, then the copy is the
+        // state: the entry is applied once.
         let mut after = state.clone();
         runtime::apply(&mut after, entry)?;
         if let Some(why) = repair_would_not_start(registry, &after, e) {
@@ -252,8 +254,10 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
                 ),
             )));
         }
+        *state = after;
+    } else {
+        runtime::apply(state, entry)?;
     }
-    runtime::apply(state, entry)?;
     if started_on.is_some() {
         state.compiler_floor = started_on;
     }
@@ -289,6 +293,8 @@ fn repair_would_not_start(
             && !s.generations.contains_key(&id)
             && !s.decisions.contains_key(&id)
             && !s.repairs.contains_key(&id)
+            && !s.evidence.contains_key(&id)
+            && !s.worker_events.contains_key(&id)
         {
             return id;
         }

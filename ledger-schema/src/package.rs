@@ -230,15 +230,7 @@ impl FeedbackItem {
         obligation_id.push_to(&mut content);
         content.push_str(" failed: ");
         content.push_str(detail);
-        let mut evidence_ref = String::with_capacity(9 + 26);
-        evidence_ref.push_str("evidence/");
-        evidence_id.push_to(&mut evidence_ref);
-        FeedbackItem {
-            kind: FeedbackKind::FailedCheck,
-            content,
-            source_refs: vec![evidence_ref],
-            source_digests: vec![record_digest],
-        }
+        cited(FeedbackKind::FailedCheck, content, id_ref("evidence/", evidence_id), record_digest)
     }
 
     /// The PARENT_CHANGE_SET item of a repair of `parent` (frozen as `candidate` with
@@ -254,15 +246,7 @@ impl FeedbackItem {
         content.push_str(" with change set ");
         change_set.push_to(&mut content);
         content.push_str("; the repair starts from those exact bytes");
-        let mut generation_ref = String::with_capacity(11 + 26);
-        generation_ref.push_str("generation/");
-        parent.push_to(&mut generation_ref);
-        FeedbackItem {
-            kind: FeedbackKind::ParentChangeSet,
-            content,
-            source_refs: vec![generation_ref],
-            source_digests: vec![change_set],
-        }
+        cited(FeedbackKind::ParentChangeSet, content, id_ref("generation/", parent), change_set)
     }
 
     /// A PRESERVATION_CONSTRAINT item: `constraint` of goal `goal` at `revision` (content
@@ -274,18 +258,24 @@ impl FeedbackItem {
         goal_digest: Digest,
     ) -> FeedbackItem {
         // "goal/{id}@{revision}"
-        let mut goal_ref = String::with_capacity(5 + 26 + 11);
-        goal_ref.push_str("goal/");
-        goal.push_to(&mut goal_ref);
+        let mut goal_ref = id_ref("goal/", goal);
         goal_ref.push('@');
         goal_ref.push_str(&revision.to_string());
-        FeedbackItem {
-            kind: FeedbackKind::PreservationConstraint,
-            content: constraint.to_owned(),
-            source_refs: vec![goal_ref],
-            source_digests: vec![goal_digest],
-        }
+        cited(FeedbackKind::PreservationConstraint, constraint.to_owned(), goal_ref, goal_digest)
     }
+}
+
+/// `prefix` followed by `id`'s text.
+fn id_ref(prefix: &str, id: Id) -> String {
+    let mut out = String::with_capacity(prefix.len() + 26);
+    out.push_str(prefix);
+    id.push_to(&mut out);
+    out
+}
+
+/// A feedback item citing one source record and its digest.
+fn cited(kind: FeedbackKind, content: String, source_ref: String, digest: Digest) -> FeedbackItem {
+    FeedbackItem { kind, content, source_refs: vec![source_ref], source_digests: vec![digest] }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
