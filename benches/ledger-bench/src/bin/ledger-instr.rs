@@ -4,7 +4,8 @@
 //! with a fresh Attempt), or a strict replay
 //! (decode, hash, rules, manifest proofs) of the 47-entry reference lifecycle, N times;
 //! `decode` is the strict decode alone of those entries, `decode-worker` of one Worker
-//! event entry.
+//! event entry; `index` 64,000 Worker events' id lookups and inserts in the fold's id index
+//! as the writer sees them under 64 submitters (interleaved id ranges).
 //!
 //! ```sh
 //! cargo build --release -p ledger-bench --bin ledger-instr
@@ -19,6 +20,7 @@ use closure_ledger::compiler::compile;
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{Script, WORKFLOW, lid};
 use closure_ledger::runtime::command::StartAttempt;
+use closure_ledger::runtime::seq_index::SeqIndex;
 use closure_ledger::runtime::{State, attempt_binding};
 use closure_ledger::store::{MemStore, Store};
 use ledger_schema::types::ThreadChoice;
@@ -29,7 +31,7 @@ fn main() {
     let (what, n) = match args.as_slice() {
         [what, n] => (what.as_str(), n.parse::<usize>().expect("N is a count")),
         _ => {
-            eprintln!("usage: ledger-instr compile|compile-small|replay|decode|decode-worker N");
+            eprintln!("usage: ledger-instr compile|compile-small|replay|decode|decode-worker|index N");
             std::process::exit(2);
         }
     };
@@ -101,6 +103,20 @@ fn main() {
             "decode-worker" => {
                 // The strict decode of one worker-event entry (the bench's replay entries).
                 std::hint::black_box(ledger_schema::Entry::decode(&worker.bytes).unwrap());
+            }
+            "index" => {
+                // The writer's id index under ledger-bench's `--append-only` (64 submitters,
+                // each its own range of ids, interleaved): per Worker event a lookup in
+                // `decide`, the `fresh_event` check and the insert in `apply`. One round
+                // is 64,000 events.
+                let mut index = SeqIndex::new();
+                for k in 0..64_000u128 {
+                    let id = Id(((k % 64) * 0x10_0000 + k / 64) << 80 | k);
+                    std::hint::black_box(index.get(&id));
+                    std::hint::black_box(index.contains_key(&id));
+                    index.insert(id, k as u64);
+                }
+                std::hint::black_box(index);
             }
             other => panic!("unknown workload {other}"),
         }
