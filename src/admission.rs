@@ -403,8 +403,8 @@ fn repair_would_not_start(
 /// the goal's dispatched, active Attempts; a new source registry or profile revision: those
 /// that carry a task selection), each of those `attempts` is recompiled once,
 /// by the compiler its manifest records, over the state after the entry; one whose
-/// package differs, whose context no longer compiles or whose compiler this registry lacks
-/// (fail closed) is marked ([`runtime::mark_context_changed`]): its later worker events
+/// package differs, whose bound input sets changed ([`bound_set_change`]), whose context
+/// no longer compiles or whose compiler this registry lacks (fail closed) is marked ([`runtime::mark_context_changed`]): its later worker events
 /// are ignored receipts (CONTEXT_CHANGED) and its `finishAttempt` is refused
 /// (`ManifestStale`). Infallible, so the entry is applied whole or refused before any
 /// change. Replay and reopen run this same step, so they reproduce every mark.
@@ -417,11 +417,8 @@ fn mark_changed_contexts(registry: &Registry<'_>, state: &mut State, attempts: V
             else {
                 return false;
             };
-            let current = compile_as(registry, state, &binding, &recorded.compiler_version)
-                .ok()
-                .and_then(Result::ok)
-                .map(|compiled| compiled.manifest.package_digest);
-            current != Some(recorded.package_digest)
+            // A compiler this registry lacks fails closed (`Err`).
+            !matches!(staleness_of(registry, state, &binding, recorded), Ok(None))
         })
         .collect();
     for attempt in stale {
@@ -485,6 +482,9 @@ fn staleness_of(
     binding: &runtime::AttemptBinding,
     recorded: &runtime::state::AttemptState,
 ) -> Result<Option<Stale>, Refusal> {
+    if let Some(change) = bound_set_change(state, binding, recorded.seq) {
+        return Ok(Some(Stale::BoundSet(change)));
+    }
     Ok(match compile_as(registry, state, binding, &recorded.compiler_version)? {
         // Current while it compiles to the same package — what the worker is given, every
         // bound input rendered. A difference in omission decisions alone (a Fact proposed,
@@ -496,8 +496,62 @@ fn staleness_of(
     })
 }
 
+/// The first change since seq `started` (the Attempt's start) to a bound input *set* of
+/// `binding`'s context, or `None`. Seed 000 ("Context Invalidation") lists "scoped Human
+/// Decision" and the "blocker or verification-obligation set" as bound inputs — the sets,
+/// not what of them the package shows — so a member the recompiled context would leave out
+/// (over its class budget) changes it too (outside review 77: a large decision or
+/// obligation recorded after the start passed a claim, a freeze and an ACCEPT that a small
+/// one would have made stale, and no entry said it was left out). A set is in scope when
+/// the Attempt's phase takes its class (required or optional): the goal's Human Decisions
+/// and the workflow's blockers with BLOCKERS_DECISIONS, the goal's verification
+/// obligations with FACTS_SCENARIOS_OBLIGATIONS. The sets are compared as they stood at
+/// the start and stand now: a blocker raised and resolved since, or an obligation recorded
+/// and retired since, leaves its set as it was.
+fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u64) -> Option<String> {
+    use ledger_schema::types::InputClass;
+    let phase =
+        state.policies.get(&binding.policy.id)?.bundle.phases.iter().find(|p| p.phase == binding.phase)?;
+    let scoped = |class: InputClass| phase.required.contains(&class) || phase.optional.contains(&class);
+    let since = |seq: u64| seq > started;
+    if scoped(InputClass::BlockersDecisions) {
+        let decision =
+            state.human_decisions.iter().find(|(_, d)| d.goal_id == binding.goal_id && since(d.seq));
+        if let Some((id, d)) = decision {
+            return Some(format!("human decision {id} was recorded at seq {} for the goal", d.seq));
+        }
+        for (id, b) in state.blockers.iter().filter(|(_, b)| b.workflow_id == binding.workflow_id) {
+            match b.resolved_seq {
+                None if since(b.seq) => {
+                    return Some(format!("blocker {id} was raised at seq {} and is open", b.seq));
+                }
+                Some(resolved) if !since(b.seq) && since(resolved) => {
+                    return Some(format!("blocker {id} was resolved at seq {resolved}"));
+                }
+                _ => {}
+            }
+        }
+    }
+    if scoped(InputClass::FactsScenariosObligations) {
+        for (id, o) in state.obligations.iter().filter(|(_, o)| o.goal_id == binding.goal_id) {
+            match o.retired_seq {
+                None if since(o.seq) => {
+                    return Some(format!("verification obligation {id} was recorded at seq {}", o.seq));
+                }
+                Some(retired) if !since(o.seq) && since(retired) => {
+                    return Some(format!("verification obligation {id} was retired at seq {retired}"));
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
 /// How a recorded manifest is no longer what its binding compiles to.
 enum Stale {
+    /// A bound input set changed since the start ([`bound_set_change`]), shown or not.
+    BoundSet(String),
     /// The context compiles, to this other manifest: a bound input changed.
     Differs(ledger_schema::Digest),
     /// The context no longer compiles at all.
@@ -507,6 +561,7 @@ enum Stale {
 impl std::fmt::Display for Stale {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Stale::BoundSet(change) => write!(f, "a bound input set changed since it started: {change}"),
             Stale::Differs(digest) => write!(f, "the context compiles to {digest} now"),
             Stale::Uncompilable(error) => write!(f, "the context no longer compiles: {error}"),
         }

@@ -315,3 +315,159 @@ fn the_decision_form_never_goes_back() {
         matches!(&entries[seq as usize].entry.event, Event::AcceptanceDecided(d) if d.decision_id == decisions[1])
     );
 }
+
+/// The reference policy with `class` optional in IMPLEMENT (not required) under a budget of
+/// `max_bytes`: a long record of the class is left out of an IMPLEMENT context.
+fn optional_in_implement(
+    class: ledger_schema::types::InputClass,
+    max_bytes: u32,
+) -> ledger_schema::events::PolicyBundle {
+    let mut bundle = policy_bundle();
+    for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Implement) {
+        p.required.retain(|c| *c != class);
+        p.optional.push(class);
+        p.optional.sort();
+    }
+    for b in bundle.budgets.iter_mut().filter(|b| b.class == class) {
+        b.max_bytes = max_bytes;
+    }
+    bundle
+}
+
+fn decision(id: u128, words: usize) -> Command {
+    Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(id),
+        goal_id: lid(GOAL),
+        question: "May we change the public API?".into(),
+        answer: format!("No: {}", "do NOT change the public API; ".repeat(words)),
+        decided_by: "human:alice".into(),
+        supersedes: None,
+    })
+}
+
+/// Seed 000 lists "scoped Human Decision" and the "blocker or verification-obligation set"
+/// as bound inputs of a Context Manifest: a member recorded after the start makes it stale
+/// even when the recompiled context would leave it out over its budget (outside review 77:
+/// a long decision passed the claim and a late obligation passed ACCEPT where a short one
+/// made them stale, and no entry said either was left out). Here the package is unchanged
+/// — only the set rule refuses.
+#[test]
+fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
+    use closure_ledger::runtime::current_binding;
+    use ledger_schema::types::InputClass;
+    // The claim: a decision recorded between the start and the claim, left out by budget.
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(optional_in_implement(InputClass::BlockersDecisions, 600))?;
+        s.discover_and_plan()?;
+        s.start(0x64, 0x65).map(drop)
+    })
+    .unwrap();
+    w.ok(decision(0x57, 40));
+    let state = w.ledger.state();
+    let binding = current_binding(state, lid(0x64)).unwrap();
+    let compiled = closure_ledger::compiler::compile(state, &binding).unwrap();
+    assert_eq!(compiled.manifest.package_digest, state.attempts[&lid(0x64)].package_digest, "left out");
+    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(
+        err.to_string().contains("human decision") && err.to_string().contains("bound input set"),
+        "{err}"
+    );
+    // After the claim, the same decision marks the dispatched Attempt's context changed.
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(optional_in_implement(InputClass::BlockersDecisions, 600))?;
+        s.discover_and_plan()?;
+        s.start(0x64, 0x65)?;
+        s.claim(lid(0x64)).map(drop)
+    })
+    .unwrap();
+    assert!(!w.ledger.state().attempts[&lid(0x64)].context_changed);
+    w.ok(decision(0x57, 40));
+    assert!(w.ledger.state().attempts[&lid(0x64)].context_changed);
+
+    // The ACCEPT: a decision recorded in FINAL_VERIFY, left out of the result's context.
+    let accepting = |bundle: ledger_schema::events::PolicyBundle| {
+        let mut w = World::at(Stage::Empty);
+        w.with(|s| {
+            s.setup_with(bundle)?;
+            s.discover_and_plan()?;
+            s.implement_first()?;
+            s.advance(Phase::EvidenceBuild)?;
+            s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+            s.advance(Phase::FinalVerify).map(drop)
+        })
+        .unwrap();
+        w
+    };
+    let mut w = accepting(optional_in_implement(InputClass::BlockersDecisions, 600));
+    w.ok(decision(0x57, 40));
+    let err = w.fails(decide(Verdict::Accept, &[0x90]));
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("human decision"), "{err}");
+
+    // A late verification obligation, left out, checked and passing: the ACCEPT is refused.
+    let mut w = accepting(optional_in_implement(InputClass::FactsScenariosObligations, 2_000));
+    w.ok(Command::RecordObligation(RecordObligation {
+        obligation_id: lid(0x47),
+        goal_id: lid(GOAL),
+        description: "the lexer accepts every documented token; ".repeat(60),
+        check_spec_id: lid(0x48),
+        check_spec_digest: digest_of("check 2"),
+    }));
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        let candidate_digest = s.ledger.state().generations.get(&lid(0x80)).and_then(|g| g.frozen_digest());
+        s.run(Command::RecordEvidence(RecordEvidence {
+            evidence_id: lid(0x91),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            candidate_digest: candidate_digest.unwrap_or_default(),
+            obligation_id: lid(0x47),
+            check_spec_id: lid(0x48),
+            check_spec_digest: digest_of("check 2"),
+            result: CheckResult::Pass,
+            detail: "ok".into(),
+        }))?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    let err = w.fails(decide(Verdict::Accept, &[0x90, 0x91]));
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("verification obligation"), "{err}");
+
+    // A blocker raised and resolved since leaves the set as it was: the ACCEPT stands.
+    let mut w = accepting(optional_in_implement(InputClass::BlockersDecisions, 600));
+    w.ok(Command::RaiseBlocker(RaiseBlocker {
+        blocker_id: lid(0xe9),
+        workflow_id: lid(WORKFLOW),
+        description: "wait for the schema review ".repeat(40),
+    }));
+    w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0xe9), resolution: "reviewed".into() }));
+    w.ok(decide(Verdict::Accept, &[0x90]));
+}
+
+/// A set is a bound input of the contexts whose phase takes its class: where the result's
+/// phase takes no Human Decisions at all, one recorded in FINAL_VERIFY does not make the
+/// result stale (the policy keeps decisions out of that phase; rules.md says so).
+#[test]
+fn a_set_outside_the_phase_is_not_bound() {
+    use ledger_schema::types::InputClass;
+    let mut bundle = optional_in_implement(InputClass::BlockersDecisions, 600);
+    for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Implement) {
+        p.optional.retain(|c| *c != InputClass::BlockersDecisions);
+    }
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(bundle)?;
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    w.ok(decision(0x57, 2));
+    w.ok(decide(Verdict::Accept, &[0x90]));
+}
