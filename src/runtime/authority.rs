@@ -125,6 +125,13 @@ pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result
     if let Some(c) = &e.profile.input_closure {
         check_closure("the profile's input closure", c)?;
     }
+    // Seed 000: "Automatic triggering remains UNKNOWN and unselected by the bounded M2
+    // Execution Profile" — the acceptance-critical (protected) one (outside review 77).
+    ensure!(
+        !(e.profile.protected && e.profile.compaction == ledger_schema::types::CompactionMode::Automatic),
+        Rule::CompactionMode,
+        "a protected (acceptance-critical) profile cannot select AUTOMATIC compaction: its triggering is unproven (seed 000); choose MANUAL or DISABLED"
+    );
     let digest = e.profile.digest();
     ensure!(
         e.digest == digest,

@@ -141,3 +141,23 @@ fn genesis_announces_the_catalog_this_build_reads() {
         }
     }
 }
+
+/// The acceptance-critical (protected) profile does not select AUTOMATIC compaction (seed
+/// 000: "Automatic triggering remains UNKNOWN and unselected by the bounded M2 Execution
+/// Profile"; outside review 77); an unprotected profile may, and a protected one may take
+/// MANUAL or DISABLED.
+#[test]
+fn a_protected_profile_cannot_select_automatic_compaction() {
+    use closure_ledger::runtime::Command;
+    use ledger_schema::types::CompactionMode;
+    let install = |id: u128, protected: bool, compaction: CompactionMode| {
+        Command::InstallProfile(InstallProfile { profile_id: lid(id), profile: ledger_schema::events::ExecutionProfile { compaction, ..profile(protected) } })
+    };
+    let mut w = World::at(Stage::Empty);
+    let err = w.fails(install(0x31, true, CompactionMode::Automatic));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CompactionMode), "{err}");
+    assert!(err.to_string().contains("protected") && err.to_string().contains("MANUAL"), "{err}");
+    w.ok(install(0x32, false, CompactionMode::Automatic));
+    w.ok(install(0x33, true, CompactionMode::Manual));
+    w.ok(install(0x34, true, CompactionMode::Disabled));
+}
