@@ -129,6 +129,12 @@ pub fn record_digest_repeated<T: Serialize>(kind: crate::DigestKind, value: &T) 
     with_scratch(value, |bytes| (crate::Digest::of_repeated(kind, bytes), bytes.len()))
 }
 
+/// [`record_digest`] through [`crate::Digest::of_recent`]'s one-slot memo: for a value
+/// hashed twice in a row (a Worker payload at admission: decided, then applied).
+pub fn record_digest_recent<T: Serialize>(kind: crate::DigestKind, value: &T) -> crate::Digest {
+    with_scratch(value, |bytes| crate::Digest::of_recent(kind, bytes))
+}
+
 /// `then(&encode(value))`, with the encoding in a per-thread scratch buffer that is reused
 /// (a scratch grown past 1 MiB is not kept).
 fn with_scratch<T: Serialize, R>(value: &T, then: impl FnOnce(&[u8]) -> R) -> R {

@@ -225,6 +225,42 @@ impl Digest {
         memo::of(kind, bytes)
     }
 
+    /// `Digest::of(kind, bytes)`, without hashing when `bytes` are exactly the input of
+    /// this thread's previous `of_recent` call (a one-slot memo, compared byte for byte):
+    /// admission hashes a Worker payload when it decides the entry and again when `apply`
+    /// checks the entry's `payloadDigest`, one right after the other. An input that is new
+    /// costs a copy into the slot.
+    pub fn of_recent(kind: DigestKind, bytes: &[u8]) -> Digest {
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<(DigestKind, Vec<u8>, Digest)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        if bytes.len() > memo::MAX_INPUT {
+            return Digest::of(kind, bytes);
+        }
+        let recent = LAST.try_with(|cell| {
+            let mut last = cell.try_borrow_mut().ok()?;
+            if let Some((k, input, digest)) = last.as_ref()
+                && *k == kind
+                && input.as_slice() == bytes
+            {
+                return Some(*digest);
+            }
+            let digest = Digest::of(kind, bytes);
+            match last.as_mut() {
+                Some((k, input, d)) => {
+                    *k = kind;
+                    input.clear();
+                    input.extend_from_slice(bytes);
+                    *d = digest;
+                }
+                None => *last = Some((kind, bytes.to_vec(), digest)),
+            }
+            Some(digest)
+        });
+        recent.ok().flatten().unwrap_or_else(|| Digest::of(kind, bytes))
+    }
+
     /// `Ok` when `self` equals `expected`; otherwise the typed mismatch carrying both.
     pub fn check(self, expected: Digest) -> Result<(), DigestMismatch> {
         if self == expected { Ok(()) } else { Err(DigestMismatch { expected, found: self }) }
@@ -336,6 +372,34 @@ impl<'de> Deserialize<'de> for Digest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-slot memo answers exactly `Digest::of`: for the same input twice, the same
+    /// bytes under another kind, an input one byte apart (first, middle, last), a prefix,
+    /// the empty input, and one over the memo's bound.
+    #[test]
+    #[allow(clippy::indexing_slicing)] // tests may panic
+    fn of_recent_is_of() {
+        let base: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
+        let mut inputs = vec![base.clone(), base.clone(), base[..299].to_vec(), Vec::new(), Vec::new()];
+        for at in [0, 150, 299] {
+            let mut v = base.clone();
+            v[at] ^= 1;
+            inputs.push(v.clone());
+            inputs.push(v);
+        }
+        inputs.push(vec![9; memo::MAX_INPUT + 1]);
+        inputs.push(vec![9; memo::MAX_INPUT + 1]);
+        for bytes in &inputs {
+            for kind in [DigestKind::WorkerPayload, DigestKind::Entry, DigestKind::WorkerPayload] {
+                assert_eq!(
+                    Digest::of_recent(kind, bytes),
+                    Digest::of(kind, bytes),
+                    "{kind:?}, {} bytes",
+                    bytes.len()
+                );
+            }
+        }
+    }
 
     /// The text form is `b3:` and 64 lowercase hex digits — checked against a naive
     /// per-byte rendering — and parses back to the same digest; width flags still pad.

@@ -34,8 +34,10 @@ impl GoalContent {
 
 impl WorkerPayload {
     /// Digest of the canonical payload: covers every field, including the observed time.
+    /// (Admission computes it twice in a row — deciding the entry, then checking it in
+    /// `apply` — so the second is answered by [`Digest::of_recent`]'s one-slot memo.)
     pub fn digest(&self) -> Digest {
-        record_digest(DigestKind::WorkerPayload, self).0
+        crate::codec::record_digest_recent(DigestKind::WorkerPayload, self)
     }
 }
 

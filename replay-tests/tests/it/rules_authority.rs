@@ -151,7 +151,10 @@ fn a_protected_profile_cannot_select_automatic_compaction() {
     use closure_ledger::runtime::Command;
     use ledger_schema::types::CompactionMode;
     let install = |id: u128, protected: bool, compaction: CompactionMode| {
-        Command::InstallProfile(InstallProfile { profile_id: lid(id), profile: ledger_schema::events::ExecutionProfile { compaction, ..profile(protected) } })
+        Command::InstallProfile(InstallProfile {
+            profile_id: lid(id),
+            profile: ledger_schema::events::ExecutionProfile { compaction, ..profile(protected) },
+        })
     };
     let mut w = World::at(Stage::Empty);
     let err = w.fails(install(0x31, true, CompactionMode::Automatic));

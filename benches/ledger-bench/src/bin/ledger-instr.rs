@@ -5,7 +5,9 @@
 //! (decode, hash, rules, manifest proofs) of the 47-entry reference lifecycle, N times;
 //! `decode` is the strict decode alone of those entries, `decode-worker` of one Worker
 //! event entry; `index` 64,000 Worker events' id lookups and inserts in the fold's id index
-//! as the writer sees them under 64 submitters (interleaved id ranges).
+//! as the writer sees them under 64 submitters (interleaved id ranges); `admit` 64,000
+//! Worker events through the group commit (`submit_batch`) on an in-memory store, in
+//! batches of 32.
 //!
 //! ```sh
 //! cargo build --release -p ledger-bench --bin ledger-instr
@@ -18,11 +20,13 @@
 use closure_ledger::admission;
 use closure_ledger::compiler::compile;
 use closure_ledger::ledger::Ledger;
-use closure_ledger::lifecycle::{Script, WORKFLOW, lid};
-use closure_ledger::runtime::command::StartAttempt;
+use closure_ledger::lifecycle::{Script, WORKFLOW, lid, payload};
+use closure_ledger::runtime::command::{DeliverWorkerEvent, StartAttempt};
 use closure_ledger::runtime::seq_index::SeqIndex;
+use closure_ledger::runtime::{Command, Ctx};
 use closure_ledger::runtime::{State, attempt_binding};
 use closure_ledger::store::{MemStore, Store};
+use ledger_schema::events::WorkerEventKind;
 use ledger_schema::types::ThreadChoice;
 use ledger_schema::{Event, Id, SealedEntry};
 
@@ -31,7 +35,7 @@ fn main() {
     let (what, n) = match args.as_slice() {
         [what, n] => (what.as_str(), n.parse::<usize>().expect("N is a count")),
         _ => {
-            eprintln!("usage: ledger-instr compile|compile-small|replay|decode|decode-worker|index N");
+            eprintln!("usage: ledger-instr compile|compile-small|replay|decode|decode-worker|index|admit N");
             std::process::exit(2);
         }
     };
@@ -71,6 +75,21 @@ fn main() {
         let binding = attempt_binding(&state, &request).unwrap();
         (state, binding)
     };
+    // `admit`: the engine's group commit without the disk — the reference setup, attempt
+    // 0x60 dispatched, then batches of 32 Worker events (256-byte text, ids from 64
+    // interleaved ranges, as ledger-bench's `--append-only` submits them) through
+    // `submit_batch` on an in-memory store: decide, seal, apply, frame. One round is 64,000
+    // events (2,000 batches).
+    let mut admit = (|| {
+        let mut l = Ledger::from_store(MemStore::new(Id(9), "bench", 1)).ok()?;
+        let mut s = Script { ledger: &mut l, time_ms: 1, log: Vec::new() };
+        s.setup().ok()?;
+        s.start(0x60, 0x61).ok()?;
+        s.claim(lid(0x60)).ok()?;
+        let manifest = l.state().attempts.get(&lid(0x60))?.manifest_digest;
+        Some((l, manifest, 0u128))
+    })()
+    .unwrap();
     let worker =
         entries.iter().find(|e| matches!(&e.entry.event, Event::WorkerEventAdmitted(_))).unwrap().clone();
     for i in 0..n {
@@ -103,6 +122,26 @@ fn main() {
             "decode-worker" => {
                 // The strict decode of one worker-event entry (the bench's replay entries).
                 std::hint::black_box(ledger_schema::Entry::decode(&worker.bytes).unwrap());
+            }
+            "admit" => {
+                let (ledger, manifest, next) = &mut admit;
+                let text = "x".repeat(256);
+                for _ in 0..2_000 {
+                    let batch: Vec<Command> = (0..32)
+                        .map(|_| {
+                            let k = *next;
+                            *next += 1;
+                            Command::DeliverWorkerEvent(DeliverWorkerEvent {
+                                attempt_id: lid(0x60),
+                                worker_event_id: Id(((k % 64) * 0x10_0000 + k / 64 + 1) << 80 | k),
+                                manifest_digest: *manifest,
+                                payload: payload(WorkerEventKind::Progress, k as u64, &text),
+                            })
+                        })
+                        .collect();
+                    let (results, _) = ledger.submit_batch(&batch, Ctx { time_ms: 2 });
+                    assert!(results.iter().all(Result::is_ok));
+                }
             }
             "index" => {
                 // The writer's id index under ledger-bench's `--append-only` (64 submitters,
