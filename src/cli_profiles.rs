@@ -359,6 +359,9 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
             if st.recovery_required { "  RECOVERY REQUIRED: run `ledger profile recover`" } else { "" }
         ),
     )?;
+    if let Some(note) = &st.note {
+        emit(out, format!("  note: {note}"))?;
+    }
     match &st.estimate {
         // An estimate, said as one (outside review 72): name and description bytes / 4.
         Some(e) => emit(

@@ -210,6 +210,10 @@ pub struct ProfileStatus {
     /// What the command did: `set`, `mode`, `rollback`, `no-op`, `dry-run`, `status`,
     /// `completed`, `rolled-forward`, `rolled-back`, `nothing-to-recover`.
     pub outcome: String,
+    /// Why, where the outcome alone does not say it (a `recover` that rolled back a
+    /// transaction the ledger can no longer record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Plan inputs given on the command line; `None` is "as configured" (a `set` never changes
@@ -274,9 +278,14 @@ fn status_of(
             estimate: None,
             recovery_required: root_override.is_some_and(interrupted_txn),
             outcome: outcome.to_owned(),
+            note: None,
         });
     };
     let root = root_override.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&c.state_root));
+    // The configured generation lives in the state root its revision recorded, whatever
+    // root was asked about (outside review 79: `recover --state-root A` showed a path in A
+    // for a revision committed in B).
+    let generation_root = PathBuf::from(&c.state_root);
     Ok(ProfileStatus {
         revision: cp.revision(),
         profile_id: Some(c.selection.profile.clone()),
@@ -290,11 +299,14 @@ fn status_of(
         registry_current: cp.registry_digest == Some(c.registry_digest),
         generation_stale: crate::runtime::selection::stale_generation(state).is_some(),
         generation_digest: Some(c.generation_digest),
-        generation_root: Some(generation::generation_dir(&root, c.generation_digest).display().to_string()),
+        generation_root: Some(
+            generation::generation_dir(&generation_root, c.generation_digest).display().to_string(),
+        ),
         state_root: Some(c.state_root.clone()),
         estimate: Some(c.plan.estimate.clone()),
         recovery_required: interrupted_txn(&root),
         outcome: outcome.to_owned(),
+        note: None,
     })
 }
 
@@ -477,6 +489,15 @@ pub fn set(
         (Some(r), Some(d)) => (r.clone(), d),
         _ => return Err(PlanError::NoRegistry.into()),
     };
+    // The configured store first: a transaction interrupted there is recovered before the
+    // configuration moves anywhere (outside review 79: a `set` into another root committed
+    // the revision the interrupted one had prepared).
+    if let Some(c) = cp.current()
+        && Path::new(&c.state_root) != root
+        && interrupted_txn(Path::new(&c.state_root))
+    {
+        return Err(GenerationError::RecoveryRequired(c.state_root.clone()).into());
+    }
     let plan = input.plan(cp, &registry, registry_digest)?;
     installs_manual_only_natively(&registry, &plan)?;
     let (manifest, contents) = manifest_of(&registry, &plan)?;
@@ -820,10 +841,16 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         registry_digest: event.registry_digest,
     };
     let cp = &ledger.state().context_profiles;
+    // Committed by this transaction: the revision it prepared, recorded with its plan and
+    // generation in this state root (outside review 79: a revision another root's `set`
+    // committed was reported `completed` here, and its receipt published in this root).
     let committed = cp.revisions.get(&txn.revision).is_some_and(|r| {
-        r.generation_digest == event.generation_digest && r.plan_digest == event.plan_digest
+        r.generation_digest == event.generation_digest
+            && r.plan_digest == event.plan_digest
+            && Path::new(&r.state_root) == root
     });
     let published = generation::generation_dir(root, txn.generation_digest);
+    let mut note = None;
     let outcome = if committed {
         generation::verify(&published, &manifest)?;
         generation::publish_receipt(root, &receipt)?;
@@ -831,14 +858,32 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         "completed"
     } else if cp.revision() == txn.expected_revision && fs_exists(&published) {
         generation::verify(&published, &manifest)?;
-        admissible(&ledger, &event)?;
-        generation::publish_receipt(root, &receipt)?;
-        ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
-        generation::finish(root)?;
-        "rolled-forward"
+        match admissible(&ledger, &event) {
+            Ok(()) => {
+                generation::publish_receipt(root, &receipt)?;
+                ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
+                generation::finish(root)?;
+                "rolled-forward"
+            }
+            // The ledger moved on (a newer source registry was recorded since the crash):
+            // the prepared revision can no longer be recorded, so it is undone (outside
+            // review 79: `recover` refused it for good, and every profile command sent the
+            // operator back to `recover`).
+            Err(ProfileError::Refused(why)) => {
+                generation::roll_back(root, &txn, &manifest)?;
+                note = Some(format!(
+                    "the interrupted revision {} can no longer be recorded ({why}): rolled back; run `ledger profile set` again",
+                    txn.revision
+                ));
+                "rolled-back"
+            }
+            Err(other) => return Err(other),
+        }
     } else {
         generation::roll_back(root, &txn, &manifest)?;
         "rolled-back"
     };
-    status_of(ledger.state(), Some(root), outcome)
+    let mut status = status_of(ledger.state(), Some(root), outcome)?;
+    status.note = note;
+    Ok(status)
 }

@@ -929,3 +929,58 @@ fn a_relative_state_root_is_refused_by_its_form() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }
+
+/// A `set` killed after its generation was published, then a source edited and scanned:
+/// the prepared revision plans over a registry that is no longer the newest, so `recover`
+/// rolls it back and says why (outside review 79: it refused for good, and every profile
+/// command sent the operator back to `recover`). The change can then be made again.
+#[test]
+fn recover_rolls_back_a_transaction_the_sources_moved_past() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    killed_at(&s, &root, "generation", "full");
+    let skill = s.src.join("skills/testing/SKILL.md");
+    let text = std::fs::read_to_string(&skill).unwrap();
+    std::fs::write(&skill, format!("{text}\nEdited after the crash.\n")).unwrap();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert_eq!(r["outcome"], "rolled-back");
+    assert_eq!(r["revision"], 1);
+    assert_eq!(r["recoveryRequired"], false);
+    assert!(r["note"].as_str().unwrap().contains("can no longer be recorded"), "{r}");
+    let (code, out, _) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("nothing-to-recover"), "{out}");
+    let redo = ok(set(&s, &root, &["full"]));
+    assert_eq!((redo["outcome"].as_str(), redo["revision"].as_u64()), (Some("set"), Some(2)));
+    let (code, out, _) = cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// While the configured state root holds an interrupted transaction, a `set` into another
+/// root is refused until it is recovered (outside review 79: it committed the revision the
+/// interrupted one had prepared, and `recover` then reported the other root's revision as
+/// its own, publishing a receipt for it).
+#[test]
+fn set_elsewhere_waits_for_the_configured_roots_recovery() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    killed_at(&s, &root, "generation", "full");
+    let other = s.tmp.path().join("other");
+    let head = s.head();
+    let (code, _, err) = set(&s, &other, &["full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("interrupted transaction") && err.contains(root.to_str().unwrap()), "{err}");
+    assert_eq!(s.head(), head, "nothing written");
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert_eq!((r["outcome"].as_str(), r["revision"].as_u64()), (Some("rolled-forward"), Some(2)));
+    let moved = ok(set(&s, &other, &["lean"]));
+    assert_eq!(moved["revision"], 3);
+    assert!(moved["generationRoot"].as_str().unwrap().starts_with(other.to_str().unwrap()), "{moved}");
+    // Asked about the old root, status names the configured generation where it lives.
+    let st = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert!(st["generationRoot"].as_str().unwrap().starts_with(other.to_str().unwrap()), "{st}");
+}
