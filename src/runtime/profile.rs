@@ -96,6 +96,9 @@ pub const EXCLUDED_BY_USER: &str = "exclude";
 pub const EXCLUDED_MANUAL_ONLY: &str = "manual-only";
 pub const EXCLUDED_AUTHORITY: &str = "authority-bearing";
 pub const EXCLUDED_DYNAMIC: &str = "dynamic-content";
+/// Not routable (nor taken by an eager-all profile): a dependency it would bring in is never
+/// selectable, excluded, or (for routing) manual-only — loading it would be refused.
+pub const EXCLUDED_DEPENDENCY: &str = "dependency-not-selectable";
 
 /// One selected source of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -210,6 +213,35 @@ pub fn unselectable(source: &RegistrySource) -> Option<&'static str> {
     }
 }
 
+/// Why `source`, selectable itself, cannot be loaded by a plan that selects `selected`:
+/// a dependency it would bring in (one `selected` does not hold already) is unknown, never
+/// selectable, excluded, or — unless `manual_ok` — manual-only, so its load would be
+/// refused. Seed 003: "Native manual-only flags and authority-bearing metadata are checked
+/// before selection" (outside review 79: such sources were ranked and shortlisted, and
+/// `select` then failed on a skill the user never named). The registry's dependencies are
+/// acyclic (the scanner refuses cycles); `seen` bounds the walk regardless.
+fn closure_block<V>(
+    by_id: &BTreeMap<&str, &RegistrySource>,
+    selected: &BTreeMap<&str, V>,
+    excluded: &BTreeSet<&str>,
+    source: &RegistrySource,
+    manual_ok: bool,
+) -> Option<&'static str> {
+    let mut stack: Vec<&str> = source.dependencies.iter().map(String::as_str).collect();
+    let mut seen = BTreeSet::new();
+    while let Some(id) = stack.pop() {
+        if selected.contains_key(id) || !seen.insert(id) {
+            continue;
+        }
+        let Some(dep) = by_id.get(id) else { return Some(EXCLUDED_DEPENDENCY) };
+        if excluded.contains(id) || unselectable(dep).is_some() || (dep.manual_only && !manual_ok) {
+            return Some(EXCLUDED_DEPENDENCY);
+        }
+        stack.extend(dep.dependencies.iter().map(String::as_str));
+    }
+    None
+}
+
 /// The profile named `id` (`lean@1`) or by name (`lean`).
 pub fn find_profile<'r>(registry: &'r Registry, name: &str) -> Result<&'r ProfileDefinition, PlanError> {
     registry.profiles.iter().find(|p| p.id == name || p.name() == name).ok_or_else(|| {
@@ -272,7 +304,19 @@ pub fn plan(
         reasons.entry(id.as_str()).or_insert_with(|| REASON_REQUIRED.to_owned());
     }
     let eager: Vec<&str> = if profile.eager_all {
-        registry.sources.iter().filter(|s| unselectable(s).is_none()).map(|s| s.id.as_str()).collect()
+        // Every source it can load: one whose dependencies bring in a source never
+        // selectable is left out with its rule, as that source is (outside review 79: one
+        // such skill made the whole Full profile refused). A dependency the user excluded
+        // still refuses the plan, naming what to exclude with it.
+        registry
+            .sources
+            .iter()
+            .filter(|s| unselectable(s).is_none())
+            .filter(|s| {
+                closure_block(&by_id, &BTreeMap::<&str, ()>::new(), &BTreeSet::new(), s, true).is_none()
+            })
+            .map(|s| s.id.as_str())
+            .collect()
     } else {
         profile.eager.iter().map(String::as_str).collect()
     };
@@ -336,6 +380,8 @@ pub fn plan(
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() });
         } else if source.manual_only {
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: EXCLUDED_MANUAL_ONLY.to_owned() });
+        } else if let Some(rule) = closure_block(&by_id, &reasons, &excluded, source, false) {
+            excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() });
         } else {
             routed_ids.push(id.to_owned());
         }

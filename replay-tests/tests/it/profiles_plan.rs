@@ -189,3 +189,38 @@ fn preview_is_byte_identical_across_processes_and_flag_orders() {
     let c = run(&["--exclude", "skill:deploy"]);
     assert_ne!(a, c);
 }
+
+/// A source whose dependencies bring in one never selectable (authority-bearing) or
+/// manual-only is not routed — its load would be refused — and an eager-all profile leaves
+/// it out with the same rule instead of refusing the whole plan (seed 003: "Native
+/// manual-only flags and authority-bearing metadata are checked before selection"; outside
+/// review 79: such a skill was ranked and shortlisted, and `select` then failed on a skill
+/// the user never named). A dependency the user excluded still refuses Full, by name.
+#[test]
+fn a_source_needing_an_unselectable_one_is_not_routed() {
+    let s = Setup::new();
+    let registry = s.src.join("manifests/context-packs/skill-registry@1.json");
+    let text = std::fs::read_to_string(&registry).unwrap();
+    let text = text.replace(
+        "\"id\": \"skill:api-design\",",
+        "\"id\": \"skill:security-review\",\n      \"dependencies\": [\"skill:shell-tools\"]\n    },\n    {\n      \"id\": \"skill:api-design\",",
+    );
+    write(&registry, &text);
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let lean = preview(&s, &["lean"]);
+    assert_eq!(lean["routedIds"], json!(["skill:api-design"]), "{lean}");
+    assert!(
+        lean["excludedIds"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"id": "skill:security-review", "rule": "dependency-not-selectable"})),
+        "{lean}"
+    );
+    let full = preview(&s, &["full"]);
+    assert!(!full["selectedIds"].as_array().unwrap().contains(&json!("skill:security-review")), "{full}");
+    assert!(full["selectedIds"].as_array().unwrap().contains(&json!("skill:deploy")), "{full}");
+    let (code, _, err) = s.run(&["profile", "preview"], &["full", "--exclude", "skill:testing"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is a dependency of selected \"skill:api-design\""), "{err}");
+}
