@@ -831,15 +831,21 @@ pub fn trigger_digest(routable: &[&RegistrySource]) -> Digest {
 /// The bounds every task obeys (the parser enforces them first; `apply` again).
 pub fn check_task(task: &Task) -> Result<(), SelectionError> {
     let bad = |m: &str| Err(SelectionError::Task(m.to_owned()));
-    let id_ok = |v: &str, max: usize| !v.is_empty() && v.len() <= max && !v.chars().any(char::is_control);
+    // An id shows as itself: no control, invisible, bidi embedding or override, or line or
+    // paragraph separator character (outside review 79: a U+202E in a sessionId reordered
+    // what `show` printed of it).
+    let hidden = |c: char| c.is_control() || super::invisible(c) || ('\u{2028}'..='\u{202E}').contains(&c);
+    let id_ok = |v: &str, max: usize| !v.is_empty() && v.len() <= max && !v.chars().any(hidden);
     if !id_ok(&task.session_id, MAX_TASK_ID_BYTES) {
-        return bad("sessionId must be 1 to 128 bytes without control characters");
+        return bad("sessionId must be 1 to 128 bytes without control, invisible or bidi-control characters");
     }
     if !id_ok(&task.task_id, MAX_TASK_ID_BYTES) {
-        return bad("taskId must be 1 to 128 bytes without control characters");
+        return bad("taskId must be 1 to 128 bytes without control, invisible or bidi-control characters");
     }
     if !id_ok(&task.phase, MAX_PHASE_BYTES) || task.phase.chars().any(char::is_whitespace) {
-        return bad("phase must be 1 to 64 bytes without whitespace or control characters");
+        return bad(
+            "phase must be 1 to 64 bytes without whitespace, control, invisible or bidi-control characters",
+        );
     }
     if task.revision == 0 {
         return bad("revision must be an integer of at least 1");

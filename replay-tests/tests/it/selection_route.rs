@@ -116,6 +116,20 @@ fn task_input_is_parsed_within_its_bounds_and_never_echoed() {
     assert!(parse_task(padded(65_536).as_bytes()).is_ok());
     assert!(input_err(&padded(65_537)).contains("65536"));
     assert!(input_err("{\"sessionId\":\"s\u{0}\"}").contains("NUL"));
+    // Ids show as themselves: a bidi override, a zero-width space or a line separator is
+    // refused in each (outside review 79: a U+202E reordered what `show` printed).
+    for bad in ["a\u{202E}b", "a\u{200B}b", "a\u{2028}b"] {
+        for field in ["sessionId", "taskId", "phase"] {
+            let mut v = serde_json::json!({"sessionId": "s", "taskId": "t", "revision": 1, "phase": "p"});
+            v[field] = serde_json::json!(bad);
+            let m = input_err(&v.to_string());
+            assert!(m.contains(field) && m.contains("bidi"), "{field} {bad:?}: {m}");
+        }
+    }
+    assert!(
+        parse_task("{\"sessionId\":\"sé\",\"taskId\":\"t\",\"revision\":1,\"phase\":\"p\"}".as_bytes())
+            .is_ok()
+    );
     assert!(matches!(parse_task(&[0xff, 0xfe]), Err(SelectError::Input(m)) if m.contains("UTF-8")));
     let revision = r#"{"sessionId":"s","taskId":"t","revision":4294967296,"phase":"p"}"#;
     assert!(input_err(revision).contains("revision"));
