@@ -853,6 +853,32 @@ pub fn scan_keeping(
         }
     }
 
+    // The two manifest folders hold only the files this scanner reads (outside review 79: a
+    // `skill-registry@2.json` was ignored without a word, and its skills scanned as if they
+    // had no dependencies or required resources).
+    for (folder, known) in [
+        ("context-packs", &["skill-registry@1.json"][..]),
+        ("context-profiles", &["full@1.json", "lean@1.json"][..]),
+    ] {
+        if !present_inside(&root, &["manifests", folder])? {
+            continue;
+        }
+        let dir = root.join("manifests").join(folder);
+        for item in fs::read_dir(&dir).map_err(|e| meta(&dir, e.to_string()))? {
+            let name = item.map_err(|e| meta(&dir, e.to_string()))?.file_name();
+            let name = name.to_string_lossy();
+            if !ignored(&name) && !known.contains(&name.as_ref()) {
+                return Err(meta(
+                    &dir.join(name.as_ref()),
+                    format!(
+                        "not a file this scanner reads (it reads {} here): remove or rename it",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+
     // Dependencies and required resources.
     let pack = root.join("manifests").join("context-packs").join("skill-registry@1.json");
     if present_inside(&root, &["manifests", "context-packs", "skill-registry@1.json"])? {

@@ -754,3 +754,21 @@ fn a_name_that_is_not_utf8_is_shown_with_its_bytes_escaped() {
     assert!(err.contains("a\\xFF\\xFE: not valid UTF-8"), "{err}");
     assert!(!err.contains('\u{FFFD}'), "{err}");
 }
+
+/// The manifest folders hold only the files the scanner reads: another (a `@2` registry, a
+/// custom profile) is refused by name, not ignored (outside review 79: a moved registry was
+/// scanned as if no skill had dependencies); OS junk is still ignored.
+#[test]
+fn an_unread_manifest_file_is_refused() {
+    for (folder, file) in [("context-packs", "skill-registry@2.json"), ("context-profiles", "custom@1.json")]
+    {
+        let s = Setup::new();
+        write(&s.src.join("manifests").join(folder).join(".DS_Store"), "junk");
+        let (code, _, err) = s.scan();
+        assert_eq!(code, 0, "{err}");
+        write(&s.src.join("manifests").join(folder).join(file), "{}");
+        let (code, _, err) = s.scan();
+        assert_eq!(code, 1, "{folder}/{file}");
+        assert!(err.contains(file) && err.contains("not a file this scanner reads"), "{err}");
+    }
+}
