@@ -12,9 +12,10 @@ use ledger_schema::record::{RecordVersion, check_record, open_record};
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    Damage, DamageKind, FramePos, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy, SledFrames, check_meta,
-    chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, key_seq, lag_record, lock,
-    meta_is_current, open_sled, read_meta, refuse_newer_format, scan, trees, write_meta,
+    Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy,
+    SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, key_seq,
+    lag_record, lock, meta_is_current, names_no_ledger, open_sled, read_meta, refuse_newer_format, scan,
+    trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -485,6 +486,10 @@ fn recover_in(
         report.sled_restored_frames = whole.sled_lag.len() as u64;
         return Ok(report);
     }
+    let holds_no_ledger = match &trees {
+        Some((_, meta)) => names_no_ledger(&read_meta(meta)?),
+        None => false,
+    };
     let tree = trees.map(|(entries, _)| entries);
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
     // A `--prefer` against the copy a checkpoint names is refused up front (exit 2), whichever
@@ -689,6 +694,11 @@ fn recover_in(
             give_way: true,
         };
         rewrite_from(root, &journal, tree, &boundary, None, options, &mut report)?;
+    } else if let (true, Some(torn), None) = (holds_no_ledger, &found.scan.torn, &found.scan.damage) {
+        // Whether the partial record was acknowledged only sled could say, and this one
+        // names no ledger (outside review 78: an emptied sled counted as a witness).
+        let next = found.scan.verified.map_or(0, |h| h.seq + 1);
+        return Err(OpenError::torn_unvouched(torn, next, HOLDS_NO_LEDGER.to_owned()));
     } else if let Some(tree) = tree.as_ref().filter(|_| !foreign) {
         restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
         // `--prefer sled` where sled's differing records were not taken (the journal's

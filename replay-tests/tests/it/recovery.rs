@@ -1896,3 +1896,52 @@ fn histories_that_part_before_their_newest_record_are_refused_truthfully() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
     assert!(dir.join("sled.broken-1").is_dir());
 }
+
+/// A sled that opens but names no ledger — its files deleted, its directory left, so sled
+/// 0.34 creates an empty database there — vouches for nothing either: verify, the writer's
+/// open and recover refuse to cut the partial record at the journal's end, changing
+/// nothing; the operator's `--truncate-after` cuts (outside review 78: verify called it a
+/// recoverable torn tail, and `submit` cut the acknowledged record and wrote another under
+/// its seq).
+#[test]
+fn an_emptied_sled_does_not_vouch_for_a_torn_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    trim_preallocated(&dir);
+    let d = dir.to_str().unwrap();
+    let last = journal_frames(&dir).last().unwrap().clone();
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let torn = bytes[..last.range.start + 40].to_vec();
+    std::fs::write(segment(&dir), &torn).unwrap();
+    let sled = dir.join("sled");
+    for item in std::fs::read_dir(&sled).unwrap() {
+        let path = item.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    let untouched = |what: &str| {
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn, "{what}: the journal is untouched");
+        assert!(!dir.join("cut").exists(), "{what}: nothing cut");
+    };
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("partial record") && reason.contains("holds no ledger"), "{reason}");
+    untouched("verify");
+    let err = DiskStore::open(&dir).unwrap_err();
+    assert!(matches!(err, closure_ledger::store::OpenError::TornUnchecked { .. }), "{err}");
+    untouched("the writer's open");
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("holds no ledger"), "{err}");
+    untouched("recover");
+    let last_good = last.first_seq - 1;
+    let (code, out, err) = cli(&["recover", d, "--truncate-after", &last_good.to_string()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes[..last.range.start]);
+    assert_eq!(verify_json(&dir, None).0, 0);
+}

@@ -6,7 +6,10 @@ use std::path::Path;
 
 use ledger_schema::SealedEntry;
 
-use super::index::{check_meta_values, open_sled_for_reading, read_meta, refuse_newer_format, trees};
+use super::index::{
+    HOLDS_NO_LEDGER, check_meta_values, names_no_ledger, open_sled_for_reading, read_meta,
+    refuse_newer_format, trees,
+};
 use super::read::StoreReader;
 use super::scan::{OnEntry, SledCopy, Threads, scan_strict};
 use super::{SLED_DIR, TornTail, corrupt, ledger_journal_dir};
@@ -151,6 +154,11 @@ pub fn audit_with(
             Some(torn) => OpenError::torn_unchecked(torn, scan.head.seq + 1, &e),
             None => e,
         });
+    }
+    if let (Some(values), Some(torn)) = (&meta, &scan.torn)
+        && names_no_ledger(values)
+    {
+        return Err(OpenError::torn_unvouched(torn, scan.head.seq + 1, HOLDS_NO_LEDGER.to_owned()));
     }
     let lag = match meta {
         Some(values) => {

@@ -547,6 +547,18 @@ pub(in crate::store) fn check_meta(meta: &sled::Tree, head: &Head) -> Result<boo
     check_meta_values(read_meta(meta)?, head)
 }
 
+/// Why sled cannot vouch for a torn tail although it opens: its meta names no ledger at all
+/// (an emptied sled, or one never flushed since `init` — sled 0.34 opens a directory with no
+/// database in it by creating an empty one). Outside review 78: such a sled counted as a
+/// witness, and an acknowledged record cut short was cut as a torn tail.
+pub(in crate::store) const HOLDS_NO_LEDGER: &str =
+    "sled holds no ledger (its meta names no ledger id: emptied, or never flushed since `init`)";
+
+/// Whether the meta values name no ledger at all ([`HOLDS_NO_LEDGER`]).
+pub(in crate::store) fn names_no_ledger(values: &MetaValues) -> bool {
+    values.0.is_none() && values.1.is_none()
+}
+
 /// The meta tree's ledger id and format version, as stored.
 pub(super) type MetaValues = (Option<sled::IVec>, Option<sled::IVec>);
 

@@ -18,8 +18,9 @@ pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with,
 pub use faults::{FaultPlan, FaultPoint};
 pub use index::inside_sled;
 pub(in crate::store) use index::{
-    SledFrames, check_meta, chunk_of, get_frame, insert_frame, key, key_seq, meta_is_current, open_sled,
-    read_meta, refuse_newer_format, sled_guarded, trees, write_meta,
+    HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, get_frame, insert_frame, key, key_seq,
+    meta_is_current, names_no_ledger, open_sled, read_meta, refuse_newer_format, sled_guarded, trees,
+    write_meta,
 };
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
@@ -316,6 +317,14 @@ impl DiskStore {
         };
         let (entries_tree, meta) = trees(&db)?;
         let meta_present = check_meta(&meta, &scan.head)?;
+        // A sled that names no ledger cannot say whether a torn record was acknowledged.
+        if !meta_present && let Some(torn) = &scan.torn {
+            return Err(OpenError::torn_unvouched(
+                torn,
+                scan.head.seq + 1,
+                index::HOLDS_NO_LEDGER.to_owned(),
+            ));
+        }
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = OpenError::Sled;
         // A v2 ledger gets v3 segments from here on: its meta says so first.
