@@ -1945,3 +1945,29 @@ fn an_emptied_sled_does_not_vouch_for_a_torn_tail() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes[..last.range.start]);
     assert_eq!(verify_json(&dir, None).0, 0);
 }
+
+/// An emptied sled with a whole journal: verify passes on the journal and says sled was not
+/// verified — it holds no ledger — rather than "journal and sled" (outside review 78); the
+/// writer's open fills it, and then both copies verify.
+#[test]
+fn an_emptied_sled_is_reported_as_unverified() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    let sled = dir.join("sled");
+    for item in std::fs::read_dir(&sled).unwrap() {
+        let path = item.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap()
+        } else {
+            std::fs::remove_file(&path).unwrap()
+        }
+    }
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 0, "{report}");
+    assert!(report["copies"]["journalOnly"].as_str().unwrap().contains("holds no ledger"), "{report}");
+    drop(DiskStore::open(&dir).unwrap());
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["copies"].as_str()), (0, Some("both")), "{report}");
+    assert_eq!(report["sledLagFrames"], 0);
+}

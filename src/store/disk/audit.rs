@@ -130,6 +130,15 @@ pub fn audit_with(
         refuse_newer_format(version.as_deref())?;
     }
     let (copies, handle) = match db {
+        // A sled that names no ledger holds no copy to compare: what it lacks is all lag, and
+        // the report says only the journal was verified (outside review 78: "journal and
+        // sled" were reported verified with sled emptied).
+        Ok(db) if meta.as_ref().is_some_and(names_no_ledger) => (
+            Copies::JournalOnly(format!(
+                "{HOLDS_NO_LEDGER}; the writer's next open fills it from the journal"
+            )),
+            Some(db),
+        ),
         Ok(db) => (Copies::Both, Some(db)),
         Err(reason) => (Copies::JournalOnly(reason), None),
     };
