@@ -520,32 +520,54 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
         if let Some((id, d)) = decision {
             return Some(format!("human decision {id} was recorded at seq {} for the goal", d.seq));
         }
-        for (id, b) in state.blockers.iter().filter(|(_, b)| b.workflow_id == binding.workflow_id) {
-            match b.resolved_seq {
-                None if since(b.seq) => {
-                    return Some(format!("blocker {id} was raised at seq {} and is open", b.seq));
-                }
-                Some(resolved) if !since(b.seq) && since(resolved) => {
-                    return Some(format!("blocker {id} was resolved at seq {resolved}"));
-                }
-                _ => {}
+        let blockers = state.blockers.iter().filter(|(_, b)| b.workflow_id == binding.workflow_id);
+        for (id, b) in blockers {
+            if let Some(change) = member_change(b.seq, b.resolved_seq, started) {
+                return Some(format!(
+                    "blocker {id} was {}",
+                    change.said("raised", "and is open", "resolved")
+                ));
             }
         }
     }
     if scoped(InputClass::FactsScenariosObligations) {
         for (id, o) in state.obligations.iter().filter(|(_, o)| o.goal_id == binding.goal_id) {
-            match o.retired_seq {
-                None if since(o.seq) => {
-                    return Some(format!("verification obligation {id} was recorded at seq {}", o.seq));
-                }
-                Some(retired) if !since(o.seq) && since(retired) => {
-                    return Some(format!("verification obligation {id} was retired at seq {retired}"));
-                }
-                _ => {}
+            if let Some(change) = member_change(o.seq, o.retired_seq, started) {
+                return Some(format!(
+                    "verification obligation {id} was {}",
+                    change.said("recorded", "", "retired")
+                ));
             }
         }
     }
     None
+}
+
+/// How a set member added at seq `added` (and removed at `removed`, if it was) changed the
+/// set since seq `started`: joined it (added since, still in), or left it (in at the start,
+/// removed since); a member added and removed since leaves the set as it was.
+fn member_change(added: u64, removed: Option<u64>, started: u64) -> Option<MemberChange> {
+    match removed {
+        None if added > started => Some(MemberChange::Joined(added)),
+        Some(removed) if added <= started && removed > started => Some(MemberChange::Left(removed)),
+        _ => None,
+    }
+}
+
+enum MemberChange {
+    Joined(u64),
+    Left(u64),
+}
+
+impl MemberChange {
+    /// "raised at seq 7 and is open", "resolved at seq 9".
+    fn said(&self, joined: &str, still: &str, left: &str) -> String {
+        match self {
+            MemberChange::Joined(at) if still.is_empty() => format!("{joined} at seq {at}"),
+            MemberChange::Joined(at) => format!("{joined} at seq {at} {still}"),
+            MemberChange::Left(at) => format!("{left} at seq {at}"),
+        }
+    }
 }
 
 /// How a recorded manifest is no longer what its binding compiles to.

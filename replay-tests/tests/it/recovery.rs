@@ -1914,15 +1914,7 @@ fn an_emptied_sled_does_not_vouch_for_a_torn_tail() {
     let bytes = std::fs::read(segment(&dir)).unwrap();
     let torn = bytes[..last.range.start + 40].to_vec();
     std::fs::write(segment(&dir), &torn).unwrap();
-    let sled = dir.join("sled");
-    for item in std::fs::read_dir(&sled).unwrap() {
-        let path = item.unwrap().path();
-        if path.is_dir() {
-            std::fs::remove_dir_all(&path).unwrap();
-        } else {
-            std::fs::remove_file(&path).unwrap();
-        }
-    }
+    empty_sled(&dir);
     let untouched = |what: &str| {
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn, "{what}: the journal is untouched");
         assert!(!dir.join("cut").exists(), "{what}: nothing cut");
@@ -1954,15 +1946,7 @@ fn an_emptied_sled_is_reported_as_unverified() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
-    let sled = dir.join("sled");
-    for item in std::fs::read_dir(&sled).unwrap() {
-        let path = item.unwrap().path();
-        if path.is_dir() {
-            std::fs::remove_dir_all(&path).unwrap()
-        } else {
-            std::fs::remove_file(&path).unwrap()
-        }
-    }
+    empty_sled(&dir);
     let (code, report) = verify_json(&dir, None);
     assert_eq!(code, 0, "{report}");
     assert!(report["copies"]["journalOnly"].as_str().unwrap().contains("holds no ledger"), "{report}");
@@ -1970,4 +1954,17 @@ fn an_emptied_sled_is_reported_as_unverified() {
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["copies"].as_str()), (0, Some("both")), "{report}");
     assert_eq!(report["sledLagFrames"], 0);
+}
+
+/// Deletes everything inside `dir`'s `sled/`, leaving the directory (sled 0.34 then opens an
+/// empty database there).
+fn empty_sled(dir: &std::path::Path) {
+    for item in std::fs::read_dir(dir.join("sled")).unwrap() {
+        let path = item.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
 }

@@ -334,6 +334,21 @@ fn optional_in_implement(
     bundle
 }
 
+/// A world under `bundle` in FINAL_VERIFY over frozen generation 0x80, its check passing.
+fn accepting(bundle: ledger_schema::events::PolicyBundle) -> World {
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(bundle)?;
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    w
+}
+
 fn decision(id: u128, words: usize) -> Command {
     Command::RecordHumanDecision(RecordHumanDecision {
         decision_id: lid(id),
@@ -388,19 +403,6 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
     assert!(w.ledger.state().attempts[&lid(0x64)].context_changed);
 
     // The ACCEPT: a decision recorded in FINAL_VERIFY, left out of the result's context.
-    let accepting = |bundle: ledger_schema::events::PolicyBundle| {
-        let mut w = World::at(Stage::Empty);
-        w.with(|s| {
-            s.setup_with(bundle)?;
-            s.discover_and_plan()?;
-            s.implement_first()?;
-            s.advance(Phase::EvidenceBuild)?;
-            s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
-            s.advance(Phase::FinalVerify).map(drop)
-        })
-        .unwrap();
-        w
-    };
     let mut w = accepting(optional_in_implement(InputClass::BlockersDecisions, 600));
     w.ok(decision(0x57, 40));
     let err = w.fails(decide(Verdict::Accept, &[0x90]));
@@ -458,16 +460,7 @@ fn a_set_outside_the_phase_is_not_bound() {
     for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Implement) {
         p.optional.retain(|c| *c != InputClass::BlockersDecisions);
     }
-    let mut w = World::at(Stage::Empty);
-    w.with(|s| {
-        s.setup_with(bundle)?;
-        s.discover_and_plan()?;
-        s.implement_first()?;
-        s.advance(Phase::EvidenceBuild)?;
-        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
-        s.advance(Phase::FinalVerify).map(drop)
-    })
-    .unwrap();
+    let mut w = accepting(bundle);
     w.ok(decision(0x57, 2));
     w.ok(decide(Verdict::Accept, &[0x90]));
 }
