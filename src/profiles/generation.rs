@@ -620,7 +620,7 @@ pub fn prepare_and_publish(
     boundary("prepared");
     match publish_prepared(root, txn, manifest, contents, receipt) {
         Err(refused) if !refused.is_io() => {
-            roll_back(root, txn, manifest)?;
+            roll_back(root, txn, manifest, receipt)?;
             Err(refused)
         }
         other => other,
@@ -813,15 +813,33 @@ pub fn finish(root: &Path) -> Result<(), GenerationError> {
     }
 }
 
-/// Rolls an unpublished transaction back: removes its stage after verifying that every
-/// file in it is one the manifest names, with the bytes it names (a partial stage is its
-/// own; anything else is refused and left in place).
+/// Rolls a transaction the ledger did not commit back: removes its stage after verifying
+/// that every file in it is one the manifest names, with the bytes it names (a partial stage
+/// is its own; anything else is refused and left in place), and the receipt it may have
+/// written for its revision — `receipts/N.tmp` whose bytes are a prefix of `receipt`'s, or
+/// `receipts/N.json` with exactly them (outside review 80: a rolled-back `set` left its
+/// `N.tmp`, and every later profile command refused the state root over it). A published
+/// generation stays: content-addressed, unreferenced, harmless.
 pub fn roll_back(
     root: &Path,
     txn: &Transaction,
     manifest: &GenerationManifest,
+    receipt: &Receipt,
 ) -> Result<(), GenerationError> {
     clear_stage(root, txn.generation_digest, manifest)?;
+    let ours = receipt_bytes(receipt);
+    let dir = root.join("receipts");
+    for (name, whole) in
+        [(format!("{}.tmp", receipt.revision), false), (format!("{}.json", receipt.revision), true)]
+    {
+        let path = dir.join(name);
+        let is_ours = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+            && fs::read(&path).is_ok_and(|b| if whole { b == ours } else { ours.starts_with(&b) });
+        if is_ours {
+            fs::remove_file(&path).map_err(io(&path))?;
+            fsync_dir(&dir)?;
+        }
+    }
     finish(root)
 }
 

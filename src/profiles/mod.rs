@@ -440,7 +440,7 @@ fn transact(
         if e.is_refusal() {
             // Refused at the commit point: nothing was committed, and `recover` must not
             // roll the refused operation forward later.
-            generation::roll_back(root, &txn, manifest)?;
+            generation::roll_back(root, &txn, manifest, &receipt)?;
             return Err(e.into());
         }
         // A storage failure leaves the published transaction for `recover`, which commits
@@ -870,7 +870,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             // review 79: `recover` refused it for good, and every profile command sent the
             // operator back to `recover`).
             Err(ProfileError::Refused(why)) => {
-                generation::roll_back(root, &txn, &manifest)?;
+                generation::roll_back(root, &txn, &manifest, &receipt)?;
                 note = Some(format!(
                     "the interrupted revision {} can no longer be recorded ({why}): rolled back; run `ledger profile set` again",
                     txn.revision
@@ -880,7 +880,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             Err(other) => return Err(other),
         }
     } else {
-        generation::roll_back(root, &txn, &manifest)?;
+        generation::roll_back(root, &txn, &manifest, &receipt)?;
         "rolled-back"
     };
     let mut status = status_of(ledger.state(), Some(root), outcome)?;

@@ -936,10 +936,20 @@ fn a_relative_state_root_is_refused_by_its_form() {
 /// command sent the operator back to `recover`). The change can then be made again.
 #[test]
 fn recover_rolls_back_a_transaction_the_sources_moved_past() {
+    // Killed with the generation published, and with its receipt published too: the
+    // rollback removes the receipt of the revision never committed (outside review 80: a
+    // receipt left behind refused every later profile command).
+    for boundary in ["generation", "receipt"] {
+        rolled_back_after_drift(boundary);
+    }
+}
+
+fn rolled_back_after_drift(boundary: &str) {
     let s = Setup::scanned();
     let root = root_of(&s);
     ok(set(&s, &root, &["lean"]));
-    killed_at(&s, &root, "generation", "full");
+    killed_at(&s, &root, boundary, "full");
+    assert_eq!(root.join("receipts/2.json").is_file(), boundary == "receipt");
     let skill = s.src.join("skills/testing/SKILL.md");
     let text = std::fs::read_to_string(&skill).unwrap();
     std::fs::write(&skill, format!("{text}\nEdited after the crash.\n")).unwrap();
@@ -950,6 +960,8 @@ fn recover_rolls_back_a_transaction_the_sources_moved_past() {
     assert_eq!(r["revision"], 1);
     assert_eq!(r["recoveryRequired"], false);
     assert!(r["note"].as_str().unwrap().contains("can no longer be recorded"), "{r}");
+    assert!(!root.join("receipts/2.json").exists() && !root.join("receipts/2.tmp").exists());
+    ok(status(&s));
     let (code, out, _) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(out.starts_with("nothing-to-recover"), "{out}");
