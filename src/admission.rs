@@ -458,8 +458,21 @@ fn check_result_current(
     // configured since ([`runtime::result_binding`]: seed 003 keeps an existing session's
     // context), so a profile change alone does not make a result stale.
     let Some(detail) = staleness_of(registry, &as_running, &binding, recorded)? else { return Ok(()) };
+    // A blocker open now would make the new Attempt's result stale again once resolved, and
+    // ACCEPT needs it resolved (outside review 80: "start a new Attempt" led into that trap).
+    let open_blocker = state
+        .blockers
+        .iter()
+        .find(|(_, b)| b.workflow_id == binding.workflow_id && b.resolution.is_none())
+        .map(|(id, _)| *id);
+    let fresh_attempt = match open_blocker {
+        Some(id) => format!(
+            "resolve blocker {id} first (a result made while it is open is stale once it is resolved, and ACCEPT needs it resolved), then start a new Attempt on the generation"
+        ),
+        None => "start a new Attempt on the generation".to_owned(),
+    };
     let (what, then) = match used {
-        ResultUse::Freeze => ("generation", "start a new Attempt on the generation"),
+        ResultUse::Freeze => ("generation", fresh_attempt.as_str()),
         ResultUse::Accept => (
             "an ACCEPT of generation",
             "a stale result cannot be accepted: reject it (REJECT_REPAIRABLE over a failing check repairs it under the current context) or cancel the workflow and start again",

@@ -128,7 +128,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             return Err(violation(
                 Rule::OpenBlocker,
                 format!(
-                    "blocker {blocker_id} of workflow {} is unresolved; resolve it before ACCEPT",
+                    "blocker {blocker_id} of workflow {} is unresolved; resolve it before ACCEPT (if it was open when the result's Attempt started, its resolution makes that result stale: then reject the generation or cancel the workflow)",
                     e.workflow_id
                 ),
             ));

@@ -464,3 +464,44 @@ fn a_set_outside_the_phase_is_not_bound() {
     w.ok(decision(0x57, 2));
     w.ok(decide(Verdict::Accept, &[0x90]));
 }
+
+/// A blocker raised after the result: the freeze is refused and names the way out that
+/// works — resolve the blocker, then freeze (the set is as it was at the start) — not a new
+/// Attempt while it is open, whose result its resolution would make stale with ACCEPT
+/// needing it resolved (outside review 80).
+#[test]
+fn a_freeze_refused_over_an_open_blocker_names_the_way_out() {
+    use closure_ledger::lifecycle::payload;
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    let mut w = World::at(Stage::Implementing);
+    w.with(|s| {
+        s.start(0x64, 0x65)?;
+        s.claim(lid(0x64))?;
+        s.deliver(lid(0x64), 0x74, payload(WorkerEventKind::CompletionRequest, 1, "ready"))?;
+        s.finish(0x64, ResultKind::CompletionRequest).map(drop)
+    })
+    .unwrap();
+    w.ok(Command::RaiseBlocker(RaiseBlocker {
+        blocker_id: lid(0xe9),
+        workflow_id: lid(WORKFLOW),
+        description: "wait for the schema review".into(),
+    }));
+    let freeze = Command::FreezeGeneration(FreezeGeneration {
+        generation_id: lid(0x80),
+        candidate_digest: digest_of("candidate 1"),
+        change_set_digest: digest_of("change set 1"),
+    });
+    let err = w.fails(freeze.clone());
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("resolve blocker") && err.to_string().contains("first"), "{err}");
+    w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0xe9), resolution: "reviewed".into() }));
+    w.ok(freeze);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    w.ok(decide(Verdict::Accept, &[0x90]));
+}
