@@ -99,6 +99,9 @@ pub const EXCLUDED_DYNAMIC: &str = "dynamic-content";
 /// Not routable (nor taken by an eager-all profile): a dependency it would bring in is never
 /// selectable, excluded, or (for routing) manual-only — loading it would be refused.
 pub const EXCLUDED_DEPENDENCY: &str = "dependency-not-selectable";
+/// Not routable: with its dependencies it is more sources than one selection loads
+/// (`selection::MAX_CLOSURE`).
+pub const EXCLUDED_CLOSURE: &str = "closure-too-large";
 
 /// One selected source of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -213,29 +216,33 @@ pub fn unselectable(source: &RegistrySource) -> Option<&'static str> {
     }
 }
 
-/// Why `source`, selectable itself, cannot be loaded by a plan that selects `selected`:
-/// a dependency it would bring in (one `selected` does not hold already) is unknown, never
-/// selectable, excluded, or — unless `manual_ok` — manual-only, so its load would be
-/// refused. Seed 003: "Native manual-only flags and authority-bearing metadata are checked
-/// before selection" (outside review 79: such sources were ranked and shortlisted, and
-/// `select` then failed on a skill the user never named). The registry's dependencies are
-/// acyclic (the scanner refuses cycles); `seen` bounds the walk regardless.
-fn closure_block<V>(
+/// Why `source`, selectable itself, could not be loaded: a source its dependencies bring in
+/// is unknown, never selectable, excluded, or — unless `manual_ok` — manual-only, or (with
+/// `max`) the source and its dependencies are more than `max`; a selection's load would be
+/// refused (`selection::closure`, which this mirrors for routing). Seed 003: "Native
+/// manual-only flags and authority-bearing metadata are checked before selection"
+/// (outside reviews 79, 80: such sources were ranked and shortlisted, and `select` then
+/// failed on a skill the user never named). The registry's dependencies are acyclic (the
+/// scanner refuses cycles); `seen` bounds the walk regardless.
+fn closure_block(
     by_id: &BTreeMap<&str, &RegistrySource>,
-    selected: &BTreeMap<&str, V>,
     excluded: &BTreeSet<&str>,
     source: &RegistrySource,
     manual_ok: bool,
+    max: Option<usize>,
 ) -> Option<&'static str> {
     let mut stack: Vec<&str> = source.dependencies.iter().map(String::as_str).collect();
-    let mut seen = BTreeSet::new();
+    let mut seen = BTreeSet::from([source.id.as_str()]);
     while let Some(id) = stack.pop() {
-        if selected.contains_key(id) || !seen.insert(id) {
+        if !seen.insert(id) {
             continue;
         }
         let Some(dep) = by_id.get(id) else { return Some(EXCLUDED_DEPENDENCY) };
         if excluded.contains(id) || unselectable(dep).is_some() || (dep.manual_only && !manual_ok) {
             return Some(EXCLUDED_DEPENDENCY);
+        }
+        if max.is_some_and(|max| seen.len() > max) {
+            return Some(EXCLUDED_CLOSURE);
         }
         stack.extend(dep.dependencies.iter().map(String::as_str));
     }
@@ -312,9 +319,7 @@ pub fn plan(
             .sources
             .iter()
             .filter(|s| unselectable(s).is_none())
-            .filter(|s| {
-                closure_block(&by_id, &BTreeMap::<&str, ()>::new(), &BTreeSet::new(), s, true).is_none()
-            })
+            .filter(|s| closure_block(&by_id, &BTreeSet::new(), s, true, None).is_none())
             .map(|s| s.id.as_str())
             .collect()
     } else {
@@ -380,7 +385,9 @@ pub fn plan(
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() });
         } else if source.manual_only {
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: EXCLUDED_MANUAL_ONLY.to_owned() });
-        } else if let Some(rule) = closure_block(&by_id, &reasons, &excluded, source, false) {
+        } else if let Some(rule) =
+            closure_block(&by_id, &excluded, source, false, Some(super::selection::MAX_CLOSURE))
+        {
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() });
         } else {
             routed_ids.push(id.to_owned());

@@ -224,3 +224,34 @@ fn a_source_needing_an_unselectable_one_is_not_routed() {
     assert_eq!(code, 1);
     assert!(err.contains("is a dependency of selected \"skill:api-design\""), "{err}");
 }
+
+/// A source that with its dependencies is more than one selection loads (8) is not routed
+/// (`closure-too-large`); one at the bound is (outside review 80: a ten-skill chain's head
+/// was shortlisted, and selecting it refused the whole `select`).
+#[test]
+fn a_source_whose_closure_is_over_the_bound_is_not_routed() {
+    let s = Setup::new();
+    let mut skills = Vec::new();
+    for i in 0..9 {
+        let dir = s.src.join(format!("skills/ch{i}"));
+        write(
+            &dir.join("SKILL.md"),
+            &format!("---\nname: ch{i}\ndescription: Chain link {i} of a long dependency chain.\n---\n\n# ch{i}\n"),
+        );
+        if i < 8 {
+            skills.push(format!("    {{\"id\": \"skill:ch{i}\", \"dependencies\": [\"skill:ch{}\"]}},", i + 1));
+        }
+    }
+    let registry = s.src.join("manifests/context-packs/skill-registry@1.json");
+    let text = std::fs::read_to_string(&registry).unwrap();
+    write(&registry, &text.replacen("\"skills\": [", &format!("\"skills\": [\n{}", skills.join("\n")), 1));
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let lean = preview(&s, &["lean"]);
+    let routed: Vec<&str> = lean["routedIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(!routed.contains(&"skill:ch0") && routed.contains(&"skill:ch1"), "{lean}");
+    assert!(
+        lean["excludedIds"].as_array().unwrap().contains(&json!({"id": "skill:ch0", "rule": "closure-too-large"})),
+        "{lean}"
+    );
+}
