@@ -236,10 +236,13 @@ fn a_source_whose_closure_is_over_the_bound_is_not_routed() {
         let dir = s.src.join(format!("skills/ch{i}"));
         write(
             &dir.join("SKILL.md"),
-            &format!("---\nname: ch{i}\ndescription: Chain link {i} of a long dependency chain.\n---\n\n# ch{i}\n"),
+            &format!(
+                "---\nname: ch{i}\ndescription: Chain link {i} of a long dependency chain.\n---\n\n# ch{i}\n"
+            ),
         );
         if i < 8 {
-            skills.push(format!("    {{\"id\": \"skill:ch{i}\", \"dependencies\": [\"skill:ch{}\"]}},", i + 1));
+            skills
+                .push(format!("    {{\"id\": \"skill:ch{i}\", \"dependencies\": [\"skill:ch{}\"]}},", i + 1));
         }
     }
     let registry = s.src.join("manifests/context-packs/skill-registry@1.json");
@@ -248,10 +251,14 @@ fn a_source_whose_closure_is_over_the_bound_is_not_routed() {
     let (code, _, err) = s.scan();
     assert_eq!(code, 0, "{err}");
     let lean = preview(&s, &["lean"]);
-    let routed: Vec<&str> = lean["routedIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let routed: Vec<&str> =
+        lean["routedIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(!routed.contains(&"skill:ch0") && routed.contains(&"skill:ch1"), "{lean}");
     assert!(
-        lean["excludedIds"].as_array().unwrap().contains(&json!({"id": "skill:ch0", "rule": "closure-too-large"})),
+        lean["excludedIds"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"id": "skill:ch0", "rule": "closure-too-large"})),
         "{lean}"
     );
 }
