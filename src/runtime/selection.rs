@@ -834,17 +834,30 @@ pub fn check_task(task: &Task) -> Result<(), SelectionError> {
     // An id shows as itself: no control, invisible, bidi embedding or override, or line or
     // paragraph separator character (outside review 79: a U+202E in a sessionId reordered
     // what `show` printed of it).
-    let hidden = |c: char| c.is_control() || super::invisible(c) || ('\u{2028}'..='\u{202E}').contains(&c);
+    // Nor a private-use character (it shows as anything a font likes) or a space that is not
+    // ASCII's (a no-break space reads as one): outside review 80.
+    let hidden = |c: char| {
+        c.is_control()
+            || super::invisible(c)
+            || ('\u{2028}'..='\u{202E}').contains(&c)
+            || (c.is_whitespace() && c != ' ')
+            || ('\u{E000}'..='\u{F8FF}').contains(&c)
+            || c >= '\u{F0000}'
+    };
     let id_ok = |v: &str, max: usize| !v.is_empty() && v.len() <= max && !v.chars().any(hidden);
     if !id_ok(&task.session_id, MAX_TASK_ID_BYTES) {
-        return bad("sessionId must be 1 to 128 bytes without control, invisible or bidi-control characters");
+        return bad(
+            "sessionId must be 1 to 128 bytes without control, invisible, bidi-control, private-use or non-ASCII space characters",
+        );
     }
     if !id_ok(&task.task_id, MAX_TASK_ID_BYTES) {
-        return bad("taskId must be 1 to 128 bytes without control, invisible or bidi-control characters");
+        return bad(
+            "taskId must be 1 to 128 bytes without control, invisible, bidi-control, private-use or non-ASCII space characters",
+        );
     }
     if !id_ok(&task.phase, MAX_PHASE_BYTES) || task.phase.chars().any(char::is_whitespace) {
         return bad(
-            "phase must be 1 to 64 bytes without whitespace, control, invisible or bidi-control characters",
+            "phase must be 1 to 64 bytes without whitespace, control, invisible, bidi-control or private-use characters",
         );
     }
     if task.revision == 0 {

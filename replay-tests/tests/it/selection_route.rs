@@ -118,7 +118,7 @@ fn task_input_is_parsed_within_its_bounds_and_never_echoed() {
     assert!(input_err("{\"sessionId\":\"s\u{0}\"}").contains("NUL"));
     // Ids show as themselves: a bidi override, a zero-width space or a line separator is
     // refused in each (outside review 79: a U+202E reordered what `show` printed).
-    for bad in ["a\u{202E}b", "a\u{200B}b", "a\u{2028}b"] {
+    for bad in ["a\u{202E}b", "a\u{200B}b", "a\u{2028}b", "a\u{E000}b", "a\u{A0}b", "a\u{10FFFD}b"] {
         for field in ["sessionId", "taskId", "phase"] {
             let mut v = serde_json::json!({"sessionId": "s", "taskId": "t", "revision": 1, "phase": "p"});
             v[field] = serde_json::json!(bad);
