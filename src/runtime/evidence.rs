@@ -253,24 +253,51 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     if e.result == CheckResult::Fail {
         repair_feedback_fits(state, wf, e, record_digest)?;
     }
+    // A passing re-run of a check that already passed on these bytes adds nothing, and
+    // filled the generation's Evidence Set until a later FAIL had no room — refused for
+    // want of room, it left ACCEPT standing on the passes (outside review 81): refused. A
+    // re-run that fails, or errs, is recorded.
+    if e.result == CheckResult::Pass
+        && let Some(passed) = evidence_set(state, e.generation_id).iter().find(|id| {
+            state.evidence.get(id).is_some_and(|ev| {
+                ev.record.obligation_id == e.obligation_id && ev.record.result == CheckResult::Pass
+            })
+        })
+    {
+        return Err(super::violation(
+            Rule::EvidenceRepeated,
+            format!(
+                "obligation {}'s check already passed on generation {} (evidence {passed}): a passing re-run adds nothing; a re-run that fails is recorded",
+                e.obligation_id, e.generation_id
+            ),
+        ));
+    }
     // A re-run supersedes an earlier runner ERROR of the same check on this generation.
     let obligation_id = e.obligation_id;
     let superseded = |ev: &EvidenceState| {
         ev.record.obligation_id == obligation_id && ev.record.result == CheckResult::Error
     };
-    // The Evidence Set a decision cites is a list of at most MAX_ITEMS: a record that
-    // would push it past that is refused here, not found out at the decision, which could
-    // then never be made (outside review 55).
+    // The Evidence Set a decision cites is a list of at most MAX_ITEMS: a passing record
+    // that would push it past that is refused here, not found out at the decision, which
+    // could then never be made (outside review 55). A FAIL or an ERROR is not refused for
+    // room below twice that: refused, it would leave ACCEPT standing on the passes (outside
+    // review 81); recorded past the bound, no verdict can cite the set, and the workflow is
+    // cancelled — it is never accepted over a failure the ledger did not record.
     let kept = evidence_set(state, e.generation_id)
         .iter()
         .filter(|id| state.evidence.get(id).is_some_and(|ev| !superseded(ev)))
         .count();
+    let room = if e.result == CheckResult::Pass { super::MAX_ITEMS } else { 2 * super::MAX_ITEMS };
     ensure!(
-        kept < super::MAX_ITEMS,
+        kept < room,
         Rule::OutOfBounds,
-        "generation {} already holds {kept} current Evidence records, the most one decision can cite ({}): a task that needs more checks is split into smaller goals",
+        "generation {} already holds {kept} current Evidence records{}: a task that needs more checks is split into smaller goals",
         e.generation_id,
-        super::MAX_ITEMS
+        if e.result == CheckResult::Pass {
+            format!(", the most one decision can cite ({})", super::MAX_ITEMS)
+        } else {
+            format!(", and a failing or erring record is kept only below {room}")
+        }
     );
     make_ineligible(state, e.generation_id, superseded);
     let (eligibility_version, eligibility) = RECORDED_ELIGIBILITY;

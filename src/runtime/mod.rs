@@ -139,6 +139,8 @@ pub enum Rule {
     EvidenceCandidate,
     /// Evidence names its obligation's exact check specification.
     EvidenceObligation,
+    /// A passing re-run of a check that already passed on the generation adds nothing.
+    EvidenceRepeated,
     /// Acceptance happens in FINAL_VERIFY.
     AcceptancePhase,
     /// One decision per generation.

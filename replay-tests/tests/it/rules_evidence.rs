@@ -175,34 +175,85 @@ fn eligibility_changes_when_an_error_is_rerun() {
     w.ok(decide(Verdict::RejectRepairable));
 }
 
-/// The Evidence Set a decision cites holds at most 128 records: the 129th current record
-/// of a generation is refused when it is recorded, so every recorded set can still be
-/// decided (outside review 55, P3: a 129th record was admitted, and then no verdict at all
-/// could be recorded).
+/// The Evidence Set a decision cites holds at most 128 records: a 129th passing record is
+/// refused when it is recorded, so a set ACCEPT could stand on can always be decided
+/// (outside review 55). A passing re-run of a check that already passed is refused (it
+/// adds nothing), and a failing or erring record is never refused for room below 256: at
+/// the bound, refusing it left ACCEPT standing on the passes over a failure the ledger did
+/// not record (outside review 81). Past 128 no verdict can cite the set; the workflow is
+/// cancelled.
 #[test]
-fn a_generation_holds_no_more_evidence_than_a_decision_can_cite() {
+fn a_passing_rerun_is_refused_and_leaves_room_for_a_failure() {
+    let decide = |verdict: Verdict| {
+        Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa0),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict,
+            evidence_ids: None,
+            reasons: vec!["decided".into()],
+        })
+    };
     let mut w = World::at(Stage::Frozen);
     w.with(|s| {
         s.advance(Phase::EvidenceBuild)?;
-        // A runner ERROR is superseded by the re-run that follows it: it does not count.
+        // A runner ERROR is superseded by the re-run that follows it.
         s.evidence(0x1000, 0x80, CheckResult::Error, "runner crashed")?;
-        for i in 1..128 {
-            s.evidence(0x1000 + i, 0x80, CheckResult::Pass, "passed")?;
-        }
-        s.evidence(0x1080, 0x80, CheckResult::Pass, "passed")
+        s.evidence(0x1001, 0x80, CheckResult::Pass, "passed").map(drop)
     })
     .unwrap();
-    let err = w.with(|s| s.evidence(0x1081, 0x80, CheckResult::Fail, "failed")).unwrap_err();
-    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
-    assert!(err.to_string().contains("128"), "{err}");
+    let err = w.with(|s| s.evidence(0x1002, 0x80, CheckResult::Pass, "passed again")).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::EvidenceRepeated), "{err}");
+    // A failing re-run is recorded.
+    w.with(|s| s.evidence(0x1003, 0x80, CheckResult::Fail, "failed")).unwrap();
     w.with(|s| s.advance(Phase::FinalVerify)).unwrap();
-    w.ok(Command::DecideAcceptance(DecideAcceptance {
-        decision_id: lid(0xa0),
+    w.refused(decide(Verdict::Accept), Rule::Verdict);
+
+    // 128 obligations, each passed once: the set is full, and a failing re-run is still
+    // recorded (the 129th); no verdict can cite that set, so the workflow is cancelled.
+    let mut w = World::at(Stage::Setup);
+    for i in 1..128u128 {
+        w.ok(Command::RecordObligation(RecordObligation {
+            obligation_id: lid(0x2000 + i),
+            goal_id: lid(GOAL),
+            description: format!("check {i} passes"),
+            check_spec_id: lid(0x3000 + i),
+            check_spec_digest: digest_of(&format!("check {i}")),
+        }));
+    }
+    let record = |id: u128, obligation: u128, spec: u128, digest: &str, result: CheckResult| {
+        Command::RecordEvidence(RecordEvidence {
+            evidence_id: lid(id),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            candidate_digest: digest_of("candidate 1"),
+            obligation_id: lid(obligation),
+            check_spec_id: lid(spec),
+            check_spec_digest: digest_of(digest),
+            result,
+            detail: "ran".into(),
+        })
+    };
+    w.with(|s| {
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x1000, 0x80, CheckResult::Pass, "passed").map(drop)
+    })
+    .unwrap();
+    for i in 1..128u128 {
+        w.ok(record(0x4000 + i, 0x2000 + i, 0x3000 + i, &format!("check {i}"), CheckResult::Pass));
+    }
+    w.ok(record(0x5000, 0x2001, 0x3001, "check 1", CheckResult::Fail));
+    w.with(|s| s.advance(Phase::FinalVerify)).unwrap();
+    for verdict in [Verdict::Accept, Verdict::RejectRepairable, Verdict::RejectTerminal] {
+        let err = w.fails(decide(verdict));
+        assert!(replay_tests::world::rule_of(&err).is_some(), "{verdict:?}: {err}");
+    }
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
         workflow_id: lid(WORKFLOW),
-        generation_id: lid(0x80),
-        verdict: Verdict::Accept,
-        evidence_ids: None,
-        reasons: vec!["every check passed".into()],
+        workflow_version: w.ledger.state().workflows[&lid(WORKFLOW)].version,
+        reason: "more records than a decision can cite".into(),
     }));
 }
 
