@@ -238,19 +238,19 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     // The contexts the entry may change, read before it is applied (every record it names
     // exists already, else the rules refuse it).
     let input = runtime::input_of(state, &entry.event);
-    if let Event::EvidenceRecorded(e) = &entry.event
-        && e.result == ledger_schema::types::CheckResult::Fail
+    if let Event::AcceptanceDecided(d) = &entry.event
+        && d.verdict == ledger_schema::types::Verdict::RejectRepairable
     {
         // The rules on a copy (an O(1) clone), the dry run over it, then the copy is the
         // state: the entry is applied once.
         let mut after = state.clone();
         runtime::apply(&mut after, entry)?;
-        if let Some(why) = repair_would_not_start(registry, &after, e) {
+        if let Some(why) = repair_would_not_start(registry, &after, d) {
             return Err(Refusal::Rule(runtime::violation(
                 runtime::Rule::OutOfBounds,
                 format!(
-                    "a repair of generation {} over this failure could never start: {why} — each failing check adds its record to the repair's context, so the workflow's policy must give that class more room (cancel the workflow and run it under such a policy); a failure record is never cut",
-                    e.generation_id
+                    "a repair of generation {} could never start: {why} — each failing check adds its record to the repair's context, whole; record REJECT_TERMINAL, or cancel the workflow and run it under a policy that gives that class more room",
+                    d.generation_id
                 ),
             )));
         }
@@ -268,21 +268,22 @@ pub fn apply_with(registry: &Registry<'_>, state: &mut State, entry: &Entry) -> 
     Ok(())
 }
 
-/// Whether the repair a REJECT_REPAIRABLE over `state` (which holds the failing record `e`)
-/// would open could not start for want of room in its context: the path is run on a copy —
-/// FINAL_VERIFY, the decision, the repair record, IMPLEMENT, the repair child's start,
-/// compiled by the newest compiler of `registry` — and `Some` names the compiler's refusal
-/// of a required class over its budget (outside review 75: the repair context's IDENTITY
-/// entries grow with each failing check, and a workflow could reach a repair no Attempt could
-/// start). `None` where the path is refused for any other reason here (the real commands
-/// would meet that refusal themselves) or the start compiles.
+/// Whether the repair a REJECT_REPAIRABLE decision `d` (applied in `state`) opens could not
+/// start for want of room in its context: the path is run on a copy — the repair record,
+/// IMPLEMENT, the repair child's start, compiled by the newest compiler of `registry` — and
+/// `Some` names the compiler's refusal of a required class over its budget (outside review
+/// 75: the repair context's IDENTITY entries grow with each failing check). Checked at the
+/// decision, not at the FAIL it stands on: a failure is always recorded — refused, it left
+/// ACCEPT standing on an earlier pass of the same check (outside review 81). `None` where
+/// the path is refused for any other reason here (the real commands would meet that
+/// refusal themselves) or the start compiles.
 fn repair_would_not_start(
     registry: &Registry<'_>,
     state: &State,
-    e: &ledger_schema::events::EvidenceRecorded,
+    d: &ledger_schema::events::AcceptanceDecided,
 ) -> Option<String> {
-    use ledger_schema::types::{Phase, ThreadChoice, Verdict};
-    use runtime::command::{AdvancePhase, DecideAcceptance, RecordRepair};
+    use ledger_schema::types::{Phase, ThreadChoice};
+    use runtime::command::{AdvancePhase, RecordRepair};
     let mut s = state.clone();
     // Ids no record holds (the dry run's own, never written).
     let mut next = u128::MAX;
@@ -306,55 +307,10 @@ fn repair_would_not_start(
         }
         Some(events)
     };
-    // A runner ERROR still pending would hold the decision back: the dry run re-runs each
-    // such check as a PASS first (outside review 76: the check was skipped while one was
-    // pending, and the repair later could not start).
-    let pending: Vec<ledger_schema::events::EvidenceRecorded> = runtime::evidence_set(&s, e.generation_id)
-        .iter()
-        .filter_map(|id| s.evidence.get(id))
-        .filter(|ev| ev.record.result == ledger_schema::types::CheckResult::Error)
-        .map(|ev| ev.record.clone())
-        .collect();
-    for ev in pending {
-        let rerun = runtime::command::RecordEvidence {
-            evidence_id: fresh(&s),
-            workflow_id: ev.workflow_id,
-            generation_id: ev.generation_id,
-            candidate_digest: ev.candidate_digest,
-            obligation_id: ev.obligation_id,
-            check_spec_id: ev.check_spec_id,
-            check_spec_digest: ev.check_spec_digest,
-            result: ledger_schema::types::CheckResult::Pass,
-            detail: "dry run".to_owned(),
-        };
-        run(&mut s, Command::RecordEvidence(rerun))?;
-    }
-    let version = s.workflows.get(&e.workflow_id)?.version;
-    run(
-        &mut s,
-        Command::AdvancePhase(AdvancePhase {
-            workflow_id: e.workflow_id,
-            phase: Phase::FinalVerify,
-            version: version + 1,
-        }),
-    )?;
-    let decision_id = fresh(&s);
-    let decided = run(
-        &mut s,
-        Command::DecideAcceptance(DecideAcceptance {
-            decision_id,
-            workflow_id: e.workflow_id,
-            generation_id: e.generation_id,
-            verdict: Verdict::RejectRepairable,
-            evidence_ids: None,
-            reasons: vec!["dry run".to_owned()],
-        }),
-    )?;
-    let Some(Event::AcceptanceDecided(d)) = decided.first() else { return None };
-    let goal = s.workflows.get(&e.workflow_id).and_then(|w| s.goals.get(&w.goal_id))?;
+    let goal = s.workflows.get(&d.workflow_id).and_then(|w| s.goals.get(&w.goal_id))?;
     let repair = RecordRepair {
         repair_id: fresh(&s),
-        decision_id,
+        decision_id: d.decision_id,
         decision_digest: d.decision_digest,
         input_manifest_digest: d.input_manifest_digest,
         evidence_set_digest: d.evidence_set_digest,
@@ -362,18 +318,18 @@ fn repair_would_not_start(
         constraints_to_preserve: goal.content.preservation_constraints.clone(),
     };
     run(&mut s, Command::RecordRepair(repair))?;
-    let version = s.workflows.get(&e.workflow_id)?.version;
+    let version = s.workflows.get(&d.workflow_id)?.version;
     run(
         &mut s,
         Command::AdvancePhase(AdvancePhase {
-            workflow_id: e.workflow_id,
+            workflow_id: d.workflow_id,
             phase: Phase::Implement,
             version: version + 1,
         }),
     )?;
     let start = StartAttempt {
         attempt_id: fresh(&s),
-        workflow_id: e.workflow_id,
+        workflow_id: d.workflow_id,
         worker_session_id: fresh(&s),
         thread: ThreadChoice::Fresh,
         selection_receipt: None,

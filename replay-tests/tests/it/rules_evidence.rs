@@ -387,13 +387,13 @@ fn the_runtimes_working_default_is_the_compilers() {
     );
 }
 
-/// A failing record is refused when the repair it would lead to could never start for want
-/// of room in its context — the repair child's start is compiled on a copy (FINAL_VERIFY,
-/// REJECT_REPAIRABLE, the repair record, IMPLEMENT) — here an IDENTITY budget that holds
-/// every ordinary start but not the repair context the failure adds (outside review 75: a
-/// REJECT_REPAIRABLE was recorded whose repair no Attempt could start).
+/// A REJECT_REPAIRABLE is refused when the repair it would lead to could never start for want
+/// of room in its context — the repair child's start is compiled on a copy (the repair
+/// record, IMPLEMENT) — here an IDENTITY budget that holds every ordinary start but not the
+/// repair context the failure adds (outside review 75: a REJECT_REPAIRABLE was recorded
+/// whose repair no Attempt could start). The failure itself is recorded (outside review 81).
 #[test]
-fn a_failure_whose_repair_could_never_start_is_refused() {
+fn a_repair_that_could_never_start_is_refused_at_the_decision() {
     use ledger_schema::types::InputClass;
     // The smallest IDENTITY budget the reference flow starts every ordinary Attempt under.
     let mut chosen = None;
@@ -418,10 +418,37 @@ fn a_failure_whose_repair_could_never_start_is_refused() {
         }
     }
     let (mut w, budget) = chosen.expect("some budget holds the ordinary starts");
-    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
-    let err = w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap_err();
+    // The failure is recorded — refused, it left ACCEPT standing on an earlier pass of the
+    // same check (outside review 81) — after a pass of the same check, which it then rules
+    // out; the REJECT_REPAIRABLE whose repair could never start is refused, naming the way
+    // out, and REJECT_TERMINAL is recorded.
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x8f, 0x80, CheckResult::Pass, "passed")?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, "failed")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    let decide = |verdict: Verdict| {
+        Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa0),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict,
+            evidence_ids: None,
+            reasons: vec!["decided".into()],
+        })
+    };
+    w.refused(decide(Verdict::Accept), Rule::Verdict);
+    let err = w.fails(decide(Verdict::RejectRepairable));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "budget {budget}: {err}");
-    assert!(err.to_string().contains("could never start") && err.to_string().contains("IDENTITY"), "{err}");
+    assert!(
+        err.to_string().contains("could never start")
+            && err.to_string().contains("IDENTITY")
+            && err.to_string().contains("REJECT_TERMINAL"),
+        "{err}"
+    );
+    w.ok(decide(Verdict::RejectTerminal));
     // Under the reference policy the same failure is admitted — also while a blocker over
     // its class's budget is open (outside review 76: a class a failure does not grow refused
     // the record; the repair's own start meets and names it).
