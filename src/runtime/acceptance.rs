@@ -197,7 +197,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
     ensure!(
         im.evidence.len() <= super::MAX_ITEMS,
         Rule::EvidenceSet,
-        "the Evidence Set has over {} items",
+        "the Evidence Set has over {} items, more than any verdict can cite: cancel the workflow (`cancelWorkflow`) and split its checks into smaller goals",
         super::MAX_ITEMS
     );
     ensure!(

@@ -257,12 +257,20 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     // filled the generation's Evidence Set until a later FAIL had no room — refused for
     // want of room, it left ACCEPT standing on the passes (outside review 81): refused. A
     // re-run that fails, or errs, is recorded.
-    if e.result == CheckResult::Pass
-        && let Some(passed) = evidence_set(state, e.generation_id).iter().find(|id| {
-            state.evidence.get(id).is_some_and(|ev| {
-                ev.record.obligation_id == e.obligation_id && ev.record.result == CheckResult::Pass
-            })
+    let current = |result: CheckResult| {
+        evidence_set(state, e.generation_id).into_iter().find(|id| {
+            state
+                .evidence
+                .get(id)
+                .is_some_and(|ev| ev.record.obligation_id == e.obligation_id && ev.record.result == result)
         })
+    };
+    // (A PASS re-running a runner ERROR that still stands on the check is recorded: it
+    // supersedes the ERROR, which otherwise held every verdict but REJECT_TERMINAL back for
+    // good — outside review 82.)
+    if e.result == CheckResult::Pass
+        && current(CheckResult::Error).is_none()
+        && let Some(passed) = current(CheckResult::Pass)
     {
         return Err(super::violation(
             Rule::EvidenceRepeated,

@@ -204,6 +204,16 @@ fn a_passing_rerun_is_refused_and_leaves_room_for_a_failure() {
     .unwrap();
     let err = w.with(|s| s.evidence(0x1002, 0x80, CheckResult::Pass, "passed again")).unwrap_err();
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::EvidenceRepeated), "{err}");
+    // A runner ERROR after the pass holds ACCEPT back until a re-run passes: that re-run is
+    // recorded (outside review 82: it was refused as repeated, and the ERROR stood for good).
+    w.with(|s| s.evidence(0x1004, 0x80, CheckResult::Error, "runner crashed")).unwrap();
+    w.with(|s| s.advance(Phase::FinalVerify)).unwrap();
+    w.refused(decide(Verdict::Accept), Rule::RunnerError);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x1005, 0x80, CheckResult::Pass, "passed on re-run").map(drop)
+    })
+    .unwrap();
     // A failing re-run is recorded.
     w.with(|s| s.evidence(0x1003, 0x80, CheckResult::Fail, "failed")).unwrap();
     w.with(|s| s.advance(Phase::FinalVerify)).unwrap();
