@@ -184,16 +184,6 @@ fn eligibility_changes_when_an_error_is_rerun() {
 /// cancelled.
 #[test]
 fn a_passing_rerun_is_refused_and_leaves_room_for_a_failure() {
-    let decide = |verdict: Verdict| {
-        Command::DecideAcceptance(DecideAcceptance {
-            decision_id: lid(0xa0),
-            workflow_id: lid(WORKFLOW),
-            generation_id: lid(0x80),
-            verdict,
-            evidence_ids: None,
-            reasons: vec!["decided".into()],
-        })
-    };
     let mut w = World::at(Stage::Frozen);
     w.with(|s| {
         s.advance(Phase::EvidenceBuild)?;
@@ -439,16 +429,6 @@ fn a_repair_that_could_never_start_is_refused_at_the_decision() {
         s.advance(Phase::FinalVerify).map(drop)
     })
     .unwrap();
-    let decide = |verdict: Verdict| {
-        Command::DecideAcceptance(DecideAcceptance {
-            decision_id: lid(0xa0),
-            workflow_id: lid(WORKFLOW),
-            generation_id: lid(0x80),
-            verdict,
-            evidence_ids: None,
-            reasons: vec!["decided".into()],
-        })
-    };
     w.refused(decide(Verdict::Accept), Rule::Verdict);
     let err = w.fails(decide(Verdict::RejectRepairable));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "budget {budget}: {err}");
@@ -470,4 +450,16 @@ fn a_repair_that_could_never_start_is_refused_at_the_decision() {
         description: "wait for the schema review ".repeat(1_600),
     }));
     w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
+}
+
+/// Decision 0xa0 on generation 0x80 of the reference workflow, over the computed set.
+fn decide(verdict: Verdict) -> Command {
+    Command::DecideAcceptance(DecideAcceptance {
+        decision_id: lid(0xa0),
+        workflow_id: lid(WORKFLOW),
+        generation_id: lid(0x80),
+        verdict,
+        evidence_ids: None,
+        reasons: vec!["decided".into()],
+    })
 }
