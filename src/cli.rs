@@ -197,7 +197,8 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version: what was asked for, on stdout.
@@ -206,7 +207,7 @@ where
             return EXIT_OK;
         }
         Err(e) => {
-            let _ = writeln!(err, "ledger: {}", one_line(&usage_error_line(&e)));
+            let _ = writeln!(err, "ledger: {}", one_line(&usage_error_line(&e, &args)));
             return EXIT_USAGE_OR_IO;
         }
     };
@@ -245,12 +246,22 @@ fn one_line(message: &str) -> String {
 }
 
 /// A usage error as one line: clap's message (without its `error: ` prefix, tips and
-/// help) and the usage it names, as a hint. A bare `ledger` says which commands exist.
-fn usage_error_line(e: &clap::Error) -> String {
+/// help) and the usage it names, as a hint. A bare `ledger` (or `ledger profile`, …) says
+/// which commands exist there (outside review 83: `ledger profile` listed the top level's).
+fn usage_error_line(e: &clap::Error, args: &[std::ffi::OsString]) -> String {
     use clap::CommandFactory;
     if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        let names: Vec<String> = Cli::command().get_subcommands().map(|c| c.get_name().to_owned()).collect();
-        return format!("no command given (one of: {}); see `ledger --help`", names.join(", "));
+        // The deepest command the words name.
+        let mut command = Cli::command();
+        let mut path = vec!["ledger".to_owned()];
+        for word in args.iter().skip(1) {
+            let Some(sub) = word.to_str().and_then(|w| command.find_subcommand(w)).cloned() else { break };
+            path.push(sub.get_name().to_owned());
+            command = sub;
+        }
+        let names: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_owned()).collect();
+        let at = path.join(" ");
+        return format!("no command given (one of: {}); see `{at} --help`", names.join(", "));
     }
     let text = e.render().to_string();
     // The message: its first line, and the lines it introduces ("...not provided:" and
@@ -289,7 +300,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             let store = store::init(&dir, &label, ledger, now_ms())?;
             let head = store.head();
             if json {
-                emit(out, json!({"ledgerId": ledger, "path": dir, "headHash": head.hash}))
+                emit(out, json!({"ledgerId": ledger, "path": dir.to_string_lossy(), "headHash": head.hash}))
             } else {
                 emit(out, format!("initialized ledger {ledger} at {} (genesis {})", dir.display(), head.hash))
             }

@@ -335,3 +335,45 @@ fn is_root() -> bool {
         .and_then(|l| l.split_whitespace().nth(1).map(|uid| uid == "0"))
         .unwrap()
 }
+
+/// A ledger directory whose name is not UTF-8: `--json` reports show the path (its bytes
+/// as U+FFFD) instead of panicking (`init`) or printing `null` for a recovery that was
+/// made (`recover`) — outside review 83.
+#[test]
+fn json_reports_survive_a_path_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(std::ffi::OsStr::from_bytes(b"bad\xff"));
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ledger")).args(args).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), out.stderr)
+    };
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let (code, out, err) = run(&[os("init"), dir.as_os_str(), os("--json")]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["path"].as_str().unwrap().ends_with("bad\u{FFFD}"), "{v}");
+    let (code, out, err) =
+        run(&[os("recover"), dir.as_os_str(), os("--truncate-after"), os("0"), os("--json")]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v.is_object() && v["headSeq"] == 0, "{v}");
+}
+
+/// A command group without its subcommand lists that group's commands, not the top
+/// level's (outside review 83).
+#[test]
+fn a_group_without_its_command_names_its_own() {
+    let (code, _, err) = ledger(&["profile"]);
+    assert_eq!(code, 2);
+    one_line_error(&err);
+    assert!(
+        err.contains("preview") && err.contains("`ledger profile --help`") && !err.contains("init"),
+        "{err}"
+    );
+    let (code, _, err) = ledger(&["sources"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("scan") && err.contains("`ledger sources --help`"), "{err}");
+    let (_, _, err) = ledger(&[]);
+    assert!(err.contains("init") && err.contains("`ledger --help`"), "{err}");
+}

@@ -281,6 +281,30 @@ pub struct DamagedAt {
     pub next_intact: Option<(u64, u64)>,
 }
 
+/// Paths in JSON reports as text: a path that is not UTF-8 shows its bytes as U+FFFD
+/// rather than failing the whole report (outside review 83: `init --json` panicked on such
+/// a path, and `recover --json` printed `null` for a recovery it had made).
+pub(crate) mod path_text {
+    use std::path::{Path, PathBuf};
+
+    use serde::Serializer;
+
+    pub fn one<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&path.to_string_lossy())
+    }
+
+    pub fn option<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+        match path {
+            Some(p) => s.serialize_some(&p.to_string_lossy()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn list<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(paths.iter().map(|p| p.to_string_lossy()))
+    }
+}
+
 /// An I/O failure, with the path it happened on.
 #[derive(Debug, thiserror::Error)]
 #[error("{op} {path}: {source}")]

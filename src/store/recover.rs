@@ -46,6 +46,7 @@ pub struct RecoverReport {
     pub frames: u64,
     pub entries: u64,
     /// Where the previous sled directory was moved (never deleted).
+    #[serde(serialize_with = "super::path_text::option")]
     pub moved_aside: Option<PathBuf>,
     /// A never-acknowledged partial record cut off the journal's tail, and where its bytes went.
     pub torn_tail: Option<super::TornTail>,
@@ -54,6 +55,7 @@ pub struct RecoverReport {
     /// The seqs of the restored records.
     pub restored_seqs: Option<(u64, u64)>,
     /// Journal bytes cut by `--truncate-after` or replaced by sled's copy, and where they went.
+    #[serde(serialize_with = "super::path_text::list")]
     pub cut: Vec<PathBuf>,
     /// sled was rebuilt from the journal (false: both copies verified whole, in the current
     /// format, sled at most lagging by a suffix, and no journal byte was changed).

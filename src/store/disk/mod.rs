@@ -55,11 +55,12 @@ const MAX_SLED_LAG_FRAMES: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TornTail {
+    #[serde(serialize_with = "crate::store::path_text::one")]
     pub segment: PathBuf,
     pub offset: u64,
     pub bytes: u64,
     /// Where the cut bytes were moved (under `cut/`), once cut.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::store::path_text::option")]
     pub moved_to: Option<PathBuf>,
 }
 
