@@ -257,8 +257,9 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     // filled the generation's Evidence Set until a later FAIL had no room — refused for
     // want of room, it left ACCEPT standing on the passes (outside review 81): refused. A
     // re-run that fails, or errs, is recorded.
+    let set = evidence_set(state, e.generation_id);
     let current = |result: CheckResult| {
-        evidence_set(state, e.generation_id).into_iter().find(|id| {
+        set.iter().copied().find(|id| {
             state
                 .evidence
                 .get(id)

@@ -216,37 +216,31 @@ pub fn unselectable(source: &RegistrySource) -> Option<&'static str> {
     }
 }
 
-/// Why `source`, selectable itself, could not be loaded: a source its dependencies bring in
-/// is unknown, never selectable, excluded, or — unless `manual_ok` — manual-only, or (with
-/// `max`) the source and its dependencies are more than `max`; a selection's load would be
-/// refused (`selection::closure`, which this mirrors for routing). Seed 003: "Native
-/// manual-only flags and authority-bearing metadata are checked before selection"
+/// Why `source`, selectable itself, could not be loaded — the rule its closure breaks
+/// (`selection::closure_over`, the very walk a load makes): a dependency unknown, never
+/// selectable, `excluded`, or — unless `manual_ok` — manual-only gives
+/// [`EXCLUDED_DEPENDENCY`], more than `max` sources [`EXCLUDED_CLOSURE`]. Seed 003:
+/// "Native manual-only flags and authority-bearing metadata are checked before selection"
 /// (outside reviews 79, 80: such sources were ranked and shortlisted, and `select` then
-/// failed on a skill the user never named). The registry's dependencies are acyclic (the
-/// scanner refuses cycles); `seen` bounds the walk regardless.
+/// failed on a skill the user never named).
 fn closure_block(
     by_id: &BTreeMap<&str, &RegistrySource>,
     excluded: &BTreeSet<&str>,
     source: &RegistrySource,
     manual_ok: bool,
-    max: Option<usize>,
+    max: usize,
 ) -> Option<&'static str> {
-    let mut stack: Vec<&str> = source.dependencies.iter().map(String::as_str).collect();
-    let mut seen = BTreeSet::from([source.id.as_str()]);
-    while let Some(id) = stack.pop() {
-        if !seen.insert(id) {
-            continue;
-        }
-        let Some(dep) = by_id.get(id) else { return Some(EXCLUDED_DEPENDENCY) };
-        if excluded.contains(id) || unselectable(dep).is_some() || (dep.manual_only && !manual_ok) {
-            return Some(EXCLUDED_DEPENDENCY);
-        }
-        if max.is_some_and(|max| seen.len() > max) {
-            return Some(EXCLUDED_CLOSURE);
-        }
-        stack.extend(dep.dependencies.iter().map(String::as_str));
+    match super::selection::closure_over(
+        by_id,
+        &|id| excluded.contains(id),
+        &|_| manual_ok,
+        std::slice::from_ref(&source.id),
+        max,
+    ) {
+        Ok(_) => None,
+        Err(super::selection::SelectionError::ClosureTooLarge(_)) => Some(EXCLUDED_CLOSURE),
+        Err(_) => Some(EXCLUDED_DEPENDENCY),
     }
-    None
 }
 
 /// The profile named `id` (`lean@1`) or by name (`lean`).
@@ -319,7 +313,7 @@ pub fn plan(
             .sources
             .iter()
             .filter(|s| unselectable(s).is_none())
-            .filter(|s| closure_block(&by_id, &BTreeSet::new(), s, true, None).is_none())
+            .filter(|s| closure_block(&by_id, &BTreeSet::new(), s, true, usize::MAX).is_none())
             .map(|s| s.id.as_str())
             .collect()
     } else {
@@ -386,7 +380,7 @@ pub fn plan(
         } else if source.manual_only {
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: EXCLUDED_MANUAL_ONLY.to_owned() });
         } else if let Some(rule) =
-            closure_block(&by_id, &excluded, source, false, Some(super::selection::MAX_CLOSURE))
+            closure_block(&by_id, &excluded, source, false, super::selection::MAX_CLOSURE)
         {
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() });
         } else {

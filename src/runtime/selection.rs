@@ -936,8 +936,26 @@ pub fn closure(
     roots: &[String],
     explicit: &[String],
 ) -> Result<Vec<String>, SelectionError> {
-    let sources = by_id(registry);
-    let excluded = |id: &str| plan.exclude.iter().any(|x| x == id);
+    closure_over(
+        &by_id(registry),
+        &|id| plan.exclude.iter().any(|x| x == id),
+        &|id| explicit.iter().any(|x| x == id),
+        roots,
+        MAX_CLOSURE,
+    )
+}
+
+/// [`closure`]'s walk over `sources`: `excluded` ids refused, never-selectable ones
+/// refused, manual-only ones refused unless `manual_ok`, more than `max` refused. A plan
+/// routes only sources this admits, so a routed source's load is never refused for its
+/// closure (`profile::plan`; outside reviews 79, 80).
+pub(crate) fn closure_over(
+    sources: &BTreeMap<&str, &RegistrySource>,
+    excluded: &dyn Fn(&str) -> bool,
+    manual_ok: &dyn Fn(&str) -> bool,
+    roots: &[String],
+    max: usize,
+) -> Result<Vec<String>, SelectionError> {
     let mut out: BTreeSet<String> = BTreeSet::new();
     let mut stack: Vec<(String, Option<String>)> = roots.iter().rev().map(|r| (r.clone(), None)).collect();
     while let Some((id, of)) = stack.pop() {
@@ -954,14 +972,14 @@ pub fn closure(
         if let Some(rule) = unselectable(source) {
             return Err(SelectionError::NotSelectable { id, rule });
         }
-        if source.manual_only && !explicit.contains(&id) {
+        if source.manual_only && !manual_ok(&id) {
             return Err(SelectionError::ManualOnly { id, of });
         }
         for dep in source.dependencies.iter().rev() {
             stack.push((dep.clone(), Some(id.clone())));
         }
         out.insert(id);
-        if out.len() > MAX_CLOSURE {
+        if out.len() > max {
             return Err(SelectionError::ClosureTooLarge(out.len()));
         }
     }

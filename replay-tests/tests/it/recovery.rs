@@ -323,6 +323,13 @@ fn a_sled_that_will_not_open_never_hides_journal_damage() {
 /// acknowledged history when the journal had lost it); the operator's `--truncate-after` cuts.
 #[test]
 fn a_torn_tail_is_not_cut_while_sled_cannot_vouch_for_it() {
+    torn_tail_unvouched(break_sled_conf, "will not open");
+}
+
+/// With a partial record at the end of `dir`'s journal and sled damaged by `damage`:
+/// verify, the writer's open and recover refuse, naming `why` sled cannot vouch, changing
+/// nothing; the operator's `--truncate-after` cuts it.
+fn torn_tail_unvouched(damage: fn(&std::path::Path), why: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 6, 3);
@@ -333,7 +340,7 @@ fn a_torn_tail_is_not_cut_while_sled_cannot_vouch_for_it() {
     let bytes = std::fs::read(segment(&dir)).unwrap();
     let torn = bytes[..last.range.start + 40].to_vec();
     std::fs::write(segment(&dir), &torn).unwrap();
-    break_sled_conf(&dir);
+    damage(&dir);
     let untouched = |what: &str| {
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn, "{what}: the journal is untouched");
         assert!(!dir.join("cut").exists(), "{what}: nothing cut");
@@ -342,7 +349,7 @@ fn a_torn_tail_is_not_cut_while_sled_cannot_vouch_for_it() {
     let (code, report) = verify_json(&dir, None);
     assert_eq!(code, 1, "{report}");
     let reason = report["reason"].as_str().unwrap();
-    assert!(reason.contains("partial record") && reason.contains("will not open"), "{reason}");
+    assert!(reason.contains("partial record") && reason.contains(why), "{reason}");
     untouched("verify");
     let err = DiskStore::open(&dir).unwrap_err();
     assert!(matches!(err, closure_ledger::store::OpenError::TornUnchecked { .. }), "{err}");
@@ -350,7 +357,7 @@ fn a_torn_tail_is_not_cut_while_sled_cannot_vouch_for_it() {
     let (code, _, err) = cli(&["recover", d]);
     assert_eq!(code, 1, "{err}");
     let last_good = last.first_seq - 1;
-    assert!(err.contains(&format!("--truncate-after {last_good}")), "{err}");
+    assert!(err.contains(&format!("--truncate-after {last_good}")) && err.contains(why), "{err}");
     untouched("recover");
     // The operator's decision: the partial record moves aside, sled is rebuilt.
     let (code, out, err) = cli(&["recover", d, "--truncate-after", &last_good.to_string()]);
@@ -1905,37 +1912,7 @@ fn histories_that_part_before_their_newest_record_are_refused_truthfully() {
 /// its seq).
 #[test]
 fn an_emptied_sled_does_not_vouch_for_a_torn_tail() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("l");
-    make_ledger(&dir, 6, 3);
-    trim_preallocated(&dir);
-    let d = dir.to_str().unwrap();
-    let last = journal_frames(&dir).last().unwrap().clone();
-    let bytes = std::fs::read(segment(&dir)).unwrap();
-    let torn = bytes[..last.range.start + 40].to_vec();
-    std::fs::write(segment(&dir), &torn).unwrap();
-    empty_sled(&dir);
-    let untouched = |what: &str| {
-        assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn, "{what}: the journal is untouched");
-        assert!(!dir.join("cut").exists(), "{what}: nothing cut");
-    };
-    let (code, report) = verify_json(&dir, None);
-    assert_eq!(code, 1, "{report}");
-    let reason = report["reason"].as_str().unwrap();
-    assert!(reason.contains("partial record") && reason.contains("holds no ledger"), "{reason}");
-    untouched("verify");
-    let err = DiskStore::open(&dir).unwrap_err();
-    assert!(matches!(err, closure_ledger::store::OpenError::TornUnchecked { .. }), "{err}");
-    untouched("the writer's open");
-    let (code, _, err) = cli(&["recover", d]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("holds no ledger"), "{err}");
-    untouched("recover");
-    let last_good = last.first_seq - 1;
-    let (code, out, err) = cli(&["recover", d, "--truncate-after", &last_good.to_string()]);
-    assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes[..last.range.start]);
-    assert_eq!(verify_json(&dir, None).0, 0);
+    torn_tail_unvouched(empty_sled, "holds no ledger");
 }
 
 /// An emptied sled with a whole journal: verify passes on the journal and says sled was not

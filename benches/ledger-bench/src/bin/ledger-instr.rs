@@ -89,7 +89,7 @@ fn main() {
         let manifest = l.state().attempts.get(&lid(0x60))?.manifest_digest;
         Some((l, manifest, 0u128))
     })()
-    .unwrap();
+    .expect("the reference setup and attempt 0x60 are admitted (fixed input, no argument reaches it)");
     let worker =
         entries.iter().find(|e| matches!(&e.entry.event, Event::WorkerEventAdmitted(_))).unwrap().clone();
     for i in 0..n {
