@@ -60,7 +60,7 @@ enum Command {
         dir: PathBuf,
         /// Cut the journal after this seq (a frame boundary), moving the rest aside: the
         /// operator's decision that the records after it were never acknowledged.
-        #[arg(long, value_name = "SEQ")]
+        #[arg(long, value_name = "SEQ", allow_negative_numbers = true)]
         truncate_after: Option<u64>,
         /// When the copies hold different intact newest records: which to keep.
         #[arg(long, value_enum, conflicts_with = "truncate_after")]
@@ -74,12 +74,13 @@ enum Command {
     /// Print a checkpoint `{ledgerId, seq, hash}` of the head (or of --seq) as JSON.
     Checkpoint {
         dir: PathBuf,
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         seq: Option<u64>,
     },
     /// Show one entry (SEQ) or a range (A..B, inclusive).
     Show {
         dir: PathBuf,
+        #[arg(allow_negative_numbers = true)]
         range: String,
         #[arg(long)]
         json: bool,
@@ -101,7 +102,7 @@ enum Command {
     Replay {
         dir: PathBuf,
         /// Fold the state only up to this seq (every byte is still verified).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         to: Option<u64>,
         /// Verify the journal alone (the report says sled was not verified).
         #[arg(long)]
@@ -221,28 +222,9 @@ where
     }
 }
 
-/// An error message as one line a terminal shows as written: a line break becomes `\n` or
-/// `\r`, and any other control character, or one that reads differently or shows nothing
-/// (`runtime::undeliverable`, `runtime::invisible`), becomes `\u{XXXX}` — a path or an
-/// argument holding a line feed or an ESC sequence cannot split the line or colour it
-/// (outside review 20).
+/// An error message as one line a terminal shows as written ([`crate::runtime::escaped`]).
 fn one_line(message: &str) -> String {
-    let hidden = |c: char| {
-        (c.is_control() && c != '\t') || crate::runtime::undeliverable(c) || crate::runtime::invisible(c)
-    };
-    if !message.chars().any(hidden) {
-        return message.to_owned();
-    }
-    let mut out = String::with_capacity(message.len() + 16);
-    for c in message.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if hidden(c) => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::runtime::escaped(message)
 }
 
 /// A usage error as one line: clap's message (without its `error: ` prefix, tips and
@@ -250,17 +232,17 @@ fn one_line(message: &str) -> String {
 /// which commands exist there (outside review 83: `ledger profile` listed the top level's).
 fn usage_error_line(e: &clap::Error, args: &[std::ffi::OsString]) -> String {
     use clap::CommandFactory;
+    // The deepest command the words name (`ledger profile set`), whose help a hint names.
+    let mut command = Cli::command();
+    let mut path = vec!["ledger".to_owned()];
+    for word in args.iter().skip(1) {
+        let Some(sub) = word.to_str().and_then(|w| command.find_subcommand(w)).cloned() else { break };
+        path.push(sub.get_name().to_owned());
+        command = sub;
+    }
+    let at = path.join(" ");
     if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        // The deepest command the words name.
-        let mut command = Cli::command();
-        let mut path = vec!["ledger".to_owned()];
-        for word in args.iter().skip(1) {
-            let Some(sub) = word.to_str().and_then(|w| command.find_subcommand(w)).cloned() else { break };
-            path.push(sub.get_name().to_owned());
-            command = sub;
-        }
         let names: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_owned()).collect();
-        let at = path.join(" ");
         return format!("no command given (one of: {}); see `{at} --help`", names.join(", "));
     }
     let text = e.render().to_string();
@@ -277,7 +259,9 @@ fn usage_error_line(e: &clap::Error, args: &[std::ffi::OsString]) -> String {
     }
     match text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {
         Some(u) => format!("{message} (usage: {u}; see --help)"),
-        None => format!("{message} (see `ledger --help`)"),
+        // An invalid value names no usage (outside review 83: the hint named the top
+        // level's help, not the command's).
+        None => format!("{message} (see `{at} --help`)"),
     }
 }
 
@@ -295,7 +279,8 @@ fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure
 fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     match command {
         Command::Init { dir, label, json } => {
-            crate::runtime::text("label", &label).map_err(|v| usage(format!("--label: {v}")))?;
+            // The rule's detail, not its internal name (outside review 83: `OutOfBounds:`).
+            crate::runtime::text("label", &label).map_err(|v| usage(format!("--label: {}", v.detail)))?;
             let ledger = Id::from_ulid(ulid::Ulid::new());
             let store = store::init(&dir, &label, ledger, now_ms())?;
             let head = store.head();
@@ -401,10 +386,12 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         Command::Show { dir, range, json } => {
             let (from, to) = parse_range(&range)?;
             let verified = verified_head(&dir, err)?;
-            if from > verified {
-                return Err(usage(format!("seq {from} is beyond the head (seq {verified})")));
+            // A range past the head is refused as a seq past it is (outside review 83: it
+            // was cut off at the head without a word).
+            if to > verified {
+                return Err(usage(format!("seq {to} is beyond the head (seq {verified})")));
             }
-            stream_entries(&dir, from, to.min(verified), out, &|sealed| {
+            stream_entries(&dir, from, to, out, &|sealed| {
                 terminal_safe(if json { entry_json(sealed).to_string() } else { entry_text(sealed) })
             })
         }
@@ -463,8 +450,13 @@ pub fn entry_json(sealed: &SealedEntry) -> serde_json::Value {
 }
 
 fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
-    let num =
-        |s: &str| s.trim().parse::<u64>().map_err(|_| usage(format!("not a seq or A..B range: {text:?}")));
+    // Decimal digits only (outside review 83: ` 1` and `+1` were read as 1).
+    let num = |s: &str| {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(usage(format!("not a seq or A..B range: {text:?}")));
+        }
+        s.parse::<u64>().map_err(|_| usage(format!("seq {s} is too large (the largest is {})", u64::MAX)))
+    };
     match text.split_once("..") {
         Some((a, b)) => {
             let (a, b) = (num(a)?, num(b)?);
@@ -659,6 +651,10 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
 
 fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     use std::io::BufRead;
+    let source = match file {
+        Some(p) if p.as_os_str() != "-" => p.display().to_string(),
+        _ => "stdin".to_owned(),
+    };
     let mut input: Box<dyn BufRead> = match file {
         None => Box::new(std::io::stdin().lock()),
         Some(p) if p.as_os_str() == "-" => Box::new(std::io::stdin().lock()),
@@ -674,7 +670,8 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
         let mut line = Vec::new();
         let n = std::io::Read::take(&mut input, limit as u64 + 1)
             .read_until(b'\n', &mut line)
-            .map_err(|e| usage(format!("read commands: {e}")))?;
+            // The source named (outside review 83: a directory given as FILE was not).
+            .map_err(|e| usage(format!("read commands from {source}: {e}")))?;
         if n == 0 {
             break;
         }

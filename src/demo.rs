@@ -154,12 +154,34 @@ fn selections(dir: &Path) -> Result<Vec<String>, Failure> {
     Ok(lines)
 }
 
+/// Where the demo's profiles part works: beside the ledger.
+fn demo_work(dir: &Path) -> PathBuf {
+    dir.with_extension("profiles")
+}
+
+/// The profiles part's state root (as `profiles::demo::run` places it in its work dir).
+fn demo_state_root(dir: &Path) -> PathBuf {
+    demo_work(dir).join(crate::profiles::demo::STATE_ROOT)
+}
+
 pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     let dir: PathBuf = match dir {
         // Absolute, so the profiles' state root beside it is too (it must be).
         Some(d) => std::path::absolute(d).map_err(|e| fail(format!("{}: {e}", d.display())))?,
         None => std::env::temp_dir().join(format!("closure-ledger-demo-{}", ulid::Ulid::new())),
     };
+    // The profiles part keeps its state root beside the ledger; a path that root would
+    // refuse is refused before anything is written (outside review 83: the demo wrote its
+    // whole lifecycle, then stopped at the root).
+    crate::profiles::generation::root_path(&demo_state_root(&dir))
+        .map_err(|e| fail(format!("{}: cannot hold the demo: {e}", dir.display())))?;
+    let work = demo_work(&dir);
+    if std::fs::symlink_metadata(&work).is_ok() {
+        return Err(fail(format!(
+            "{} already exists (the demo's profiles work beside the ledger): choose another DIR or remove it",
+            work.display()
+        )));
+    }
     let ledger_id = Id::from_ulid(ulid::Ulid::new());
     let t0 = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -232,7 +254,6 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
 
     // Context profiles (seed 003): a registry, then Lean -> Full -> rollback, and a replay
     // that re-derives every recorded plan and generation digest.
-    let work = dir.with_extension("profiles");
     for line in crate::profiles::demo::run(&dir, &work).map_err(|e| fail(format!("profiles: {e}")))? {
         say(out, line)?;
     }

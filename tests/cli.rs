@@ -377,3 +377,120 @@ fn a_group_without_its_command_names_its_own() {
     let (_, _, err) = ledger(&[]);
     assert!(err.contains("init") && err.contains("`ledger --help`"), "{err}");
 }
+
+/// `demo` into a directory whose profiles' state root would be refused (a line feed in its
+/// name), or beside a work directory that already exists, refuses before writing anything
+/// (outside review 83: it wrote the whole lifecycle first).
+#[test]
+fn the_demo_refuses_a_directory_before_writing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("nl\ndemo");
+    let (code, out, err) = ledger(&["demo", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    one_line_error(&err);
+    assert!(err.contains("cannot hold the demo"), "{err}");
+    assert!(!bad.exists() && !bad.with_extension("profiles").exists(), "nothing written");
+    let taken = tmp.path().join("d");
+    std::fs::create_dir(taken.with_extension("profiles")).unwrap();
+    let (code, _, err) = ledger(&["demo", taken.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("already exists"), "{err}");
+    assert!(!taken.exists(), "no ledger written");
+}
+
+/// Usage errors of a subcommand name that subcommand's help, a negative number is an
+/// invalid value (not an unknown flag), `show` reads decimal seqs only and refuses a range
+/// past the head as it refuses a seq past it, `--label` says what is wrong without an
+/// internal name, `submit` names the input it could not read, and a malformed `--proposal`
+/// is malformed input (exit 2) — outside review 83.
+#[test]
+fn usage_errors_say_where_and_what() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    assert_eq!(ledger(&["init", d]).0, 0);
+    let (code, _, err) = ledger(&["recover", d, "--truncate-after", "abc"]);
+    assert_eq!(code, 2);
+    one_line_error(&err);
+    assert!(err.contains("`ledger recover --help`"), "{err}");
+    let (_, _, err) = ledger(&["profile", "mode", d, "bogus"]);
+    assert!(err.contains("`ledger profile mode --help`"), "{err}");
+    for args in [
+        vec!["checkpoint", d, "--seq", "-1"],
+        vec!["replay", d, "--to", "-1"],
+        vec!["recover", d, "--truncate-after", "-1"],
+        vec!["profile", "rollback", d, "--state-root", "/abs", "--expected-revision", "-1"],
+    ] {
+        let (code, _, err) = ledger(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(
+            err.contains("invalid value '-1'") && !err.contains("unexpected argument"),
+            "{args:?}: {err}"
+        );
+    }
+    for range in ["-1", "+0", " 0", "0 ", "0..+0", "99999999999999999999"] {
+        let (code, _, err) = ledger(&["show", d, range]);
+        assert_eq!(code, 2, "{range:?}");
+        one_line_error(&err);
+    }
+    let (code, _, err) = ledger(&["show", d, "0..5"]);
+    assert_eq!(code, 2, "a range past the head");
+    assert!(err.contains("seq 5 is beyond the head (seq 0)"), "{err}");
+    assert_eq!(ledger(&["show", d, "0..0"]).0, 0);
+    let (code, _, err) = ledger(&["init", tmp.path().join("m").to_str().unwrap(), "--label", "a\u{1b}[2Jb"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--label: label holds the character U+001B") && !err.contains("OutOfBounds"),
+        "{err}"
+    );
+    let (code, _, err) = ledger(&["submit", d, tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains(&format!("read commands from {}", tmp.path().display())), "{err}");
+    let task = tmp.path().join("task.json");
+    std::fs::write(&task, r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement"}"#).unwrap();
+    let proposal = tmp.path().join("p.bin");
+    std::fs::write(&proposal, b"\0garbage").unwrap();
+    let (code, _, err) = ledger(&[
+        "select",
+        d,
+        "--task-input",
+        task.to_str().unwrap(),
+        "--proposal",
+        proposal.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    one_line_error(&err);
+}
+
+/// Control characters are escaped one way in every message: the core commands' and the
+/// profile commands' alike (outside review 83: `\u{001B}` and `\u{1b}`).
+#[test]
+fn one_escape_for_every_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let odd = tmp.path().join("x\ny\u{1b}[31m");
+    let odd = odd.to_str().unwrap();
+    for args in [vec!["verify", odd], vec!["profile", "status", odd]] {
+        let (code, _, err) = ledger(&args);
+        assert_eq!(code, 2, "{args:?}");
+        one_line_error(&err);
+        assert!(err.contains("x\\ny\\u{001B}[31m"), "{args:?}: {err}");
+    }
+}
+
+/// `recover --truncate-after HEAD` on a healthy ledger cuts nothing, so it changes nothing,
+/// as a plain `recover` (outside review 83: it moved the preallocated tail to cut/ and
+/// rebuilt sled).
+#[test]
+fn a_cut_after_the_head_of_a_healthy_ledger_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    assert_eq!(ledger(&["init", d]).0, 0);
+    let (code, out, err) = ledger(&["recover", d, "--truncate-after", "0", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["headSeq"], 0, "{v}");
+    assert_eq!(v["sledRebuilt"], false, "{v}");
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists(), "nothing moved aside");
+    assert_eq!(ledger(&["verify", d]).0, 0);
+}

@@ -66,10 +66,13 @@ pub fn write_tree(root: &Path) -> std::io::Result<()> {
 }
 
 /// Records the registry and applies Lean -> Full -> rollback. Returns one line per step.
+/// The state root's name inside the demo's work directory.
+pub const STATE_ROOT: &str = "profile-store";
+
 pub fn run(dir: &Path, work: &Path) -> Result<Vec<String>, ProfileError> {
     let tree = work.join("sources");
     write_tree(&tree).map_err(|e| ProfileError::Usage(format!("{}: {e}", tree.display())))?;
-    let state_root = work.join("profile-store");
+    let state_root = work.join(STATE_ROOT);
     let scan = super::record_registry(dir, &tree)?;
     let mut lines = vec![format!(
         "registry {} recorded at seq {} ({} sources)",

@@ -95,20 +95,12 @@ impl ScanError {
     }
 }
 
-/// `text` with every control or non-printable character escaped as Rust's `{:?}` does
-/// (`\n`, `\u{1b}`, ...), everything else as is: an untrusted name, id or path quoted in
-/// a message keeps the message on one line and sends no raw escape to a terminal.
-/// Idempotent on text that is already clean.
+/// `text` with every character that would split a line or read differently escaped, as
+/// every message escapes it ([`crate::runtime::escaped`]: `\n`, `\u{001B}`, ...): an
+/// untrusted name, id or path quoted in a message keeps the message on one line and sends
+/// no raw escape to a terminal. Idempotent.
 pub fn shown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '\\' | '"' | '\'') {
-            out.push(c);
-        } else {
-            out.extend(c.escape_debug());
-        }
-    }
-    out
+    crate::runtime::escaped(text)
 }
 
 /// A path for a message, escaped by [`shown`], each byte that is not UTF-8 as `\xHH`

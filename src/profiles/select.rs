@@ -49,14 +49,13 @@ impl SelectError {
     /// A refusal of what was asked (exit 1), as opposed to usage or I/O (exit 2).
     pub fn is_refusal(&self) -> bool {
         match self {
-            SelectError::Input(_) | SelectError::Io(_) => false,
+            // A proposal file that is not the documented shape is malformed input, as a
+            // task input or receipt is (outside review 83: it exited 1).
+            SelectError::Input(_) | SelectError::Io(_) | SelectError::Proposal(_) => false,
             SelectError::Open(e) => e.is_verification_failure(),
             SelectError::Submit(e) => e.is_refusal(),
             SelectError::Refused(SelectionError::Task(_)) => false,
-            SelectError::Refused(_)
-            | SelectError::ReceiptDigest
-            | SelectError::StaleExpected { .. }
-            | SelectError::Proposal(_) => true,
+            SelectError::Refused(_) | SelectError::ReceiptDigest | SelectError::StaleExpected { .. } => true,
             SelectError::SavedState(e) => e.is_refusal(),
         }
     }

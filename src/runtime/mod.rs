@@ -324,6 +324,28 @@ pub(crate) fn bounded_text(field: &str, value: &str) -> Result<(), RuleViolation
     Ok(())
 }
 
+/// `text` as one line a terminal shows as written, for a message: a line break becomes
+/// `\n` or `\r`, and any other control character but tab, or one that reads differently or
+/// shows nothing ([`undeliverable`], [`invisible`]), becomes `\u{XXXX}` (outside review 20:
+/// a path holding a line feed or an ESC sequence split or coloured the line). The one
+/// escaping every message uses (outside review 83: two forms of ESC). Idempotent.
+pub fn escaped(text: &str) -> String {
+    let hidden = |c: char| (c.is_control() && c != '\t') || undeliverable(c) || invisible(c);
+    if !text.chars().any(hidden) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if hidden(c) => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A character that shows nothing: Unicode's Default_Ignorable_Code_Point set (zero-width
 /// space, joiners and non-joiners, bidi marks, word joiner and the invisible operators,
 /// the byte-order mark, a soft hyphen, the combining grapheme joiner, variation selectors,

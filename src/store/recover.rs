@@ -466,10 +466,12 @@ fn recover_in(
     };
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and
-    // a healthy sled is not moved aside as `sled.broken-N`.
-    if options.truncate_after.is_none()
-        && let Some((entries, meta)) = &trees
+    // a healthy sled is not moved aside as `sled.broken-N`. A cut after the head of such a
+    // ledger cuts nothing: the same (outside review 83: it moved the preallocated tail and
+    // rebuilt sled).
+    if let Some((entries, meta)) = &trees
         && let Some((whole, verdict)) = whole(root, entries, meta, options.checkpoint.as_ref())
+        && options.truncate_after.is_none_or(|after| after == whole.head.seq)
     {
         holds(options.checkpoint.as_ref(), verdict, whole.head.seq)?;
         // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the

@@ -635,7 +635,7 @@ fn oversized_manifest_names_the_manifest_bound() {
 }
 
 /// Hostile names never reach the terminal raw: every scan error is one line, with control
-/// characters escaped (`\n`, `\u{1b}`).
+/// characters escaped (`\n`, `\u{001B}`).
 #[test]
 fn hostile_names_are_escaped_in_scan_errors() {
     type Edit = Box<dyn Fn(&std::path::Path)>;
@@ -668,7 +668,7 @@ fn hostile_names_are_escaped_in_scan_errors() {
         assert_eq!(code, 1, "{name}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{name}: one line: {err:?}");
         assert!(!err.contains('\u{1b}'), "{name}: no raw ESC: {err:?}");
-        assert!(err.contains("\\n") || err.contains("\\u{1b}"), "{name}: escaped: {err:?}");
+        assert!(err.contains("\\n") || err.contains("\\u{001B}"), "{name}: escaped: {err:?}");
     }
 }
 

@@ -217,12 +217,13 @@ fn pending_then_proposed() {
     let shortlisted = pending["candidates"][0]["id"].as_str().unwrap().to_owned();
     let proposal = |v: Value| file(&s, "proposal.json", &v);
     let before = s.head();
-    // Not in the shortlist; two ids; another key; no --previous: refused, nothing written.
-    for (v, prev) in [
-        (json!({"selectedIds": ["skill:api-design"]}), true),
-        (json!({"selectedIds": [shortlisted, "skill:kubernetes"]}), true),
-        (json!({"selectedIds": [shortlisted], "reason": "x"}), true),
-        (json!({"selectedIds": [shortlisted]}), false),
+    // Not in the shortlist; two ids; no --previous: refused (1); another key: a malformed
+    // proposal file (2, as a malformed task input: outside review 83); nothing written.
+    for (v, prev, code) in [
+        (json!({"selectedIds": ["skill:api-design"]}), true, 1),
+        (json!({"selectedIds": [shortlisted, "skill:kubernetes"]}), true, 1),
+        (json!({"selectedIds": [shortlisted], "reason": "x"}), true, 2),
+        (json!({"selectedIds": [shortlisted]}), false, 1),
     ] {
         let f = proposal(v.clone());
         let mut rest = vec!["--proposal", f.as_str()];
@@ -230,7 +231,7 @@ fn pending_then_proposed() {
             rest.extend(["--previous", p.as_str()]);
         }
         let r = select(&s, &q, &rest);
-        assert_eq!(r.0, 1, "{v}: {}", r.2);
+        assert_eq!(r.0, code, "{v}: {}", r.2);
     }
     assert_eq!(s.head(), before);
     let chosen = proposal(json!({"selectedIds": [shortlisted.clone()]}));

@@ -139,15 +139,18 @@ fn task_input_is_parsed_within_its_bounds_and_never_echoed() {
 fn proposal_documents_are_exact() {
     assert_eq!(parse_proposal(br#"{"selectedIds":[]}"#).unwrap(), Vec::<String>::new());
     assert_eq!(parse_proposal(br#"{"selectedIds":["skill:a"]}"#).unwrap(), ids(&["skill:a"]));
+    // Two ids: refused by the rule replay holds too (exit 1). Not the documented shape:
+    // malformed input (exit 2), as a malformed task input (outside review 83).
+    let e = parse_proposal(br#"{"selectedIds":["skill:a","skill:b"]}"#).unwrap_err();
+    assert!(e.is_refusal(), "{e}");
     for bad in [
-        &br#"{"selectedIds":["skill:a","skill:b"]}"#[..],
-        br#"{"selectedIds":["skill:a"],"why":"x"}"#,
+        &br#"{"selectedIds":["skill:a"],"why":"x"}"#[..],
         br#"{}"#,
         br#"{"selectedIds":"skill:a"}"#,
         br#"not json"#,
     ] {
         let e = parse_proposal(bad).unwrap_err();
-        assert!(e.is_refusal(), "{e}");
+        assert!(!e.is_refusal(), "{e}");
     }
     let big = format!(r#"{{"selectedIds":[]}}{}"#, " ".repeat(65_536));
     assert!(parse_proposal(big.as_bytes()).is_err());
