@@ -98,6 +98,14 @@ impl Chain {
             return Err(Corruption::Genesis);
         }
         if let Some(h) = self.head {
+            // Past entry 1 the head's ledger is the genesis's, vouched for by every link
+            // since: an entry of another ledger is the foreign one, named at its own seq
+            // (outside review 78: another ledger's record after the head was reported as a
+            // broken link of the intact head, and recover's hint cut the head). At entry 1
+            // the genesis may be the altered one: the broken link names both.
+            if entry.seq >= 2 && entry.ledger != h.ledger {
+                return Err(Corruption::LedgerMismatch { expected: h.ledger, found: entry.ledger });
+            }
             h.hash
                 .check(entry.prev)
                 .map_err(|_| Corruption::PrevMismatch { expected: h.hash, found: entry.prev })?;

@@ -399,6 +399,43 @@ fn a_foreign_sled_does_not_vouch_for_a_torn_tail() {
     assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
 }
 
+/// Another ledger's record written after the head (checks and seq valid, link and ledger id
+/// not) is named at its own seq as another ledger's, and `recover` names the cut that keeps
+/// the intact, acknowledged head (outside review 78: it was reported as a broken link of the
+/// head, and the hint cut the head).
+#[test]
+fn another_ledgers_record_after_the_head_is_blamed_not_the_head() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 1);
+    let other = tmp.path().join("other");
+    let theirs = ledger_schema::Id(0x0190_BBBB_0000_0000_0000_0000_0000_0002);
+    let mut store = closure_ledger::store::init(&other, "another ledger", theirs, T0).unwrap();
+    let mut chain = store.chain();
+    for i in 0..4 {
+        let sealed = chain.seal(event(i), T0 + i as u64, theirs).unwrap();
+        store.commit(&closure_ledger::store::Frame::new(vec![sealed]).unwrap()).unwrap();
+    }
+    drop(store);
+    let foreign = journal_frames(&other).into_iter().find(|f| f.first_seq == 4).unwrap();
+    let record = std::fs::read(segment(&other)).unwrap()[foreign.range].to_vec();
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let end = journal_end(&dir);
+    bytes[end..end + record.len()].copy_from_slice(&record);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["verify", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("seq 4") && err.contains(&format!("belongs to ledger {theirs}")), "{err}");
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--truncate-after 3"), "the hint keeps the head: {err}");
+    let (code, _, err) = cli(&["recover", d, "--truncate-after", "3"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["headSeq"].as_u64()), (0, Some(3)), "{report}");
+}
+
 /// The next writer rebuilds an unopenable index by itself, and reports it.
 #[test]
 fn the_next_writer_rebuilds_an_unopenable_index() {
