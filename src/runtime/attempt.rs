@@ -474,7 +474,8 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
 }
 
 /// What of the task selection `receipt` (the skills a resumed Thread was given) has been
-/// withdrawn since: a selected skill now excluded by the configured profile, or a loaded
+/// withdrawn since: a selected skill now excluded by the configured profile or no longer
+/// selectable by the selection's own rules over the newest registry, or a loaded
 /// resource no longer in the registry with the bytes it loaded (outside review 47: a
 /// RESUME after `profile set --exclude` left the excluded skill's instructions in the
 /// Thread while the new manifest showed no skill). A selection that was current when the
@@ -502,6 +503,25 @@ fn selection_withdrawn(state: &State, receipt: Option<Digest>) -> Option<String>
         return Some(format!("skill {id} of task selection {receipt}, excluded from the profile since"));
     }
     let registry = profiles.registry.as_deref()?;
+    // The selection's own walk over the newest registry and the configured exclusions: a
+    // skill it selected that has since become never selectable (authority-bearing,
+    // dynamic), manual-only where it was not explicit, or whose dependencies can no longer
+    // be loaded is withdrawn as an exclusion is (outside review 85: a rescan that made a
+    // loaded skill authority-bearing, without a byte of what it loaded changing, left
+    // RESUME admitted).
+    if let Some(current) = profiles.current() {
+        let sources = registry.sources.iter().map(|x| (x.id.as_str(), x)).collect();
+        let exclude = &current.selection.exclude;
+        if let Err(why) = super::selection::closure_over(
+            &sources,
+            &|id| exclude.iter().any(|x| x == id),
+            &|id| s.explicit_ids.iter().any(|x| x == id),
+            &s.selected_ids,
+            super::selection::MAX_CLOSURE,
+        ) {
+            return Some(format!("task selection {receipt} could no longer be made: {why}"));
+        }
+    }
     s.resources
         .iter()
         .find(|r| {

@@ -854,6 +854,54 @@ fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
     }
 }
 
+/// A rescan that changes no byte a selection loaded but makes its skill never selectable
+/// (Codex's `agents/openai.yaml` adds `tools`: authority-bearing) withdraws it as an
+/// exclusion does: RESUME is refused (outside review 85: it was admitted). A skill become
+/// manual-only stays loadable where the user named it (an explicit selection): RESUME is
+/// admitted. Replay agrees either way.
+#[test]
+fn resume_is_refused_after_a_loaded_skill_became_unselectable() {
+    use closure_ledger::lifecycle::payload;
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    for (yaml, refused) in
+        [("tools:\n  - name: shell\n", true), ("policy:\n  allow_implicit_invocation: false\n", false)]
+    {
+        let mut w = resuming_world();
+        let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+        let on = |attempt: u128, thread, selection| {
+            Command::StartAttempt(StartAttempt {
+                attempt_id: lid(attempt),
+                workflow_id: lid(0x31),
+                worker_session_id: lid(0x61),
+                thread,
+                selection_receipt: selection,
+            })
+        };
+        w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
+        w.with_ledger(|s| {
+            s.claim(lid(0x60))?;
+            let t = s.time_ms;
+            s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
+            s.finish(0x60, ResultKind::Proposals)
+        })
+        .unwrap();
+        write(&w.s.src.join("skills/api-design/agents/openai.yaml"), yaml);
+        let (code, _, err) = w.s.scan();
+        assert_eq!(code, 0, "{err}");
+        let resumed = w.submit(on(0x62, ThreadChoice::Resume, None));
+        if refused {
+            let (rule, detail) = refused_rule(resumed);
+            assert_eq!(rule, Rule::ThreadPolicy, "{detail}");
+            assert!(detail.contains("skill:api-design") && detail.contains("authority-bearing"), "{detail}");
+        } else {
+            resumed.unwrap();
+        }
+        let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+}
+
 /// The withdrawal of a skill is seen along a chain of RESUMEs and at a RESUME's dispatch
 /// claim (outside review 49, P1s: A1 loaded the skill, A2 resumed A1 with no selection;
 /// after the exclusion A3's RESUME of A2 was admitted, and so was the claim of a RESUME
