@@ -102,6 +102,10 @@ pub const EXCLUDED_DEPENDENCY: &str = "dependency-not-selectable";
 /// Not routable: with its dependencies it is more sources than one selection loads
 /// (`selection::MAX_CLOSURE`).
 pub const EXCLUDED_CLOSURE: &str = "closure-too-large";
+/// Not routable: its load (with its dependencies) would be refused — a file it needs is
+/// recorded by digest only, or the bytes are over one load's budget
+/// (`selection::MAX_LOAD_BYTES`).
+pub const EXCLUDED_NOT_LOADABLE: &str = "not-loadable";
 
 /// One selected source of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -230,17 +234,28 @@ fn closure_block(
     manual_ok: bool,
     max: usize,
 ) -> Option<&'static str> {
-    match super::selection::closure_over(
+    closure_of(by_id, excluded, source, manual_ok, max).err()
+}
+
+/// The closure [`closure_block`] walks, or the rule it breaks.
+fn closure_of(
+    by_id: &BTreeMap<&str, &RegistrySource>,
+    excluded: &BTreeSet<&str>,
+    source: &RegistrySource,
+    manual_ok: bool,
+    max: usize,
+) -> Result<Vec<String>, &'static str> {
+    super::selection::closure_over(
         by_id,
         &|id| excluded.contains(id),
         &|_| manual_ok,
         std::slice::from_ref(&source.id),
         max,
-    ) {
-        Ok(_) => None,
-        Err(super::selection::SelectionError::ClosureTooLarge(_)) => Some(EXCLUDED_CLOSURE),
-        Err(_) => Some(EXCLUDED_DEPENDENCY),
-    }
+    )
+    .map_err(|e| match e {
+        super::selection::SelectionError::ClosureTooLarge(_) => EXCLUDED_CLOSURE,
+        _ => EXCLUDED_DEPENDENCY,
+    })
 }
 
 /// The profile named `id` (`lean@1`) or by name (`lean`).
@@ -379,12 +394,19 @@ pub fn plan(
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() });
         } else if source.manual_only {
             excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: EXCLUDED_MANUAL_ONLY.to_owned() });
-        } else if let Some(rule) =
-            closure_block(&by_id, &excluded, source, false, super::selection::MAX_CLOSURE)
-        {
-            excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() });
         } else {
-            routed_ids.push(id.to_owned());
+            // Routed only where selecting it would load: its closure walks (outside reviews
+            // 79, 80) and its load is neither digest-only nor over one load's budget
+            // (outside review 85: such a skill was ranked or cited, and `--load` then
+            // refused the whole `select`) — `selection::load`, the very check a load makes.
+            let routable = closure_of(&by_id, &excluded, source, false, super::selection::MAX_CLOSURE)
+                .and_then(|ids| {
+                    super::selection::load(registry, &ids).map(drop).map_err(|_| EXCLUDED_NOT_LOADABLE)
+                });
+            match routable {
+                Ok(()) => routed_ids.push(id.to_owned()),
+                Err(rule) => excluded_ids.push(PlanExcluded { id: id.to_owned(), rule: rule.to_owned() }),
+            }
         }
     }
     let bytes = entries.iter().fold(0u64, |sum, e| sum.saturating_add(e.bytes));

@@ -262,3 +262,39 @@ fn a_source_whose_closure_is_over_the_bound_is_not_routed() {
         "{lean}"
     );
 }
+
+/// A source whose load would be refused — a file it needs recorded by digest only, or its
+/// bytes over one load's budget (32,000) — is not routed (`not-loadable`), so no query can
+/// rank or cite it into a `select --load` that refuses the whole task (outside review 85).
+#[test]
+fn a_source_that_could_not_be_loaded_is_not_routed() {
+    let s = Setup::new();
+    let skill = |dir: &str, body: &str| {
+        write(
+            &s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: The {dir} skill for large corpora.\n---\n\n{body}\n"),
+        );
+    };
+    skill("zz-big", &"x".repeat(40_000));
+    skill("zz-corpus", "# corpus");
+    std::fs::write(s.src.join("skills/zz-corpus/corpus.md"), "corpus line\n".repeat(300 * 1024 / 12))
+        .unwrap();
+    skill("zz-fits", &"y".repeat(20_000));
+    let registry = s.src.join("manifests/context-packs/skill-registry@1.json");
+    let text = std::fs::read_to_string(&registry).unwrap();
+    let entry = "    {\"id\": \"skill:zz-corpus\", \"requiredResources\": [\"skills/zz-corpus/corpus.md\"]},";
+    write(&registry, &text.replacen("\"skills\": [", &format!("\"skills\": [\n{entry}"), 1));
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let lean = preview(&s, &["lean"]);
+    let routed: Vec<&str> =
+        lean["routedIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(routed.contains(&"skill:zz-fits"), "a load within the budget is routed: {lean}");
+    for id in ["skill:zz-big", "skill:zz-corpus"] {
+        assert!(!routed.contains(&id), "{id}: {lean}");
+        assert!(
+            lean["excludedIds"].as_array().unwrap().contains(&json!({"id": id, "rule": "not-loadable"})),
+            "{id}: {lean}"
+        );
+    }
+}
