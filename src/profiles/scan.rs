@@ -1048,6 +1048,7 @@ pub fn scan_keeping(
 
 #[cfg(test)]
 mod native_tests {
+    #![allow(clippy::unwrap_used)] // tests may panic
     use super::{native_flags, parse_skill};
 
     /// Every form of shell interpolation Claude Code's skill preprocessor runs makes a skill
