@@ -362,8 +362,8 @@ impl Drop for Lock {
 ///
 /// The lock appears whole or not at all: the owner (`pid host`) is written and synced to
 /// `lock.<pid>` first, then hard-linked to `lock` (which fails if `lock` exists). A crash
-/// can leave only that pid-named file, which the next taker with the same pid replaces and
-/// which nothing else reads. An empty `lock` is therefore not a live writer's: it was left
+/// can leave only that pid-named file, which nothing reads and the next writer to take the
+/// lock removes ([`sweep_staged_locks`]). An empty `lock` is therefore not a live writer's: it was left
 /// by a crash of a writer older than this rule between creating the file and writing its
 /// owner (outside review 20: such a lock refused every later `set`, `rollback` and
 /// `recover`), and is reclaimed.
@@ -410,7 +410,41 @@ pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
         Err(GenerationError::Busy { path: root.display().to_string(), holder: "a racing writer".into() })
     })();
     let _ = fs::remove_file(&staged);
+    if taken.is_ok() {
+        sweep_staged_locks(root);
+    }
     taken
+}
+
+/// Removes the `lock.<pid>` files writers killed while taking the lock left (outside review
+/// 85: nothing ever did): one whose pid runs on this host may be a writer taking the lock
+/// right now and is left, as is one naming another host; the rest are no writer's. Called
+/// with the lock held; best effort (litter, never a lock).
+fn sweep_staged_locks(root: &Path) {
+    let Ok(items) = fs::read_dir(root) else { return };
+    let mine = std::process::id();
+    for item in items.flatten() {
+        let name = item.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(LOCK_FILE))
+            .and_then(|n| n.strip_prefix('.'))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == mine || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let path = item.path();
+        let Ok(bytes) = read_small(&path) else { continue };
+        let holder = String::from_utf8_lossy(&bytes).trim().to_owned();
+        let host = holder.split_once(' ').map_or("", |(_, host)| host);
+        if holder.is_empty() || host == hostname() {
+            let _ = fs::remove_file(&path);
+        }
+    }
 }
 
 /// `generations/<hex>` for a digest.
@@ -480,6 +514,17 @@ pub fn verify(dir: &Path, manifest: &GenerationManifest) -> Result<(), Generatio
             return Err(tampered(format!(
                 "{what} has mode {:o}, wider than {written:04o}",
                 m.mode() & 0o7777
+            )));
+        }
+        // And still readable by its owner, the provider that loads it (a directory also
+        // searchable): a narrower umask keeps these bits; a chmod that took them away made
+        // a carrier that verifies but delivers nothing (outside review 85).
+        let needed = if m.is_dir() { 0o500 } else { 0o400 };
+        if m.mode() & needed != needed {
+            return Err(tampered(format!(
+                "{what} has mode {:o}: its owner can no longer {}",
+                m.mode() & 0o7777,
+                if m.is_dir() { "list and enter it" } else { "read it" }
             )));
         }
         Ok(())

@@ -907,17 +907,23 @@ pub fn scan_keeping(
             let prefix = format!("skills/{dir}/");
             let mut required = Vec::new();
             for path in skill.required_resources {
-                let inside =
-                    path.strip_prefix(&prefix).filter(|rest| safe_relative(rest)).ok_or_else(|| {
-                        ScanError::PathEscapes {
-                            path: shown(&path),
-                            reason: format!(
-                                "a required resource of {} must lie inside {}",
-                                shown(&skill.id),
-                                shown(&prefix)
-                            ),
-                        }
-                    })?;
+                // Outside review 85: a path inside the tree but not normalised (`//`, `./`)
+                // was refused as lying outside it.
+                let inside = path.strip_prefix(&prefix).filter(|rest| safe_relative(rest)).ok_or_else(|| {
+                    let escapes = path.split(['/', '\\']).any(|part| part == "..");
+                    let why = match path.strip_prefix(&prefix) {
+                        Some(_) if !escapes => format!(
+                            "a required resource of {} must be a normalised path (no empty or `.` part, no backslash)",
+                            shown(&skill.id)
+                        ),
+                        _ => format!(
+                            "a required resource of {} must lie inside {}",
+                            shown(&skill.id),
+                            shown(&prefix)
+                        ),
+                    };
+                    ScanError::PathEscapes { path: shown(&path), reason: why }
+                })?;
                 if !source.resources.iter().any(|r| r.path == inside) {
                     // A file the scanner never records (outside review 68: it was "missing").
                     if inside.split('/').any(ignored) {

@@ -223,8 +223,20 @@ fn state_root_lock() {
     // left before the lock was staged and linked (outside review 20: it refused set,
     // rollback and recover for good) — is reclaimed; the lock is never left empty now.
     std::fs::write(root.join("lock"), "").unwrap();
+    // The staged `lock.<pid>` a writer killed while taking the lock leaves is removed by the
+    // next writer once its pid is gone (outside review 85: nothing ever removed it); a live
+    // pid's (a writer taking the lock now) and another host's are left.
+    std::fs::write(root.join(format!("lock.{pid}")), format!("{pid} {host}")).unwrap();
+    let mut running = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let live = running.id();
+    std::fs::write(root.join(format!("lock.{live}")), format!("{live} {host}")).unwrap();
     let r = ok(set(&s, &root, &["lean"]));
+    running.kill().unwrap();
+    running.wait().unwrap();
     assert_eq!(r["revision"], 3);
+    assert!(!root.join(format!("lock.{pid}")).exists(), "a dead writer's staged lock is removed");
+    assert!(root.join(format!("lock.{live}")).exists(), "a live pid's staged lock is left");
+    std::fs::remove_file(root.join(format!("lock.{live}"))).unwrap();
     let names: Vec<String> = std::fs::read_dir(&root)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -245,7 +257,7 @@ fn state_root_lock() {
 #[test]
 fn tampered_generation_blocks_status_set_and_rollback() {
     type Tamper = fn(&Path);
-    let tampers: [(&str, Tamper, &str); 7] = [
+    let tampers: [(&str, Tamper, &str); 9] = [
         (
             "modified",
             |g| std::fs::write(g.join(".codex/skills/testing/SKILL.md"), "changed").unwrap(),
@@ -296,6 +308,25 @@ fn tampered_generation_blocks_status_set_and_rollback() {
             "empty directory",
             |g| std::fs::create_dir(g.join(".codex/skills/testing/hooks")).unwrap(),
             "was added",
+        ),
+        // Outside review 85: a narrower mode the owner cannot read verified.
+        (
+            "chmod 0000",
+            |g| {
+                use std::os::unix::fs::PermissionsExt;
+                let f = g.join(".codex/skills/testing/SKILL.md");
+                std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o000)).unwrap()
+            },
+            "its owner can no longer read it",
+        ),
+        (
+            "directory 0300",
+            |g| {
+                use std::os::unix::fs::PermissionsExt;
+                let d = g.join(".codex/skills/testing");
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o300)).unwrap()
+            },
+            "its owner can no longer list and enter it",
         ),
     ];
     for (name, tamper, expect) in tampers {

@@ -317,6 +317,16 @@ fn scan_fails_closed_on_every_listed_case() {
             "must lie inside skills/testing/",
         ),
         (
+            "required resource inside the tree, not normalised",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-packs/skill-registry@1.json"),
+                    r#"{"version":1,"skills":[{"id":"skill:testing","requiredResources":["skills/testing//references/checklist.md"]}]}"#,
+                )
+            }),
+            "must be a normalised path",
+        ),
+        (
             "required resource given as an absolute path",
             Box::new(|src| {
                 write(
