@@ -26,11 +26,31 @@ pub fn decide_profile(c: &InstallProfile) -> Event {
     })
 }
 
+/// The smallest Worker event a result can be: a COMPLETION_REQUEST (the longer of the two
+/// result kinds; a workflow's IMPLEMENT needs one) with a one-byte text, no items, observed
+/// at 0 — in canonical JSON bytes, as `maxEventBytes` counts them.
+pub fn smallest_result_event_bytes() -> u32 {
+    use ledger_schema::events::{WorkerEventKind, WorkerPayload};
+    let least = |kind| {
+        super::worker::canonical_json_len(&WorkerPayload {
+            kind,
+            text: "x".to_owned(),
+            items: Vec::new(),
+            observed_at_ms: 0,
+        })
+    };
+    let bytes = least(WorkerEventKind::CompletionRequest).max(least(WorkerEventKind::Proposals));
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
 fn check_bundle(b: &PolicyBundle) -> Result<(), RuleViolation> {
+    // No smaller than the smallest result (outside review 84: a policy under which no
+    // result event could ever be admitted was installed, and its workflows ran).
+    let least = smallest_result_event_bytes();
     ensure!(
-        (1..=MAX_EVENT_BYTES).contains(&b.max_event_bytes),
+        (least..=MAX_EVENT_BYTES).contains(&b.max_event_bytes),
         Rule::PolicyBounds,
-        "maxEventBytes {} is not within 1..={MAX_EVENT_BYTES}",
+        "maxEventBytes {} is not within {least}..={MAX_EVENT_BYTES} (below {least} no result event — the smallest COMPLETION_REQUEST — could ever be admitted)",
         b.max_event_bytes
     );
     let f = &b.feedback;

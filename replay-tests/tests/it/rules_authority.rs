@@ -41,15 +41,23 @@ fn authority_digest_profile() {
     );
 }
 
-/// maxEventBytes above 65,536 (or 0) is refused.
+/// maxEventBytes above 65,536, or below the smallest result event — a COMPLETION_REQUEST
+/// with a one-byte text, in canonical JSON (outside review 84: 1–58 installed, and no
+/// result could ever be admitted under it) — is refused; that size is admitted.
 #[test]
 fn policy_bounds_max_event_bytes() {
+    // The canonical JSON, written out (not computed by the code under test).
+    let least = r#"{"items":[],"kind":"COMPLETION_REQUEST","observedAtMs":0,"text":"x"}"#.len() as u32;
+    assert_eq!(least, 68);
     let mut w = World::at(Stage::Empty);
-    for max in [0, 65_537] {
+    for max in [0, 1, 58, least - 1, 65_537] {
         let mut b = policy_bundle();
         b.max_event_bytes = max;
         w.refused(install(b), Rule::PolicyBounds);
     }
+    let mut b = policy_bundle();
+    b.max_event_bytes = least;
+    w.ok(install(b));
 }
 
 /// Feedback limits outside 1–128 items / 1–4,096 bytes per item are refused.
