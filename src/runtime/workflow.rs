@@ -146,16 +146,18 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
                 ),
             ));
         }
-        let other_goal = state
-            .workflows
-            .iter()
-            .find(|(_, w)| w.goal_id != e.goal_id && w.plan.is_some_and(|p| p.id == plan.id));
+        // By id or by digest: the digest is the plan's identity, so the same plan under a
+        // fresh id would stand as the other goal's just the same (outside review 84).
+        let other_goal = state.workflows.iter().find(|(_, w)| {
+            w.goal_id != e.goal_id && w.plan.is_some_and(|p| p.id == plan.id || p.digest == plan.digest)
+        });
         if let Some((id, w)) = other_goal {
+            let theirs = w.plan.map(|p| p.id).unwrap_or_default();
             return Err(super::violation(
                 Rule::PlanPair,
                 format!(
-                    "plan {} is the verification plan of goal {} (bound by workflow {id}); a workflow of goal {} commits its own",
-                    plan.id, w.goal_id, e.goal_id
+                    "plan {theirs} (digest {}) is the verification plan of goal {} (bound by workflow {id}); a workflow of goal {} commits its own",
+                    plan.digest, w.goal_id, e.goal_id
                 ),
             ));
         }

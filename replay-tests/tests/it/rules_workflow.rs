@@ -101,8 +101,14 @@ fn plan_pair_present_exactly_under_protection() {
     let err = w.fails(other_goal(0x36, plan_pair()));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PlanPair), "{err}");
     assert!(err.to_string().contains("verification plan of goal"), "{err}");
-    let mut its_own = plan_pair();
-    its_own.id = lid(0x7ff);
+    // Nor the same plan under a fresh id: the digest is the plan (outside review 84).
+    let mut alias = plan_pair();
+    alias.id = lid(0x7ff);
+    let err = w.fails(other_goal(0x36, alias));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PlanPair), "{err}");
+    assert!(err.to_string().contains("verification plan of goal"), "{err}");
+    let mut its_own = alias;
+    its_own.digest = digest_of("goal 0x21's own verification plan");
     w.ok(other_goal(0x36, its_own));
 }
 
