@@ -679,6 +679,11 @@ pub fn events() -> Vec<(&'static str, Event)> {
         _ => None,
     });
     samples.extend(replacement.map(|e| ("attempt_started_replacing", e)));
+    // A Runtime directive authorizing one manual compaction (outside review 84), appended.
+    samples.push((
+        "compaction_requested",
+        Event::CompactionRequested(CompactionRequested { attempt_id: id(44), directive_id: id(66) }),
+    ));
     samples
 }
 

@@ -225,6 +225,20 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
                 4 => WorkerEventKind::CompactionCompleted,
                 _ => WorkerEventKind::Progress,
             };
+            // Under MANUAL a compaction starts on a Runtime directive: mostly ask for one
+            // first (now and then not, which is refused).
+            if kind == WorkerEventKind::CompactionStarted
+                && a.compaction_directive.is_none()
+                && !a.compacting
+                && !v.is_multiple_of(5)
+            {
+                return Some(Command::RequestCompaction(
+                    closure_ledger::runtime::command::RequestCompaction {
+                        directive_id: fresh_id(state, 9),
+                        attempt_id: aid,
+                    },
+                ));
+            }
             let lifecycle_only =
                 matches!(kind, WorkerEventKind::CompactionStarted | WorkerEventKind::CompactionCompleted)
                     || (a.compacting && kind == WorkerEventKind::Progress);

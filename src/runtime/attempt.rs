@@ -673,6 +673,7 @@ pub fn apply_started(state: &mut State, e: &AttemptStarted, seq: u64) -> Result<
             selection_receipt: e.selection_receipt,
             replaces: e.replaces,
             cancelled_seq: None,
+            compaction_directive: None,
         },
     );
     if let Some(wf) = state.workflows.get_mut(&e.workflow_id) {

@@ -45,6 +45,7 @@ pub enum Command {
     RestartAttempt(RestartAttempt),
     RetireScenario(RetireScenario),
     RetireObligation(RetireObligation),
+    RequestCompaction(RequestCompaction),
 }
 
 impl Command {
@@ -81,6 +82,7 @@ impl Command {
             Command::RestartAttempt(_) => "restartAttempt",
             Command::RetireScenario(_) => "retireScenario",
             Command::RetireObligation(_) => "retireObligation",
+            Command::RequestCompaction(_) => "requestCompaction",
         }
     }
 }
@@ -161,6 +163,12 @@ command!(
 command!(
     /// Retires an obligation recorded before its goal's current revision (outside review 55).
     RetireObligation { obligation_id: Id, reason: String }
+);
+command!(
+    /// A Runtime directive: authorizes one manual compaction of a dispatched Attempt's
+    /// Thread (seed 000: the manual trigger is the Execution Profile's, not the adapter's).
+    /// Under a MANUAL profile a COMPACTION_STARTED needs one and consumes it.
+    RequestCompaction { directive_id: Id, attempt_id: Id }
 );
 command!(RaiseBlocker { blocker_id: Id, workflow_id: Id, description: String });
 command!(ResolveBlocker { blocker_id: Id, resolution: String });

@@ -56,6 +56,11 @@ pub struct State {
     /// Task selections (issue #15) by receipt digest. Omitted while empty.
     #[serde(skip_serializing_if = "super::selection::Selections::is_empty")]
     pub selections: super::selection::Selections,
+    /// Compaction directives (`requestCompaction`) by id → the Attempt each authorized
+    /// (outside review 84). Omitted while empty, so ledgers without them keep their state
+    /// digest.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub compaction_directives: Map<Id, Id>,
     /// The newest compiler version an Attempt start of this ledger records, kept by the
     /// admission step (a later start may not record an older one). Derived from
     /// `attempts`, so not encoded: the state digest is unchanged.
@@ -353,6 +358,10 @@ pub struct AttemptState {
     /// The task selection its context carries (issue #15). Omitted while absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection_receipt: Option<Digest>,
+    /// A compaction directive not yet used by a COMPACTION_STARTED (outside review 84).
+    /// Omitted while absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_directive: Option<Id>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -3,12 +3,13 @@
 //! other byte = conflict) → binding and staleness, which end in an ignored receipt.
 
 use ledger_schema::events::{
-    IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload,
+    CompactionRequested, IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind,
+    WorkerPayload,
 };
 use ledger_schema::types::{CompactionMode, ResultKind};
 use ledger_schema::{Digest, Event, Id};
 
-use super::command::DeliverWorkerEvent;
+use super::command::{DeliverWorkerEvent, RequestCompaction};
 use super::state::{AttemptState, State};
 use super::{Decided, Rejection, Rule, RuleViolation, ensure, get, get_mut, result_kind_allowed, wire};
 
@@ -128,6 +129,18 @@ fn check_kind(state: &State, attempt: &AttemptState, payload: &WorkerPayload) ->
             Rule::CompactionMode,
             "a {} event under Execution Profile {} whose compaction is DISABLED",
             wire(&payload.kind),
+            wf.profile.id
+        );
+        // Under MANUAL the trigger is the Runtime's: a compaction starts only on a directive
+        // (`requestCompaction`), one each (outside review 84: an unrequested — automatic —
+        // compaction was recorded exactly like an authorized one).
+        ensure!(
+            payload.kind != WorkerEventKind::CompactionStarted
+                || attempt.compacting
+                || profile.profile.compaction != CompactionMode::Manual
+                || attempt.compaction_directive.is_some(),
+            Rule::CompactionMode,
+            "a COMPACTION_STARTED under Execution Profile {} (compaction MANUAL) with no compaction directive: the Runtime authorizes each manual compaction first (requestCompaction); one it did not ask for is the adapter's or the App Server's own",
             wf.profile.id
         );
     }
@@ -327,10 +340,63 @@ pub fn apply_admitted(state: &mut State, e: &WorkerEventAdmitted, seq: u64) -> R
     match e.payload.kind {
         // The terminal event of the stream (its kind is the phase's result kind: `check_kind`).
         WorkerEventKind::Proposals | WorkerEventKind::CompletionRequest => attempt.result_delivered = true,
-        WorkerEventKind::CompactionStarted => attempt.compacting = true,
+        WorkerEventKind::CompactionStarted => {
+            attempt.compacting = true;
+            // The directive it started on is used (under AUTOMATIC one may stand unused).
+            attempt.compaction_directive = None;
+        }
         WorkerEventKind::CompactionCompleted => attempt.compacting = false,
         _ => {}
     }
+    Ok(())
+}
+
+pub fn decide_request_compaction(c: &RequestCompaction) -> Event {
+    Event::CompactionRequested(CompactionRequested { attempt_id: c.attempt_id, directive_id: c.directive_id })
+}
+
+/// A compaction directive: for a dispatched, active Attempt of an open workflow under a
+/// profile that selects compaction, whose context is still current, with no compaction
+/// open and no directive standing (one compaction each).
+pub fn apply_compaction_requested(state: &mut State, e: &CompactionRequested) -> Result<(), RuleViolation> {
+    ensure!(
+        !state.compaction_directives.contains_key(&e.directive_id),
+        Rule::IdReused,
+        "compaction directive {} already exists",
+        e.directive_id
+    );
+    let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
+    let wf = super::live_workflow(state, attempt.workflow_id)?;
+    ensure!(
+        attempt.status == super::state::AttemptStatus::Dispatched,
+        Rule::AttemptNotActive,
+        "attempt {} is {}: a compaction is of a dispatched, active Attempt's Thread",
+        e.attempt_id,
+        super::attempt::status_name(attempt.status)
+    );
+    ensure!(
+        !attempt.context_changed,
+        Rule::ManifestStale,
+        "attempt {}'s context changed after its dispatch claim: its worker events are ignored receipts, so a compaction of it would be too",
+        e.attempt_id
+    );
+    let profile = get(&state.profiles, wf.profile.id, "profile")?;
+    ensure!(
+        profile.profile.compaction != CompactionMode::Disabled,
+        Rule::CompactionMode,
+        "Execution Profile {} selects no compaction (DISABLED)",
+        wf.profile.id
+    );
+    ensure!(
+        !attempt.compacting && attempt.compaction_directive.is_none(),
+        Rule::CompactionOrder,
+        "attempt {} {}: one compaction at a time",
+        e.attempt_id,
+        if attempt.compacting { "has a compaction open" } else { "has a compaction directive not yet used" }
+    );
+    let attempt = get_mut(&mut state.attempts, e.attempt_id, "attempt")?;
+    attempt.compaction_directive = Some(e.directive_id);
+    state.compaction_directives.insert(e.directive_id, e.attempt_id);
     Ok(())
 }
 

@@ -39,7 +39,10 @@ pub use source::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
     ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ScenarioRecorded, ScenarioRetired,
 };
-pub use worker::{IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind, WorkerPayload};
+pub use worker::{
+    CompactionRequested, IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind,
+    WorkerPayload,
+};
 pub use workflow::{PhaseAdvanced, WorkflowCancelled, WorkflowStarted};
 
 macro_rules! catalog {
@@ -101,4 +104,5 @@ catalog! {
     SelectionRecorded(Box<SelectionRecorded>) = "selectionRecorded",
     ScenarioRetired(ScenarioRetired) = "scenarioRetired",
     ObligationRetired(ObligationRetired) = "obligationRetired",
+    CompactionRequested(CompactionRequested) = "compactionRequested",
 }

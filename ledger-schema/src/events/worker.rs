@@ -30,6 +30,19 @@ pub struct WorkerDeliveryIgnored {
     pub manifest_digest: Digest,
 }
 
+/// A Runtime directive (seed 000: "any manual trigger [is] selected by the Workflow-bound
+/// Execution Profile rather than adapter discretion"): one manual compaction of a
+/// dispatched Attempt's Thread is authorized; under a MANUAL profile its COMPACTION_STARTED
+/// needs one, and consumes it (outside review 84: an adapter's unrequested compaction was
+/// recorded exactly like an authorized one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompactionRequested {
+    pub attempt_id: Id,
+    pub directive_id: Id,
+}
+
 /// The closed Worker event payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

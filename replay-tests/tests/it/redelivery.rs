@@ -18,7 +18,7 @@ use replay_tests::world::{Stage, World, rule_of};
 use replay_tests::{LEDGER, T0, cli};
 
 /// Every command kind (`Command::kind`), so the tests can show they cover each.
-const KINDS: [&str; 30] = [
+const KINDS: [&str; 31] = [
     "installPolicy",
     "installProfile",
     "createGoal",
@@ -49,6 +49,7 @@ const KINDS: [&str; 30] = [
     "recordRepair",
     "cancelWorkflow",
     "restartAttempt",
+    "requestCompaction",
 ];
 
 /// The commands of the reference lifecycle, in order.
@@ -128,6 +129,13 @@ fn other_commands(w: &mut World, each: &mut dyn FnMut(&mut World, Command)) {
     each(w, start(0x214));
     let c = claim(w, 0x214);
     each(w, c);
+    each(
+        w,
+        Command::RequestCompaction(closure_ledger::runtime::command::RequestCompaction {
+            directive_id: lid(0x218),
+            attempt_id: lid(0x214),
+        }),
+    );
     each(
         w,
         Command::RestartAttempt(RestartAttempt {
@@ -283,6 +291,10 @@ fn conflicting(c: &Command) -> (Command, Option<Rule>) {
         Command::RetireObligation(c) => {
             c.reason.push_str(" (other)");
             Some(Rule::RequirementRetired)
+        }
+        Command::RequestCompaction(c) => {
+            c.attempt_id = lid(0x212);
+            Some(Rule::IdReused)
         }
     };
     (c, rule)

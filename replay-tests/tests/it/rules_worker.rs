@@ -42,6 +42,14 @@ fn deliver(w: &World, event: u128, p: WorkerPayload) -> Command {
     })
 }
 
+/// A compaction directive for attempt 0x60 (what a MANUAL profile's COMPACTION_STARTED needs).
+fn request(directive: u128) -> Command {
+    Command::RequestCompaction(closure_ledger::runtime::command::RequestCompaction {
+        directive_id: lid(directive),
+        attempt_id: lid(0x60),
+    })
+}
+
 fn progress(text: &str) -> WorkerPayload {
     payload(WorkerEventKind::Progress, 1, text)
 }
@@ -531,10 +539,12 @@ fn compaction_disabled_refuses_compaction_events() {
         };
         w.forged(Event::WorkerEventAdmitted(forged), Rule::CompactionMode);
     }
+    w.refused(request(0x90), Rule::CompactionMode);
     let c = deliver(&w, 0x70, progress("reading"));
     w.ok(c);
-    // The MANUAL profile of the setup workflow admits them.
+    // The MANUAL profile of the setup workflow admits them, on a directive.
     let mut w = world(true);
+    w.ok(request(0x90));
     let c = deliver(&w, 0x70, payload(WorkerEventKind::CompactionStarted, 1, ""));
     assert_eq!(w.ok(c).ignored, None);
     let c = deliver(&w, 0x71, payload(WorkerEventKind::CompactionCompleted, 2, ""));
@@ -551,6 +561,7 @@ fn compaction_events_come_in_order() {
     use WorkerEventKind::{CompactionCompleted, CompactionStarted, Proposals};
     let mut w = world(true);
     w.refused(deliver(&w, 0x70, payload(CompactionCompleted, 1, "")), Rule::CompactionOrder);
+    w.ok(request(0x90));
     w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "")));
     assert!(w.ledger.state().attempts[&lid(0x60)].compacting);
     w.refused(deliver(&w, 0x72, payload(CompactionStarted, 2, "")), Rule::CompactionOrder);
@@ -585,6 +596,7 @@ fn compaction_events_carry_no_payload() {
         };
         w.forged(Event::WorkerEventAdmitted(forged), Rule::CompactionPayload);
     }
+    w.ok(request(0x90));
     w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "")));
     // The compaction's own turn progress is maintenance too (outside review 49: the summary
     // moved into a PROGRESS or TOOL_ACTIVITY event inside the compaction).
@@ -608,6 +620,66 @@ fn compaction_events_carry_no_payload() {
     // Outside a compaction, progress needs its text again.
     w.refused(deliver(&w, 0x73, progress("")), Rule::OutOfBounds);
     w.ok(deliver(&w, 0x73, progress("reading the parser")));
+}
+
+/// Under a MANUAL profile the trigger is the Runtime's (seed 000: "any manual trigger [is]
+/// selected by the Workflow-bound Execution Profile rather than adapter discretion"):
+/// a COMPACTION_STARTED needs a standing compaction directive and uses it, one each
+/// (outside review 84: unrequested compactions were recorded like authorized ones). A
+/// directive needs a dispatched, active Attempt, a fresh id, and no compaction open or
+/// directive standing; under AUTOMATIC none is needed. Replay agrees with every step.
+#[test]
+fn a_manual_compaction_starts_only_on_a_directive() {
+    use WorkerEventKind::{CompactionCompleted, CompactionStarted};
+    let mut w = world(false);
+    w.refused(request(0x90), Rule::AttemptNotActive);
+    w.with(|s| s.claim(lid(0x60))).unwrap();
+    w.refused(deliver(&w, 0x70, payload(CompactionStarted, 1, "")), Rule::CompactionMode);
+    w.ok(request(0x90));
+    w.refused(request(0x91), Rule::CompactionOrder);
+    w.ok(deliver(&w, 0x70, payload(CompactionStarted, 1, "")));
+    assert_eq!(w.ledger.state().attempts[&lid(0x60)].compaction_directive, None, "used");
+    w.refused(request(0x91), Rule::CompactionOrder);
+    w.ok(deliver(&w, 0x71, payload(CompactionCompleted, 2, "")));
+    w.refused(deliver(&w, 0x72, payload(CompactionStarted, 3, "")), Rule::CompactionMode);
+    // The same directive again is a duplicate (its receipt, nothing written); its id for
+    // another Attempt is refused.
+    assert!(w.ok(request(0x90)).duplicate);
+    w.refused(
+        Command::RequestCompaction(closure_ledger::runtime::command::RequestCompaction {
+            directive_id: lid(0x90),
+            attempt_id: lid(0x62),
+        }),
+        Rule::IdReused,
+    );
+    w.ok(request(0x91));
+    w.ok(deliver(&w, 0x72, payload(CompactionStarted, 3, "")));
+    w.ok(deliver(&w, 0x73, payload(CompactionCompleted, 4, "")));
+    let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
+    assert_eq!(replayed.state().digest(), w.ledger.state().digest(), "replay agrees");
+    // AUTOMATIC (an unprotected profile may select it): no directive needed.
+    let mut w = World::at(Stage::Setup);
+    let mut automatic = profile(false);
+    automatic.name = "automatic compaction".into();
+    automatic.compaction = ledger_schema::types::CompactionMode::Automatic;
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: automatic }));
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x31),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(0x14),
+        plan: None,
+    }));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x60),
+        workflow_id: lid(0x31),
+        worker_session_id: lid(0x61),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    }));
+    w.with(|s| s.claim(lid(0x60))).unwrap();
+    w.ok(deliver(&w, 0x70, payload(CompactionStarted, 1, "")));
 }
 
 /// The terminal event ends the stream: a later event of another id — progress, or a second,
