@@ -451,7 +451,9 @@ fn compile(state: &State, b: &AttemptBinding) -> Result<Compiled, CompileError> 
         selection_receipt: None,
         entries,
         omission_decisions: omissions,
-        package_digest: Digest::of(DigestKind::Package, &package_bytes),
+        // A currency proof recompiles the same package again and again (every context-
+        // changing entry, live, on reopen and on replay): remembered, compared byte for byte.
+        package_digest: Digest::of_repeated(DigestKind::Package, &package_bytes),
     };
     Ok(Compiled { package, package_bytes, manifest })
 }

@@ -1031,7 +1031,9 @@ fn render_and_hash(
         selection_receipt: b.selection,
         entries,
         omission_decisions: omissions,
-        package_digest: Digest::of(DigestKind::Package, &package_bytes),
+        // A currency proof recompiles the same package again and again (every context-
+        // changing entry, live, on reopen and on replay): remembered, compared byte for byte.
+        package_digest: Digest::of_repeated(DigestKind::Package, &package_bytes),
     };
     Compiled { package, package_bytes, manifest }
 }
