@@ -1053,8 +1053,18 @@ fn rewrite_from(
     let (sled_records, sled_head) = sled_continuation(tree, boundary.head, None)?;
     let journal_records = intact_records_after(journal, &boundary.segment, boundary.collect_from)?;
     let restored_to = sled_head.map(|h| h.seq);
-    let journal_has: std::collections::BTreeSet<u64> =
-        journal_records.iter().filter(|(_, r)| entries_open(r)).map(|(s, _)| *s).collect();
+    // A record whose entries are another ledger's is no version of this ledger's record but
+    // damage, which sled's intact copy replaces (outside review 86: a run of another
+    // ledger's records over acknowledged ones was refused as "another version", and the hint
+    // cut what sled held).
+    let ours = boundary.head.map(|h| h.ledger);
+    let journal_has: std::collections::BTreeSet<u64> = journal_records
+        .iter()
+        .filter(|(_, r)| {
+            entries_open(r) && ours.is_none_or(|id| sealed_of(r).iter().all(|e| e.entry.ledger == id))
+        })
+        .map(|(s, _)| *s)
+        .collect();
     let mut beyond: Vec<Keyed> = Vec::new();
     let mut differing = std::collections::BTreeSet::new();
     // First seqs of the journal's records kept as they are (the same in sled, or beyond it).

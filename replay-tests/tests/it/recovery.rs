@@ -399,6 +399,47 @@ fn a_foreign_sled_does_not_vouch_for_a_torn_tail() {
     assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
 }
 
+/// Another ledger (its id) with genesis + `n` one-entry records; its records by first seq.
+fn another_ledgers_records(tmp: &std::path::Path, n: usize) -> (ledger_schema::Id, Vec<Vec<u8>>) {
+    let other = tmp.join("other");
+    let theirs = ledger_schema::Id(0x0190_BBBB_0000_0000_0000_0000_0000_0002);
+    let mut store = closure_ledger::store::init(&other, "another ledger", theirs, T0).unwrap();
+    let mut chain = store.chain();
+    for i in 0..n {
+        let sealed = chain.seal(event(i), T0 + i as u64, theirs).unwrap();
+        store.commit(&closure_ledger::store::Frame::new(vec![sealed]).unwrap()).unwrap();
+    }
+    drop(store);
+    let bytes = std::fs::read(segment(&other)).unwrap();
+    (theirs, journal_frames(&other).into_iter().map(|f| bytes[f.range].to_vec()).collect())
+}
+
+/// A run of another ledger's records written over acknowledged ones (seqs 2..=4, the head
+/// included) is damage, not another version of them: sled's intact copies replace them, and
+/// nothing is lost (outside review 86: recover refused — "an intact record at seq 3 that
+/// sled's copy does not hold identically" — and its hint cut the acknowledged records).
+#[test]
+fn a_run_of_another_ledgers_records_is_restored_from_sled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 1);
+    let before = all_entries(&dir);
+    let (_, theirs) = another_ledgers_records(tmp.path(), 4);
+    let frames = journal_frames(&dir);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let (from, to) = (frames[2].range.start, frames[4].range.end);
+    let run: Vec<u8> = theirs[2..=4].concat();
+    assert_eq!(run.len(), to - from, "same-shaped records");
+    bytes[from..to].copy_from_slice(&run);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    assert_eq!(cli(&["verify", d]).0, 1);
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(all_entries(&dir), before, "every acknowledged entry is back");
+}
+
 /// Another ledger's record written after the head (checks and seq valid, link and ledger id
 /// not) is named at its own seq as another ledger's, and `recover` names the cut that keeps
 /// the intact, acknowledged head (outside review 78: it was reported as a broken link of the
@@ -408,17 +449,8 @@ fn another_ledgers_record_after_the_head_is_blamed_not_the_head() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 3, 1);
-    let other = tmp.path().join("other");
-    let theirs = ledger_schema::Id(0x0190_BBBB_0000_0000_0000_0000_0000_0002);
-    let mut store = closure_ledger::store::init(&other, "another ledger", theirs, T0).unwrap();
-    let mut chain = store.chain();
-    for i in 0..4 {
-        let sealed = chain.seal(event(i), T0 + i as u64, theirs).unwrap();
-        store.commit(&closure_ledger::store::Frame::new(vec![sealed]).unwrap()).unwrap();
-    }
-    drop(store);
-    let foreign = journal_frames(&other).into_iter().find(|f| f.first_seq == 4).unwrap();
-    let record = std::fs::read(segment(&other)).unwrap()[foreign.range].to_vec();
+    let (theirs, records) = another_ledgers_records(tmp.path(), 4);
+    let record = records[4].clone();
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     let end = journal_end(&dir);
     bytes[end..end + record.len()].copy_from_slice(&record);
