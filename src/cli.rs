@@ -60,7 +60,7 @@ enum Command {
         dir: PathBuf,
         /// Cut the journal after this seq (a frame boundary), moving the rest aside: the
         /// operator's decision that the records after it were never acknowledged.
-        #[arg(long, value_name = "SEQ", allow_negative_numbers = true)]
+        #[arg(long, value_name = "SEQ", allow_negative_numbers = true, value_parser = decimal_u64)]
         truncate_after: Option<u64>,
         /// When the copies hold different intact newest records: which to keep.
         #[arg(long, value_enum, conflicts_with = "truncate_after")]
@@ -74,7 +74,7 @@ enum Command {
     /// Print a checkpoint `{ledgerId, seq, hash}` of the head (or of --seq) as JSON.
     Checkpoint {
         dir: PathBuf,
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, allow_negative_numbers = true, value_parser = decimal_u64)]
         seq: Option<u64>,
     },
     /// Show one entry (SEQ) or a range (A..B, inclusive).
@@ -102,7 +102,7 @@ enum Command {
     Replay {
         dir: PathBuf,
         /// Fold the state only up to this seq (every byte is still verified).
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, allow_negative_numbers = true, value_parser = decimal_u64)]
         to: Option<u64>,
         /// Verify the journal alone (the report says sled was not verified).
         #[arg(long)]
@@ -246,23 +246,47 @@ fn usage_error_line(e: &clap::Error, args: &[std::ffi::OsString]) -> String {
         return format!("no command given (one of: {}); see `{at} --help`", names.join(", "));
     }
     let text = e.render().to_string();
-    // The message: its first line, and the lines it introduces ("...not provided:" and
-    // the arguments), up to the usage, a tip or a blank line.
-    let mut lines = text.lines().map(str::trim).skip_while(|l| l.is_empty());
+    // The message: everything up to the first blank line (a value holding a line break
+    // stays whole — outside review 86: it was cut there — and `one_line` escapes it), or,
+    // for one that introduces a list ("...not provided:"), its first line and the listed
+    // arguments.
+    let body = text.trim_start();
+    let body = body.strip_prefix("error: ").unwrap_or(body);
+    let head = body.split("\n\n").next().unwrap_or(body).trim_end();
+    let mut lines = head.lines().map(str::trim);
     let first = lines.next().unwrap_or("invalid arguments");
-    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
-    if message.ends_with(':') {
-        let listed: Vec<&str> = lines
-            .take_while(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("tip:"))
-            .collect();
-        message = format!("{message} {}", listed.join(", "));
-    }
+    let message = if first.ends_with(':') {
+        let listed: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+        format!("{first} {}", listed.join(", "))
+    } else if head.is_empty() {
+        "invalid arguments".to_owned()
+    } else {
+        head.to_owned()
+    };
+    // Every hint names the subcommand's help (outside reviews 83, 86).
     match text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {
-        Some(u) => format!("{message} (usage: {u}; see --help)"),
-        // An invalid value names no usage (outside review 83: the hint named the top
-        // level's help, not the command's).
+        Some(u) => format!("{message} (usage: {u}; see `{at} --help`)"),
         None => format!("{message} (see `{at} --help`)"),
     }
+}
+
+/// A decimal number of `ledger`'s options: digits only (outside review 86: `+0` was read
+/// as 0 where `show` refuses it).
+fn decimal<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("not a decimal number (digits only)".to_owned());
+    }
+    text.parse::<T>().map_err(|_| "too large".to_owned())
+}
+
+/// [`decimal`] for a seq.
+pub(crate) fn decimal_u64(text: &str) -> Result<u64, String> {
+    decimal(text)
+}
+
+/// [`decimal`] for a revision.
+pub(crate) fn decimal_u32(text: &str) -> Result<u32, String> {
+    decimal(text)
 }
 
 fn now_ms() -> u64 {
@@ -453,7 +477,7 @@ fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
     // Decimal digits only (outside review 83: ` 1` and `+1` were read as 1).
     let num = |s: &str| {
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(usage(format!("not a seq or A..B range: {text:?}")));
+            return Err(usage(format!("not a seq or A..B range: \"{text}\"")));
         }
         s.parse::<u64>().map_err(|_| usage(format!("seq {s} is too large (the largest is {})", u64::MAX)))
     };
@@ -461,7 +485,7 @@ fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
         Some((a, b)) => {
             let (a, b) = (num(a)?, num(b)?);
             if a > b {
-                return Err(usage(format!("empty range {text:?}")));
+                return Err(usage(format!("empty range \"{text}\"")));
             }
             Ok((a, b))
         }

@@ -115,7 +115,7 @@ pub enum ProfileCommand {
         #[arg(long, value_name = "ABS")]
         state_root: PathBuf,
         /// Refuse, writing nothing anywhere, unless the store is at this revision.
-        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::decimal_u32)]
         expected_revision: Option<u32>,
         /// Check and report what would be recorded; write nothing.
         #[arg(long)]
@@ -143,7 +143,7 @@ pub enum ProfileCommand {
         state_root: Option<PathBuf>,
         /// Refuse unless the store is at revision N (seed 003's form omits it: optional, as
         /// for `set`).
-        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::decimal_u32)]
         expected_revision: Option<u32>,
         #[arg(long)]
         json: bool,
@@ -153,7 +153,7 @@ pub enum ProfileCommand {
         dir: PathBuf,
         #[arg(long, value_name = "ABS")]
         state_root: PathBuf,
-        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::decimal_u32)]
         expected_revision: u32,
         #[arg(long)]
         json: bool,

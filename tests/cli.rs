@@ -415,19 +415,28 @@ fn usage_errors_say_where_and_what() {
     assert!(err.contains("`ledger recover --help`"), "{err}");
     let (_, _, err) = ledger(&["profile", "mode", d, "bogus"]);
     assert!(err.contains("`ledger profile mode --help`"), "{err}");
-    for args in [
-        vec!["checkpoint", d, "--seq", "-1"],
-        vec!["replay", d, "--to", "-1"],
-        vec!["recover", d, "--truncate-after", "-1"],
-        vec!["profile", "rollback", d, "--state-root", "/abs", "--expected-revision", "-1"],
-    ] {
-        let (code, _, err) = ledger(&args);
-        assert_eq!(code, 2, "{args:?}");
-        assert!(
-            err.contains("invalid value '-1'") && !err.contains("unexpected argument"),
-            "{args:?}: {err}"
-        );
+    for n in ["-1", "+0", " 0"] {
+        for args in [
+            vec!["checkpoint", d, "--seq", n],
+            vec!["replay", d, "--to", n],
+            vec!["recover", d, "--truncate-after", n],
+            vec!["profile", "rollback", d, "--state-root", "/abs", "--expected-revision", n],
+        ] {
+            let (code, _, err) = ledger(&args);
+            assert_eq!(code, 2, "{args:?}");
+            assert!(
+                err.contains(&format!("invalid value '{n}'")) && !err.contains("unexpected argument"),
+                "{args:?}: {err}"
+            );
+        }
     }
+    // Every hint names the subcommand's help; a value holding a line break is shown whole.
+    let (code, _, err) = ledger(&["checkpoint", d, "--bogus"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`ledger checkpoint --help`"), "{err}");
+    let (_, _, err) = ledger(&["checkpoint", d, "--seq", "1\n2"]);
+    one_line_error(&err);
+    assert!(err.contains(r"invalid value '1\n2'"), "{err}");
     for range in ["-1", "+0", " 0", "0 ", "0..+0", "99999999999999999999"] {
         let (code, _, err) = ledger(&["show", d, range]);
         assert_eq!(code, 2, "{range:?}");
@@ -467,13 +476,13 @@ fn usage_errors_say_where_and_what() {
 #[test]
 fn one_escape_for_every_message() {
     let tmp = tempfile::tempdir().unwrap();
-    let odd = tmp.path().join("x\ny\u{1b}[31m");
+    let odd = tmp.path().join("x\ny\u{1b}[31m\tz");
     let odd = odd.to_str().unwrap();
     for args in [vec!["verify", odd], vec!["profile", "status", odd]] {
         let (code, _, err) = ledger(&args);
         assert_eq!(code, 2, "{args:?}");
         one_line_error(&err);
-        assert!(err.contains("x\\ny\\u{001B}[31m"), "{args:?}: {err}");
+        assert!(err.contains(r"x\ny\u{001B}[31m\tz"), "{args:?}: {err}");
     }
 }
 

@@ -305,7 +305,7 @@ impl fmt::Debug for Digest {
 
 /// A string that is not `b3:` followed by 64 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a digest (want b3: and 64 lowercase hex digits): {0:?}")]
+#[error("not a digest (want b3: and 64 lowercase hex digits): \"{0}\"")]
 pub struct ParseDigestError(pub String);
 
 impl FromStr for Digest {

@@ -47,7 +47,7 @@ impl fmt::Debug for Id {
 
 /// Text that is not a 26-character ULID.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a ULID: {0:?}")]
+#[error("not a ULID: \"{0}\"")]
 pub struct ParseIdError(pub String);
 
 impl FromStr for Id {

@@ -435,18 +435,26 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
 
 /// A line that opens shell interpolation in Claude Code's skill preprocessor, read on the
 /// safe side: any `` !` `` (an inline `` !`cmd` ``, closed on this line or a later one — an
-/// unclosed or empty one too), or a fenced block whose info string starts with `!`
-/// (```` ```! ````, `~~~!`, at any indentation, blanks before the `!` allowed), whose whole
-/// block runs as a script (outside review 85: only the closed one-line form was seen, so a
-/// ```` ```! ```` skill was selectable and installed).
+/// unclosed or empty one too), or anywhere on the line a run of three or more backticks or
+/// tildes followed, after blanks, by `!` — a fenced block whose info string starts with `!`
+/// (```` ```! ````, `~~~!`), whose whole block runs as a script, at any indentation and
+/// inside a list item or a block quote (outside review 85: only the closed one-line form
+/// was seen; outside review 86: a fence after `- ` or `> ` was missed).
 pub fn has_dynamic_snippet(line: &str) -> bool {
     if line.contains("!`") {
         return true;
     }
-    let opener = line.trim_start();
     ['`', '~'].into_iter().any(|fence| {
-        let info = opener.trim_start_matches(fence);
-        opener.len() - info.len() >= 3 && info.trim_start().starts_with('!')
+        let mut rest = line;
+        while let Some(at) = rest.find(fence) {
+            let run = rest.get(at..).unwrap_or("");
+            let after = run.trim_start_matches(fence);
+            if run.len() - after.len() >= 3 && after.trim_start().starts_with('!') {
+                return true;
+            }
+            rest = after;
+        }
+        false
     })
 }
 
@@ -1072,6 +1080,9 @@ mod native_tests {
             "``` !\nls\n```\n",
             "Run !`git\nstatus` now.\n",
             "an unclosed !` opener\n",
+            "- ```!\n  ls\n  ```\n",
+            "1. ~~~ !\n   ls\n   ~~~\n",
+            "> ```!\n> ls\n> ```\n",
         ] {
             assert!(skill(body).unwrap().dynamic_content, "{body:?}");
         }

@@ -512,13 +512,20 @@ fn selection_withdrawn(state: &State, receipt: Option<Digest>) -> Option<String>
     if let Some(current) = profiles.current() {
         let sources = registry.sources.iter().map(|x| (x.id.as_str(), x)).collect();
         let exclude = &current.selection.exclude;
-        if let Err(why) = super::selection::closure_over(
+        // And, for a selection that loaded, its load (outside review 86: a dependency added
+        // that could not be loaded left RESUME admitted).
+        let walked = super::selection::closure_over(
             &sources,
             &|id| exclude.iter().any(|x| x == id),
             &|id| s.explicit_ids.iter().any(|x| x == id),
             &s.selected_ids,
             super::selection::MAX_CLOSURE,
-        ) {
+        )
+        .and_then(|ids| match s.resources.is_empty() {
+            true => Ok(()),
+            false => super::selection::load(registry, &ids).map(drop),
+        });
+        if let Err(why) = walked {
             return Some(format!("task selection {receipt} could no longer be made: {why}"));
         }
     }

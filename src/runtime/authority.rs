@@ -26,31 +26,42 @@ pub fn decide_profile(c: &InstallProfile) -> Event {
     })
 }
 
-/// The smallest Worker event a result can be: a COMPLETION_REQUEST (the longer of the two
-/// result kinds; a workflow's IMPLEMENT needs one) with a one-byte text, no items, observed
-/// at 0 — in canonical JSON bytes, as `maxEventBytes` counts them.
-pub fn smallest_result_event_bytes() -> u32 {
-    use ledger_schema::events::{WorkerEventKind, WorkerPayload};
+/// The least `maxEventBytes` under which every kind of Worker event can be admitted in its
+/// smallest form — a one-byte text (a compaction event: empty), no items, observed at 0 — in
+/// canonical JSON bytes, as `maxEventBytes` counts them: the largest of those is
+/// COMPACTION_COMPLETED's (a compaction that could open but never close would hold back
+/// every result: outside review 86), above COMPLETION_REQUEST's (outside review 84).
+pub fn least_max_event_bytes() -> u32 {
+    use ledger_schema::events::{WorkerEventKind as K, WorkerPayload};
     let least = |kind| {
+        let text = if matches!(kind, K::CompactionStarted | K::CompactionCompleted) { "" } else { "x" };
         super::worker::canonical_json_len(&WorkerPayload {
             kind,
-            text: "x".to_owned(),
+            text: text.to_owned(),
             items: Vec::new(),
             observed_at_ms: 0,
         })
     };
-    let bytes = least(WorkerEventKind::CompletionRequest).max(least(WorkerEventKind::Proposals));
+    let kinds = [
+        K::Progress,
+        K::ToolActivity,
+        K::CompactionStarted,
+        K::CompactionCompleted,
+        K::Proposals,
+        K::CompletionRequest,
+    ];
+    let bytes = kinds.into_iter().map(least).max().unwrap_or(0);
     u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
 fn check_bundle(b: &PolicyBundle) -> Result<(), RuleViolation> {
     // No smaller than the smallest result (outside review 84: a policy under which no
     // result event could ever be admitted was installed, and its workflows ran).
-    let least = smallest_result_event_bytes();
+    let least = least_max_event_bytes();
     ensure!(
         (least..=MAX_EVENT_BYTES).contains(&b.max_event_bytes),
         Rule::PolicyBounds,
-        "maxEventBytes {} is not within {least}..={MAX_EVENT_BYTES} (below {least} no result event — the smallest COMPLETION_REQUEST — could ever be admitted)",
+        "maxEventBytes {} is not within {least}..={MAX_EVENT_BYTES} (below {least} some kind of Worker event — the smallest COMPACTION_COMPLETED — could never be admitted)",
         b.max_event_bytes
     );
     let f = &b.feedback;

@@ -325,12 +325,12 @@ pub(crate) fn bounded_text(field: &str, value: &str) -> Result<(), RuleViolation
 }
 
 /// `text` as one line a terminal shows as written, for a message: a line break becomes
-/// `\n` or `\r`, and any other control character but tab, or one that reads differently or
+/// `\n` or `\r`, a tab `\t`, and any other control character, or one that reads differently or
 /// shows nothing ([`undeliverable`], [`invisible`]), becomes `\u{XXXX}` (outside review 20:
 /// a path holding a line feed or an ESC sequence split or coloured the line). The one
 /// escaping every message uses (outside review 83: two forms of ESC). Idempotent.
 pub fn escaped(text: &str) -> String {
-    let hidden = |c: char| (c.is_control() && c != '\t') || undeliverable(c) || invisible(c);
+    let hidden = |c: char| c.is_control() || undeliverable(c) || invisible(c);
     if !text.chars().any(hidden) {
         return text.to_owned();
     }
@@ -339,6 +339,7 @@ pub fn escaped(text: &str) -> String {
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
             c if hidden(c) => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
             c => out.push(c),
         }

@@ -1009,6 +1009,15 @@ pub fn load<'r>(
                 .content
                 .as_ref()
                 .ok_or_else(|| SelectionError::NotLoadable { id: id.clone(), path: path.to_owned() })?;
+            // Loaded as instructions: deliverable text (a binary file is copied into a
+            // generation but never loaded). Here, so routing, a RESUME's check and `select`
+            // share the one rule (outside review 86: a skill requiring a file that is not
+            // UTF-8 was routed, and its load refused the whole `select`).
+            deliverable_text(&bytes.0).map_err(|why| SelectionError::NotText {
+                id: id.clone(),
+                path: path.to_owned(),
+                why,
+            })?;
             total = total.saturating_add(r.bytes);
             out.push((
                 LoadedResource { id: id.clone(), path: r.path.clone(), bytes: r.bytes, digest: r.digest },

@@ -374,6 +374,14 @@ pub fn apply_compaction_requested(state: &mut State, e: &CompactionRequested) ->
         e.attempt_id,
         super::attempt::status_name(attempt.status)
     );
+    // After its result the stream has ended: a compaction would be an ignored receipt
+    // (STREAM_ENDED) — as for a changed context (outside review 86).
+    ensure!(
+        !attempt.result_delivered,
+        Rule::AttemptNotActive,
+        "attempt {} has delivered its result: its stream has ended, and a compaction event of it would be an ignored receipt",
+        e.attempt_id
+    );
     ensure!(
         !attempt.context_changed,
         Rule::ManifestStale,

@@ -280,9 +280,12 @@ fn a_source_that_could_not_be_loaded_is_not_routed() {
     std::fs::write(s.src.join("skills/zz-corpus/corpus.md"), "corpus line\n".repeat(300 * 1024 / 12))
         .unwrap();
     skill("zz-fits", &"y".repeat(20_000));
+    // A required file that is not text (outside review 86: routed, then its load refused).
+    skill("zz-bin", "# binary data");
+    std::fs::write(s.src.join("skills/zz-bin/data.bin"), [0xff_u8, 0xfe, 0x00, 0x01]).unwrap();
     let registry = s.src.join("manifests/context-packs/skill-registry@1.json");
     let text = std::fs::read_to_string(&registry).unwrap();
-    let entry = "    {\"id\": \"skill:zz-corpus\", \"requiredResources\": [\"skills/zz-corpus/corpus.md\"]},";
+    let entry = "    {\"id\": \"skill:zz-corpus\", \"requiredResources\": [\"skills/zz-corpus/corpus.md\"]},\n    {\"id\": \"skill:zz-bin\", \"requiredResources\": [\"skills/zz-bin/data.bin\"]},";
     write(&registry, &text.replacen("\"skills\": [", &format!("\"skills\": [\n{entry}"), 1));
     let (code, _, err) = s.scan();
     assert_eq!(code, 0, "{err}");
@@ -290,7 +293,7 @@ fn a_source_that_could_not_be_loaded_is_not_routed() {
     let routed: Vec<&str> =
         lean["routedIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(routed.contains(&"skill:zz-fits"), "a load within the budget is routed: {lean}");
-    for id in ["skill:zz-big", "skill:zz-corpus"] {
+    for id in ["skill:zz-big", "skill:zz-corpus", "skill:zz-bin"] {
         assert!(!routed.contains(&id), "{id}: {lean}");
         assert!(
             lean["excludedIds"].as_array().unwrap().contains(&json!({"id": id, "rule": "not-loadable"})),

@@ -655,6 +655,9 @@ fn a_manual_compaction_starts_only_on_a_directive() {
     w.ok(request(0x91));
     w.ok(deliver(&w, 0x72, payload(CompactionStarted, 3, "")));
     w.ok(deliver(&w, 0x73, payload(CompactionCompleted, 4, "")));
+    // After the result the stream has ended (outside review 86).
+    w.ok(deliver(&w, 0x74, payload(WorkerEventKind::Proposals, 5, "the proposals")));
+    w.refused(request(0x92), Rule::AttemptNotActive);
     let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
     assert_eq!(replayed.state().digest(), w.ledger.state().digest(), "replay agrees");
     // AUTOMATIC (an unprotected profile may select it): no directive needed.

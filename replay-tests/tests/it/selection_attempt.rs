@@ -864,9 +864,33 @@ fn resume_is_refused_after_a_loaded_skill_became_unselectable() {
     use closure_ledger::lifecycle::payload;
     use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::ResultKind;
-    for (yaml, refused) in
-        [("tools:\n  - name: shell\n", true), ("policy:\n  allow_implicit_invocation: false\n", false)]
-    {
+    // A dependency added that cannot be loaded (a file it requires is not text): the
+    // selection's load could no longer be made (outside review 86).
+    let unloadable_dependency = |src: &Path| {
+        write(
+            &src.join("skills/zz-bin/SKILL.md"),
+            "---\nname: zz-bin\ndescription: binary data\n---\n\n# bin\n",
+        );
+        std::fs::write(src.join("skills/zz-bin/data.bin"), [0xff_u8, 0xfe, 0x00]).unwrap();
+        let registry = src.join("manifests/context-packs/skill-registry@1.json");
+        let text = std::fs::read_to_string(&registry).unwrap();
+        let text = text
+            .replace(
+                "\"dependencies\": [\"skill:testing\", \"skill:python-patterns\"]",
+                "\"dependencies\": [\"skill:testing\", \"skill:python-patterns\", \"skill:zz-bin\"]",
+            )
+            .replacen(
+                "\"skills\": [",
+                "\"skills\": [\n    {\"id\": \"skill:zz-bin\", \"requiredResources\": [\"skills/zz-bin/data.bin\"]},",
+                1,
+            );
+        write(&registry, &text);
+    };
+    for (yaml, refused) in [
+        (Some("tools:\n  - name: shell\n"), true),
+        (Some("policy:\n  allow_implicit_invocation: false\n"), false),
+        (None, true),
+    ] {
         let mut w = resuming_world();
         let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
         let on = |attempt: u128, thread, selection| {
@@ -886,14 +910,18 @@ fn resume_is_refused_after_a_loaded_skill_became_unselectable() {
             s.finish(0x60, ResultKind::Proposals)
         })
         .unwrap();
-        write(&w.s.src.join("skills/api-design/agents/openai.yaml"), yaml);
+        match yaml {
+            Some(yaml) => write(&w.s.src.join("skills/api-design/agents/openai.yaml"), yaml),
+            None => unloadable_dependency(&w.s.src),
+        }
         let (code, _, err) = w.s.scan();
         assert_eq!(code, 0, "{err}");
         let resumed = w.submit(on(0x62, ThreadChoice::Resume, None));
         if refused {
             let (rule, detail) = refused_rule(resumed);
             assert_eq!(rule, Rule::ThreadPolicy, "{detail}");
-            assert!(detail.contains("skill:api-design") && detail.contains("authority-bearing"), "{detail}");
+            let why = if yaml.is_some() { "authority-bearing" } else { "not deliverable text" };
+            assert!(detail.contains("could no longer be made") && detail.contains(why), "{detail}");
         } else {
             resumed.unwrap();
         }
