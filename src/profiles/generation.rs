@@ -665,7 +665,7 @@ pub fn prepare_and_publish(
     boundary("prepared");
     match publish_prepared(root, txn, manifest, contents, receipt) {
         Err(refused) if !refused.is_io() => {
-            roll_back(root, txn, manifest, receipt)?;
+            roll_back(root, txn, manifest, contents, receipt)?;
             Err(refused)
         }
         other => other,
@@ -807,7 +807,7 @@ pub fn rebuild(
     manifest: &GenerationManifest,
     contents: &[&[u8]],
 ) -> Result<(), GenerationError> {
-    clear_stage(root, digest, manifest)?;
+    clear_stage(root, digest, manifest, contents)?;
     write_generation(root, digest, manifest, contents)
 }
 
@@ -869,9 +869,10 @@ pub fn roll_back(
     root: &Path,
     txn: &Transaction,
     manifest: &GenerationManifest,
+    contents: &[&[u8]],
     receipt: &Receipt,
 ) -> Result<(), GenerationError> {
-    clear_stage(root, txn.generation_digest, manifest)?;
+    clear_stage(root, txn.generation_digest, manifest, contents)?;
     let ours = receipt_bytes(receipt);
     let dir = root.join("receipts");
     for (name, whole) in
@@ -889,18 +890,30 @@ pub fn roll_back(
 }
 
 /// Removes the stage of generation `digest`, if any, after verifying that every file in it
-/// is one `manifest` names, with the bytes it names (or empty: cut short by a crash) —
-/// anything else is refused and left.
-fn clear_stage(root: &Path, digest: Digest, manifest: &GenerationManifest) -> Result<(), GenerationError> {
+/// is one `manifest` names, holding its bytes (`contents`, in the manifest's order) or a
+/// prefix of them (cut short by a crash: outside review 87, a kill between two chunks of
+/// one file left a stage every `recover` refused) — anything else is refused and left.
+fn clear_stage(
+    root: &Path,
+    digest: Digest,
+    manifest: &GenerationManifest,
+    contents: &[&[u8]],
+) -> Result<(), GenerationError> {
     let stage = root.join("stage").join(hex(digest));
     if fs::symlink_metadata(&stage).is_ok() {
         let tampered =
             |reason: String| GenerationError::Tampered { root: stage.display().to_string(), reason };
         let mbytes = manifest_bytes(manifest);
-        let mut known: std::collections::BTreeMap<String, Digest> =
-            manifest.files.iter().map(|f| (f.path.clone(), f.digest)).collect();
-        known
-            .insert(MANIFEST_FILE.into(), ledger_schema::events::profile::SourceResource::digest_of(&mbytes));
+        let mut known: std::collections::BTreeMap<String, (Digest, Option<&[u8]>)> = manifest
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.path.clone(), (f.digest, contents.get(i).copied())))
+            .collect();
+        known.insert(
+            MANIFEST_FILE.into(),
+            (ledger_schema::events::profile::SourceResource::digest_of(&mbytes), Some(mbytes.as_slice())),
+        );
         let mut stack = vec![(stage.clone(), String::new())];
         while let Some((d, rel)) = stack.pop() {
             for item in fs::read_dir(&d).map_err(io(&d))? {
@@ -916,14 +929,13 @@ fn clear_stage(root: &Path, digest: Digest, manifest: &GenerationManifest) -> Re
                 } else if m.is_dir() {
                     stack.push((item.path(), child));
                 } else {
-                    let digest = known
+                    let (digest, ours) = known
                         .get(&child)
                         .ok_or_else(|| tampered(format!("{} is not ours", shown(&child))))?;
                     let bytes = fs::read(item.path()).map_err(io(&d))?;
-                    // A file cut short by the crash is ours if it is a prefix of our bytes;
-                    // we cannot tell that from the digest alone, so accept an empty or
-                    // exact file and refuse anything else.
-                    if !bytes.is_empty()
+                    // A file cut short by the crash is ours if it is a prefix of our bytes.
+                    let cut_short = ours.is_some_and(|ours| ours.starts_with(&bytes));
+                    if !cut_short
                         && ledger_schema::events::profile::SourceResource::digest_of(&bytes) != *digest
                     {
                         return Err(tampered(format!(

@@ -440,7 +440,7 @@ fn transact(
         if e.is_refusal() {
             // Refused at the commit point: nothing was committed, and `recover` must not
             // roll the refused operation forward later.
-            generation::roll_back(root, &txn, manifest, &receipt)?;
+            generation::roll_back(root, &txn, manifest, &slices, &receipt)?;
             return Err(e.into());
         }
         // A storage failure leaves the published transaction for `recover`, which commits
@@ -832,7 +832,8 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     }
     let registry = registry_by_digest(&ledger, event.registry_digest)?;
     let plan = rp::plan_of(&registry, event.registry_digest, &event.selection)?;
-    let (manifest, _) = manifest_of(&registry, &plan)?;
+    let (manifest, contents) = manifest_of(&registry, &plan)?;
+    let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
     let receipt = Receipt {
         ledger_id,
         revision: event.revision,
@@ -870,7 +871,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             // review 79: `recover` refused it for good, and every profile command sent the
             // operator back to `recover`).
             Err(ProfileError::Refused(why)) => {
-                generation::roll_back(root, &txn, &manifest, &receipt)?;
+                generation::roll_back(root, &txn, &manifest, &contents, &receipt)?;
                 note = Some(format!(
                     "the interrupted revision {} can no longer be recorded ({why}): rolled back; run `ledger profile set` again",
                     txn.revision
@@ -880,7 +881,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             Err(other) => return Err(other),
         }
     } else {
-        generation::roll_back(root, &txn, &manifest, &receipt)?;
+        generation::roll_back(root, &txn, &manifest, &contents, &receipt)?;
         "rolled-back"
     };
     let mut status = status_of(ledger.state(), Some(root), outcome)?;

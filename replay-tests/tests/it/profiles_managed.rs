@@ -501,6 +501,41 @@ fn recover_refuses_a_tampered_stage() {
     assert!(root.join("txn.json").exists());
 }
 
+/// A staged file cut short — a kill between two writes of one file leaves a prefix of its
+/// bytes — is the transaction's own: `recover` rolls it back (outside review 87: every
+/// `recover` refused it, and `set` waited for `recover`). The same length of other bytes is
+/// not ours, and is refused and left.
+#[test]
+fn recover_rolls_back_a_stage_with_a_file_cut_short() {
+    for cut_short in [true, false] {
+        let s = Setup::scanned();
+        let root = root_of(&s);
+        ok(set(&s, &root, &["lean"]));
+        killed_at(&s, &root, "files", "full");
+        let stage = std::fs::read_dir(root.join("stage")).unwrap().next().unwrap().unwrap().path();
+        let file = stage.join(".codex/skills/testing/SKILL.md");
+        let bytes = std::fs::read(&file).unwrap();
+        let mut short = bytes[..bytes.len() / 2].to_vec();
+        if !cut_short {
+            short[0] ^= 1;
+        }
+        std::fs::write(&file, &short).unwrap();
+        let (code, out, err) =
+            s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+        if cut_short {
+            assert_eq!(code, 0, "{err}");
+            let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(r["outcome"], "rolled-back", "{r}");
+            assert!(!stage.exists(), "stage removed");
+            ok(set(&s, &root, &["full"]));
+        } else {
+            assert_eq!(code, 1, "{err}");
+            assert!(err.contains("does not hold the bytes the transaction wrote"), "{err}");
+            assert!(file.exists(), "left in place");
+        }
+    }
+}
+
 /// A refused `rollback` or `set` (its target generation, published by an earlier revision,
 /// was tampered) leaves nothing behind: no `txn.json`, status is not blocked, and once the
 /// file is restored `recover` has nothing to do — it never commits the refused operation.
