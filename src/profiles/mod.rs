@@ -616,6 +616,13 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     };
     store::replay_journal(dir, &mut fold)?;
     let cp = &state.context_profiles;
+    // An unconfigured ledger's view of a state root is the verdict `set` would give it: a
+    // root another ledger owns is refused by name, never reported as this ledger's
+    // transaction to recover (outside review 87: it said "RECOVERY REQUIRED" for another
+    // ledger's interrupted `set`, which this ledger's `recover` then refused).
+    if let (Some(root), Some(ledger_id), None) = (root, ledger_id, cp.current()) {
+        generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
+    }
     let report = status_of(&state, root, "status")?;
     if let Some(c) = cp.current() {
         // Another state root than the configured one holds no generation of this profile:

@@ -186,6 +186,11 @@ fn state_root_safety() {
     let (code, _, err) = set(&s, &root, &["lean"]);
     assert_eq!(code, 1);
     assert!(err.contains("owned by another ledger"), "{err}");
+    // `status` of an unconfigured ledger over it refuses it the same way (outside review 87:
+    // it answered for the other ledger's root, exit 0).
+    let (code, _, err) = s.run(&["profile", "status"], &["--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("owned by another ledger"), "{err}");
     let meta = std::fs::metadata(&root).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o700, "created 0700");
 }
