@@ -247,6 +247,9 @@ pub fn preview_json(dir: &Path, args: &PlanArgs) -> Result<Value, ProfileError> 
         _ => return Err(rp::PlanError::NoRegistry.into()),
     };
     let plan = args.input().plan(cp, registry, digest)?;
+    // What `set` would refuse to install, preview refuses too (outside review 87: it showed
+    // a generation digest for a carrier `set` refuses).
+    profiles::installs_manual_only_natively(registry, &plan)?;
     let generation = rp::generation(registry, &plan).ok().map(|(m, _)| m.digest());
     Ok(plan_json(&plan, generation))
 }

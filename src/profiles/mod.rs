@@ -563,7 +563,8 @@ pub fn set(
 /// the native loader would invoke it implicitly (seed 003: "Native manual-only flags … are
 /// checked before selection"; outside review 56: Full installed a skill manual-only by
 /// `disable-model-invocation` into the Codex carrier, where nothing stops Codex invoking
-/// it). Checked by `set` (and its dry run) only: a recorded revision is not re-judged.
+/// it). Checked by `set` (and its dry run) and `preview` (outside review 87): a recorded
+/// revision is not re-judged.
 pub(crate) fn installs_manual_only_natively(
     registry: &Registry,
     plan: &rp::Plan,

@@ -828,6 +828,10 @@ fn a_manual_only_skill_needs_its_targets_own_flag() {
         assert!(err.contains("skill:deploy is manual-only") && err.contains("openai.yaml"), "{err}");
     }
     assert!(!root.join("generations").exists(), "nothing written");
+    // So does `preview` (outside review 87: it showed the plan and a generation digest).
+    let (code, _, err) = s.run(&["profile", "preview"], &["full", "--json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("skill:deploy is manual-only"), "{err}");
     // `profile resolve` over the same plan refuses it too (outside review 59).
     let task = s.tmp.path().join("task.json");
     std::fs::write(&task, r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement"}"#).unwrap();
