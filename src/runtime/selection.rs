@@ -445,7 +445,12 @@ const FORBIDDING: [&str; 6] = ["refrain", "forbidden", "forbid", "prohibited", "
 /// The routable ids the query cites: as directives ([`directives`]), and by name anywhere
 /// (`mentions`: named as a skill, or as a compound name, anywhere) — both sorted, unique.
 pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<String>) {
-    let lower = query.to_lowercase().replace(APOSTROPHES, "'");
+    use unicode_normalization::UnicodeNormalization;
+    // NFKC first: an NFD accent is one letter, as a reader sees it (outside review 87: an
+    // NFD `café` was not read as citing `café`).
+    // (Apostrophe look-alikes first: NFKC spells `´` as a space and a combining accent.)
+    let composed: String = query.replace(APOSTROPHES, "'").nfkc().collect();
+    let lower = composed.to_lowercase().replace(APOSTROPHES, "'");
     // Quoted text ("...", `...`, “...”) is not an instruction: blank it out.
     let mut unquoted = String::with_capacity(lower.len());
     let mut open: Option<char> = None;
@@ -463,11 +468,19 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
             (None, _) => unquoted.push(c),
         }
     }
+    // A directory or name in any case, hyphens, underscores and spaces alike (outside
+    // review 87: `code_review` for `code-review` was not read as one citation).
+    let key = |t: &str| -> String {
+        t.nfkc()
+            .flat_map(char::to_lowercase)
+            .map(|c| if c == '_' || c.is_whitespace() { '-' } else { c })
+            .collect()
+    };
     let resolve = |word: &str| -> Option<String> {
-        let dir = word.strip_prefix("skill:").unwrap_or(word);
+        let dir = key(word.strip_prefix("skill:").unwrap_or(word));
         sources
             .iter()
-            .find(|s| s.id.strip_prefix("skill:") == Some(dir) || s.name.to_lowercase() == dir)
+            .find(|s| s.id.strip_prefix("skill:").map(key) == Some(dir.clone()) || key(&s.name) == dir)
             .map(|s| s.id.clone())
     };
     let mut cited = BTreeSet::new();

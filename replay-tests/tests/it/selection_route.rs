@@ -168,6 +168,13 @@ fn directive_wording() {
     assert_eq!(d("Use the kubernetes skill for this rollout."), k);
     assert_eq!(d("please apply skill:kubernetes"), k);
     assert_eq!(d("Load skill:kubernetes; then write the manifests"), k);
+    // Any case, hyphens, underscores and spaces alike, read after NFKC (outside review 87:
+    // `code_review` for `code-review`, an NFD accent, were left pending as several).
+    let dc = ids(&["skill:docker-compose"]);
+    assert_eq!(d("use the docker_compose skill"), dc);
+    assert_eq!(d("use the Docker Compose skill"), dc);
+    assert_eq!(d("use the DOCKER_COMPOSE skill"), dc);
+    assert_eq!(d("use the \u{ff4b}ubernetes skill"), k, "fullwidth k, NFKC");
     assert_eq!(d("We roll out with the kubernetes manifests."), Vec::<String>::new(), "bare mention");
     assert_eq!(d("Should I use the kubernetes skill?"), Vec::<String>::new(), "question");
     assert_eq!(d("use the kubernetes skill?"), Vec::<String>::new(), "question mark");
