@@ -907,6 +907,18 @@ fn replay(
         )?;
         let w = &report.worker_events;
         emit(out, format!("  worker events: admitted {}, ignored {}", w.admitted, w.ignored))?;
+        if report.registries_proved + report.plans_proved + report.selections_proved > 0 {
+            emit(
+                out,
+                format!(
+                    "  context delivery: registries {}, profile revisions (plan and generation re-derived) {}, selections re-derived {} (loaded resources {})",
+                    report.registries_proved,
+                    report.plans_proved,
+                    report.selections_proved,
+                    report.loaded_resources_proved
+                ),
+            )?;
+        }
         let verdicts: Vec<String> = report.verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
         emit(
             out,

@@ -82,6 +82,13 @@ pub struct ReplayReport {
     pub manifests_proved: u64,
     /// Profile revisions whose plan and generation digests were re-derived (issue #14).
     pub plans_proved: u64,
+    /// Source registries whose digests (and every resource digest) were re-derived.
+    pub registries_proved: u64,
+    /// Task selections re-derived whole — decision, receipt and what each loaded (issue #15;
+    /// outside review 87: the report did not say so).
+    pub selections_proved: u64,
+    /// The skill resources those selections loaded, each held to its registry bytes.
+    pub loaded_resources_proved: u64,
     pub worker_events: WorkerEventCounts,
     /// Acceptance verdicts, by verdict.
     pub verdicts: BTreeMap<String, u64>,
@@ -149,6 +156,11 @@ impl<'r> Audit<'r> {
                 report.manifests_proved += 1;
             }
             Event::ProfileRevisionRecorded(_) => report.plans_proved += 1,
+            Event::SourceRegistryRecorded(_) => report.registries_proved += 1,
+            Event::SelectionRecorded(e) => {
+                report.selections_proved += 1;
+                report.loaded_resources_proved += e.resources.len() as u64;
+            }
             Event::WorkerEventAdmitted(_) => report.worker_events.admitted += 1,
             Event::WorkerDeliveryIgnored(_) => report.worker_events.ignored += 1,
             Event::AcceptanceDecided(d) => {

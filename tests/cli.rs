@@ -151,6 +151,20 @@ fn the_demo_passes_its_audit() {
     assert!(out.contains("4 manifests proved"), "{out}");
     assert!(out.contains("replayed state digest equals the live one"), "{out}");
     assert!(out.lines().last().unwrap().starts_with("demo ok"), "{out}");
+    // The replay report says what of context delivery it re-derived (outside review 87),
+    // counted against the entries themselves.
+    let d = dir.to_str().unwrap();
+    let (_, exported, _) = ledger(&["export", d]);
+    let count = |kind: &str| exported.lines().filter(|l| l.contains(&format!("\"kind\":\"{kind}\""))).count();
+    let (code, json, _) = ledger(&["replay", d, "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["selectionsProved"], count("selectionRecorded"), "{v}");
+    assert_eq!(v["registriesProved"], count("sourceRegistryRecorded"), "{v}");
+    assert_eq!(v["plansProved"], count("profileRevisionRecorded"), "{v}");
+    assert!(count("selectionRecorded") > 0 && v["loadedResourcesProved"].as_u64().unwrap() > 0, "{v}");
+    let (_, text, _) = ledger(&["replay", d]);
+    assert!(text.contains("context delivery: registries"), "{text}");
 }
 
 /// Copies directory `from` to `to`, recursively.

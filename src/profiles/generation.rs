@@ -632,7 +632,17 @@ pub fn preflight(
     }
     let target = generation_dir(root, digest);
     if fs::symlink_metadata(&target).is_ok() {
-        verify(&target, manifest)?;
+        // An earlier generation this command would reuse, tampered: never overwritten; the
+        // remedy is named (outside review 87: a bare "was modified").
+        verify(&target, manifest).map_err(|e| match e {
+            GenerationError::Tampered { root, reason } => GenerationError::Tampered {
+                root,
+                reason: format!(
+                    "{reason} (move it out of the state root; the command then rebuilds it from the ledger)"
+                ),
+            },
+            other => other,
+        })?;
         return Ok(true);
     }
     let stage = root.join("stage").join(hex(digest));

@@ -316,8 +316,10 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
     let (event, resources, mode) = decide_and_load(state, task, opts)?;
     let recorded = state.selections.by_receipt.get(&event.receipt().digest()).map(|s| s.seq);
     let (seq, duplicate) = match recorded {
-        _ if opts.dry_run => (None, false),
+        // Already recorded: a duplicate, dry run or not (outside review 87: the dry run said
+        // `duplicate: false` where the real call returned the original seq).
         Some(seq) => (Some(seq), true),
+        None if opts.dry_run => (None, false),
         None => {
             let receipt = ledger.admit(
                 vec![Event::SelectionRecorded(Box::new(event.clone()))],

@@ -566,6 +566,8 @@ fn refused_set_or_rollback_leaves_no_transaction() {
         };
         assert_eq!(code, 1, "{command}: {err}");
         assert!(err.contains("was modified"), "{command}: {err}");
+        // The remedy is named (outside review 87).
+        assert!(err.contains("move it out of the state root"), "{command}: {err}");
         assert!(!root.join("txn.json").exists(), "{command}: no prepared transaction left");
         let st = ok(status(&s));
         assert_eq!(st["recoveryRequired"], false, "{command}");

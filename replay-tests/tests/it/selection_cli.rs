@@ -316,6 +316,15 @@ fn suggest_never_loads_and_expected_digest_binds_a_load() {
     assert_eq!(s.head(), before, "nothing recorded");
     let v = ok(select(&s, &task(RANKED), &["--load", "--expected-digest", &digest]));
     assert_eq!(v["loadedIds"], json!(["skill:postgres-tuning"]));
+    // Once recorded, a dry run of it is the duplicate the real call would be, with its seq
+    // (outside review 87: it said `duplicate: false`), and writes nothing.
+    // (A dry run never loads, so it is the duplicate of the same selection recorded
+    // without `--load`.)
+    let plain = ok(select(&s, &task(RANKED), &[]));
+    let head = s.head();
+    let again = ok(select(&s, &task(RANKED), &["--dry-run"]));
+    assert_eq!((&again["duplicate"], &again["seq"]), (&json!(true), &plain["seq"]), "{again}");
+    assert_eq!(s.head(), head);
 }
 
 #[test]
