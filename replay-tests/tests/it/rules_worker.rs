@@ -42,6 +42,32 @@ fn deliver(w: &World, event: u128, p: WorkerPayload) -> Command {
     })
 }
 
+/// Attempt 0x60 dispatched on workflow 0x31 under a profile of compaction `mode`.
+fn compaction_world(mode: ledger_schema::types::CompactionMode) -> World {
+    let mut w = World::at(Stage::Setup);
+    let mut profile = profile(false);
+    profile.name = format!("compaction {mode:?}");
+    profile.compaction = mode;
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile }));
+    w.ok(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x31),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(0x14),
+        plan: None,
+    }));
+    w.ok(Command::StartAttempt(StartAttempt {
+        attempt_id: lid(0x60),
+        workflow_id: lid(0x31),
+        worker_session_id: lid(0x61),
+        thread: ThreadChoice::Fresh,
+        selection_receipt: None,
+    }));
+    w.with(|s| s.claim(lid(0x60))).unwrap();
+    w
+}
+
 /// A compaction directive for attempt 0x60 (what a MANUAL profile's COMPACTION_STARTED needs).
 fn request(directive: u128) -> Command {
     Command::RequestCompaction(closure_ledger::runtime::command::RequestCompaction {
@@ -505,27 +531,7 @@ fn payload_too_large_measures_canonical_json() {
 /// profile the same compaction events are admitted.
 #[test]
 fn compaction_disabled_refuses_compaction_events() {
-    let mut w = World::at(Stage::Setup);
-    let mut profile = profile(false);
-    profile.name = "no compaction".into();
-    profile.compaction = ledger_schema::types::CompactionMode::Disabled;
-    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile }));
-    w.ok(Command::StartWorkflow(StartWorkflow {
-        workflow_id: lid(0x31),
-        goal_id: lid(GOAL),
-        goal_revision: 1,
-        policy_id: lid(POLICY),
-        profile_id: lid(0x14),
-        plan: None,
-    }));
-    w.ok(Command::StartAttempt(StartAttempt {
-        attempt_id: lid(0x60),
-        workflow_id: lid(0x31),
-        worker_session_id: lid(0x61),
-        thread: ThreadChoice::Fresh,
-        selection_receipt: None,
-    }));
-    w.with(|s| s.claim(lid(0x60))).unwrap();
+    let mut w = compaction_world(ledger_schema::types::CompactionMode::Disabled);
     for kind in [WorkerEventKind::CompactionStarted, WorkerEventKind::CompactionCompleted] {
         let c = deliver(&w, 0x70, payload(kind, 1, ""));
         w.refused(c, Rule::CompactionMode);
@@ -661,27 +667,7 @@ fn a_manual_compaction_starts_only_on_a_directive() {
     let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
     assert_eq!(replayed.state().digest(), w.ledger.state().digest(), "replay agrees");
     // AUTOMATIC (an unprotected profile may select it): no directive needed.
-    let mut w = World::at(Stage::Setup);
-    let mut automatic = profile(false);
-    automatic.name = "automatic compaction".into();
-    automatic.compaction = ledger_schema::types::CompactionMode::Automatic;
-    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: automatic }));
-    w.ok(Command::StartWorkflow(StartWorkflow {
-        workflow_id: lid(0x31),
-        goal_id: lid(GOAL),
-        goal_revision: 1,
-        policy_id: lid(POLICY),
-        profile_id: lid(0x14),
-        plan: None,
-    }));
-    w.ok(Command::StartAttempt(StartAttempt {
-        attempt_id: lid(0x60),
-        workflow_id: lid(0x31),
-        worker_session_id: lid(0x61),
-        thread: ThreadChoice::Fresh,
-        selection_receipt: None,
-    }));
-    w.with(|s| s.claim(lid(0x60))).unwrap();
+    let mut w = compaction_world(ledger_schema::types::CompactionMode::Automatic);
     w.ok(deliver(&w, 0x70, payload(CompactionStarted, 1, "")));
 }
 

@@ -808,29 +808,8 @@ fn a_profile_change_after_the_result_does_not_block_freeze_or_accept() {
 /// session's context). Replay agrees either way.
 #[test]
 fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
-    use closure_ledger::lifecycle::payload;
-    use ledger_schema::events::WorkerEventKind;
-    use ledger_schema::types::ResultKind;
     for exclude in [true, false] {
-        let mut w = resuming_world();
-        let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
-        let on = |attempt: u128, thread, selection| {
-            Command::StartAttempt(StartAttempt {
-                attempt_id: lid(attempt),
-                workflow_id: lid(0x31),
-                worker_session_id: lid(0x61),
-                thread,
-                selection_receipt: selection,
-            })
-        };
-        w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
-        w.with_ledger(|s| {
-            s.claim(lid(0x60))?;
-            let t = s.time_ms;
-            s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
-            s.finish(0x60, ResultKind::Proposals)
-        })
-        .unwrap();
+        let mut w = ran_with_a_loaded_skill();
         let root = w.s.tmp.path().join("store");
         let (code, _, err) = if exclude {
             w.s.run(
@@ -841,7 +820,7 @@ fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
             w.s.run(&["profile", "mode"], &["manual", "--expected-revision", "1"])
         };
         assert_eq!(code, 0, "{err}");
-        let resumed = w.submit(on(0x62, ThreadChoice::Resume, None));
+        let resumed = w.submit(on_session_0x61(0x62, ThreadChoice::Resume, None));
         if exclude {
             let (rule, detail) = refused_rule(resumed);
             assert_eq!(rule, Rule::ThreadPolicy, "{detail}");
@@ -861,9 +840,6 @@ fn resume_is_refused_after_a_selected_skill_was_withdrawn() {
 /// admitted. Replay agrees either way.
 #[test]
 fn resume_is_refused_after_a_loaded_skill_became_unselectable() {
-    use closure_ledger::lifecycle::payload;
-    use ledger_schema::events::WorkerEventKind;
-    use ledger_schema::types::ResultKind;
     // A dependency added that cannot be loaded (a file it requires is not text): the
     // selection's load could no longer be made (outside review 86).
     let unloadable_dependency = |src: &Path| {
@@ -891,32 +867,14 @@ fn resume_is_refused_after_a_loaded_skill_became_unselectable() {
         (Some("policy:\n  allow_implicit_invocation: false\n"), false),
         (None, true),
     ] {
-        let mut w = resuming_world();
-        let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
-        let on = |attempt: u128, thread, selection| {
-            Command::StartAttempt(StartAttempt {
-                attempt_id: lid(attempt),
-                workflow_id: lid(0x31),
-                worker_session_id: lid(0x61),
-                thread,
-                selection_receipt: selection,
-            })
-        };
-        w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
-        w.with_ledger(|s| {
-            s.claim(lid(0x60))?;
-            let t = s.time_ms;
-            s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
-            s.finish(0x60, ResultKind::Proposals)
-        })
-        .unwrap();
+        let mut w = ran_with_a_loaded_skill();
         match yaml {
             Some(yaml) => write(&w.s.src.join("skills/api-design/agents/openai.yaml"), yaml),
             None => unloadable_dependency(&w.s.src),
         }
         let (code, _, err) = w.s.scan();
         assert_eq!(code, 0, "{err}");
-        let resumed = w.submit(on(0x62, ThreadChoice::Resume, None));
+        let resumed = w.submit(on_session_0x61(0x62, ThreadChoice::Resume, None));
         if refused {
             let (rule, detail) = refused_rule(resumed);
             assert_eq!(rule, Rule::ThreadPolicy, "{detail}");
@@ -1053,6 +1011,36 @@ fn a_rescan_keeps_the_bytes_an_open_attempt_loaded() {
 }
 
 /// [`world`] in auto mode with workflow 0x31 under a profile whose `attemptThread` is RESUME.
+/// Session 0x61's Attempt 0x60 started FRESH with an explicit selection that loaded
+/// `skill:api-design`, dispatched and finished — a Thread a later Attempt may RESUME.
+fn ran_with_a_loaded_skill() -> World {
+    use closure_ledger::lifecycle::payload;
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    let mut w = resuming_world();
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(on_session_0x61(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| {
+        s.claim(lid(0x60))?;
+        let t = s.time_ms;
+        s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
+        s.finish(0x60, ResultKind::Proposals)
+    })
+    .unwrap();
+    w
+}
+
+/// Attempt `attempt` of workflow 0x31 on session 0x61.
+fn on_session_0x61(attempt: u128, thread: ThreadChoice, selection: Option<Digest>) -> Command {
+    Command::StartAttempt(StartAttempt {
+        attempt_id: lid(attempt),
+        workflow_id: lid(0x31),
+        worker_session_id: lid(0x61),
+        thread,
+        selection_receipt: selection,
+    })
+}
+
 fn resuming_world() -> World {
     use closure_ledger::lifecycle::profile;
     use closure_ledger::runtime::command::InstallProfile;
