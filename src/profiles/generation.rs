@@ -363,7 +363,7 @@ impl Drop for Lock {
 /// The lock appears whole or not at all: the owner (`pid host`) is written and synced to
 /// `lock.<pid>` first, then hard-linked to `lock` (which fails if `lock` exists). A crash
 /// can leave only that pid-named file, which nothing reads and the next writer to take the
-/// lock removes ([`sweep_staged_locks`]). An empty `lock` is therefore not a live writer's: it was left
+/// lock removes (`sweep_staged_locks`). An empty `lock` is therefore not a live writer's: it was left
 /// by a crash of a writer older than this rule between creating the file and writing its
 /// owner (outside review 20: such a lock refused every later `set`, `rollback` and
 /// `recover`), and is reclaimed.

@@ -326,7 +326,7 @@ pub(crate) fn bounded_text(field: &str, value: &str) -> Result<(), RuleViolation
 
 /// `text` as one line a terminal shows as written, for a message: a line break becomes
 /// `\n` or `\r`, a tab `\t`, and any other control character, or one that reads differently or
-/// shows nothing ([`undeliverable`], [`invisible`]), becomes `\u{XXXX}` (outside review 20:
+/// shows nothing (`undeliverable`, `invisible`), becomes `\u{XXXX}` (outside review 20:
 /// a path holding a line feed or an ESC sequence split or coloured the line). The one
 /// escaping every message uses (outside review 83: two forms of ESC). Idempotent.
 pub fn escaped(text: &str) -> String {
