@@ -493,7 +493,7 @@ fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
     // Decimal digits only (outside review 83: ` 1` and `+1` were read as 1).
     let num = |s: &str| {
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(usage(format!("not a seq or A..B range: \"{text}\"")));
+            return Err(usage(format!("not a seq or A..B range: \"{text}\" (see `ledger show --help`)")));
         }
         s.parse::<u64>().map_err(|_| usage(format!("seq {s} is too large (the largest is {})", u64::MAX)))
     };
@@ -501,7 +501,7 @@ fn parse_range(text: &str) -> Result<(u64, u64), Failure> {
         Some((a, b)) => {
             let (a, b) = (num(a)?, num(b)?);
             if a > b {
-                return Err(usage(format!("empty range \"{text}\"")));
+                return Err(usage(format!("empty range \"{text}\" (see `ledger show --help`)")));
             }
             Ok((a, b))
         }

@@ -27,10 +27,12 @@ pub fn decide_profile(c: &InstallProfile) -> Event {
 }
 
 /// The least `maxEventBytes` under which every kind of Worker event can be admitted in its
-/// smallest form — a one-byte text (a compaction event: empty), no items, observed at 0 — in
-/// canonical JSON bytes, as `maxEventBytes` counts them: the largest of those is
-/// COMPACTION_COMPLETED's (a compaction that could open but never close would hold back
-/// every result: outside review 86), above COMPLETION_REQUEST's (outside review 84).
+/// smallest form — a one-byte text (a compaction event: empty), no items — at any observed
+/// time (the widest `observedAtMs`, 20 digits: outside review 88, a truthful 13-digit
+/// clock opened a compaction it could not close at 79–80), in canonical JSON bytes, as
+/// `maxEventBytes` counts them: the largest is COMPACTION_COMPLETED's (a compaction that
+/// could open but never close would hold back every result: outside review 86), above
+/// COMPLETION_REQUEST's (outside review 84).
 pub fn least_max_event_bytes() -> u32 {
     use ledger_schema::events::{WorkerEventKind as K, WorkerPayload};
     let least = |kind| {
@@ -39,7 +41,7 @@ pub fn least_max_event_bytes() -> u32 {
             kind,
             text: text.to_owned(),
             items: Vec::new(),
-            observed_at_ms: 0,
+            observed_at_ms: u64::MAX,
         })
     };
     let kinds = [

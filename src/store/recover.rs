@@ -1058,13 +1058,9 @@ fn rewrite_from(
     // ledger's records over acknowledged ones was refused as "another version", and the hint
     // cut what sled held).
     let ours = boundary.head.map(|h| h.ledger);
-    let journal_has: std::collections::BTreeSet<u64> = journal_records
-        .iter()
-        .filter(|(_, r)| {
-            entries_open(r) && ours.is_none_or(|id| sealed_of(r).iter().all(|e| e.entry.ledger == id))
-        })
-        .map(|(s, _)| *s)
-        .collect();
+    let foreign = |r: &[u8]| ours.is_some_and(|id| sealed_of(r).iter().any(|e| e.entry.ledger != id));
+    let journal_has: std::collections::BTreeSet<u64> =
+        journal_records.iter().filter(|(_, r)| entries_open(r) && !foreign(r)).map(|(s, _)| *s).collect();
     let mut beyond: Vec<Keyed> = Vec::new();
     let mut differing = std::collections::BTreeSet::new();
     // First seqs of the journal's records kept as they are (the same in sled, or beyond it).
@@ -1182,6 +1178,12 @@ fn rewrite_from(
                     differing.insert(first_seq);
                 }
             }
+        } else if foreign(&record) {
+            // Past sled's end, another ledger's record is no entry this ledger wrote, so none
+            // it acknowledged: it is not carried into the rewritten journal (its bytes stay in
+            // `cut/N/` with the replaced segment) — outside review 88: recover refused, and
+            // its hint cut the acknowledged records sled holds before it.
+            continue;
         } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {
             kept.insert(first_seq);
             beyond.push((first_seq, record));

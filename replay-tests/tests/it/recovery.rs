@@ -418,26 +418,35 @@ fn another_ledgers_records(tmp: &std::path::Path, n: usize) -> (ledger_schema::I
 /// included) is damage, not another version of them: sled's intact copies replace them, and
 /// nothing is lost (outside review 86: recover refused — "an intact record at seq 3 that
 /// sled's copy does not hold identically" — and its hint cut the acknowledged records).
+/// And so is a run that goes on past the head (outside review 88): another ledger's
+/// records past sled's end are no entry this ledger wrote, and are left in `cut/`.
 #[test]
 fn a_run_of_another_ledgers_records_is_restored_from_sled() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("l");
-    make_ledger(&dir, 4, 1);
-    let before = all_entries(&dir);
-    let (_, theirs) = another_ledgers_records(tmp.path(), 4);
-    let frames = journal_frames(&dir);
-    let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    let (from, to) = (frames[2].range.start, frames[4].range.end);
-    let run: Vec<u8> = theirs[2..=4].concat();
-    assert_eq!(run.len(), to - from, "same-shaped records");
-    bytes[from..to].copy_from_slice(&run);
-    std::fs::write(segment(&dir), &bytes).unwrap();
-    let d = dir.to_str().unwrap();
-    assert_eq!(cli(&["verify", d]).0, 1);
-    let (code, out, err) = cli(&["recover", d]);
-    assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(verify_json(&dir, None).0, 0);
-    assert_eq!(all_entries(&dir), before, "every acknowledged entry is back");
+    for past_the_head in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("l");
+        make_ledger(&dir, 4, 1);
+        let before = all_entries(&dir);
+        let (_, theirs) = another_ledgers_records(tmp.path(), 6);
+        let frames = journal_frames(&dir);
+        let mut bytes = std::fs::read(segment(&dir)).unwrap();
+        let (from, to) = (frames[2].range.start, frames[4].range.end);
+        let run: Vec<u8> = theirs[2..=4].concat();
+        assert_eq!(run.len(), to - from, "same-shaped records");
+        bytes[from..to].copy_from_slice(&run);
+        if past_the_head {
+            let more: Vec<u8> = theirs[5..=6].concat();
+            bytes[to..to + more.len()].copy_from_slice(&more);
+        }
+        std::fs::write(segment(&dir), &bytes).unwrap();
+        let d = dir.to_str().unwrap();
+        assert_eq!(cli(&["verify", d]).0, 1);
+        let (code, out, err) = cli(&["recover", d]);
+        assert_eq!(code, 0, "{past_the_head}: {out}{err}");
+        assert_eq!(verify_json(&dir, None).0, 0);
+        assert_eq!(all_entries(&dir), before, "{past_the_head}: every acknowledged entry is back");
+        assert!(dir.join("cut").exists(), "the replaced bytes are kept");
+    }
 }
 
 /// Another ledger's record written after the head (checks and seq valid, link and ledger id

@@ -41,15 +41,17 @@ fn authority_digest_profile() {
     );
 }
 
-/// maxEventBytes above 65,536, or below the smallest event of the longest kind — an empty
-/// COMPACTION_COMPLETED, in canonical JSON (outside review 84: 1–58 installed, and no result
+/// maxEventBytes above 65,536, or below the smallest event of the longest kind at any time —
+/// an empty COMPACTION_COMPLETED observed at `u64::MAX`, in canonical JSON (outside review 84: 1–58 installed, and no result
 /// could ever be admitted under it; outside review 86: at 68 a compaction opened and could
 /// never close, holding back every result) — is refused; that size is admitted.
 #[test]
 fn policy_bounds_max_event_bytes() {
     // The canonical JSON, written out (not computed by the code under test).
-    let least = r#"{"items":[],"kind":"COMPACTION_COMPLETED","observedAtMs":0,"text":""}"#.len() as u32;
-    assert_eq!(least, 69);
+    // At any observed time: the widest `observedAtMs` (outside review 88).
+    let least = r#"{"items":[],"kind":"COMPACTION_COMPLETED","observedAtMs":18446744073709551615,"text":""}"#
+        .len() as u32;
+    assert_eq!(least, 88);
     let mut w = World::at(Stage::Empty);
     for max in [0, 1, 58, least - 1, 65_537] {
         let mut b = policy_bundle();
