@@ -1058,7 +1058,13 @@ fn rewrite_from(
     // ledger's records over acknowledged ones was refused as "another version", and the hint
     // cut what sled held).
     let ours = boundary.head.map(|h| h.ledger);
+    // A record holding any entry of another ledger is no version of this ledger's record;
+    // one holding only such entries is no record this ledger wrote at all.
     let foreign = |r: &[u8]| ours.is_some_and(|id| sealed_of(r).iter().any(|e| e.entry.ledger != id));
+    let wholly_foreign = |r: &[u8]| {
+        let entries = sealed_of(r);
+        !entries.is_empty() && ours.is_some_and(|id| entries.iter().all(|e| e.entry.ledger != id))
+    };
     let journal_has: std::collections::BTreeSet<u64> =
         journal_records.iter().filter(|(_, r)| entries_open(r) && !foreign(r)).map(|(s, _)| *s).collect();
     let mut beyond: Vec<Keyed> = Vec::new();
@@ -1178,11 +1184,14 @@ fn rewrite_from(
                     differing.insert(first_seq);
                 }
             }
-        } else if foreign(&record) {
-            // Past sled's end, another ledger's record is no entry this ledger wrote, so none
-            // it acknowledged: it is not carried into the rewritten journal (its bytes stay in
-            // `cut/N/` with the replaced segment) — outside review 88: recover refused, and
-            // its hint cut the acknowledged records sled holds before it.
+        } else if wholly_foreign(&record) {
+            // Past sled's end, a record of another ledger's entries only is no entry this
+            // ledger wrote, so none it acknowledged: it is not carried into the rewritten
+            // journal (its bytes stay in `cut/N/` with the replaced segment) — outside review
+            // 88: recover refused, and its hint cut the acknowledged records sled holds
+            // before it. One that also holds an entry of this ledger is kept, and the
+            // rewritten journal's verification refuses it (outside review 89: it was dropped
+            // whole, an acknowledged entry with it).
             continue;
         } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {
             kept.insert(first_seq);
@@ -1205,6 +1214,24 @@ fn rewrite_from(
             Corruption::Damaged(Box::new(damaged)),
             "the journal holds damaged bytes past the records it keeps, not a torn write, and no copy holds them",
         ));
+    }
+    // Restoring from sled, the same: damaged bytes that begin past sled's end (not a torn
+    // write) were acknowledged and no copy holds them — refused, nothing changed (outside
+    // review 89, P1: with a lagging sled they went to `cut/` with exit 0 whenever something
+    // before sled's end was restored too).
+    if !boundary.give_way
+        && let Some(to) = restored_to
+        && let Some((seq, damaged)) = damage_past(journal, to)?.filter(|(seq, _)| *seq > to)
+    {
+        return Err(OpenError::Unrecoverable {
+            seq,
+            replica: Replica::Journal,
+            reason: Box::new(Corruption::Damaged(Box::new(damaged))),
+            why: format!(
+                "the journal holds damaged bytes at seq {seq}, past sled's copy (which ends at seq {to}), not a torn write: no copy holds them; nothing was changed. If the records after seq {last} were never acknowledged, cut them with `ledger recover --truncate-after {last}` (the cut bytes are moved aside)",
+                last = seq.saturating_sub(1)
+            ),
+        });
     }
     // A suspect record (intact, decoding, but breaking the chain) is replaced by sled's
     // version only with proof: the journal's own next record, kept, links to it (checked

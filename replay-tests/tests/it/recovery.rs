@@ -449,6 +449,32 @@ fn a_run_of_another_ledgers_records_is_restored_from_sled() {
     }
 }
 
+/// Damaged bytes past a lagging sled's end, with damage before its end too: the record
+/// sled holds is restorable, the one past its end is held by no copy, so recover refuses and
+/// changes nothing (outside review 89, P1: it restored the first and dropped the second,
+/// an acknowledged record, with exit 0).
+#[test]
+fn damage_past_a_lagging_sleds_end_is_refused_even_when_earlier_damage_is_restorable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 1);
+    let frames = journal_frames(&dir);
+    with_sled(&dir, |t| {
+        t.remove(frames[4].first_seq.to_be_bytes()).unwrap();
+    });
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    for f in [&frames[2], &frames[4]] {
+        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+    }
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("no copy holds them") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "the journal is unchanged");
+    assert!(!dir.join("cut").exists(), "nothing moved aside");
+}
+
 /// Another ledger's record written after the head (checks and seq valid, link and ledger id
 /// not) is named at its own seq as another ledger's, and `recover` names the cut that keeps
 /// the intact, acknowledged head (outside review 78: it was reported as a broken link of the
