@@ -352,11 +352,41 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         }
         other => other,
     };
-    let result = result.and_then(|report| restored_reads_back(root, report));
+    let result =
+        result.and_then(|report| restored_reads_back(root, report)).map_err(|e| hint_keeps_sled(root, e));
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
     }
     result
+}
+
+/// A refusal whose hint names a cut (`--truncate-after N`) behind records sled holds, intact
+/// and chained from genesis, says so and names the way that keeps them (outside review 89:
+/// following the hint lost records sled held, in layouts recover cannot decide itself).
+fn hint_keeps_sled(root: &Path, e: OpenError) -> OpenError {
+    let OpenError::Unrecoverable { seq, replica, reason, mut why } = e else { return e };
+    let marker = "`ledger recover --truncate-after ";
+    let cut = why
+        .find(marker)
+        .and_then(|at| why.get(at + marker.len()..))
+        .and_then(|rest| rest.split('`').next())
+        .and_then(|n| n.parse::<u64>().ok());
+    let sled_head = || -> Option<u64> {
+        let db = open_sled(&root.join(SLED_DIR)).ok()?;
+        let (entries, _) = trees(&db).ok()?;
+        sled_continuation(&entries, None, None).ok()?.1.map(|h| h.seq)
+    };
+    if let Some(n) = cut
+        && let Some(held) = super::disk::sled_guarded(sled_head).ok().flatten().filter(|held| *held > n)
+    {
+        why.push_str(&format!(
+            " — but sled holds an intact history up to seq {held}: that cut would drop seqs {}..={held}, which sled holds; \
+             to keep them, move journal/ out of the ledger directory and run `ledger recover`, which writes the journal \
+             from sled's copy (journal records past seq {held}, if any, then stay only in the moved directory)",
+            n + 1
+        ));
+    }
+    OpenError::Unrecoverable { seq, replica, reason, why }
 }
 
 /// The seq where the copies' intact histories part, when that is before the journal's

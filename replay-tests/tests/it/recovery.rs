@@ -475,6 +475,50 @@ fn damage_past_a_lagging_sleds_end_is_refused_even_when_earlier_damage_is_restor
     assert!(!dir.join("cut").exists(), "nothing moved aside");
 }
 
+/// Where recover refuses and its hint names a cut behind records sled holds intact (another
+/// ledger's record at 2, this ledger's 3 and 4 regrouped into one record: "the journal holds
+/// an intact record at seq 3 that sled's copy does not hold identically"), the refusal says
+/// what that cut would drop and names the way that keeps them — moving journal/ aside and
+/// recovering from sled, which then restores everything (outside review 89: following the
+/// hint lost 2..=4).
+#[test]
+fn a_hint_that_would_drop_what_sled_holds_says_so() {
+    use ledger_schema::record::{RecordVersion, seal_record_as};
+    use ledger_schema::{decode_frame, encode_frame};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 1);
+    let before = all_entries(&dir);
+    let (_, theirs) = another_ledgers_records(tmp.path(), 4);
+    let frames = journal_frames(&dir);
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let entry = |f: &FrameAt| decode_frame(payload_of(&bytes[f.range.clone()])).unwrap()[0].to_vec();
+    let (three, four) = (entry(&frames[3]), entry(&frames[4]));
+    let payload = encode_frame([three.as_slice(), four.as_slice()]);
+    let version = RecordVersion::of_record(&bytes[frames[3].range.clone()]).unwrap();
+    let merged = seal_record_as(version, 3, 2, &payload);
+    let mut edited = bytes[..frames[2].range.start].to_vec();
+    edited.extend_from_slice(&theirs[2]);
+    edited.extend_from_slice(&merged);
+    edited.resize(bytes.len(), 0);
+    std::fs::write(segment(&dir), &edited).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--truncate-after 1")
+            && err.contains("sled holds an intact history up to seq 4")
+            && err.contains("move journal/ out"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
+    // The way it names keeps every record.
+    std::fs::rename(dir.join("journal"), tmp.path().join("journal.aside")).unwrap();
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(all_entries(&dir), before);
+}
+
 /// Another ledger's record written after the head (checks and seq valid, link and ledger id
 /// not) is named at its own seq as another ledger's, and `recover` names the cut that keeps
 /// the intact, acknowledged head (outside review 78: it was reported as a broken link of the
