@@ -372,7 +372,13 @@ fn hint_keeps_sled(root: &Path, e: OpenError) -> OpenError {
         .and_then(|rest| rest.split('`').next())
         .and_then(|n| n.parse::<u64>().ok());
     let sled_head = || -> Option<u64> {
-        let db = open_sled(&root.join(SLED_DIR)).ok()?;
+        // Only a sled database that is there (opening an absent one would make one: a
+        // refusal leaves the ledger as found).
+        let dir = root.join(SLED_DIR);
+        if !dir.join("conf").is_file() && !dir.join("db").is_file() {
+            return None;
+        }
+        let db = open_sled(&dir).ok()?;
         let (entries, _) = trees(&db).ok()?;
         sled_continuation(&entries, None, None).ok()?.1.map(|h| h.seq)
     };

@@ -519,6 +519,24 @@ fn a_hint_that_would_drop_what_sled_holds_says_so() {
     assert_eq!(all_entries(&dir), before);
 }
 
+/// A refusal leaves the ledger as found — the hint's check of sled does not make a sled
+/// database where there is none.
+#[test]
+fn a_refusal_without_sled_makes_no_sled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 1);
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let frames = journal_frames(&dir);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[frames[2].range.start + (frames[2].range.end - frames[2].range.start) / 2] ^= 0x40;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!dir.join("sled").exists(), "no sled made: {err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes);
+}
+
 /// Another ledger's record written after the head (checks and seq valid, link and ledger id
 /// not) is named at its own seq as another ledger's, and `recover` names the cut that keeps
 /// the intact, acknowledged head (outside review 78: it was reported as a broken link of the
