@@ -378,7 +378,15 @@ pub enum OpenError {
     GenesisFrame(#[source] FrameError),
     /// Damage that recovery cannot repair from either copy; nothing was changed.
     #[error("cannot recover: seq {seq} in the {replica} copy: {reason}; {why}")]
-    Unrecoverable { seq: u64, replica: Replica, reason: Box<Corruption>, why: String },
+    Unrecoverable {
+        seq: u64,
+        replica: Replica,
+        reason: Box<Corruption>,
+        why: String,
+        /// The operator's cut `why` suggests (`--truncate-after`), if any: where it would
+        /// drop records sled holds, `recover` says so (outside review 89).
+        cut: Option<u64>,
+    },
     /// The journal ends in a partial record and sled, the only evidence of whether it was
     /// acknowledged, cannot vouch for it (it will not open, or holds another history): it is
     /// not cut (exit 1; no journal byte was changed — sled's own open may have rewritten the

@@ -256,6 +256,7 @@ fn checkpoint_refused(cp: &Checkpoint, verdict: Option<Result<(), Corruption>>, 
         _ => Corruption::Truncated { head },
     };
     OpenError::Unrecoverable {
+        cut: None,
         seq: cp.seq,
         replica: Replica::Journal,
         reason: Box::new(reason),
@@ -364,13 +365,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
 /// and chained from genesis, says so and names the way that keeps them (outside review 89:
 /// following the hint lost records sled held, in layouts recover cannot decide itself).
 fn hint_keeps_sled(root: &Path, e: OpenError) -> OpenError {
-    let OpenError::Unrecoverable { seq, replica, reason, mut why } = e else { return e };
-    let marker = "`ledger recover --truncate-after ";
-    let cut = why
-        .find(marker)
-        .and_then(|at| why.get(at + marker.len()..))
-        .and_then(|rest| rest.split('`').next())
-        .and_then(|n| n.parse::<u64>().ok());
+    let OpenError::Unrecoverable { seq, replica, reason, mut why, cut } = e else { return e };
     let sled_head = || -> Option<u64> {
         // Only a sled database that is there (opening an absent one would make one: a
         // refusal leaves the ledger as found).
@@ -392,7 +387,7 @@ fn hint_keeps_sled(root: &Path, e: OpenError) -> OpenError {
             n + 1
         ));
     }
-    OpenError::Unrecoverable { seq, replica, reason, why }
+    OpenError::Unrecoverable { seq, replica, reason, why, cut }
 }
 
 /// The seq where the copies' intact histories part, when that is before the journal's
@@ -408,6 +403,7 @@ fn parted_before(found: &Survey, newest: u64) -> Option<u64> {
 /// two histories from genesis, not histories that share a prefix.
 fn histories_part(parted: u64, newest: u64) -> OpenError {
     OpenError::Unrecoverable {
+        cut: None,
         seq: parted,
         replica: Replica::Both,
         reason: Box::new(Corruption::HistoriesPart { newest }),
@@ -653,6 +649,7 @@ fn recover_in(
                 }
                 (None, None) if options.checkpoint.is_some() => {
                     return Err(OpenError::Unrecoverable {
+                        cut: None,
                         seq: options.checkpoint.map_or(0, |cp| cp.seq),
                         replica: Replica::Both,
                         reason: Box::new(Corruption::CopiesDisagree),
@@ -665,6 +662,7 @@ fn recover_in(
                 }
                 (None, None) => {
                     return Err(OpenError::Unrecoverable {
+                        cut: None,
                         seq: 0,
                         replica: Replica::Both,
                         reason: Box::new(Corruption::CopiesDisagree),
@@ -827,6 +825,15 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
     Ok((moved_aside, rebuilt))
 }
 
+/// The operator's cut a refusal suggests when the records after `last` may never have been
+/// acknowledged (one wording for every refusal that names it).
+fn cut_hint(last: u64) -> String {
+    format!(
+        "If the records after seq {last} were never acknowledged, cut them with `ledger recover --truncate-after \
+         {last}` (the cut bytes are moved aside)"
+    )
+}
+
 /// The refusal for `damage` no copy restores; `last_good` ends the last record before it that
 /// can be kept (a frame boundary, so the hint's `--truncate-after` is one recover accepts).
 fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Option<u64>) -> OpenError {
@@ -834,14 +841,12 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
         return damage.corruption();
     };
     OpenError::Unrecoverable {
+        cut: last_good,
         seq,
         replica,
         reason: Box::new(reason),
         why: match last_good {
-            Some(last_good) => format!(
-                "{why}; nothing was changed. If the records after seq {last_good} were never acknowledged, \
-                 cut them with `ledger recover --truncate-after {last_good}` (the cut bytes are moved aside)"
-            ),
+            Some(last_good) => format!("{why}; nothing was changed. {}", cut_hint(last_good)),
             None => format!(
                 "{why}; nothing was changed (the damage reaches back to the genesis record: no record before it \
                  is proven, so no prefix can be kept)"
@@ -855,6 +860,7 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
 fn broken_continuation(seq: u64, reason: Corruption, why: &str) -> OpenError {
     let last = seq.saturating_sub(1);
     OpenError::Unrecoverable {
+        cut: Some(last),
         seq,
         replica: Replica::Journal,
         reason: Box::new(reason),
@@ -1259,13 +1265,15 @@ fn rewrite_from(
         && let Some(to) = restored_to
         && let Some((seq, damaged)) = damage_past(journal, to)?.filter(|(seq, _)| *seq > to)
     {
+        let last = seq.saturating_sub(1);
         return Err(OpenError::Unrecoverable {
+            cut: Some(last),
             seq,
             replica: Replica::Journal,
             reason: Box::new(Corruption::Damaged(Box::new(damaged))),
             why: format!(
-                "the journal holds damaged bytes at seq {seq}, past sled's copy (which ends at seq {to}), not a torn write: no copy holds them; nothing was changed. If the records after seq {last} were never acknowledged, cut them with `ledger recover --truncate-after {last}` (the cut bytes are moved aside)",
-                last = seq.saturating_sub(1)
+                "the journal holds damaged bytes at seq {seq}, past sled's copy (which ends at seq {to}), not a torn write: no copy holds them; nothing was changed. {}",
+                cut_hint(last)
             ),
         });
     }
@@ -1326,6 +1334,7 @@ fn rewrite_from(
     let acknowledged = |seq: u64, what: String| {
         let last = past.saturating_sub(1);
         OpenError::Unrecoverable {
+            cut: Some(last),
             seq,
             replica: Replica::Journal,
             reason: Box::new(Corruption::MissingInJournal {
