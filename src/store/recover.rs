@@ -12,7 +12,7 @@ use ledger_schema::record::{RecordVersion, check_record, open_record};
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy,
+    Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, Parting, SLED_DIR, Scan, SledCopy,
     SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, key_seq,
     lag_record, lock, meta_is_current, names_no_ledger, open_sled, read_meta, refuse_newer_format, scan,
     trees, write_meta,
@@ -151,6 +151,10 @@ struct Survey {
     cut_at: Option<(PathBuf, u64)>,
     /// First seqs of records sled holds intact but differently.
     differs: Vec<u64>,
+    /// The first seq where sled holds a history of its own: its version of the entry differs
+    /// from the journal's, chains on from the prefix both hold and is linked to by a later
+    /// sled entry ([`Parting`]).
+    parts: Option<u64>,
     /// The checkpoint's check against the journal as found (`None`: its seq was not read).
     checkpoint: Option<Result<(), Corruption>>,
 }
@@ -169,6 +173,7 @@ fn survey(
     };
     let mut cut_at = None;
     let mut differs = Vec::new();
+    let mut parts = None;
     let mut on_frame = |pos: &FramePos<'_>| -> Result<(), OpenError> {
         let last_seq = open_record(pos.record).map_or(pos.first_seq, |(h, _)| h.last_seq());
         if truncate_after == Some(last_seq) {
@@ -181,13 +186,24 @@ fn survey(
                 && open_record(&v).is_ok()
             {
                 differs.push(pos.first_seq);
+                if parts.is_none()
+                    && let Some(p) = Parting::of(pos.before, pos.record, &v)
+                {
+                    let linked = || -> Result<bool, OpenError> {
+                        let next = get_frame(tree, p.tail_seq() + 1).map_err(OpenError::Sled)?;
+                        Ok(next.is_some_and(|n| p.linked_by(&n)))
+                    };
+                    if p.vouched || linked()? {
+                        parts = Some(p.seq);
+                    }
+                }
             }
         }
         newest = Some((pos.segment.to_path_buf(), pos.offset, pos.first_seq, pos.before));
         Ok(())
     };
     let scan = scan(root, SledCopy::Off, false, OnDamage::Stop, &mut on_entry, &mut on_frame)?;
-    Ok(Survey { scan, newest, cut_at, differs, checkpoint: verdict })
+    Ok(Survey { scan, newest, cut_at, differs, parts, checkpoint: verdict })
 }
 
 /// The checkpoint's check of `sealed`, kept in `verdict` when `sealed` is the checkpointed
@@ -1546,8 +1562,27 @@ fn restore_from_sled(
         };
     }
 
-    // 2. The copies disagree on an intact record: only the newest can be undecided (an
-    // older one is authenticated by the journal's next link, so sled is simply wrong).
+    // 2. Two histories that part before the journal's newest record (a disputed newest
+    // record is decided below): sled's version of an entry is linked to by a later sled
+    // entry, and the journal's by a later journal entry (outside review 89, F2: the longer
+    // journal was taken, exit 0, where the docs say such histories are refused). Only the operator
+    // decides — `--prefer journal`, or a checkpoint of the journal's history past the part;
+    // `--prefer sled` goes on below, where sled's is taken if it can be, and refused as
+    // `histories_part` if not. (Damage in the journal is restored from sled only with
+    // proof, below, which such a sled cannot give: recover refuses there either way.)
+    if let Some(parted) = found.parts
+        && found.newest.as_ref().is_some_and(|n| parted < n.2)
+        && let Some(journal_head) = head.map(|h| h.seq)
+        && found.scan.damage.is_none()
+        && options.prefer.is_none()
+        && !(options.checkpoint.as_ref().is_some_and(|cp| cp.seq >= parted)
+            && matches!(found.checkpoint, Some(Ok(()))))
+    {
+        return Err(histories_part(parted, journal_head));
+    }
+
+    // 3. The copies disagree on an intact record: only the newest can be undecided (an
+    // older one is authenticated by the journal's next link, and sled's version by nothing).
     let newest_differs = found
         .newest
         .as_ref()
@@ -1601,6 +1636,6 @@ fn restore_from_sled(
         // review 38, P1: they were set aside with the old sled, exit 0).
     }
 
-    // 3. Rewrite from the boundary with what sled holds, keeping the journal's own records.
+    // 4. Rewrite from the boundary with what sled holds, keeping the journal's own records.
     rewrite_from(root, journal, tree, &boundary, found.scan.damage.as_ref(), options, report)
 }

@@ -2111,3 +2111,84 @@ fn empty_sled(dir: &std::path::Path) {
         }
     }
 }
+
+/// Two intact histories that part before their newest record where the journal's is the
+/// longer — the journal rewritten from an entry on and one more appended, sled holding the
+/// original (outside review 89, F2: recover took the journal's with exit 0, sled's
+/// acknowledged entries set aside, and verify blamed sled alone). Each copy's version is
+/// linked to by a later entry of its own copy, here in the next record: verify names both
+/// copies, recover refuses and changes nothing, `--prefer journal` keeps the journal's.
+/// Where sled's differing version is its own last entry — nothing links to it — sled is
+/// the copy that is wrong, as before, and recover keeps the journal's history.
+#[test]
+fn histories_that_part_are_refused_whichever_copy_is_longer() {
+    use closure_ledger::store::Frame;
+    let tmp = tempfile::tempdir().unwrap();
+    // Single-entry records 0..=6; the journal's from seq 3 on forged, plus seq 7.
+    let build = |name: &str, sled_keeps: usize| {
+        let dir = tmp.path().join(name);
+        let sled_head = make_ledger(&dir, 6, 1);
+        trim_preallocated(&dir);
+        let original = std::fs::read(segment(&dir)).unwrap();
+        let frames = journal_frames(&dir);
+        let mut chain = chain_after(&dir, 2);
+        let mut forged = original[..frames[3].range.start].to_vec();
+        let mut journal_head = None;
+        for seq in 3..=7u64 {
+            let sealed = chain.seal(event(40 + seq as usize), T0 + 1_000 + seq, LEDGER).unwrap();
+            journal_head = Some(Checkpoint::of(&sealed));
+            forged.extend_from_slice(Frame::new(vec![sealed]).unwrap().bytes());
+        }
+        let checkpoints = [("sled", sled_head), ("journal", journal_head.unwrap())].map(|(which, cp)| {
+            let file = tmp.path().join(format!("{name}-{which}.json"));
+            std::fs::write(&file, cp.to_json()).unwrap();
+            file.to_str().unwrap().to_owned()
+        });
+        std::fs::write(segment(&dir), &forged).unwrap();
+        with_sled(&dir, |t| {
+            for f in &frames[sled_keeps..] {
+                t.remove(f.first_seq.to_be_bytes()).unwrap();
+            }
+        });
+        (dir, forged, checkpoints)
+    };
+    let (dir, forged, [sled_cp, _]) = build("both", 7);
+    let d = dir.to_str().unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!((report["seq"].as_u64(), report["copy"].as_str()), (Some(3), Some("both")), "{report}");
+    let reason = report["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("two histories") && reason.contains("to seq 7"), "{report}");
+    for extra in [vec![], vec!["--prefer", "sled"], vec!["--checkpoint", sled_cp.as_str()]] {
+        let mut args = vec!["recover", d];
+        args.extend(&extra);
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 1, "{extra:?}: {out}{err}");
+        assert!(err.contains("nothing was changed"), "{extra:?}: {err}");
+        if extra.is_empty() {
+            assert!(err.contains("seq 3") && err.contains("move journal/ out"), "{err}");
+        }
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "{extra:?}: nothing changed");
+        assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+    }
+    let (code, out, err) = cli(&["recover", d, "--prefer", "journal"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+    assert!(dir.join("sled.broken-1").is_dir());
+    assert_eq!(verify_json(&dir, None).0, 0);
+    // A checkpoint of the journal's history past the part is evidence for it.
+    let (dir, forged, [_, journal_cp]) = build("checkpointed", 7);
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--checkpoint", &journal_cp]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+
+    // sled's version of seq 3 is its last entry: nothing vouches for it.
+    let (dir, forged, _) = build("sled-last", 4);
+    let d = dir.to_str().unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!((code, report["copy"].as_str()), (1, Some("sled")), "{report}");
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
+    assert_eq!(verify_json(&dir, None).0, 0);
+}

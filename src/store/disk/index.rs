@@ -11,7 +11,7 @@ use ledger_schema::record::{MAX_RECORD_BYTES, open_record};
 
 use super::corrupt;
 use crate::store::journal::io;
-use crate::store::{Corruption, Head, MetaFault, OpenError, Replica};
+use crate::store::{Chain, Corruption, Head, MetaFault, OpenError, Replica};
 
 pub(super) const ENTRIES_TREE: &str = "entries";
 
@@ -539,6 +539,54 @@ pub(super) fn compare_sled(
         return Err(corrupt(first_seq, Replica::Sled, reason));
     }
     Ok(())
+}
+
+/// Where sled's version of a journal record begins a history of its own (outside review
+/// 89, F2): the first seq whose entry differs from the journal's, found only when sled's
+/// version chains on from `before` (the prefix both copies hold).
+pub(in crate::store) struct Parting {
+    /// The first seq at which the copies' entries differ.
+    pub seq: u64,
+    /// sled's last entry in its differing record.
+    tail: Head,
+    /// A later entry of sled's record links to sled's version of `seq`.
+    pub vouched: bool,
+}
+
+impl Parting {
+    /// The copies' differing records (`ours` the journal's, `theirs` sled's, both at the
+    /// seq after `before`): where their entries part, if sled's version is intact and
+    /// chains on from `before`. `None` when no entry differs (the same entries grouped
+    /// otherwise) or sled's version does not continue the shared prefix (sled's damage).
+    pub(in crate::store) fn of(before: Option<Head>, ours: &[u8], theirs: &[u8]) -> Option<Parting> {
+        let (ours, theirs) = (entries_of(ours)?, entries_of(theirs)?);
+        let at = ours.iter().zip(&theirs).position(|(a, b)| a != b)?;
+        let mut chain = before.map_or_else(Chain::empty, Chain::from_head);
+        for bytes in &theirs {
+            chain.verify(bytes).ok()?;
+        }
+        let tail = chain.head()?;
+        let seq = before.map_or(0, |h| h.seq + 1) + at as u64;
+        Some(Parting { seq, tail, vouched: seq < tail.seq })
+    }
+
+    /// The seq of sled's last entry in its differing record.
+    pub(in crate::store) fn tail_seq(&self) -> u64 {
+        self.tail.seq
+    }
+
+    /// Whether sled's `next` record (the one after its differing record) begins with an
+    /// entry that links to sled's version: a later entry of sled's own history vouching
+    /// for it.
+    pub(in crate::store) fn linked_by(&self, next: &[u8]) -> bool {
+        let first = entries_of(next).and_then(|entries| entries.into_iter().next());
+        first.is_some_and(|bytes| Chain::from_head(self.tail).verify(bytes).is_ok())
+    }
+}
+
+/// A record's entries, if its checks pass and its frame decodes.
+fn entries_of(record: &[u8]) -> Option<Vec<&[u8]>> {
+    open_record(record).ok().and_then(|(_, payload)| ledger_schema::decode_frame(payload).ok())
 }
 
 /// The meta tree must name the genesis ledger id and format version; `None` if it lacks

@@ -9,7 +9,7 @@ use ledger_schema::record::{
 };
 use ledger_schema::{Id, SealedEntry, decode_frame};
 
-use super::index::{Prefetched, SledCursor, SledFrames, SledItems, chunk_of, compare_sled, key_seq};
+use super::index::{Parting, Prefetched, SledCursor, SledFrames, SledItems, chunk_of, compare_sled, key_seq};
 use super::opener::Opener;
 use super::{JOURNAL_DIR, TornTail, corrupt};
 use crate::store::journal::{MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments};
@@ -136,6 +136,9 @@ pub(super) struct Held {
     authenticated_by: u64,
     /// sled's record passes its own checks (else sled is simply damaged).
     sled_intact: bool,
+    /// Where sled's version begins a history of its own, if it chains on from the prefix
+    /// both copies hold, and whether a later sled entry links to it yet.
+    parting: Option<(Parting, bool)>,
     finding: OpenError,
 }
 
@@ -356,13 +359,25 @@ pub(super) fn scan_records(
                     }
                     Some(Err(e)) => sled_failed = Some(e),
                     Some(Ok((k, v))) => {
+                        // sled's next record after its differing one: does it link to
+                        // sled's version (a history of sled's own)?
+                        if let Some(Held { parting: Some((p, linked @ false)), .. }) = held.as_mut()
+                            && key_seq(&k) == Some(p.tail_seq() + 1)
+                        {
+                            *linked = p.linked_by(&v);
+                        }
                         if let Err(finding) = compare_sled(first_seq, record, &k, &v)
                             && held.is_none()
                         {
+                            let parting = Parting::of(before, record, &v).map(|p| {
+                                let vouched = p.vouched;
+                                (p, vouched)
+                            });
                             held = Some(Held {
                                 first_seq,
                                 authenticated_by: chain.next_seq(),
                                 sled_intact: open_record(&v).is_ok(),
+                                parting,
                                 finding,
                             });
                         }
@@ -400,6 +415,14 @@ pub(super) fn scan_records(
             // Both copies hold an intact record for the newest frame, and nothing later
             // says which is right: choose neither.
             return Err(corrupt(h.first_seq, Replica::Both, Corruption::CopiesDisagree));
+        }
+        // The journal's version is linked to by its next entry, and sled's by its own: two
+        // histories, and neither copy is blamed (outside review 89, F2).
+        if let Some((p, true)) = h.parting
+            && out.damage.is_none()
+        {
+            let newest = chain.head().map_or(p.seq, |h| h.seq);
+            return Err(corrupt(p.seq, Replica::Both, Corruption::HistoriesPart { newest }));
         }
         return Err(h.finding);
     }
