@@ -62,6 +62,10 @@ pub struct RecoverReport {
     pub sled_rebuilt: bool,
     /// Frames sled lacked at its tail, restored from the journal (when not rebuilt).
     pub sled_restored_frames: u64,
+    /// First seqs of the journal's records past sled's end that held another ledger's
+    /// entries only: no entry this ledger wrote, left out of the rewritten journal (their
+    /// bytes are in `cut`).
+    pub other_ledger_records: Vec<u64>,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -511,6 +515,7 @@ fn recover_in(
         cut: Vec::new(),
         sled_rebuilt: true,
         sled_restored_frames: 0,
+        other_ledger_records: Vec::new(),
     };
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and
@@ -1115,7 +1120,12 @@ fn rewrite_from(
     // damage, which sled's intact copy replaces (outside review 86: a run of another
     // ledger's records over acknowledged ones was refused as "another version", and the hint
     // cut what sled held).
-    let ours = boundary.head.map(|h| h.ledger);
+    // (The ledger's id: the last good entry's, or — restoring from genesis — sled's genesis's,
+    // which the journal's entry 1 links to or no record of the journal's is kept.)
+    let ours = boundary
+        .head
+        .map(|h| h.ledger)
+        .or_else(|| sled_records.first().and_then(|(_, r)| sealed_of(r).first().map(|e| e.entry.ledger)));
     // A record holding any entry of another ledger is no version of this ledger's record;
     // one holding only such entries is no record this ledger wrote at all.
     let foreign = |r: &[u8]| ours.is_some_and(|id| sealed_of(r).iter().any(|e| e.entry.ledger != id));
@@ -1250,6 +1260,7 @@ fn rewrite_from(
             // before it. One that also holds an entry of this ledger is kept, and the
             // rewritten journal's verification refuses it (outside review 89: it was dropped
             // whole, an acknowledged entry with it).
+            report.other_ledger_records.push(first_seq);
             continue;
         } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {
             kept.insert(first_seq);
@@ -1329,7 +1340,14 @@ fn rewrite_from(
             beyond.first().map_or(0, |(f, _)| *f)
         )));
     }
-    if sled_records.is_empty() && damage.is_some() {
+    // The damage is another ledger's record past sled's end, left out above, and the journal
+    // holds no damaged bytes past the head: nothing of this ledger's needs sled's copy
+    // (outside review 89, F4: refused, though review 88's rule leaves such records out).
+    let only_other_ledgers = damage.is_some_and(|d| {
+        matches!(&d.kind, DamageKind::Invalid { reason: Corruption::LedgerMismatch { .. }, .. })
+            && report.other_ledger_records.first() == Some(&d.seq)
+    }) && damage_past(journal, boundary.head.map_or(0, |h| h.seq))?.is_none();
+    if sled_records.is_empty() && damage.is_some() && !only_other_ledgers {
         return Err(refuse(
             "sled holds no intact copy of the damaged records that chains on from the last good entry",
         ));
@@ -1387,7 +1405,7 @@ fn rewrite_from(
         );
         return Err(acknowledged(past, what));
     }
-    if sled_records.is_empty() && beyond.is_empty() {
+    if sled_records.is_empty() && beyond.is_empty() && report.other_ledger_records.is_empty() {
         return Ok(());
     }
     // Write: the trusted prefix, sled's continuation, the journal's records beyond it;

@@ -449,6 +449,52 @@ fn a_run_of_another_ledgers_records_is_restored_from_sled() {
     }
 }
 
+/// Another ledger's record after the head, where sled holds every acknowledged record:
+/// it is left out like any other ledger's record past sled's end, with nothing restored
+/// (outside review 89, F4: refused, and only the hint's cut or moving journal/ aside
+/// worked) — also when the genesis record is damaged and restored from sled (the ledger's
+/// id is then sled's genesis's). The report names what was left out; its bytes are in
+/// `cut/`. Damaged bytes after it are still refused: no copy holds them.
+#[test]
+fn another_ledgers_record_past_the_head_is_left_out() {
+    for case in ["after the head", "genesis damaged too", "damage after it"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("l");
+        make_ledger(&dir, 4, 1);
+        trim_preallocated(&dir);
+        let before = all_entries(&dir);
+        let (_, theirs) = another_ledgers_records(tmp.path(), 6);
+        let mut bytes = std::fs::read(segment(&dir)).unwrap();
+        bytes.extend_from_slice(&theirs[5]);
+        if case == "genesis damaged too" {
+            let genesis = journal_frames(&dir)[0].range.clone();
+            bytes[genesis.start + genesis.len() / 2] ^= 0x10;
+        }
+        if case == "damage after it" {
+            let mut damaged = theirs[6].clone();
+            let at = damaged.len() / 2;
+            damaged[at] ^= 0x10;
+            bytes.extend_from_slice(&damaged);
+        }
+        std::fs::write(segment(&dir), &bytes).unwrap();
+        let d = dir.to_str().unwrap();
+        assert_eq!(cli(&["verify", d]).0, 1, "{case}");
+        let (code, out, err) = cli(&["recover", d, "--json"]);
+        if case == "damage after it" {
+            assert_eq!(code, 1, "{case}: {out}{err}");
+            assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "nothing changed");
+            continue;
+        }
+        assert_eq!(code, 0, "{case}: {out}{err}");
+        let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(report["otherLedgerRecords"], serde_json::json!([5]), "{case}: {report}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{case}");
+        assert_eq!(all_entries(&dir), before, "{case}: every acknowledged entry is kept");
+        let cut = std::fs::read(dir.join("cut/1").join(segment(&dir).file_name().unwrap())).unwrap();
+        assert!(cut.ends_with(&theirs[5]), "{case}: the left-out record's bytes are kept in cut/");
+    }
+}
+
 /// Damaged bytes past a lagging sled's end, with damage before its end too: the record
 /// sled holds is restorable, the one past its end is held by no copy, so recover refuses and
 /// changes nothing (outside review 89, P1: it restored the first and dropped the second,
@@ -538,9 +584,9 @@ fn a_refusal_without_sled_makes_no_sled() {
 }
 
 /// Another ledger's record written after the head (checks and seq valid, link and ledger id
-/// not) is named at its own seq as another ledger's, and `recover` names the cut that keeps
-/// the intact, acknowledged head (outside review 78: it was reported as a broken link of the
-/// head, and the hint cut the head).
+/// not) is named at its own seq as another ledger's, not as a broken link of the head
+/// (outside review 78: the hint cut the head), and `recover` keeps the intact, acknowledged
+/// head, leaving that record out (outside review 89, F4: it refused, naming the cut).
 #[test]
 fn another_ledgers_record_after_the_head_is_blamed_not_the_head() {
     let tmp = tempfile::tempdir().unwrap();
@@ -556,11 +602,9 @@ fn another_ledgers_record_after_the_head_is_blamed_not_the_head() {
     let (code, _, err) = cli(&["verify", d]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("seq 4") && err.contains(&format!("belongs to ledger {theirs}")), "{err}");
-    let (code, _, err) = cli(&["recover", d]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("--truncate-after 3"), "the hint keeps the head: {err}");
-    let (code, _, err) = cli(&["recover", d, "--truncate-after", "3"]);
+    let (code, out, err) = cli(&["recover", d]);
     assert_eq!(code, 0, "{err}");
+    assert!(out.contains("left out of the journal: 1 record(s)") && out.contains("from seq 4"), "{out}");
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["headSeq"].as_u64()), (0, Some(3)), "{report}");
 }
