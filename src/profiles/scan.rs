@@ -614,11 +614,19 @@ fn codex_disables_implicit(text: &str) -> bool {
     let (mut policies, mut keys, mut found) = (0, 0, false);
     let mut in_policy = false;
     let mut child_indent: Option<usize> = None;
+    let mut content = false;
     for raw in text.split(['\n', '\r']) {
         let trimmed = raw.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
+        // A document start before anything else opens the one document (outside review 88:
+        // a file beginning `---` was refused); anywhere else it begins a second one.
+        if trimmed == "---" && !content && raw == trimmed {
+            content = true;
+            continue;
+        }
+        content = true;
         if trimmed == "---" || trimmed == "..." || raw.contains('\t') {
             return false;
         }
@@ -1145,6 +1153,8 @@ mod native_tests {
             "policy:\n  allow_implicit_invocation: false\n",
             "# note\ninterface:\n  display_name: Ops\npolicy:\n  allow_implicit_invocation: false  # manual\n",
             "policy:\r\n    allow_implicit_invocation: false\r\n",
+            "---\npolicy:\n  allow_implicit_invocation: false\n",
+            "# codex\n---\npolicy:\n  allow_implicit_invocation: false\n",
         ] {
             assert!(off(yes), "{yes:?}");
         }
@@ -1157,6 +1167,9 @@ mod native_tests {
             "policy:\n  allow_implicit_invocation: false\n  allow_implicit_invocation: true\n",
             "policy:\n  allow_implicit_invocation: false\npolicy:\n  allow_implicit_invocation: true\n",
             "policy:\n  allow_implicit_invocation: false\n---\npolicy:\n  allow_implicit_invocation: true\n",
+            "---\n---\npolicy:\n  allow_implicit_invocation: false\n",
+            "---\npolicy:\n  allow_implicit_invocation: false\n...\n",
+            " ---\npolicy:\n  allow_implicit_invocation: false\n",
             "policy:\n  allow_implicit_invocation: \"false\"\n",
             "policy:\n  allow_implicit_invocation: no\n",
             "policy:\n  allow_implicit_invocation: off\n",
