@@ -223,7 +223,7 @@ pub fn run_sources(command: SourcesCommand, out: &mut dyn Write) -> Result<(), F
                 emit(
                     out,
                     format!(
-                        "registry {} {what} at seq {}: {} sources, {} resources ({} not loadable), profiles {}",
+                        "registry {} {what} at seq {}: {} sources, {} resources ({} stored by digest only: not loadable), profiles {}",
                         o.registry_digest,
                         o.seq,
                         o.sources,
