@@ -300,6 +300,28 @@ fn entries_open(record: &[u8]) -> bool {
     entries.len() as u64 == u64::from(header.count) && entries.iter().all(|b| SealedEntry::open(b).is_ok())
 }
 
+/// `record` (holding `first_seq` on) holds, entry for entry, the bytes sled's `records`
+/// (in order, from their first seqs) hold at those seqs — the same entries grouped
+/// otherwise (outside review 89, F3: such a record was "an intact record sled's copy does
+/// not hold identically").
+fn same_entries(record: &[u8], first_seq: u64, records: &[Keyed]) -> bool {
+    let Some(ours) = open_record(record).ok().and_then(|(_, p)| decode_frame(p).ok()) else { return false };
+    let start = records.partition_point(|(s, _)| *s <= first_seq).saturating_sub(1);
+    let theirs: Vec<(u64, Vec<u8>)> = records[start..]
+        .iter()
+        .take_while(|(s, _)| *s < first_seq + ours.len() as u64)
+        .flat_map(|(s, r)| {
+            let entries = open_record(r).ok().and_then(|(_, p)| decode_frame(p).ok()).unwrap_or_default();
+            entries.into_iter().enumerate().map(|(i, e)| (s + i as u64, e.to_vec())).collect::<Vec<_>>()
+        })
+        .collect();
+    !ours.is_empty()
+        && ours
+            .iter()
+            .enumerate()
+            .all(|(i, e)| theirs.iter().any(|(seq, t)| *seq == first_seq + i as u64 && t.as_slice() == *e))
+}
+
 /// `e` is the entry right after the one at `to` (its seq and hash): the next seq, linked.
 fn links(e: &SealedEntry, (seq, hash): (u64, ledger_schema::Digest)) -> bool {
     e.entry.seq == seq + 1 && e.entry.prev == hash
@@ -1240,6 +1262,12 @@ fn rewrite_from(
                 && (!journal_has.contains(&first_seq) || boundary.is_suspect(first_seq));
             if theirs.as_deref() == Some(record.as_slice()) {
                 kept.insert(first_seq);
+            } else if restored_to.is_some_and(|to| last_seq <= to)
+                && same_entries(&record, first_seq, &sled_records)
+            {
+                // The same entries grouped otherwise: sled's records replace it, and nothing
+                // needs proving (its entries are the journal's own, as a kept record's are).
+                kept.insert(first_seq);
             } else {
                 if !replaced {
                     return Err(refuse(&format!(
@@ -1314,7 +1342,14 @@ fn rewrite_from(
             .iter()
             .find(|(s, _)| *s == last_replaced)
             .map_or(last_replaced, |(s, r)| open_record(r).map_or(*s, |(h, _)| h.last_seq()));
-        let linked = kept.contains(&(ends + 1));
+        // The journal's own next record links to it — or the journal's next record kept is
+        // one sled's history reaches through records that replace damage (each restored
+        // from sled up to it, so its link runs through sled's records to this one; the
+        // rewritten journal's verification checks every link).
+        let linked = kept
+            .range(ends + 1..)
+            .next()
+            .is_some_and(|&k| k == ends + 1 || restored_to.is_some_and(|to| k <= to + 1));
         let vouched = checkpoint.is_some_and(|cp| cp.seq >= ends);
         if prefer == Some(Replica::Journal) || !(linked || vouched || prefer == Some(Replica::Sled)) {
             let why = if prefer == Some(Replica::Journal) {
@@ -1562,12 +1597,23 @@ fn restore_from_sled(
     // altered" — and when the next one begins the damaged record, the earlier one ends the
     // newest record that verified: that record is a suspect too, and the boundary moves
     // before it (sled's copy, if it chains on from there, says which one was altered).
-    if let Some(Damage {
-        kind: DamageKind::Invalid { reason: Corruption::LinkBroken { next, .. }, .. }, ..
-    }) = &found.scan.damage
+    // The same where the damage is of another kind (another ledger's record, say) but sled
+    // holds its own intact version of that newest record: the damage may have cut the
+    // journal's later links to it (outside review 89, F3: `A0 A1 F2 B3 A4` against sled's
+    // `A0..A4` was refused, and its hint cut what sled held). Either way sled's version
+    // replaces it only with proof, below.
+    let linked_or_differs = |next: u64, first_seq: u64| match &found.scan.damage {
+        Some(Damage {
+            kind: DamageKind::Invalid { reason: Corruption::LinkBroken { next: n, .. }, .. },
+            ..
+        }) => *n == next,
+        Some(Damage { kind: DamageKind::Invalid { .. }, .. }) => found.differs.last() == Some(&first_seq),
+        _ => false,
+    };
+    if let Some(next) = boundary.suspects.first().copied()
         && let Some((segment, offset, first_seq, before)) = found.newest.clone()
-        && first_seq < *next
-        && boundary.suspects.first() == Some(next)
+        && first_seq < next
+        && linked_or_differs(next, first_seq)
     {
         boundary.suspects.insert(0, first_seq);
         boundary = Boundary {

@@ -521,44 +521,86 @@ fn damage_past_a_lagging_sleds_end_is_refused_even_when_earlier_damage_is_restor
     assert!(!dir.join("cut").exists(), "nothing moved aside");
 }
 
-/// Where recover refuses and its hint names a cut behind records sled holds intact (another
-/// ledger's record at 2, this ledger's 3 and 4 regrouped into one record: "the journal holds
-/// an intact record at seq 3 that sled's copy does not hold identically"), the refusal says
-/// what that cut would drop and names the way that keeps them — moving journal/ aside and
-/// recovering from sled, which then restores everything (outside review 89: following the
-/// hint lost 2..=4).
+/// Another ledger's record at 2, then this ledger's 3 and 4 regrouped into one record:
+/// sled's records replace both — the regrouped record holds sled's entries, byte for byte —
+/// and nothing is lost (outside review 89, F3: recover refused, "the journal holds an intact
+/// record at seq 3 that sled's copy does not hold identically", and its hint cut 2..=4).
+/// Likewise a record of another version of seq 2 followed by another ledger's record at 3
+/// and this ledger's 4: the journal's 4, held by sled too, links through sled's 3 to sled's
+/// 2 — the journal's own later record vouches for sled's version.
 #[test]
-fn a_hint_that_would_drop_what_sled_holds_says_so() {
+fn foreign_regrouped_and_forked_records_before_sleds_end_are_restored() {
+    use closure_ledger::store::Frame;
     use ledger_schema::record::{RecordVersion, seal_record_as};
     use ledger_schema::{decode_frame, encode_frame};
+    for case in ["regrouped", "forked"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("l");
+        make_ledger(&dir, 4, 1);
+        let before = all_entries(&dir);
+        let (_, theirs) = another_ledgers_records(tmp.path(), 4);
+        let frames = journal_frames(&dir);
+        let bytes = std::fs::read(segment(&dir)).unwrap();
+        let mut edited = bytes[..frames[2].range.start].to_vec();
+        if case == "regrouped" {
+            let entry = |f: &FrameAt| decode_frame(payload_of(&bytes[f.range.clone()])).unwrap()[0].to_vec();
+            let (three, four) = (entry(&frames[3]), entry(&frames[4]));
+            let payload = encode_frame([three.as_slice(), four.as_slice()]);
+            let version = RecordVersion::of_record(&bytes[frames[3].range.clone()]).unwrap();
+            edited.extend_from_slice(&theirs[2]);
+            edited.extend_from_slice(&seal_record_as(version, 3, 2, &payload));
+        } else {
+            let mut chain = chain_after(&dir, 1);
+            let fork = chain.seal(event(77), T0 + 500, LEDGER).unwrap();
+            edited.extend_from_slice(Frame::new(vec![fork]).unwrap().bytes());
+            edited.extend_from_slice(&theirs[3]);
+            edited.extend_from_slice(&bytes[frames[4].range.clone()]);
+        }
+        edited.resize(bytes.len(), 0);
+        std::fs::write(segment(&dir), &edited).unwrap();
+        let d = dir.to_str().unwrap();
+        assert_eq!(cli(&["verify", d]).0, 1, "{case}");
+        let (code, out, err) = cli(&["recover", d]);
+        assert_eq!(code, 0, "{case}: {out}{err}");
+        assert_eq!(all_entries(&dir), before, "{case}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{case}");
+    }
+}
+
+/// Where recover refuses and its hint names a cut behind records sled holds intact
+/// (another ledger's record over seq 4, then a record of another version of this ledger's
+/// history at 5: nothing links it to 4), the refusal says what that cut would drop and names
+/// the way that keeps them — moving journal/ aside and recovering from sled, which then
+/// restores everything sled holds (outside review 89: following the hint lost seq 4).
+#[test]
+fn a_hint_that_would_drop_what_sled_holds_says_so() {
+    use closure_ledger::store::Frame;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     make_ledger(&dir, 4, 1);
+    trim_preallocated(&dir);
     let before = all_entries(&dir);
     let (_, theirs) = another_ledgers_records(tmp.path(), 4);
     let frames = journal_frames(&dir);
     let bytes = std::fs::read(segment(&dir)).unwrap();
-    let entry = |f: &FrameAt| decode_frame(payload_of(&bytes[f.range.clone()])).unwrap()[0].to_vec();
-    let (three, four) = (entry(&frames[3]), entry(&frames[4]));
-    let payload = encode_frame([three.as_slice(), four.as_slice()]);
-    let version = RecordVersion::of_record(&bytes[frames[3].range.clone()]).unwrap();
-    let merged = seal_record_as(version, 3, 2, &payload);
-    let mut edited = bytes[..frames[2].range.start].to_vec();
-    edited.extend_from_slice(&theirs[2]);
-    edited.extend_from_slice(&merged);
-    edited.resize(bytes.len(), 0);
+    let mut chain = chain_after(&dir, 3);
+    let _fork_four = chain.seal(event(77), T0 + 500, LEDGER).unwrap();
+    let fork_five = chain.seal(event(78), T0 + 501, LEDGER).unwrap();
+    let mut edited = bytes[..frames[4].range.start].to_vec();
+    edited.extend_from_slice(&theirs[4]);
+    edited.extend_from_slice(Frame::new(vec![fork_five]).unwrap().bytes());
     std::fs::write(segment(&dir), &edited).unwrap();
     let d = dir.to_str().unwrap();
     let (code, _, err) = cli(&["recover", d]);
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("--truncate-after 1")
+        err.contains("--truncate-after 3")
             && err.contains("sled holds an intact history up to seq 4")
             && err.contains("move journal/ out"),
         "{err}"
     );
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
-    // The way it names keeps every record.
+    // The way it names keeps every record sled holds.
     std::fs::rename(dir.join("journal"), tmp.path().join("journal.aside")).unwrap();
     let (code, out, err) = cli(&["recover", d]);
     assert_eq!(code, 0, "{out}{err}");
