@@ -307,7 +307,9 @@ fn entries_open(record: &[u8]) -> bool {
 fn same_entries(record: &[u8], first_seq: u64, records: &[Keyed]) -> bool {
     let Some(ours) = open_record(record).ok().and_then(|(_, p)| decode_frame(p).ok()) else { return false };
     let start = records.partition_point(|(s, _)| *s <= first_seq).saturating_sub(1);
-    let theirs: Vec<(u64, Vec<u8>)> = records[start..]
+    let theirs: Vec<(u64, Vec<u8>)> = records
+        .get(start..)
+        .unwrap_or_default()
         .iter()
         .take_while(|(s, _)| *s < first_seq + ours.len() as u64)
         .flat_map(|(s, r)| {
