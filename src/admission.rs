@@ -451,6 +451,9 @@ fn staleness_of(
     binding: &runtime::AttemptBinding,
     recorded: &runtime::state::AttemptState,
 ) -> Result<Option<Stale>, Refusal> {
+    if let Some(withdrawn) = runtime::thread_history_withdrawn(state, binding.attempt_id) {
+        return Ok(Some(Stale::ThreadHistory(withdrawn)));
+    }
     if let Some(change) = bound_set_change(state, binding, recorded.seq) {
         return Ok(Some(Stale::BoundSet(change)));
     }
@@ -541,6 +544,9 @@ impl MemberChange {
 
 /// How a recorded manifest is no longer what its binding compiles to.
 enum Stale {
+    /// The Thread a RESUME continues holds context since withdrawn
+    /// ([`runtime::thread_history_withdrawn`]), in this package or not.
+    ThreadHistory(String),
     /// A bound input set changed since the start ([`bound_set_change`]), shown or not.
     BoundSet(String),
     /// The context compiles, to this other manifest: a bound input changed.
@@ -552,6 +558,10 @@ enum Stale {
 impl std::fmt::Display for Stale {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Stale::ThreadHistory(withdrawn) => write!(
+                f,
+                "its RESUMEd Thread's history holds context since withdrawn ({withdrawn}), which the worker would still see"
+            ),
             Stale::BoundSet(change) => write!(f, "a bound input set changed since it started: {change}"),
             Stale::Differs(digest) => write!(f, "the context compiles to {digest} now"),
             Stale::Uncompilable(error) => write!(f, "the context no longer compiles: {error}"),
@@ -570,6 +580,17 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
     else {
         return Ok(());
     };
+    // A RESUME's Thread holding withdrawn context is the Thread policy's refusal (start
+    // FRESH), not a stale manifest.
+    if let Some(withdrawn) = runtime::thread_history_withdrawn(state, attempt) {
+        return Err(Refusal::Rule(runtime::violation(
+            runtime::Rule::ThreadPolicy,
+            format!(
+                "attempt {attempt} would continue a Thread whose history holds context since withdrawn \
+                 ({withdrawn}): cancel it and start on a FRESH thread"
+            ),
+        )));
+    }
     let Some(detail) = staleness_of(registry, state, &binding, recorded)? else { return Ok(()) };
     Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,

@@ -473,6 +473,31 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
         .map(|(id, _)| format!("blocker {id}, resolved"))
 }
 
+/// What the Thread a RESUME Attempt continues was given — by any Attempt that ran on it,
+/// from the Thread's first start on — that has been withdrawn from the context since
+/// ([`withdrawn_since`], and a loaded skill withdrawn: [`thread_selection_withdrawn`]);
+/// `None` for a FRESH Attempt. Checked at a RESUME's dispatch claim, for a dispatched RESUME
+/// after every entry that may change its context, and at its result's freeze and ACCEPT
+/// (outside review 90: an item the Attempt's own package left out over its budget but an
+/// earlier Attempt on the Thread was given, withdrawn between the start and the claim,
+/// passed the claim, the result, the freeze and the ACCEPT).
+pub fn thread_history_withdrawn(state: &State, attempt_id: Id) -> Option<String> {
+    let attempt = state.attempts.get(&attempt_id)?;
+    if attempt.thread != ThreadChoice::Resume {
+        return None;
+    }
+    let session = attempt.worker_session_id;
+    let started = state
+        .attempts
+        .iter()
+        .filter(|(id, a)| **id != attempt_id && a.worker_session_id == session)
+        .map(|(_, a)| a.seq)
+        .min()?;
+    let goal = state.workflows.get(&attempt.workflow_id)?.goal_id;
+    withdrawn_since(state, goal, attempt.workflow_id, started)
+        .or_else(|| thread_selection_withdrawn(state, session, Some(attempt_id)))
+}
+
 /// What of the task selection `receipt` (the skills a resumed Thread was given) has been
 /// withdrawn since: a selected skill now excluded by the configured profile or no longer
 /// selectable by the selection's own rules over the newest registry, or a loaded
@@ -812,10 +837,7 @@ pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), Rule
     // A RESUME claims a Thread whose history holds what earlier Attempts were given: a skill
     // withdrawn since its start is not in this Attempt's package, so the claim's currency
     // proof cannot see it (outside review 49: the RESUME was dispatched after the exclusion).
-    if attempt.thread == ThreadChoice::Resume
-        && let Some(withdrawn) =
-            thread_selection_withdrawn(state, attempt.worker_session_id, Some(e.attempt_id))
-    {
+    if let Some(withdrawn) = thread_history_withdrawn(state, e.attempt_id) {
         return Err(super::violation(
             Rule::ThreadPolicy,
             format!(

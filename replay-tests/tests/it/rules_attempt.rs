@@ -917,3 +917,105 @@ fn only_a_restart_names_the_attempt_it_replaces() {
     c.replaces = Some(lid(0x62));
     w.forged(Event::AttemptStarted(c), Rule::AttemptActive);
 }
+
+/// What an earlier Attempt on a RESUMEd Thread was given and was withdrawn after the RESUME
+/// started is seen at its dispatch claim and, once dispatched, marks it — also when the
+/// RESUME's own package left the item out (here a confirmed fact pushed out of DISCOVERY's
+/// FACTS budget by a longer one): the claim's currency proof compiles only this Attempt's
+/// package, and the Thread still holds the item (outside review 90: the claim, the result,
+/// a freeze and an ACCEPT were admitted; only a later RESUME's start was refused).
+#[test]
+fn a_resumed_threads_withdrawn_history_is_seen_at_the_claim_and_after_it() {
+    use closure_ledger::runtime::command::InvalidateFact;
+    use ledger_schema::types::InputClass;
+    let setup = || {
+        let mut w = World::at(Stage::Setup);
+        let mut bundle = policy_bundle();
+        for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Discovery) {
+            p.required.retain(|c| *c != InputClass::FactsScenariosObligations);
+            p.optional.retain(|c| *c != InputClass::FactsScenariosObligations);
+            p.optional.push(InputClass::FactsScenariosObligations);
+            p.optional.sort();
+        }
+        for b in bundle.budgets.iter_mut().filter(|b| b.class == InputClass::FactsScenariosObligations) {
+            b.max_bytes = 780;
+        }
+        w.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(0x15), bundle }));
+        let mut resuming = profile(false);
+        resuming.name = "resuming".into();
+        resuming.attempt_thread = ThreadChoice::Resume;
+        w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x14), profile: resuming }));
+        w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+        w.ok(Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(0x31),
+            goal_id: lid(GOAL),
+            goal_revision: 2,
+            policy_id: lid(0x15),
+            profile_id: lid(0x14),
+            plan: None,
+        }));
+        let on = |attempt: u128, thread| {
+            Command::StartAttempt(StartAttempt {
+                attempt_id: lid(attempt),
+                workflow_id: lid(0x31),
+                worker_session_id: lid(0x61),
+                thread,
+                selection_receipt: None,
+            })
+        };
+        // A0 is given fact 0x50 ...
+        w.ok(on(0x60, ThreadChoice::Fresh));
+        w.with(|s| {
+            s.claim(lid(0x60))?;
+            s.complete(0x60, ResultKind::Proposals)
+        })
+        .unwrap();
+        // ... a longer fact, sorting first, leaves it out of A1's package.
+        w.ok(Command::ProposeFact(ProposeFact {
+            fact_id: lid(0x4F),
+            goal_id: lid(GOAL),
+            revision: 1,
+            statement: format!("the lexer {}", "is unaffected by the change ".repeat(24)),
+            provenance: "discovery notes".into(),
+        }));
+        w.ok(Command::ConfirmFact(ConfirmFact {
+            fact_id: lid(0x4F),
+            revision: 1,
+            confirmed_by: "human:bob".into(),
+        }));
+        w.ok(on(0x62, ThreadChoice::Resume));
+        let state = w.ledger.state();
+        let binding = closure_ledger::runtime::current_binding(state, lid(0x62)).unwrap();
+        let compiled = closure_ledger::compiler::compile(state, &binding).unwrap();
+        assert!(
+            compiled
+                .manifest
+                .omission_decisions
+                .iter()
+                .any(|o| o.rule.starts_with("budget.") && o.source_ref.contains(&lid(0x50).to_string())),
+            "fact 0x50 is left out of A1's package: {:?}",
+            compiled.manifest.omission_decisions
+        );
+        w
+    };
+    let invalidate = Command::InvalidateFact(InvalidateFact {
+        fact_id: lid(0x50),
+        revision: 1,
+        reason: "wrong: parse() writes a cache".into(),
+        invalidated_by: Some("human:bob".into()),
+    });
+    // Withdrawn between A1's start and its claim: the claim is refused.
+    let mut w = setup();
+    w.ok(invalidate.clone());
+    let err = w.with(|s| s.claim(lid(0x62))).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
+    assert!(err.to_string().contains(&format!("fact {} revision 1, invalidated", lid(0x50))), "{err}");
+    // Withdrawn after the claim: the dispatched Attempt is marked, its result refused.
+    let mut w = setup();
+    w.with(|s| s.claim(lid(0x62)).map(drop)).unwrap();
+    assert!(!w.ledger.state().attempts[&lid(0x62)].context_changed);
+    w.ok(invalidate);
+    assert!(w.ledger.state().attempts[&lid(0x62)].context_changed);
+    let err = w.with(|s| s.complete(0x62, ResultKind::Proposals)).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+}
