@@ -279,9 +279,17 @@ fn candidate(source: &RegistrySource, score: u32, matched: Vec<String>) -> Selec
 /// BM25 of `query` over `sources` (the routable ones): every source with a score above
 /// zero, best first, ties by id.
 pub fn rank(query: &str, sources: &[&RegistrySource]) -> Vec<SelectionCandidate> {
+    rank_terms(&tokens(query).into_iter().collect(), sources)
+}
+
+/// [`rank`] over the query's terms `q`. A source's score and `matched` words depend only
+/// on the terms of `q` its document holds, and a term's weight only on the sources: so
+/// ranking over any part of `q` that holds a candidate's matched words gives that
+/// candidate the very score and words ranking over `q` gave it (replay's check of a
+/// recorded shortlist, [`lexical_recorded`]).
+fn rank_terms(q: &BTreeSet<String>, sources: &[&RegistrySource]) -> Vec<SelectionCandidate> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
-    let q: BTreeSet<String> = tokens(query).into_iter().collect();
     if q.is_empty() || sources.is_empty() {
         return Vec::new();
     }
@@ -298,7 +306,7 @@ pub fn rank(query: &str, sources: &[&RegistrySource]) -> Vec<SelectionCandidate>
     let n = docs.len() as f64;
     let avgdl = (docs.iter().map(Vec::len).sum::<usize>() as f64 / n).max(1.0);
     let mut df: BTreeMap<&str, f64> = BTreeMap::new();
-    for term in &q {
+    for term in q {
         let count = docs.iter().filter(|d| d.iter().any(|t| t == term)).count();
         df.insert(term.as_str(), count as f64);
     }
@@ -307,7 +315,7 @@ pub fn rank(query: &str, sources: &[&RegistrySource]) -> Vec<SelectionCandidate>
         let dl = doc.len() as f64;
         let mut score = 0.0f64;
         let mut matched = Vec::new();
-        for term in &q {
+        for term in q {
             let tf = doc.iter().filter(|t| *t == term).count() as f64;
             if tf == 0.0 {
                 continue;
@@ -747,9 +755,67 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
     }
 }
 
+/// The recorded candidates as ranking made them (outside review 91: a shortlist's scores,
+/// matched words and descriptions were not checked, so a pending decision could be
+/// relabelled `ranked` by lowering its runner-up's score): each candidate's description is
+/// its source's (cut to the bound), and its score and matched words are what ranking over
+/// the recorded matched words gives it — exactly what ranking over the query gave it
+/// ([`rank_terms`]); a candidate no such word matches is scored 0 with none. A `ranked` or
+/// `ambiguous` outcome lists them in ranking order, and no source left out ranks ahead of
+/// the last one listed over those words (nor at all while the list is not full). What only
+/// the query could show — a word of it that no listed candidate matched — is not checked.
+fn candidates_as_ranked(e: &SelectionRecorded, routable: &[&RegistrySource]) -> Result<(), RuleViolation> {
+    let terms: BTreeSet<String> = e.candidates.iter().flat_map(|c| c.matched.iter().cloned()).collect();
+    let ranked = rank_terms(&terms, routable);
+    for c in &e.candidates {
+        let Some(source) = routable.iter().find(|s| s.id == c.id) else {
+            return Err(violation(Rule::Selection, format!("candidate {} is not routable", c.id)));
+        };
+        let expected =
+            ranked.iter().find(|r| r.id == c.id).cloned().unwrap_or_else(|| candidate(source, 0, Vec::new()));
+        ensure!(
+            *c == expected,
+            Rule::Selection,
+            "candidate {}: its recorded score, matched words or description are not what ranking over the \
+             registry gives it (score {}, matched {:?})",
+            c.id,
+            expected.score,
+            expected.matched
+        );
+    }
+    let cap = match e.reason.as_str() {
+        REASON_RANKED => 2,
+        REASON_AMBIGUOUS => MAX_SHORTLIST,
+        _ => return Ok(()),
+    };
+    let ahead = |a: &SelectionCandidate, b: &SelectionCandidate| {
+        b.score.cmp(&a.score).then_with(|| a.id.cmp(&b.id)) == std::cmp::Ordering::Less
+    };
+    ensure!(
+        e.candidates.iter().zip(e.candidates.iter().skip(1)).all(|(a, b)| ahead(a, b)),
+        Rule::Selection,
+        "the recorded candidates are not in ranking order (score, then id)"
+    );
+    let full = e.candidates.len() >= cap;
+    for r in ranked.iter().filter(|r| e.candidates.iter().all(|c| c.id != r.id)) {
+        ensure!(
+            full && e.candidates.last().is_some_and(|last| !ahead(r, last)),
+            Rule::Selection,
+            "source {} ranks {} over the recorded matched words and is missing from the candidates",
+            r.id,
+            r.score
+        );
+    }
+    Ok(())
+}
+
 /// The lexical step as recorded (replay: the prose is not in the ledger), checked for
 /// what can be checked without it.
-fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleViolation> {
+fn lexical_recorded(
+    e: &SelectionRecorded,
+    plan: &Plan,
+    sources: &[&RegistrySource],
+) -> Result<Lexical, RuleViolation> {
     let routable = |id: &str| plan.routed_ids.iter().any(|r| r == id);
     ensure!(
         e.candidates.len() <= MAX_SHORTLIST,
@@ -768,6 +834,7 @@ fn lexical_recorded(e: &SelectionRecorded, plan: &Plan) -> Result<Lexical, RuleV
             c.id
         );
     }
+    candidates_as_ranked(e, sources)?;
     let first = e.candidates.first().map(|c| c.id.clone());
     let lex = |root: Option<String>, pending, reason| Lexical {
         root,
@@ -1279,8 +1346,8 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
         no_workflow: e.no_workflow,
     };
     let request = Request { load: e.load, previous: e.previous, proposal: e.proposal.clone() };
-    let recorded_lexical = |plan: &Plan, _: &[&RegistrySource]| {
-        lexical_recorded(e, plan).map_err(|v| SelectionError::Task(v.detail))
+    let recorded_lexical = |plan: &Plan, routable: &[&RegistrySource]| {
+        lexical_recorded(e, plan, routable).map_err(|v| SelectionError::Task(v.detail))
     };
     let expected = decide(state, &task, e.query_digest, &request, policy, &recorded_lexical)
         .map_err(|err| violation(Rule::Selection, err.to_string()))?;
