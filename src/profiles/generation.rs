@@ -214,7 +214,13 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && i + 1 == parts.len() => {
                 match usage {
-                    RootUse::Existing => return Err(unsafe_root(root, "does not exist")),
+                    RootUse::Existing => {
+                        return Err(unsafe_root(
+                            root,
+                            "does not exist (the configured root, lost? `ledger profile recover` makes it again \
+                             and rebuilds it from the ledger)",
+                        ));
+                    }
                     RootUse::Preview => return Ok(()),
                     RootUse::Create => {}
                 }
@@ -263,7 +269,13 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
     }
     if !marked {
         match usage {
-            RootUse::Existing => return Err(unsafe_root(root, "is not marked as owned by this ledger")),
+            RootUse::Existing => {
+                return Err(unsafe_root(
+                    root,
+                    "is not marked as owned by this ledger (the configured root, emptied? `ledger profile recover` \
+                     marks it and rebuilds its generation and receipts from the ledger)",
+                ));
+            }
             RootUse::Preview => return Ok(()),
             RootUse::Create => {}
         }

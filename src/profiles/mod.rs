@@ -553,8 +553,11 @@ pub fn set(
         preview.state_root = Some(state_root);
         return Ok(preview);
     }
-    generation::check_root(root, ledger_id, generation::RootUse::Create)?;
+    // Checked as the dry run checks it before anything is written: a refused `set` leaves
+    // no ownership mark behind (outside review 91: it marked an emptied root, then refused).
+    generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
     verify_current(&ledger, root)?;
+    generation::check_root(root, ledger_id, generation::RootUse::Create)?;
     transact(&mut ledger, root, event, &manifest, &contents)?;
     status_of(ledger.state(), None, "set")
 }
@@ -813,7 +816,15 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
 pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let ledger_id: Id = ledger.store().head().ledger;
-    generation::check_root(root, ledger_id, generation::RootUse::Existing)?;
+    // The configured root, lost or emptied, is this ledger's to restore: made again (0700)
+    // or, empty, marked, and rebuilt below from what the ledger vouches for (outside review
+    // 91: every command refused it as "not marked" and named no way out). A root that is
+    // not empty and not marked stays refused, as for `set`.
+    let configured = generation::root_path(root).is_ok_and(|normal| {
+        ledger.state().context_profiles.current().is_some_and(|c| Path::new(&c.state_root) == normal)
+    });
+    let usage = if configured { generation::RootUse::Create } else { generation::RootUse::Existing };
+    generation::check_root(root, ledger_id, usage)?;
     let _lock = generation::lock(root)?;
     let Some(txn) = generation::read_txn(root)? else {
         let outcome = if repair_saved_state(&ledger, root)? { "repaired" } else { "nothing-to-recover" };

@@ -1073,3 +1073,43 @@ fn set_elsewhere_waits_for_the_configured_roots_recovery() {
     let st = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
     assert!(st["generationRoot"].as_str().unwrap().starts_with(other.to_str().unwrap()), "{st}");
 }
+
+/// The configured state root lost or emptied is restored in place by `profile recover` —
+/// made again (0700) or marked, its current generation and receipts rebuilt from the ledger
+/// — and a refused `set` into it writes nothing, not even the ownership mark (outside review
+/// 91: every command refused it as "not marked as owned", naming no way out, and a refused
+/// `set` left the mark behind). Another, unconfigured empty root is not taken over by
+/// `recover`.
+#[test]
+fn a_lost_configured_root_is_restored_in_place() {
+    use std::os::unix::fs::DirBuilderExt;
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    ok(set(&s, &root, &["full"]));
+    for emptied in [true, false] {
+        std::fs::remove_dir_all(&root).unwrap();
+        if emptied {
+            std::fs::DirBuilder::new().mode(0o700).create(&root).unwrap();
+        }
+        let (code, _, err) = status(&s);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("ledger profile recover"), "the way out is named: {err}");
+        if emptied {
+            let head = s.head();
+            let (code, _, err) = set(&s, &root, &["lean"]);
+            assert_eq!(code, 1, "{err}");
+            assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0, "a refused set writes nothing");
+            assert_eq!(s.head(), head);
+        }
+        let r = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+        assert_eq!((r["outcome"].as_str(), r["revision"].as_u64()), (Some("repaired"), Some(2)), "{r}");
+        let st = ok(status(&s));
+        assert_eq!(st["revision"].as_u64(), Some(2), "{st}");
+    }
+    let other = s.tmp.path().join("other");
+    std::fs::DirBuilder::new().mode(0o700).create(&other).unwrap();
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", other.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0, "not marked");
+}
