@@ -404,7 +404,8 @@ pub fn resolve_unconfigured(
         action: ledger_schema::events::profile::RevisionAction::Set,
         revision: cp.revision().saturating_add(1),
         selection: plan.selection(),
-        state_root: "/".to_owned(),
+        // No root is touched; the selection binds none (a placeholder `apply` accepts).
+        state_root: "/unconfigured".to_owned(),
         plan_digest: plan.digest(),
         rollback_to: None,
         registry_digest,

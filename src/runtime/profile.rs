@@ -783,6 +783,17 @@ fn plan_violation(e: PlanError) -> RuleViolation {
     violation(Rule::ProfilePlan, e.to_string())
 }
 
+/// A state root's text as `profile set` accepts it, checked without the filesystem or the
+/// environment (replay refuses what the CLI refuses; outside review 91: `/` replayed):
+/// absolute, normalised (no empty, `.` or `..` part, no trailing `/`), not `/` itself, and no
+/// control, bidirectional or invisible character. (`set` also refuses the home directory,
+/// which only the environment names.)
+pub fn root_text_ok(root: &str) -> bool {
+    root.strip_prefix('/').is_some_and(|rest| {
+        !rest.is_empty() && rest.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+    }) && !root.chars().any(|c| c.is_control() || super::undeliverable(c) || super::invisible(c))
+}
+
 /// Folds a profile revision: revision +1, and the plan and generation it records are the
 /// ones the state derives (set: over the current registry; mode: the current plan with
 /// another mode; rollback: exactly the revision before the current one).
@@ -797,9 +808,9 @@ pub fn apply_revision(state: &mut State, e: &ProfileRevisionRecorded, seq: u64) 
         current_rev.saturating_add(1)
     );
     ensure!(
-        e.state_root.starts_with('/') && e.state_root.len() <= MAX_NAME_BYTES,
+        e.state_root.len() <= MAX_NAME_BYTES && root_text_ok(&e.state_root),
         Rule::ProfileRevision,
-        "state root {:?} is not an absolute path",
+        "state root {:?} is not an absolute, normalised path other than `/` of visible characters",
         e.state_root
     );
     let current = cp.current();

@@ -389,11 +389,15 @@ pub fn apply_compaction_requested(state: &mut State, e: &CompactionRequested) ->
         e.attempt_id
     );
     let profile = get(&state.profiles, wf.profile.id, "profile")?;
+    // A directive is the manual trigger; only a MANUAL profile selects one (outside review
+    // 90: one was admitted under AUTOMATIC, which selects no trigger; seed 000: "any manual
+    // trigger [is] selected by the Workflow-bound Execution Profile").
     ensure!(
-        profile.profile.compaction != CompactionMode::Disabled,
+        profile.profile.compaction == CompactionMode::Manual,
         Rule::CompactionMode,
-        "Execution Profile {} selects no compaction (DISABLED)",
-        wf.profile.id
+        "Execution Profile {} selects {} compaction: a compaction directive is a manual trigger, which only a MANUAL profile selects",
+        wf.profile.id,
+        if profile.profile.compaction == CompactionMode::Disabled { "no" } else { "AUTOMATIC" }
     );
     ensure!(
         !attempt.compacting && attempt.compaction_directive.is_none(),

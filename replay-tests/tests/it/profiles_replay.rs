@@ -94,6 +94,23 @@ fn forged_revisions_are_refused_by_apply() {
             "ProfileRevision",
         ),
     ];
+    // What `set` refuses, replay refuses too (outside review 91: `/` replayed).
+    let mut cases = cases;
+    for (name, root) in [
+        ("the filesystem root", "/"),
+        ("a trailing slash", "/tmp/store/"),
+        ("an empty part", "/tmp//store"),
+        ("a dot part", "/tmp/./store"),
+        ("a dot-dot part", "/tmp/../store"),
+        ("a control character", "/tmp/st\u{7}ore"),
+        ("a bidi override", "/tmp/\u{202E}erots"),
+    ] {
+        cases.push((
+            name,
+            ProfileRevisionRecorded { state_root: root.into(), ..good.clone() },
+            "ProfileRevision",
+        ));
+    }
     for (name, event, rule) in cases {
         let err = admit(&s, event).unwrap_err();
         assert!(err.contains(rule), "{name}: {err}");

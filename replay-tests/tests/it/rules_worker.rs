@@ -666,8 +666,13 @@ fn a_manual_compaction_starts_only_on_a_directive() {
     w.refused(request(0x92), Rule::AttemptNotActive);
     let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
     assert_eq!(replayed.state().digest(), w.ledger.state().digest(), "replay agrees");
-    // AUTOMATIC (an unprotected profile may select it): no directive needed.
+    // AUTOMATIC (an unprotected profile may select it): no directive needed — and none is
+    // admitted: a directive is the manual trigger, which AUTOMATIC does not select (outside
+    // review 90).
     let mut w = compaction_world(ledger_schema::types::CompactionMode::Automatic);
+    let err = w.fails(request(0x90));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CompactionMode), "{err}");
+    assert!(err.to_string().contains("AUTOMATIC"), "{err}");
     w.ok(deliver(&w, 0x70, payload(CompactionStarted, 1, "")));
 }
 
