@@ -773,8 +773,8 @@ pub fn scan_keeping(
         if let Err(why) = crate::runtime::selection::deliverable_text(&skill_md.bytes) {
             return Err(meta(&path.join("SKILL.md"), format!("not deliverable text: {why}")));
         }
-        // So is every other text resource (a generation copies them all; binary files,
-        // not UTF-8, are copied as they are), and every name is one a reader sees as it
+        // So is every other text resource (a generation copies them all; binary files are
+        // copied as they are), and every name is one a reader sees as it
         // is (a skill's id and a resource's path reach the worker's package).
         for r in &raw {
             let shows_as_is =
@@ -785,9 +785,19 @@ pub fn scan_keeping(
                     "a name with an invisible, bidirectional or control character",
                 ));
             }
-            if std::str::from_utf8(&r.bytes).is_ok()
+            // Binary is what has a NUL byte in its first 8,000 bytes (git's test): anything
+            // else a loader reads as text, valid UTF-8 or not (outside review 91: one
+            // invalid byte let a bidi override, an ESC sequence or TAG characters through
+            // into the carrier as a "binary" file).
+            let binary = r.bytes.iter().take(8_000).any(|b| *b == 0);
+            if (!binary || std::str::from_utf8(&r.bytes).is_ok())
                 && let Err(why) = crate::runtime::selection::deliverable_text(&r.bytes)
             {
+                let why = if why == "not UTF-8" {
+                    "not UTF-8, yet read as text (no NUL byte in its first 8,000 bytes)"
+                } else {
+                    why
+                };
                 return Err(meta(&path.join(&r.path), format!("not deliverable text: {why}")));
             }
         }

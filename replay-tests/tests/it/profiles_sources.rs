@@ -499,6 +499,24 @@ fn scan_fails_closed_on_every_listed_case() {
             "not deliverable text",
         ),
         (
+            "a text resource with a bidi override and one invalid byte (outside review 91)",
+            Box::new(|src| {
+                std::fs::write(
+                    src.join("skills/deploy/notes.md"),
+                    b"Run \xe2\x80\xaetxt.exe\xe2\x80\xac \xff\n",
+                )
+                .unwrap()
+            }),
+            "not UTF-8, yet read as text",
+        ),
+        (
+            "a text resource with an ESC sequence and one invalid byte",
+            Box::new(|src| {
+                std::fs::write(src.join("skills/deploy/run.sh"), b"\x1b[8mhidden\x1b[0m \xff\n").unwrap()
+            }),
+            "not UTF-8, yet read as text",
+        ),
+        (
             "a skill without SKILL.md",
             Box::new(|src| write(&src.join("skills/empty/README.md"), "no skill here\n")),
             "SKILL.md: missing",

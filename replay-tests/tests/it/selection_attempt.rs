@@ -662,17 +662,18 @@ fn restart_redelivery_and_goal_revision() {
     let _ = Ctx { time_ms: 0 };
 }
 
-/// A required resource that is not deliverable text is refused with that reason: one that
-/// is not UTF-8 at `--load` (not as "recorded by digest only", which it is not), nothing
-/// recorded; a UTF-8 one with a control character (ESC, NUL: they would reach the worker
-/// and a supervisor's terminal), a bidirectional override or a TAG character already at
-/// the scan.
+/// A required resource that is not deliverable text is refused with that reason: a binary
+/// one (not UTF-8, a NUL byte in it) at `--load` (not as "recorded by digest only", which it
+/// is not), nothing recorded; one with a control character (ESC, NUL: they would reach the
+/// worker and a supervisor's terminal), a bidirectional override or a TAG character, or not
+/// UTF-8 with no NUL byte (read as text), already at the scan.
 #[test]
 fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
     let w = world("auto");
     let root = w.s.tmp.path().join("store");
     for (bytes, reason) in [
-        (vec![0xff, 0xfe, b'x'], "not UTF-8"),
+        (vec![0xff, 0xfe, 0x00, b'x'], "not UTF-8"),
+        (vec![0xff, 0xfe, b'x'], "not UTF-8, yet read as text"),
         (b"clear \x1b[2J the screen\n".to_vec(), "a control character"),
         (b"nul \0 byte\n".to_vec(), "a control character"),
         ("reads \u{202E}backwards\n".as_bytes().to_vec(), "a bidirectional override"),
@@ -681,8 +682,10 @@ fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
         std::fs::write(w.s.src.join("skills/python-patterns/references/details.md"), &bytes).unwrap();
         // A UTF-8 resource that is not deliverable text refuses the scan itself: a
         // generation would copy it into the agent's skill folder (outside review 19).
+        // So does any other that is not binary (a NUL byte in its first 8,000 bytes):
+        // a loader reads it as text (outside review 91).
         let (code, _, err) = w.s.scan();
-        if std::str::from_utf8(&bytes).is_ok() {
+        if std::str::from_utf8(&bytes).is_ok() || !bytes.contains(&0) {
             assert_eq!(code, 1, "{err}");
             assert!(err.contains("not deliverable text") && err.contains(reason), "{err}");
             continue;
