@@ -152,11 +152,47 @@ pub(crate) fn check_closure(what: &str, c: &InputClosure) -> Result<(), RuleViol
     Ok(())
 }
 
+/// The tool surfaces seed 000 disables for the bounded profile ("Candidate-local config,
+/// hooks, plugins, MCP, apps, skills, subagents, dynamic tools, and Web Search are disabled
+/// for the bounded profile"), by the tool-name convention the docs give (`mcp:NAME`,
+/// `hook:NAME`, …): a name with one of these prefixes (any case), or a web search tool.
+pub(crate) fn disabled_surface(name: &str) -> Option<&'static str> {
+    const PREFIXES: [(&str, &str); 7] = [
+        ("hook:", "hooks"),
+        ("plugin:", "plugins"),
+        ("mcp:", "MCP"),
+        ("app:", "apps"),
+        ("skill:", "skills"),
+        ("subagent:", "subagents"),
+        ("dynamic:", "dynamic tools"),
+    ];
+    let lower = name.to_lowercase();
+    if let Some((_, what)) = PREFIXES.iter().find(|(p, _)| lower.starts_with(p)) {
+        return Some(what);
+    }
+    let word: String = lower.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    word.contains("websearch").then_some("Web Search")
+}
+
 pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result<(), RuleViolation> {
     fresh(&state.profiles, e.profile_id, "profile")?;
     required_text("profile name", &e.profile.name)?;
     if let Some(c) = &e.profile.input_closure {
         check_closure("the profile's input closure", c)?;
+        // The bounded (protected) profile binds none of the surfaces the seed disables for
+        // it (outside review 90: `hook:pre-commit`, `mcp:github` and `web_search` were
+        // bound, and claims reporting them dispatched).
+        if e.profile.protected
+            && let Some((tool, what)) = c.tools.iter().find_map(|t| disabled_surface(&t.name).map(|w| (t, w)))
+        {
+            return Err(super::violation(
+                Rule::InputClosure,
+                format!(
+                    "a protected profile binds no {what} (tool {:?}): seed 000 disables them for the bounded profile",
+                    tool.name
+                ),
+            ));
+        }
     }
     // Seed 000: "Automatic triggering remains UNKNOWN and unselected by the bounded M2
     // Execution Profile" — the acceptance-critical (protected) one (outside review 77).

@@ -1019,3 +1019,54 @@ fn a_resumed_threads_withdrawn_history_is_seen_at_the_claim_and_after_it() {
     let err = w.with(|s| s.complete(0x62, ResultKind::Proposals)).unwrap_err();
     assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
 }
+
+/// A protected (bounded) profile binds none of the tool surfaces seed 000 disables for it —
+/// "hooks, plugins, MCP, apps, skills, subagents, dynamic tools, and Web Search" — by the
+/// documented naming convention (`mcp:NAME`, `hook:NAME`, …; any case) or a web search tool
+/// (outside review 90: a protected profile bound `hook:pre-commit`, `mcp:github` and
+/// `web_search`, and claims reporting them dispatched). An unprotected profile may bind
+/// them; a protected one binds ordinary tools.
+#[test]
+fn a_protected_profile_binds_no_surface_the_seed_disables() {
+    use ledger_schema::events::{BoundInput, InputClosure};
+    let closure = |tools: &[&str]| InputClosure {
+        tools: {
+            let mut v: Vec<BoundInput> =
+                tools.iter().map(|t| BoundInput { name: (*t).into(), digest: digest_of(t) }).collect();
+            v.sort_by(|a, b| a.name.cmp(&b.name));
+            v
+        },
+        config_digest: digest_of("config"),
+        permission_digest: digest_of("permission profile"),
+        instruction_sources: Vec::new(),
+        managed_requirements_digest: None,
+    };
+    let mut w = World::at(Stage::Setup);
+    let mut id = 0x16;
+    let mut install = |w: &mut World, protected: bool, tools: &[&str]| {
+        let mut p = profile(protected);
+        p.name = format!("closure {id}");
+        p.input_closure = Some(closure(tools));
+        id += 1;
+        Command::InstallProfile(InstallProfile { profile_id: lid(id), profile: p })
+    };
+    for tool in [
+        "hook:pre-commit",
+        "MCP:github",
+        "plugin:x",
+        "app:y",
+        "skill:z",
+        "subagent:a",
+        "dynamic:b",
+        "web_search",
+        "WebSearch",
+    ] {
+        let c = install(&mut w, true, &["apply_patch", tool]);
+        let err = w.fails(c);
+        assert_eq!(rule_of(&err), Some(Rule::InputClosure), "{tool}: {err}");
+        let c = install(&mut w, false, &["apply_patch", tool]);
+        w.ok(c);
+    }
+    let c = install(&mut w, true, &["apply_patch", "shell"]);
+    w.ok(c);
+}
