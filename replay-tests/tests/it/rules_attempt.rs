@@ -1043,7 +1043,7 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
     };
     let mut w = World::at(Stage::Setup);
     let mut id = 0x16;
-    let mut install = |w: &mut World, protected: bool, tools: &[&str]| {
+    let mut install = |protected: bool, tools: &[&str]| {
         let mut p = profile(protected);
         p.name = format!("closure {id}");
         p.input_closure = Some(closure(tools));
@@ -1061,12 +1061,12 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
         "web_search",
         "WebSearch",
     ] {
-        let c = install(&mut w, true, &["apply_patch", tool]);
+        let c = install(true, &["apply_patch", tool]);
         let err = w.fails(c);
         assert_eq!(rule_of(&err), Some(Rule::InputClosure), "{tool}: {err}");
-        let c = install(&mut w, false, &["apply_patch", tool]);
+        let c = install(false, &["apply_patch", tool]);
         w.ok(c);
     }
-    let c = install(&mut w, true, &["apply_patch", "shell"]);
+    let c = install(true, &["apply_patch", "shell"]);
     w.ok(c);
 }
