@@ -355,6 +355,23 @@ fn admissible<S: Store>(ledger: &Ledger<S>, event: &ProfileRevisionRecorded) -> 
 
 /// The current generation, if it lives under `root`, must verify (a modified, added,
 /// symlinked or hard-linked file blocks set, rollback and status).
+/// A configured generation that does not verify, with the way out named wherever it is
+/// reported — `status`, `set`, `select`, `recover` (outside review 91: `status` said only
+/// "was modified").
+fn with_remedy(e: GenerationError) -> GenerationError {
+    match e {
+        GenerationError::Tampered { root, reason } if !reason.contains("profile recover") => {
+            GenerationError::Tampered {
+                root,
+                reason: format!(
+                    "{reason} (move it out of the state root; `ledger profile recover` then rebuilds it)"
+                ),
+            }
+        }
+        other => other,
+    }
+}
+
 fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), ProfileError> {
     let cp = &ledger.state().context_profiles;
     if let Some(c) = cp.current()
@@ -362,7 +379,8 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
     {
         let registry = registry_by_digest(ledger, c.registry_digest)?;
         let (manifest, _) = manifest_of(&registry, &c.plan)?;
-        generation::verify(&generation::generation_dir(root, c.generation_digest), &manifest)?;
+        generation::verify(&generation::generation_dir(root, c.generation_digest), &manifest)
+            .map_err(with_remedy)?;
         if generation::read_txn(root)?.is_none() {
             generation::verify_receipts(root, &expected_receipts(cp, ledger.store().head().ledger, root))?;
         }
@@ -649,7 +667,8 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
             ProfileError::Refused(format!("registry {} is not in the ledger", c.registry_digest))
         })?;
         let (manifest, _) = manifest_of(registry, &c.plan)?;
-        generation::verify(&generation::generation_dir(&root, c.generation_digest), &manifest)?;
+        generation::verify(&generation::generation_dir(&root, c.generation_digest), &manifest)
+            .map_err(with_remedy)?;
         if let Some(ledger_id) = ledger_id
             && generation::read_txn(&root)?.is_none()
         {
@@ -780,15 +799,7 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
             generation::rebuild(root, c.generation_digest, &manifest, &contents)?;
             repaired = true;
         }
-        generation::verify(&dir, &manifest).map_err(|e| match e {
-            GenerationError::Tampered { root, reason } => GenerationError::Tampered {
-                root,
-                reason: format!(
-                    "{reason} (move it out of the state root; `ledger profile recover` then rebuilds it)"
-                ),
-            },
-            other => other,
-        })?;
+        generation::verify(&dir, &manifest).map_err(with_remedy)?;
     }
     // Missing receipts are republished; one that differs is never overwritten (outside
     // review 57: its bytes are evidence) — moved out by hand, then republished.

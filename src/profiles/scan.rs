@@ -58,6 +58,8 @@ pub enum ScanError {
     Symlink(String),
     #[error("{0}: not a regular file or directory")]
     NotRegular(String),
+    #[error("{0}: not a directory{1}")]
+    NotADirectory(String, &'static str),
     #[error("{path}: {bytes} bytes, over the per-file bound of {MAX_FILE_BYTES}")]
     FileTooLarge { path: String, bytes: u64 },
     #[error("{path}: {bytes} bytes, over the per-manifest bound of {MAX_MANIFEST_BYTES}")]
@@ -145,7 +147,7 @@ fn real_dir(path: &Path) -> Result<(), ScanError> {
         return Err(ScanError::Symlink(disp(path)));
     }
     if !m.is_dir() {
-        return Err(ScanError::NotRegular(disp(path)));
+        return Err(ScanError::NotADirectory(disp(path), ""));
     }
     Ok(())
 }
@@ -704,11 +706,10 @@ pub fn scan_keeping(
         if m.file_type().is_symlink() {
             return Err(ScanError::Symlink(disp(&path)));
         }
+        // A file here (a README, say) is not a skill (outside review 91: it was called
+        // "not a regular file or directory").
         if !m.is_dir() {
-            return Err(ScanError::NotRegular(format!(
-                "{} (skills/ holds only skill directories)",
-                disp(&path)
-            )));
+            return Err(ScanError::NotADirectory(disp(&path), " (skills/ holds only skill directories)"));
         }
         if !safe_relative(&dir)
             || dir.contains(':')

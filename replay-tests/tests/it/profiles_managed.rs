@@ -340,6 +340,9 @@ fn tampered_generation_blocks_status_set_and_rollback() {
         ok(set(&s, &root, &["full"]));
         let r = ok(set(&s, &root, &["lean"]));
         tamper(Path::new(r["generationRoot"].as_str().unwrap()));
+        // The way out is named (outside review 91: `status` said only what was wrong).
+        let (_, _, err) = status(&s);
+        assert!(err.contains("ledger profile recover"), "{name}: {err}");
         blocks_status_set_and_rollback(&s, &root, name, expect);
     }
 }

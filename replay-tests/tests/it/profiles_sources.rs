@@ -517,6 +517,11 @@ fn scan_fails_closed_on_every_listed_case() {
             "not UTF-8, yet read as text",
         ),
         (
+            "a plain file among the skill directories (outside review 91: \"not a regular file\")",
+            Box::new(|src| write(&src.join("skills/README.md"), "the skills\n")),
+            "skills/README.md: not a directory (skills/ holds only skill directories)",
+        ),
+        (
             "a skill without SKILL.md",
             Box::new(|src| write(&src.join("skills/empty/README.md"), "no skill here\n")),
             "SKILL.md: missing",
