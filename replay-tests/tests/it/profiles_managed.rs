@@ -1116,3 +1116,37 @@ fn a_lost_configured_root_is_restored_in_place() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0, "not marked");
 }
+
+/// A kill while the first `set` wrote the ownership marker leaves a prefix of this ledger's
+/// marker alone in the root: commands say so and name the way out, the dry run writes
+/// nothing, and the `set` again writes it whole (outside review 91: every command said
+/// "unreadable ownership marker", naming no way out).
+#[test]
+fn an_ownership_marker_cut_short_is_completed_by_the_next_set() {
+    use std::os::unix::fs::DirBuilderExt;
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    std::fs::DirBuilder::new().mode(0o700).create(&root).unwrap();
+    let marker = root.join(".closure-ledger-owner");
+    std::fs::write(&marker, b"{\"ledg").unwrap();
+    std::fs::set_permissions(&marker, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cut short") && err.contains("run the `set` again"), "{err}");
+    ok(set(&s, &root, &["lean", "--dry-run"]));
+    assert_eq!(std::fs::read(&marker).unwrap(), b"{\"ledg", "the dry run wrote nothing");
+    ok(set(&s, &root, &["lean"]));
+    ok(status(&s));
+    // Anything else in the marker stays refused.
+    let other = s.tmp.path().join("other");
+    std::fs::DirBuilder::new().mode(0o700).create(&other).unwrap();
+    std::fs::write(other.join(".closure-ledger-owner"), b"{\"nope").unwrap();
+    std::fs::set_permissions(
+        other.join(".closure-ledger-owner"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let (code, _, err) = set(&s, &other, &["full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("unreadable ownership marker"), "{err}");
+}
