@@ -486,6 +486,19 @@ pub fn apply_scenario(state: &mut State, e: &ScenarioRecorded, seq: u64) -> Resu
     get(&state.goals, e.goal_id, "goal")?;
     required_text("title", &e.title)?;
     required_text("description", &e.description)?;
+    // One scenario once (outside review 90: the same title and description again under a
+    // new id were admitted, and delivered twice — as facts, decisions and sources are not).
+    let key = (statement_key(&e.title), statement_key(&e.description));
+    if let Some((other, _)) = state.scenarios.iter().find(|(_, s)| {
+        s.goal_id == e.goal_id
+            && s.retired_seq.is_none()
+            && (statement_key(&s.title), statement_key(&s.description)) == key
+    }) {
+        return Err(super::violation(
+            Rule::OutOfBounds,
+            format!("scenario {other} of goal {} already states this: one scenario once", e.goal_id),
+        ));
+    }
     state.scenarios.insert(
         e.scenario_id,
         ScenarioState {
@@ -516,6 +529,23 @@ pub fn apply_obligation(state: &mut State, e: &ObligationRecorded, seq: u64) -> 
             format!(
                 "check specification {} is bound to {} by obligation {other}; another digest under the same id is a conflicting input",
                 e.check_spec_id, o.check_spec_digest
+            ),
+        ));
+    }
+    // One obligation once: the same description and check specification again, in force,
+    // would be delivered twice and asked for twice (outside review 90).
+    let key = statement_key(&e.description);
+    if let Some((other, _)) = state.obligations.iter().find(|(_, o)| {
+        o.goal_id == e.goal_id
+            && o.retired_seq.is_none()
+            && o.check_spec_digest == e.check_spec_digest
+            && statement_key(&o.description) == key
+    }) {
+        return Err(super::violation(
+            Rule::OutOfBounds,
+            format!(
+                "obligation {other} of goal {} already states this with this check specification: one obligation once",
+                e.goal_id
             ),
         ));
     }
@@ -633,6 +663,19 @@ pub fn apply_blocker_raised(state: &mut State, e: &BlockerRaised, seq: u64) -> R
     fresh(&state.blockers, e.blocker_id, "blocker")?;
     live_workflow(state, e.workflow_id)?;
     required_text("description", &e.description)?;
+    // One open blocker once (outside review 90: "CI red" twice on one workflow).
+    let key = statement_key(&e.description);
+    if let Some((other, _)) = state.blockers.iter().find(|(_, b)| {
+        b.workflow_id == e.workflow_id && b.resolved_seq.is_none() && statement_key(&b.description) == key
+    }) {
+        return Err(super::violation(
+            Rule::OutOfBounds,
+            format!(
+                "blocker {other} of workflow {} is open and says this already: one blocker once",
+                e.workflow_id
+            ),
+        ));
+    }
     state.blockers.insert(
         e.blocker_id,
         BlockerState {

@@ -489,3 +489,49 @@ fn a_human_decision_is_changed_by_naming_the_one_it_replaces() {
     assert_eq!(omitted.len(), 1, "{:?}", a.manifest.omission_decisions);
     assert!(omitted[0].source_ref.ends_with(&lid(0x52).to_string()), "{omitted:?}");
 }
+
+/// A scenario, an obligation in force and an open blocker are each stated once: the same
+/// text again under a new id (spacing, invisible characters and a closing `.` aside, as
+/// facts are compared) is refused — it would reach workers twice, and an obligation would
+/// be asked for twice (outside review 90: all three were admitted). Once the first is retired
+/// or resolved, the text may be stated again.
+#[test]
+fn scenarios_obligations_and_blockers_are_stated_once() {
+    let mut w = World::at(Stage::Setup);
+    // The setup's scenario 0x42 and obligation OBLIGATION, again.
+    let scenario = |id: u128, title: &str| {
+        Command::RecordScenario(RecordScenario {
+            scenario_id: lid(id),
+            goal_id: lid(GOAL),
+            title: title.into(),
+            description: "a config file with one byte after the document is refused".into(),
+        })
+    };
+    w.refused(scenario(0x146, "trailing  byte."), Rule::OutOfBounds);
+    w.ok(scenario(0x146, "trailing bytes"));
+    let obligation = |id: u128, description: &str, spec: &str| {
+        Command::RecordObligation(RecordObligation {
+            obligation_id: lid(id),
+            goal_id: lid(GOAL),
+            description: description.into(),
+            check_spec_id: lid(id + 1),
+            check_spec_digest: digest_of(spec),
+        })
+    };
+    w.refused(
+        obligation(0x150, "the trailing-bytes  test passes.", "check: cargo test parser::trailing"),
+        Rule::OutOfBounds,
+    );
+    w.ok(obligation(0x150, "the trailing-bytes test passes", "check: cargo test parser::other"));
+    let blocker = |id: u128| {
+        Command::RaiseBlocker(RaiseBlocker {
+            blocker_id: lid(id),
+            workflow_id: lid(WORKFLOW),
+            description: "CI red".into(),
+        })
+    };
+    w.ok(blocker(0x160));
+    w.refused(blocker(0x161), Rule::OutOfBounds);
+    w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0x160), resolution: "fixed".into() }));
+    w.ok(blocker(0x161));
+}
