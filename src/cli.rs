@@ -360,15 +360,6 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             for cut in &report.cut {
                 emit(out, format!("journal bytes moved aside (not deleted): {}", cut.display()))?;
             }
-            if let Some(first) = report.other_ledger_records.first() {
-                emit(
-                    out,
-                    format!(
-                        "left out of the journal: {} record(s) past sled's end holding another ledger's entries only (from seq {first}; no entry of this ledger; their bytes are in the cut segment above)",
-                        report.other_ledger_records.len()
-                    ),
-                )?;
-            }
             if let Some(t) = &report.torn_tail {
                 let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", p.display()));
                 emit(

@@ -154,7 +154,7 @@ pub enum ContextInput {
     /// the Goal's Attempts.
     Goal(Id),
     /// A new source registry or profile revision: the Attempts that carry a task selection
-    /// (it may be stale now).
+    /// (it may be stale now), and every RESUME (its Thread's may be).
     Selections,
 }
 
@@ -163,7 +163,14 @@ pub enum ContextInput {
 pub fn in_flight(state: &State, input: ContextInput) -> Vec<Id> {
     match input {
         ContextInput::Goal(goal_id) => in_flight_where(state, |wf| wf.goal_id == goal_id, |_| true),
-        ContextInput::Selections => in_flight_where(state, |_| true, |a| a.selection_receipt.is_some()),
+        // A RESUME carries its Thread's selections too, its own or not (outside review 93: a
+        // skill an earlier Attempt on the Thread loaded, withdrawn after the RESUME's claim,
+        // did not mark it).
+        ContextInput::Selections => in_flight_where(
+            state,
+            |_| true,
+            |a| a.selection_receipt.is_some() || a.thread == ThreadChoice::Resume,
+        ),
     }
 }
 

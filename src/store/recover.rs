@@ -62,10 +62,6 @@ pub struct RecoverReport {
     pub sled_rebuilt: bool,
     /// Frames sled lacked at its tail, restored from the journal (when not rebuilt).
     pub sled_restored_frames: u64,
-    /// First seqs of the journal's records past sled's end that held another ledger's
-    /// entries only: no entry this ledger wrote, left out of the rewritten journal (their
-    /// bytes are in `cut`).
-    pub other_ledger_records: Vec<u64>,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -155,9 +151,8 @@ struct Survey {
     cut_at: Option<(PathBuf, u64)>,
     /// First seqs of records sled holds intact but differently.
     differs: Vec<u64>,
-    /// The first seq where sled holds a history of its own: its version of the entry differs
-    /// from the journal's, chains on from the prefix both hold and is linked to by a later
-    /// sled entry ([`Parting`]).
+    /// The first seq where sled holds a history of its own: its intact version of the entry
+    /// differs from the journal's and chains on from the prefix both hold ([`Parting`]).
     parts: Option<u64>,
     /// The checkpoint's check against the journal as found (`None`: its seq was not read).
     checkpoint: Option<Result<(), Corruption>>,
@@ -190,16 +185,8 @@ fn survey(
                 && open_record(&v).is_ok()
             {
                 differs.push(pos.first_seq);
-                if parts.is_none()
-                    && let Some(p) = Parting::of(pos.before, pos.record, &v)
-                {
-                    let linked = || -> Result<bool, OpenError> {
-                        let next = get_frame(tree, p.tail_seq() + 1).map_err(OpenError::Sled)?;
-                        Ok(next.is_some_and(|n| p.linked_by(&n)))
-                    };
-                    if p.vouched || linked()? {
-                        parts = Some(p.seq);
-                    }
+                if parts.is_none() {
+                    parts = Parting::of(pos.before, pos.record, &v).map(|p| p.seq);
                 }
             }
         }
@@ -539,7 +526,6 @@ fn recover_in(
         cut: Vec::new(),
         sled_rebuilt: true,
         sled_restored_frames: 0,
-        other_ledger_records: Vec::new(),
     };
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and
@@ -1283,15 +1269,30 @@ fn rewrite_from(
                 }
             }
         } else if wholly_foreign(&record) {
-            // Past sled's end, a record of another ledger's entries only is no entry this
-            // ledger wrote, so none it acknowledged: it is not carried into the rewritten
-            // journal (its bytes stay in `cut/N/` with the replaced segment) — outside review
-            // 88: recover refused, and its hint cut the acknowledged records sled holds
-            // before it. One that also holds an entry of this ledger is kept, and the
-            // rewritten journal's verification refuses it (outside review 89: it was dropped
-            // whole, an acknowledged entry with it).
-            report.other_ledger_records.push(first_seq);
-            continue;
+            // Past what sled restores, another ledger's record may stand where an
+            // acknowledged record of this ledger was (sled lags the journal), and no copy
+            // holds that one: refused, as damaged bytes there are (outside review 92: left
+            // out with exit 0 — reviews 88 and 89 F4 — it dropped an acknowledged entry
+            // without a word). The hint's cut keeps the journal's last good record, and says
+            // so where sled holds more (`hint_keeps_sled`: move journal/ out and recover).
+            let last = damage.map_or(first_seq.saturating_sub(1), |d| d.seq.saturating_sub(1));
+            let theirs = sealed_of(&record).first().map(|e| e.entry.ledger).unwrap_or_default();
+            return Err(OpenError::Unrecoverable {
+                cut: Some(last),
+                seq: first_seq,
+                replica: Replica::Journal,
+                reason: Box::new(Corruption::LedgerMismatch {
+                    expected: ours.unwrap_or_default(),
+                    found: theirs,
+                }),
+                why: format!(
+                    "the journal holds another ledger's record at seq {first_seq}, past what sled's copy restores \
+                     (to seq {}): it may stand where an acknowledged record of this ledger was, and no copy holds \
+                     one; nothing was changed. {}",
+                    restored_to.or(boundary.head.map(|h| h.seq)).map_or("none".to_owned(), |s| s.to_string()),
+                    cut_hint(last)
+                ),
+            });
         } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {
             kept.insert(first_seq);
             beyond.push((first_seq, record));
@@ -1329,7 +1330,7 @@ fn rewrite_from(
             replica: Replica::Journal,
             reason: Box::new(Corruption::Damaged(Box::new(damaged))),
             why: format!(
-                "the journal holds damaged bytes at seq {seq}, past sled's copy (which ends at seq {to}), not a torn write: no copy holds them; nothing was changed. {}",
+                "the journal holds damaged bytes at seq {seq}, past what sled's copy restores (its records chaining on end at seq {to}), not a torn write: no copy holds them; nothing was changed. {}",
                 cut_hint(last)
             ),
         });
@@ -1377,14 +1378,7 @@ fn rewrite_from(
             beyond.first().map_or(0, |(f, _)| *f)
         )));
     }
-    // The damage is another ledger's record past sled's end, left out above, and the journal
-    // holds no damaged bytes past the head: nothing of this ledger's needs sled's copy
-    // (outside review 89, F4: refused, though review 88's rule leaves such records out).
-    let only_other_ledgers = damage.is_some_and(|d| {
-        matches!(&d.kind, DamageKind::Invalid { reason: Corruption::LedgerMismatch { .. }, .. })
-            && report.other_ledger_records.first() == Some(&d.seq)
-    }) && damage_past(journal, boundary.head.map_or(0, |h| h.seq))?.is_none();
-    if sled_records.is_empty() && damage.is_some() && !only_other_ledgers {
+    if sled_records.is_empty() && damage.is_some() {
         return Err(refuse(
             "sled holds no intact copy of the damaged records that chains on from the last good entry",
         ));
@@ -1442,7 +1436,7 @@ fn rewrite_from(
         );
         return Err(acknowledged(past, what));
     }
-    if sled_records.is_empty() && beyond.is_empty() && report.other_ledger_records.is_empty() {
+    if sled_records.is_empty() && beyond.is_empty() {
         return Ok(());
     }
     // Write: the trusted prefix, sled's continuation, the journal's records beyond it;
@@ -1599,8 +1593,8 @@ fn restore_from_sled(
     // altered" — and when the next one begins the damaged record, the earlier one ends the
     // newest record that verified: that record is a suspect too, and the boundary moves
     // before it (sled's copy, if it chains on from there, says which one was altered).
-    // The same where the damage is of another kind (another ledger's record, say) but sled
-    // holds its own intact version of that newest record: the damage may have cut the
+    // The same where the damage is of another kind (another ledger's record, bytes that do
+    // not check) but sled holds its own intact version of that newest record: the damage may have cut the
     // journal's later links to it (outside review 89, F3: `A0 A1 F2 B3 A4` against sled's
     // `A0..A4` was refused, and its hint cut what sled held). Either way sled's version
     // replaces it only with proof, below.
@@ -1609,10 +1603,17 @@ fn restore_from_sled(
             kind: DamageKind::Invalid { reason: Corruption::LinkBroken { next: n, .. }, .. },
             ..
         }) => *n == next,
-        Some(Damage { kind: DamageKind::Invalid { .. }, .. }) => found.differs.last() == Some(&first_seq),
-        _ => false,
+        Some(_) => found.differs.last() == Some(&first_seq),
+        None => false,
     };
-    if let Some(next) = boundary.suspects.first().copied()
+    // (Damage that is not an intact record names no suspect of its own: the record after
+    // the newest that verified.)
+    let next = boundary
+        .suspects
+        .first()
+        .copied()
+        .or_else(|| found.scan.damage.as_ref().map(|_| head.map_or(0, |h| h.seq + 1)));
+    if let Some(next) = next
         && let Some((segment, offset, first_seq, before)) = found.newest.clone()
         && first_seq < next
         && linked_or_differs(next, first_seq)
@@ -1629,18 +1630,26 @@ fn restore_from_sled(
     }
 
     // 2. Two histories that part before the journal's newest record (a disputed newest
-    // record is decided below): sled's version of an entry is linked to by a later sled
-    // entry, and the journal's by a later journal entry (outside review 89, F2: the longer
-    // journal was taken, exit 0, where the docs say such histories are refused). Only the operator
-    // decides — `--prefer journal`, or a checkpoint of the journal's history past the part;
-    // `--prefer sled` goes on below, where sled's is taken if it can be, and refused as
-    // `histories_part` if not. (Damage in the journal is restored from sled only with
-    // proof, below, which such a sled cannot give: recover refuses there either way.)
+    // record is decided below): sled holds an intact version of an entry that chains on from
+    // the records both hold — acknowledged, as sled is written only after the journal's
+    // fdatasync and no accident makes such a record — and the journal's version is linked to
+    // by a later journal entry (outside reviews 89 F2 and 92: the longer journal was taken,
+    // exit 0, where the docs say such histories are refused). Only the operator decides —
+    // `--prefer journal`, or a checkpoint of the journal's history past the part; sled's
+    // history is taken by moving journal/ out (`histories_part`), not by `--prefer sled`.
+    // Damage after the part does not hide it (outside review 92: another ledger's record
+    // after the head let the longer journal through, exit 0, and overruled `--prefer sled`);
+    // a broken link is the suspects' case, below (sled's version replaces the journal's
+    // only with proof).
+    let link_broken = matches!(
+        &found.scan.damage,
+        Some(Damage { kind: DamageKind::Invalid { reason: Corruption::LinkBroken { .. }, .. }, .. })
+    );
     if let Some(parted) = found.parts
         && found.newest.as_ref().is_some_and(|n| parted < n.2)
         && let Some(journal_head) = head.map(|h| h.seq)
-        && found.scan.damage.is_none()
-        && options.prefer.is_none()
+        && !link_broken
+        && options.prefer != Some(Replica::Journal)
         && !(options.checkpoint.as_ref().is_some_and(|cp| cp.seq >= parted)
             && matches!(found.checkpoint, Some(Ok(()))))
     {
@@ -1661,9 +1670,11 @@ fn restore_from_sled(
         // review 36, P1).
         let journal_head = found.scan.verified.map(|h| h.seq);
         let sled_wins_by_link = sled_head.is_some_and(|h| Some(h.seq) > journal_head);
+        // (A checkpoint past sled's entries that the journal's version holds names the
+        // journal's: outside review 92, refused with the advice to give a checkpoint.)
         let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
             let ours: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
-            checkpoint_says(cp, &ours)
+            checkpoint_says(cp, &ours).or_else(|| matches!(found.checkpoint, Some(Ok(()))).then_some(false))
         });
         let take_sled = match (options.prefer, by_checkpoint) {
             (Some(prefer), Some(sled_matches)) if (prefer == Replica::Sled) != sled_matches => {

@@ -418,8 +418,10 @@ fn another_ledgers_records(tmp: &std::path::Path, n: usize) -> (ledger_schema::I
 /// included) is damage, not another version of them: sled's intact copies replace them, and
 /// nothing is lost (outside review 86: recover refused — "an intact record at seq 3 that
 /// sled's copy does not hold identically" — and its hint cut the acknowledged records).
-/// And so is a run that goes on past the head (outside review 88): another ledger's
-/// records past sled's end are no entry this ledger wrote, and are left in `cut/`.
+/// A run that goes on past the head may stand where acknowledged records sled never got
+/// were: refused, nothing changed, the refusal saying sled holds more than the hint's cut
+/// keeps and naming the way that keeps it — which restores every record sled holds
+/// (outside reviews 88, 92: the records past sled's end were left out with exit 0).
 #[test]
 fn a_run_of_another_ledgers_records_is_restored_from_sled() {
     for past_the_head in [false, true] {
@@ -442,56 +444,84 @@ fn a_run_of_another_ledgers_records_is_restored_from_sled() {
         let d = dir.to_str().unwrap();
         assert_eq!(cli(&["verify", d]).0, 1);
         let (code, out, err) = cli(&["recover", d]);
-        assert_eq!(code, 0, "{past_the_head}: {out}{err}");
+        if past_the_head {
+            assert_eq!(code, 1, "{out}{err}");
+            assert!(
+                err.contains("another ledger's record at seq 5")
+                    && err.contains("sled holds an intact history up to seq 4")
+                    && err.contains("move journal/ out"),
+                "{err}"
+            );
+            assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "nothing changed");
+            std::fs::rename(dir.join("journal"), tmp.path().join("journal.aside")).unwrap();
+            let (code, out, err) = cli(&["recover", d]);
+            assert_eq!(code, 0, "{out}{err}");
+        } else {
+            assert_eq!(code, 0, "{out}{err}");
+            assert!(dir.join("cut").exists(), "the replaced bytes are kept");
+        }
         assert_eq!(verify_json(&dir, None).0, 0);
         assert_eq!(all_entries(&dir), before, "{past_the_head}: every acknowledged entry is back");
-        assert!(dir.join("cut").exists(), "the replaced bytes are kept");
     }
 }
 
-/// Another ledger's record after the head, where sled holds every acknowledged record:
-/// it is left out like any other ledger's record past sled's end, with nothing restored
-/// (outside review 89, F4: refused, and only the hint's cut or moving journal/ aside
-/// worked) — also when the genesis record is damaged and restored from sled (the ledger's
-/// id is then sled's genesis's). The report names what was left out; its bytes are in
-/// `cut/`. Damaged bytes after it are still refused: no copy holds them.
+/// Another ledger's record after the head — with sled holding every record the journal
+/// does, or lagging, or with the genesis record damaged and restored from sled — may stand
+/// where an acknowledged record of this ledger was (sled lags the journal): recover refuses
+/// and changes nothing, and the hint's cut keeps everything sled holds — or, where sled
+/// holds more than the journal's last good record, says so and names the way that keeps it
+/// (outside review 92: left out with exit 0 since reviews 88 and 89 F4, an acknowledged
+/// entry it stood over went without a word).
 #[test]
-fn another_ledgers_record_past_the_head_is_left_out() {
-    for case in ["after the head", "genesis damaged too", "damage after it"] {
+fn another_ledgers_record_past_the_head_is_refused_with_a_cut_that_keeps_what_sled_holds() {
+    for case in ["after the head", "over a record sled lacks", "genesis damaged too"] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
         make_ledger(&dir, 4, 1);
         trim_preallocated(&dir);
         let before = all_entries(&dir);
         let (_, theirs) = another_ledgers_records(tmp.path(), 6);
+        let frames = journal_frames(&dir);
         let mut bytes = std::fs::read(segment(&dir)).unwrap();
-        bytes.extend_from_slice(&theirs[5]);
-        if case == "genesis damaged too" {
-            let genesis = journal_frames(&dir)[0].range.clone();
-            bytes[genesis.start + genesis.len() / 2] ^= 0x10;
+        if case == "over a record sled lacks" {
+            // sled lags at 3; another ledger's record 4 stands where the acknowledged 4 was.
+            with_sled(&dir, |t| t.remove(frames[4].first_seq.to_be_bytes()).unwrap());
+            bytes.truncate(frames[4].range.start);
+            bytes.extend_from_slice(&theirs[4]);
+        } else {
+            bytes.extend_from_slice(&theirs[5]);
         }
-        if case == "damage after it" {
-            let mut damaged = theirs[6].clone();
-            let at = damaged.len() / 2;
-            damaged[at] ^= 0x10;
-            bytes.extend_from_slice(&damaged);
+        if case == "genesis damaged too" {
+            let genesis = frames[0].range.clone();
+            bytes[genesis.start + genesis.len() / 2] ^= 0x10;
         }
         std::fs::write(segment(&dir), &bytes).unwrap();
         let d = dir.to_str().unwrap();
         assert_eq!(cli(&["verify", d]).0, 1, "{case}");
-        let (code, out, err) = cli(&["recover", d, "--json"]);
-        if case == "damage after it" {
-            assert_eq!(code, 1, "{case}: {out}{err}");
-            assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "nothing changed");
+        let (code, out, err) = cli(&["recover", d]);
+        assert_eq!(code, 1, "{case}: {out}{err}");
+        assert!(
+            err.contains("another ledger's record") && err.contains("nothing was changed"),
+            "{case}: {err}"
+        );
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "{case}: nothing changed");
+        if case == "genesis damaged too" {
+            // No journal record before the damage is kept: the way out keeps sled's.
+            assert!(err.contains("move journal/ out"), "{case}: {err}");
+            std::fs::rename(dir.join("journal"), tmp.path().join("journal.aside")).unwrap();
+            let (code, out, err) = cli(&["recover", d]);
+            assert_eq!(code, 0, "{case}: {out}{err}");
+            assert_eq!(all_entries(&dir), before, "{case}");
             continue;
         }
+        let last = if case == "after the head" { 4 } else { 3 };
+        assert!(
+            err.contains(&format!("--truncate-after {last}")) && !err.contains("sled holds"),
+            "{case}: {err}"
+        );
+        let (code, out, err) = cli(&["recover", d, "--truncate-after", &last.to_string()]);
         assert_eq!(code, 0, "{case}: {out}{err}");
-        let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-        assert_eq!(report["otherLedgerRecords"], serde_json::json!([5]), "{case}: {report}");
-        assert_eq!(verify_json(&dir, None).0, 0, "{case}");
-        assert_eq!(all_entries(&dir), before, "{case}: every acknowledged entry is kept");
-        let cut = std::fs::read(dir.join("cut/1").join(segment(&dir).file_name().unwrap())).unwrap();
-        assert!(cut.ends_with(&theirs[5]), "{case}: the left-out record's bytes are kept in cut/");
+        assert_eq!(all_entries(&dir), before[..=last].to_vec(), "{case}");
     }
 }
 
@@ -533,7 +563,7 @@ fn foreign_regrouped_and_forked_records_before_sleds_end_are_restored() {
     use closure_ledger::store::Frame;
     use ledger_schema::record::{RecordVersion, seal_record_as};
     use ledger_schema::{decode_frame, encode_frame};
-    for case in ["regrouped", "forked"] {
+    for case in ["regrouped", "forked", "forked, then damaged bytes"] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
         make_ledger(&dir, 4, 1);
@@ -553,7 +583,15 @@ fn foreign_regrouped_and_forked_records_before_sleds_end_are_restored() {
             let mut chain = chain_after(&dir, 1);
             let fork = chain.seal(event(77), T0 + 500, LEDGER).unwrap();
             edited.extend_from_slice(Frame::new(vec![fork]).unwrap().bytes());
-            edited.extend_from_slice(&theirs[3]);
+            if case == "forked" {
+                edited.extend_from_slice(&theirs[3]);
+            } else {
+                // (outside review 92: refused, "past sled's copy (which ends at seq 2)")
+                let mut damaged = bytes[frames[3].range.clone()].to_vec();
+                let at = damaged.len() / 2;
+                damaged[at] ^= 0x20;
+                edited.extend_from_slice(&damaged);
+            }
             edited.extend_from_slice(&bytes[frames[4].range.clone()]);
         }
         edited.resize(bytes.len(), 0);
@@ -627,8 +665,8 @@ fn a_refusal_without_sled_makes_no_sled() {
 
 /// Another ledger's record written after the head (checks and seq valid, link and ledger id
 /// not) is named at its own seq as another ledger's, not as a broken link of the head
-/// (outside review 78: the hint cut the head), and `recover` keeps the intact, acknowledged
-/// head, leaving that record out (outside review 89, F4: it refused, naming the cut).
+/// (outside review 78: the hint cut the head); `recover` refuses — it may stand where an
+/// acknowledged record sled never got was — and names the cut that keeps the head.
 #[test]
 fn another_ledgers_record_after_the_head_is_blamed_not_the_head() {
     let tmp = tempfile::tempdir().unwrap();
@@ -644,9 +682,14 @@ fn another_ledgers_record_after_the_head_is_blamed_not_the_head() {
     let (code, _, err) = cli(&["verify", d]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("seq 4") && err.contains(&format!("belongs to ledger {theirs}")), "{err}");
-    let (code, out, err) = cli(&["recover", d]);
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--truncate-after 3") && !err.contains("sled holds"),
+        "the hint keeps the head: {err}"
+    );
+    let (code, _, err) = cli(&["recover", d, "--truncate-after", "3"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("left out of the journal: 1 record(s)") && out.contains("from seq 4"), "{out}");
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["headSeq"].as_u64()), (0, Some(3)), "{report}");
 }
@@ -2203,9 +2246,8 @@ fn empty_sled(dir: &std::path::Path) {
 /// original (outside review 89, F2: recover took the journal's with exit 0, sled's
 /// acknowledged entries set aside, and verify blamed sled alone). Each copy's version is
 /// linked to by a later entry of its own copy, here in the next record: verify names both
-/// copies, recover refuses and changes nothing, `--prefer journal` keeps the journal's.
-/// Where sled's differing version is its own last entry — nothing links to it — sled is
-/// the copy that is wrong, as before, and recover keeps the journal's history.
+/// copies, recover refuses and changes nothing, `--prefer journal` keeps the journal's —
+/// also where sled's differing version is its own last entry (nothing in sled links to it).
 #[test]
 fn histories_that_part_are_refused_whichever_copy_is_longer() {
     use closure_ledger::store::Frame;
@@ -2257,6 +2299,21 @@ fn histories_that_part_are_refused_whichever_copy_is_longer() {
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "{extra:?}: nothing changed");
         assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
     }
+    // Another ledger's record after the journal's head hides nothing (outside review 92: it
+    // turned the refusal into exit 0, `--prefer sled` overruled).
+    let mut tailed = forged.clone();
+    let (_, theirs) = another_ledgers_records(&tmp.path().join("b"), 9);
+    tailed.extend_from_slice(&theirs[8]);
+    std::fs::write(segment(&dir), &tailed).unwrap();
+    for extra in [vec![], vec!["--prefer", "sled"]] {
+        let mut args = vec!["recover", d];
+        args.extend(&extra);
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 1, "{extra:?}: {out}{err}");
+        assert!(err.contains("two histories") && err.contains("seq 3"), "{extra:?}: {err}");
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), tailed, "{extra:?}: nothing changed");
+    }
+    std::fs::write(segment(&dir), &forged).unwrap();
     let (code, out, err) = cli(&["recover", d, "--prefer", "journal"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
@@ -2268,13 +2325,19 @@ fn histories_that_part_are_refused_whichever_copy_is_longer() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
 
-    // sled's version of seq 3 is its last entry: nothing vouches for it.
+    // sled's version of seq 3 is its own last entry: nothing in sled links to it, but it is
+    // intact and chains on — acknowledged, as no accident makes such a record — so it is a
+    // history too (outside review 92: it was blamed on sled and set aside, exit 0).
     let (dir, forged, _) = build("sled-last", 4);
     let d = dir.to_str().unwrap();
     let (code, report) = verify_json(&dir, None);
-    assert_eq!((code, report["copy"].as_str()), (1, Some("sled")), "{report}");
+    assert_eq!(
+        (code, report["copy"].as_str(), report["seq"].as_u64()),
+        (1, Some("both"), Some(3)),
+        "{report}"
+    );
     let (code, out, err) = cli(&["recover", d]);
-    assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged);
-    assert_eq!(verify_json(&dir, None).0, 0);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("move journal/ out"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "nothing changed");
 }

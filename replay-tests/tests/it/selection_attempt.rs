@@ -1063,3 +1063,47 @@ fn resuming_world() -> World {
     .unwrap();
     w
 }
+
+/// A skill an earlier Attempt on the Thread loaded, withdrawn after a RESUME's dispatch
+/// claim — the RESUME carrying no selection of its own — marks the dispatched RESUME: its
+/// result is refused (outside review 93: only a RESUME carrying a selection was recompiled
+/// after a profile change, and this one finished its result).
+#[test]
+fn a_skill_withdrawn_after_a_resumes_claim_marks_it() {
+    use closure_ledger::lifecycle::payload;
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::ResultKind;
+    let mut w = resuming_world();
+    let on = |attempt: u128, thread, selection| {
+        Command::StartAttempt(StartAttempt {
+            attempt_id: lid(attempt),
+            workflow_id: lid(0x31),
+            worker_session_id: lid(0x61),
+            thread,
+            selection_receipt: selection,
+        })
+    };
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| {
+        s.claim(lid(0x60))?;
+        let t = s.time_ms;
+        s.deliver(lid(0x60), 0x160, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
+        s.finish(0x60, ResultKind::Proposals)
+    })
+    .unwrap();
+    w.submit(on(0x62, ThreadChoice::Resume, None)).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x62)).map(drop)).unwrap();
+    assert!(!w.state().attempts[&lid(0x62)].context_changed);
+    let root = w.s.tmp.path().join("store");
+    let (code, _, err) = w.s.run(
+        &["profile", "set"],
+        &["lean", "--state-root", root.to_str().unwrap(), "--exclude", "skill:api-design"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(w.state().attempts[&lid(0x62)].context_changed, "the dispatched RESUME is marked");
+    let (rule, detail) = refused_rule(w.with_ledger(|s| s.finish(0x62, ResultKind::Proposals)));
+    assert_eq!(rule, Rule::ManifestStale, "{detail}");
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}

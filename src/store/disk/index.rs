@@ -541,16 +541,14 @@ pub(super) fn compare_sled(
     Ok(())
 }
 
-/// Where sled's version of a journal record begins a history of its own (outside review
-/// 89, F2): the first seq whose entry differs from the journal's, found only when sled's
-/// version chains on from `before` (the prefix both copies hold).
+/// Where sled's version of a journal record begins a history of its own (outside reviews
+/// 89 F2 and 92): the first seq whose entry differs from the journal's, found only when
+/// sled's version is intact and chains on from `before` (the prefix both copies hold). sled
+/// is written only after a commit's fdatasync, and no accident makes an intact, re-checked
+/// record that chains on: such a version was acknowledged, as the journal's was.
 pub(in crate::store) struct Parting {
     /// The first seq at which the copies' entries differ.
     pub seq: u64,
-    /// sled's last entry in its differing record.
-    tail: Head,
-    /// A later entry of sled's record links to sled's version of `seq`.
-    pub vouched: bool,
 }
 
 impl Parting {
@@ -565,22 +563,7 @@ impl Parting {
         for bytes in &theirs {
             chain.verify(bytes).ok()?;
         }
-        let tail = chain.head()?;
-        let seq = before.map_or(0, |h| h.seq + 1) + at as u64;
-        Some(Parting { seq, tail, vouched: seq < tail.seq })
-    }
-
-    /// The seq of sled's last entry in its differing record.
-    pub(in crate::store) fn tail_seq(&self) -> u64 {
-        self.tail.seq
-    }
-
-    /// Whether sled's `next` record (the one after its differing record) begins with an
-    /// entry that links to sled's version: a later entry of sled's own history vouching
-    /// for it.
-    pub(in crate::store) fn linked_by(&self, next: &[u8]) -> bool {
-        let first = entries_of(next).and_then(|entries| entries.into_iter().next());
-        first.is_some_and(|bytes| Chain::from_head(self.tail).verify(bytes).is_ok())
+        Some(Parting { seq: before.map_or(0, |h| h.seq + 1) + at as u64 })
     }
 }
 

@@ -136,9 +136,9 @@ pub(super) struct Held {
     authenticated_by: u64,
     /// sled's record passes its own checks (else sled is simply damaged).
     sled_intact: bool,
-    /// Where sled's version begins a history of its own, if it chains on from the prefix
-    /// both copies hold, and whether a later sled entry links to it yet.
-    parting: Option<(Parting, bool)>,
+    /// Where sled's version begins a history of its own, if it is intact and chains on from
+    /// the prefix both copies hold.
+    parting: Option<Parting>,
     finding: OpenError,
 }
 
@@ -359,20 +359,10 @@ pub(super) fn scan_records(
                     }
                     Some(Err(e)) => sled_failed = Some(e),
                     Some(Ok((k, v))) => {
-                        // sled's next record after its differing one: does it link to
-                        // sled's version (a history of sled's own)?
-                        if let Some(Held { parting: Some((p, linked @ false)), .. }) = held.as_mut()
-                            && key_seq(&k) == Some(p.tail_seq() + 1)
-                        {
-                            *linked = p.linked_by(&v);
-                        }
                         if let Err(finding) = compare_sled(first_seq, record, &k, &v)
                             && held.is_none()
                         {
-                            let parting = Parting::of(before, record, &v).map(|p| {
-                                let vouched = p.vouched;
-                                (p, vouched)
-                            });
+                            let parting = Parting::of(before, record, &v);
                             held = Some(Held {
                                 first_seq,
                                 authenticated_by: chain.next_seq(),
@@ -416,9 +406,10 @@ pub(super) fn scan_records(
             // says which is right: choose neither.
             return Err(corrupt(h.first_seq, Replica::Both, Corruption::CopiesDisagree));
         }
-        // The journal's version is linked to by its next entry, and sled's by its own: two
-        // histories, and neither copy is blamed (outside review 89, F2).
-        if let Some((p, true)) = h.parting
+        // The journal's version is linked to by its next entry, and sled's is intact and
+        // chains on — acknowledged, as no accident makes such a record: two histories, and
+        // neither copy is blamed (outside reviews 89 F2, 92).
+        if let Some(p) = h.parting
             && out.damage.is_none()
         {
             let newest = chain.head().map_or(p.seq, |h| h.seq);
