@@ -482,7 +482,7 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
 
 /// What the Thread a RESUME Attempt continues was given — by any Attempt that ran on it,
 /// from the Thread's first start on — that has been withdrawn from the context since
-/// ([`withdrawn_since`], and a loaded skill withdrawn: [`thread_selection_withdrawn`]);
+/// (`withdrawn_since`, and a loaded skill withdrawn: `thread_selection_withdrawn`);
 /// `None` for a FRESH Attempt. Checked at a RESUME's dispatch claim, for a dispatched RESUME
 /// after every entry that may change its context, and at its result's freeze and ACCEPT
 /// (outside review 90: an item the Attempt's own package left out over its budget but an
