@@ -30,7 +30,7 @@ pub struct WorkerDeliveryIgnored {
     pub manifest_digest: Digest,
 }
 
-/// A Runtime directive (seed 000: "any manual trigger [is] selected by the Workflow-bound
+/// A Runtime directive (seed 000: "any manual trigger \[is\] selected by the Workflow-bound
 /// Execution Profile rather than adapter discretion"): one manual compaction of a
 /// dispatched Attempt's Thread is authorized; under a MANUAL profile its COMPACTION_STARTED
 /// needs one, and consumes it (outside review 84: an adapter's unrequested compaction was
