@@ -152,26 +152,45 @@ pub(crate) fn check_closure(what: &str, c: &InputClosure) -> Result<(), RuleViol
     Ok(())
 }
 
-/// The tool surfaces seed 000 disables for the bounded profile ("Candidate-local config,
+/// The surfaces seed 000 disables for the bounded profile ("Candidate-local config,
 /// hooks, plugins, MCP, apps, skills, subagents, dynamic tools, and Web Search are disabled
-/// for the bounded profile"), by the tool-name convention the docs give (`mcp:NAME`,
-/// `hook:NAME`, …): a name with one of these prefixes (any case), or a web search tool.
-pub(crate) fn disabled_surface(name: &str) -> Option<&'static str> {
-    const PREFIXES: [(&str, &str); 7] = [
-        ("hook:", "hooks"),
-        ("plugin:", "plugins"),
-        ("mcp:", "MCP"),
-        ("app:", "apps"),
-        ("skill:", "skills"),
-        ("subagent:", "subagents"),
-        ("dynamic:", "dynamic tools"),
-    ];
-    let lower = name.to_lowercase();
-    if let Some((_, what)) = PREFIXES.iter().find(|(p, _)| lower.starts_with(p)) {
-        return Some(what);
+/// for the bounded profile"), read from a bound tool's or instruction source's name: the name
+/// after NFKC, lower-cased, each letter read as the ASCII it is confusable with, split into
+/// words at every other character — a word `hook(s)`, `plugin(s)`, `mcp`, `app(s)`,
+/// `skill(s)`, `subagent(s)` or `dynamic`, `web` beside `search` (or `websearch`), and for an
+/// instruction source also `config` (outside review 93: `mcp__server__tool`, ` mcp:x`,
+/// `ｍｃｐ:x`, `hooks:x`, `search_web` and instruction sources were not read).
+pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str> {
+    use unicode_normalization::UnicodeNormalization;
+    let mut folded = String::new();
+    for c in name.nfkc().flat_map(char::to_lowercase) {
+        if c.is_ascii() || !c.is_alphabetic() {
+            folded.push(c);
+        } else {
+            let mut one = [0u8; 4];
+            folded.extend(unicode_security::skeleton(c.encode_utf8(&mut one)).flat_map(char::to_lowercase));
+        }
     }
-    let word: String = lower.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-    word.contains("websearch").then_some("Web Search")
+    let words: Vec<&str> =
+        folded.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let word = |w: &str| -> Option<&'static str> {
+        Some(match w {
+            "hook" | "hooks" => "hooks",
+            "plugin" | "plugins" => "plugins",
+            "mcp" => "MCP",
+            "app" | "apps" => "apps",
+            "skill" | "skills" => "skills",
+            "subagent" | "subagents" => "subagents",
+            "dynamic" => "dynamic tools",
+            "websearch" => "Web Search",
+            "config" if source => "candidate-local config",
+            _ => return None,
+        })
+    };
+    words.iter().find_map(|w| word(w)).or_else(|| {
+        let pair = words.windows(2).any(|p| matches!(p, ["web", "search"] | ["search", "web"]));
+        pair.then_some("Web Search")
+    })
 }
 
 pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result<(), RuleViolation> {
@@ -182,14 +201,17 @@ pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result
         // The bounded (protected) profile binds none of the surfaces the seed disables for
         // it (outside review 90: `hook:pre-commit`, `mcp:github` and `web_search` were
         // bound, and claims reporting them dispatched).
+        let surfaces = c.tools.iter().map(|t| ("tool", t, false));
+        let surfaces = surfaces.chain(c.instruction_sources.iter().map(|t| ("instruction source", t, true)));
         if e.profile.protected
-            && let Some((tool, what)) = c.tools.iter().find_map(|t| disabled_surface(&t.name).map(|w| (t, w)))
+            && let Some((kind, item, what)) =
+                surfaces.clone().find_map(|(k, t, src)| disabled_surface(&t.name, src).map(|w| (k, t, w)))
         {
             return Err(super::violation(
                 Rule::InputClosure,
                 format!(
-                    "a protected profile binds no {what} (tool {:?}): seed 000 disables them for the bounded profile",
-                    tool.name
+                    "a protected profile binds no {what} ({kind} {:?}): seed 000 disables them for the bounded profile",
+                    item.name
                 ),
             ));
         }

@@ -1060,6 +1060,15 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
         "dynamic:b",
         "web_search",
         "WebSearch",
+        // Outside review 93: the forms the first reading let through.
+        "mcp__server__tool",
+        " mcp:x",
+        "mcp :x",
+        "\u{FF4D}\u{FF43}\u{FF50}:x",
+        "mcp\u{FF1A}x",
+        "hooks:x",
+        "skills:x",
+        "search_web",
     ] {
         let c = install(true, &["apply_patch", tool]);
         let err = w.fails(c);
@@ -1069,4 +1078,20 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
     }
     let c = install(true, &["apply_patch", "shell"]);
     w.ok(c);
+    // Instruction sources too: a skill, a hook's or the candidate's own config.
+    for source in ["skills/deploy/SKILL.md", ".codex/config.toml", ".codex/hooks.json"] {
+        let mut p = profile(true);
+        p.name = format!("sources {source}");
+        let mut c = closure(&["shell"]);
+        c.instruction_sources = vec![BoundInput { name: source.into(), digest: digest_of(source) }];
+        p.input_closure = Some(c);
+        let err = w.fails(Command::InstallProfile(InstallProfile { profile_id: lid(0x7F), profile: p }));
+        assert_eq!(rule_of(&err), Some(Rule::InputClosure), "{source}: {err}");
+    }
+    let mut p = profile(true);
+    p.name = "agents".into();
+    let mut c = closure(&["shell"]);
+    c.instruction_sources = vec![BoundInput { name: "AGENTS.md".into(), digest: digest_of("agents") }];
+    p.input_closure = Some(c);
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x7F), profile: p }));
 }
