@@ -536,6 +536,64 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
     }
 }
 
+/// The extensions of files a skill tree may hold as bytes (images, documents, archives,
+/// fonts, media, compiled code, data): no loader reads them as instructions. Every other
+/// resource is deliverable UTF-8 text.
+pub const BINARY_EXTENSIONS: &[&str] = &[
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "webp",
+    "ico",
+    "bmp",
+    "tif",
+    "tiff",
+    "avif",
+    "heic",
+    "pdf",
+    "zip",
+    "gz",
+    "tgz",
+    "bz2",
+    "xz",
+    "zst",
+    "7z",
+    "tar",
+    "jar",
+    "whl",
+    "wasm",
+    "woff",
+    "woff2",
+    "ttf",
+    "otf",
+    "eot",
+    "mp3",
+    "mp4",
+    "wav",
+    "ogg",
+    "flac",
+    "webm",
+    "mov",
+    "bin",
+    "dat",
+    "db",
+    "sqlite",
+    "pyc",
+    "so",
+    "dylib",
+    "dll",
+    "exe",
+    "class",
+    "npy",
+    "npz",
+    "pkl",
+    "parquet",
+    "onnx",
+    "pt",
+    "safetensors",
+];
+
 /// What Codex's `agents/openai.yaml` says, read on the safe side (seed 003: "Native
 /// manual-only flags and authority-bearing metadata are checked before selection"): is the
 /// skill manual-only (`allow_implicit_invocation` anything but `true`), does it list tools
@@ -786,16 +844,19 @@ pub fn scan_keeping(
                     "a name with an invisible, bidirectional or control character",
                 ));
             }
-            // Binary is what has a NUL byte in its first 8,000 bytes (git's test): anything
-            // else a loader reads as text, valid UTF-8 or not (outside review 91: one
-            // invalid byte let a bidi override, an ESC sequence or TAG characters through
-            // into the carrier as a "binary" file).
-            let binary = r.bytes.iter().take(8_000).any(|b| *b == 0);
+            // Binary is what its name says is binary (`BINARY_EXTENSIONS`): anything else a
+            // loader may read as text, so it is deliverable UTF-8 text (outside reviews 91 and
+            // 93: one invalid byte, then a NUL byte or a UTF-16 byte-order mark, let a bidi
+            // override, an ESC sequence or TAG characters into the carrier as "binary").
+            let binary = Path::new(&r.path)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| BINARY_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
             if (!binary || std::str::from_utf8(&r.bytes).is_ok())
                 && let Err(why) = crate::runtime::selection::deliverable_text(&r.bytes)
             {
                 let why = if why == "not UTF-8" {
-                    "not UTF-8, yet read as text (no NUL byte in its first 8,000 bytes)"
+                    "not UTF-8, and not named as binary (only a file with a binary extension — png, pdf, zip, … — is copied as bytes)"
                 } else {
                     why
                 };

@@ -507,14 +507,14 @@ fn scan_fails_closed_on_every_listed_case() {
                 )
                 .unwrap()
             }),
-            "not UTF-8, yet read as text",
+            "not UTF-8, and not named as binary",
         ),
         (
             "a text resource with an ESC sequence and one invalid byte",
             Box::new(|src| {
                 std::fs::write(src.join("skills/deploy/run.sh"), b"\x1b[8mhidden\x1b[0m \xff\n").unwrap()
             }),
-            "not UTF-8, yet read as text",
+            "not UTF-8, and not named as binary",
         ),
         (
             "a plain file among the skill directories (outside review 91: \"not a regular file\")",

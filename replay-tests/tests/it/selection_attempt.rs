@@ -662,47 +662,28 @@ fn restart_redelivery_and_goal_revision() {
     let _ = Ctx { time_ms: 0 };
 }
 
-/// A required resource that is not deliverable text is refused with that reason: a binary
-/// one (not UTF-8, a NUL byte in it) at `--load` (not as "recorded by digest only", which it
-/// is not), nothing recorded; one with a control character (ESC, NUL: they would reach the
-/// worker and a supervisor's terminal), a bidirectional override or a TAG character, or not
-/// UTF-8 with no NUL byte (read as text), already at the scan.
+/// A resource that is not deliverable text refuses the scan, with that reason: one not UTF-8
+/// that its name does not mark as binary (a NUL byte or not), one with a control character
+/// (ESC, NUL: they would reach the worker and a supervisor's terminal), a bidirectional
+/// override or a TAG character — a generation would copy it into the agent's skill folder
+/// (outside reviews 19, 91, 93), and nothing is recorded. (A binary file's `--load`
+/// refusal: `resume_is_refused_after_a_loaded_skill_became_unselectable`.)
 #[test]
 fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
     let w = world("auto");
-    let root = w.s.tmp.path().join("store");
     for (bytes, reason) in [
-        (vec![0xff, 0xfe, 0x00, b'x'], "not UTF-8"),
-        (vec![0xff, 0xfe, b'x'], "not UTF-8, yet read as text"),
+        (vec![0xff, 0xfe, 0x00, b'x'], "not UTF-8, and not named as binary"),
+        (vec![0xff, 0xfe, b'x'], "not UTF-8, and not named as binary"),
         (b"clear \x1b[2J the screen\n".to_vec(), "a control character"),
         (b"nul \0 byte\n".to_vec(), "a control character"),
         ("reads \u{202E}backwards\n".as_bytes().to_vec(), "a bidirectional override"),
         ("hides \u{E0049}\u{E0067}\n".as_bytes().to_vec(), "a TAG character"),
     ] {
         std::fs::write(w.s.src.join("skills/python-patterns/references/details.md"), &bytes).unwrap();
-        // A UTF-8 resource that is not deliverable text refuses the scan itself: a
-        // generation would copy it into the agent's skill folder (outside review 19).
-        // So does any other that is not binary (a NUL byte in its first 8,000 bytes):
-        // a loader reads it as text (outside review 91).
-        let (code, _, err) = w.s.scan();
-        if std::str::from_utf8(&bytes).is_ok() || !bytes.contains(&0) {
-            assert_eq!(code, 1, "{err}");
-            assert!(err.contains("not deliverable text") && err.contains(reason), "{err}");
-            continue;
-        }
-        assert_eq!(code, 0, "{err}");
-        let (code, _, err) = w.s.run(
-            &["profile", "set"],
-            &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"],
-        );
-        assert_eq!(code, 0, "{err}");
-        let f = w.s.tmp.path().join("task.json");
-        std::fs::write(&f, serde_json::to_vec(&explicit("discovery", &["skill:api-design"])).unwrap())
-            .unwrap();
         let head = w.head();
-        let (code, _, err) = w.s.run(&["select"], &["--task-input", f.to_str().unwrap(), "--load"]);
+        let (code, _, err) = w.s.scan();
         assert_eq!(code, 1, "{err}");
-        assert!(err.contains(reason) && !err.contains("digest only"), "{reason}: {err}");
+        assert!(err.contains("not deliverable text") && err.contains(reason), "{reason}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(!err.contains('\u{1b}') && !err.contains('\u{202E}'), "never echoed raw: {err}");
         assert_eq!(w.head(), head, "nothing recorded");
