@@ -211,7 +211,7 @@ pub enum Corruption {
     )]
     CopiesDisagree,
     #[error(
-        "the copies hold two histories from this seq on, each intact and continued by its own later entries (the journal's to seq {newest}): neither is chosen"
+        "the copies hold two histories from this seq on, each intact and chained on from the records both hold (the journal's to seq {newest}): neither is chosen"
     )]
     HistoriesPart { newest: u64 },
     #[error("journal segment {segment} is {len} bytes, over the {max} bytes a segment may hold")]
