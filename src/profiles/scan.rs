@@ -536,6 +536,21 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
     }
 }
 
+/// Whether a file name (its last path part) names a secrets file: `.env` and `.env.*` but
+/// `.env.example`/`.env.sample`/`.env.template`, private keys (`id_rsa`, `id_ed25519`, …,
+/// `*.pem`, `*.key`, `*.p12`, `*.pfx`), and credential stores (`.netrc`, `.npmrc`,
+/// `.pypirc`, `credentials`, `credentials.json`).
+pub fn holds_secrets(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let env = lower == ".env"
+        || (lower.starts_with(".env.")
+            && ![".env.example", ".env.sample", ".env.template"].contains(&lower.as_str()));
+    let key = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"].iter().any(|k| lower == *k)
+        || [".pem", ".key", ".p12", ".pfx"].iter().any(|x| lower.ends_with(x));
+    let store = [".netrc", ".npmrc", ".pypirc", "credentials", "credentials.json"].contains(&lower.as_str());
+    env || key || store
+}
+
 /// The extensions of files a skill tree may hold as bytes (images, documents, archives,
 /// fonts, media, compiled code, data): no loader reads them as instructions. Every other
 /// resource is deliverable UTF-8 text.
@@ -842,6 +857,18 @@ pub fn scan_keeping(
                 return Err(meta(
                     &path.join(&r.path),
                     "a name with an invisible, bidirectional or control character",
+                ));
+            }
+            // A file that holds secrets by its name is never recorded: the ledger is
+            // append-only, so a secret in it could never be taken back (outside review 91: a
+            // skill's `.env` was stored verbatim and installed in the carrier).
+            if let Some(name) = r.path.rsplit('/').next().filter(|n| holds_secrets(n)) {
+                return Err(meta(
+                    &path.join(&r.path),
+                    format!(
+                        "`{name}` is a secrets file by its name (an append-only ledger could never drop it): \
+                         remove it from the skill's tree"
+                    ),
                 ));
             }
             // Binary is what its name says is binary (`BINARY_EXTENSIONS`): anything else a
@@ -1213,6 +1240,43 @@ mod native_tests {
             "# a comment\ninterface:\n  short_description: Review code\n",
         ] {
             assert_eq!(native_flags(plain), (false, false), "{plain:?}");
+        }
+    }
+
+    /// A secrets file is named narrowly: examples and look-alike names are resources.
+    #[test]
+    fn secrets_files_are_named_narrowly() {
+        for yes in [
+            ".env",
+            ".ENV",
+            ".env.local",
+            ".env.production",
+            "id_rsa",
+            "id_ed25519",
+            "server.pem",
+            "tls.KEY",
+            "cert.p12",
+            ".netrc",
+            ".npmrc",
+            ".pypirc",
+            "credentials",
+            "credentials.json",
+        ] {
+            assert!(super::holds_secrets(yes), "{yes}");
+        }
+        for no in [
+            ".env.example",
+            ".env.sample",
+            ".env.template",
+            "env.md",
+            "keyboard.md",
+            "monkey",
+            "id_rsa.pub",
+            "keys.md",
+            "credentials.md",
+            ".gitignore",
+        ] {
+            assert!(!super::holds_secrets(no), "{no}");
         }
     }
 

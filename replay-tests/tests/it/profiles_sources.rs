@@ -522,6 +522,18 @@ fn scan_fails_closed_on_every_listed_case() {
             "skills/README.md: not a directory (skills/ holds only skill directories)",
         ),
         (
+            "a skill's .env (outside review 91: stored verbatim, installed in the carrier)",
+            Box::new(|src| write(&src.join("skills/deploy/.env"), "API_TOKEN=s3cr3t\n")),
+            "`.env` is a secrets file by its name",
+        ),
+        (
+            "a private key",
+            Box::new(|src| {
+                write(&src.join("skills/deploy/keys/deploy.pem"), "-----BEGIN PRIVATE KEY-----\n")
+            }),
+            "`deploy.pem` is a secrets file by its name",
+        ),
+        (
             "a skill without SKILL.md",
             Box::new(|src| write(&src.join("skills/empty/README.md"), "no skill here\n")),
             "SKILL.md: missing",
