@@ -234,6 +234,18 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
                 }
                 return Ok(());
             }
+            // A missing ancestor: the root cannot exist, and no command makes its parents
+            // (outside review 93: a bare "No such file or directory", exit 2).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(unsafe_root(
+                    root,
+                    &format!(
+                        "does not exist: its parent directory {} is missing (make it, then `ledger profile recover` \
+                         rebuilds the configured root)",
+                        walked.display()
+                    ),
+                ));
+            }
             Err(e) => return Err(GenerationError::Io { path: walked.display().to_string(), source: e }),
         }
     }

@@ -1115,6 +1115,20 @@ fn a_lost_configured_root_is_restored_in_place() {
     let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", other.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0, "not marked");
+    // A root whose parent is gone is named as such, exit 1 (outside review 93: a bare OS
+    // error, exit 2); made again, `recover` rebuilds the root.
+    let nested = s.tmp.path().join("roots").join("store");
+    std::fs::DirBuilder::new().mode(0o700).recursive(true).create(&nested).unwrap();
+    ok(set(&s, &nested, &["lean"]));
+    std::fs::remove_dir_all(s.tmp.path().join("roots")).unwrap();
+    for command in ["status", "recover"] {
+        let (code, _, err) = s.run(&["profile", command], &["--state-root", nested.to_str().unwrap()]);
+        assert_eq!(code, 1, "{command}: {err}");
+        assert!(err.contains("its parent directory") && err.contains("is missing"), "{command}: {err}");
+    }
+    std::fs::DirBuilder::new().mode(0o700).create(s.tmp.path().join("roots")).unwrap();
+    ok(s.run(&["profile", "recover"], &["--state-root", nested.to_str().unwrap(), "--json"]));
+    ok(status(&s));
 }
 
 /// A kill while the first `set` wrote the ownership marker leaves a prefix of this ledger's
