@@ -580,18 +580,14 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
     else {
         return Ok(());
     };
-    // A RESUME's Thread holding withdrawn context is the Thread policy's refusal (start
-    // FRESH), not a stale manifest.
-    if let Some(withdrawn) = runtime::thread_history_withdrawn(state, attempt) {
-        return Err(Refusal::Rule(runtime::violation(
-            runtime::Rule::ThreadPolicy,
-            format!(
-                "attempt {attempt} would continue a Thread whose history holds context since withdrawn \
-                 ({withdrawn}): cancel it and start on a FRESH thread"
-            ),
-        )));
-    }
-    let Some(detail) = staleness_of(registry, state, &binding, recorded)? else { return Ok(()) };
+    let detail = match staleness_of(registry, state, &binding, recorded)? {
+        None => return Ok(()),
+        // A RESUME's Thread holding withdrawn context is the runtime's claim rule
+        // (`ThreadPolicy`: start FRESH), which `runtime::apply` checks next — not a stale
+        // manifest.
+        Some(Stale::ThreadHistory(_)) => return Ok(()),
+        Some(detail) => detail,
+    };
     Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,
         format!(
