@@ -12,10 +12,10 @@ use ledger_schema::record::{RecordVersion, check_record, open_record};
 use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
-    Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, Parting, SLED_DIR, Scan, SledCopy,
+    Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy,
     SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, key_seq,
-    lag_record, lock, meta_is_current, names_no_ledger, open_sled, read_meta, refuse_newer_format, scan,
-    trees, write_meta,
+    lag_record, lock, meta_is_current, names_no_ledger, open_sled, parting, read_meta, refuse_newer_format,
+    scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -152,7 +152,7 @@ struct Survey {
     /// First seqs of records sled holds intact but differently.
     differs: Vec<u64>,
     /// The first seq where sled holds a history of its own: its intact version of the entry
-    /// differs from the journal's and chains on from the prefix both hold ([`Parting`]).
+    /// differs from the journal's and chains on from the prefix both hold ([`parting`]).
     parts: Option<u64>,
     /// The checkpoint's check against the journal as found (`None`: its seq was not read).
     checkpoint: Option<Result<(), Corruption>>,
@@ -186,7 +186,7 @@ fn survey(
             {
                 differs.push(pos.first_seq);
                 if parts.is_none() {
-                    parts = Parting::of(pos.before, pos.record, &v).map(|p| p.seq);
+                    parts = parting(pos.before, pos.record, &v);
                 }
             }
         }

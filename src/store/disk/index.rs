@@ -542,29 +542,21 @@ pub(super) fn compare_sled(
 }
 
 /// Where sled's version of a journal record begins a history of its own (outside reviews
-/// 89 F2 and 92): the first seq whose entry differs from the journal's, found only when
-/// sled's version is intact and chains on from `before` (the prefix both copies hold). sled
-/// is written only after a commit's fdatasync, and no accident makes an intact, re-checked
-/// record that chains on: such a version was acknowledged, as the journal's was.
-pub(in crate::store) struct Parting {
-    /// The first seq at which the copies' entries differ.
-    pub seq: u64,
-}
-
-impl Parting {
-    /// The copies' differing records (`ours` the journal's, `theirs` sled's, both at the
-    /// seq after `before`): where their entries part, if sled's version is intact and
-    /// chains on from `before`. `None` when no entry differs (the same entries grouped
-    /// otherwise) or sled's version does not continue the shared prefix (sled's damage).
-    pub(in crate::store) fn of(before: Option<Head>, ours: &[u8], theirs: &[u8]) -> Option<Parting> {
-        let (ours, theirs) = (entries_of(ours)?, entries_of(theirs)?);
-        let at = ours.iter().zip(&theirs).position(|(a, b)| a != b)?;
-        let mut chain = before.map_or_else(Chain::empty, Chain::from_head);
-        for bytes in &theirs {
-            chain.verify(bytes).ok()?;
-        }
-        Some(Parting { seq: before.map_or(0, |h| h.seq + 1) + at as u64 })
+/// 89 F2 and 92): the first seq whose entry differs from the journal's, given the copies'
+/// records at the seq after `before` (`ours` the journal's, `theirs` sled's), when sled's
+/// version is intact and chains on from `before` (the prefix both copies hold). sled is
+/// written only after a commit's fdatasync, and no accident makes an intact, re-checked
+/// record that chains on: such a version was acknowledged, as the journal's was. `None`
+/// when no entry differs (the same entries grouped otherwise) or sled's version does not
+/// continue the shared prefix (sled's damage).
+pub(in crate::store) fn parting(before: Option<Head>, ours: &[u8], theirs: &[u8]) -> Option<u64> {
+    let (ours, theirs) = (entries_of(ours)?, entries_of(theirs)?);
+    let at = ours.iter().zip(&theirs).position(|(a, b)| a != b)?;
+    let mut chain = before.map_or_else(Chain::empty, Chain::from_head);
+    for bytes in &theirs {
+        chain.verify(bytes).ok()?;
     }
+    Some(before.map_or(0, |h| h.seq + 1) + at as u64)
 }
 
 /// A record's entries, if its checks pass and its frame decodes.

@@ -9,7 +9,7 @@ use ledger_schema::record::{
 };
 use ledger_schema::{Id, SealedEntry, decode_frame};
 
-use super::index::{Parting, Prefetched, SledCursor, SledFrames, SledItems, chunk_of, compare_sled, key_seq};
+use super::index::{Prefetched, SledCursor, SledFrames, SledItems, chunk_of, compare_sled, key_seq, parting};
 use super::opener::Opener;
 use super::{JOURNAL_DIR, TornTail, corrupt};
 use crate::store::journal::{MAX_SEGMENT_BYTES, SegmentReader, Split, V1_FIRST_BYTE, io, list_segments};
@@ -138,7 +138,7 @@ pub(super) struct Held {
     sled_intact: bool,
     /// Where sled's version begins a history of its own, if it is intact and chains on from
     /// the prefix both copies hold.
-    parting: Option<Parting>,
+    parting: Option<u64>,
     finding: OpenError,
 }
 
@@ -362,7 +362,7 @@ pub(super) fn scan_records(
                         if let Err(finding) = compare_sled(first_seq, record, &k, &v)
                             && held.is_none()
                         {
-                            let parting = Parting::of(before, record, &v);
+                            let parting = parting(before, record, &v);
                             held = Some(Held {
                                 first_seq,
                                 authenticated_by: chain.next_seq(),
@@ -409,11 +409,11 @@ pub(super) fn scan_records(
         // The journal's version is linked to by its next entry, and sled's is intact and
         // chains on — acknowledged, as no accident makes such a record: two histories, and
         // neither copy is blamed (outside reviews 89 F2, 92).
-        if let Some(p) = h.parting
+        if let Some(seq) = h.parting
             && out.damage.is_none()
         {
-            let newest = chain.head().map_or(p.seq, |h| h.seq);
-            return Err(corrupt(p.seq, Replica::Both, Corruption::HistoriesPart { newest }));
+            let newest = chain.head().map_or(seq, |h| h.seq);
+            return Err(corrupt(seq, Replica::Both, Corruption::HistoriesPart { newest }));
         }
         return Err(h.finding);
     }
