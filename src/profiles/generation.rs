@@ -22,7 +22,7 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use ledger_schema::{Digest, Id};
 use serde::{Deserialize, Serialize};
@@ -163,32 +163,12 @@ pub enum RootUse {
 
 /// A state root's path as given, checked before anything touches it: UTF-8 and one line
 /// (no control, bidi or invisible character: it is shown in messages and receipts),
-/// absolute, normalised, not `/` nor the home directory. Returns it normalised.
+/// absolute, normalised, not `/` (`runtime::profile::root_text`, the rule replay applies
+/// too), nor the home directory. Returns it.
 pub fn root_path(root: &Path) -> Result<PathBuf, GenerationError> {
     let text = root.to_str().ok_or_else(|| unsafe_root(root, "is not UTF-8"))?;
-    if text
-        .chars()
-        .any(|c| c.is_control() || crate::runtime::undeliverable(c) || crate::runtime::invisible(c))
-    {
-        return Err(unsafe_root(root, "holds a control, bidirectional or invisible character"));
-    }
-    if !root.is_absolute() {
-        return Err(unsafe_root(root, "is not absolute"));
-    }
-    let mut normal = PathBuf::from("/");
-    for c in root.components() {
-        match c {
-            Component::RootDir => {}
-            Component::Normal(part) => normal.push(part),
-            _ => return Err(unsafe_root(root, "is not normalised (. or ..)")),
-        }
-    }
-    if normal.to_str() != Some(text) {
-        return Err(unsafe_root(root, "is not normalised"));
-    }
-    if normal == Path::new("/") {
-        return Err(unsafe_root(root, "is the filesystem root"));
-    }
+    crate::runtime::profile::root_text(text).map_err(|why| unsafe_root(root, why))?;
+    let normal = PathBuf::from(text);
     if std::env::var_os("HOME").is_some_and(|h| Path::new(&h) == normal) {
         return Err(unsafe_root(root, "is the home directory"));
     }

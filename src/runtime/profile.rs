@@ -784,14 +784,23 @@ fn plan_violation(e: PlanError) -> RuleViolation {
 }
 
 /// A state root's text as `profile set` accepts it, checked without the filesystem or the
-/// environment (replay refuses what the CLI refuses; outside review 91: `/` replayed):
-/// absolute, normalised (no empty, `.` or `..` part, no trailing `/`), not `/` itself, and no
-/// control, bidirectional or invisible character. (`set` also refuses the home directory,
-/// which only the environment names.)
-pub fn root_text_ok(root: &str) -> bool {
-    root.strip_prefix('/').is_some_and(|rest| {
-        !rest.is_empty() && rest.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
-    }) && !root.chars().any(|c| c.is_control() || super::undeliverable(c) || super::invisible(c))
+/// environment — one rule for `set` (`profiles::generation::root_path`) and replay, which
+/// refuses what the CLI refuses (outside review 91: `/` replayed): absolute, normalised (no
+/// empty, `.` or `..` part, no trailing `/`), not `/` itself, and no control, bidirectional
+/// or invisible character; `Err` says which. (`set` also refuses the home directory, which
+/// only the environment names.)
+pub fn root_text(root: &str) -> Result<(), &'static str> {
+    if root.chars().any(|c| c.is_control() || super::undeliverable(c) || super::invisible(c)) {
+        return Err("holds a control, bidirectional or invisible character");
+    }
+    let Some(rest) = root.strip_prefix('/') else { return Err("is not absolute") };
+    if rest.is_empty() {
+        return Err("is the filesystem root");
+    }
+    if rest.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+        return Err("is not normalised (an empty, `.` or `..` part, or a trailing `/`)");
+    }
+    Ok(())
 }
 
 /// Folds a profile revision: revision +1, and the plan and generation it records are the
@@ -808,7 +817,7 @@ pub fn apply_revision(state: &mut State, e: &ProfileRevisionRecorded, seq: u64) 
         current_rev.saturating_add(1)
     );
     ensure!(
-        e.state_root.len() <= MAX_NAME_BYTES && root_text_ok(&e.state_root),
+        e.state_root.len() <= MAX_NAME_BYTES && root_text(&e.state_root).is_ok(),
         Rule::ProfileRevision,
         "state root {:?} is not an absolute, normalised path other than `/` of visible characters",
         e.state_root
