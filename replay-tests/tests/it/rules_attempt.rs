@@ -24,6 +24,17 @@ fn start(attempt: u128) -> Command {
     })
 }
 
+/// `attempt` started on `workflow` with Worker Session `session` as `thread`, no selection.
+fn start_on(attempt: u128, session: u128, thread: ThreadChoice, workflow: u128) -> Command {
+    Command::StartAttempt(StartAttempt {
+        attempt_id: lid(attempt),
+        workflow_id: lid(workflow),
+        worker_session_id: lid(session),
+        thread,
+        selection_receipt: None,
+    })
+}
+
 fn claim_of(w: &World, attempt: Id) -> ClaimDispatch {
     ClaimDispatch::for_attempt(w.ledger.state(), attempt).unwrap()
 }
@@ -481,15 +492,7 @@ fn resume_is_refused_after_authority_was_withdrawn() {
             plan: None,
         }));
     };
-    let on = |attempt: u128, session: u128, thread, workflow: u128| {
-        Command::StartAttempt(StartAttempt {
-            attempt_id: lid(attempt),
-            workflow_id: lid(workflow),
-            worker_session_id: lid(session),
-            thread,
-            selection_receipt: None,
-        })
-    };
+    let on = start_on;
     let decision = |id: u128, question: &str, answer: &str| {
         Command::RecordHumanDecision(RecordHumanDecision {
             decision_id: lid(id),
@@ -954,15 +957,7 @@ fn a_resumed_threads_withdrawn_history_is_seen_at_the_claim_and_after_it() {
             profile_id: lid(0x14),
             plan: None,
         }));
-        let on = |attempt: u128, thread| {
-            Command::StartAttempt(StartAttempt {
-                attempt_id: lid(attempt),
-                workflow_id: lid(0x31),
-                worker_session_id: lid(0x61),
-                thread,
-                selection_receipt: None,
-            })
-        };
+        let on = |attempt: u128, thread| start_on(attempt, 0x61, thread, 0x31);
         // A0 is given fact 0x50 ...
         w.ok(on(0x60, ThreadChoice::Fresh));
         w.with(|s| {

@@ -872,18 +872,6 @@ fn resume_is_refused_after_a_loaded_skill_became_unselectable() {
     }
 }
 
-/// `attempt` started on workflow 0x31's Thread (Worker Session 0x61) as `thread`, carrying
-/// `selection`.
-fn on_thread(attempt: u128, thread: ThreadChoice, selection: Option<Digest>) -> Command {
-    Command::StartAttempt(StartAttempt {
-        attempt_id: lid(attempt),
-        workflow_id: lid(0x31),
-        worker_session_id: lid(0x61),
-        thread,
-        selection_receipt: selection,
-    })
-}
-
 /// The withdrawal of a skill is seen along a chain of RESUMEs and at a RESUME's dispatch
 /// claim (outside review 49, P1s: A1 loaded the skill, A2 resumed A1 with no selection;
 /// after the exclusion A3's RESUME of A2 was admitted, and so was the claim of a RESUME
@@ -895,7 +883,7 @@ fn a_withdrawn_skill_is_seen_along_a_resume_chain_and_at_the_claim() {
     use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::ResultKind;
     let mut w = resuming_world();
-    let on = on_thread;
+    let on = on_session_0x61;
     let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
     w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
     let run = |w: &mut World, attempt: u128| {
@@ -1055,21 +1043,9 @@ fn resuming_world() -> World {
 /// after a profile change, and this one finished its result).
 #[test]
 fn a_skill_withdrawn_after_a_resumes_claim_marks_it() {
-    use closure_ledger::lifecycle::payload;
-    use ledger_schema::events::WorkerEventKind;
     use ledger_schema::types::ResultKind;
-    let mut w = resuming_world();
-    let on = on_thread;
-    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
-    w.submit(on(0x60, ThreadChoice::Fresh, Some(receipt(&sel)))).unwrap();
-    w.with_ledger(|s| {
-        s.claim(lid(0x60))?;
-        let t = s.time_ms;
-        s.deliver(lid(0x60), 0x160, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
-        s.finish(0x60, ResultKind::Proposals)
-    })
-    .unwrap();
-    w.submit(on(0x62, ThreadChoice::Resume, None)).unwrap();
+    let mut w = ran_with_a_loaded_skill();
+    w.submit(on_session_0x61(0x62, ThreadChoice::Resume, None)).unwrap();
     w.with_ledger(|s| s.claim(lid(0x62)).map(drop)).unwrap();
     assert!(!w.state().attempts[&lid(0x62)].context_changed);
     let root = w.s.tmp.path().join("store");
