@@ -13,9 +13,9 @@ use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
     Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy,
-    SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, get_frame, insert_frame, key, key_seq,
-    lag_record, lock, meta_is_current, names_no_ledger, open_sled, parting, read_meta, refuse_newer_format,
-    scan, trees, write_meta,
+    SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, entries_of, get_frame, insert_frame, key,
+    key_seq, lag_record, lock, meta_is_current, names_no_ledger, open_sled, parting, read_meta,
+    refuse_newer_format, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -292,23 +292,17 @@ fn entries_open(record: &[u8]) -> bool {
 /// otherwise (outside review 89, F3: such a record was "an intact record sled's copy does
 /// not hold identically").
 fn same_entries(record: &[u8], first_seq: u64, records: &[Keyed]) -> bool {
-    let Some(ours) = open_record(record).ok().and_then(|(_, p)| decode_frame(p).ok()) else { return false };
+    let Some(ours) = entries_of(record).filter(|e| !e.is_empty()) else { return false };
     let start = records.partition_point(|(s, _)| *s <= first_seq).saturating_sub(1);
-    let theirs: Vec<(u64, Vec<u8>)> = records
+    let theirs: std::collections::BTreeMap<u64, &[u8]> = records
         .get(start..)
         .unwrap_or_default()
         .iter()
         .take_while(|(s, _)| *s < first_seq + ours.len() as u64)
-        .flat_map(|(s, r)| {
-            let entries = open_record(r).ok().and_then(|(_, p)| decode_frame(p).ok()).unwrap_or_default();
-            entries.into_iter().enumerate().map(|(i, e)| (s + i as u64, e.to_vec())).collect::<Vec<_>>()
-        })
+        .filter_map(|(s, r)| Some((*s, entries_of(r)?)))
+        .flat_map(|(s, entries)| entries.into_iter().enumerate().map(move |(i, e)| (s + i as u64, e)))
         .collect();
-    !ours.is_empty()
-        && ours
-            .iter()
-            .enumerate()
-            .all(|(i, e)| theirs.iter().any(|(seq, t)| *seq == first_seq + i as u64 && t.as_slice() == *e))
+    ours.iter().enumerate().all(|(i, e)| theirs.get(&(first_seq + i as u64)) == Some(e))
 }
 
 /// `e` is the entry right after the one at `to` (its seq and hash): the next seq, linked.
@@ -1657,7 +1651,8 @@ fn restore_from_sled(
     }
 
     // 3. The copies disagree on an intact record: only the newest can be undecided (an
-    // older one is authenticated by the journal's next link, and sled's version by nothing).
+    // older one of sled's that chains on is a second history, step 2; one that does not is
+    // sled's damage, and the journal's next link authenticates the journal's).
     let newest_differs = found
         .newest
         .as_ref()

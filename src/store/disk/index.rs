@@ -560,7 +560,7 @@ pub(in crate::store) fn parting(before: Option<Head>, ours: &[u8], theirs: &[u8]
 }
 
 /// A record's entries, if its checks pass and its frame decodes.
-fn entries_of(record: &[u8]) -> Option<Vec<&[u8]>> {
+pub(in crate::store) fn entries_of(record: &[u8]) -> Option<Vec<&[u8]>> {
     open_record(record).ok().and_then(|(_, payload)| ledger_schema::decode_frame(payload).ok())
 }
 

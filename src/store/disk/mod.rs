@@ -18,7 +18,7 @@ pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with,
 pub use faults::{FaultPlan, FaultPoint};
 pub use index::inside_sled;
 pub(in crate::store) use index::{
-    HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, get_frame, insert_frame, key, key_seq,
+    HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, entries_of, get_frame, insert_frame, key, key_seq,
     meta_is_current, names_no_ledger, open_sled, parting, read_meta, refuse_newer_format, sled_guarded,
     trees, write_meta,
 };
