@@ -875,15 +875,19 @@ pub fn scan_keeping(
             // loader may read as text, so it is deliverable UTF-8 text (outside reviews 91 and
             // 93: one invalid byte, then a NUL byte or a UTF-16 byte-order mark, let a bidi
             // override, an ESC sequence or TAG characters into the carrier as "binary").
+            // (And it looks binary: a NUL byte in its first 8,000 bytes, git's test — every
+            // image, archive, font or data format has one; outside review 94: one invalid byte
+            // exempted a text file named `.dat` from the text rule.)
             let binary = Path::new(&r.path)
                 .extension()
                 .and_then(|e| e.to_str())
-                .is_some_and(|e| BINARY_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+                .is_some_and(|e| BINARY_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+                && r.bytes.iter().take(8_000).any(|b| *b == 0);
             if (!binary || std::str::from_utf8(&r.bytes).is_ok())
                 && let Err(why) = crate::runtime::selection::deliverable_text(&r.bytes)
             {
                 let why = if why == "not UTF-8" {
-                    "not UTF-8, and not named as binary (only a file with a binary extension — png, pdf, zip, … — is copied as bytes)"
+                    "not UTF-8, and not binary (only a file with a binary extension — png, pdf, zip, … — and a NUL byte in its first 8,000 bytes is copied as bytes)"
                 } else {
                     why
                 };

@@ -507,19 +507,27 @@ fn scan_fails_closed_on_every_listed_case() {
                 )
                 .unwrap()
             }),
-            "not UTF-8, and not named as binary",
+            "not UTF-8, and not binary",
         ),
         (
             "a text resource with an ESC sequence and one invalid byte",
             Box::new(|src| {
                 std::fs::write(src.join("skills/deploy/run.sh"), b"\x1b[8mhidden\x1b[0m \xff\n").unwrap()
             }),
-            "not UTF-8, and not named as binary",
+            "not UTF-8, and not binary",
         ),
         (
             "a plain file among the skill directories (outside review 91: \"not a regular file\")",
             Box::new(|src| write(&src.join("skills/README.md"), "the skills\n")),
             "skills/README.md: not a directory (skills/ holds only skill directories)",
+        ),
+        (
+            "text named as binary, with one invalid byte (outside review 94)",
+            Box::new(|src| {
+                std::fs::write(src.join("skills/deploy/asset.dat"), b"Run \xe2\x80\xaetxt.exe \xff\n")
+                    .unwrap()
+            }),
+            "not UTF-8, and not binary",
         ),
         (
             "a skill's .env (outside review 91: stored verbatim, installed in the carrier)",

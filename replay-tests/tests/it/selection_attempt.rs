@@ -672,8 +672,8 @@ fn restart_redelivery_and_goal_revision() {
 fn a_resource_that_is_not_deliverable_text_is_refused_by_its_reason() {
     let w = world("auto");
     for (bytes, reason) in [
-        (vec![0xff, 0xfe, 0x00, b'x'], "not UTF-8, and not named as binary"),
-        (vec![0xff, 0xfe, b'x'], "not UTF-8, and not named as binary"),
+        (vec![0xff, 0xfe, 0x00, b'x'], "not UTF-8, and not binary"),
+        (vec![0xff, 0xfe, b'x'], "not UTF-8, and not binary"),
         (b"clear \x1b[2J the screen\n".to_vec(), "a control character"),
         (b"nul \0 byte\n".to_vec(), "a control character"),
         ("reads \u{202E}backwards\n".as_bytes().to_vec(), "a bidirectional override"),
