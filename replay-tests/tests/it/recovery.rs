@@ -2313,6 +2313,20 @@ fn histories_that_part_are_refused_whichever_copy_is_longer() {
         assert!(err.contains("two histories") && err.contains("seq 3"), "{extra:?}: {err}");
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), tailed, "{extra:?}: nothing changed");
     }
+    // Nor do damaged bytes after the part hide it from verify (outside review 94: it named
+    // only the damage, where recover named the part).
+    let mut damaged = forged.clone();
+    let at = damaged.len() - 20;
+    damaged[at] ^= 0x01;
+    std::fs::write(segment(&dir), &damaged).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(
+        (code, report["copy"].as_str(), report["seq"].as_u64()),
+        (1, Some("both"), Some(3)),
+        "{report}"
+    );
+    let (code, _, err) = cli(&["recover", d]);
+    assert!(code == 1 && err.contains("two histories"), "{err}");
     std::fs::write(segment(&dir), &forged).unwrap();
     let (code, out, err) = cli(&["recover", d, "--prefer", "journal"]);
     assert_eq!(code, 0, "{out}{err}");

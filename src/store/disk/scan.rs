@@ -209,9 +209,18 @@ pub(super) fn scan_records(
     };
     let n_segments = segments.len();
     // Where a tolerant scan stops: a damage finding, or a verification failure (fail mode).
-    let stop = |damage: Damage, out: &mut Scan| -> Result<(), OpenError> {
+    // Damage after two histories parted does not hide the part (outside review 94: verify
+    // named only the later damage, recover the part).
+    let stop = |damage: Damage, out: &mut Scan, held: Option<&Held>| -> Result<(), OpenError> {
         match on_damage {
-            OnDamage::Fail => Err(damage.corruption()),
+            OnDamage::Fail => Err(match held.filter(|h| !h.sled_intact).and_then(|h| h.parting) {
+                Some(seq) => corrupt(
+                    seq,
+                    Replica::Both,
+                    Corruption::HistoriesPart { newest: damage.seq.saturating_sub(1) },
+                ),
+                None => damage.corruption(),
+            }),
             OnDamage::Stop => {
                 out.damage = Some(damage);
                 Ok(())
@@ -296,7 +305,7 @@ pub(super) fn scan_records(
                                 segment_len,
                                 is_last,
                             };
-                            stop(damage, &mut out)?;
+                            stop(damage, &mut out, held.as_ref())?;
                             break 'segments;
                         }
                     }
@@ -324,7 +333,7 @@ pub(super) fn scan_records(
                     entries
                 }
                 Err((seq, reason)) => {
-                    stop(invalid(offset, seq, reason), &mut out)?;
+                    stop(invalid(offset, seq, reason), &mut out, held.as_ref())?;
                     break 'segments;
                 }
             };
@@ -390,7 +399,7 @@ pub(super) fn scan_records(
                 None
             };
             if let Some(reason) = reason {
-                stop(invalid(0, next, reason), &mut out)?;
+                stop(invalid(0, next, reason), &mut out, held.as_ref())?;
                 out.torn = None;
                 break 'segments;
             }
