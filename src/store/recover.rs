@@ -1269,10 +1269,13 @@ fn rewrite_from(
             // out with exit 0 — reviews 88 and 89 F4 — it dropped an acknowledged entry
             // without a word). The hint's cut keeps the journal's last good record, and says
             // so where sled holds more (`hint_keeps_sled`: move journal/ out and recover).
-            let last = damage.map_or(first_seq.saturating_sub(1), |d| d.seq.saturating_sub(1));
+            // (The cut keeps what precedes the boundary: a suspect before the damage is no
+            // record to keep — outside review 94: the hint kept the journal's disputed
+            // version, and its drop list left it out.)
+            let last = boundary.head.map(|h| h.seq);
             let theirs = sealed_of(&record).first().map(|e| e.entry.ledger).unwrap_or_default();
             return Err(OpenError::Unrecoverable {
-                cut: Some(last),
+                cut: last,
                 seq: first_seq,
                 replica: Replica::Journal,
                 reason: Box::new(Corruption::LedgerMismatch {
@@ -1283,8 +1286,14 @@ fn rewrite_from(
                     "the journal holds another ledger's record at seq {first_seq}, past what sled's copy restores \
                      (to seq {}): it may stand where an acknowledged record of this ledger was, and no copy holds \
                      one; nothing was changed. {}",
-                    restored_to.or(boundary.head.map(|h| h.seq)).map_or("none".to_owned(), |s| s.to_string()),
-                    cut_hint(last)
+                    restored_to.or(last).map_or("none".to_owned(), |s| s.to_string()),
+                    last.map_or_else(
+                        || "No journal record before it is proven, so no prefix can be kept; to keep what sled \
+                            holds, move journal/ out of the ledger directory and run `ledger recover`, which writes \
+                            the journal from sled's copy"
+                            .to_owned(),
+                        cut_hint
+                    )
                 ),
             });
         } else if beyond.last().is_none_or(|(prev, _)| *prev < first_seq) {

@@ -2355,3 +2355,33 @@ fn histories_that_part_are_refused_whichever_copy_is_longer() {
     assert!(err.contains("move journal/ out"), "{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "nothing changed");
 }
+
+/// A disputed record before another ledger's records: the refusal's cut keeps only what
+/// precedes the disputed one, and says what sled holds beyond it (outside review 94: the
+/// hint kept the journal's version of seq 4 and its drop list named only seq 5 — followed,
+/// it replaced the acknowledged entry 4 with exit 0).
+#[test]
+fn a_refusals_cut_does_not_keep_a_disputed_record() {
+    use closure_ledger::store::Frame;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 5, 1);
+    trim_preallocated(&dir);
+    let frames = journal_frames(&dir);
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let (_, theirs) = another_ledgers_records(tmp.path(), 7);
+    let mut chain = chain_after(&dir, 3);
+    let fork = chain.seal(event(77), T0 + 500, LEDGER).unwrap();
+    let mut edited = bytes[..frames[4].range.start].to_vec();
+    edited.extend_from_slice(Frame::new(vec![fork]).unwrap().bytes());
+    edited.extend_from_slice(&theirs[5]);
+    edited.extend_from_slice(&theirs[6]);
+    std::fs::write(segment(&dir), &edited).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--truncate-after 3") && err.contains("that cut would drop seqs 4..=5"),
+        "the cut keeps A0..A3 and names what sled holds past it: {err}"
+    );
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
+}
