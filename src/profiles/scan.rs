@@ -537,17 +537,45 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
 }
 
 /// Whether a file name (its last path part) names a secrets file: `.env` and `.env.*` but
-/// `.env.example`/`.env.sample`/`.env.template`, private keys (`id_rsa`, `id_ed25519`, …,
-/// `*.pem`, `*.key`, `*.p12`, `*.pfx`), and credential stores (`.netrc`, `.npmrc`,
-/// `.pypirc`, `credentials`, `credentials.json`).
+/// `.env.example`/`.env.sample`/`.env.template`, and `.envrc`; private keys and key stores
+/// (`id_rsa`, `id_ed25519`, …, `*.pem`, `*.key`, `*.p12`, `*.pfx`, `*.jks`, `*.keystore`,
+/// `*.kdbx`, `*.ppk`); and credential stores (`.netrc`, `_netrc`, `.npmrc`,
+/// `.pypirc`, `.pgpass`, `.git-credentials`, `.dockercfg`, `.htpasswd`, `.boto`, `.s3cfg`,
+/// `credentials`, `credentials.json`, `service-account.json`, `secrets.{json,yaml,yml,toml}`).
+/// A secret under any other name cannot be told from text.
 pub fn holds_secrets(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     let env = lower == ".env"
         || (lower.starts_with(".env.")
             && ![".env.example", ".env.sample", ".env.template"].contains(&lower.as_str()));
-    let key = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"].iter().any(|k| lower == *k)
-        || [".pem", ".key", ".p12", ".pfx"].iter().any(|x| lower.ends_with(x));
-    let store = [".netrc", ".npmrc", ".pypirc", "credentials", "credentials.json"].contains(&lower.as_str());
+    let env = env || lower == ".envrc";
+    let key = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"]
+        .iter()
+        .any(|k| lower == *k)
+        || [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ppk"]
+            .iter()
+            .any(|x| lower.ends_with(x));
+    let store = [
+        ".netrc",
+        "_netrc",
+        ".npmrc",
+        ".pypirc",
+        ".pgpass",
+        ".git-credentials",
+        ".dockercfg",
+        ".htpasswd",
+        ".boto",
+        ".s3cfg",
+        "credentials",
+        "credentials.json",
+        "service-account.json",
+        "service_account.json",
+        "secrets.json",
+        "secrets.yaml",
+        "secrets.yml",
+        "secrets.toml",
+    ]
+    .contains(&lower.as_str());
     env || key || store
 }
 
@@ -1265,6 +1293,16 @@ mod native_tests {
             ".pypirc",
             "credentials",
             "credentials.json",
+            // Outside review 94 F4's names.
+            ".git-credentials",
+            "_netrc",
+            ".pgpass",
+            ".envrc",
+            ".dockercfg",
+            ".htpasswd",
+            "release.jks",
+            "secrets.yaml",
+            "Service-Account.json",
         ] {
             assert!(super::holds_secrets(yes), "{yes}");
         }
@@ -1279,6 +1317,9 @@ mod native_tests {
             "keys.md",
             "credentials.md",
             ".gitignore",
+            "secrets.md",
+            "jks-notes.txt",
+            "envrc.md",
         ] {
             assert!(!super::holds_secrets(no), "{no}");
         }

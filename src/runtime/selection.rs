@@ -1439,9 +1439,18 @@ pub enum AttemptSelectionError {
 /// nothing that reads differently than it is (`runtime::undeliverable`: no control
 /// character but tab, line feed and carriage return, no bidirectional override or isolate,
 /// no TAG character, …) and no invisible character that carries data nobody sees
-/// (`runtime::hidden`: two in a row, or one where the text gives it no meaning).
+/// (`runtime::hidden`: two in a row, or one where the text gives it no meaning), and no
+/// carriage return but before a line feed: a lone one returns a terminal to the start of
+/// the line, so what follows is shown over what precedes it, which a worker still reads
+/// (outside review 94 F5).
 pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
+    let mut crs = bytes.iter().enumerate().filter(|(_, b)| **b == b'\r');
+    if crs.any(|(at, _)| bytes.get(at + 1) != Some(&b'\n')) {
+        return Err(
+            "a carriage return not followed by a line feed, which a terminal shows as overwriting its line",
+        );
+    }
     match text.chars().find(|c| super::undeliverable(*c)) {
         Some(c) if c.is_control() => Err("a control character"),
         Some(_) => Err(

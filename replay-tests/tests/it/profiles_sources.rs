@@ -542,6 +542,26 @@ fn scan_fails_closed_on_every_listed_case() {
             "`deploy.pem` is a secrets file by its name",
         ),
         (
+            "git's stored credentials (outside review 94 F4)",
+            Box::new(|src| write(&src.join("skills/deploy/.git-credentials"), "https://u:t@example.com\n")),
+            "`.git-credentials` is a secrets file by its name",
+        ),
+        (
+            "a lone carriage return in a SKILL.md (outside review 94 F5: a terminal shows the line overwritten)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/cr/SKILL.md"),
+                    "---\nname: cr\ndescription: d\n---\nrm -rf build/\r# tidy the workspace\n",
+                )
+            }),
+            "a carriage return not followed by a line feed",
+        ),
+        (
+            "a reference file ending in a lone carriage return",
+            Box::new(|src| write(&src.join("skills/deploy/references/guide.md"), "see\r\nthe end\r")),
+            "a carriage return not followed by a line feed",
+        ),
+        (
             "a skill without SKILL.md",
             Box::new(|src| write(&src.join("skills/empty/README.md"), "no skill here\n")),
             "SKILL.md: missing",
