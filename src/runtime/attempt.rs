@@ -85,6 +85,15 @@ pub fn attempt_binding(state: &State, c: &StartAttempt) -> Result<AttemptBinding
     check_thread(state, wf, c, generation.map(|g| g.0))?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     if let Some(receipt) = c.selection_receipt {
+        // Seed 000: "skills ... are disabled for the bounded profile" — a task selection is
+        // how skills reach a worker, so the protected profile's Attempts carry none (outside
+        // review 95: a selected skill's body was delivered to a protected workflow's worker).
+        ensure!(
+            wf.plan.is_none(),
+            Rule::AttemptSelection,
+            "workflow {} runs under the protected (bounded) profile, which disables skills (seed 000): its Attempts carry no task selection",
+            c.workflow_id
+        );
         super::selection::attempt_material(
             state,
             receipt,

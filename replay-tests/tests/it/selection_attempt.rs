@@ -407,6 +407,46 @@ fn a_wrong_selection_is_refused_at_attempt_start() {
     let _ = root;
 }
 
+/// Seed 000: "skills ... are disabled for the bounded profile" — a protected workflow's
+/// Attempt carries no task selection (outside review 95, P2: a selected skill's body reached
+/// its worker), a `none` decision included; the same selection starts an Attempt on an
+/// unprotected workflow of the goal.
+#[test]
+fn a_protected_workflow_carries_no_task_selection() {
+    use closure_ledger::lifecycle::{PROTECTED_PROFILE, plan_pair, profile};
+    use closure_ledger::runtime::command::InstallProfile;
+    let mut w = world("auto");
+    w.submit(Command::InstallProfile(InstallProfile {
+        profile_id: lid(PROTECTED_PROFILE),
+        profile: profile(true),
+    }))
+    .unwrap();
+    let protected = 0x33;
+    w.submit(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(protected),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: lid(POLICY),
+        profile_id: lid(PROTECTED_PROFILE),
+        plan: Some(plan_pair()),
+    }))
+    .unwrap();
+    let loaded = receipt(&w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]));
+    let mut none = task("discovery", 1);
+    none["query"] = json!("zzzz qqqq");
+    let none = w.select(&none, &[]);
+    assert_eq!(none["decision"], "none");
+    for (what, r) in [("loaded", loaded), ("none", receipt(&none))] {
+        let head = w.head();
+        let (rule, detail) = refused_rule(w.submit(start(0x60, protected, Some(r))));
+        assert_eq!(rule, Rule::AttemptSelection, "{what}: {detail}");
+        assert!(detail.contains("protected (bounded) profile, which disables skills"), "{what}: {detail}");
+        assert_eq!(w.head(), head, "{what}: nothing written");
+    }
+    w.submit(start(0x60, protected, None)).unwrap();
+    w.submit(start(0x62, WORKFLOW, Some(loaded))).unwrap();
+}
+
 /// Staleness is by profile revision, not by plan equality: a selection made before a
 /// `profile mode suggest` + `profile mode auto` round trip (the same plan again) stays
 /// stale, before the start and after it (a claim refused as stale never becomes
