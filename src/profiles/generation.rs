@@ -164,19 +164,54 @@ pub enum RootUse {
 /// A state root's path as given, checked before anything touches it: UTF-8 and one line
 /// (no control, bidi or invisible character: it is shown in messages and receipts),
 /// absolute, normalised, not `/` (`runtime::profile::root_text`, the rule replay applies
-/// too), nor the home directory. Returns it.
+/// too), nor the home directory, nor a provider's home or inside one (`~/.codex`,
+/// `~/.claude`, `$CODEX_HOME`, `$CLAUDE_CONFIG_DIR`). Returns it.
 pub fn root_path(root: &Path) -> Result<PathBuf, GenerationError> {
     let text = root.to_str().ok_or_else(|| unsafe_root(root, "is not UTF-8"))?;
     crate::runtime::profile::root_text(text).map_err(|why| unsafe_root(root, why))?;
     let normal = PathBuf::from(text);
-    if std::env::var_os("HOME").is_some_and(|h| Path::new(&h) == normal) {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if home.as_deref().is_some_and(|h| h == normal) {
         return Err(unsafe_root(root, "is the home directory"));
+    }
+    let named: Vec<PathBuf> = ["CODEX_HOME", "CLAUDE_CONFIG_DIR"]
+        .into_iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .collect();
+    if let Some(provider) = provider_home(&normal, home.as_deref(), &named) {
+        return Err(unsafe_root(
+            root,
+            &format!(
+                "is (or lies inside) {}, a provider's own home: a state root is a dedicated directory",
+                provider.display()
+            ),
+        ));
     }
     Ok(normal)
 }
 
+/// The provider home `root` is or lies inside, if any — `~/.codex`, `~/.claude`, or one an
+/// environment variable names (`named`, absolute ones only): seed 003's store "never
+/// rewrites the user's provider home" (outside review 96: a missing `~/.codex` was made,
+/// marked and written as a state root).
+fn provider_home(root: &Path, home: Option<&Path>, named: &[PathBuf]) -> Option<PathBuf> {
+    let defaults = home.into_iter().flat_map(|h| [h.join(".codex"), h.join(".claude")]);
+    defaults.chain(named.iter().cloned()).filter(|p| p.is_absolute()).find(|p| root.starts_with(p))
+}
+
+/// Whether `path` exists, not following a symlink.
+fn exists_unfollowed(path: &Path) -> Result<bool, GenerationError> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(GenerationError::Io { path: path.display().to_string(), source: e }),
+    }
+}
+
 /// The checks every state root passes, before anything is written in it: absolute,
-/// normalised, not `/` nor the home directory, no symlink in it or any ancestor; if it
+/// normalised, not `/` nor the home directory, no symlink in it or any ancestor, no ancestor
+/// a state root (holding an ownership marker) or a ledger's directory; if it
 /// exists: a directory owned by the current user, mode 0700, and either empty or marked as
 /// owned by this ledger. [`RootUse::Create`] makes a missing root (0700) and marks it;
 /// [`RootUse::Preview`] accepts exactly what `Create` accepts and writes nothing.
@@ -190,6 +225,30 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
         match fs::symlink_metadata(&walked) {
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(unsafe_root(root, &format!("{} is a symlink", walked.display())));
+            }
+            // A state root is a dedicated directory: never inside another state root (a
+            // generation, `receipts/`: outside review 96, P1 — another ledger's `set` wrote
+            // its store into a generation and blocked that ledger's every command), nor
+            // inside a ledger's directory (its `journal/` then holds a file no open accepts).
+            Ok(_) if i + 1 < parts.len() => {
+                if exists_unfollowed(&walked.join(OWNER_FILE))? {
+                    return Err(unsafe_root(
+                        root,
+                        &format!(
+                            "lies inside {}, a state root (it holds {OWNER_FILE}): a state root is a dedicated directory of its own",
+                            walked.display()
+                        ),
+                    ));
+                }
+                if crate::store::holds_ledger(&walked) {
+                    return Err(unsafe_root(
+                        root,
+                        &format!(
+                            "lies inside {}, a ledger's directory: a state root is a dedicated directory outside every ledger",
+                            walked.display()
+                        ),
+                    ));
+                }
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && i + 1 == parts.len() => {
@@ -992,4 +1051,34 @@ fn clear_stage(
         fsync_dir(&root.join("stage"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+    use std::path::{Path, PathBuf};
+
+    use super::provider_home;
+
+    /// A provider's home and everything in it is refused as a state root; a sibling whose
+    /// name only begins like one is not (outside review 96 F5).
+    #[test]
+    fn a_provider_home_is_never_a_state_root() {
+        let home = Some(Path::new("/home/u"));
+        let named = [PathBuf::from("/opt/codex-home"), PathBuf::from("relative/claude")];
+        for (root, provider) in [
+            ("/home/u/.codex", Some("/home/u/.codex")),
+            ("/home/u/.codex/store", Some("/home/u/.codex")),
+            ("/home/u/.claude/x/y", Some("/home/u/.claude")),
+            ("/opt/codex-home/store", Some("/opt/codex-home")),
+            ("/home/u/.codex-store", None),
+            ("/home/u/store", None),
+            ("/home/u/relative/claude", None),
+            ("/srv/ledger/store", None),
+        ] {
+            assert_eq!(provider_home(Path::new(root), home, &named), provider.map(PathBuf::from), "{root}");
+        }
+        assert_eq!(provider_home(Path::new("/home/u/.codex/s"), None, &[]), None, "no HOME, nothing named");
+    }
 }

@@ -48,6 +48,26 @@ fn ignored(name: &str) -> bool {
         || name.ends_with(".pyo")
 }
 
+/// Why a skill directory's name cannot be installed as it is everywhere a carrier goes
+/// (outside review 96 F3, F9): a hidden directory, which a native loader skips (Codex does),
+/// so the skill would route on text its worker never sees; a name Windows reserves for a
+/// device (`con`, `nul`, `com1`, …, with any extension) or one ending in a dot or a space,
+/// which Windows cannot make.
+fn unportable_dir(name: &str) -> Option<&'static str> {
+    if name.starts_with('.') {
+        return Some("a hidden directory, which a native loader skips");
+    }
+    if name.ends_with(['.', ' ']) {
+        return Some("it ends in a dot or a space, which Windows cannot make");
+    }
+    let stem = name.split('.').next().unwrap_or(name).to_ascii_lowercase();
+    let device = matches!(stem.as_str(), "con" | "prn" | "aux" | "nul")
+        || (stem.len() == 4
+            && (stem.starts_with("com") || stem.starts_with("lpt"))
+            && stem.as_bytes().get(3).is_some_and(|d| (b'1'..=b'9').contains(d)));
+    device.then_some("a name Windows reserves for a device")
+}
+
 /// Why a scan refused the tree. Nothing was recorded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -818,6 +838,9 @@ pub fn scan_keeping(
         {
             return Err(meta(&path, "not a usable skill directory name"));
         }
+        if let Some(why) = unportable_dir(&dir) {
+            return Err(meta(&path, format!("not a usable skill directory name ({why})")));
+        }
         if dir.chars().any(look_alike_prone) {
             return Err(meta(&path, LOOK_ALIKE));
         }
@@ -1276,6 +1299,31 @@ mod native_tests {
     }
 
     /// A secrets file is named narrowly: examples and look-alike names are resources.
+    #[test]
+    fn skill_directory_names_install_everywhere() {
+        for (name, why) in [
+            (".hidden", Some("hidden")),
+            ("con", Some("device")),
+            ("NUL.md", Some("device")),
+            ("com1", Some("device")),
+            ("Lpt9.x", Some("device")),
+            ("trail.", Some("dot or a space")),
+            ("trail ", Some("dot or a space")),
+            ("console", None),
+            ("com0", None),
+            ("com10", None),
+            ("auxiliary", None),
+            ("deploy", None),
+            ("a.b", None),
+        ] {
+            let got = super::unportable_dir(name);
+            assert_eq!(got.is_some(), why.is_some(), "{name:?}: {got:?}");
+            if let (Some(got), Some(why)) = (got, why) {
+                assert!(got.contains(why), "{name:?}: {got}");
+            }
+        }
+    }
+
     #[test]
     fn secrets_files_are_named_narrowly() {
         for yes in [

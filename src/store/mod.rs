@@ -24,8 +24,8 @@ pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use disk::{
     AuditScope, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry, OpenReport, StoreReader,
-    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, init, inside_sled, replay_journal,
-    verify,
+    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, holds_ledger, init, inside_sled,
+    replay_journal, verify,
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};

@@ -193,6 +193,32 @@ fn state_root_safety() {
     assert!(err.contains("owned by another ledger"), "{err}");
     let meta = std::fs::metadata(&root).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o700, "created 0700");
+    // Nor inside a state root, another ledger's or its own (a generation, `receipts/`), nor
+    // inside a ledger's directory (outside review 96, P1: each was set, exit 0, and blocked
+    // the owner's every command — `journal/` then held a file no open accepts).
+    let generation = std::fs::read_dir(root.join("generations")).unwrap().next().unwrap().unwrap().path();
+    let own = root_of(&s);
+    ok(set(&s, &own, &["lean"]));
+    let inside: Vec<(PathBuf, &str)> = vec![
+        (generation.join("nested"), "a state root (it holds .closure-ledger-owner)"),
+        (root.join("receipts/x"), "a state root (it holds .closure-ledger-owner)"),
+        (own.join("receipts/x"), "a state root (it holds .closure-ledger-owner)"),
+        (s.ledger.join("journal/store"), "a ledger's directory"),
+        (s.ledger.join("sled/store"), "a ledger's directory"),
+        (s.ledger.join("store"), "a ledger's directory"),
+    ];
+    let (before, listing) = (s.head(), |p: &Path| std::fs::read_dir(p).unwrap().count());
+    let (in_generation, in_journal) = (listing(&generation), listing(&s.ledger.join("journal")));
+    for (root, expect) in &inside {
+        let (code, _, err) = set(&s, root, &["full"]);
+        assert_eq!(code, 1, "{}: {err}", root.display());
+        assert!(err.contains("lies inside") && err.contains(expect), "{}: {err}", root.display());
+        assert!(!root.exists(), "{}: nothing made", root.display());
+    }
+    assert_eq!((listing(&generation), listing(&s.ledger.join("journal"))), (in_generation, in_journal));
+    assert_eq!(s.head(), before);
+    let (code, _, err) = s.run(&["verify"], &[]);
+    assert_eq!(code, 0, "{err}");
 }
 
 /// One writer at a time: a lock held by a live process or by another host is never

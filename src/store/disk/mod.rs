@@ -166,6 +166,16 @@ pub(in crate::store) fn lag_record(lag: &scan::LagFrame) -> Result<Vec<u8>, Open
 
 /// `root/journal`, or why `root` is not a readable ledger: missing → not a ledger; any
 /// other failure (permission denied, I/O) → that I/O error with the OS reason.
+/// Whether `dir` looks like a ledger directory: it holds a `journal/` directory (what every
+/// open of a ledger needs first). Read without following a symlink; an unreadable entry
+/// counts as one (the caller refuses what might be a ledger).
+pub fn holds_ledger(dir: &Path) -> bool {
+    match std::fs::symlink_metadata(dir.join(JOURNAL_DIR)) {
+        Ok(m) => m.is_dir(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
 fn ledger_journal_dir(root: &Path) -> Result<PathBuf, OpenError> {
     let dir = root.join(JOURNAL_DIR);
     match std::fs::metadata(&dir) {
