@@ -348,10 +348,50 @@ pub fn clean_text(field: &str, value: &str) -> Result<String, String> {
     Ok(value.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// The longest `name` and `description` the native loaders take (Codex's skill loader:
+/// 64 and 1,024 characters; outside review 96 F3: longer ones were recorded and installed).
+pub const MAX_NAME_CHARS: usize = 64;
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+
 fn unquote(value: &str) -> String {
     let v = value.trim();
     let quoted = |q: char| v.len() >= 2 && v.starts_with(q) && v.ends_with(q);
     if quoted('"') || quoted('\'') { v.get(1..v.len() - 1).unwrap_or("").to_owned() } else { v.to_owned() }
+}
+
+/// A `name` or `description` on its key's line is recorded only as YAML — and so a native
+/// loader — reads it (outside review 96 F3: `~` and `#…` read as null, `'it''s'` as `it's`,
+/// a leading `@` or `` ` `` as an error, `*a`/`&a`/`!!str` as an alias, anchor or tag): a
+/// plain value opens with no indicator and holds no comment and is not a null; a
+/// single-quoted one holds no lone `'`; a double-quoted one no `"` or `\` inside (its
+/// escapes are not read here: write the character itself).
+fn read_as_recorded(key: &str, value: &str, quoted: bool) -> Result<(), String> {
+    let refuse = |why: &str| {
+        Err(format!("the value of {key:?} {why}, which YAML does not read as written: {value:?}"))
+    };
+    if quoted {
+        let inner = value.get(1..value.len().saturating_sub(1)).unwrap_or("");
+        if value.starts_with('\'') && inner.replace("''", "").contains('\'') {
+            return refuse("holds a lone ' inside single quotes");
+        }
+        if value.starts_with('"') && inner.contains(['"', '\\']) {
+            return refuse("holds a \" or an escape inside double quotes");
+        }
+        return Ok(());
+    }
+    if matches!(value, "~" | "null" | "Null" | "NULL") {
+        return refuse("is a YAML null");
+    }
+    if value.starts_with(['#', '&', '*', '!', '%', '@', '`', '[', ']', '{', '}', ',', '?', '\'', '"'])
+        || value.starts_with("- ")
+        || value == "-"
+    {
+        return refuse("opens with a YAML indicator");
+    }
+    if value.contains(" #") || value.contains("\t#") {
+        return refuse("holds a YAML comment");
+    }
+    Ok(())
 }
 
 /// Parses a SKILL.md: YAML front matter (the subset skills use: `key: value`, quoted
@@ -424,7 +464,17 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
                 ));
             }
         }
-        let value = if block { String::new() } else { unquote(value) };
+        if !block && (key == "name" || key == "description") {
+            read_as_recorded(&key, value, quoted)?;
+        }
+        let value = if block {
+            String::new()
+        } else if quoted && value.starts_with('\'') {
+            // YAML's one escape in a single-quoted scalar: `''` is `'`.
+            unquote(value).replace("''", "'")
+        } else {
+            unquote(value)
+        };
         if keys.insert(key.clone(), value).is_some() {
             return Err(format!("duplicate front-matter key {key:?}"));
         }
@@ -440,9 +490,17 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
         if name.is_empty() {
             return Err("name is blank".into());
         }
+        if name.chars().count() > MAX_NAME_CHARS {
+            return Err(format!("name is over {MAX_NAME_CHARS} characters (a native loader refuses it)"));
+        }
         meta.name = Some(name);
     }
     meta.description = clean_text("description", keys.get("description").map(String::as_str).unwrap_or(""))?;
+    if meta.description.chars().count() > MAX_DESCRIPTION_CHARS {
+        return Err(format!(
+            "description is over {MAX_DESCRIPTION_CHARS} characters (a native loader refuses it)"
+        ));
+    }
     meta.manual_only = match keys.get("disable-model-invocation").map(String::as_str) {
         None | Some("false") => false,
         Some("true") => true,
@@ -1226,6 +1284,50 @@ pub fn scan_keeping(
 mod native_tests {
     #![allow(clippy::unwrap_used)] // tests may panic
     use super::{native_flags, parse_skill};
+
+    /// A name or description is recorded only as YAML reads it (outside review 96 F3): what
+    /// YAML reads as null, a comment, an alias, anchor or tag, an error, or with an escape is
+    /// refused; `''` in single quotes is `'`; over the native loaders' lengths is refused.
+    #[test]
+    fn names_and_descriptions_are_recorded_as_yaml_reads_them() {
+        let read = |name: &str, description: &str| {
+            parse_skill(&format!("---\nname: {name}\ndescription: {description}\n---\nbody\n"))
+        };
+        for (description, why) in [
+            ("~", "null"),
+            ("null", "null"),
+            ("#review everything", "indicator"),
+            ("Review # everything", "comment"),
+            ("@x", "indicator"),
+            ("`x", "indicator"),
+            ("%x", "indicator"),
+            ("*alias", "indicator"),
+            ("&a x", "indicator"),
+            ("!!str x", "indicator"),
+            ("[a, b]", "indicator"),
+            ("- item", "indicator"),
+            ("'it's'", "lone '"),
+            ("\"say \\\"hi\\\"\"", "double quotes"),
+            ("\"tab\\there\"", "double quotes"),
+        ] {
+            let err = read("s", description).unwrap_err();
+            assert!(err.contains(why), "{description:?}: {err}");
+        }
+        assert_eq!(read("s", "'it''s a review'").unwrap().description, "it's a review");
+        assert_eq!(read("s", "\"Reviews C# code\"").unwrap().description, "Reviews C# code");
+        assert!(read("s", "Reviews C# code, e-mail: no").unwrap_err().contains("key: value"));
+        assert_eq!(
+            read("s", "Reviews C#, F# and 100% of it").unwrap().description,
+            "Reviews C#, F# and 100% of it"
+        );
+        assert_eq!(read("'~'", "d").unwrap().name.as_deref(), Some("~"));
+        let long = "x".repeat(super::MAX_DESCRIPTION_CHARS);
+        assert!(read("s", &long).is_ok());
+        assert!(read("s", &format!("{long}x")).unwrap_err().contains("over 1024"));
+        let name = "n".repeat(super::MAX_NAME_CHARS);
+        assert!(read(&name, "d").is_ok());
+        assert!(read(&format!("{name}n"), "d").unwrap_err().contains("over 64"));
+    }
 
     /// Every form of shell interpolation Claude Code's skill preprocessor runs makes a skill
     /// dynamic, read on the safe side (outside review 85: a ```` ```! ```` block, `~~~!` and
