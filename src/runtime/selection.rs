@@ -177,6 +177,10 @@ pub enum SelectionError {
         "a proposal answers a pending selection, but this one is decided otherwise ({0}): drop --proposal, or name the pending selection with --previous and no other ids"
     )]
     ProposalUnused(String),
+    #[error(
+        "the configured profile selects manually, which takes explicit ids only (seed 003): drop proposedIds, or name the ids as explicitIds"
+    )]
+    ProposedUnderManual,
     #[error("a proposal selects zero or one id, not {0}")]
     ProposalTooMany(usize),
     #[error("proposed {0:?} is not in the pending shortlist")]
@@ -1180,6 +1184,11 @@ pub fn decide(
         candidates = p.candidates.clone();
         (p.selected_ids.clone(), false, REASON_REUSED)
     } else if plan.selection_mode == SelectionMode::Manual {
+        // Seed 003: "Manual uses explicit IDs" — an agent's proposal is refused, never
+        // dropped into a `none (manual)` decision (outside review 96 F7).
+        if !task.proposed_ids.is_empty() {
+            return Err(SelectionError::ProposedUnderManual);
+        }
         (Vec::new(), false, REASON_MANUAL)
     } else if policy == ROUTING_POLICY_V1 && !task.proposed_ids.is_empty() {
         for id in &task.proposed_ids {

@@ -247,12 +247,16 @@ fn routing_order_and_manual_mode() {
     let s = configured(&["--selection", "manual"]);
     let st = state(&s);
     let q = Some("Tune the slow PostgreSQL queries and add indexes");
-    // Manual: the query routes nothing; proposals are silently ignored.
+    // Manual: the query routes nothing; an agent's proposal is refused, not dropped into a
+    // `none (manual)` decision (seed 003: "Manual uses explicit IDs"; outside review 96 F7).
     let mut t = task(q);
-    t.proposed_ids = ids(&["skill:kubernetes"]);
     let e = decide_live(&st, &t, &Request::default()).unwrap();
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "manual"));
-    // Explicit ids come first, closed over dependencies (sorted).
+    t.proposed_ids = ids(&["skill:kubernetes"]);
+    let err = decide_live(&st, &t, &Request::default()).unwrap_err().to_string();
+    assert!(err.contains("explicit ids only"), "{err}");
+    // Explicit ids come first (the agent's proposal below them, as under Auto), closed
+    // over dependencies (sorted).
     t.explicit_ids = ids(&["skill:api-design"]);
     let e = decide_live(&st, &t, &Request::default()).unwrap();
     assert_eq!(e.reason, "explicit");
