@@ -835,6 +835,16 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         ledger.state().context_profiles.current().is_some_and(|c| Path::new(&c.state_root) == normal)
     });
     let usage = if configured { generation::RootUse::Create } else { generation::RootUse::Existing };
+    // Another root holds something to recover only if this ledger marked it (an interrupted
+    // `set` to a new root): one missing or unmarked is named against the configured root,
+    // not sent back to `recover` (outside review 96 F6).
+    if !configured && !root.join(generation::OWNER_FILE).exists() {
+        let what = format!("{} holds nothing of this ledger's to recover", root.display());
+        return Err(ProfileError::Refused(match ledger.state().context_profiles.current() {
+            Some(c) => format!("the configured state root is {}, and {what}", c.state_root),
+            None => format!("no profile is configured, and {what}"),
+        }));
+    }
     generation::check_root(root, ledger_id, usage)?;
     let _lock = generation::lock(root)?;
     let Some(txn) = generation::read_txn(root)? else {

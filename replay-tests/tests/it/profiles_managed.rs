@@ -1141,6 +1141,16 @@ fn a_lost_configured_root_is_restored_in_place() {
     let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", other.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0, "not marked");
+    // Named against the configured root, not sent back to `recover` (outside review 96 F6),
+    // empty or missing.
+    let missing = s.tmp.path().join("missing");
+    for given in [&other, &missing] {
+        let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", given.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        let configured = format!("the configured state root is {}, and {}", root.display(), given.display());
+        assert!(err.contains(&configured) && !err.contains("ledger profile recover"), "{err}");
+    }
+    assert!(!missing.exists());
     // A root whose parent is gone is named as such, exit 1 (outside review 93: a bare OS
     // error, exit 2); made again, `recover` rebuilds the root.
     let nested = s.tmp.path().join("roots").join("store");
