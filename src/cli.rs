@@ -774,10 +774,15 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
     Ok(())
 }
 
-/// Why a command line is not a command. A lone UTF-16 surrogate escape (`\uD800` with no
-/// partner) is named as such: JSON text must be Unicode, and the parser's own words for it
+/// Why a command line is not a command. A byte-order mark before it, and a lone UTF-16
+/// surrogate escape (`\uD800` with no partner), are named as such: JSON text must be Unicode, and the parser's own words for it
 /// ("unexpected end of hex escape") do not say so.
 fn malformed(line: &[u8], e: &serde_json::Error) -> String {
+    // An editor's byte-order mark before the JSON is named (outside review 95 F4: "expected
+    // value at line 1 column 1" did not say what was there).
+    if line.starts_with("\u{FEFF}".as_bytes()) {
+        return "malformed command: the line starts with a UTF-8 byte-order mark (EF BB BF), which JSON text does not hold: save the file without it".to_owned();
+    }
     match lone_surrogate(line) {
         Some(escape) => format!(
             "malformed command: a lone UTF-16 surrogate {escape} (a string must be Unicode text: a high surrogate \\uD800-\\uDBFF must be followed by a low one \\uDC00-\\uDFFF) at line 1 column {}",

@@ -61,9 +61,17 @@ fn check_bundle(b: &PolicyBundle) -> Result<(), RuleViolation> {
     // result event could ever be admitted was installed, and its workflows ran).
     let least = least_max_event_bytes();
     ensure!(
-        (least..=MAX_EVENT_BYTES).contains(&b.max_event_bytes),
+        b.max_event_bytes >= least,
         Rule::PolicyBounds,
         "maxEventBytes {} is not within {least}..={MAX_EVENT_BYTES} (below {least} some kind of Worker event — the smallest COMPACTION_COMPLETED — could never be admitted)",
+        b.max_event_bytes
+    );
+    // The reason above is the lower bound's; the upper one is the ledger's own (outside
+    // review 95 F3: an over-large value was told about the lower bound).
+    ensure!(
+        b.max_event_bytes <= MAX_EVENT_BYTES,
+        Rule::PolicyBounds,
+        "maxEventBytes {} is not within {least}..={MAX_EVENT_BYTES} (over {MAX_EVENT_BYTES}, the largest Worker payload the ledger records)",
         b.max_event_bytes
     );
     let f = &b.feedback;

@@ -53,10 +53,14 @@ fn policy_bounds_max_event_bytes() {
         .len() as u32;
     assert_eq!(least, 88);
     let mut w = World::at(Stage::Empty);
-    for max in [0, 1, 58, least - 1, 65_537] {
+    for max in [0, 1, 58, least - 1, 65_537, u32::MAX] {
         let mut b = policy_bundle();
         b.max_event_bytes = max;
-        w.refused(install(b), Rule::PolicyBounds);
+        let err = w.fails(install(b)).to_string();
+        assert!(err.contains("PolicyBounds"), "{max}: {err}");
+        // Each bound gives its own reason (outside review 95 F3: 65,537 was told about 88).
+        let why = if max > 65_536 { "over 65536, the largest Worker payload" } else { "below 88 some kind" };
+        assert!(err.contains(why), "{max}: {err}");
     }
     let mut b = policy_bundle();
     b.max_event_bytes = least;

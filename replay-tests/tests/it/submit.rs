@@ -177,6 +177,13 @@ fn a_lone_surrogate_says_so() {
         let reason = r["rejected"].as_str().unwrap();
         assert!(reason.contains(&format!("a lone UTF-16 surrogate {lone}")), "{reason}");
     }
+    // A byte-order mark before the line is named too (outside review 95 F4).
+    let file = tmp.path().join("bom.jsonl");
+    std::fs::write(&file, format!("\u{FEFF}{}", goal("01JC0000000000000000000012", "x"))).unwrap();
+    let (code, out, _) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(r["rejected"].as_str().unwrap().contains("byte-order mark"), "{r}");
     let file = tmp.path().join("ok.jsonl");
     std::fs::write(&file, goal("01JC0000000000000000000011", r"pair \ud83d\ude00, escaped \\ud800")).unwrap();
     let (code, _, err) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
