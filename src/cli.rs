@@ -992,6 +992,7 @@ fn compile(
                 "recordedManifestDigest": found.recorded_manifest_digest,
                 "matchesRecorded": found.matches_recorded,
                 "dispatched": found.dispatched,
+                "resumedThread": found.resumed,
             }),
         )?;
     } else {
@@ -1005,6 +1006,16 @@ fn compile(
             err,
             "ledger: note: attempt {id} was never dispatched: no dispatch claim is recorded, so no worker received \
              this package"
+        );
+    }
+    if let Some(thread) = &found.resumed {
+        let earlier: Vec<String> = thread.earlier_attempts.iter().map(Id::to_string).collect();
+        let _ = writeln!(
+            err,
+            "ledger: note: attempt {id} resumed the Thread of worker session {}, which holds the Turns of attempt(s) {}: \
+             the worker had that history too, outside this package and not authoritative (seed 000)",
+            thread.worker_session_id,
+            if earlier.is_empty() { "none recorded".to_owned() } else { earlier.join(", ") }
         );
     }
     if found.matches_recorded {

@@ -287,6 +287,19 @@ pub struct Recompiled {
     /// A dispatch claim for the Attempt is recorded: a worker was given the package. (Without
     /// one — say the claim was refused as stale — the package was compiled, never delivered.)
     pub dispatched: bool,
+    /// A RESUME Attempt's Thread: its worker session and the earlier Attempts whose Turns it
+    /// holds, in ledger order — history the worker also had, outside the package and not
+    /// authoritative (seed 000; outside review 95: `compile` read as if the package were
+    /// all). `None` for a FRESH Thread.
+    pub resumed: Option<ResumedThread>,
+}
+
+/// The Thread a RESUME Attempt continued.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumedThread {
+    pub worker_session_id: Id,
+    pub earlier_attempts: Vec<Id>,
 }
 
 /// Re-renders what Attempt `attempt` was given, from the ledger alone: replays up to its
@@ -311,12 +324,26 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
             let compiled = admission::recompile(&state, a).map_err(inadmissible)?;
             let matches_recorded =
                 compiled.manifest == a.manifest && compiled.manifest_digest() == a.manifest_digest;
+            let resumed = (a.thread == ledger_schema::types::ThreadChoice::Resume).then(|| {
+                let mut earlier: Vec<(u64, Id)> = state
+                    .attempts
+                    .iter()
+                    .filter(|(_, e)| e.worker_session_id == a.worker_session_id)
+                    .map(|(id, e)| (e.seq, *id))
+                    .collect();
+                earlier.sort_unstable();
+                ResumedThread {
+                    worker_session_id: a.worker_session_id,
+                    earlier_attempts: earlier.into_iter().map(|(_, id)| id).collect(),
+                }
+            });
             found = Some(Recompiled {
                 seq,
                 compiled,
                 recorded_manifest_digest: a.manifest_digest,
                 matches_recorded,
                 dispatched: false,
+                resumed,
             });
             return Ok(());
         }

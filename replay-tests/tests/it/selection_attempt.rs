@@ -1100,3 +1100,32 @@ fn a_skill_withdrawn_after_a_resumes_claim_marks_it() {
     let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// `compile` of a RESUME Attempt names the Thread it continued — the worker session and the
+/// earlier Attempts whose Turns it holds — beside the package (a note, and `resumedThread` in
+/// `--json`); a FRESH Attempt's shows none (outside review 95 F2: the output read as if the
+/// package were all the worker had).
+#[test]
+fn compile_names_a_resumed_thread() {
+    let mut w = ran_with_a_loaded_skill();
+    w.submit(on_session_0x61(0x62, ThreadChoice::Resume, None)).unwrap();
+    let dir = w.dir().to_str().unwrap().to_owned();
+    let compile = |attempt: u128| cli(&["compile", &dir, "--attempt", &lid(attempt).to_string(), "--json"]);
+    let (code, out, err) = compile(0x62);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v["resumedThread"],
+        json!({"workerSessionId": lid(0x61).to_string(), "earlierAttempts": [lid(0x60).to_string()]}),
+        "{v}"
+    );
+    assert!(
+        err.contains("resumed the Thread of worker session") && err.contains(&lid(0x60).to_string()),
+        "{err}"
+    );
+    let (code, out, err) = compile(0x60);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["resumedThread"], Value::Null, "{v}");
+    assert!(!err.contains("resumed"), "{err}");
+}
