@@ -775,8 +775,8 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
 }
 
 /// Why a command line is not a command. A byte-order mark before it, and a lone UTF-16
-/// surrogate escape (`\uD800` with no partner), are named as such: JSON text must be Unicode, and the parser's own words for it
-/// ("unexpected end of hex escape") do not say so.
+/// surrogate escape (`\uD800` with no partner), are named as such: JSON text must be
+/// Unicode, and the parser's own words for it ("unexpected end of hex escape") do not say so.
 fn malformed(line: &[u8], e: &serde_json::Error) -> String {
     // An editor's byte-order mark before the JSON is named (outside review 95 F4: "expected
     // value at line 1 column 1" did not say what was there).

@@ -433,6 +433,15 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             if !block && (text.contains(": ") || text.ends_with(':')) {
                 return Err(format!("an indented line continuing {key:?} is not valid YAML: {line:?}"));
             }
+            // Nor, for a name or description, a comment YAML would drop (and end it there).
+            if !block
+                && (key == "name" || key == "description")
+                && (text.contains(" #") || text.contains("\t#"))
+            {
+                return Err(format!(
+                    "an indented line continuing {key:?} holds a YAML comment, which YAML does not read as written: {line:?}"
+                ));
+            }
             let value = keys.get_mut(key).ok_or("front matter parse state")?;
             value.push('\n');
             value.push_str(line.trim());
@@ -1321,6 +1330,11 @@ mod native_tests {
             "Reviews C#, F# and 100% of it"
         );
         assert_eq!(read("'~'", "d").unwrap().name.as_deref(), Some("~"));
+        assert!(read("s", "Review\n  all # of it").unwrap_err().contains("comment"));
+        // A comment line is dropped, as YAML drops it.
+        assert_eq!(read("s", "Review\n  # everything").unwrap().description, "Review");
+        assert_eq!(read("s", "Review\n  all of it").unwrap().description, "Review all of it");
+        assert_eq!(read("s", ">\n  Review # all\n  of it").unwrap().description, "Review # all of it");
         let long = "x".repeat(super::MAX_DESCRIPTION_CHARS);
         assert!(read("s", &long).is_ok());
         assert!(read("s", &format!("{long}x")).unwrap_err().contains("over 1024"));
