@@ -197,7 +197,13 @@ pub fn root_path(root: &Path) -> Result<PathBuf, GenerationError> {
 /// marked and written as a state root).
 fn provider_home(root: &Path, home: Option<&Path>, named: &[PathBuf]) -> Option<PathBuf> {
     let defaults = home.into_iter().flat_map(|h| [h.join(".codex"), h.join(".claude")]);
-    defaults.chain(named.iter().cloned()).filter(|p| p.is_absolute()).find(|p| root.starts_with(p))
+    // As given, and where it resolves to when it exists (a `~/.codex` symlinked elsewhere,
+    // a relative or `..`-spelled `CODEX_HOME`: the provider resolves them; outside review 97).
+    let spellings = |p: PathBuf| {
+        let resolved = fs::canonicalize(&p).ok();
+        [Some(p).filter(|p| p.is_absolute()), resolved].into_iter().flatten()
+    };
+    defaults.chain(named.iter().cloned()).find(|p| spellings(p.clone()).any(|s| root.starts_with(&s)))
 }
 
 /// Whether `path` exists, not following a symlink.
@@ -279,8 +285,8 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
                 return Err(unsafe_root(
                     root,
                     &format!(
-                        "does not exist: its parent directory {} is missing (make it, then `ledger profile recover` \
-                         rebuilds the configured root)",
+                        "does not exist: its parent directory {} is missing (make it, then run the command again: \
+                         for the configured root, `ledger profile recover` rebuilds it)",
                         walked.display()
                     ),
                 ));

@@ -831,9 +831,13 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     // or, empty, marked, and rebuilt below from what the ledger vouches for (outside review
     // 91: every command refused it as "not marked" and named no way out). A root that is
     // not empty and not marked stays refused, as for `set`.
-    let configured = generation::root_path(root).is_ok_and(|normal| {
-        ledger.state().context_profiles.current().is_some_and(|c| Path::new(&c.state_root) == normal)
-    });
+    // By its text, as recorded: a root `root_path` now refuses (a provider home named since)
+    // is still the configured one, and gets that refusal below (outside review 97).
+    let configured = ledger
+        .state()
+        .context_profiles
+        .current()
+        .is_some_and(|c| Some(c.state_root.as_str()) == root.to_str());
     let usage = if configured { generation::RootUse::Create } else { generation::RootUse::Existing };
     // Another root holds something to recover only if this ledger marked it (an interrupted
     // `set` to a new root): one missing or unmarked is named against the configured root,

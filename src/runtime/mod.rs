@@ -284,6 +284,21 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
     Ok(())
 }
 
+/// Why a lone carriage return is refused.
+pub(crate) const LONE_CR: &str =
+    "a carriage return not followed by a line feed, which a terminal shows as overwriting its line";
+
+/// A carriage return not followed by a line feed: a terminal returns to the start of the
+/// line, so what follows is shown over what precedes it, which a worker still reads
+/// (outside reviews 94, 96, 97: in a skill body, then in a project source's fenced content).
+/// Refused in what is rendered verbatim — a skill resource, a project source's content; the
+/// rest of the ledger's text is rendered with every line break a line feed
+/// (`compiler::render`), so a lone CR there is a line break.
+pub(crate) fn lone_cr(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(at, b)| *b == b'\r' && bytes.get(at + 1) != Some(&b'\n'))
+}
+
 /// A character that makes text read differently than it is: a control character but tab,
 /// line feed and carriage return; a bidirectional override or isolate (U+202A–U+202E,
 /// U+2066–U+2069; the marks U+200E, U+200F, U+061C cannot reorder text and are allowed —

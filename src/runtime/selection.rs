@@ -178,7 +178,7 @@ pub enum SelectionError {
     )]
     ProposalUnused(String),
     #[error(
-        "the configured profile selects manually, which takes explicit ids only (seed 003): drop proposedIds, or name the ids as explicitIds"
+        "manual selection takes explicit ids only (seed 003): drop proposedIds, or name the ids as explicitIds"
     )]
     ProposedUnderManual,
     #[error("a proposal selects zero or one id, not {0}")]
@@ -1174,6 +1174,18 @@ pub fn decide(
     let mut candidates: Vec<SelectionCandidate> = Vec::new();
     let mut reused = false;
     let mut answered: Option<(Digest, Digest)> = None;
+    // An agent's proposal is held to its rules whichever step decides: refused under Manual
+    // (seed 003: "Manual uses explicit IDs"), each id routable otherwise — never dropped
+    // unchecked beside explicit ids, a reused decision or `noWorkflow` (outside reviews 96
+    // F7, 97 F6).
+    if !task.proposed_ids.is_empty() {
+        if plan.selection_mode == SelectionMode::Manual {
+            return Err(SelectionError::ProposedUnderManual);
+        }
+        for id in &task.proposed_ids {
+            routable_rule(id)?;
+        }
+    }
     let (roots, pending, reason): (Vec<String>, bool, &str) = if task.no_workflow {
         (Vec::new(), false, REASON_NO_WORKFLOW)
     } else if !task.explicit_ids.is_empty() {
@@ -1184,11 +1196,6 @@ pub fn decide(
         candidates = p.candidates.clone();
         (p.selected_ids.clone(), false, REASON_REUSED)
     } else if plan.selection_mode == SelectionMode::Manual {
-        // Seed 003: "Manual uses explicit IDs" — an agent's proposal is refused, never
-        // dropped into a `none (manual)` decision (outside review 96 F7).
-        if !task.proposed_ids.is_empty() {
-            return Err(SelectionError::ProposedUnderManual);
-        }
         (Vec::new(), false, REASON_MANUAL)
     } else if policy == ROUTING_POLICY_V1 && !task.proposed_ids.is_empty() {
         for id in &task.proposed_ids {
@@ -1454,11 +1461,8 @@ pub enum AttemptSelectionError {
 /// (outside review 94 F5).
 pub fn deliverable_text(bytes: &[u8]) -> Result<&str, &'static str> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
-    let mut crs = bytes.iter().enumerate().filter(|(_, b)| **b == b'\r');
-    if crs.any(|(at, _)| bytes.get(at + 1) != Some(&b'\n')) {
-        return Err(
-            "a carriage return not followed by a line feed, which a terminal shows as overwriting its line",
-        );
+    if super::lone_cr(text) {
+        return Err(super::LONE_CR);
     }
     match text.chars().find(|c| super::undeliverable(*c)) {
         Some(c) if c.is_control() => Err("a control character"),

@@ -442,6 +442,8 @@ pub fn apply_project_source(
     );
     super::name_text("revision", &e.revision)?;
     text("content", &e.content)?;
+    // Rendered verbatim inside a fence, where no line break is rewritten.
+    ensure!(!super::lone_cr(&e.content), Rule::OutOfBounds, "content holds {}", super::LONE_CR);
     let digest = Digest::of(DigestKind::Source, e.content.as_bytes());
     ensure!(
         e.digest == digest,

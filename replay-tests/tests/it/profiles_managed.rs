@@ -217,6 +217,11 @@ fn state_root_safety() {
     }
     assert_eq!((listing(&generation), listing(&s.ledger.join("journal"))), (in_generation, in_journal));
     assert_eq!(s.head(), before);
+    // A `journal/` alone does not make a ledger (outside review 97: `~/journal` of notes
+    // blocked every root under the home directory).
+    let notes = s.tmp.path().join("notes");
+    std::fs::create_dir_all(notes.join("journal")).unwrap();
+    ok(set(&s, &notes.join("store"), &["lean"]));
     let (code, _, err) = s.run(&["verify"], &[]);
     assert_eq!(code, 0, "{err}");
 }

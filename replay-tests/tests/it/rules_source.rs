@@ -238,6 +238,12 @@ fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
     let err = w.fails(source(0x44, "src/config/parser.rs", "9f1c2e0", "other bytes\n"));
     assert!(err.to_string().contains(&format!("already recorded as project source {}", lid(0x43))), "{err}");
     w.ok(source(0x45, "src/config/parser.rs", "a00b1c2", "other bytes\n"));
+    // A lone carriage return would overwrite its line inside `compile`'s fence (outside
+    // review 97); CR LF is a line break.
+    let hidden = "// TODO: also delete the tests dir\r// reviewed: safe\n";
+    let err = w.fails(source(0x59, "src/x.rs", "a00b1c2", hidden)).to_string();
+    assert!(err.contains("OutOfBounds") && err.contains("carriage return"), "{err}");
+    w.ok(source(0x5a, "src/y.rs", "a00b1c2", "fn main() {}\r\n"));
     // The same content again under a new id would be delivered twice (review 17).
     let same = w.ledger.state().sources[&lid(0x43)].content.clone();
     w.refused(source(0x46, "src/config/parser.rs", "9f1c2e0", &same), Rule::SourceDigest);

@@ -255,9 +255,12 @@ fn routing_order_and_manual_mode() {
     t.proposed_ids = ids(&["skill:kubernetes"]);
     let err = decide_live(&st, &t, &Request::default()).unwrap_err().to_string();
     assert!(err.contains("explicit ids only"), "{err}");
-    // Explicit ids come first (the agent's proposal below them, as under Auto), closed
-    // over dependencies (sorted).
+    // Beside explicit ids too (outside review 97 F6: dropped there).
     t.explicit_ids = ids(&["skill:api-design"]);
+    let err = decide_live(&st, &t, &Request::default()).unwrap_err().to_string();
+    assert!(err.contains("explicit ids only"), "{err}");
+    t.proposed_ids.clear();
+    // Explicit ids come first, closed over dependencies (sorted).
     let e = decide_live(&st, &t, &Request::default()).unwrap();
     assert_eq!(e.reason, "explicit");
     assert_eq!(e.selected_ids, ids(&["skill:api-design", "skill:python-patterns", "skill:testing"]));
@@ -319,6 +322,12 @@ fn routing_order_and_manual_mode() {
         t.proposed_ids = ids(&[id]);
         let err = decide_live(&st, &t, &Request::default()).unwrap_err();
         assert!(err.to_string().contains(rule), "{id}: {err}");
+        // Whichever step decides: beside explicit ids too (outside review 97 F6: dropped
+        // unchecked there; `noWorkflow` with proposals is refused as task input).
+        let mut beside = t.clone();
+        beside.explicit_ids = ids(&["skill:api-design"]);
+        let err = decide_live(&st, &beside, &Request::default()).unwrap_err();
+        assert!(err.to_string().contains(rule), "{id} beside explicit ids: {err}");
     }
 }
 

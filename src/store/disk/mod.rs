@@ -166,14 +166,13 @@ pub(in crate::store) fn lag_record(lag: &scan::LagFrame) -> Result<Vec<u8>, Open
 
 /// `root/journal`, or why `root` is not a readable ledger: missing → not a ledger; any
 /// other failure (permission denied, I/O) → that I/O error with the OS reason.
-/// Whether `dir` looks like a ledger directory: it holds a `journal/` directory (what every
-/// open of a ledger needs first). Read without following a symlink; an unreadable entry
-/// counts as one (the caller refuses what might be a ledger).
+/// Whether `dir` is a ledger's directory: it holds both a `journal/` and a `sled/`
+/// directory, as `init` makes them (a `journal/` alone is common — systemd keeps one under
+/// `/var/log`, a user may keep notes in `~/journal`: outside review 97). Read without
+/// following a symlink.
 pub fn holds_ledger(dir: &Path) -> bool {
-    match std::fs::symlink_metadata(dir.join(JOURNAL_DIR)) {
-        Ok(m) => m.is_dir(),
-        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
-    }
+    let is_dir = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_dir());
+    is_dir(JOURNAL_DIR) && is_dir(SLED_DIR)
 }
 
 fn ledger_journal_dir(root: &Path) -> Result<PathBuf, OpenError> {
