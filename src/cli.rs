@@ -780,8 +780,10 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
 fn malformed(line: &[u8], e: &serde_json::Error) -> String {
     // An editor's byte-order mark before the JSON is named (outside review 95 F4: "expected
     // value at line 1 column 1" did not say what was there).
-    if line.starts_with("\u{FEFF}".as_bytes()) {
-        return "malformed command: the line starts with a UTF-8 byte-order mark (EF BB BF), which JSON text does not hold: save the file without it".to_owned();
+    if let Some(mark) = crate::profiles::select::byte_order_mark(line) {
+        return format!(
+            "malformed command: the line starts with {mark}, which JSON text does not hold: save the file as UTF-8 without it"
+        );
     }
     match lone_surrogate(line) {
         Some(escape) => format!(
