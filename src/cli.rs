@@ -321,6 +321,20 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         Command::Init { dir, label, json } => {
             // The rule's detail, not its internal name (outside review 83: `OutOfBounds:`).
             crate::runtime::text("label", &label).map_err(|v| usage(format!("--label: {}", v.detail)))?;
+            if let Some(root) = std::path::absolute(&dir)
+                .ok()
+                .and_then(|d| crate::profiles::generation::inside_state_root(&d))
+            {
+                return Err(Failure {
+                    code: EXIT_VERIFY_FAILED,
+                    message: format!(
+                        "{}: lies inside {}, a state root (it holds {}): a ledger is never made in a managed store",
+                        dir.display(),
+                        root.display(),
+                        crate::profiles::generation::OWNER_FILE
+                    ),
+                });
+            }
             let ledger = Id::from_ulid(ulid::Ulid::new());
             let store = store::init(&dir, &label, ledger, now_ms())?;
             let head = store.head();

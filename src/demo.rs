@@ -175,6 +175,19 @@ pub fn run(dir: Option<&Path>, out: &mut dyn Write) -> Result<(), Failure> {
     // whole lifecycle, then stopped at the root).
     crate::profiles::generation::root_path(&demo_state_root(&dir))
         .map_err(|e| fail(format!("{}: cannot hold the demo: {e}", dir.display())))?;
+    // Nor inside a state root or a ledger's directory (outside review 97: the lifecycle was
+    // written there, then the root refused, exit 2).
+    let inside = crate::profiles::generation::inside_state_root(&dir)
+        .map(|r| format!("{}, a state root", r.display()))
+        .or_else(|| {
+            dir.ancestors()
+                .skip(1)
+                .find(|a| store::holds_ledger(a))
+                .map(|l| format!("{}, a ledger's directory", l.display()))
+        });
+    if let Some(what) = inside {
+        return Err(fail(format!("{}: cannot hold the demo: it lies inside {what}", dir.display())));
+    }
     let work = demo_work(&dir);
     if std::fs::symlink_metadata(&work).is_ok() {
         return Err(fail(format!(

@@ -206,6 +206,13 @@ fn provider_home(root: &Path, home: Option<&Path>, named: &[PathBuf]) -> Option<
     defaults.chain(named.iter().cloned()).find(|p| spellings(p.clone()).any(|s| root.starts_with(&s)))
 }
 
+/// The nearest ancestor of `path` (not `path` itself) that is a state root — holds an
+/// ownership marker — if any. A ledger or a demo made there would write into a managed
+/// store (outside review 97: `ledger init` and `ledger demo` wrote into one).
+pub fn inside_state_root(path: &Path) -> Option<PathBuf> {
+    path.ancestors().skip(1).find(|a| fs::symlink_metadata(a.join(OWNER_FILE)).is_ok()).map(Path::to_path_buf)
+}
+
 /// Whether `path` exists, not following a symlink.
 fn exists_unfollowed(path: &Path) -> Result<bool, GenerationError> {
     match fs::symlink_metadata(path) {

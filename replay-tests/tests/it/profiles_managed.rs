@@ -222,6 +222,14 @@ fn state_root_safety() {
     let notes = s.tmp.path().join("notes");
     std::fs::create_dir_all(notes.join("journal")).unwrap();
     ok(set(&s, &notes.join("store"), &["lean"]));
+    // The reverse: no ledger, and no demo, is made inside a state root (outside review 97).
+    let inside_root = own.join("receipts/ledger");
+    let (code, _, err) = cli(&["init", inside_root.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("a state root") && !inside_root.exists(), "{err}");
+    let (code, _, err) = cli(&["demo", own.join("demo").to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot hold the demo") && !own.join("demo").exists(), "{err}");
     let (code, _, err) = s.run(&["verify"], &[]);
     assert_eq!(code, 0, "{err}");
 }
