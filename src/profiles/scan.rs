@@ -57,6 +57,13 @@ fn unportable_dir(name: &str) -> Option<&'static str> {
     if name.starts_with('.') {
         return Some("a hidden directory, which a native loader skips");
     }
+    unportable_name(name)
+}
+
+/// Why a file or directory name cannot be made as it is on Windows (a carrier installs a
+/// skill's whole tree there too): a device name, a reserved character, a trailing dot or
+/// space. `:` and control characters are refused with every name already.
+fn unportable_name(name: &str) -> Option<&'static str> {
     if name.ends_with(['.', ' ']) {
         return Some("it ends in a dot or a space, which Windows cannot make");
     }
@@ -1025,6 +1032,10 @@ pub fn scan_keeping(
                     &path.join(&r.path),
                     "a name with an invisible, bidirectional or control character",
                 ));
+            }
+            // Every part of its path a name every carrier can make (outside review 97 F9).
+            if let Some(why) = r.path.split('/').find_map(unportable_name) {
+                return Err(meta(&path.join(&r.path), format!("not a usable resource name ({why})")));
             }
             // A file that holds secrets by its name is never recorded: the ledger is
             // append-only, so a secret in it could never be taken back (outside review 91: a

@@ -542,6 +542,16 @@ fn scan_fails_closed_on_every_listed_case() {
             "`deploy.pem` is a secrets file by its name",
         ),
         (
+            "a resource named as a Windows device (outside review 97 F9)",
+            Box::new(|src| write(&src.join("skills/deploy/aux/notes.md"), "x\n")),
+            "not a usable resource name (a name Windows reserves for a device)",
+        ),
+        (
+            "a resource name with a character Windows cannot hold",
+            Box::new(|src| write(&src.join("skills/deploy/what?.md"), "x\n")),
+            "not a usable resource name (it holds a character Windows cannot put in a name)",
+        ),
+        (
             "git's stored credentials (outside review 94 F4)",
             Box::new(|src| write(&src.join("skills/deploy/.git-credentials"), "https://u:t@example.com\n")),
             "`.git-credentials` is a secrets file by its name",
