@@ -969,6 +969,18 @@ pub fn scan_keeping(
         }
         let mut raw = Vec::new();
         walk(&path, "", 0, &mut budget, &mut raw)?;
+        // A state root made inside the source tree (outside reviews 96, 97: the next scan
+        // said only "SKILL.md: missing", or would record its receipts as resources).
+        let marker = super::generation::OWNER_FILE;
+        if let Some(r) = raw.iter().find(|r| r.path == marker || r.path.ends_with(&format!("/{marker}"))) {
+            let root = path.join(r.path.strip_suffix(marker).unwrap_or_default());
+            return Err(meta(
+                &root,
+                format!(
+                    "is a state root (it holds {marker}), not part of a skill: move the state root out of the source tree"
+                ),
+            ));
+        }
         let skill_md = raw
             .iter()
             .find(|r| r.path == "SKILL.md")

@@ -542,6 +542,11 @@ fn scan_fails_closed_on_every_listed_case() {
             "`deploy.pem` is a secrets file by its name",
         ),
         (
+            "a state root made inside the source tree (outside reviews 96, 97: \"SKILL.md: missing\")",
+            Box::new(|src| write(&src.join("skills/store/.closure-ledger-owner"), "{}")),
+            "is a state root (it holds .closure-ledger-owner), not part of a skill",
+        ),
+        (
             "a resource named as a Windows device (outside review 97 F9)",
             Box::new(|src| write(&src.join("skills/deploy/aux/notes.md"), "x\n")),
             "not a usable resource name (a name Windows reserves for a device)",
