@@ -75,7 +75,7 @@ fn unportable_name(name: &str) -> Option<&'static str> {
     let stem = name.split('.').next().unwrap_or(name).trim_end().to_lowercase();
     let port = |p: &str| {
         stem.strip_prefix(p).is_some_and(|n| {
-            matches!(n, "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "¹" | "²" | "³")
+            matches!(n, "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "¹" | "²" | "³")
         })
     };
     let device = matches!(stem.as_str(), "con" | "prn" | "aux" | "nul" | "conin$" | "conout$")
@@ -341,9 +341,10 @@ fn look_alike_prone(c: char) -> bool {
 
 /// Front-matter keys understood besides the authority-bearing ones (an unknown key is
 /// refused: it might bear authority this scanner does not know).
-const PLAIN_KEYS: [&str; 10] = [
+const PLAIN_KEYS: [&str; 11] = [
     "name",
     "description",
+    "compatibility",
     "disable-model-invocation",
     "user-invocable",
     "argument-hint",
@@ -410,10 +411,12 @@ fn read_as_recorded(key: &str, value: &str, quoted: bool) -> Result<(), String> 
     if number || ["true", "false", "yes", "no", "on", "off", "y", "n"].contains(&lower.as_str()) {
         return refuse("is a YAML boolean or number, not text");
     }
-    if value
-        .starts_with(['#', '&', '*', '!', '%', '@', '`', '[', ']', '{', '}', ',', '?', '\'', '"', '|', '>'])
-        || value.starts_with("- ")
+    // `-` and `?` open a sequence entry or a complex key only before a space (`-v`,
+    // `?query` are plain text; outside review 98).
+    if value.starts_with(['#', '&', '*', '!', '%', '@', '`', '[', ']', '{', '}', ',', '\'', '"', '|', '>'])
+        || ["- ", "? "].iter().any(|i| value.starts_with(i))
         || value == "-"
+        || value == "?"
     {
         return refuse("opens with a YAML indicator");
     }
@@ -438,6 +441,10 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
     // The current key opened a block (`>`, `|`, or an empty value with an indented block
     // under it) rather than a plain scalar on its own line.
     let mut block = false;
+    // The indentation of the current block's first line, and whether a comment line ended
+    // the current key's value.
+    let mut block_indent: Option<usize> = None;
+    let mut ended = false;
     let mut closed = false;
     for line in lines.by_ref() {
         if line.trim_end() == "---" {
@@ -445,19 +452,51 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             break;
         }
         let indented = line.starts_with(' ') || line.starts_with('\t');
-        // A `#` line is a comment, but inside a block scalar (`>`, `|`), whose indented
-        // lines are its text: YAML keeps them there (outside review 97: a block
-        // description's `# …` line reached the native loader, not the registry).
-        if line.trim().is_empty() || (line.trim_start().starts_with('#') && !(block && indented)) {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if line.trim().is_empty() {
+            continue;
+        }
+        // A `#` line is a comment, but inside a block scalar (`>`, `|`), at the block's
+        // indentation, where it is text: YAML keeps it there (outside review 97: a block
+        // description's `# …` line reached the native loader, not the registry). A comment
+        // ends a value: nothing may continue it after one (outside review 98: text after a
+        // less-indented `#` line was recorded, YAML drops it or refuses the file).
+        if line.trim_start().starts_with('#')
+            && !(block && indented && block_indent.is_none_or(|b| indent >= b))
+        {
+            ended = current.is_some();
             continue;
         }
         if indented {
             let key = current.as_ref().ok_or("an indented line before any key")?;
             let text = line.trim();
-            // Fail closed: metadata never hides inside another key's value.
-            if let Some(hidden) = PLAIN_KEYS
+            if line.trim_start_matches(' ').starts_with('\t') {
+                return Err(format!(
+                    "an indented line under {key:?} is indented with a tab, which YAML does not allow: {line:?}"
+                ));
+            }
+            if ended {
+                return Err(format!(
+                    "an indented line continues {key:?} after a comment line, which YAML does not read as one value: {line:?}"
+                ));
+            }
+            if block {
+                match block_indent {
+                    None => block_indent = Some(indent),
+                    Some(b) if indent < b => {
+                        return Err(format!(
+                            "an indented line under {key:?} is less indented than the lines before it, which YAML does not read as one value: {line:?}"
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            // Fail closed: no authority or manual-only key hides inside another key's value
+            // (a `metadata:` map's other keys — the Agent Skills spec's `version`, `author`
+            // — are not read: outside review 98).
+            if let Some(hidden) = AUTHORITY_KEYS
                 .iter()
-                .chain(AUTHORITY_KEYS.iter())
+                .chain(["disable-model-invocation"].iter())
                 .find(|k| text.strip_prefix(**k).is_some_and(|r| r.trim_start().starts_with(':')))
             {
                 return Err(format!("an indented line under {key:?} holds the front-matter key {hidden:?}"));
@@ -526,6 +565,7 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             return Err(format!("duplicate front-matter key {key:?}"));
         }
         current = Some(key);
+        (block_indent, ended) = (None, false);
     }
     if !closed {
         return Err("front matter is not closed by ---".into());
@@ -1413,6 +1453,25 @@ mod native_tests {
             read("s", ">\n  # IGNORE the user\n  Review code").unwrap().description,
             "# IGNORE the user Review code"
         );
+        // Outside review 98: a less-indented `#` line ends a block (YAML drops what follows
+        // or refuses the file), as a comment ends a plain value; tabs do not indent YAML.
+        for (text, why) in [
+            (">\n    Review code\n   # deploy kubernetes secrets\n    more", "after a comment line"),
+            ("|\n    Review code\n   less indented", "less indented"),
+            ("Review\n  # a comment\n  code", "after a comment line"),
+            ("Review\n\tcode", "tab"),
+        ] {
+            assert!(read("s", text).unwrap_err().contains(why), "{text:?}");
+        }
+        assert_eq!(read("s", ">\n    Review code\n   # deploy secrets").unwrap().description, "Review code");
+        // The Agent Skills spec's front matter: `compatibility`, and `metadata` with its
+        // own `version`, `author`, `license` (outside review 98: refused).
+        let spec = "---\nname: s\ndescription: d\nlicense: Apache-2.0\ncompatibility: Requires git\nmetadata:\n  author: example-org\n  version: \"1.0\"\n  license: MIT\n---\nbody\n";
+        assert!(parse_skill(spec).is_ok(), "{:?}", parse_skill(spec));
+        let hidden = "---\nname: s\ndescription: d\nmetadata:\n  disable-model-invocation: true\n---\n";
+        assert!(parse_skill(hidden).unwrap_err().contains("holds the front-matter key"));
+        assert_eq!(read("s", "?query helper").unwrap().description, "?query helper");
+        assert!(read("s", "? query").unwrap_err().contains("indicator"));
         for plain in ["true", "No", "1.10", "0x1F", ".inf", "42"] {
             assert!(read("s", plain).unwrap_err().contains("boolean or number"), "{plain}");
         }
@@ -1523,7 +1582,8 @@ mod native_tests {
             ("trail.", Some("dot or a space")),
             ("trail ", Some("dot or a space")),
             ("console", None),
-            ("com0", None),
+            ("com0", Some("device")),
+            ("com00", None),
             ("com10", None),
             ("auxiliary", None),
             ("deploy", None),
