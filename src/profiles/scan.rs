@@ -84,6 +84,9 @@ fn unportable_name(name: &str) -> Option<&'static str> {
     device.then_some("a name Windows reserves for a device")
 }
 
+/// A state root made inside the source tree (outside reviews 96–98).
+const STATE_ROOT_IN_TREE: &str = "is a state root (it holds .closure-ledger-owner), not part of the source tree: move the state root out of it";
+
 /// Why a scan refused the tree. Nothing was recorded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -410,6 +413,11 @@ fn read_as_recorded(key: &str, value: &str, quoted: bool) -> Result<(), String> 
         });
     if number || ["true", "false", "yes", "no", "on", "off", "y", "n"].contains(&lower.as_str()) {
         return refuse("is a YAML boolean or number, not text");
+    }
+    if value.starts_with(['\'', '"']) {
+        return refuse(
+            "opens a quote it does not close at the end of its line (a quoted value over several lines, or text after its closing quote, is not read here)",
+        );
     }
     // `-` and `?` open a sequence entry or a complex key only before a space (`-v`,
     // `?query` are plain text; outside review 98).
@@ -1014,12 +1022,7 @@ pub fn scan_keeping(
         let marker = super::generation::OWNER_FILE;
         if let Some(r) = raw.iter().find(|r| r.path == marker || r.path.ends_with(&format!("/{marker}"))) {
             let root = path.join(r.path.strip_suffix(marker).unwrap_or_default());
-            return Err(meta(
-                &root,
-                format!(
-                    "is a state root (it holds {marker}), not part of a skill: move the state root out of the source tree"
-                ),
-            ));
+            return Err(meta(&root, STATE_ROOT_IN_TREE));
         }
         let skill_md = raw
             .iter()
@@ -1213,6 +1216,10 @@ pub fn scan_keeping(
             let name = item.map_err(|e| meta(&dir, e.to_string()))?.file_name();
             let name = name.to_string_lossy();
             if !ignored(&name) && !known.contains(&name.as_ref()) {
+                let path = dir.join(name.as_ref());
+                if fs::symlink_metadata(path.join(super::generation::OWNER_FILE)).is_ok() {
+                    return Err(meta(&path, STATE_ROOT_IN_TREE));
+                }
                 return Err(meta(
                     &dir.join(name.as_ref()),
                     format!(
@@ -1428,6 +1435,8 @@ mod native_tests {
             ("[a, b]", "indicator"),
             ("- item", "indicator"),
             ("'it's'", "lone '"),
+            ("'Review code' # note", "does not close at the end of its line"),
+            ("\"Review\n  code\"", "does not close at the end of its line"),
             ("\"say \\\"hi\\\"\"", "double quotes"),
             ("\"tab\\there\"", "double quotes"),
         ] {

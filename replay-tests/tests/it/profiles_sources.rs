@@ -544,7 +544,12 @@ fn scan_fails_closed_on_every_listed_case() {
         (
             "a state root made inside the source tree (outside reviews 96, 97: \"SKILL.md: missing\")",
             Box::new(|src| write(&src.join("skills/store/.closure-ledger-owner"), "{}")),
-            "is a state root (it holds .closure-ledger-owner), not part of a skill",
+            "is a state root (it holds .closure-ledger-owner), not part of the source tree",
+        ),
+        (
+            "a state root made under manifests/ (outside review 98 N04: \"remove or rename it\")",
+            Box::new(|src| write(&src.join("manifests/context-profiles/store/.closure-ledger-owner"), "{}")),
+            "is a state root (it holds .closure-ledger-owner), not part of the source tree",
         ),
         (
             "a resource named as a Windows device (outside review 97 F9)",
