@@ -421,7 +421,7 @@ fn read_as_recorded(key: &str, value: &str, quoted: bool) -> Result<(), String> 
     }
     // `-` and `?` open a sequence entry or a complex key only before a space (`-v`,
     // `?query` are plain text; outside review 98).
-    if value.starts_with(['#', '&', '*', '!', '%', '@', '`', '[', ']', '{', '}', ',', '\'', '"', '|', '>'])
+    if value.starts_with(['#', '&', '*', '!', '%', '@', '`', '[', ']', '{', '}', ',', '|', '>'])
         || ["- ", "? "].iter().any(|i| value.starts_with(i))
         || value == "-"
         || value == "?"
