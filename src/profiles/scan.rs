@@ -434,6 +434,46 @@ fn read_as_recorded(key: &str, value: &str, quoted: bool) -> Result<(), String> 
     Ok(())
 }
 
+/// Any other key's value on its line is one YAML can parse, though this scanner does not
+/// interpret it (outside review 98 N03: `license: [MIT`, `origin: "https://x`,
+/// `argument-hint: *x` were recorded, while a loader built on libyaml reads no front matter
+/// at all and skips the skill): a quote it opens is closed at the end of the line, a flow
+/// sequence it opens is closed there (`[file] [--fast]` is not one), and it is no alias
+/// (no anchor is ever defined) nor a reserved indicator (`@`, `` ` ``).
+fn yaml_parses(key: &str, value: &str) -> Result<(), String> {
+    let refuse = |why: &str| Err(format!("the value of {key:?} {why}, which YAML cannot parse: {value:?}"));
+    for q in ['"', '\''] {
+        if value.starts_with(q) && (value.len() < 2 || !value.ends_with(q)) {
+            return refuse("opens a quote it does not close at the end of its line");
+        }
+    }
+    if value.starts_with(['*', '@', '`']) {
+        return refuse("opens with an alias or a reserved indicator");
+    }
+    if value.starts_with('[') {
+        // The bracket that closes the first one must end the value.
+        let mut depth = 0usize;
+        let mut closed_at = None;
+        for (at, c) in value.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        closed_at = Some(at);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if closed_at != Some(value.len() - 1) {
+            return refuse("opens a flow sequence that does not end the line");
+        }
+    }
+    Ok(())
+}
+
 /// Parses a SKILL.md: YAML front matter (the subset skills use: `key: value`, quoted
 /// values, `>`/`|` block scalars and indented blocks under a key) and the body.
 pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
@@ -560,6 +600,8 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
         }
         if !block && (key == "name" || key == "description") {
             read_as_recorded(&key, value, quoted)?;
+        } else if !block {
+            yaml_parses(&key, value)?;
         }
         let value = if block {
             String::new()
@@ -1479,6 +1521,27 @@ mod native_tests {
         assert!(parse_skill(spec).is_ok(), "{:?}", parse_skill(spec));
         let hidden = "---\nname: s\ndescription: d\nmetadata:\n  disable-model-invocation: true\n---\n";
         assert!(parse_skill(hidden).unwrap_err().contains("holds the front-matter key"));
+        // The other keys' values parse as YAML (outside review 98 N03).
+        let with = |line: &str| parse_skill(&format!("---\nname: s\ndescription: d\n{line}\n---\nbody\n"));
+        for line in [
+            "license: [MIT",
+            "origin: \"https://x",
+            "argument-hint: [file] [--fast]",
+            "argument-hint: *x",
+            "version: 'v1",
+        ] {
+            assert!(with(line).unwrap_err().contains("which YAML cannot parse"), "{line}");
+        }
+        for line in [
+            "argument-hint: [file]",
+            "argument-hint: [a, [b]]",
+            "license: MIT",
+            "origin: \"https://x\"",
+            "allowed-tools: Bash(git:*)",
+            "version: 1.0",
+        ] {
+            assert!(with(line).is_ok(), "{line}: {:?}", with(line));
+        }
         assert_eq!(read("s", "?query helper").unwrap().description, "?query helper");
         assert!(read("s", "? query").unwrap_err().contains("indicator"));
         for plain in ["true", "No", "1.10", "0x1F", ".inf", "42"] {
