@@ -389,13 +389,17 @@ fn read_as_recorded(key: &str, value: &str, quoted: bool) -> Result<(), String> 
     let refuse = |why: &str| {
         Err(format!("the value of {key:?} {why}, which YAML does not read as written: {value:?}"))
     };
+    // What YAML reads as written but this scanner does not read (kept out, not misread).
+    let not_read = |why: &str| Err(format!("the value of {key:?} {why}: {value:?}"));
     if quoted {
         let inner = value.get(1..value.len().saturating_sub(1)).unwrap_or("");
         if value.starts_with('\'') && inner.replace("''", "").contains('\'') {
             return refuse("holds a lone ' inside single quotes");
         }
         if value.starts_with('"') && inner.contains(['"', '\\']) {
-            return refuse("holds a \" or an escape inside double quotes");
+            return not_read(
+                "holds a \" or an escape inside double quotes, which this scanner does not read: write the character itself, or use single quotes",
+            );
         }
         return Ok(());
     }
@@ -415,8 +419,8 @@ fn read_as_recorded(key: &str, value: &str, quoted: bool) -> Result<(), String> 
         return refuse("is a YAML boolean or number, not text");
     }
     if value.starts_with(['\'', '"']) {
-        return refuse(
-            "opens a quote it does not close at the end of its line (a quoted value over several lines, or text after its closing quote, is not read here)",
+        return not_read(
+            "opens a quote it does not close at the end of its line (a quoted value over several lines, or text after its closing quote, is not read here): write it on one line",
         );
     }
     // `-` and `?` open a sequence entry or a complex key only before a space (`-v`,
@@ -444,7 +448,9 @@ fn yaml_parses(key: &str, value: &str) -> Result<(), String> {
     let refuse = |why: &str| Err(format!("the value of {key:?} {why}, which YAML cannot parse: {value:?}"));
     for q in ['"', '\''] {
         if value.starts_with(q) && (value.len() < 2 || !value.ends_with(q)) {
-            return refuse("opens a quote it does not close at the end of its line");
+            return Err(format!(
+                "the value of {key:?} opens a quote it does not close at the end of its line (a quoted value over several lines is not read here, and an unclosed one is no YAML): write it on one line: {value:?}"
+            ));
         }
     }
     if value.starts_with(['*', '@', '`']) {
@@ -493,6 +499,9 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
     // the current key's value.
     let mut block_indent: Option<usize> = None;
     let mut ended = false;
+    // The current key's value is a block collection (nothing after its colon): YAML lets a
+    // sequence's `- ` entries stand at the key's own indentation there.
+    let mut collection = false;
     let mut closed = false;
     for line in lines.by_ref() {
         if line.trim_end() == "---" {
@@ -515,7 +524,10 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             ended = current.is_some();
             continue;
         }
-        if indented {
+        // `allowed-tools:` then `- Read` at column 0 is YAML's sequence under the key
+        // (outside review 99: refused as "not `key: value`").
+        let entry = !indented && collection && (line.starts_with("- ") || line.trim_end() == "-");
+        if indented || entry {
             let key = current.as_ref().ok_or("an indented line before any key")?;
             let text = line.trim();
             if line.trim_start_matches(' ').starts_with('\t') {
@@ -542,9 +554,12 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             // Fail closed: no authority or manual-only key hides inside another key's value
             // (a `metadata:` map's other keys — the Agent Skills spec's `version`, `author`
             // — are not read: outside review 98).
+            // Under an authority key nothing hides: the skill is authority-bearing by that key
+            // (Claude Code's `hooks:` nests `hooks:` in each matcher; outside review 99).
             if let Some(hidden) = AUTHORITY_KEYS
                 .iter()
                 .chain(["disable-model-invocation"].iter())
+                .filter(|_| !AUTHORITY_KEYS.contains(&key.as_str()))
                 .find(|k| text.strip_prefix(**k).is_some_and(|r| r.trim_start().starts_with(':')))
             {
                 return Err(format!("an indented line under {key:?} holds the front-matter key {hidden:?}"));
@@ -579,7 +594,8 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             return Err(format!("unknown front-matter key {key:?}"));
         }
         let value = value.trim();
-        block = value.is_empty() || [">", "|", ">-", "|-", ">+", "|+"].contains(&value);
+        collection = value.is_empty();
+        block = collection || [">", "|", ">-", "|-", ">+", "|+"].contains(&value);
         // Fail closed on the same line too (outside review 20: `metadata: {allowed-tools:
         // Bash}` hid an authority key): a flow mapping is not read, and an unquoted value
         // holding `key: value` is not YAML.
@@ -1530,8 +1546,27 @@ mod native_tests {
             "argument-hint: *x",
             "version: 'v1",
         ] {
-            assert!(with(line).unwrap_err().contains("which YAML cannot parse"), "{line}");
+            let err = with(line).unwrap_err();
+            assert!(
+                err.contains("which YAML cannot parse") || err.contains("does not close"),
+                "{line}: {err}"
+            );
         }
+        // Claude Code's hooks (an inner `hooks:` in each matcher) and a sequence at its key's
+        // indentation are YAML (outside review 99: both refused).
+        let hooks = "hooks:\n  PreToolUse:\n    - matcher: \"Bash\"\n      hooks:\n        - type: command\n          command: \"./check.sh\"";
+        assert_eq!(with(hooks).unwrap().authority_keys, vec!["hooks".to_owned()]);
+        let tools = with("allowed-tools:\n- Read\n- Grep").unwrap();
+        assert_eq!(tools.authority_keys, vec!["allowed-tools".to_owned()]);
+        assert!(
+            parse_skill("---\nname: s\ndescription: >\n- x\n---\n").is_err(),
+            "no entry under a block scalar"
+        );
+        assert!(
+            with("metadata:\n  x:\n    disable-model-invocation: true")
+                .unwrap_err()
+                .contains("holds the front-matter key")
+        );
         for line in [
             "argument-hint: [file]",
             "argument-hint: [a, [b]]",
