@@ -560,7 +560,16 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
                 .iter()
                 .chain(["disable-model-invocation"].iter())
                 .filter(|_| !AUTHORITY_KEYS.contains(&key.as_str()))
-                .find(|k| text.strip_prefix(**k).is_some_and(|r| r.trim_start().starts_with(':')))
+                .find(|k| {
+                    // At the line's start, or inside a flow mapping on it (`x: {allowed-tools:
+                    // Bash}`; outside review 99).
+                    let after = |r: &str| r.trim_start().starts_with(':');
+                    text.strip_prefix(**k).is_some_and(after)
+                        || (text.contains('{')
+                            && text
+                                .match_indices(**k)
+                                .any(|(at, _)| text.get(at + k.len()..).is_some_and(after)))
+                })
             {
                 return Err(format!("an indented line under {key:?} holds the front-matter key {hidden:?}"));
             }
@@ -1567,6 +1576,10 @@ mod native_tests {
                 .unwrap_err()
                 .contains("holds the front-matter key")
         );
+        assert!(
+            with("metadata:\n  x: {allowed-tools: Bash}").unwrap_err().contains("holds the front-matter key")
+        );
+        assert!(with("metadata:\n  x: {a: b}").is_ok());
         for line in [
             "argument-hint: [file]",
             "argument-hint: [a, [b]]",
