@@ -250,12 +250,14 @@ pub fn preview_json(dir: &Path, args: &PlanArgs) -> Result<Value, ProfileError> 
     // What `set` would refuse to install, preview refuses too (outside review 87: it showed
     // a generation digest for a carrier `set` refuses).
     profiles::installs_manual_only_natively(registry, &plan)?;
-    let generation = rp::generation(registry, &plan).ok().map(|(m, _)| m.digest());
-    Ok(plan_json(&plan, generation))
+    // And a generation `set` cannot materialise (outside review 101: Full over a skill
+    // with one asset past the storage bound previewed without a word, and `set` refused).
+    let (manifest, _) = rp::generation(registry, &plan).map_err(|e| ProfileError::Refused(e.to_string()))?;
+    Ok(plan_json(&plan, Some(manifest.digest())))
 }
 
-/// A plan as JSON: the plan's fields, `profileId`, `planDigest` and (when every selected
-/// resource is stored) the `generationDigest` it would materialise.
+/// A plan as JSON: the plan's fields, `profileId`, `planDigest` and the `generationDigest`
+/// it would materialise.
 pub fn plan_json(plan: &rp::Plan, generation: Option<ledger_schema::Digest>) -> Value {
     let mut value = json!(plan);
     if let Value::Object(map) = &mut value {

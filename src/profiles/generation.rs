@@ -150,6 +150,12 @@ struct Owner {
     ledger_id: Id,
 }
 
+/// Whether `root` holds an ownership marker that is not whole (what a `set` killed while
+/// marking the root leaves; [`check_root`] judges whose it is).
+pub fn mark_cut_short(root: &Path) -> bool {
+    read_small(&root.join(OWNER_FILE)).is_ok_and(|bytes| serde_json::from_slice::<Owner>(&bytes).is_err())
+}
+
 /// How [`check_root`] treats a missing or empty, unmarked root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RootUse {
@@ -165,7 +171,8 @@ pub enum RootUse {
 /// (no control, bidi or invisible character: it is shown in messages and receipts),
 /// absolute, normalised, not `/` (`runtime::profile::root_text`, the rule replay applies
 /// too), nor the home directory, nor a provider's home or inside one (`~/.codex`,
-/// `~/.claude`, `$CODEX_HOME`, `$CLAUDE_CONFIG_DIR`). Returns it.
+/// `~/.claude`, `$CODEX_HOME`, `$CLAUDE_CONFIG_DIR`, and any `.codex`, `.claude` or
+/// `.agents` directory). Returns it.
 pub fn root_path(root: &Path) -> Result<PathBuf, GenerationError> {
     let text = root.to_str().ok_or_else(|| unsafe_root(root, "is not UTF-8"))?;
     crate::runtime::profile::root_text(text).map_err(|why| unsafe_root(root, why))?;
@@ -203,8 +210,25 @@ fn provider_home(root: &Path, home: Option<&Path>, named: &[PathBuf]) -> Option<
         let resolved = fs::canonicalize(&p).ok();
         [Some(p).filter(|p| p.is_absolute()), resolved].into_iter().flatten()
     };
-    defaults.chain(named.iter().cloned()).find(|p| spellings(p.clone()).any(|s| root.starts_with(&s)))
+    defaults
+        .chain(named.iter().cloned())
+        .find(|p| spellings(p.clone()).any(|s| root.starts_with(&s)))
+        .or_else(|| {
+            // A provider's configuration or skill-discovery directory at any scope — a
+            // project's `.claude/` or `.codex/`, `~/.agents/skills` or a repository's
+            // `.agents/` (Codex discovers skills there) — is the provider's too: a store
+            // there puts generations' SKILL.md copies where a provider looks for skills
+            // (outside review 101).
+            let mut prefix = PathBuf::new();
+            root.components().find_map(|part| {
+                prefix.push(part.as_os_str());
+                PROVIDER_DIRS.contains(&part.as_os_str().to_str()?).then(|| prefix.clone())
+            })
+        })
 }
+
+/// Directory names a provider owns wherever they appear (configuration, skill discovery).
+const PROVIDER_DIRS: [&str; 3] = [".agents", ".claude", ".codex"];
 
 /// The nearest ancestor of `path` (not `path` itself) that is a state root — holds an
 /// ownership marker — if any. A ledger or a demo made there would write into a managed
@@ -315,7 +339,20 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
             // own marker, alone in the root: the next `set` writes it whole (outside review
             // 91: every command then said "unreadable ownership marker", naming no way out).
             let alone = || fs::read_dir(&normal).map(|d| d.count() == 1).unwrap_or(false);
-            let cut_short = bytes.len() < ours.len() && ours.starts_with(&bytes) && alone();
+            let prefix = bytes.len() < ours.len() && ours.starts_with(&bytes);
+            // Only a prefix that holds this ledger's whole id is this ledger's: a shorter one
+            // (`{"ledgerId":"`, common to every ledger) names no ledger, so none may claim it
+            // (outside review 101: another ledger's `set` completed it with its own id). It
+            // is left for inspection (seed 003: an interruption before the ownership marker
+            // is published gets no automatic recovery claim).
+            if prefix && bytes.len() < ours.len().saturating_sub(2) {
+                return Err(unsafe_root(
+                    root,
+                    "has an ownership marker cut short before it names its ledger (a `profile set` killed while \
+                     marking it): no ledger can claim it — inspect it, remove the marker, then run the `set` again",
+                ));
+            }
+            let cut_short = prefix && alone();
             let bytes = match usage {
                 _ if !cut_short => bytes,
                 RootUse::Existing => {
@@ -1086,12 +1123,22 @@ mod tests {
             ("/home/u/.claude/x/y", Some("/home/u/.claude")),
             ("/opt/codex-home/store", Some("/opt/codex-home")),
             ("/home/u/.codex-store", None),
+            ("/home/u/.agents/skills/store", Some("/home/u/.agents")),
+            ("/srv/project/.claude/store", Some("/srv/project/.claude")),
+            ("/srv/project/.codex", Some("/srv/project/.codex")),
+            ("/srv/project/.agents", Some("/srv/project/.agents")),
+            ("/srv/.agentsx/store", None),
             ("/home/u/store", None),
             ("/home/u/relative/claude", None),
             ("/srv/ledger/store", None),
         ] {
             assert_eq!(provider_home(Path::new(root), home, &named), provider.map(PathBuf::from), "{root}");
         }
-        assert_eq!(provider_home(Path::new("/home/u/.codex/s"), None, &[]), None, "no HOME, nothing named");
+        assert_eq!(
+            provider_home(Path::new("/home/u/.codex/s"), None, &[]),
+            Some(PathBuf::from("/home/u/.codex")),
+            "no HOME, nothing named: the directory's name alone"
+        );
+        assert_eq!(provider_home(Path::new("/home/u/codex/s"), None, &[]), None);
     }
 }

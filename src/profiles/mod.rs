@@ -129,11 +129,7 @@ pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileEr
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let recorded = scan::scan_keeping(root, &kept_by_the_ledger(ledger.state()))?;
     let cp = &ledger.state().context_profiles;
-    let existing = if cp.registry_digest == Some(recorded.registry_digest) {
-        cp.registries.get(&recorded.registry_digest).copied()
-    } else {
-        None
-    };
+    let existing = if cp.registry_digest == Some(recorded.registry_digest) { cp.registry_seq } else { None };
     let outcome = |seq: u64, written: bool, r: &SourceRegistryRecorded| ScanOutcome {
         recorded: written,
         seq,
@@ -645,7 +641,16 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     if let (Some(root), Some(ledger_id), None) = (root, ledger_id, cp.current()) {
         generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
     }
-    let report = status_of(&state, root, "status")?;
+    let mut report = status_of(&state, root, "status")?;
+    if let (Some(root), None) = (root, cp.current())
+        && generation::mark_cut_short(root)
+    {
+        // What `set` will complete (outside review 101: `status` said nothing of it).
+        report.note = Some(
+            "its ownership marker is cut short (a `profile set` killed while marking it): run the `set` again"
+                .to_owned(),
+        );
+    }
     if let Some(c) = cp.current() {
         // Another state root than the configured one holds no generation of this profile:
         // say so, as `rollback` does, rather than fail on a missing directory in it.

@@ -47,6 +47,11 @@ pub struct ContextProfiles {
     /// The newest registry snapshot itself (covered by `registry_digest`).
     #[serde(skip)]
     pub registry: Option<Arc<Registry>>,
+    /// The seq of the newest registry snapshot's entry (`registries` keeps the first seq
+    /// of each digest: after A → B → A the current snapshot is the third entry, not the
+    /// first; outside review 101). Derived, not encoded.
+    #[serde(skip)]
+    pub registry_seq: Option<u64>,
 }
 
 impl ContextProfiles {
@@ -776,6 +781,7 @@ pub fn apply_registry(state: &mut State, e: &SourceRegistryRecorded, seq: u64) -
     cp.registries.entry(found).or_insert(seq);
     cp.registry_digest = Some(found);
     cp.registry = Some(Arc::new(e.registry.clone()));
+    cp.registry_seq = Some(seq);
     Ok(())
 }
 
@@ -873,6 +879,14 @@ pub fn apply_revision(state: &mut State, e: &ProfileRevisionRecorded, seq: u64) 
                 Rule::ProfileRevision,
                 "the mode is already {:?}",
                 c.selection.mode
+            );
+            // A stale generation takes no new revision: `rollback` would then return to it
+            // rather than to the revision before it (outside review 101: after drift, a
+            // mode change left Lean out of rollback's reach). `select` refuses it too.
+            ensure!(
+                super::selection::stale_generation(state).is_none(),
+                Rule::ProfileRevision,
+                "the configured generation is stale against the sources recorded since: `set` the profile over the current sources (or `rollback`) before changing its mode"
             );
             let expected = ProfileSelection { mode: e.selection.mode, ..c.selection.clone() };
             ensure!(

@@ -451,23 +451,40 @@ pub fn apply_project_source(
         "source digest {} is not the content's {digest}",
         e.digest
     );
-    // One file at one revision has one content, recorded once: a second, different one is a
-    // conflict (seed 000: reject conflicting inputs), the same one again would be delivered
-    // twice — neither is a second authoritative source.
-    let recorded = state
-        .sources
-        .iter()
-        .find(|(_, s)| s.goal_id == e.goal_id && s.path == e.path && s.revision == e.revision);
+    // One file at one revision has one content: a second, different one is a conflict (seed
+    // 000: reject conflicting inputs). The same one again is refused while it is its path's
+    // current record (it would change nothing, or be delivered twice), and admitted once a
+    // later record of the path superseded it: the project went back to that revision, which
+    // becomes current again (outside review 100: a file reverted could not be made current,
+    // and workers kept getting the later, stale content). Only the newest record of a path
+    // reaches a worker (`freshness.sourceSuperseded`), so it is delivered once.
+    let same_path = |s: &SourceState| s.goal_id == e.goal_id && s.path == e.path;
+    let recorded = state.sources.iter().find(|(_, s)| same_path(s) && s.revision == e.revision);
     if let Some((id, s)) = recorded {
-        let what = if s.digest == digest {
-            "with this content".to_owned()
-        } else {
-            format!("with digest {}; this content is {digest}", s.digest)
-        };
-        return Err(super::violation(
-            Rule::SourceDigest,
-            format!("{}@{} is already recorded as project source {id} {what}", e.path, e.revision),
-        ));
+        let current = state
+            .sources
+            .iter()
+            .filter(|(_, s)| same_path(s))
+            .max_by_key(|(_, s)| s.seq)
+            .filter(|(_, latest)| latest.revision == e.revision);
+        if s.digest != digest {
+            return Err(super::violation(
+                Rule::SourceDigest,
+                format!(
+                    "{}@{} is already recorded as project source {id} with digest {}; this content is {digest}",
+                    e.path, e.revision, s.digest
+                ),
+            ));
+        }
+        if let Some((current, _)) = current {
+            return Err(super::violation(
+                Rule::SourceDigest,
+                format!(
+                    "{}@{} is already recorded as project source {current} with this content, its path's current record",
+                    e.path, e.revision
+                ),
+            ));
+        }
     }
     state.sources.insert(
         e.source_id,

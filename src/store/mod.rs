@@ -202,6 +202,11 @@ pub enum Corruption {
     #[error("frame bytes differ from the journal copy")]
     Differs,
     #[error(
+        "sled holds another ledger's history (its genesis is ledger {found}'s): no evidence for this one — \
+         `ledger recover` rebuilds sled from the journal (the other sled is moved to sled.broken-N)"
+    )]
+    ForeignSled { found: Id },
+    #[error(
         "entry {next} does not link to this entry (its prev is {found}, this entry hashes to {expected}): this entry, or the link in entry {next}, was altered"
     )]
     LinkBroken { next: u64, expected: Digest, found: Digest },
@@ -256,7 +261,9 @@ pub enum Corruption {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MetaFault {
-    #[error("ledger id is not {expected}")]
+    #[error(
+        "ledger id is not {expected}: sled holds another ledger — `ledger recover` rebuilds sled from the journal"
+    )]
     LedgerId { expected: Id },
     #[error("format version differs")]
     FormatVersion,

@@ -390,3 +390,38 @@ fn a_required_overflow_names_all_the_class_requires() {
     assert!(with_budget(u32::try_from(bytes).unwrap()).is_ok(), "{bytes} bytes is enough");
     assert!(with_budget(u32::try_from(bytes - 1).unwrap()).is_err());
 }
+
+/// A project that went back to an earlier revision of a file: recorded again, that
+/// revision is what the next package delivers — once — and the later record is the
+/// superseded one (outside review 100: the revert was refused, and workers kept getting the
+/// later content).
+#[test]
+fn a_file_reverted_to_an_earlier_revision_is_delivered_as_current() {
+    let mut w = World::at(Stage::Setup);
+    let record = |id: u128, revision: &str, content: &str| {
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(id),
+            goal_id: lid(GOAL),
+            path: "src/config/parser.rs".into(),
+            revision: revision.into(),
+            content: content.into(),
+        })
+    };
+    // The setup recorded src/config/parser.rs at 9f1c2e0 (source 0x43).
+    let original = w.ledger.state().sources[&lid(0x43)].content.clone();
+    w.ok(record(0x44, "bbbb222", "broken\n"));
+    w.ok(record(0x45, "9f1c2e0", &original));
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    let delivered: Vec<_> =
+        c.package.relevant_code.iter().map(|x| (x.path.as_str(), x.revision.as_str())).collect();
+    assert_eq!(delivered, [("src/config/parser.rs", "9f1c2e0")]);
+    let superseded: Vec<_> = c
+        .manifest
+        .omission_decisions
+        .iter()
+        .filter(|o| o.rule == "freshness.sourceSuperseded")
+        .map(|o| o.source_ref.clone())
+        .collect();
+    assert_eq!(superseded, [format!("source/{}", lid(0x43)), format!("source/{}", lid(0x44))]);
+    assert!(c.markdown().contains(&original) && !c.markdown().contains("broken"));
+}

@@ -1018,6 +1018,13 @@ fn status_says_whether_drift_makes_the_generation_stale() {
     assert_eq!((st["registryCurrent"].clone(), st["generationStale"].clone()), (false.into(), true.into()));
     let (_, text, _) = s.run(&["profile", "status"], &[]);
     assert!(text.contains("STALE") && text.contains("every select is refused"), "{text}");
+    // A mode change keeps the stale generation as a new revision, which `rollback` would
+    // then return to instead of the revision before: refused (outside review 101).
+    let before = s.head();
+    let (code, _, err) = s.run(&["profile", "mode"], &["suggest", "--json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("stale") && err.contains("before changing its mode"), "{err}");
+    assert_eq!(s.head(), before, "nothing recorded");
     // Set over the new sources, then a rollback to revision 2 — stale against them — is refused.
     let r3 = ok(set(&s, &root, &["lean"]));
     assert_eq!((r3["revision"].clone(), r3["generationStale"].clone()), (3.into(), false.into()));
@@ -1183,7 +1190,9 @@ fn a_lost_configured_root_is_restored_in_place() {
 /// A kill while the first `set` wrote the ownership marker leaves a prefix of this ledger's
 /// marker alone in the root: commands say so and name the way out, the dry run writes
 /// nothing, and the `set` again writes it whole (outside review 91: every command said
-/// "unreadable ownership marker", naming no way out).
+/// "unreadable ownership marker", naming no way out) — but only a prefix that holds this
+/// ledger's whole id is this ledger's: a shorter one names no ledger, and no ledger's `set`
+/// claims it (outside review 101: another ledger completed `{"ledgerId":"` with its own id).
 #[test]
 fn an_ownership_marker_cut_short_is_completed_by_the_next_set() {
     use std::os::unix::fs::DirBuilderExt;
@@ -1191,14 +1200,37 @@ fn an_ownership_marker_cut_short_is_completed_by_the_next_set() {
     let root = root_of(&s);
     std::fs::DirBuilder::new().mode(0o700).create(&root).unwrap();
     let marker = root.join(".closure-ledger-owner");
-    std::fs::write(&marker, b"{\"ledg").unwrap();
-    std::fs::set_permissions(&marker, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let write_mark = |bytes: &[u8]| {
+        std::fs::write(&marker, bytes).unwrap();
+        std::fs::set_permissions(&marker, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    };
+    let id = s.json(&["checkpoint"], &[])["ledgerId"].as_str().unwrap().to_owned();
+    let whole = format!("{{\"ledgerId\":\"{id}\"}}");
+    for short in ["{\"ledg", "{\"ledgerId\":\""] {
+        write_mark(short.as_bytes());
+        for (words, rest) in [
+            (&["profile", "recover"][..], &["--state-root", root.to_str().unwrap()][..]),
+            (&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap()]),
+            (&["profile", "set"], &["lean", "--dry-run", "--state-root", root.to_str().unwrap()]),
+        ] {
+            let (code, _, err) = s.run(words, rest);
+            assert_eq!(code, 1, "{short}: {words:?} {err}");
+            assert!(err.contains("cut short before it names its ledger"), "{short}: {err}");
+        }
+        assert_eq!(std::fs::read(&marker).unwrap(), short.as_bytes(), "left for inspection");
+    }
+    // Cut after the id: this ledger's.
+    let prefix = &whole[..whole.len() - 1];
+    write_mark(prefix.as_bytes());
     let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cut short") && err.contains("run the `set` again"), "{err}");
+    let st = s.json(&["profile", "status"], &["--state-root", root.to_str().unwrap(), "--json"]);
+    assert!(st["note"].as_str().is_some_and(|n| n.contains("cut short")), "{st}");
     ok(set(&s, &root, &["lean", "--dry-run"]));
-    assert_eq!(std::fs::read(&marker).unwrap(), b"{\"ledg", "the dry run wrote nothing");
+    assert_eq!(std::fs::read(&marker).unwrap(), prefix.as_bytes(), "the dry run wrote nothing");
     ok(set(&s, &root, &["lean"]));
+    assert_eq!(std::fs::read(&marker).unwrap(), whole.as_bytes());
     ok(status(&s));
     // Anything else in the marker stays refused.
     let other = s.tmp.path().join("other");

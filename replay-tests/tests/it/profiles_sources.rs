@@ -79,6 +79,7 @@ fn rescan_identical_is_a_noop_and_drift_is_a_new_snapshot() {
     assert_eq!(v["seq"], 1);
     assert_eq!(s.head(), before, "nothing written");
     let first = v["registryDigest"].clone();
+    let checklist = std::fs::read(s.src.join("skills/testing/references/checklist.md")).unwrap();
     std::fs::write(s.src.join("skills/testing/references/checklist.md"), "1. changed\n").unwrap();
     let (code, out, _) = s.scan();
     assert_eq!(code, 0);
@@ -86,6 +87,17 @@ fn rescan_identical_is_a_noop_and_drift_is_a_new_snapshot() {
     assert_eq!(v["recorded"], true);
     assert_eq!(v["seq"], 2);
     assert_ne!(v["registryDigest"], first, "registryDigest covers resource bytes");
+    // Back to the first contents: a new snapshot (seq 3), the current one, which an
+    // identical rescan then names — not the first entry with that digest (outside review
+    // 101: it said seq 1).
+    std::fs::write(s.src.join("skills/testing/references/checklist.md"), checklist).unwrap();
+    for (recorded, seq) in [(true, 3), (false, 3)] {
+        let (code, out, err) = s.scan();
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!((v["recorded"].as_bool(), v["seq"].as_u64()), (Some(recorded), Some(seq)), "{v}");
+        assert_eq!(v["registryDigest"], first);
+    }
 }
 
 /// Every fail-closed case: exit 1, one line on stderr, not one byte written.
@@ -667,6 +679,19 @@ fn oversized_resource_is_recorded_by_digest_only() {
     assert!(res.content.is_none());
     assert_eq!(res.bytes, big.len() as u64);
     assert_eq!(res.digest, ledger_schema::events::profile::SourceResource::digest_of(&big));
+    // A plan that would install it cannot be materialised: `preview` says so as `set` does
+    // (outside review 101: preview listed it without a word).
+    let (code, _, err) = s.run(&["profile", "preview"], &["full", "--json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot be materialised"), "{err}");
+    let root = s.tmp.path().join("store");
+    let (code, _, set_err) =
+        s.run(&["profile", "set"], &["full", "--dry-run", "--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 1, "{set_err}");
+    assert!(set_err.contains("cannot be materialised"), "{set_err}");
+    let (code, out, err) =
+        s.run(&["profile", "preview"], &["full", "--exclude", "skill:security-review", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
 }
 
 /// A forged snapshot — bytes that do not match their digest, or a registry digest that is

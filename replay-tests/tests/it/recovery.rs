@@ -79,6 +79,33 @@ fn an_unopenable_sled_is_moved_aside_and_rebuilt() {
     assert_eq!(std::fs::read(dir.join("sled.broken-1").join("conf")).unwrap(), BROKEN_CONF);
 }
 
+/// Another ledger's sled beside this ledger's journal is no history of this ledger: the
+/// readers and the writer name it as such (sled's copy, exit 1, the way out named) — not
+/// as two histories of this ledger parting at seq 0 (outside review 102) — and `recover`
+/// moves it aside and rebuilds sled from the journal.
+#[test]
+fn another_ledgers_sled_is_named_and_rebuilt_by_recover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    let before = all_entries(&dir);
+    let other = tmp.path().join("other");
+    let (code, _, err) = cli(&["init", other.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    std::fs::rename(other.join("sled"), dir.join("sled")).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!((report["copy"].as_str(), report["seq"].as_u64()), (Some("sled"), Some(0)), "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("another ledger's history") && !reason.contains("two histories"), "{reason}");
+    // The writer's open (this synthetic ledger's entries are not all admissible, so the
+    // store is opened without the rules).
+    let err = DiskStore::open(&dir).err().unwrap().to_string();
+    assert!(err.contains("another ledger's history") && err.contains("ledger recover"), "{err}");
+    rebuilt_by_recover(&dir, &before);
+}
+
 /// `ledger recover` on `dir` exits 0 having moved sled aside (never deleted) and rebuilt it:
 /// both copies verify, and the entries are `before`.
 fn rebuilt_by_recover(dir: &std::path::Path, before: &[Vec<u8>]) {

@@ -237,6 +237,11 @@ fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
     w.refused(source(0x44, "src/config/parser.rs", "9f1c2e0", "other bytes\n"), Rule::SourceDigest);
     let err = w.fails(source(0x44, "src/config/parser.rs", "9f1c2e0", "other bytes\n"));
     assert!(err.to_string().contains(&format!("already recorded as project source {}", lid(0x43))), "{err}");
+    // The same content again under a new id, while it is the path's current record, changes
+    // nothing (and would be delivered twice: review 17).
+    let same = w.ledger.state().sources[&lid(0x43)].content.clone();
+    let err = w.fails(source(0x46, "src/config/parser.rs", "9f1c2e0", &same)).to_string();
+    assert!(err.contains("SourceDigest") && err.contains("current record"), "{err}");
     w.ok(source(0x45, "src/config/parser.rs", "a00b1c2", "other bytes\n"));
     // A lone carriage return would overwrite its line inside `compile`'s fence (outside
     // review 97); CR LF is a line break.
@@ -244,9 +249,13 @@ fn a_project_file_has_one_content_per_revision_and_stays_inside_the_project() {
     let err = w.fails(source(0x59, "src/x.rs", "a00b1c2", hidden)).to_string();
     assert!(err.contains("OutOfBounds") && err.contains("carriage return"), "{err}");
     w.ok(source(0x5a, "src/y.rs", "a00b1c2", "fn main() {}\r\n"));
-    // The same content again under a new id would be delivered twice (review 17).
-    let same = w.ledger.state().sources[&lid(0x43)].content.clone();
-    w.refused(source(0x46, "src/config/parser.rs", "9f1c2e0", &same), Rule::SourceDigest);
+    // The project goes back to 9f1c2e0: recorded again, it is the path's current record once
+    // more (outside review 100: refused, so workers kept getting a00b1c2) — still with its
+    // one content — and a00b1c2 is now the superseded one.
+    w.refused(source(0x46, "src/config/parser.rs", "9f1c2e0", "third bytes\n"), Rule::SourceDigest);
+    w.ok(source(0x46, "src/config/parser.rs", "9f1c2e0", &same));
+    w.refused(source(0x4d, "src/config/parser.rs", "9f1c2e0", &same), Rule::SourceDigest);
+    w.ok(source(0x4e, "src/config/parser.rs", "a00b1c2", "other bytes\n"));
     for path in [
         "../../../etc/passwd",
         "/etc/passwd",

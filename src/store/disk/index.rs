@@ -534,11 +534,26 @@ pub(super) fn compare_sled(
     if v != journal_bytes {
         let reason = match open_record(v) {
             Err(fault) => Corruption::Record(fault),
-            Ok(_) => Corruption::Differs,
+            Ok(_) => match foreign_genesis(journal_bytes, v) {
+                Some(found) => Corruption::ForeignSled { found },
+                None => Corruption::Differs,
+            },
         };
         return Err(corrupt(first_seq, Replica::Sled, reason));
     }
     Ok(())
+}
+
+/// The ledger id of sled's genesis when both records are genesis frames (they begin at
+/// seq 0) under different ledger ids: sled holds another ledger, no history of this one
+/// (outside review 102: reported as two histories of this ledger parting at seq 0).
+pub(in crate::store) fn foreign_genesis(ours: &[u8], theirs: &[u8]) -> Option<Id> {
+    let genesis_ledger = |record: &[u8]| {
+        let first = *entries_of(record)?.first()?;
+        ledger_schema::Entry::decode(first).ok().filter(|e| e.seq == 0).map(|e| e.ledger)
+    };
+    let (ours, theirs) = (genesis_ledger(ours)?, genesis_ledger(theirs)?);
+    (ours != theirs).then_some(theirs)
 }
 
 /// Where sled's version of a journal record begins a history of its own (outside reviews
@@ -550,6 +565,9 @@ pub(super) fn compare_sled(
 /// when no entry differs (the same entries grouped otherwise) or sled's version does not
 /// continue the shared prefix (sled's damage).
 pub(in crate::store) fn parting(before: Option<Head>, ours: &[u8], theirs: &[u8]) -> Option<u64> {
+    if before.is_none() && foreign_genesis(ours, theirs).is_some() {
+        return None;
+    }
     let (ours, theirs) = (entries_of(ours)?, entries_of(theirs)?);
     let at = ours.iter().zip(&theirs).position(|(a, b)| a != b)?;
     let mut chain = before.map_or_else(Chain::empty, Chain::from_head);

@@ -375,7 +375,11 @@ pub(super) fn scan_records(
                             held = Some(Held {
                                 first_seq,
                                 authenticated_by: chain.next_seq(),
-                                sled_intact: open_record(&v).is_ok(),
+                                sled_intact: open_record(&v).is_ok()
+                                    && !matches!(
+                                        &finding,
+                                        OpenError::Corrupt { reason: Corruption::ForeignSled { .. }, .. }
+                                    ),
                                 parting,
                                 finding,
                             });
