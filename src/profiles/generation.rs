@@ -52,7 +52,9 @@ pub enum GenerationError {
     UnsafeRoot(String),
     #[error("state root {path} is busy: locked by {holder}")]
     Busy { path: String, holder: String },
-    #[error("state root {0} holds an interrupted transaction: run `ledger profile recover` first")]
+    #[error(
+        "state root {0} holds an interrupted transaction of this ledger: run `ledger profile recover --state-root {0}` first"
+    )]
     RecoveryRequired(String),
     /// A stage directory with no transaction that names it (outside review 52: the refusal
     /// sent the operator to `profile recover`, which found nothing to recover).
@@ -142,6 +144,38 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
     write_new(&tmp, bytes)?;
     fs::rename(&tmp, path).map_err(io(path))?;
     fsync_dir(path.parent().unwrap_or(Path::new("/")))
+}
+
+/// The ledger directory's note of the state root a transaction of its (`set`, `rollback`)
+/// is in: written before that root's `txn.json`, removed once the transaction is committed
+/// or rolled back. A transaction interrupted in a root the ledger records nowhere yet (a
+/// first `set`, a `set` into a new root) is so seen from the ledger itself (outside review
+/// 101: `status` said nothing of it, `select` went on, and a `recover` much later rolled it
+/// forward).
+pub const PENDING_FILE: &str = "profile-txn";
+
+/// Notes, durably, that a transaction of the ledger at `ledger_dir` is in `root`.
+pub fn note_pending(ledger_dir: &Path, root: &Path) -> Result<(), GenerationError> {
+    write_atomic(&ledger_dir.join(PENDING_FILE), root.as_os_str().as_encoded_bytes())
+}
+
+/// The state root the ledger at `ledger_dir` noted a transaction in, if any.
+pub fn pending_root(ledger_dir: &Path) -> Option<PathBuf> {
+    let bytes = read_small(&ledger_dir.join(PENDING_FILE)).ok()?;
+    String::from_utf8(bytes).ok().map(PathBuf::from)
+}
+
+/// Removes the note if it names `root` (its transaction is finished or rolled back).
+pub fn clear_pending(ledger_dir: &Path, root: &Path) -> Result<(), GenerationError> {
+    if pending_root(ledger_dir).as_deref() != Some(root) {
+        return Ok(());
+    }
+    let path = ledger_dir.join(PENDING_FILE);
+    match fs::remove_file(&path) {
+        Ok(()) => fsync_dir(ledger_dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(GenerationError::Io { path: path.display().to_string(), source: e }),
+    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -390,6 +390,22 @@ fn interrupted_txn(root: &Path) -> bool {
     root.join(generation::TXN_FILE).exists() && generation::live_holder(root).is_none()
 }
 
+/// The state root, other than `except`, where a transaction of the ledger at `dir` was
+/// interrupted — wherever it is, as the ledger's note names it
+/// ([`generation::PENDING_FILE`]; outside review 101).
+fn interrupted_elsewhere(dir: &Path, except: Option<&Path>) -> Option<PathBuf> {
+    generation::pending_root(dir).filter(|p| Some(p.as_path()) != except && interrupted_txn(p))
+}
+
+/// Refuses while a transaction of the ledger at `dir` is interrupted in a state root other
+/// than `except`: it is recovered (rolled forward or back) before anything else changes.
+fn refuse_interrupted_elsewhere(dir: &Path, except: Option<&Path>) -> Result<(), ProfileError> {
+    match interrupted_elsewhere(dir, except) {
+        Some(p) => Err(GenerationError::RecoveryRequired(scan::shown(&p.display().to_string())).into()),
+        None => Ok(()),
+    }
+}
+
 /// The receipts of every revision the ledger committed through a transaction (`set`,
 /// `rollback`; `mode` writes none) in state root `root`.
 fn expected_receipts(cp: &ContextProfiles, ledger_id: Id, root: &Path) -> Vec<Receipt> {
@@ -411,7 +427,8 @@ fn expected_receipts(cp: &ContextProfiles, ledger_id: Id, root: &Path) -> Vec<Re
 /// bodies"; outside review 56: `select` recorded and loaded over a tampered or missing
 /// generation and an interrupted transaction): the state root as `set` requires it, no
 /// interrupted transaction, the current generation and the receipts verified.
-pub(crate) fn check_saved_state(ledger: &Ledger<DiskStore>) -> Result<(), ProfileError> {
+pub(crate) fn check_saved_state(dir: &Path, ledger: &Ledger<DiskStore>) -> Result<(), ProfileError> {
+    refuse_interrupted_elsewhere(dir, None)?;
     let Some(c) = ledger.state().context_profiles.current() else { return Ok(()) };
     let root = Path::new(&c.state_root);
     generation::check_root(root, ledger.store().head().ledger, generation::RootUse::Existing)?;
@@ -427,6 +444,7 @@ pub(crate) fn check_saved_state(ledger: &Ledger<DiskStore>) -> Result<(), Profil
 /// Runs the five-boundary transaction for `event` and commits it.
 fn transact(
     ledger: &mut Ledger<DiskStore>,
+    dir: &Path,
     root: &Path,
     event: ProfileRevisionRecorded,
     manifest: &rp::GenerationManifest,
@@ -449,12 +467,14 @@ fn transact(
         registry_digest: event.registry_digest,
     };
     let slices: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+    generation::note_pending(dir, root)?;
     generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt)?;
     if let Err(e) = ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() }) {
         if e.is_refusal() {
             // Refused at the commit point: nothing was committed, and `recover` must not
             // roll the refused operation forward later.
             generation::roll_back(root, &txn, manifest, &slices, &receipt)?;
+            generation::clear_pending(dir, root)?;
             return Err(e.into());
         }
         // A storage failure leaves the published transaction for `recover`, which commits
@@ -463,6 +483,7 @@ fn transact(
     }
     generation::boundary("state");
     generation::finish(root)?;
+    generation::clear_pending(dir, root)?;
     Ok(())
 }
 
@@ -512,6 +533,8 @@ pub fn set(
     {
         return Err(GenerationError::RecoveryRequired(c.state_root.clone()).into());
     }
+    // And one interrupted in a root the ledger records nowhere yet (outside review 101).
+    refuse_interrupted_elsewhere(dir, Some(root))?;
     let plan = input.plan(cp, &registry, registry_digest)?;
     installs_manual_only_natively(&registry, &plan)?;
     let (manifest, contents) = manifest_of(&registry, &plan)?;
@@ -572,7 +595,7 @@ pub fn set(
     generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
     verify_current(&ledger, root)?;
     generation::check_root(root, ledger_id, generation::RootUse::Create)?;
-    transact(&mut ledger, root, event, &manifest, &contents)?;
+    transact(&mut ledger, dir, root, event, &manifest, &contents)?;
     status_of(ledger.state(), None, "set")
 }
 
@@ -642,6 +665,17 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
         generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
     }
     let mut report = status_of(&state, root, "status")?;
+    // A transaction interrupted in another state root, which the ledger may record nowhere
+    // yet (outside review 101: `status` reported nothing to recover).
+    let reported = root.map(Path::to_path_buf).or_else(|| cp.current().map(|c| PathBuf::from(&c.state_root)));
+    if let Some(p) = interrupted_elsewhere(dir, reported.as_deref()) {
+        report.recovery_required = true;
+        report.note = Some(format!(
+            "a transaction of this ledger was interrupted in state root {}: run `ledger profile recover --state-root {}`",
+            scan::shown(&p.display().to_string()),
+            scan::shown(&p.display().to_string())
+        ));
+    }
     if let (Some(root), None) = (root, cp.current())
         && generation::mark_cut_short(root)
     {
@@ -657,6 +691,8 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
         if let Some(given) = root.map(root_string).transpose()?
             && given != c.state_root
         {
+            // Unless this ledger's interrupted transaction is there (outside review 101).
+            refuse_interrupted_elsewhere(dir, None)?;
             return Err(ProfileError::Refused(format!(
                 "the configured state root is {}, not {given}",
                 c.state_root
@@ -696,6 +732,7 @@ pub fn mode(
     // or deleted generation): the configured state root verifies as `status` verifies it,
     // and holds no interrupted transaction. A state root given (seed 003's `profile mode …
     // --state-root`) must be the configured one, as for `status`.
+    refuse_interrupted_elsewhere(dir, None)?;
     let checked = status(dir, root)?;
     if checked.recovery_required {
         let root = checked.state_root.unwrap_or_default();
@@ -730,6 +767,7 @@ pub fn mode(
 pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus, ProfileError> {
     generation::root_path(root)?;
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    refuse_interrupted_elsewhere(dir, Some(root))?;
     let cp = &ledger.state().context_profiles;
     check_expected(cp, Some(expected))?;
     let c = cp
@@ -777,7 +815,7 @@ pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus,
     let (manifest, contents) = manifest_of(&registry, &plan)?;
     generation::check_root(root, ledger.store().head().ledger, generation::RootUse::Existing)?;
     verify_current(&ledger, root)?;
-    transact(&mut ledger, root, event, &manifest, &contents)?;
+    transact(&mut ledger, dir, root, event, &manifest, &contents)?;
     status_of(ledger.state(), None, "rollback")
 }
 
@@ -858,6 +896,8 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     let _lock = generation::lock(root)?;
     let Some(txn) = generation::read_txn(root)? else {
         let outcome = if repair_saved_state(&ledger, root)? { "repaired" } else { "nothing-to-recover" };
+        // A note left by a transaction finished but for its removal.
+        generation::clear_pending(dir, root)?;
         return status_of(ledger.state(), Some(root), outcome);
     };
     let bad = |reason: &str| GenerationError::BadTransaction {
@@ -933,6 +973,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         generation::roll_back(root, &txn, &manifest, &contents, &receipt)?;
         "rolled-back"
     };
+    generation::clear_pending(dir, root)?;
     let mut status = status_of(ledger.state(), Some(root), outcome)?;
     status.note = note;
     Ok(status)

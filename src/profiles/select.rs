@@ -328,7 +328,7 @@ pub struct Options {
 /// Decides `task` over the ledger at `dir` and (unless `dry_run`) records it as one entry.
 pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, SelectError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
-    super::check_saved_state(&ledger).map_err(|e| SelectError::SavedState(Box::new(e)))?;
+    super::check_saved_state(dir, &ledger).map_err(|e| SelectError::SavedState(Box::new(e)))?;
     let state = ledger.state();
     let (event, resources, mode) = decide_and_load(state, task, opts)?;
     let recorded = state.selections.by_receipt.get(&event.receipt().digest()).map(|s| s.seq);

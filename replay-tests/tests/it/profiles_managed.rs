@@ -532,6 +532,51 @@ fn sigkill_at_every_boundary_then_recover() {
     }
 }
 
+/// A `set` into a second state root killed at a boundary is seen from the ledger, though
+/// the ledger records that root nowhere yet: `status` reports it (naming the root),
+/// `status --state-root` of it, `select`, `mode`, `set` and `rollback` refuse until it is
+/// recovered there, and `recover` clears it (outside review 101: `status` was clean,
+/// `select` went on, and a `recover` much later switched the profile).
+#[test]
+fn a_set_interrupted_in_another_root_is_seen_from_the_ledger() {
+    for (boundary, outcome) in [("generation", "rolled-forward"), ("files", "rolled-back")] {
+        let s = Setup::scanned();
+        let a = root_of(&s);
+        let b = s.tmp.path().join("store-b");
+        ok(set(&s, &a, &["lean", "--selection", "auto"]));
+        killed_at(&s, &b, boundary, "full");
+        let b_text = b.to_str().unwrap();
+        let st = ok(status(&s));
+        assert_eq!(st["recoveryRequired"], true, "{boundary}: {st}");
+        assert_eq!(st["revision"], 1);
+        assert!(st["note"].as_str().is_some_and(|n| n.contains(b_text) && n.contains("recover")), "{st}");
+        let head = s.head();
+        let task = s.tmp.path().join("task.json");
+        std::fs::write(
+            &task,
+            r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:testing"]}"#,
+        )
+        .unwrap();
+        for (words, rest) in [
+            (&["profile", "status"][..], vec!["--state-root", b_text]),
+            (&["select"], vec!["--task-input", task.to_str().unwrap(), "--load"]),
+            (&["profile", "mode"], vec!["suggest"]),
+            (&["profile", "set"], vec!["lean", "--state-root", a.to_str().unwrap()]),
+            (&["profile", "rollback"], vec!["--state-root", a.to_str().unwrap(), "--expected-revision", "1"]),
+        ] {
+            let (code, out, err) = s.run(words, &rest);
+            assert_eq!(code, 1, "{boundary} {words:?}: {out}{err}");
+            assert!(err.contains(&format!("recover --state-root {b_text}")), "{boundary} {words:?}: {err}");
+        }
+        assert_eq!(s.head(), head, "{boundary}: nothing recorded");
+        let r = ok(s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]));
+        assert_eq!(r["outcome"], outcome, "{boundary}");
+        let st = ok(status(&s));
+        assert_eq!((st["recoveryRequired"].as_bool(), st["note"].as_str()), (Some(false), None), "{st}");
+        assert!(!std::path::Path::new(s.dir()).join("profile-txn").exists(), "{boundary}: the note is cleared");
+    }
+}
+
 /// Recover refuses a tampered stage (a file the transaction did not write) and leaves it.
 #[test]
 fn recover_refuses_a_tampered_stage() {
