@@ -292,6 +292,23 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
     let mut walked = PathBuf::from("/");
     let parts: Vec<_> = normal.components().skip(1).collect();
     for (i, part) in parts.iter().enumerate() {
+        // Inside a source tree's `skills/` or `manifests/` (ECC's layout: both beside each
+        // other), where the next scan would read the store as sources and refuse the tree
+        // (outside review 101: `set` wrote generations there, and `status` stayed current).
+        if matches!(part.as_os_str().to_str(), Some("skills" | "manifests"))
+            && walked.join("skills").is_dir()
+            && walked.join("manifests").join("context-profiles").is_dir()
+        {
+            return Err(unsafe_root(
+                root,
+                &format!(
+                    "lies inside {}, a source tree's `{}/` (the next `sources scan` of it would refuse the store): \
+                     a state root is a dedicated directory outside the sources",
+                    walked.display(),
+                    part.as_os_str().to_string_lossy()
+                ),
+            ));
+        }
         walked.push(part.as_os_str());
         match fs::symlink_metadata(&walked) {
             Ok(m) if m.file_type().is_symlink() => {

@@ -573,7 +573,10 @@ fn a_set_interrupted_in_another_root_is_seen_from_the_ledger() {
         assert_eq!(r["outcome"], outcome, "{boundary}");
         let st = ok(status(&s));
         assert_eq!((st["recoveryRequired"].as_bool(), st["note"].as_str()), (Some(false), None), "{st}");
-        assert!(!std::path::Path::new(s.dir()).join("profile-txn").exists(), "{boundary}: the note is cleared");
+        assert!(
+            !std::path::Path::new(s.dir()).join("profile-txn").exists(),
+            "{boundary}: the note is cleared"
+        );
     }
 }
 
@@ -1099,6 +1102,24 @@ fn a_relative_state_root_is_refused_by_its_form() {
         assert!(!err.contains("ProfileRevision"), "{words:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
+}
+
+/// A state root inside a source tree's `skills/` or `manifests/` is refused before anything
+/// is written (outside review 101: `set` wrote generations there; the next scan refused the
+/// tree, and `status` stayed current); beside them in the tree's root it is not read as
+/// sources.
+#[test]
+fn a_state_root_inside_the_sources_is_refused() {
+    let s = Setup::scanned();
+    for inside in ["skills/zz-store", "skills/testing/store", "manifests/store"] {
+        let root = s.src.join(inside);
+        let (code, _, err) = set(&s, &root, &["lean"]);
+        assert_eq!(code, 1, "{inside}: {err}");
+        assert!(err.contains("a source tree's"), "{inside}: {err}");
+        assert!(!root.exists(), "{inside}: nothing written");
+    }
+    ok(set(&s, &s.src.join("store"), &["lean"]));
+    assert_eq!(s.scan().0, 0, "the tree still scans");
 }
 
 /// A `set` killed after its generation was published, then a source edited and scanned:
