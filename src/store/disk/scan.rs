@@ -446,10 +446,19 @@ pub(super) fn scan_records(
                     return Err(corrupt(frame, Replica::Sled, Corruption::StrayChunk { frame, chunk }));
                 }
                 let seq = key_seq(&k).unwrap_or(chain.next_seq());
-                let journal_end = match &out.last_segment {
+                let mut journal_end = match &out.last_segment {
                     Some((path, end)) => format!("the journal ends at offset {end} of {}", path.display()),
                     None => "the journal holds no record".to_owned(),
                 };
+                // What follows there is part of the story: a partial record is the journal's
+                // copy of this frame cut short or damaged at its end, not a clean loss
+                // (outside review 102: the two read the same).
+                if out.torn.is_some() {
+                    journal_end.push_str(
+                        ", where a partial record follows — its copy, cut short or damaged at its end; \
+                         `ledger recover` restores the record from sled",
+                    );
+                }
                 return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal { journal_end }));
             }
         }
