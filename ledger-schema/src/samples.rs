@@ -684,6 +684,14 @@ pub fn events() -> Vec<(&'static str, Event)> {
         "compaction_requested",
         Event::CompactionRequested(CompactionRequested { attempt_id: id(44), directive_id: id(66) }),
     ));
+    // A project source withdrawn: its path left the project (outside review 100), appended.
+    samples.push((
+        "project_source_withdrawn",
+        Event::ProjectSourceWithdrawn(ProjectSourceWithdrawn {
+            reason: s("src/old_parser.rs was renamed to src/parser.rs"),
+            source_id: id(23),
+        }),
+    ));
     samples
 }
 

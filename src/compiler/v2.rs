@@ -623,18 +623,38 @@ fn durable_sources(
         };
         items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Obligation));
     }
-    // Per path, the seq and id of its latest record (only under `LatestPerPath`).
+    // Per path, the seq and id of its latest record.
     let mut latest: BTreeMap<&str, (u64, Id)> = BTreeMap::new();
-    if bound.rules.sources == SourceRule::LatestPerPath {
-        for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
-            let newest = latest.entry(s.path.as_str()).or_insert((s.seq, *id));
-            if s.seq > newest.0 {
-                *newest = (s.seq, *id);
-            }
+    for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
+        let newest = latest.entry(s.path.as_str()).or_insert((s.seq, *id));
+        if s.seq > newest.0 {
+            *newest = (s.seq, *id);
         }
     }
     for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
-        if let Some(&(_, newer)) = latest.get(s.path.as_str()).filter(|(seq, _)| *seq != s.seq) {
+        // A path whose latest record is withdrawn left the project: none of its records is
+        // delivered (outside review 100; no ledger before it withdraws one, so no earlier
+        // package changes).
+        let withdrawn = latest
+            .get(s.path.as_str())
+            .and_then(|(_, newest)| state.sources.get(newest))
+            .and_then(|n| Some((n.withdrawn_seq?, n.withdrawn_reason.as_str())));
+        if let Some((at, why)) = withdrawn {
+            let mut reason = "its path was withdrawn from the project (entry ".to_owned();
+            push_decimal(&mut reason, at);
+            reason.push_str("): ");
+            reason.push_str(why);
+            omissions.push(OmissionDecision {
+                source_ref: id_ref("source/", *id),
+                rule: "freshness.sourceWithdrawn".to_owned(),
+                reason,
+            });
+            continue;
+        }
+        if let Some(&(_, newer)) = latest
+            .get(s.path.as_str())
+            .filter(|(seq, _)| bound.rules.sources == SourceRule::LatestPerPath && *seq != s.seq)
+        {
             omissions.push(OmissionDecision {
                 source_ref: id_ref("source/", *id),
                 rule: "freshness.sourceSuperseded".to_owned(),

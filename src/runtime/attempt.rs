@@ -267,6 +267,7 @@ pub fn input_of(state: &State, event: &Event) -> Option<ContextInput> {
         E::FactInvalidated(e) => state.facts.get(&e.fact_id).map(|f| f.goal_id),
         E::HumanDecisionRecorded(e) => Some(e.goal_id),
         E::ProjectSourceRecorded(e) => Some(e.goal_id),
+        E::ProjectSourceWithdrawn(e) => state.sources.get(&e.source_id).map(|s| s.goal_id),
         E::ScenarioRecorded(e) => Some(e.goal_id),
         E::ObligationRecorded(e) => Some(e.goal_id),
         E::ScenarioRetired(e) => state.scenarios.get(&e.scenario_id).map(|s| s.goal_id),
@@ -465,6 +466,12 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
         if let Some((old, _)) = sources.iter().find(|(_, s)| s.seq < since && s.path == newer.path) {
             return Some(format!("project source {old} ({}), superseded by {id}", newer.path));
         }
+    }
+    // A path withdrawn since (outside review 100).
+    if let Some((id, s)) =
+        sources.iter().find(|(_, s)| s.seq < since && s.withdrawn_seq.is_some_and(|at| at > since))
+    {
+        return Some(format!("project source {id} ({}), withdrawn", s.path));
     }
     // A requirement retired since (outside review 67: the resumed Thread held the retired
     // obligation and scenario while the new package omitted them).

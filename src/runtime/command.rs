@@ -46,6 +46,7 @@ pub enum Command {
     RetireScenario(RetireScenario),
     RetireObligation(RetireObligation),
     RequestCompaction(RequestCompaction),
+    WithdrawProjectSource(WithdrawProjectSource),
 }
 
 impl Command {
@@ -83,6 +84,7 @@ impl Command {
             Command::RetireScenario(_) => "retireScenario",
             Command::RetireObligation(_) => "retireObligation",
             Command::RequestCompaction(_) => "requestCompaction",
+            Command::WithdrawProjectSource(_) => "withdrawProjectSource",
         }
     }
 }
@@ -148,6 +150,11 @@ command!(
     }
 );
 command!(RecordProjectSource { source_id: Id, goal_id: Id, path: String, revision: String, content: String });
+command!(
+    /// Withdraws a project source: its path left the project (deleted or renamed). Names the
+    /// path's current record (outside review 100).
+    WithdrawProjectSource { source_id: Id, reason: String }
+);
 command!(RecordScenario { scenario_id: Id, goal_id: Id, title: String, description: String });
 command!(RecordObligation {
     obligation_id: Id,

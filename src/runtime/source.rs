@@ -3,13 +3,15 @@
 
 use ledger_schema::events::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
-    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ScenarioRecorded, ScenarioRetired,
+    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ProjectSourceWithdrawn, ScenarioRecorded,
+    ScenarioRetired,
 };
 use ledger_schema::{Digest, DigestKind, Event, Id};
 
 use super::command::{
     ConfirmFact, InvalidateFact, ProposeFact, RaiseBlocker, RecordHumanDecision, RecordObligation,
     RecordProjectSource, RecordScenario, ResolveBlocker, RetireObligation, RetireScenario,
+    WithdrawProjectSource,
 };
 use super::state::{
     BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState,
@@ -95,6 +97,10 @@ pub fn decide_raise_blocker(c: &RaiseBlocker) -> Event {
 
 pub fn decide_resolve_blocker(c: &ResolveBlocker) -> Event {
     Event::BlockerResolved(BlockerResolved { blocker_id: c.blocker_id, resolution: c.resolution.clone() })
+}
+
+pub fn decide_withdraw_project_source(c: &WithdrawProjectSource) -> Event {
+    Event::ProjectSourceWithdrawn(ProjectSourceWithdrawn { reason: c.reason.clone(), source_id: c.source_id })
 }
 
 pub fn decide_retire_scenario(c: &RetireScenario) -> Event {
@@ -461,12 +467,13 @@ pub fn apply_project_source(
     let same_path = |s: &SourceState| s.goal_id == e.goal_id && s.path == e.path;
     let recorded = state.sources.iter().find(|(_, s)| same_path(s) && s.revision == e.revision);
     if let Some((id, s)) = recorded {
+        // (A withdrawn path has no current record: the file is back.)
         let current = state
             .sources
             .iter()
             .filter(|(_, s)| same_path(s))
             .max_by_key(|(_, s)| s.seq)
-            .filter(|(_, latest)| latest.revision == e.revision);
+            .filter(|(_, latest)| latest.revision == e.revision && latest.withdrawn_seq.is_none());
         if s.digest != digest {
             return Err(super::violation(
                 Rule::SourceDigest,
@@ -495,8 +502,51 @@ pub fn apply_project_source(
             digest,
             content: e.content.clone(),
             seq,
+            withdrawn_seq: None,
+            withdrawn_reason: String::new(),
         },
     );
+    Ok(())
+}
+
+/// A project source withdrawn: its path left the project. Named by the path's current
+/// record (the newest of its goal and path), once, with a reason; no record of the path
+/// reaches a worker until the path is recorded again (outside review 100: a deleted or
+/// renamed file stayed current for good, and the only way out — an empty revision — told
+/// the worker the file still existed).
+pub fn apply_project_source_withdrawn(
+    state: &mut State,
+    e: &ProjectSourceWithdrawn,
+    seq: u64,
+) -> Result<(), RuleViolation> {
+    let s = get(&state.sources, e.source_id, "project source")?;
+    required_text("reason", &e.reason)?;
+    ensure!(
+        s.withdrawn_seq.is_none(),
+        Rule::SourceWithdrawn,
+        "project source {} ({}@{}) was withdrawn at seq {}",
+        e.source_id,
+        s.path,
+        s.revision,
+        s.withdrawn_seq.unwrap_or_default()
+    );
+    if let Some((newer, n)) = state
+        .sources
+        .iter()
+        .filter(|(_, x)| x.goal_id == s.goal_id && x.path == s.path && x.seq > s.seq)
+        .max_by_key(|(_, x)| x.seq)
+    {
+        return Err(super::violation(
+            Rule::SourceWithdrawn,
+            format!(
+                "project source {} ({}@{}) is superseded by {newer} ({}@{}): withdraw the path's current record",
+                e.source_id, s.path, s.revision, n.path, n.revision
+            ),
+        ));
+    }
+    let s = get_mut(&mut state.sources, e.source_id, "project source")?;
+    s.withdrawn_seq = Some(seq);
+    s.withdrawn_reason = e.reason.clone();
     Ok(())
 }
 

@@ -205,6 +205,13 @@ pub struct SourceState {
     pub goal_id: Id,
     pub content: String,
     pub revision: String,
+    /// The seq of its withdrawal (`withdrawProjectSource`: its path left the project);
+    /// absent while it stands. Omitted when absent, so earlier state digests are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withdrawn_seq: Option<u64>,
+    /// The withdrawal's reason (derived by the fold, not encoded, as a retirement's).
+    #[serde(skip)]
+    pub withdrawn_reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -37,7 +37,8 @@ pub use repair::RepairRecorded;
 pub use selection::SelectionRecorded;
 pub use source::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
-    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ScenarioRecorded, ScenarioRetired,
+    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ProjectSourceWithdrawn, ScenarioRecorded,
+    ScenarioRetired,
 };
 pub use worker::{
     CompactionRequested, IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind,
@@ -105,4 +106,5 @@ catalog! {
     ScenarioRetired(ScenarioRetired) = "scenarioRetired",
     ObligationRetired(ObligationRetired) = "obligationRetired",
     CompactionRequested(CompactionRequested) = "compactionRequested",
+    ProjectSourceWithdrawn(ProjectSourceWithdrawn) = "projectSourceWithdrawn",
 }

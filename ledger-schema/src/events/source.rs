@@ -119,6 +119,18 @@ pub struct ScenarioRetired {
     pub scenario_id: Id,
 }
 
+/// A project source withdrawn: its path is no longer in the project (deleted, or renamed —
+/// the new path is recorded as a source of its own). Named by the path's current record;
+/// no record of the path reaches a worker until the path is recorded again (outside review
+/// 100).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProjectSourceWithdrawn {
+    pub reason: String,
+    pub source_id: Id,
+}
+
 /// An obligation recorded before the goal's current revision, retired by it: no ACCEPT
 /// needs its evidence, and no Evidence is recorded for it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use closure_ledger::compiler::{CompileError, compile};
 use closure_ledger::ledger::SubmitError;
 use closure_ledger::lifecycle::*;
 use closure_ledger::runtime::command::*;
-use closure_ledger::runtime::{AttemptBinding, Command, attempt_binding};
+use closure_ledger::runtime::{AttemptBinding, Command, Rule, attempt_binding};
 use ledger_schema::package::{FeedbackKind, PACKAGE_SCHEMA_PROTECTED, PACKAGE_SCHEMA_REPAIR};
 use ledger_schema::types::{AuthorityClass, InputClass, Phase, ThreadChoice};
 use replay_tests::world::{Stage, World};
@@ -389,6 +389,62 @@ fn a_required_overflow_names_all_the_class_requires() {
     assert_eq!(class, InputClass::FactsScenariosObligations);
     assert!(with_budget(u32::try_from(bytes).unwrap()).is_ok(), "{bytes} bytes is enough");
     assert!(with_budget(u32::try_from(bytes - 1).unwrap()).is_err());
+}
+
+/// A project source withdrawn — its path left the project — by its path's current record,
+/// once, with a reason: no record of the path reaches a worker (each an omission,
+/// `freshness.sourceWithdrawn`) until the path is recorded again (outside review 100: a
+/// deleted or renamed file stayed current for good). Replay folds the same state.
+#[test]
+fn a_withdrawn_source_is_delivered_no_more() {
+    let mut w = World::at(Stage::Setup);
+    let record = |id: u128, revision: &str, content: &str| {
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(id),
+            goal_id: lid(GOAL),
+            path: "src/config/parser.rs".into(),
+            revision: revision.into(),
+            content: content.into(),
+        })
+    };
+    let withdraw = |id: u128, reason: &str| {
+        Command::WithdrawProjectSource(WithdrawProjectSource { source_id: lid(id), reason: reason.into() })
+    };
+    // The setup recorded src/config/parser.rs at 9f1c2e0 (source 0x43).
+    let original = w.ledger.state().sources[&lid(0x43)].content.clone();
+    w.ok(record(0x44, "bbbb222", "renamed soon\n"));
+    w.refused(withdraw(0x43, "gone"), Rule::SourceWithdrawn);
+    let err = w.fails(withdraw(0x43, "gone")).to_string();
+    assert!(err.contains(&format!("superseded by {}", lid(0x44))), "{err}");
+    w.refused(withdraw(0x99, "gone"), Rule::Unknown);
+    w.refused(withdraw(0x44, " "), Rule::OutOfBounds);
+    let first = w.ok(withdraw(0x44, "renamed to src/config/reader.rs"));
+    let again = w.ok(withdraw(0x44, "renamed to src/config/reader.rs"));
+    assert_eq!(again.seq, first.seq, "the same withdrawal again is a duplicate");
+    w.refused(withdraw(0x44, "deleted"), Rule::SourceWithdrawn);
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    assert!(
+        c.package.relevant_code.iter().all(|x| x.path != "src/config/parser.rs"),
+        "{:?}",
+        c.package.relevant_code
+    );
+    let withdrawn: Vec<_> = c
+        .manifest
+        .omission_decisions
+        .iter()
+        .filter(|o| o.rule == "freshness.sourceWithdrawn")
+        .map(|o| (o.source_ref.clone(), o.reason.ends_with("renamed to src/config/reader.rs")))
+        .collect();
+    assert_eq!(withdrawn, [(format!("source/{}", lid(0x43)), true), (format!("source/{}", lid(0x44)), true)]);
+    // Back in the project: recorded again (the same revision and content as before too), it
+    // is delivered.
+    w.ok(record(0x45, "9f1c2e0", &original));
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    let delivered: Vec<_> =
+        c.package.relevant_code.iter().map(|x| (x.source_id, x.revision.as_str())).collect();
+    assert_eq!(delivered, [(lid(0x45), "9f1c2e0")]);
+    let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
+    assert!(replayed.state() == w.ledger.state());
 }
 
 /// A project that went back to an earlier revision of a file: recorded again, that

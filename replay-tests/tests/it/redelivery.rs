@@ -18,7 +18,7 @@ use replay_tests::world::{Stage, World, rule_of};
 use replay_tests::{LEDGER, T0, cli};
 
 /// Every command kind (`Command::kind`), so the tests can show they cover each.
-const KINDS: [&str; 31] = [
+const KINDS: [&str; 32] = [
     "installPolicy",
     "installProfile",
     "createGoal",
@@ -50,6 +50,7 @@ const KINDS: [&str; 31] = [
     "cancelWorkflow",
     "restartAttempt",
     "requestCompaction",
+    "withdrawProjectSource",
 ];
 
 /// The commands of the reference lifecycle, in order.
@@ -150,6 +151,13 @@ fn other_commands(w: &mut World, each: &mut dyn FnMut(&mut World, Command)) {
     content.objective = "Reject trailing bytes and trailing whitespace.".into();
     each(w, Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
     each(w, Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "revised".into() }));
+    each(
+        w,
+        Command::WithdrawProjectSource(WithdrawProjectSource {
+            source_id: lid(0x43),
+            reason: "the file was deleted".into(),
+        }),
+    );
     each(
         w,
         Command::RetireObligation(RetireObligation {
@@ -287,6 +295,10 @@ fn conflicting(c: &Command) -> (Command, Option<Rule>) {
         Command::RetireScenario(c) => {
             c.reason.push_str(" (other)");
             Some(Rule::RequirementRetired)
+        }
+        Command::WithdrawProjectSource(c) => {
+            c.reason.push_str(" (other)");
+            Some(Rule::SourceWithdrawn)
         }
         Command::RetireObligation(c) => {
             c.reason.push_str(" (other)");

@@ -601,7 +601,19 @@ fn resume_is_refused_after_authority_was_withdrawn() {
     w.ok(Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "dropped".into() }));
     let err = w.fails(on(0x72, 0x71, ThreadChoice::Resume, 0x31));
     assert!(err.to_string().contains(&format!("scenario {}, retired", lid(0x42))), "{err}");
-    w.ok(on(0x72, 0x73, ThreadChoice::Fresh, 0x31));
+    first(&mut w, 0x72, 0x73);
+    // A project source's path withdrawn from the project since (outside review 100).
+    w.ok(Command::WithdrawProjectSource(WithdrawProjectSource {
+        source_id: lid(0x49),
+        reason: "the file was deleted".into(),
+    }));
+    let err = w.fails(on(0x74, 0x73, ThreadChoice::Resume, 0x31));
+    assert_eq!(rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
+    assert!(
+        err.to_string().contains(&format!("project source {} (src/config/parser.rs), withdrawn", lid(0x49))),
+        "{err}"
+    );
+    w.ok(on(0x74, 0x75, ThreadChoice::Fresh, 0x31));
 }
 
 /// A forged Attempt start that breaks the thread policy is refused by the admission step
