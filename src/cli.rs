@@ -858,6 +858,7 @@ fn status(dir: &Path, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
     emit(out, format!("  goals {}", counts(&s.counts.goals)))?;
     emit(out, format!("  workflows {}", counts(&s.counts.workflows)))?;
     emit(out, format!("  attempts {}", counts(&s.counts.attempts)))?;
+    emit(out, format!("  evidence {}", counts(&s.counts.evidence)))?;
     if s.live_writer {
         emit(out, "  a live writer holds the ledger: read up to its last complete record")?;
     } else if let Some(t) = &s.torn_tail {

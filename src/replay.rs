@@ -370,6 +370,10 @@ pub struct StateCounts {
     /// ignored receipts and whose finish is refused — they can only be failed or cancelled
     /// (also counted as DISPATCHED).
     pub attempts: BTreeMap<String, u64>,
+    /// Evidence records: `total`, and by current eligibility (`ELIGIBLE`, `INELIGIBLE`: the
+    /// ledger's projection — a record's bytes keep the snapshot taken when it was recorded;
+    /// docs/rules.md, "Evidence eligibility"; outside review 104: no reader showed it).
+    pub evidence: BTreeMap<String, u64>,
 }
 
 impl StateCounts {
@@ -377,7 +381,7 @@ impl StateCounts {
         use crate::runtime::state::AttemptStatus;
         use crate::runtime::wire;
         let zero = || BTreeMap::from([("total".to_owned(), 0)]);
-        let mut counts = StateCounts { goals: zero(), workflows: zero(), attempts: zero() };
+        let mut counts = StateCounts { goals: zero(), workflows: zero(), attempts: zero(), evidence: zero() };
         counts.goals.insert("revised".to_owned(), 0);
         counts.workflows.insert("staleGoalRevision".to_owned(), 0);
         counts.attempts.insert("contextChanged".to_owned(), 0);
@@ -419,6 +423,10 @@ impl StateCounts {
                 AttemptStatus::Cancelled { interrupted: true } => "INTERRUPTED",
             };
             add(&mut counts.attempts, key);
+        }
+        for ev in state.evidence.values() {
+            add(&mut counts.evidence, "total");
+            add(&mut counts.evidence, &wire(&ev.eligibility));
         }
         counts
     }

@@ -68,6 +68,10 @@ fn status_equals_the_live_and_the_replayed_state() {
         after["counts"]["attempts"],
         serde_json::json!({"total": 4, "FINISHED": 4, "contextChanged": 0})
     );
+    // Two Evidence records: the first generation's FAIL, made ineligible when the repair
+    // child opened (its bytes still say ELIGIBLE, version 1), and the repair's PASS
+    // (outside review 104: no reader showed the change).
+    assert_eq!(after["counts"]["evidence"], serde_json::json!({"total": 2, "ELIGIBLE": 1, "INELIGIBLE": 1}));
 
     // The text form says the same in lines.
     let (code, text, _) = cli(&["status", dir.to_str().unwrap()]);
@@ -75,6 +79,7 @@ fn status_equals_the_live_and_the_replayed_state() {
     assert!(text.contains(&format!("state digest {live}")), "{text}");
     assert!(text.contains("workflows 1 (ACCEPT 1)"), "{text}");
     assert!(text.contains("attempts 4 (FINISHED 4)"), "{text}");
+    assert!(text.contains("evidence 2 (ELIGIBLE 1, INELIGIBLE 1)"), "{text}");
 }
 
 /// A ledger that does not verify is a verification failure (exit 1, one line); a missing
