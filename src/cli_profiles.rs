@@ -361,7 +361,11 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
             } else {
                 "  (a newer registry was recorded since: drift in routed sources only; selections route over it)"
             },
-            if st.recovery_required { "  RECOVERY REQUIRED: run `ledger profile recover`" } else { "" }
+            match (st.recovery_required, &st.note) {
+                (false, _) => "",
+                (true, Some(_)) => "  RECOVERY REQUIRED: see the note",
+                (true, None) => "  RECOVERY REQUIRED: run `ledger profile recover`",
+            }
         ),
     )?;
     if let Some(note) = &st.note {

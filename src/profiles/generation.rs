@@ -165,6 +165,23 @@ pub fn pending_root(ledger_dir: &Path) -> Option<PathBuf> {
     String::from_utf8(bytes).ok().map(PathBuf::from)
 }
 
+/// The ledger id `root`'s ownership marker names, if it is whole and readable.
+pub fn owner_of(root: &Path) -> Option<Id> {
+    let bytes = read_small(&root.join(OWNER_FILE)).ok()?;
+    serde_json::from_slice::<Owner>(&bytes).ok().map(|o| o.ledger_id)
+}
+
+/// Removes what a note write cut short left (`profile-txn.tmp`: never renamed into place,
+/// so nothing refers to it).
+pub fn remove_pending_leftover(ledger_dir: &Path) -> Result<(), GenerationError> {
+    let tmp = ledger_dir.join(PENDING_FILE).with_extension("tmp");
+    match fs::remove_file(&tmp) {
+        Ok(()) => fsync_dir(ledger_dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(GenerationError::Io { path: tmp.display().to_string(), source: e }),
+    }
+}
+
 /// Removes the note if it names `root` (its transaction is finished or rolled back).
 pub fn clear_pending(ledger_dir: &Path, root: &Path) -> Result<(), GenerationError> {
     if pending_root(ledger_dir).as_deref() != Some(root) {
@@ -256,7 +273,10 @@ fn provider_home(root: &Path, home: Option<&Path>, named: &[PathBuf]) -> Option<
             let mut prefix = PathBuf::new();
             root.components().find_map(|part| {
                 prefix.push(part.as_os_str());
-                PROVIDER_DIRS.contains(&part.as_os_str().to_str()?).then(|| prefix.clone())
+                // In any case: a case-insensitive filesystem (macOS, Windows) opens `.Codex`
+                // as `.codex` (outside review 103).
+                let name = part.as_os_str().to_str()?;
+                PROVIDER_DIRS.iter().any(|d| d.eq_ignore_ascii_case(name)).then(|| prefix.clone())
             })
         })
 }
@@ -1179,6 +1199,9 @@ mod tests {
             ("/srv/project/.codex", Some("/srv/project/.codex")),
             ("/srv/project/.agents", Some("/srv/project/.agents")),
             ("/srv/.agentsx/store", None),
+            ("/home/u/.Codex/r", Some("/home/u/.Codex")),
+            ("/home/u/.CLAUDE/r", Some("/home/u/.CLAUDE")),
+            ("/srv/p/.Agents", Some("/srv/p/.Agents")),
             ("/home/u/store", None),
             ("/home/u/relative/claude", None),
             ("/srv/ledger/store", None),

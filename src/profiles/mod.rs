@@ -390,18 +390,70 @@ fn interrupted_txn(root: &Path) -> bool {
     root.join(generation::TXN_FILE).exists() && generation::live_holder(root).is_none()
 }
 
-/// The state root, other than `except`, where a transaction of the ledger at `dir` was
-/// interrupted — wherever it is, as the ledger's note names it
+/// A transaction of this ledger left unfinished in a state root the ledger's note names
 /// ([`generation::PENDING_FILE`]; outside review 101).
-fn interrupted_elsewhere(dir: &Path, except: Option<&Path>) -> Option<PathBuf> {
-    generation::pending_root(dir).filter(|p| Some(p.as_path()) != except && interrupted_txn(p))
+enum Pending {
+    /// The root holds it, interrupted (no live writer): `recover` there finishes it.
+    Interrupted(PathBuf),
+    /// The root is gone (moved, unmounted): nothing can tell whether it was committed
+    /// (outside review 103: the note was ignored, and the root coming back rolled forward).
+    Missing(PathBuf),
 }
 
-/// Refuses while a transaction of the ledger at `dir` is interrupted in a state root other
-/// than `except`: it is recovered (rolled forward or back) before anything else changes.
-fn refuse_interrupted_elsewhere(dir: &Path, except: Option<&Path>) -> Result<(), ProfileError> {
-    match interrupted_elsewhere(dir, except) {
-        Some(p) => Err(GenerationError::RecoveryRequired(scan::shown(&p.display().to_string())).into()),
+impl Pending {
+    fn refusal(&self, dir: &Path) -> ProfileError {
+        match self {
+            Pending::Interrupted(p) => GenerationError::RecoveryRequired(shown_path(p)).into(),
+            Pending::Missing(p) => ProfileError::Refused(self.text(dir, p)),
+        }
+    }
+
+    fn note(&self, dir: &Path) -> String {
+        match self {
+            Pending::Interrupted(p) => format!(
+                "a transaction of this ledger was interrupted in state root {}: run `ledger profile recover --state-root {}`",
+                shown_path(p),
+                shown_path(p)
+            ),
+            Pending::Missing(p) => self.text(dir, p),
+        }
+    }
+
+    fn text(&self, dir: &Path, p: &Path) -> String {
+        format!(
+            "state root {} — where the ledger's note ({}) says a transaction of this ledger was in flight — is missing: \
+             restore it and run `ledger profile recover --state-root {}`, or remove the note to abandon that transaction",
+            shown_path(p),
+            shown_path(&dir.join(generation::PENDING_FILE)),
+            shown_path(p)
+        )
+    }
+}
+
+fn shown_path(p: &Path) -> String {
+    scan::shown(&p.display().to_string())
+}
+
+/// The transaction of ledger `ledger` (at `dir`) left unfinished in a state root other than
+/// `except`, as the ledger's note names it. A note naming a root that another ledger (or
+/// no ledger) owns now, or one holding no interrupted transaction, is stale: its
+/// transaction was finished, or the root was given up (outside review 103: a stale note
+/// blamed this ledger for another ledger's transaction, whose `recover` it could not run).
+fn pending_elsewhere(dir: &Path, ledger: Id, except: Option<&Path>) -> Option<Pending> {
+    let p = generation::pending_root(dir).filter(|p| Some(p.as_path()) != except)?;
+    match std::fs::symlink_metadata(&p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Pending::Missing(p)),
+        _ if generation::owner_of(&p) != Some(ledger) => None,
+        _ => interrupted_txn(&p).then_some(Pending::Interrupted(p)),
+    }
+}
+
+/// Refuses while a transaction of the ledger at `dir` is left unfinished in a state root
+/// other than `except`: it is recovered (rolled forward or back) before anything else
+/// changes.
+fn refuse_interrupted_elsewhere(dir: &Path, ledger: Id, except: Option<&Path>) -> Result<(), ProfileError> {
+    match pending_elsewhere(dir, ledger, except) {
+        Some(pending) => Err(pending.refusal(dir)),
         None => Ok(()),
     }
 }
@@ -428,7 +480,7 @@ fn expected_receipts(cp: &ContextProfiles, ledger_id: Id, root: &Path) -> Vec<Re
 /// generation and an interrupted transaction): the state root as `set` requires it, no
 /// interrupted transaction, the current generation and the receipts verified.
 pub(crate) fn check_saved_state(dir: &Path, ledger: &Ledger<DiskStore>) -> Result<(), ProfileError> {
-    refuse_interrupted_elsewhere(dir, None)?;
+    refuse_interrupted_elsewhere(dir, ledger.store().head().ledger, None)?;
     let Some(c) = ledger.state().context_profiles.current() else { return Ok(()) };
     let root = Path::new(&c.state_root);
     generation::check_root(root, ledger.store().head().ledger, generation::RootUse::Existing)?;
@@ -534,7 +586,7 @@ pub fn set(
         return Err(GenerationError::RecoveryRequired(c.state_root.clone()).into());
     }
     // And one interrupted in a root the ledger records nowhere yet (outside review 101).
-    refuse_interrupted_elsewhere(dir, Some(root))?;
+    refuse_interrupted_elsewhere(dir, ledger.store().head().ledger, Some(root))?;
     let plan = input.plan(cp, &registry, registry_digest)?;
     installs_manual_only_natively(&registry, &plan)?;
     let (manifest, contents) = manifest_of(&registry, &plan)?;
@@ -668,13 +720,9 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     // A transaction interrupted in another state root, which the ledger may record nowhere
     // yet (outside review 101: `status` reported nothing to recover).
     let reported = root.map(Path::to_path_buf).or_else(|| cp.current().map(|c| PathBuf::from(&c.state_root)));
-    if let Some(p) = interrupted_elsewhere(dir, reported.as_deref()) {
+    if let Some(pending) = ledger_id.and_then(|id| pending_elsewhere(dir, id, reported.as_deref())) {
         report.recovery_required = true;
-        report.note = Some(format!(
-            "a transaction of this ledger was interrupted in state root {}: run `ledger profile recover --state-root {}`",
-            scan::shown(&p.display().to_string()),
-            scan::shown(&p.display().to_string())
-        ));
+        report.note = Some(pending.note(dir));
     }
     if let (Some(root), None) = (root, cp.current())
         && generation::mark_cut_short(root)
@@ -692,7 +740,9 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
             && given != c.state_root
         {
             // Unless this ledger's interrupted transaction is there (outside review 101).
-            refuse_interrupted_elsewhere(dir, None)?;
+            if let Some(id) = ledger_id {
+                refuse_interrupted_elsewhere(dir, id, None)?;
+            }
             return Err(ProfileError::Refused(format!(
                 "the configured state root is {}, not {given}",
                 c.state_root
@@ -732,13 +782,13 @@ pub fn mode(
     // or deleted generation): the configured state root verifies as `status` verifies it,
     // and holds no interrupted transaction. A state root given (seed 003's `profile mode …
     // --state-root`) must be the configured one, as for `status`.
-    refuse_interrupted_elsewhere(dir, None)?;
     let checked = status(dir, root)?;
+    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    refuse_interrupted_elsewhere(dir, ledger.store().head().ledger, None)?;
     if checked.recovery_required {
         let root = checked.state_root.unwrap_or_default();
         return Err(GenerationError::RecoveryRequired(scan::shown(&root)).into());
     }
-    let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let cp = &ledger.state().context_profiles;
     check_expected(cp, expected)?;
     let c = cp.current().ok_or_else(|| {
@@ -767,7 +817,7 @@ pub fn mode(
 pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus, ProfileError> {
     generation::root_path(root)?;
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
-    refuse_interrupted_elsewhere(dir, Some(root))?;
+    refuse_interrupted_elsewhere(dir, ledger.store().head().ledger, Some(root))?;
     let cp = &ledger.state().context_profiles;
     check_expected(cp, Some(expected))?;
     let c = cp
@@ -870,6 +920,18 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
 pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let ledger_id: Id = ledger.store().head().ledger;
+    // What a note write cut short left (outside review 103: never removed).
+    generation::remove_pending_leftover(dir)?;
+    // A transaction left in another root is named in the outcome (outside review 103:
+    // `recover` of the configured root said nothing to recover while it blocked every
+    // command).
+    let elsewhere = |mut status: ProfileStatus| {
+        if let Some(pending) = pending_elsewhere(dir, ledger_id, Some(root)) {
+            status.recovery_required = true;
+            status.note = Some(pending.note(dir));
+        }
+        status
+    };
     // The configured root, lost or emptied, is this ledger's to restore: made again (0700)
     // or, empty, marked, and rebuilt below from what the ledger vouches for (outside review
     // 91: every command refused it as "not marked" and named no way out). A root that is
@@ -886,6 +948,10 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     // `set` to a new root): one missing or unmarked is named against the configured root,
     // not sent back to `recover` (outside review 96 F6).
     if !configured && !root.join(generation::OWNER_FILE).exists() {
+        if generation::pending_root(dir).as_deref() == Some(root) && std::fs::symlink_metadata(root).is_err()
+        {
+            return Err(Pending::Missing(root.to_path_buf()).refusal(dir));
+        }
         let what = format!("{} holds nothing of this ledger's to recover", root.display());
         return Err(ProfileError::Refused(match ledger.state().context_profiles.current() {
             Some(c) => format!("the configured state root is {}, and {what}", c.state_root),
@@ -898,7 +964,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         let outcome = if repair_saved_state(&ledger, root)? { "repaired" } else { "nothing-to-recover" };
         // A note left by a transaction finished but for its removal.
         generation::clear_pending(dir, root)?;
-        return status_of(ledger.state(), Some(root), outcome);
+        return status_of(ledger.state(), Some(root), outcome).map(elsewhere);
     };
     let bad = |reason: &str| GenerationError::BadTransaction {
         path: root.join(generation::TXN_FILE).display().to_string(),
@@ -976,5 +1042,5 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     generation::clear_pending(dir, root)?;
     let mut status = status_of(ledger.state(), Some(root), outcome)?;
     status.note = note;
-    Ok(status)
+    Ok(elsewhere(status))
 }

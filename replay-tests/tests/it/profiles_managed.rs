@@ -580,6 +580,71 @@ fn a_set_interrupted_in_another_root_is_seen_from_the_ledger() {
     }
 }
 
+/// The note fails closed where it cannot be checked and is ignored where it is stale
+/// (outside review 103): a root it names that is missing (moved, unmounted) blocks as an
+/// interrupted one does, naming both ways out, until it is back and recovered; `recover` of
+/// the configured root names the other root; a note naming a root another ledger owns
+/// now (its own transaction interrupted there) is not this ledger's; what a note write cut
+/// short left is removed by `recover`.
+#[test]
+fn a_note_naming_a_missing_or_foreign_root() {
+    let s = Setup::scanned();
+    let a = root_of(&s);
+    let b = s.tmp.path().join("store-b");
+    let (a_text, b_text) = (a.to_str().unwrap(), b.to_str().unwrap());
+    ok(set(&s, &a, &["lean"]));
+    killed_at(&s, &b, "receipt", "full");
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", a_text, "--json"]));
+    assert_eq!(r["outcome"], "nothing-to-recover");
+    assert_eq!(r["recoveryRequired"], true, "{r}");
+    assert!(r["note"].as_str().is_some_and(|n| n.contains(&format!("recover --state-root {b_text}"))), "{r}");
+    let (_, text, _) = s.run(&["profile", "status"], &[]);
+    assert!(text.contains("RECOVERY REQUIRED: see the note") && text.contains(b_text), "{text}");
+    // Moved away: still blocked.
+    let away = s.tmp.path().join("away");
+    std::fs::rename(&b, &away).unwrap();
+    let st = ok(status(&s));
+    assert_eq!(st["recoveryRequired"], true, "{st}");
+    assert!(
+        st["note"].as_str().is_some_and(|n| n.contains("is missing") && n.contains("remove the note")),
+        "{st}"
+    );
+    let task = s.tmp.path().join("task.json");
+    std::fs::write(
+        &task,
+        r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:testing"]}"#,
+    )
+    .unwrap();
+    for (words, rest) in [
+        (&["select"][..], vec!["--task-input", task.to_str().unwrap()]),
+        (&["profile", "mode"], vec!["suggest"]),
+        (&["profile", "recover"], vec!["--state-root", b_text]),
+    ] {
+        let (code, out, err) = s.run(words, &rest);
+        assert_eq!(code, 1, "{words:?}: {out}{err}");
+        assert!(err.contains("is missing"), "{words:?}: {err}");
+    }
+    // Back: recovered where it is.
+    std::fs::rename(&away, &b).unwrap();
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]));
+    assert_eq!(r["outcome"], "rolled-forward");
+    assert_eq!(ok(status(&s))["recoveryRequired"], false);
+    // Another ledger's transaction interrupted in a root this ledger's note names (the
+    // note left stale by hand): not this ledger's.
+    let other = Setup::scanned();
+    let c = other.tmp.path().join("store-c");
+    ok(set(&other, &c, &["lean"]));
+    killed_at(&other, &c, "receipt", "full");
+    std::fs::write(std::path::Path::new(s.dir()).join("profile-txn"), c.to_str().unwrap()).unwrap();
+    let st = ok(status(&s));
+    assert_eq!((st["recoveryRequired"].as_bool(), st["note"].as_str()), (Some(false), None), "{st}");
+    ok(s.run(&["select"], &["--task-input", task.to_str().unwrap(), "--json"]));
+    // A note write cut short.
+    std::fs::write(std::path::Path::new(s.dir()).join("profile-txn.tmp"), b"/x").unwrap();
+    ok(s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]));
+    assert!(!std::path::Path::new(s.dir()).join("profile-txn.tmp").exists());
+}
+
 /// Recover refuses a tampered stage (a file the transaction did not write) and leaves it.
 #[test]
 fn recover_refuses_a_tampered_stage() {

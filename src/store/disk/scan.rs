@@ -455,8 +455,8 @@ pub(super) fn scan_records(
                 // (outside review 102: the two read the same).
                 if out.torn.is_some() {
                     journal_end.push_str(
-                        ", where a partial record follows — its copy, cut short or damaged at its end; \
-                         `ledger recover` restores the record from sled",
+                        ", where a partial record follows (a write cut short, or damaged at its end): \
+                         `ledger recover` restores the record from sled and keeps those bytes in cut/",
                     );
                 }
                 return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal { journal_end }));
