@@ -1010,6 +1010,7 @@ fn compile(
                 "matchesRecorded": found.matches_recorded,
                 "dispatched": found.dispatched,
                 "resumedThread": found.resumed,
+                "contextChangedAt": found.context_changed_at.map(|(seq, kind)| json!({"seq": seq, "kind": kind})),
             }),
         )?;
     } else {
@@ -1023,6 +1024,13 @@ fn compile(
             err,
             "ledger: note: attempt {id} was never dispatched: no dispatch claim is recorded, so no worker received \
              this package"
+        );
+    }
+    if let Some((seq, kind)) = found.context_changed_at {
+        let _ = writeln!(
+            err,
+            "ledger: note: attempt {id}'s context changed while it was dispatched, at seq {seq} ({kind}): its later \
+             worker events were ignored receipts (CONTEXT_CHANGED) and its finish refused"
         );
     }
     if let Some(thread) = &found.resumed {

@@ -292,6 +292,10 @@ pub struct Recompiled {
     /// authoritative (seed 000; outside review 95: `compile` read as if the package were
     /// all). `None` for a FRESH Thread.
     pub resumed: Option<ResumedThread>,
+    /// The entry after which the Attempt's context changed while it was dispatched (its
+    /// seq and kind): from there on its worker events were ignored receipts and its finish
+    /// was refused (outside review 104: no reader named the mark or its cause).
+    pub context_changed_at: Option<(u64, &'static str)>,
 }
 
 /// The Thread a RESUME Attempt continued.
@@ -303,21 +307,28 @@ pub struct ResumedThread {
 }
 
 /// Re-renders what Attempt `attempt` was given, from the ledger alone: replays up to its
-/// `attemptStarted` entry and recompiles over the state before it.
+/// `attemptStarted` entry and recompiles over the state before it; then folds the rest to
+/// say whether it was dispatched and where its context changed.
 pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>, OpenError> {
     let mut state = State::default();
     let mut found: Option<Recompiled> = None;
     let mut fold = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        let seq = sealed.entry.seq;
+        let inadmissible = |e: admission::Refusal| OpenError::inadmissible(sealed, e);
         if let Some(found) = found.as_mut() {
             if let Event::DispatchClaimed(c) = &sealed.entry.event
                 && c.attempt_id == attempt
             {
                 found.dispatched = true;
             }
+            admission::apply(&mut state, &sealed.entry).map_err(inadmissible)?;
+            if found.context_changed_at.is_none()
+                && state.attempts.get(&attempt).is_some_and(|a| a.context_changed)
+            {
+                found.context_changed_at = Some((seq, sealed.entry.event.kind()));
+            }
             return Ok(());
         }
-        let seq = sealed.entry.seq;
-        let inadmissible = |e: admission::Refusal| OpenError::inadmissible(sealed, e);
         if let Event::AttemptStarted(a) = &sealed.entry.event
             && a.attempt_id == attempt
         {
@@ -344,8 +355,8 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
                 matches_recorded,
                 dispatched: false,
                 resumed,
+                context_changed_at: None,
             });
-            return Ok(());
         }
         admission::apply(&mut state, &sealed.entry).map_err(inadmissible)
     };

@@ -1099,6 +1099,21 @@ fn a_skill_withdrawn_after_a_resumes_claim_marks_it() {
     assert_eq!(rule, Rule::ManifestStale, "{detail}");
     let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
+    // `compile` names the mark and the entry that made it — the profile revision (outside
+    // review 104: no reader named it); the earlier Attempt, never marked, names none.
+    let head = w.s.head().0;
+    let dir = w.dir().to_str().unwrap().to_owned();
+    let compile = |attempt: u128| cli(&["compile", &dir, "--attempt", &lid(attempt).to_string(), "--json"]);
+    let (code, out, err) = compile(0x62);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["contextChangedAt"], json!({"seq": head, "kind": "profileRevisionRecorded"}), "{v}");
+    assert!(err.contains(&format!("context changed while it was dispatched, at seq {head}")), "{err}");
+    let (code, out, err) = compile(0x60);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["contextChangedAt"], Value::Null, "{v}");
+    assert!(!err.contains("context changed"), "{err}");
 }
 
 /// `compile` of a RESUME Attempt names the Thread it continued — the worker session and the
