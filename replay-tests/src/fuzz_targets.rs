@@ -161,6 +161,30 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
         0 if v % 8 == 6 => {
             Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "revised".into() })
         }
+        // The setup's project file withdrawn, then recorded again at its first revision
+        // (outside review 100).
+        0 if v % 8 == 5 => {
+            let (latest, s) = state
+                .sources
+                .iter()
+                .filter(|(_, s)| s.goal_id == lid(GOAL))
+                .max_by_key(|(_, s)| s.seq)
+                .map(|(id, s)| (*id, s.clone()))?;
+            if s.withdrawn_seq.is_none() {
+                Command::WithdrawProjectSource(WithdrawProjectSource {
+                    source_id: latest,
+                    reason: "the file was deleted".into(),
+                })
+            } else {
+                Command::RecordProjectSource(RecordProjectSource {
+                    source_id: fresh_id(state, 16),
+                    goal_id: lid(GOAL),
+                    path: s.path,
+                    revision: s.revision,
+                    content: s.content,
+                })
+            }
+        }
         0 => Command::ReviseGoal(ReviseGoal {
             goal_id: lid(GOAL),
             revision: state.goals.get(&lid(GOAL)).map_or(1, |g| g.revision + 1),
