@@ -322,9 +322,7 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
                 found.dispatched = true;
             }
             admission::apply(&mut state, &sealed.entry).map_err(inadmissible)?;
-            if found.context_changed_at.is_none()
-                && state.attempts.get(&attempt).is_some_and(|a| a.context_changed)
-            {
+            if found.context_changed_at.is_none() && context_changed(&state, attempt) {
                 found.context_changed_at = Some((seq, sealed.entry.event.kind()));
             }
             return Ok(());
@@ -364,6 +362,22 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
     Ok(found)
 }
 
+/// Whether dispatched Attempt `attempt`'s context changed: a bound input changed after its
+/// claim (the admission step's mark), or its Goal was revised (outside review 105: a
+/// revision, the first of seed 000's invalidations, was not counted) — either way its
+/// worker events are ignored receipts and its finish is refused.
+fn context_changed(state: &State, attempt: Id) -> bool {
+    use crate::runtime::state::AttemptStatus;
+    let Some(a) = state.attempts.get(&attempt) else { return false };
+    a.status == AttemptStatus::Dispatched
+        && (a.context_changed
+            || state
+                .workflows
+                .get(&a.workflow_id)
+                .and_then(|wf| Some((wf.goal_revision, state.goals.get(&wf.goal_id)?.revision)))
+                .is_some_and(|(bound, current)| bound != current))
+}
+
 /// Counts of a state's records by state, as `ledger status` reports them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -377,9 +391,9 @@ pub struct StateCounts {
     pub workflows: BTreeMap<String, u64>,
     /// Attempts: `total`, and by status (`STARTED`, `DISPATCHED`, `FINISHED`, `FAILED`,
     /// `CANCELLED`, `INTERRUPTED` — cancelled after its dispatch); and `contextChanged` (0
-    /// shown): the DISPATCHED ones whose context changed after the claim, whose events are
-    /// ignored receipts and whose finish is refused — they can only be failed or cancelled
-    /// (also counted as DISPATCHED).
+    /// shown): the DISPATCHED ones whose context changed after the claim — a bound input,
+    /// or their Goal revised — whose events are ignored receipts and whose finish is refused:
+    /// they can only be failed or cancelled (also counted as DISPATCHED).
     pub attempts: BTreeMap<String, u64>,
     /// Evidence records: `total`, and by current eligibility (`ELIGIBLE`, `INELIGIBLE`: the
     /// ledger's projection — a record's bytes keep the snapshot taken when it was recorded;
@@ -419,11 +433,11 @@ impl StateCounts {
             };
             add(&mut counts.workflows, &key);
         }
-        for attempt in state.attempts.values() {
+        for (id, attempt) in state.attempts.iter() {
             add(&mut counts.attempts, "total");
             let key = match attempt.status {
                 AttemptStatus::Started => "STARTED",
-                AttemptStatus::Dispatched if attempt.context_changed => {
+                AttemptStatus::Dispatched if context_changed(state, *id) => {
                     add(&mut counts.attempts, "contextChanged");
                     "DISPATCHED"
                 }

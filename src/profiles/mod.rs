@@ -395,8 +395,9 @@ fn interrupted_txn(root: &Path) -> bool {
 enum Pending {
     /// The root holds it, interrupted (no live writer): `recover` there finishes it.
     Interrupted(PathBuf),
-    /// The root is gone (moved, unmounted): nothing can tell whether it was committed
-    /// (outside review 103: the note was ignored, and the root coming back rolled forward).
+    /// The root is gone or unmarked (moved, unmounted): nothing can tell whether it was
+    /// committed (outside reviews 103, 105: the note was ignored, and the root coming back
+    /// rolled forward).
     Missing(PathBuf),
 }
 
@@ -421,7 +422,8 @@ impl Pending {
 
     fn text(&self, dir: &Path, p: &Path) -> String {
         format!(
-            "state root {} — where the ledger's note ({}) says a transaction of this ledger was in flight — is missing: \
+            "state root {} — where the ledger's note ({}) says a transaction of this ledger was in flight — is missing \
+             or holds no ownership marker (moved, unmounted?): \
              restore it and run `ledger profile recover --state-root {}`, or remove the note to abandon that transaction",
             shown_path(p),
             shown_path(&dir.join(generation::PENDING_FILE)),
@@ -434,17 +436,25 @@ fn shown_path(p: &Path) -> String {
     scan::shown(&p.display().to_string())
 }
 
-/// The transaction of ledger `ledger` (at `dir`) left unfinished in a state root other than
-/// `except`, as the ledger's note names it. A note naming a root that another ledger (or
-/// no ledger) owns now, or one holding no interrupted transaction, is stale: its
-/// transaction was finished, or the root was given up (outside review 103: a stale note
-/// blamed this ledger for another ledger's transaction, whose `recover` it could not run).
+/// The transaction of ledger `ledger` (at `dir`) left unfinished in a state root, as the
+/// ledger's note names it — but for an interrupted one in `except` (the root the caller
+/// recovers or checks itself). Only proof makes a note stale: the root marked as another
+/// ledger's now (outside review 103: a stale note blamed this ledger for another ledger's
+/// transaction, whose `recover` it could not run), or marked as this ledger's and holding no
+/// interrupted transaction (it finished). A root that is gone, or holds no readable
+/// ownership marker — an unmounted mount point is an empty directory — cannot be checked,
+/// and blocks (outside review 105: taken for stale, it let `select` and `mode` go on and a
+/// later `recover` roll forward).
 fn pending_elsewhere(dir: &Path, ledger: Id, except: Option<&Path>) -> Option<Pending> {
-    let p = generation::pending_root(dir).filter(|p| Some(p.as_path()) != except)?;
-    match std::fs::symlink_metadata(&p) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Pending::Missing(p)),
-        _ if generation::owner_of(&p) != Some(ledger) => None,
-        _ => interrupted_txn(&p).then_some(Pending::Interrupted(p)),
+    let p = generation::pending_root(dir)?;
+    if std::fs::symlink_metadata(&p).is_err() {
+        return Some(Pending::Missing(p));
+    }
+    match generation::owner_of(&p) {
+        None => Some(Pending::Missing(p)),
+        Some(owner) if owner != ledger => None,
+        Some(_) if Some(p.as_path()) == except => None,
+        Some(_) => interrupted_txn(&p).then_some(Pending::Interrupted(p)),
     }
 }
 
@@ -953,10 +963,16 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             return Err(Pending::Missing(root.to_path_buf()).refusal(dir));
         }
         let what = format!("{} holds nothing of this ledger's to recover", root.display());
-        return Err(ProfileError::Refused(match ledger.state().context_profiles.current() {
+        let mut why = match ledger.state().context_profiles.current() {
             Some(c) => format!("the configured state root is {}, and {what}", c.state_root),
             None => format!("no profile is configured, and {what}"),
-        }));
+        };
+        // A transaction left elsewhere is named (outside review 105).
+        if let Some(pending) = pending_elsewhere(dir, ledger_id, None) {
+            why.push_str("; ");
+            why.push_str(&pending.note(dir));
+        }
+        return Err(ProfileError::Refused(why));
     }
     generation::check_root(root, ledger_id, usage)?;
     let _lock = generation::lock(root)?;

@@ -600,9 +600,28 @@ fn a_note_naming_a_missing_or_foreign_root() {
     assert!(r["note"].as_str().is_some_and(|n| n.contains(&format!("recover --state-root {b_text}"))), "{r}");
     let (_, text, _) = s.run(&["profile", "status"], &[]);
     assert!(text.contains("RECOVERY REQUIRED: see the note") && text.contains(b_text), "{text}");
-    // Moved away: still blocked.
+    // An unrelated root's `recover` names it too (outside review 105).
+    let (code, _, err) =
+        s.run(&["profile", "recover"], &["--state-root", s.tmp.path().join("r9").to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("holds nothing of this ledger's") && err.contains(b_text), "{err}");
+    // Unmounted — an empty directory where it was — blocks as missing does (outside review
+    // 105: taken for a stale note).
     let away = s.tmp.path().join("away");
     std::fs::rename(&b, &away).unwrap();
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&b).unwrap();
+    }
+    let st = ok(status(&s));
+    assert_eq!(st["recoveryRequired"], true, "{st}");
+    assert!(st["note"].as_str().is_some_and(|n| n.contains("holds no ownership marker")), "{st}");
+    // `set` into it is no third way out (outside review 105: it abandoned the transaction).
+    let (code, _, err) = set(&s, &b, &["full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("remove the note"), "{err}");
+    std::fs::remove_dir(&b).unwrap();
+    // Moved away: still blocked.
     let st = ok(status(&s));
     assert_eq!(st["recoveryRequired"], true, "{st}");
     assert!(

@@ -1116,6 +1116,32 @@ fn a_skill_withdrawn_after_a_resumes_claim_marks_it() {
     assert!(!err.contains("context changed"), "{err}");
 }
 
+/// A Goal revised while an Attempt is dispatched changes its context too: `compile` names
+/// the revision (`contextChangedAt`) and `status` counts the Attempt as `contextChanged`
+/// (outside review 105: both said nothing, though its events were ignored receipts and
+/// its finish refused).
+#[test]
+fn a_goal_revised_while_dispatched_is_named_as_the_change() {
+    use closure_ledger::lifecycle::{GOAL, goal_content};
+    use closure_ledger::runtime::command::ReviseGoal;
+    let mut w = ran_with_a_loaded_skill();
+    w.submit(on_session_0x61(0x62, ThreadChoice::Resume, None)).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x62)).map(drop)).unwrap();
+    let mut content = goal_content();
+    content.objective.push_str(" Also accept tabs.");
+    w.submit(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content })).unwrap();
+    let head = w.s.head().0;
+    let dir = w.dir().to_str().unwrap().to_owned();
+    let (code, out, err) = cli(&["compile", &dir, "--attempt", &lid(0x62).to_string(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["contextChangedAt"], json!({"seq": head, "kind": "goalRevised"}), "{v}");
+    let (code, out, err) = cli(&["status", &dir, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let st: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(st["counts"]["attempts"]["contextChanged"], 1, "{st}");
+}
+
 /// `compile` of a RESUME Attempt names the Thread it continued — the worker session and the
 /// earlier Attempts whose Turns it holds — beside the package (a note, and `resumedThread` in
 /// `--json`); a FRESH Attempt's shows none (outside review 95 F2: the output read as if the
