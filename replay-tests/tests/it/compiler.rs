@@ -391,6 +391,17 @@ fn a_required_overflow_names_all_the_class_requires() {
     assert!(with_budget(u32::try_from(bytes - 1).unwrap()).is_err());
 }
 
+/// `recordProjectSource` of the setup's file `src/config/parser.rs` at `revision`.
+fn record(id: u128, revision: &str, content: &str) -> Command {
+    Command::RecordProjectSource(RecordProjectSource {
+        source_id: lid(id),
+        goal_id: lid(GOAL),
+        path: "src/config/parser.rs".into(),
+        revision: revision.into(),
+        content: content.into(),
+    })
+}
+
 /// A project source withdrawn — its path left the project — by its path's current record,
 /// once, with a reason: no record of the path reaches a worker (each an omission,
 /// `freshness.sourceWithdrawn`) until the path is recorded again (outside review 100: a
@@ -398,15 +409,6 @@ fn a_required_overflow_names_all_the_class_requires() {
 #[test]
 fn a_withdrawn_source_is_delivered_no_more() {
     let mut w = World::at(Stage::Setup);
-    let record = |id: u128, revision: &str, content: &str| {
-        Command::RecordProjectSource(RecordProjectSource {
-            source_id: lid(id),
-            goal_id: lid(GOAL),
-            path: "src/config/parser.rs".into(),
-            revision: revision.into(),
-            content: content.into(),
-        })
-    };
     let withdraw = |id: u128, reason: &str| {
         Command::WithdrawProjectSource(WithdrawProjectSource { source_id: lid(id), reason: reason.into() })
     };
@@ -454,15 +456,6 @@ fn a_withdrawn_source_is_delivered_no_more() {
 #[test]
 fn a_file_reverted_to_an_earlier_revision_is_delivered_as_current() {
     let mut w = World::at(Stage::Setup);
-    let record = |id: u128, revision: &str, content: &str| {
-        Command::RecordProjectSource(RecordProjectSource {
-            source_id: lid(id),
-            goal_id: lid(GOAL),
-            path: "src/config/parser.rs".into(),
-            revision: revision.into(),
-            content: content.into(),
-        })
-    };
     // The setup recorded src/config/parser.rs at 9f1c2e0 (source 0x43).
     let original = w.ledger.state().sources[&lid(0x43)].content.clone();
     w.ok(record(0x44, "bbbb222", "broken\n"));

@@ -532,6 +532,17 @@ fn sigkill_at_every_boundary_then_recover() {
     }
 }
 
+/// A task input file (an explicit selection of `skill:testing`) in `s`'s temp directory.
+fn task_file(s: &Setup) -> PathBuf {
+    let task = s.tmp.path().join("task.json");
+    std::fs::write(
+        &task,
+        r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:testing"]}"#,
+    )
+    .unwrap();
+    task
+}
+
 /// A `set` into a second state root killed at a boundary is seen from the ledger, though
 /// the ledger records that root nowhere yet: `status` reports it (naming the root),
 /// `status --state-root` of it, `select`, `mode`, `set` and `rollback` refuse until it is
@@ -551,12 +562,7 @@ fn a_set_interrupted_in_another_root_is_seen_from_the_ledger() {
         assert_eq!(st["revision"], 1);
         assert!(st["note"].as_str().is_some_and(|n| n.contains(b_text) && n.contains("recover")), "{st}");
         let head = s.head();
-        let task = s.tmp.path().join("task.json");
-        std::fs::write(
-            &task,
-            r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:testing"]}"#,
-        )
-        .unwrap();
+        let task = task_file(&s);
         for (words, rest) in [
             (&["profile", "status"][..], vec!["--state-root", b_text]),
             (&["select"], vec!["--task-input", task.to_str().unwrap(), "--load"]),
@@ -628,12 +634,7 @@ fn a_note_naming_a_missing_or_foreign_root() {
         st["note"].as_str().is_some_and(|n| n.contains("is missing") && n.contains("remove the note")),
         "{st}"
     );
-    let task = s.tmp.path().join("task.json");
-    std::fs::write(
-        &task,
-        r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:testing"]}"#,
-    )
-    .unwrap();
+    let task = task_file(&s);
     for (words, rest) in [
         (&["select"][..], vec!["--task-input", task.to_str().unwrap()]),
         (&["profile", "mode"], vec!["suggest"]),
