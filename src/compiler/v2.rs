@@ -623,23 +623,21 @@ fn durable_sources(
         };
         items.push(item_in(InputClass::FactsScenariosObligations, source, value, Place::Obligation));
     }
-    // Per path, the seq and id of its latest record.
-    let mut latest: BTreeMap<&str, (u64, Id)> = BTreeMap::new();
+    // Per path, the seq and id of its latest record, and its withdrawal if it was withdrawn.
+    type Newest<'s> = (u64, Id, Option<(u64, &'s str)>);
+    let mut latest: BTreeMap<&str, Newest<'_>> = BTreeMap::new();
     for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
-        let newest = latest.entry(s.path.as_str()).or_insert((s.seq, *id));
+        let this = (s.seq, *id, s.withdrawn_seq.map(|at| (at, s.withdrawn_reason.as_str())));
+        let newest = latest.entry(s.path.as_str()).or_insert(this);
         if s.seq > newest.0 {
-            *newest = (s.seq, *id);
+            *newest = this;
         }
     }
     for (id, s) in state.sources.iter().filter(|(_, x)| x.goal_id == b.goal_id) {
         // A path whose latest record is withdrawn left the project: none of its records is
         // delivered (outside review 100; no ledger before it withdraws one, so no earlier
         // package changes).
-        let withdrawn = latest
-            .get(s.path.as_str())
-            .and_then(|(_, newest)| state.sources.get(newest))
-            .and_then(|n| Some((n.withdrawn_seq?, n.withdrawn_reason.as_str())));
-        if let Some((at, why)) = withdrawn {
+        if let Some(&(_, _, Some((at, why)))) = latest.get(s.path.as_str()) {
             let mut reason = "its path was withdrawn from the project (entry ".to_owned();
             push_decimal(&mut reason, at);
             reason.push_str("): ");
@@ -651,9 +649,9 @@ fn durable_sources(
             });
             continue;
         }
-        if let Some(&(_, newer)) = latest
+        if let Some(&(_, newer, _)) = latest
             .get(s.path.as_str())
-            .filter(|(seq, _)| bound.rules.sources == SourceRule::LatestPerPath && *seq != s.seq)
+            .filter(|(seq, _, _)| bound.rules.sources == SourceRule::LatestPerPath && *seq != s.seq)
         {
             omissions.push(OmissionDecision {
                 source_ref: id_ref("source/", *id),

@@ -682,17 +682,38 @@ pub fn lexical(query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
 
 /// [`lexical`] under routing policy `policy` (its bar: [`clears_bar_as`]).
 pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
+    lexical_over(policy, query, routable, &[])
+}
+
+/// [`lexical_as`], knowing `unrouted`: the registry's sources the plan neither routes nor
+/// installs (manual-only, excluded, never selectable). Under routing/4 a skill the query
+/// cites among them is a named skill ranking cannot choose, so the choice is left open
+/// rather than ranked or directed elsewhere (outside review 106: "use the dba-manual
+/// skill …", manual-only, was recorded as a `ranked` choice of another skill).
+pub fn lexical_over(
+    policy: &str,
+    query: Option<&str>,
+    routable: &[&RegistrySource],
+    unrouted: &[&RegistrySource],
+) -> Lexical {
     let none = |reason| Lexical { root: None, pending: false, reason, candidates: Vec::new() };
     let Some(query) = query.filter(|q| !tokens(q).is_empty() || q.contains("skill:")) else {
         return none(REASON_NO_QUERY);
     };
     let ranked = rank(query, routable);
     let (directed, mentioned) = citations(query, routable);
-    let named = mentioned.clone();
+    let unroutable: Vec<String> = if policy == ROUTING_POLICY && !unrouted.is_empty() {
+        let (d, m) = citations(query, unrouted);
+        d.into_iter().chain(m).collect()
+    } else {
+        Vec::new()
+    };
+    let named: Vec<String> =
+        mentioned.iter().chain(&unroutable).cloned().collect::<BTreeSet<_>>().into_iter().collect();
     // Routing/4: a directive decides only when it is the one skill the query cites; any
     // other skill cited beside it ("and the Y skill", "skill:Y") leaves the choice open.
     let cited: Vec<String> = if policy == ROUTING_POLICY && !directed.is_empty() {
-        directed.into_iter().chain(mentioned).collect::<BTreeSet<_>>().into_iter().collect()
+        directed.into_iter().chain(named.iter().cloned()).collect::<BTreeSet<_>>().into_iter().collect()
     } else {
         directed
     };
@@ -1333,7 +1354,18 @@ pub fn decide_live(
 ) -> Result<SelectionRecorded, SelectionError> {
     let query_digest = task.query.as_ref().map(|q| Digest::of(DigestKind::TaskQuery, q.as_bytes()));
     let query = task.query.as_deref();
-    decide(state, task, query_digest, request, ROUTING_POLICY, &|_, routable| Ok(lexical(query, routable)))
+    let registry = state.context_profiles.registry.as_deref();
+    decide(state, task, query_digest, request, ROUTING_POLICY, &|plan, routable| {
+        let unrouted: Vec<&RegistrySource> = registry
+            .map(|r| {
+                r.sources
+                    .iter()
+                    .filter(|s| !plan.routed_ids.contains(&s.id) && !plan.selected_ids.contains(&s.id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(lexical_over(ROUTING_POLICY, query, routable, &unrouted))
+    })
 }
 
 /// Folds a `selectionRecorded`: the state re-derives the whole event (the lexical step

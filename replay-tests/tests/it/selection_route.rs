@@ -815,3 +815,47 @@ fn a_recorded_shortlist_is_held_to_the_registrys_ranking() {
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// A skill the query cites that the profile does not route — manual-only, excluded by the
+/// user, never selectable — is a named skill ranking cannot choose: the choice is left
+/// open (pending, the routable named ones first), never ranked or directed to another
+/// skill (outside review 106: "use the deploy skill …", manual-only, was recorded as a
+/// `ranked` choice of a different skill, and a second directive beside a routable one was
+/// dropped). A base skill the profile installs is not such a skill.
+#[test]
+fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
+    let s = configured(&["--selection", "auto", "--exclude", "skill:security-review"]);
+    let st = state(&s);
+    let decide = |query: &str| {
+        let e = decide_live(&st, &task(Some(query)), &Request::default()).unwrap();
+        (e.decision, e.reason, e.selected_ids)
+    };
+    let roll_out = "roll out workloads to kubernetes clusters with manifests and helm charts";
+    assert_eq!(
+        decide(roll_out),
+        (SelectionDecision::Selected, "ranked".to_owned(), ids(&["skill:kubernetes"])),
+        "the control: ranking alone"
+    );
+    for query in [
+        format!("Use the deploy skill to {roll_out}."),
+        format!("Use the security-review skill to {roll_out}."),
+        format!("Use the shell-tools skill to {roll_out}."),
+        "Use the kubernetes skill and the deploy skill.".to_owned(),
+        "Use the kubernetes skill; also use skill:deploy.".to_owned(),
+    ] {
+        assert_eq!(
+            decide(&query),
+            (SelectionDecision::Pending, "several-directives".to_owned(), Vec::new()),
+            "{query}"
+        );
+    }
+    assert_eq!(
+        decide("Use the kubernetes skill."),
+        (SelectionDecision::Selected, "directive".to_owned(), ids(&["skill:kubernetes"]))
+    );
+    // A base skill (installed by Lean, so not routed) named beside the task changes nothing.
+    assert_eq!(
+        decide(&format!("Keep the python-patterns skill in mind and {roll_out}.")),
+        (SelectionDecision::Selected, "ranked".to_owned(), ids(&["skill:kubernetes"]))
+    );
+}
