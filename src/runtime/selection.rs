@@ -149,7 +149,8 @@ pub enum SelectionError {
     NoPlan { current: Digest, why: String },
     #[error("task input: {0}")]
     Task(String),
-    #[error("unknown source id {0:?}")]
+    /// The id as shown ([`unknown_id`]).
+    #[error("unknown source id {0}")]
     UnknownId(String),
     #[error("{id:?} is excluded by the configured profile")]
     Excluded { id: String },
@@ -1024,6 +1025,27 @@ pub fn stale_generation(state: &State) -> Option<Digest> {
     }
 }
 
+/// An unknown id refused: shown (quoted) when it has a source id's form — `skill:` and a
+/// name, one line, bounded — and otherwise only by its length: a task input's ids are the
+/// caller's text, and may hold secrets (outside review 106: `explicitIds: ["… password is
+/// …"]` was echoed on stderr).
+fn unknown_id(id: &str) -> SelectionError {
+    let shaped = id.starts_with("skill:")
+        && id.len() <= MAX_NAME_BYTES_SHOWN
+        && !id.chars().any(|c| c.is_whitespace() || c.is_control());
+    SelectionError::UnknownId(if shaped {
+        format!("{id:?}")
+    } else {
+        format!(
+            "of {} bytes (not shown: it has no source id's form, and a task input may hold secrets)",
+            id.len()
+        )
+    })
+}
+
+/// The longest unknown id shown in a refusal.
+const MAX_NAME_BYTES_SHOWN: usize = 128;
+
 /// The sources task routing may choose: the plan's `routedIds`.
 pub fn routable<'r>(plan: &Plan, registry: &'r Registry) -> Vec<&'r RegistrySource> {
     registry.sources.iter().filter(|s| plan.routed_ids.contains(&s.id)).collect()
@@ -1067,7 +1089,7 @@ pub(crate) fn closure_over(
         if out.contains(&id) {
             continue;
         }
-        let source = sources.get(id.as_str()).ok_or_else(|| SelectionError::UnknownId(id.clone()))?;
+        let source = sources.get(id.as_str()).ok_or_else(|| unknown_id(&id))?;
         if excluded(&id) {
             return Err(match of {
                 Some(of) => SelectionError::ExcludedDependency { id, of },
@@ -1101,7 +1123,7 @@ pub fn load<'r>(
     let mut out = Vec::new();
     let mut total = 0u64;
     for id in selected {
-        let source = sources.get(id.as_str()).ok_or_else(|| SelectionError::UnknownId(id.clone()))?;
+        let source = sources.get(id.as_str()).ok_or_else(|| unknown_id(id))?;
         let mut paths: BTreeSet<&str> = source.required_resources.iter().map(String::as_str).collect();
         paths.insert("SKILL.md");
         for path in paths {
@@ -1156,7 +1178,7 @@ pub fn decide(
     let sources = by_id(registry);
     for id in task.explicit_ids.iter().chain(&task.proposed_ids) {
         if !sources.contains_key(id.as_str()) {
-            return Err(SelectionError::UnknownId(id.clone()));
+            return Err(unknown_id(id));
         }
     }
     let routable_sources = routable(plan, registry);
