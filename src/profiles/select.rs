@@ -406,6 +406,16 @@ pub fn resolve_unconfigured(
     opts: &Options,
 ) -> Result<Outcome, SelectError> {
     let profile = |e: super::ProfileError| SelectError::SavedState(Box::new(e));
+    // A provider's answer answers a pending selection the ledger recorded, once, recorded
+    // itself: an unrecorded resolve has none to answer (outside review 106: it answered a
+    // recorded pending selection three times with three candidates, loading each body).
+    if opts.request.proposal.is_some() {
+        return Err(profile(super::ProfileError::Refused(
+            "--proposal answers a pending selection the ledger recorded: answer it with `ledger select` \
+             (or `profile resolve --state-root`), which records the answer"
+                .to_owned(),
+        )));
+    }
     let mut state = super::read_state(dir)?;
     let cp = &state.context_profiles;
     let (registry, registry_digest) = match (&cp.registry, cp.registry_digest) {

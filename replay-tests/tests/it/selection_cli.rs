@@ -566,6 +566,13 @@ fn profile_resolve_forms() {
     assert_eq!(r["loadedIds"], json!(["skill:python-patterns"]));
     assert!(r["resources"][0]["content"].as_str().unwrap().contains("name: python-patterns"));
     assert_eq!(journal_text(&s.ledger), head, "nothing recorded");
+    // An unrecorded resolve answers no pending selection (outside review 106: it sampled
+    // several answers to one, loading each body).
+    let answer = file(&s, "answer.json", &json!({"selectedIds": ["skill:kubernetes"]}));
+    let (code, _, err) =
+        s.run(&["profile", "resolve"], &["lean", "--task-input", &f, "--proposal", &answer, "--load"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--proposal answers a pending selection the ledger recorded"), "{err}");
     // Over the configured profile: recorded, as select records.
     configure(&s, &["--selection", "auto"]);
     let store = root(&s);
