@@ -167,11 +167,29 @@ pub(crate) fn check_closure(what: &str, c: &InputClosure) -> Result<(), RuleViol
 /// words at every other character — a word `hook(s)`, `plugin(s)`, `mcp`, `app(s)`,
 /// `skill(s)`, `subagent(s)` or `dynamic`, `web` beside `search` (or `websearch`), and for an
 /// instruction source also `config` (outside review 93: `mcp__server__tool`, ` mcp:x`,
-/// `ｍｃｐ:x`, `hooks:x`, `search_web` and instruction sources were not read).
+/// `ｍｃｐ:x`, `hooks:x`, `search_web` and instruction sources were not read). camelCase
+/// splits into words too — `mcpServer`, `MCPClient`, `hookRunner`, `WebSearchTool`,
+/// `AppsSDK` (outside review 108: only separators split words).
 pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str> {
     use unicode_normalization::UnicodeNormalization;
+    let chars: Vec<char> = name.nfkc().collect();
+    let mut split = String::with_capacity(name.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let before = i.checked_sub(1).and_then(|b| chars.get(b));
+        let after = chars.get(i + 1);
+        // A word begins at an upper-case letter after a lower-case letter or a digit
+        // (`useMcp`), or at the last of a run of capitals before a lower-case letter
+        // (`MCPClient`).
+        let starts = c.is_uppercase()
+            && (before.is_some_and(|b| b.is_lowercase() || b.is_numeric())
+                || (before.is_some_and(|b| b.is_uppercase()) && after.is_some_and(|a| a.is_lowercase())));
+        if starts {
+            split.push(' ');
+        }
+        split.push(c);
+    }
     let mut folded = String::new();
-    for c in name.nfkc().flat_map(char::to_lowercase) {
+    for c in split.chars().flat_map(char::to_lowercase) {
         if c.is_ascii() || !c.is_alphabetic() {
             folded.push(c);
         } else {

@@ -1076,6 +1076,17 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
         "hooks:x",
         "skills:x",
         "search_web",
+        // Outside review 108: camelCase names.
+        "mcpServer",
+        "MCPClient",
+        "useMcp",
+        "hookRunner",
+        "pluginHost",
+        "skillsLoader",
+        "dynamicTools",
+        "WebSearchTool",
+        "spawnSubagent",
+        "AppsSDK",
     ] {
         let c = install(true, &["apply_patch", tool]);
         let err = w.fails(c);
@@ -1083,8 +1094,11 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
         let c = install(false, &["apply_patch", tool]);
         w.ok(c);
     }
-    let c = install(true, &["apply_patch", "shell"]);
-    w.ok(c);
+    // Words that only contain those letters are not them.
+    for tool in ["apply_patch", "shell", "happyPath", "Mapper", "webhookless", "readConfigFile"] {
+        let c = install(true, &[tool]);
+        w.ok(c);
+    }
     // Instruction sources too: a skill, a hook's or the candidate's own config.
     for source in ["skills/deploy/SKILL.md", ".codex/config.toml", ".codex/hooks.json"] {
         let mut p = profile(true);
