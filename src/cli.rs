@@ -1027,10 +1027,17 @@ fn compile(
         );
     }
     if let Some((seq, kind)) = found.context_changed_at {
+        // The reasons the ledger records for it (outside review 107: a Goal revision was
+        // said to give CONTEXT_CHANGED receipts).
+        let (receipts, refusal) = if kind == "goalRevised" {
+            ("GOAL_REVISED", "StaleGoalRevision")
+        } else {
+            ("CONTEXT_CHANGED", "ManifestStale")
+        };
         let _ = writeln!(
             err,
             "ledger: note: attempt {id}'s context changed while it was dispatched, at seq {seq} ({kind}): its later \
-             worker events were ignored receipts (CONTEXT_CHANGED) and its finish refused"
+             worker events are ignored receipts ({receipts}) and its finish is refused ({refusal})"
         );
     }
     if let Some(thread) = &found.resumed {

@@ -422,9 +422,10 @@ impl Pending {
 
     fn text(&self, dir: &Path, p: &Path) -> String {
         format!(
-            "state root {} — where the ledger's note ({}) says a transaction of this ledger was in flight — is missing \
-             or holds no ownership marker (moved, unmounted?): \
-             restore it and run `ledger profile recover --state-root {}`, or remove the note to abandon that transaction",
+            "state root {} — where the ledger's note ({}) says a transaction of this ledger was in flight — is missing, \
+             not a directory, or holds no ownership marker (moved, unmounted?): \
+             restore it and run `ledger profile recover --state-root {}`, or remove the note to go on without it \
+             (the transaction stays in that root, where `recover` would still finish it)",
             shown_path(p),
             shown_path(&dir.join(generation::PENDING_FILE)),
             shown_path(p)
@@ -447,7 +448,9 @@ fn shown_path(p: &Path) -> String {
 /// later `recover` roll forward).
 fn pending_elsewhere(dir: &Path, ledger: Id, except: Option<&Path>) -> Option<Pending> {
     let p = generation::pending_root(dir)?;
-    if std::fs::symlink_metadata(&p).is_err() {
+    // A symlink there is no state root either (every command refuses one; outside review
+    // 107: the note pointed at a `recover` that refused it).
+    if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) || std::fs::symlink_metadata(&p).is_err() {
         return Some(Pending::Missing(p));
     }
     match generation::owner_of(&p) {
@@ -529,6 +532,12 @@ fn transact(
         registry_digest: event.registry_digest,
     };
     let slices: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+    // A root holding a transaction already is refused before the note is written: a
+    // refused `set` writes nothing (outside review 107: it re-wrote a note the operator had
+    // removed).
+    if generation::read_txn(root)?.is_some() {
+        return Err(GenerationError::RecoveryRequired(shown_path(root)).into());
+    }
     generation::note_pending(dir, root)?;
     generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt)?;
     if let Err(e) = ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() }) {

@@ -160,7 +160,8 @@ pub enum SelectionError {
     NotSelectable { id: String, rule: &'static str },
     #[error("{id:?} is manual-only: it loads only when its own id is explicit{}", .of.as_ref().map(|o| format!(" (a dependency of {o:?})")).unwrap_or_default())]
     ManualOnly { id: String, of: Option<String> },
-    #[error("agent-proposed {id:?} is not routable ({rule})")]
+    /// `id` as shown ([`shown_id`]).
+    #[error("agent-proposed {id} is not routable ({rule})")]
     NotRoutable { id: String, rule: String },
     #[error("the selection closes over {0} sources, over {MAX_CLOSURE}")]
     ClosureTooLarge(usize),
@@ -184,7 +185,8 @@ pub enum SelectionError {
     ProposedUnderManual,
     #[error("a proposal selects zero or one id, not {0}")]
     ProposalTooMany(usize),
-    #[error("proposed {0:?} is not in the pending shortlist")]
+    /// The id as shown ([`shown_id`]).
+    #[error("proposed {0} is not in the pending shortlist")]
     ProposalNotInShortlist(String),
     #[error("suggest mode never loads bodies")]
     SuggestNeverLoads,
@@ -1030,17 +1032,21 @@ pub fn stale_generation(state: &State) -> Option<Digest> {
 /// caller's text, and may hold secrets (outside review 106: `explicitIds: ["… password is
 /// …"]` was echoed on stderr).
 fn unknown_id(id: &str) -> SelectionError {
+    SelectionError::UnknownId(shown_id(id))
+}
+
+/// An id of a task input or a proposal as a refusal shows it: quoted when it has a source
+/// id's form, otherwise only its length (outside reviews 106, 107: free text and a token
+/// given as an id were echoed on stderr).
+pub(crate) fn shown_id(id: &str) -> String {
     let shaped = id.starts_with("skill:")
         && id.len() <= MAX_NAME_BYTES_SHOWN
         && !id.chars().any(|c| c.is_whitespace() || c.is_control());
-    SelectionError::UnknownId(if shaped {
+    if shaped {
         format!("{id:?}")
     } else {
-        format!(
-            "of {} bytes (not shown: it has no source id's form, and a task input may hold secrets)",
-            id.len()
-        )
-    })
+        format!("<an id of {} bytes, not shown: it has no source id's form, and may hold secrets>", id.len())
+    }
 }
 
 /// The longest unknown id shown in a refusal.
@@ -1204,13 +1210,12 @@ pub fn decide(
         if plan.routed_ids.iter().any(|r| r == id) {
             return Ok(());
         }
-        let rule = plan
-            .excluded_ids
-            .iter()
-            .find(|x| x.id == id)
-            .map(|x| x.rule.clone())
-            .unwrap_or_else(|| "selected by the base profile".to_owned());
-        Err(SelectionError::NotRoutable { id: id.to_owned(), rule })
+        let rule = match plan.excluded_ids.iter().find(|x| x.id == id) {
+            Some(x) => x.rule.clone(),
+            None if plan.selected_ids.iter().any(|s| s == id) => "selected by the base profile".to_owned(),
+            None => return Err(unknown_id(id)),
+        };
+        Err(SelectionError::NotRoutable { id: shown_id(id), rule })
     };
     // (roots, decision, reason, reused, candidates, explicit ids the decision honours)
     let mut explicit_for_digest = task.explicit_ids.clone();
@@ -1264,7 +1269,7 @@ pub fn decide(
             [] => (Vec::new(), false, REASON_PROPOSAL_DECLINED),
             [id] => {
                 if !p.candidates.iter().any(|c| &c.id == id) {
-                    return Err(SelectionError::ProposalNotInShortlist(id.clone()));
+                    return Err(SelectionError::ProposalNotInShortlist(shown_id(id)));
                 }
                 routable_rule(id)?;
                 (vec![id.clone()], false, REASON_PROVIDER_PROPOSAL)

@@ -644,6 +644,15 @@ fn a_note_naming_a_missing_or_foreign_root() {
         assert_eq!(code, 1, "{words:?}: {out}{err}");
         assert!(err.contains("is missing"), "{words:?}: {err}");
     }
+    // Behind a symlink: no state root either, blocked the same way (outside review 107:
+    // the note pointed at a `recover` that refused the symlink).
+    std::os::unix::fs::symlink(&away, &b).unwrap();
+    let st = ok(status(&s));
+    assert!(
+        st["note"].as_str().is_some_and(|n| n.contains("not a directory") && n.contains("remove the note")),
+        "{st}"
+    );
+    std::fs::remove_file(&b).unwrap();
     // Back: recovered where it is.
     std::fs::rename(&away, &b).unwrap();
     let r = ok(s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]));
@@ -663,6 +672,20 @@ fn a_note_naming_a_missing_or_foreign_root() {
     std::fs::write(std::path::Path::new(s.dir()).join("profile-txn.tmp"), b"/x").unwrap();
     ok(s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]));
     assert!(!std::path::Path::new(s.dir()).join("profile-txn.tmp").exists());
+    // The note removed by hand (go on without it): a `set` into the root that still holds
+    // the transaction is refused and writes no note again (outside review 107); `recover`
+    // there still finishes it.
+    std::fs::remove_file(std::path::Path::new(s.dir()).join("profile-txn")).unwrap();
+    let d = s.tmp.path().join("store-d");
+    killed_at(&s, &d, "receipt", "lean");
+    let note = std::path::Path::new(s.dir()).join("profile-txn");
+    std::fs::remove_file(&note).unwrap();
+    let (code, _, err) = set(&s, &d, &["lean"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("interrupted transaction"), "{err}");
+    assert!(!note.exists(), "a refused set writes no note");
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", d.to_str().unwrap(), "--json"]));
+    assert_eq!(r["outcome"], "rolled-forward");
 }
 
 /// Recover refuses a tampered stage (a file the transaction did not write) and leaves it.

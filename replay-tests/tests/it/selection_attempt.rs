@@ -1109,6 +1109,7 @@ fn a_skill_withdrawn_after_a_resumes_claim_marks_it() {
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["contextChangedAt"], json!({"seq": head, "kind": "profileRevisionRecorded"}), "{v}");
     assert!(err.contains(&format!("context changed while it was dispatched, at seq {head}")), "{err}");
+    assert!(err.contains("ignored receipts (CONTEXT_CHANGED)") && err.contains("(ManifestStale)"), "{err}");
     let (code, out, err) = compile(0x60);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
@@ -1136,6 +1137,7 @@ fn a_goal_revised_while_dispatched_is_named_as_the_change() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["contextChangedAt"], json!({"seq": head, "kind": "goalRevised"}), "{v}");
+    assert!(err.contains("ignored receipts (GOAL_REVISED)") && err.contains("(StaleGoalRevision)"), "{err}");
     let (code, out, err) = cli(&["status", &dir, "--json"]);
     assert_eq!(code, 0, "{err}");
     let st: Value = serde_json::from_str(out.trim()).unwrap();

@@ -353,7 +353,7 @@ fn eligibility_exclusions_manual_only_and_closure() {
     assert_eq!(refuse(&["skill:nope"]).to_string(), "unknown source id \"skill:nope\"");
     // An id without a source id's form is the caller's text: never echoed (outside review 106).
     let e = refuse(&["fix prod login, db password is hunter2"]).to_string();
-    assert!(!e.contains("hunter2") && e.contains("of 38 bytes (not shown"), "{e}");
+    assert!(!e.contains("hunter2") && e.contains("<an id of 38 bytes, not shown"), "{e}");
     // Manual-only loads when its own id is explicit.
     let mut t = task(None);
     t.explicit_ids = ids(&["skill:deploy"]);
