@@ -149,7 +149,7 @@ pub enum SelectionError {
     NoPlan { current: Digest, why: String },
     #[error("task input: {0}")]
     Task(String),
-    /// The id as shown ([`unknown_id`]).
+    /// The id as shown (`shown_id`).
     #[error("unknown source id {0}")]
     UnknownId(String),
     #[error("{id:?} is excluded by the configured profile")]
@@ -160,7 +160,7 @@ pub enum SelectionError {
     NotSelectable { id: String, rule: &'static str },
     #[error("{id:?} is manual-only: it loads only when its own id is explicit{}", .of.as_ref().map(|o| format!(" (a dependency of {o:?})")).unwrap_or_default())]
     ManualOnly { id: String, of: Option<String> },
-    /// `id` as shown ([`shown_id`]).
+    /// `id` as shown (`shown_id`).
     #[error("agent-proposed {id} is not routable ({rule})")]
     NotRoutable { id: String, rule: String },
     #[error("the selection closes over {0} sources, over {MAX_CLOSURE}")]
@@ -185,7 +185,7 @@ pub enum SelectionError {
     ProposedUnderManual,
     #[error("a proposal selects zero or one id, not {0}")]
     ProposalTooMany(usize),
-    /// The id as shown ([`shown_id`]).
+    /// The id as shown (`shown_id`).
     #[error("proposed {0} is not in the pending shortlist")]
     ProposalNotInShortlist(String),
     #[error("suggest mode never loads bodies")]
