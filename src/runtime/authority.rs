@@ -164,12 +164,16 @@ pub(crate) fn check_closure(what: &str, c: &InputClosure) -> Result<(), RuleViol
 /// hooks, plugins, MCP, apps, skills, subagents, dynamic tools, and Web Search are disabled
 /// for the bounded profile"), read from a bound tool's or instruction source's name: the name
 /// after NFKC, lower-cased, each letter read as the ASCII it is confusable with, split into
-/// words at every other character — a word `hook(s)`, `plugin(s)`, `mcp`, `app(s)`,
-/// `skill(s)`, `subagent(s)` or `dynamic`, `web` beside `search` (or `websearch`), and for an
-/// instruction source also `config` (outside review 93: `mcp__server__tool`, ` mcp:x`,
-/// `ｍｃｐ:x`, `hooks:x`, `search_web` and instruction sources were not read). camelCase
-/// splits into words too — `mcpServer`, `MCPClient`, `hookRunner`, `WebSearchTool`,
-/// `AppsSDK` (outside review 108: only separators split words).
+/// words at every other character — a word `hook(s)`, `plugin(s)`, `mcp`, `mcps` or one
+/// beginning `mcp`, `app(s)`, `skill(s)`, `subagent(s)` or `dynamic`; `web` beside a word
+/// beginning `search` (or one word beginning `websearch`); `sub` before `agent(s)`, `plug`
+/// before `in(s)`, `model context protocol`; and for an instruction source also `config` or
+/// `settings` (outside review 93: `mcp__server__tool`, ` mcp:x`, `ｍｃｐ:x`, `hooks:x`,
+/// `search_web` and instruction sources were not read). The name is read twice — as
+/// written, and split at camelCase and letter–digit boundaries (`mcpServer`, `MCPClient`,
+/// `WebSearchTool`, `mcp2server`: outside review 108) — and refused if either reading holds
+/// such a word (outside review 109: the split alone let `SubAgents`, `MCPs` and `SKILLs`
+/// through).
 pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str> {
     use unicode_normalization::UnicodeNormalization;
     let chars: Vec<char> = name.nfkc().collect();
@@ -178,18 +182,31 @@ pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str>
         let before = i.checked_sub(1).and_then(|b| chars.get(b));
         let after = chars.get(i + 1);
         // A word begins at an upper-case letter after a lower-case letter or a digit
-        // (`useMcp`), or at the last of a run of capitals before a lower-case letter
-        // (`MCPClient`).
-        let starts = c.is_uppercase()
+        // (`useMcp`), at the last of a run of capitals before a lower-case letter
+        // (`MCPClient`), and where letters and digits meet (`mcp2server`).
+        // (Not before a plural's lone `s`: `MCPs`, `myCONFIGs`.)
+        let plural = after == Some(&'s') && !chars.get(i + 2).is_some_and(|n| n.is_lowercase());
+        let starts = (c.is_uppercase()
             && (before.is_some_and(|b| b.is_lowercase() || b.is_numeric())
-                || (before.is_some_and(|b| b.is_uppercase()) && after.is_some_and(|a| a.is_lowercase())));
+                || (before.is_some_and(|b| b.is_uppercase())
+                    && after.is_some_and(|a| a.is_lowercase())
+                    && !plural)))
+            || before.is_some_and(|b| {
+                b.is_alphabetic() != c.is_alphabetic() && b.is_alphanumeric() && c.is_alphanumeric()
+            });
         if starts {
             split.push(' ');
         }
         split.push(c);
     }
+    let as_written: String = chars.iter().collect();
+    surface_in(&as_written, source).or_else(|| surface_in(&split, source))
+}
+
+/// [`disabled_surface`] over one reading of a name.
+fn surface_in(name: &str, source: bool) -> Option<&'static str> {
     let mut folded = String::new();
-    for c in split.chars().flat_map(char::to_lowercase) {
+    for c in name.chars().flat_map(char::to_lowercase) {
         if c.is_ascii() || !c.is_alphabetic() {
             folded.push(c);
         } else {
@@ -203,20 +220,28 @@ pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str>
         Some(match w {
             "hook" | "hooks" => "hooks",
             "plugin" | "plugins" => "plugins",
-            "mcp" => "MCP",
+            _ if w.starts_with("mcp") => "MCP",
             "app" | "apps" => "apps",
             "skill" | "skills" => "skills",
             "subagent" | "subagents" => "subagents",
             "dynamic" => "dynamic tools",
-            "websearch" => "Web Search",
-            "config" if source => "candidate-local config",
+            _ if w.starts_with("websearch") => "Web Search",
+            "config" | "configs" | "settings" if source => "candidate-local config",
             _ => return None,
         })
     };
-    words.iter().find_map(|w| word(w)).or_else(|| {
-        let pair = words.windows(2).any(|p| matches!(p, ["web", "search"] | ["search", "web"]));
-        pair.then_some("Web Search")
-    })
+    words
+        .iter()
+        .find_map(|w| word(w))
+        .or_else(|| {
+            words.windows(2).find_map(|p| match p {
+                ["web", s] | [s, "web"] if s.starts_with("search") => Some("Web Search"),
+                ["sub", "agent" | "agents"] => Some("subagents"),
+                ["plug", "in" | "ins"] => Some("plugins"),
+                _ => None,
+            })
+        })
+        .or_else(|| words.windows(3).any(|t| t == ["model", "context", "protocol"]).then_some("MCP"))
 }
 
 pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result<(), RuleViolation> {
@@ -258,4 +283,49 @@ pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result
     );
     state.profiles.insert(e.profile_id, ProfileState { digest, profile: e.profile.clone() });
     Ok(())
+}
+
+#[cfg(test)]
+mod surface_tests {
+    use super::disabled_surface;
+
+    /// The spellings outside reviews 90–109 tried, refused as tools; ordinary names pass.
+    #[test]
+    fn surface_names_are_read_as_written_and_split() {
+        for name in [
+            "SubAgents",
+            "subAgent",
+            "PlugIns",
+            "SKILLs",
+            "HOOKs",
+            "APPs",
+            "MCPs",
+            "PLUGINs",
+            "SUBAGENTs",
+            "mcpserver",
+            "mcp2server",
+            "mcps",
+            "model_context_protocol",
+            "sub_agent",
+            "sub-agent",
+            "plug_in",
+            "web_searcher",
+            "WebSearcher",
+            "websearcher",
+            "searching_web",
+            "mcpServer",
+            "MCPClient",
+            "hookRunner",
+            "WebSearchTool",
+            "AppsSDK",
+        ] {
+            assert!(disabled_surface(name, false).is_some(), "{name}");
+        }
+        for name in ["apply_patch", "shell", "happyPath", "Mapper", "webhookless", "readConfigFile"] {
+            assert_eq!(disabled_surface(name, false), None, "{name}");
+        }
+        for name in ["CONFIGs", "myCONFIGs", ".claude/settings.json"] {
+            assert!(disabled_surface(name, true).is_some(), "{name}");
+        }
+    }
 }

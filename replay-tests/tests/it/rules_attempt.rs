@@ -1087,6 +1087,27 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
         "WebSearchTool",
         "spawnSubagent",
         "AppsSDK",
+        // Outside review 109: the split alone let these through, and other spellings.
+        "SubAgents",
+        "subAgent",
+        "PlugIns",
+        "SKILLs",
+        "HOOKs",
+        "APPs",
+        "MCPs",
+        "PLUGINs",
+        "SUBAGENTs",
+        "mcpserver",
+        "mcp2server",
+        "mcps",
+        "model_context_protocol",
+        "sub_agent",
+        "sub-agent",
+        "plug_in",
+        "web_searcher",
+        "WebSearcher",
+        "websearcher",
+        "searching_web",
     ] {
         let c = install(true, &["apply_patch", tool]);
         let err = w.fails(c);
@@ -1100,7 +1121,14 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
         w.ok(c);
     }
     // Instruction sources too: a skill, a hook's or the candidate's own config.
-    for source in ["skills/deploy/SKILL.md", ".codex/config.toml", ".codex/hooks.json"] {
+    for source in [
+        "skills/deploy/SKILL.md",
+        ".codex/config.toml",
+        ".codex/hooks.json",
+        "CONFIGs",
+        "myCONFIGs",
+        ".claude/settings.json",
+    ] {
         let mut p = profile(true);
         p.name = format!("sources {source}");
         let mut c = closure(&["shell"]);
