@@ -1011,6 +1011,7 @@ fn compile(
                 "dispatched": found.dispatched,
                 "resumedThread": found.resumed,
                 "contextChangedAt": found.context_changed_at.map(|(seq, kind)| json!({"seq": seq, "kind": kind})),
+                "goalRevisedAt": found.goal_revised_at,
             }),
         )?;
     } else {
@@ -1027,17 +1028,27 @@ fn compile(
         );
     }
     if let Some((seq, kind)) = found.context_changed_at {
-        // The reasons the ledger records for it (outside review 107: a Goal revision was
-        // said to give CONTEXT_CHANGED receipts).
-        let (receipts, refusal) = if kind == "goalRevised" {
-            ("GOAL_REVISED", "StaleGoalRevision")
-        } else {
-            ("CONTEXT_CHANGED", "ManifestStale")
+        // The reasons the ledger records for it (outside reviews 107, 109: a Goal revision
+        // was said to give CONTEXT_CHANGED receipts; a revision after another change, which
+        // takes precedence from there on, was not named).
+        let reasons = |receipts: &str, refusal: &str| {
+            format!(
+                "its later worker events are ignored receipts ({receipts}) and its finish is refused ({refusal})"
+            )
         };
+        let mut text = match found.goal_revised_at {
+            Some(g) if g == seq => reasons("GOAL_REVISED", "StaleGoalRevision"),
+            _ => reasons("CONTEXT_CHANGED", "ManifestStale"),
+        };
+        if let Some(g) = found.goal_revised_at.filter(|g| *g != seq) {
+            text.push_str(&format!(
+                "; its Goal was revised at seq {g}: from there they are GOAL_REVISED receipts and the finish is \
+                 refused as StaleGoalRevision"
+            ));
+        }
         let _ = writeln!(
             err,
-            "ledger: note: attempt {id}'s context changed while it was dispatched, at seq {seq} ({kind}): its later \
-             worker events are ignored receipts ({receipts}) and its finish is refused ({refusal})"
+            "ledger: note: attempt {id}'s context changed while it was dispatched, at seq {seq} ({kind}): {text}"
         );
     }
     if let Some(thread) = &found.resumed {

@@ -296,6 +296,11 @@ pub struct Recompiled {
     /// seq and kind): from there on its worker events were ignored receipts and its finish
     /// was refused (outside review 104: no reader named the mark or its cause).
     pub context_changed_at: Option<(u64, &'static str)>,
+    /// The seq of the Goal revision made while the Attempt was dispatched, if any: from there
+    /// its events are GOAL_REVISED receipts and its finish is refused as `StaleGoalRevision`
+    /// (a revision is checked before any other change; outside review 109: `compile` named
+    /// only an earlier change's reasons).
+    pub goal_revised_at: Option<u64>,
 }
 
 /// The Thread a RESUME Attempt continued.
@@ -324,6 +329,9 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
             admission::apply(&mut state, &sealed.entry).map_err(inadmissible)?;
             if found.context_changed_at.is_none() && context_changed(&state, attempt) {
                 found.context_changed_at = Some((seq, sealed.entry.event.kind()));
+            }
+            if found.goal_revised_at.is_none() && goal_revised(&state, attempt) {
+                found.goal_revised_at = Some(seq);
             }
             return Ok(());
         }
@@ -354,6 +362,7 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
                 dispatched: false,
                 resumed,
                 context_changed_at: None,
+                goal_revised_at: None,
             });
         }
         admission::apply(&mut state, &sealed.entry).map_err(inadmissible)
@@ -368,14 +377,22 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
 /// worker events are ignored receipts and its finish is refused.
 fn context_changed(state: &State, attempt: Id) -> bool {
     use crate::runtime::state::AttemptStatus;
-    let Some(a) = state.attempts.get(&attempt) else { return false };
-    a.status == AttemptStatus::Dispatched
-        && (a.context_changed
-            || state
-                .workflows
-                .get(&a.workflow_id)
-                .and_then(|wf| Some((wf.goal_revision, state.goals.get(&wf.goal_id)?.revision)))
-                .is_some_and(|(bound, current)| bound != current))
+    state.attempts.get(&attempt).is_some_and(|a| {
+        a.status == AttemptStatus::Dispatched && (a.context_changed || goal_revised(state, attempt))
+    })
+}
+
+/// Whether dispatched Attempt `attempt`'s Goal was revised since its workflow bound it.
+fn goal_revised(state: &State, attempt: Id) -> bool {
+    use crate::runtime::state::AttemptStatus;
+    let Some(a) = state.attempts.get(&attempt).filter(|a| a.status == AttemptStatus::Dispatched) else {
+        return false;
+    };
+    state
+        .workflows
+        .get(&a.workflow_id)
+        .and_then(|wf| Some((wf.goal_revision, state.goals.get(&wf.goal_id)?.revision)))
+        .is_some_and(|(bound, current)| bound != current)
 }
 
 /// Counts of a state's records by state, as `ledger status` reports them.

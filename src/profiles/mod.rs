@@ -539,7 +539,15 @@ fn transact(
         return Err(GenerationError::RecoveryRequired(shown_path(root)).into());
     }
     generation::note_pending(dir, root)?;
-    generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt)?;
+    if let Err(e) = generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt) {
+        // Refused (or failed) before its `txn.json` was written: no transaction, so no note
+        // (outside review 109: a generation that did not verify refused the `set` and left
+        // the note, which later blocked the ledger over a transaction that never was).
+        if matches!(generation::read_txn(root), Ok(None)) {
+            generation::clear_pending(dir, root)?;
+        }
+        return Err(e.into());
+    }
     if let Err(e) = ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() }) {
         if e.is_refusal() {
             // Refused at the commit point: nothing was committed, and `recover` must not

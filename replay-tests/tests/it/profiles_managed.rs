@@ -688,6 +688,26 @@ fn a_note_naming_a_missing_or_foreign_root() {
     assert_eq!(r["outcome"], "rolled-forward");
 }
 
+/// A `set` refused inside the transaction's preparation — its generation present but not
+/// verifying — leaves no note (outside review 109: the note stayed, and once the unused
+/// root was removed it blocked the ledger over a transaction that never was).
+#[test]
+fn a_set_refused_while_preparing_leaves_no_note() {
+    let s = Setup::scanned();
+    let a = root_of(&s);
+    let b = s.tmp.path().join("store-b");
+    ok(set(&s, &a, &["lean", "--selection", "auto"]));
+    ok(set(&s, &b, &["full"]));
+    let generation = std::fs::read_dir(a.join("generations")).unwrap().next().unwrap().unwrap().path();
+    std::fs::create_dir(generation.join("extra")).unwrap();
+    let (code, _, err) = set(&s, &a, &["lean"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!std::path::Path::new(s.dir()).join("profile-txn").exists(), "no note: {err}");
+    std::fs::remove_dir_all(&a).unwrap();
+    let st = ok(status(&s));
+    assert_eq!((st["recoveryRequired"].as_bool(), st["note"].as_str()), (Some(false), None), "{st}");
+}
+
 /// Recover refuses a tampered stage (a file the transaction did not write) and leaves it.
 #[test]
 fn recover_refuses_a_tampered_stage() {

@@ -1110,6 +1110,26 @@ fn a_skill_withdrawn_after_a_resumes_claim_marks_it() {
     assert_eq!(v["contextChangedAt"], json!({"seq": head, "kind": "profileRevisionRecorded"}), "{v}");
     assert!(err.contains(&format!("context changed while it was dispatched, at seq {head}")), "{err}");
     assert!(err.contains("ignored receipts (CONTEXT_CHANGED)") && err.contains("(ManifestStale)"), "{err}");
+    assert_eq!(v["goalRevisedAt"], Value::Null, "{v}");
+    // The Goal revised afterwards: that takes precedence from there on, and is named too
+    // (outside review 109: only the first change's reasons were named).
+    {
+        use closure_ledger::lifecycle::{GOAL, goal_content};
+        use closure_ledger::runtime::command::ReviseGoal;
+        let mut content = goal_content();
+        content.objective.push_str(" Also accept tabs.");
+        w.submit(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content })).unwrap();
+    }
+    let revised = w.s.head().0;
+    let (code, out, err) = compile(0x62);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["contextChangedAt"], json!({"seq": head, "kind": "profileRevisionRecorded"}), "{v}");
+    assert_eq!(v["goalRevisedAt"], json!(revised), "{v}");
+    assert!(
+        err.contains(&format!("its Goal was revised at seq {revised}")) && err.contains("GOAL_REVISED"),
+        "{err}"
+    );
     let (code, out, err) = compile(0x60);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
