@@ -538,7 +538,12 @@ fn transact(
     if generation::read_txn(root)?.is_some() {
         return Err(GenerationError::RecoveryRequired(shown_path(root)).into());
     }
-    generation::note_pending(dir, root)?;
+    if let Err(e) = generation::note_pending(dir, root) {
+        // The note may stand though its directory's sync failed: no transaction follows it
+        // (outside review 110).
+        let _ = generation::clear_pending(dir, root);
+        return Err(e.into());
+    }
     if let Err(e) = generation::prepare_and_publish(root, &txn, manifest, &slices, &receipt) {
         // Refused (or failed) before its `txn.json` was written: no transaction, so no note
         // (outside review 109: a generation that did not verify refused the `set` and left

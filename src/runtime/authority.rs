@@ -176,7 +176,30 @@ pub(crate) fn check_closure(what: &str, c: &InputClosure) -> Result<(), RuleViol
 /// through).
 pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str> {
     use unicode_normalization::UnicodeNormalization;
-    let chars: Vec<char> = name.nfkc().collect();
+    use unicode_normalization::char::is_combining_mark;
+    // An instruction source is read by its file name and by the provider and skill
+    // directories on its path — not by every directory: a nested `AGENTS.md` under
+    // `src/config/` or a React `src/hooks/` is project guidance, not a disabled surface
+    // (outside review 110).
+    let name = if source {
+        let parts: Vec<&str> = name.split(['/', '\\']).collect();
+        let dirs = parts.iter().take(parts.len().saturating_sub(1));
+        let skeletal = |p: &&&str| p.chars().filter(|c| *c != '\u{AD}').collect::<String>().to_lowercase();
+        if let Some(found) = dirs.map(|p| skeletal(&p)).find_map(|d| match d.as_str() {
+            ".codex" | ".claude" | ".agents" | ".mcp" => Some("candidate-local config"),
+            "skills" => Some("skills"),
+            _ => None,
+        }) {
+            return Some(found);
+        }
+        parts.last().copied().unwrap_or(name)
+    } else {
+        name
+    };
+    // Accents and soft hyphens are not letters of the word (outside review 110: `mc\u{AD}p`,
+    // a soft hyphen inside, and `hoók` passed).
+    let chars: Vec<char> =
+        name.nfd().filter(|c| !is_combining_mark(*c) && *c != '\u{AD}').collect::<String>().nfkc().collect();
     let mut split = String::with_capacity(name.len());
     for (i, &c) in chars.iter().enumerate() {
         let before = i.checked_sub(1).and_then(|b| chars.get(b));
@@ -203,45 +226,78 @@ pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str>
     surface_in(&as_written, source).or_else(|| surface_in(&split, source))
 }
 
-/// [`disabled_surface`] over one reading of a name.
+/// [`disabled_surface`] over one reading of a name: lower-cased, each non-ASCII letter
+/// then read as the ASCII its UTS 39 skeleton gives — and again with every letter read so
+/// before lower-casing (`pIugin`: a capital I reads as `l`; outside review 110).
 fn surface_in(name: &str, source: bool) -> Option<&'static str> {
-    let mut folded = String::new();
-    for c in name.chars().flat_map(char::to_lowercase) {
-        if c.is_ascii() || !c.is_alphabetic() {
-            folded.push(c);
+    let skeleton = |c: char| {
+        let mut one = [0u8; 4];
+        unicode_security::skeleton(c.encode_utf8(&mut one)).collect::<String>()
+    };
+    let mut lowered = String::new();
+    let mut skeletal = String::new();
+    for c in name.chars() {
+        for l in c.to_lowercase() {
+            if l.is_ascii() || !l.is_alphabetic() {
+                lowered.push(l);
+            } else {
+                lowered.extend(skeleton(l).chars().flat_map(char::to_lowercase));
+            }
+        }
+        if c.is_alphabetic() {
+            skeletal.extend(skeleton(c).chars().flat_map(char::to_lowercase));
         } else {
-            let mut one = [0u8; 4];
-            folded.extend(unicode_security::skeleton(c.encode_utf8(&mut one)).flat_map(char::to_lowercase));
+            skeletal.extend(c.to_lowercase());
         }
     }
-    let words: Vec<&str> =
-        folded.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    words_hold_surface(&lowered, source).or_else(|| words_hold_surface(&skeletal, source))
+}
+
+/// The surface a folded name's words hold, if any ([`disabled_surface`]).
+fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
+    // Digits between words do not separate them (`web2search`).
+    let words: Vec<&str> = folded
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
     let word = |w: &str| -> Option<&'static str> {
         Some(match w {
             "hook" | "hooks" => "hooks",
             "plugin" | "plugins" => "plugins",
-            _ if w.starts_with("mcp") => "MCP",
+            _ if w.contains("mcp") || w.contains("modelcontextprotocol") => "MCP",
             "app" | "apps" => "apps",
             "skill" | "skills" => "skills",
             "subagent" | "subagents" => "subagents",
             "dynamic" => "dynamic tools",
-            _ if w.starts_with("websearch") => "Web Search",
+            _ if w.starts_with("websearch") || w == "searchweb" || w.starts_with("webfetch") => "Web Search",
             "config" | "configs" | "settings" if source => "candidate-local config",
             _ => return None,
         })
     };
-    words
-        .iter()
-        .find_map(|w| word(w))
+    // Claude Code's subagent tools are named `Task` and `Agent`.
+    let whole =
+        (!source && matches!(words.as_slice(), ["task"] | ["agent"] | ["agents"])).then_some("subagents");
+    whole
+        .or_else(|| words.iter().find_map(|w| word(w)))
         .or_else(|| {
             words.windows(2).find_map(|p| match p {
                 ["web", s] | [s, "web"] if s.starts_with("search") => Some("Web Search"),
-                ["sub", "agent" | "agents"] => Some("subagents"),
+                ["web", "fetch"] => Some("Web Search"),
+                ["google" | "internet" | "bing", s] if s.starts_with("search") => Some("Web Search"),
+                ["sub", "agent" | "agents"] | ["spawn", "agent" | "agents"] | ["delegate", "task"] => {
+                    Some("subagents")
+                }
                 ["plug", "in" | "ins"] => Some("plugins"),
                 _ => None,
             })
         })
-        .or_else(|| words.windows(3).any(|t| t == ["model", "context", "protocol"]).then_some("MCP"))
+        .or_else(|| {
+            words.windows(3).find_map(|t| match t {
+                ["model", "context", "protocol"] => Some("MCP"),
+                [s, "the", "web"] if s.starts_with("search") => Some("Web Search"),
+                _ => None,
+            })
+        })
 }
 
 pub fn apply_profile(state: &mut State, e: &ExecutionProfileInstalled) -> Result<(), RuleViolation> {
@@ -321,11 +377,57 @@ mod surface_tests {
         ] {
             assert!(disabled_surface(name, false).is_some(), "{name}");
         }
-        for name in ["apply_patch", "shell", "happyPath", "Mapper", "webhookless", "readConfigFile"] {
+        for name in [
+            "apply_patch",
+            "shell",
+            "happyPath",
+            "Mapper",
+            "webhookless",
+            "readConfigFile",
+            "Index",
+            "exec_command",
+        ] {
             assert_eq!(disabled_surface(name, false), None, "{name}");
         }
-        for name in ["CONFIGs", "myCONFIGs", ".claude/settings.json"] {
+        for name in [
+            "CONFIGs",
+            "myCONFIGs",
+            ".claude/settings.json",
+            ".codex/con\u{AD}fig.toml",
+            "skills/x/README.md",
+        ] {
             assert!(disabled_surface(name, true).is_some(), "{name}");
+        }
+        // Outside review 110: a soft hyphen or an accent inside, a capital I for l, Claude
+        // Code's and Codex's subagent and fetch tools, MCP at a word's end, a digit between.
+        for name in [
+            "mc\u{AD}p",
+            "plu\u{AD}gin",
+            "ho\u{AD}oks",
+            "hoo\u{301}k",
+            "pIugin",
+            "skiII",
+            "Task",
+            "Agent",
+            "spawn_agent",
+            "delegate_task",
+            "google_search",
+            "internet_search",
+            "search_the_web",
+            "searchweb",
+            "WebFetch",
+            "servermcp",
+            "fastmcp",
+            "modelcontextprotocol",
+            "web2search",
+        ] {
+            assert!(disabled_surface(name, false).is_some(), "{name}");
+        }
+        // Project guidance under ordinary directories is not a surface.
+        for name in
+            ["src/config/AGENTS.md", "app/AGENTS.md", "src/hooks/AGENTS.md", "packages/plugins/AGENTS.md"]
+        {
+            assert_eq!(disabled_surface(name, true), None, "{name}");
         }
     }
 }
