@@ -177,22 +177,36 @@ pub(crate) fn check_closure(what: &str, c: &InputClosure) -> Result<(), RuleViol
 pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str> {
     use unicode_normalization::UnicodeNormalization;
     use unicode_normalization::char::is_combining_mark;
-    // An instruction source is read by its file name and by the provider and skill
-    // directories on its path — not by every directory: a nested `AGENTS.md` under
-    // `src/config/` or a React `src/hooks/` is project guidance, not a disabled surface
-    // (outside review 110).
+    // An instruction source is read by its file name and by the provider directories on its
+    // path — not by every directory: a nested `AGENTS.md` under `src/config/` or a React
+    // `src/hooks/` is project guidance, not a disabled surface (outside review 110).
     let name = if source {
         let parts: Vec<&str> = name.split(['/', '\\']).collect();
-        let dirs = parts.iter().take(parts.len().saturating_sub(1));
-        let skeletal = |p: &&&str| p.chars().filter(|c| *c != '\u{AD}').collect::<String>().to_lowercase();
-        if let Some(found) = dirs.map(|p| skeletal(&p)).find_map(|d| match d.as_str() {
-            ".codex" | ".claude" | ".agents" | ".mcp" => Some("candidate-local config"),
-            "skills" => Some("skills"),
-            _ => None,
-        }) {
-            return Some(found);
+        let file = parts.last().copied().unwrap_or(name);
+        // A directory's name read as a word is (NFKC, soft hyphens dropped, each letter's
+        // skeleton, lower-cased: `.ｃｌａｕｄｅ`, `.cIaude`; outside review 111).
+        let key = |p: &str| -> String {
+            p.nfkc()
+                .filter(|c| *c != '\u{AD}')
+                .flat_map(|c| {
+                    let mut one = [0u8; 4];
+                    unicode_security::skeleton(c.encode_utf8(&mut one)).collect::<Vec<char>>()
+                })
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        // Guidance files (`AGENTS.md`, `CLAUDE.md` and their override/local forms) and
+        // Claude Code's `rules/` are project memory wherever they sit; anything else in a
+        // provider's directory is its configuration (outside review 111: `.claude/CLAUDE.md`
+        // and `~/.codex/AGENTS.md` were refused).
+        let is = |p: &str, names: &[&str]| names.iter().any(|n| key(n) == key(p));
+        let guidance = is(file, &["AGENTS.md", "CLAUDE.md", "AGENTS.override.md", "CLAUDE.local.md"])
+            || parts.windows(2).any(|w| matches!(w, [d, r] if is(d, &[".claude"]) && is(r, &["rules"])));
+        let mut dirs = parts.iter().take(parts.len().saturating_sub(1));
+        if !guidance && dirs.any(|d| is(d, &[".codex", ".claude", ".agents", ".mcp"])) {
+            return Some("candidate-local config");
         }
-        parts.last().copied().unwrap_or(name)
+        file
     } else {
         name
     };
@@ -253,6 +267,22 @@ fn surface_in(name: &str, source: bool) -> Option<&'static str> {
     words_hold_surface(&lowered, source).or_else(|| words_hold_surface(&skeletal, source))
 }
 
+/// The surface one word names, if any ([`disabled_surface`]).
+fn surface_word(w: &str, source: bool) -> Option<&'static str> {
+    Some(match w {
+        "hook" | "hooks" => "hooks",
+        "plugin" | "plugins" => "plugins",
+        _ if w.contains("mcp") || w.contains("modelcontextprotocol") => "MCP",
+        "app" | "apps" => "apps",
+        "skill" | "skills" => "skills",
+        "subagent" | "subagents" => "subagents",
+        "dynamic" => "dynamic tools",
+        _ if w.starts_with("websearch") || w == "searchweb" || w.starts_with("webfetch") => "Web Search",
+        "config" | "configs" | "settings" if source => "candidate-local config",
+        _ => return None,
+    })
+}
+
 /// The surface a folded name's words hold, if any ([`disabled_surface`]).
 fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
     // Digits between words do not separate them (`web2search`).
@@ -260,20 +290,23 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
         .collect();
-    let word = |w: &str| -> Option<&'static str> {
-        Some(match w {
-            "hook" | "hooks" => "hooks",
-            "plugin" | "plugins" => "plugins",
-            _ if w.contains("mcp") || w.contains("modelcontextprotocol") => "MCP",
-            "app" | "apps" => "apps",
-            "skill" | "skills" => "skills",
-            "subagent" | "subagents" => "subagents",
-            "dynamic" => "dynamic tools",
-            _ if w.starts_with("websearch") || w == "searchweb" || w.starts_with("webfetch") => "Web Search",
-            "config" | "configs" | "settings" if source => "candidate-local config",
-            _ => return None,
-        })
-    };
+    // Letters spelled apart are one word (`M C P`, `h.o.o.k.s`; outside review 111).
+    let mut joined: Vec<String> = Vec::new();
+    let mut run = String::new();
+    for w in &words {
+        if w.len() == 1 {
+            run.push_str(w);
+        } else if !run.is_empty() {
+            joined.push(std::mem::take(&mut run));
+        }
+    }
+    if !run.is_empty() {
+        joined.push(run);
+    }
+    if let Some(found) = joined.iter().filter(|w| w.len() > 1).find_map(|w| surface_word(w, source)) {
+        return Some(found);
+    }
+    let word = |w: &str| surface_word(w, source);
     // Claude Code's subagent tools are named `Task` and `Agent`.
     let whole =
         (!source && matches!(words.as_slice(), ["task"] | ["agent"] | ["agents"])).then_some("subagents");
@@ -283,10 +316,14 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
             words.windows(2).find_map(|p| match p {
                 ["web", s] | [s, "web"] if s.starts_with("search") => Some("Web Search"),
                 ["web", "fetch"] => Some("Web Search"),
-                ["google" | "internet" | "bing", s] if s.starts_with("search") => Some("Web Search"),
-                ["sub", "agent" | "agents"] | ["spawn", "agent" | "agents"] | ["delegate", "task"] => {
-                    Some("subagents")
-                }
+                [
+                    "google" | "internet" | "bing" | "online" | "duckduckgo" | "brave" | "tavily"
+                    | "perplexity" | "exa" | "serp" | "serpapi",
+                    s,
+                ] if s.starts_with("search") => Some("Web Search"),
+                ["sub", "agent" | "agents"]
+                | ["spawn" | "dispatch" | "resume" | "close" | "send" | "message", "agent" | "agents"]
+                | ["delegate", "task"] => Some("subagents"),
                 ["plug", "in" | "ins"] => Some("plugins"),
                 _ => None,
             })
@@ -394,9 +431,36 @@ mod surface_tests {
             "myCONFIGs",
             ".claude/settings.json",
             ".codex/con\u{AD}fig.toml",
-            "skills/x/README.md",
+            "skills/x/SKILL.md",
+            ".claude/agents/reviewer.md",
+            ".\u{FF43}\u{FF4C}\u{FF41}\u{FF55}\u{FF44}\u{FF45}/commands/review.md",
+            ".cIaude/agents/reviewer.md",
         ] {
             assert!(disabled_surface(name, true).is_some(), "{name}");
+        }
+        // Guidance files are project memory wherever they sit (outside review 111).
+        for name in [
+            ".claude/CLAUDE.md",
+            ".claude/rules/style.md",
+            "/home/u/.codex/AGENTS.md",
+            "skills/AGENTS.md",
+            "docs/skills/README.md",
+        ] {
+            assert_eq!(disabled_surface(name, true), None, "{name}");
+        }
+        // Letters spelled apart, more search and agent tools (outside review 111).
+        for name in [
+            "M C P",
+            "M-C-P",
+            "h.o.o.k.s",
+            "s k i l l s",
+            "W E B S E A R C H",
+            "dispatch_agent",
+            "resume_agent",
+            "brave_search",
+            "tavily_search",
+        ] {
+            assert!(disabled_surface(name, false).is_some(), "{name}");
         }
         // Outside review 110: a soft hyphen or an accent inside, a capital I for l, Claude
         // Code's and Codex's subagent and fetch tools, MCP at a word's end, a digit between.
