@@ -1039,7 +1039,8 @@ fn unknown_id(id: &str) -> SelectionError {
 /// id's form, otherwise only its length (outside reviews 106, 107: free text and a token
 /// given as an id were echoed on stderr).
 pub(crate) fn shown_id(id: &str) -> String {
-    let shaped = id.starts_with("skill:")
+    let shaped = id.len() > "skill:".len()
+        && id.starts_with("skill:")
         && id.len() <= MAX_NAME_BYTES_SHOWN
         && !id.chars().any(|c| c.is_whitespace() || c.is_control());
     if shaped {

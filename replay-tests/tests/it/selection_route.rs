@@ -354,6 +354,8 @@ fn eligibility_exclusions_manual_only_and_closure() {
     // An id without a source id's form is the caller's text: never echoed (outside review 106).
     let e = refuse(&["fix prod login, db password is hunter2"]).to_string();
     assert!(!e.contains("hunter2") && e.contains("<an id of 38 bytes, not shown"), "{e}");
+    // `skill:` with no name has no source id's form either (outside review 112).
+    assert!(refuse(&["skill:"]).to_string().contains("<an id of 6 bytes, not shown"));
     // Manual-only loads when its own id is explicit.
     let mut t = task(None);
     t.explicit_ids = ids(&["skill:deploy"]);
