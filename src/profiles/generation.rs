@@ -174,12 +174,7 @@ pub fn owner_of(root: &Path) -> Option<Id> {
 /// Removes what a note write cut short left (`profile-txn.tmp`: never renamed into place,
 /// so nothing refers to it).
 pub fn remove_pending_leftover(ledger_dir: &Path) -> Result<(), GenerationError> {
-    let tmp = ledger_dir.join(PENDING_FILE).with_extension("tmp");
-    match fs::remove_file(&tmp) {
-        Ok(()) => fsync_dir(ledger_dir),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(GenerationError::Io { path: tmp.display().to_string(), source: e }),
-    }
+    remove_synced(&ledger_dir.join(PENDING_FILE).with_extension("tmp"), ledger_dir)
 }
 
 /// Removes the note if it names `root` (its transaction is finished or rolled back).
@@ -187,12 +182,7 @@ pub fn clear_pending(ledger_dir: &Path, root: &Path) -> Result<(), GenerationErr
     if pending_root(ledger_dir).as_deref() != Some(root) {
         return Ok(());
     }
-    let path = ledger_dir.join(PENDING_FILE);
-    match fs::remove_file(&path) {
-        Ok(()) => fsync_dir(ledger_dir),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(GenerationError::Io { path: path.display().to_string(), source: e }),
-    }
+    remove_synced(&ledger_dir.join(PENDING_FILE), ledger_dir)
 }
 
 #[derive(Serialize, Deserialize)]
@@ -1072,9 +1062,13 @@ pub fn publish_receipt(root: &Path, receipt: &Receipt) -> Result<(), GenerationE
 
 /// After the commit point: the transaction is over.
 pub fn finish(root: &Path) -> Result<(), GenerationError> {
-    let path = root.join(TXN_FILE);
-    match fs::remove_file(&path) {
-        Ok(()) => fsync_dir(root),
+    remove_synced(&root.join(TXN_FILE), root)
+}
+
+/// Removes `path` (gone already is fine) and syncs its directory `dir`.
+fn remove_synced(path: &Path, dir: &Path) -> Result<(), GenerationError> {
+    match fs::remove_file(path) {
+        Ok(()) => fsync_dir(dir),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(GenerationError::Io { path: path.display().to_string(), source: e }),
     }

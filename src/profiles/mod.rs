@@ -450,7 +450,7 @@ fn pending_elsewhere(dir: &Path, ledger: Id, except: Option<&Path>) -> Option<Pe
     let p = generation::pending_root(dir)?;
     // A symlink there is no state root either (every command refuses one; outside review
     // 107: the note pointed at a `recover` that refused it).
-    if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) || std::fs::symlink_metadata(&p).is_err() {
+    if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
         return Some(Pending::Missing(p));
     }
     match generation::owner_of(&p) {

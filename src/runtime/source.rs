@@ -432,6 +432,11 @@ fn record_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) {
     );
 }
 
+/// The newest record of a goal's project path (its current one, unless withdrawn).
+fn path_record<'s>(state: &'s State, goal: Id, path: &str) -> Option<(&'s Id, &'s SourceState)> {
+    state.sources.iter().filter(|(_, s)| s.goal_id == goal && s.path == path).max_by_key(|(_, s)| s.seq)
+}
+
 pub fn apply_project_source(
     state: &mut State,
     e: &ProjectSourceRecorded,
@@ -464,15 +469,13 @@ pub fn apply_project_source(
     // becomes current again (outside review 100: a file reverted could not be made current,
     // and workers kept getting the later, stale content). Only the newest record of a path
     // reaches a worker (`freshness.sourceSuperseded`), so it is delivered once.
-    let same_path = |s: &SourceState| s.goal_id == e.goal_id && s.path == e.path;
-    let recorded = state.sources.iter().find(|(_, s)| same_path(s) && s.revision == e.revision);
+    let recorded = state
+        .sources
+        .iter()
+        .find(|(_, s)| s.goal_id == e.goal_id && s.path == e.path && s.revision == e.revision);
     if let Some((id, s)) = recorded {
         // (A withdrawn path has no current record: the file is back.)
-        let current = state
-            .sources
-            .iter()
-            .filter(|(_, s)| same_path(s))
-            .max_by_key(|(_, s)| s.seq)
+        let current = path_record(state, e.goal_id, &e.path)
             .filter(|(_, latest)| latest.revision == e.revision && latest.withdrawn_seq.is_none());
         if s.digest != digest {
             return Err(super::violation(
@@ -530,12 +533,7 @@ pub fn apply_project_source_withdrawn(
         s.revision,
         s.withdrawn_seq.unwrap_or_default()
     );
-    if let Some((newer, n)) = state
-        .sources
-        .iter()
-        .filter(|(_, x)| x.goal_id == s.goal_id && x.path == s.path && x.seq > s.seq)
-        .max_by_key(|(_, x)| x.seq)
-    {
+    if let Some((newer, n)) = path_record(state, s.goal_id, &s.path).filter(|(id, _)| **id != e.source_id) {
         return Err(super::violation(
             Rule::SourceWithdrawn,
             format!(
