@@ -461,8 +461,8 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         }
         Command::Demo { dir } => demo::run(dir.as_deref(), out),
         Command::Sources(c) => crate::cli_profiles::run_sources(c, out),
-        Command::Profile(c) => crate::cli_profiles::run_profile(c, out),
-        Command::Select(a) => crate::cli_select::run_select(a, out),
+        Command::Profile(c) => crate::cli_profiles::run_profile(c, out, err),
+        Command::Select(a) => crate::cli_select::run_select(a, out, err),
     }
 }
 

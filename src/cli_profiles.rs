@@ -268,7 +268,7 @@ pub fn plan_json(plan: &rp::Plan, generation: Option<ledger_schema::Digest>) -> 
     value
 }
 
-pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run_profile(command: ProfileCommand, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     match command {
         ProfileCommand::Preview { dir, plan, json } => {
             let value = preview_json(&dir, &plan).map_err(failure)?;
@@ -318,12 +318,12 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write) -> Result<(), F
                         include: given(include),
                         exclude: given(exclude),
                     };
-                    crate::cli_select::run_select_over(select, Some(input), out)
+                    crate::cli_select::run_select_over(select, Some(input), out, err)
                 }
                 (None, root) => {
                     // The configured state root, as `status` checks it (another is refused).
                     profiles::status(select.dir(), root.as_deref()).map_err(failure)?;
-                    crate::cli_select::run_select_over(select, None, out)
+                    crate::cli_select::run_select_over(select, None, out, err)
                 }
             }
         }

@@ -73,6 +73,7 @@ pub fn outcome_json(o: &ps::Outcome) -> Value {
         "selectionDigest": e.selection_digest,
         "bindingDigest": e.binding_digest,
         "routingPolicy": e.routing_policy,
+        "previousSetAside": o.previous_set_aside,
         "receipt": Receipt::of(e),
     })
 }
@@ -83,8 +84,8 @@ impl SelectArgs {
     }
 }
 
-pub fn run_select(a: SelectArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    run_select_over(a, None, out)
+pub fn run_select(a: SelectArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
+    run_select_over(a, None, out, err)
 }
 
 /// `select`, or with `over` (`profile resolve PROFILE`) the same decision over that plan as
@@ -93,6 +94,7 @@ pub fn run_select_over(
     a: SelectArgs,
     over: Option<crate::profiles::PlanInput>,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Result<(), Failure> {
     let task_bytes = ps::read_bounded(&a.task_input, MAX_TASK_INPUT_BYTES, "task input").map_err(failure)?;
     let task = ps::parse_task(&task_bytes).map_err(failure)?;
@@ -120,6 +122,17 @@ pub fn run_select_over(
         Some(input) => ps::resolve_unconfigured(&a.dir, input, &task, &opts),
     }
     .map_err(failure)?;
+    // Notes on stderr (a failed write of a note fails nothing), in `--json` too.
+    if let Some(why) = &o.previous_set_aside {
+        let _ = writeln!(err, "note: --previous was not reused: {why}");
+    }
+    if o.event.reason == crate::runtime::selection::REASON_CITED_UNROUTED {
+        let _ = writeln!(
+            err,
+            "note: the query cites only skills this profile does not route (manual-only, excluded or never \
+             selectable): name one in explicitIds to load it"
+        );
+    }
     if a.json {
         let text = serde_json::to_string_pretty(&outcome_json(&o))
             .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("json: {e}") })?;

@@ -315,6 +315,8 @@ pub struct Outcome {
     pub duplicate: bool,
     pub resources: Vec<LoadedText>,
     pub mode: ledger_schema::events::profile::SelectionMode,
+    /// Why a `--previous` receipt was not reused, if it was not ([`sel::previous_set_aside`]).
+    pub previous_set_aside: Option<String>,
 }
 
 /// Options of `ledger select` besides the ledger and the task.
@@ -331,6 +333,7 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
     super::check_saved_state(dir, &ledger).map_err(|e| SelectError::SavedState(Box::new(e)))?;
     let state = ledger.state();
     let (event, resources, mode) = decide_and_load(state, task, opts)?;
+    let previous_set_aside = sel::previous_set_aside(state, &event);
     let recorded = state.selections.by_receipt.get(&event.receipt().digest()).map(|s| s.seq);
     let (seq, duplicate) = match recorded {
         // Already recorded: a duplicate, dry run or not (outside review 87: the dry run said
@@ -345,7 +348,7 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
             (Some(receipt.seq), false)
         }
     };
-    Ok(Outcome { event, seq, duplicate, resources, mode })
+    Ok(Outcome { event, seq, duplicate, resources, mode, previous_set_aside })
 }
 
 /// The decision over `state` (its configured profile) and, with `--load`, the loaded
@@ -442,7 +445,8 @@ pub fn resolve_unconfigured(
     crate::runtime::profile::apply_revision(&mut state, &event, seq)
         .map_err(|e| profile(super::ProfileError::Refused(e.to_string())))?;
     let (event, resources, mode) = decide_and_load(&state, task, opts)?;
-    Ok(Outcome { event, seq: None, duplicate: false, resources, mode })
+    let previous_set_aside = sel::previous_set_aside(&state, &event);
+    Ok(Outcome { event, seq: None, duplicate: false, resources, mode, previous_set_aside })
 }
 
 #[cfg(test)]

@@ -38,7 +38,14 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// Ties by id. The bar: top ≥ [`BAR_MIN_SCORE`] and top ≥ [`BAR_RATIO`] × the runner-up,
 /// with at least [`MIN_MATCHED_TERMS`] matched terms. A directive decides only when the
 /// query cites no other skill ([`citations`]: outside review 56).
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/4";
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/5";
+
+/// The fourth routing policy: routing/5 where a skill the query only names (no directive
+/// verb: "… with the profiler skill", "see skill:profiler") never decided — the choice was
+/// left pending as `several-directives` though one skill was cited (outside review 114),
+/// and a query naming only skills the profile does not route was left pending over an
+/// empty shortlist. Selections recorded under it are checked under it.
+pub const ROUTING_POLICY_V4: &str = "closure-ledger-routing/4";
 
 /// The third routing policy: routing/4 whose directive decided even when the query cited
 /// another skill beside it ("use the X skill and the Y skill" selected X alone). Selections
@@ -97,6 +104,16 @@ pub const REASON_PROPOSAL_DECLINED: &str = "proposal-declined";
 pub const REASON_DIRECTIVE: &str = "directive";
 pub const REASON_RANKED: &str = "ranked";
 pub const REASON_SEVERAL_DIRECTIVES: &str = "several-directives";
+/// Routing/5: the one skill the query cites, by name and without a directive verb.
+pub const REASON_CITED: &str = "cited";
+/// Routing/5: the query cites several skills (pending, the cited ones first).
+pub const REASON_SEVERAL_CITED: &str = "several-cited";
+/// Routing/5: the query cites one skill and ranking unambiguously chooses another (pending,
+/// the cited one first).
+pub const REASON_CITED_CONFLICT: &str = "cited-conflicts-ranked";
+/// Routing/5: the query cites only skills the profile does not route (manual-only,
+/// excluded, never selectable): nothing is chosen for it — an explicit id loads such a skill.
+pub const REASON_CITED_UNROUTED: &str = "cited-not-routed";
 pub const REASON_AMBIGUOUS: &str = "ambiguous";
 pub const REASON_NO_QUERY: &str = "no-query";
 pub const REASON_NO_MATCH: &str = "no-match";
@@ -227,6 +244,14 @@ pub struct SelectionState {
     /// so the state's encoding is unchanged for every ledger without an answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<Digest>,
+    /// The rest of its binding, so a `--previous` that is set aside can be told why
+    /// ([`previous_set_aside`]). Not encoded: the binding digest above covers them.
+    #[serde(skip)]
+    pub session_id: String,
+    #[serde(skip)]
+    pub query_digest: Option<Digest>,
+    #[serde(skip)]
+    pub routing_policy: String,
 }
 
 /// The projection of selections: every recorded one by its receipt digest.
@@ -703,9 +728,12 @@ pub fn lexical_over(
     let Some(query) = query.filter(|q| !tokens(q).is_empty() || q.contains("skill:")) else {
         return none(REASON_NO_QUERY);
     };
+    let v5 = policy == ROUTING_POLICY;
+    let v4 = v5 || policy == ROUTING_POLICY_V4;
+    let several = if v5 { REASON_SEVERAL_CITED } else { REASON_SEVERAL_DIRECTIVES };
     let ranked = rank(query, routable);
     let (directed, mentioned) = citations(query, routable);
-    let unroutable: Vec<String> = if policy == ROUTING_POLICY && !unrouted.is_empty() {
+    let unroutable: Vec<String> = if v4 && !unrouted.is_empty() {
         let (d, m) = citations(query, unrouted);
         d.into_iter().chain(m).collect()
     } else {
@@ -715,7 +743,7 @@ pub fn lexical_over(
         mentioned.iter().chain(&unroutable).cloned().collect::<BTreeSet<_>>().into_iter().collect();
     // Routing/4: a directive decides only when it is the one skill the query cites; any
     // other skill cited beside it ("and the Y skill", "skill:Y") leaves the choice open.
-    let cited: Vec<String> = if policy == ROUTING_POLICY && !directed.is_empty() {
+    let cited: Vec<String> = if v4 && !directed.is_empty() {
         directed.into_iter().chain(named.iter().cloned()).collect::<BTreeSet<_>>().into_iter().collect()
     } else {
         directed
@@ -728,11 +756,11 @@ pub fn lexical_over(
             .or_else(|| routable.iter().find(|s| s.id == id).map(|s| candidate(s, 0, Vec::new())))
     };
     // Pending over the skills the query named, then the ranked rest (≤ MAX_SHORTLIST).
-    let named_first = |ids: &[String]| {
+    let named_first = |ids: &[String], reason: &'static str| {
         let mut shortlist: Vec<SelectionCandidate> = ids.iter().filter_map(|id| scored(id)).collect();
         shortlist.extend(ranked.iter().filter(|c| !ids.contains(&c.id)).cloned());
         shortlist.truncate(MAX_SHORTLIST);
-        Lexical { root: None, pending: true, reason: REASON_SEVERAL_DIRECTIVES, candidates: shortlist }
+        Lexical { root: None, pending: true, reason, candidates: shortlist }
     };
     match cited.as_slice() {
         [one] => {
@@ -748,23 +776,42 @@ pub fn lexical_over(
         // refuses cannot be told, so nothing is decided, and no proposal can pick the
         // refused one (outside review 65: "don't use the X skill; use the Y skill" with
         // `proposedIds: [X]` selected X).
-        _ if policy == ROUTING_POLICY && negates(query) => return none(REASON_NEGATED),
-        several => return named_first(several),
+        _ if v4 && negates(query) => return none(REASON_NEGATED),
+        many => return named_first(many, several),
     }
     // Routing/3: a query that says not to do something decides nothing by ranking (it
     // cannot tell what is negated); a directive above reads the negation itself.
-    if (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V3) && negates(query) {
+    if (v4 || policy == ROUTING_POLICY_V3) && negates(query) {
         return none(REASON_NEGATED);
+    }
+    let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
+    // Routing/5: with no directive, the one skill the query names decides ("… with the
+    // profiler skill", "see skill:profiler": seed 003's "one cited skill name"; outside
+    // review 114) unless ranking unambiguously chooses another; naming only skills the
+    // profile does not route chooses nothing (an explicit id loads those), and naming
+    // several leaves the choice pending, the named first.
+    // (Named and ranked alike, it is a ranked match, below: the seed lists that first.)
+    let ranking_agrees = named.len() == 1 && top.is_some_and(|t| named.contains(&t.id));
+    if v5 && !named.is_empty() && !ranking_agrees {
+        let routed: Vec<&String> = named.iter().filter(|id| !unroutable.contains(id)).collect();
+        return match routed.as_slice() {
+            [] => none(REASON_CITED_UNROUTED),
+            [one] if named.len() == 1 && top.is_some() => named_first(&[(*one).clone()], REASON_CITED_CONFLICT),
+            [one] if named.len() == 1 => Lexical {
+                root: Some((*one).clone()),
+                pending: false,
+                reason: REASON_CITED,
+                candidates: scored(one).into_iter().collect(),
+            },
+            _ => named_first(&named, several),
+        };
     }
     // Routing/4: with no directive, a query that names skills decides by ranking only when it
     // names exactly the one ranking chooses; two named, or one ranking would not choose,
     // leave the choice open, the named ones first (outside review 64: "… with the
     // security-review skill and the code-review skill" ranked one of them alone).
-    if policy == ROUTING_POLICY && !named.is_empty() {
-        let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
-        if !(named.len() == 1 && top.is_some_and(|t| named.contains(&t.id))) {
-            return named_first(&named);
-        }
+    if v4 && !named.is_empty() && !ranking_agrees {
+        return named_first(&named, several);
     }
     match ranked.as_slice() {
         [] => none(REASON_NO_MATCH),
@@ -863,6 +910,7 @@ fn lexical_recorded(
         );
     }
     candidates_as_ranked(e, sources)?;
+    let v5 = e.routing_policy == ROUTING_POLICY;
     let first = e.candidates.first().map(|c| c.id.clone());
     let lex = |root: Option<String>, pending, reason| Lexical {
         root,
@@ -885,7 +933,31 @@ fn lexical_recorded(
             );
             lex(first, false, REASON_RANKED)
         }
-        REASON_SEVERAL_DIRECTIVES => lex(None, true, REASON_SEVERAL_DIRECTIVES),
+        REASON_SEVERAL_DIRECTIVES if !v5 => lex(None, true, REASON_SEVERAL_DIRECTIVES),
+        REASON_CITED if v5 => {
+            ensure!(e.candidates.len() == 1, Rule::Selection, "a cited skill is exactly one candidate");
+            lex(first, false, REASON_CITED)
+        }
+        REASON_SEVERAL_CITED if v5 => {
+            ensure!(!e.candidates.is_empty(), Rule::Selection, "several cited skills leave a shortlist");
+            lex(None, true, REASON_SEVERAL_CITED)
+        }
+        REASON_CITED_CONFLICT if v5 => {
+            ensure!(
+                e.candidates.len() >= 2,
+                Rule::Selection,
+                "a cited skill that ranking contradicts leaves both in the shortlist"
+            );
+            lex(None, true, REASON_CITED_CONFLICT)
+        }
+        REASON_CITED_UNROUTED if v5 => {
+            ensure!(
+                e.candidates.is_empty() && e.query_digest.is_some(),
+                Rule::Selection,
+                "a query citing only unrouted skills has a query and no candidates"
+            );
+            lex(None, false, REASON_CITED_UNROUTED)
+        }
         // Routing/2: agent-proposed ids after a lexical step that decided nothing; its
         // shortlist (if any) is recorded as the candidates.
         REASON_AGENT_PROPOSAL if e.routing_policy != ROUTING_POLICY_V1 => {
@@ -908,7 +980,7 @@ fn lexical_recorded(
             );
             lex(None, true, REASON_AMBIGUOUS)
         }
-        REASON_NEGATED if e.routing_policy == ROUTING_POLICY || e.routing_policy == ROUTING_POLICY_V3 => {
+        REASON_NEGATED if v5 || e.routing_policy == ROUTING_POLICY_V4 || e.routing_policy == ROUTING_POLICY_V3 => {
             ensure!(
                 e.candidates.is_empty() && e.query_digest.is_some(),
                 Rule::Selection,
@@ -1293,15 +1365,19 @@ pub fn decide(
             }
             // Routing/4: a query that refuses something is not overridden by the agent's ids
             // (outside review 64: "don't use the X skill" with proposedIds [X] selected X).
-            None if lex.reason == REASON_NEGATED && policy == ROUTING_POLICY => {
-                (Vec::new(), false, REASON_NEGATED)
+            None if matches!(lex.reason, REASON_NEGATED | REASON_CITED_UNROUTED)
+                && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
+            {
+                (Vec::new(), false, lex.reason)
             }
             // Nor does the agent pick among, or past, the skills the user's own words named
             // (outside review 66: "use the Y skill rather than the X skill" with
             // `proposedIds: [X]` selected X; "use the X skill and the Y skill" with [Z]
             // selected Z): the choice stays pending for the user or a provider's answer.
-            None if lex.reason == REASON_SEVERAL_DIRECTIVES && policy == ROUTING_POLICY => {
-                (Vec::new(), true, REASON_SEVERAL_DIRECTIVES)
+            None if matches!(lex.reason, REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_CITED_CONFLICT)
+                && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
+            {
+                (Vec::new(), true, lex.reason)
             }
             None if !task.proposed_ids.is_empty() => {
                 // The shortlist is recorded only where the query was ambiguous (its top under
@@ -1374,6 +1450,47 @@ pub fn decide(
     Ok(event)
 }
 
+/// Why the `--previous` receipt `e` names was not reused (none where `e` reused it, answers
+/// it, or names none): what decided first, or which part of the binding differs — seed 003:
+/// "Source, trigger content, routing-policy version, profile, mode, exclusions, session,
+/// task revision, phase, and a digest of the query invalidate stale reuse" (outside review
+/// 114: a stale receipt was set aside without a word).
+pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String> {
+    let p = state.selections.by_receipt.get(&e.previous?)?;
+    if e.reused || matches!(e.reason.as_str(), REASON_PROVIDER_PROPOSAL | REASON_PROPOSAL_DECLINED) {
+        return None;
+    }
+    if e.no_workflow {
+        return Some("the task sets noWorkflow, which decides first".to_owned());
+    }
+    if !e.explicit_ids.is_empty() {
+        return Some("the task's explicitIds decide first".to_owned());
+    }
+    let mut differs: Vec<String> = Vec::new();
+    let mut note = |same: bool, what: String| {
+        if !same {
+            differs.push(what);
+        }
+    };
+    note(p.session_id == e.session_id, "the session".to_owned());
+    note(p.task_id == e.task_id, "the task id".to_owned());
+    note(p.task_revision == e.task_revision, format!("the task revision ({} → {})", p.task_revision, e.task_revision));
+    note(p.phase == e.phase, "the phase".to_owned());
+    note(p.no_workflow == e.no_workflow, "noWorkflow".to_owned());
+    note(p.query_digest == e.query_digest, "the query".to_owned());
+    note(
+        p.plan_digest == e.plan_digest,
+        "the configured plan (profile, mode, include/exclude or registry)".to_owned(),
+    );
+    note(p.trigger_digest == e.trigger_digest, "the routable sources' triggers".to_owned());
+    note(p.routing_policy == e.routing_policy, format!("the routing policy ({})", p.routing_policy));
+    if !differs.is_empty() {
+        return Some(format!("its binding differs: {}", differs.join(", ")));
+    }
+    (p.decision == SelectionDecision::Pending)
+        .then(|| "it is a pending decision: only a completed one is reused".to_owned())
+}
+
 /// The live decision over a task with its query.
 pub fn decide_live(
     state: &State,
@@ -1399,14 +1516,15 @@ pub fn decide_live(
 /// Folds a `selectionRecorded`: the state re-derives the whole event (the lexical step
 /// from its recorded outcome, checked), which must equal the recorded one.
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
-    let policy = [ROUTING_POLICY, ROUTING_POLICY_V3, ROUTING_POLICY_V2, ROUTING_POLICY_V1]
+    let policy = [ROUTING_POLICY, ROUTING_POLICY_V4, ROUTING_POLICY_V3, ROUTING_POLICY_V2, ROUTING_POLICY_V1]
         .into_iter()
         .find(|p| *p == e.routing_policy)
         .ok_or_else(|| {
             violation(
                 Rule::Selection,
                 format!(
-                    "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
+                    "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V4}, {ROUTING_POLICY_V3}, \
+                     {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                     e.routing_policy
                 ),
             )
@@ -1463,6 +1581,9 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
             profile_revision: e.profile_revision,
             resources: e.resources.clone(),
             answered_by: None,
+            session_id: e.session_id.clone(),
+            query_digest: e.query_digest,
+            routing_policy: e.routing_policy.clone(),
         },
     );
     // A provider's answer (or its declining) closes the pending selection it answers.

@@ -196,7 +196,7 @@ fn directive_wording() {
     )
     .unwrap();
     assert_eq!(e.decision, SelectionDecision::Pending);
-    assert_eq!(e.reason, "several-directives");
+    assert_eq!(e.reason, "several-cited");
     let short: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(&short[..2], &["skill:docker-compose", "skill:kubernetes"]);
     // One directive selects, even when ranking alone would be ambiguous.
@@ -585,7 +585,7 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
         }
         assert_eq!(
             (e.decision, e.reason.as_str()),
-            (SelectionDecision::Pending, "several-directives"),
+            (SelectionDecision::Pending, "several-cited"),
             "{two}"
         );
         let short: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
@@ -675,17 +675,17 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         t.proposed_ids = ids(proposed);
         decide_live(&st, &t, &Request::default()).unwrap()
     };
-    for q in [
-        "roll out workloads to Kubernetes clusters with manifests and Helm charts, with the kubernetes skill and the docker-compose skill",
-        "Tune the slow PostgreSQL queries and add indexes, see the kubernetes skill",
-        "use the kubernetes skill plus docker compose",
+    for (q, reason) in [
+        (
+            "roll out workloads to Kubernetes clusters with manifests and Helm charts, with the kubernetes skill and the docker-compose skill",
+            "several-cited",
+        ),
+        // One named that ranking contradicts (routing/5 says which).
+        ("Tune the slow PostgreSQL queries and add indexes, see the kubernetes skill", "cited-conflicts-ranked"),
+        ("use the kubernetes skill plus docker compose", "several-cited"),
     ] {
         let e = decide(q, &[]);
-        assert_eq!(
-            (e.decision, e.reason.as_str()),
-            (SelectionDecision::Pending, "several-directives"),
-            "{q}"
-        );
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, reason), "{q}");
     }
     // One named skill that ranking chooses too: ranked as before.
     let e = decide("Tune the slow PostgreSQL queries and add indexes with the postgres-tuning skill", &[]);
@@ -842,18 +842,34 @@ fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
         (SelectionDecision::Selected, "ranked".to_owned(), ids(&["skill:kubernetes"])),
         "the control: ranking alone"
     );
+    // Only unrouted skills cited: nothing is chosen, nothing left pending over an empty
+    // shortlist (routing/5; outside review 114 F2: a pending decision only a decline could
+    // answer).
     for query in [
         format!("Use the deploy skill to {roll_out}."),
         format!("Use the security-review skill to {roll_out}."),
         format!("Use the shell-tools skill to {roll_out}."),
-        "Use the kubernetes skill and the deploy skill.".to_owned(),
-        "Use the kubernetes skill; also use skill:deploy.".to_owned(),
+        "Use the deploy skill.".to_owned(),
+        "see skill:deploy".to_owned(),
     ] {
         assert_eq!(
             decide(&query),
-            (SelectionDecision::Pending, "several-directives".to_owned(), Vec::new()),
+            (SelectionDecision::None, "cited-not-routed".to_owned(), Vec::new()),
             "{query}"
         );
+        // Nor does the agent choose past it.
+        let mut t = task(Some(&query));
+        t.proposed_ids = ids(&["skill:kubernetes"]);
+        let e = decide_live(&st, &t, &Request::default()).unwrap();
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-not-routed"), "{query}");
+    }
+    // Beside a routable one: pending over the routable one, never the unrouted one.
+    for query in ["Use the kubernetes skill and the deploy skill.", "Use the kubernetes skill; also use skill:deploy."]
+    {
+        let e = decide_live(&st, &task(Some(query)), &Request::default()).unwrap();
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "several-cited"), "{query}");
+        assert!(e.candidates.iter().all(|c| c.id != "skill:deploy"), "{query}: {e:?}");
+        assert_eq!(e.candidates.first().map(|c| c.id.as_str()), Some("skill:kubernetes"), "{query}");
     }
     assert_eq!(
         decide("Use the kubernetes skill."),
@@ -864,4 +880,111 @@ fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
         decide(&format!("Keep the python-patterns skill in mind and {roll_out}.")),
         (SelectionDecision::Selected, "ranked".to_owned(), ids(&["skill:kubernetes"]))
     );
+}
+
+/// Routing/5 (seed 003: "… an unambiguous ranked match, one cited skill name, or admitted
+/// agent-proposed IDs"; outside review 114 F1, P2): the one skill a query names without a
+/// directive verb ("with the X skill", "see skill:X") is selected (`cited`), unless ranking
+/// unambiguously chooses another skill (pending, `cited-conflicts-ranked`, both listed); a
+/// negating query still decides nothing. A routing/4 record of the same query (pending,
+/// `several-directives`) still replays; the reasons of one policy are refused under the
+/// other.
+#[test]
+fn one_cited_skill_name_decides_under_routing_5() {
+    use closure_ledger::runtime::selection::{ROUTING_POLICY_V4, lexical_as};
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    for q in [
+        "Speed this up with the kubernetes skill",
+        "speed this up, see skill:kubernetes",
+        "What does the kubernetes skill say here?",
+    ] {
+        let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
+        assert_eq!(
+            (e.decision, e.reason.as_str(), e.selected_ids.clone()),
+            (SelectionDecision::Selected, "cited", ids(&["skill:kubernetes"])),
+            "{q}"
+        );
+        assert_eq!(e.candidates.len(), 1, "{q}");
+    }
+    let e = decide_live(&st, &task(Some("Don't bother with the kubernetes skill")), &Request::default()).unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"));
+    let e = decide_live(
+        &st,
+        &task(Some("Tune the slow PostgreSQL queries and add indexes, with the kubernetes skill")),
+        &Request::default(),
+    )
+    .unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "cited-conflicts-ranked"));
+    let listed: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(&listed[..2], &["skill:kubernetes", "skill:postgres-tuning"]);
+
+    let query = "Speed this up with the kubernetes skill";
+    let t = task(Some(query));
+    let qd = Some(ledger_schema::Digest::of(ledger_schema::DigestKind::TaskQuery, query.as_bytes()));
+    let v4 = sel::decide(&st, &t, qd, &Request::default(), ROUTING_POLICY_V4, &|_, routable| {
+        Ok(lexical_as(ROUTING_POLICY_V4, Some(query), routable))
+    })
+    .unwrap();
+    assert_eq!((v4.decision, v4.reason.as_str()), (SelectionDecision::Pending, "several-directives"));
+    let v5 = decide_live(&st, &t, &Request::default()).unwrap();
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    let admit = |ledger: &mut closure_ledger::ledger::Ledger<closure_ledger::store::DiskStore>,
+                 e: &ledger_schema::events::selection::SelectionRecorded| {
+        ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(e.clone()))], ctx)
+    };
+    // Each policy's reason under the other is refused.
+    let mut forged = v4.clone();
+    forged.routing_policy = sel::ROUTING_POLICY.to_owned();
+    assert!(admit(&mut ledger, &forged).is_err(), "several-directives under routing/5");
+    let mut forged = v5.clone();
+    forged.routing_policy = ROUTING_POLICY_V4.to_owned();
+    assert!(admit(&mut ledger, &forged).is_err(), "cited under routing/4");
+    admit(&mut ledger, &v4).unwrap();
+    admit(&mut ledger, &v5).unwrap();
+    drop(ledger);
+    let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A `--previous` receipt that is not reused says why (outside review 114 F3, P3: a stale
+/// receipt was set aside without a word): which part of its binding differs, or what
+/// decided first; nothing is said when it is reused.
+#[test]
+fn a_previous_receipt_set_aside_says_why() {
+    let s = configured(&["--selection", "auto"]);
+    let input = s.tmp.path().join("task.json");
+    let receipt = s.tmp.path().join("receipt.json");
+    let select = |task: &str, previous: bool| {
+        write(&input, task);
+        let mut args = vec!["--task-input", input.to_str().unwrap(), "--json"];
+        if previous {
+            args.extend_from_slice(&["--previous", receipt.to_str().unwrap()]);
+        }
+        let (code, out, err) = s.run(&["select"], &args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (v, err)
+    };
+    let first = r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","query":"roll out workloads to kubernetes clusters with helm charts"}"#;
+    let (v, _) = select(first, false);
+    assert_eq!(v["reason"], "ranked");
+    write(&receipt, &v["receipt"].to_string());
+    let (v, err) = select(first, true);
+    assert_eq!((v["reused"].as_bool(), &v["previousSetAside"]), (Some(true), &serde_json::Value::Null));
+    assert!(!err.contains("--previous"), "{err}");
+    let revised = first.replace(r#""revision":1"#, r#""revision":2"#);
+    let (v, err) = select(&revised, true);
+    assert_eq!(v["reused"].as_bool(), Some(false));
+    let why = v["previousSetAside"].as_str().unwrap();
+    assert!(why.contains("task revision (1 → 2)") && !why.contains("query"), "{why}");
+    assert!(err.contains("--previous was not reused") && err.contains("task revision"), "{err}");
+    let reworded = first.replace("helm charts", "Helm charts");
+    let (v, _) = select(&reworded, true);
+    assert!(v["previousSetAside"].as_str().unwrap().contains("the query"), "{v}");
+    let explicit = first.replace(r#""query""#, r#""explicitIds":["skill:kubernetes"],"query""#);
+    let (v, _) = select(&explicit, true);
+    assert_eq!(v["previousSetAside"], "the task's explicitIds decide first");
 }
