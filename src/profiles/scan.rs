@@ -1404,6 +1404,21 @@ pub fn scan_keeping(
             }
             _ => return Err(meta(&path, "eager is \"all\" or a list of source ids")),
         };
+        // Seed 003's "canonical lean@1 / full@1 context contract": Lean is a small eager
+        // base under a blocking budget, Full every selectable source under a report-only
+        // one (outside review 114 F4: a tree's lean@1 made eager "all", report-only).
+        let canonical = match id {
+            "lean@1" => (!eager_all && file.budget_mode == BudgetMode::Blocking)
+                .then_some(())
+                .ok_or("lean@1 lists its eager sources and has a \"blocking\" budget"),
+            _ => (eager_all && file.budget_mode == BudgetMode::ReportOnly)
+                .then_some(())
+                .ok_or("full@1 is eager \"all\" with a \"report-only\" budget"),
+        };
+        canonical.map_err(|why| meta(&path, why))?;
+        if file.budget_tokens == 0 {
+            return Err(meta(&path, "budgetTokens is at least 1"));
+        }
         for sid in eager.iter().chain(&file.required) {
             if !sources.iter().any(|s| &s.id == sid) {
                 return Err(ScanError::UnknownId(format!("{} (in {id})", shown(sid))));

@@ -604,6 +604,56 @@ fn scan_fails_closed_on_every_listed_case() {
             "full@1.json: missing",
         ),
         (
+            "a Lean that is eager \"all\" (outside review 114 F4: seed 003's canonical contract)",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/lean@1.json"),
+                    r#"{"id":"lean@1","eager":"all","budgetTokens":100,"budgetMode":"blocking"}"#,
+                )
+            }),
+            "lean@1 lists its eager sources",
+        ),
+        (
+            "a Lean under a report-only budget",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/lean@1.json"),
+                    r#"{"id":"lean@1","eager":[],"budgetTokens":100,"budgetMode":"report-only"}"#,
+                )
+            }),
+            "a \"blocking\" budget",
+        ),
+        (
+            "a Full that lists its sources",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/full@1.json"),
+                    r#"{"id":"full@1","eager":[],"budgetTokens":100,"budgetMode":"report-only"}"#,
+                )
+            }),
+            "full@1 is eager \"all\"",
+        ),
+        (
+            "a Full under a blocking budget",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/full@1.json"),
+                    r#"{"id":"full@1","eager":"all","budgetTokens":100,"budgetMode":"blocking"}"#,
+                )
+            }),
+            "\"report-only\" budget",
+        ),
+        (
+            "a budget of 0 tokens",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/lean@1.json"),
+                    r#"{"id":"lean@1","eager":[],"budgetTokens":0,"budgetMode":"blocking"}"#,
+                )
+            }),
+            "budgetTokens is at least 1",
+        ),
+        (
             "a profile making an authority-bearing source eager",
             Box::new(|src| {
                 write(
