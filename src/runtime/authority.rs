@@ -240,6 +240,27 @@ pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str>
     surface_in(&as_written, source).or_else(|| surface_in(&split, source))
 }
 
+/// The disabled surface a Policy's capability grants, read as [`disabled_surface`] reads a
+/// tool's name — but as prose: `app`/`apps` (seed 000's App Server is not the disabled
+/// apps surface) and `dynamic` not before `tool(s)` are not read (outside review 113 F1: a
+/// protected profile's workflow granted "call MCP servers", "spawn subagents" and "use web
+/// search" to its worker).
+pub(crate) fn granted_surface(capability: &str) -> Option<&'static str> {
+    let words: Vec<&str> = capability.split_whitespace().collect();
+    let plain = |w: &str| -> String { w.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect() };
+    let kept: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|&(i, w)| match plain(w).as_str() {
+            "app" | "apps" | "appserver" => false,
+            "dynamic" => words.get(i + 1).is_some_and(|n| plain(n).starts_with("tool")),
+            _ => true,
+        })
+        .map(|(_, w)| *w)
+        .collect();
+    disabled_surface(&kept.join(" "), false)
+}
+
 /// [`disabled_surface`] over one reading of a name: lower-cased, each non-ASCII letter
 /// then read as the ASCII its UTS 39 skeleton gives — and again with every letter read so
 /// before lower-casing (`pIugin`: a capital I reads as `l`; outside review 110).

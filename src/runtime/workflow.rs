@@ -119,6 +119,24 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
         e.profile.id,
         e.profile.digest
     );
+    // Seed 000: the surfaces disabled for the bounded profile are not granted to its worker
+    // by the Policy's phase capabilities either (outside review 113 F1).
+    if profile.profile.protected {
+        for phase in &policy.bundle.phases {
+            if let Some((capability, what)) =
+                phase.capabilities.iter().find_map(|c| super::authority::granted_surface(c).map(|w| (c, w)))
+            {
+                return Err(super::violation(
+                    Rule::InputClosure,
+                    format!(
+                        "policy {} grants {what} in phase {} ({capability:?}) to a protected profile's worker: seed 000 disables it for the bounded profile",
+                        e.policy.id,
+                        super::wire(&phase.phase)
+                    ),
+                ));
+            }
+        }
+    }
     ensure!(
         profile.profile.protected == e.plan.is_some(),
         Rule::PlanPair,
@@ -148,16 +166,19 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
         }
         // By id or by digest: the digest is the plan's identity, so the same plan under a
         // fresh id would stand as the other goal's just the same (outside review 84).
+        // And a plan verifies one revision of its goal: a revision may reverse the objective
+        // the plan was derived from (outside review 113 F3: revision 2 bound revision 1's plan).
         let other_goal = state.workflows.iter().find(|(_, w)| {
-            w.goal_id != e.goal_id && w.plan.is_some_and(|p| p.id == plan.id || p.digest == plan.digest)
+            (w.goal_id != e.goal_id || w.goal_revision != e.goal_revision)
+                && w.plan.is_some_and(|p| p.id == plan.id || p.digest == plan.digest)
         });
         if let Some((id, w)) = other_goal {
             let theirs = w.plan.map(|p| p.id).unwrap_or_default();
             return Err(super::violation(
                 Rule::PlanPair,
                 format!(
-                    "plan {theirs} (digest {}) is the verification plan of goal {} (bound by workflow {id}); a workflow of goal {} commits its own",
-                    plan.digest, w.goal_id, e.goal_id
+                    "plan {theirs} (digest {}) is the verification plan of goal {} at revision {} (bound by workflow {id}); a workflow of goal {} at revision {} commits its own",
+                    plan.digest, w.goal_id, w.goal_revision, e.goal_id, e.goal_revision
                 ),
             ));
         }

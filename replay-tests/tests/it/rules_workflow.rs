@@ -112,6 +112,94 @@ fn plan_pair_present_exactly_under_protection() {
     w.ok(other_goal(0x36, its_own));
 }
 
+/// A plan verifies one revision of its goal (outside review 113 F3, P3: a workflow of goal
+/// revision 2, which reversed the objective, bound revision 1's plan): by id or by digest,
+/// refused; a plan of its own is admitted, and workflows of one revision share a plan.
+#[test]
+fn a_plan_verifies_one_goal_revision() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(PROTECTED_PROFILE), profile: profile(true) }));
+    w.ok(start(0x33, 1, PROTECTED_PROFILE, Some(plan_pair())));
+    w.ok(start(0x34, 1, PROTECTED_PROFILE, Some(plan_pair())));
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    let mut alias = plan_pair();
+    alias.id = lid(0x7ff);
+    for plan in [plan_pair(), alias] {
+        let err = w.fails(start(0x35, 2, PROTECTED_PROFILE, Some(plan)));
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PlanPair), "{err}");
+        assert!(err.to_string().contains("at revision 1"), "{err}");
+    }
+    let mut its_own = alias;
+    its_own.digest = digest_of("revision 2's verification plan");
+    w.ok(start(0x35, 2, PROTECTED_PROFILE, Some(its_own)));
+}
+
+/// A protected profile's worker is not granted, through the Policy's phase capabilities,
+/// a surface seed 000 disables for the bounded profile (outside review 113 F1, P2: "call
+/// MCP servers", "spawn subagents", "use web search" reached the package's capability
+/// grant). Prose is read as prose: the App Server, "dynamic analysis" pass; an unprotected
+/// profile is not held to it.
+#[test]
+fn a_protected_workflow_grants_no_disabled_surface() {
+    let with = |capability: &str| {
+        let mut bundle = policy_bundle();
+        if let Some(p) = bundle.phases.first_mut() {
+            p.capabilities = vec!["read the repository".to_owned(), capability.to_owned()];
+            p.capabilities.sort();
+        }
+        bundle
+    };
+    let refused = [
+        ("call MCP servers", "MCP"),
+        ("install plugins", "plugins"),
+        ("run git hooks", "hooks"),
+        ("spawn subagents", "subagents"),
+        ("use web search", "Web Search"),
+        ("load skills from the repository", "skills"),
+        ("register dynamic tools", "dynamic tools"),
+    ];
+    for (n, (capability, what)) in refused.iter().enumerate() {
+        let mut w = World::at(Stage::Setup);
+        let policy = lid(0x100 + n as u128);
+        let bundle = with(capability);
+        w.ok(Command::InstallPolicy(InstallPolicy { policy_id: policy, bundle: bundle.clone() }));
+        w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(PROTECTED_PROFILE), profile: profile(true) }));
+        let protected = Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(0x31),
+            goal_id: lid(GOAL),
+            goal_revision: 1,
+            policy_id: policy,
+            profile_id: lid(PROTECTED_PROFILE),
+            plan: Some(plan_pair()),
+        });
+        let err = w.fails(protected);
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::InputClosure), "{capability}: {err}");
+        assert!(err.to_string().contains(what), "{capability}: {err}");
+        // Unprotected, the same policy stands.
+        w.ok(Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(0x32),
+            goal_id: lid(GOAL),
+            goal_revision: 1,
+            policy_id: policy,
+            profile_id: lid(PROFILE),
+            plan: None,
+        }));
+    }
+    for capability in ["report through the App Server", "run dynamic analysis", "edit the app's source"] {
+        let mut w = World::at(Stage::Setup);
+        w.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(0x100), bundle: with(capability) }));
+        w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(PROTECTED_PROFILE), profile: profile(true) }));
+        w.ok(Command::StartWorkflow(StartWorkflow {
+            workflow_id: lid(0x31),
+            goal_id: lid(GOAL),
+            goal_revision: 1,
+            policy_id: lid(0x100),
+            profile_id: lid(PROTECTED_PROFILE),
+            plan: Some(plan_pair()),
+        }));
+    }
+}
+
 /// Phases advance one step with version +1; skipping, repeating or a wrong version is refused.
 #[test]
 fn phase_transition() {
