@@ -242,17 +242,21 @@ pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str>
 
 /// The disabled surface a Policy's capability grants, read as [`disabled_surface`] reads a
 /// tool's name — but as prose: `app`/`apps` (seed 000's App Server is not the disabled
-/// apps surface) and `dynamic` not before `tool(s)` are not read (outside review 113 F1: a
+/// apps surface), `codex`/`claude` (the harness by name) and `dynamic` not before `tool(s)`
+/// are not read (outside review 113 F1: a
 /// protected profile's workflow granted "call MCP servers", "spawn subagents" and "use web
 /// search" to its worker).
 pub(crate) fn granted_surface(capability: &str) -> Option<&'static str> {
     let words: Vec<&str> = capability.split_whitespace().collect();
-    let plain = |w: &str| -> String { w.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect() };
+    let plain = |w: &str| -> String {
+        w.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    };
     let kept: Vec<&str> = words
         .iter()
         .enumerate()
         .filter(|&(i, w)| match plain(w).as_str() {
-            "app" | "apps" | "appserver" => false,
+            // The harness by name ("the Codex App Server") is not an agent the worker starts.
+            "app" | "apps" | "appserver" | "codex" | "claude" => false,
             "dynamic" => words.get(i + 1).is_some_and(|n| plain(n).starts_with("tool")),
             _ => true,
         })
@@ -300,6 +304,18 @@ fn surface_word(w: &str, source: bool) -> Option<&'static str> {
         "dynamic" => "dynamic tools",
         _ if w.starts_with("websearch") || w == "searchweb" || w.starts_with("webfetch") => "Web Search",
         "config" | "configs" | "settings" if source => "candidate-local config",
+        // A tool's name only (an instruction source's file name is read above): an agent or
+        // a worker started from the tool, a plugin or hook by its word's beginning, apps by
+        // their other names, a browser (outside review 113 F4: `multi_agent`, `agent_spawn`,
+        // `run_codex`, `pluginloader`, `hookify`, `connectors`, `SlashCommand`,
+        // `perplexity_ask`, `browser_navigate` passed).
+        _ if source => return None,
+        "agent" | "agents" | "multiagent" | "subtask" | "subtasks" | "codex" | "claude" => "subagents",
+        _ if w.starts_with("plugin") || w.starts_with("hook") => "plugins or hooks",
+        "connector" | "connectors" | "extension" | "extensions" | "slashcommand" | "slashcommands" => {
+            "apps or plugins"
+        }
+        "browser" | "browse" | "perplexity" => "Web Search",
         _ => return None,
     })
 }
@@ -345,6 +361,14 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
                 ["sub", "agent" | "agents"]
                 | ["spawn" | "dispatch" | "resume" | "close" | "send" | "message", "agent" | "agents"]
                 | ["delegate", "task"] => Some("subagents"),
+                [
+                    "spawn" | "fork" | "launch" | "start",
+                    "worker" | "workers" | "task" | "tasks" | "process",
+                ] if !source => Some("subagents"),
+                ["slash", "command" | "commands"] if !source => Some("apps or plugins"),
+                ["fetch" | "open" | "get", "url" | "urls" | "page" | "webpage" | "website"] if !source => {
+                    Some("Web Search")
+                }
                 ["plug", "in" | "ins"] => Some("plugins"),
                 _ => None,
             })
@@ -450,6 +474,26 @@ mod surface_tests {
             ("resume_agent", false, true),
             ("brave_search", false, true),
             ("tavily_search", false, true),
+            // Agents, workers, plugins and hooks by a word's beginning, apps' other names,
+            // browsers (113 F4).
+            ("multi_agent", false, true),
+            ("parallel_agents", false, true),
+            ("agent_spawn", false, true),
+            ("spawn_worker", false, true),
+            ("run_subtask", false, true),
+            ("run_codex", false, true),
+            ("codex_exec", false, true),
+            ("pluginloader", false, true),
+            ("hookify", false, true),
+            ("connectors", false, true),
+            ("extensions", false, true),
+            ("SlashCommand", false, true),
+            ("perplexity_ask", false, true),
+            ("browser_navigate", false, true),
+            ("fetch_url", false, true),
+            ("git_fetch", false, false),
+            ("start_server", false, false),
+            ("run_tests", false, false),
             // Instruction sources: configuration, in a provider directory however spelled.
             ("CONFIGs", true, true),
             ("myCONFIGs", true, true),

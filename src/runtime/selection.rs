@@ -796,7 +796,9 @@ pub fn lexical_over(
         let routed: Vec<&String> = named.iter().filter(|id| !unroutable.contains(id)).collect();
         return match routed.as_slice() {
             [] => none(REASON_CITED_UNROUTED),
-            [one] if named.len() == 1 && top.is_some() => named_first(&[(*one).clone()], REASON_CITED_CONFLICT),
+            [one] if named.len() == 1 && top.is_some() => {
+                named_first(&[(*one).clone()], REASON_CITED_CONFLICT)
+            }
             [one] if named.len() == 1 => Lexical {
                 root: Some((*one).clone()),
                 pending: false,
@@ -980,7 +982,9 @@ fn lexical_recorded(
             );
             lex(None, true, REASON_AMBIGUOUS)
         }
-        REASON_NEGATED if v5 || e.routing_policy == ROUTING_POLICY_V4 || e.routing_policy == ROUTING_POLICY_V3 => {
+        REASON_NEGATED
+            if v5 || e.routing_policy == ROUTING_POLICY_V4 || e.routing_policy == ROUTING_POLICY_V3 =>
+        {
             ensure!(
                 e.candidates.is_empty() && e.query_digest.is_some(),
                 Rule::Selection,
@@ -1374,8 +1378,10 @@ pub fn decide(
             // (outside review 66: "use the Y skill rather than the X skill" with
             // `proposedIds: [X]` selected X; "use the X skill and the Y skill" with [Z]
             // selected Z): the choice stays pending for the user or a provider's answer.
-            None if matches!(lex.reason, REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_CITED_CONFLICT)
-                && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
+            None if matches!(
+                lex.reason,
+                REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_CITED_CONFLICT
+            ) && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
             {
                 (Vec::new(), true, lex.reason)
             }
@@ -1474,7 +1480,10 @@ pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String
     };
     note(p.session_id == e.session_id, "the session".to_owned());
     note(p.task_id == e.task_id, "the task id".to_owned());
-    note(p.task_revision == e.task_revision, format!("the task revision ({} → {})", p.task_revision, e.task_revision));
+    note(
+        p.task_revision == e.task_revision,
+        format!("the task revision ({} → {})", p.task_revision, e.task_revision),
+    );
     note(p.phase == e.phase, "the phase".to_owned());
     note(p.no_workflow == e.no_workflow, "noWorkflow".to_owned());
     note(p.query_digest == e.query_digest, "the query".to_owned());

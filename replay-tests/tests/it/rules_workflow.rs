@@ -118,7 +118,10 @@ fn plan_pair_present_exactly_under_protection() {
 #[test]
 fn a_plan_verifies_one_goal_revision() {
     let mut w = World::at(Stage::Setup);
-    w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(PROTECTED_PROFILE), profile: profile(true) }));
+    w.ok(Command::InstallProfile(InstallProfile {
+        profile_id: lid(PROTECTED_PROFILE),
+        profile: profile(true),
+    }));
     w.ok(start(0x33, 1, PROTECTED_PROFILE, Some(plan_pair())));
     w.ok(start(0x34, 1, PROTECTED_PROFILE, Some(plan_pair())));
     w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
@@ -163,7 +166,10 @@ fn a_protected_workflow_grants_no_disabled_surface() {
         let policy = lid(0x100 + n as u128);
         let bundle = with(capability);
         w.ok(Command::InstallPolicy(InstallPolicy { policy_id: policy, bundle: bundle.clone() }));
-        w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(PROTECTED_PROFILE), profile: profile(true) }));
+        w.ok(Command::InstallProfile(InstallProfile {
+            profile_id: lid(PROTECTED_PROFILE),
+            profile: profile(true),
+        }));
         let protected = Command::StartWorkflow(StartWorkflow {
             workflow_id: lid(0x31),
             goal_id: lid(GOAL),
@@ -185,10 +191,18 @@ fn a_protected_workflow_grants_no_disabled_surface() {
             plan: None,
         }));
     }
-    for capability in ["report through the App Server", "run dynamic analysis", "edit the app's source"] {
+    for capability in [
+        "report through the Codex App Server",
+        "run dynamic analysis",
+        "edit the app's source",
+        "run the test suite",
+    ] {
         let mut w = World::at(Stage::Setup);
         w.ok(Command::InstallPolicy(InstallPolicy { policy_id: lid(0x100), bundle: with(capability) }));
-        w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(PROTECTED_PROFILE), profile: profile(true) }));
+        w.ok(Command::InstallProfile(InstallProfile {
+            profile_id: lid(PROTECTED_PROFILE),
+            profile: profile(true),
+        }));
         w.ok(Command::StartWorkflow(StartWorkflow {
             workflow_id: lid(0x31),
             goal_id: lid(GOAL),

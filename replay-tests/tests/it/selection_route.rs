@@ -583,11 +583,7 @@ fn a_directive_decides_only_when_it_is_the_one_cited_skill() {
             assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{two}");
             continue;
         }
-        assert_eq!(
-            (e.decision, e.reason.as_str()),
-            (SelectionDecision::Pending, "several-cited"),
-            "{two}"
-        );
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "several-cited"), "{two}");
         let short: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(&short[..2], &["skill:docker-compose", "skill:kubernetes"], "{two}");
     }
@@ -681,7 +677,10 @@ fn named_skills_negations_and_proposals_under_routing_4() {
             "several-cited",
         ),
         // One named that ranking contradicts (routing/5 says which).
-        ("Tune the slow PostgreSQL queries and add indexes, see the kubernetes skill", "cited-conflicts-ranked"),
+        (
+            "Tune the slow PostgreSQL queries and add indexes, see the kubernetes skill",
+            "cited-conflicts-ranked",
+        ),
         ("use the kubernetes skill plus docker compose", "several-cited"),
     ] {
         let e = decide(q, &[]);
@@ -864,7 +863,8 @@ fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-not-routed"), "{query}");
     }
     // Beside a routable one: pending over the routable one, never the unrouted one.
-    for query in ["Use the kubernetes skill and the deploy skill.", "Use the kubernetes skill; also use skill:deploy."]
+    for query in
+        ["Use the kubernetes skill and the deploy skill.", "Use the kubernetes skill; also use skill:deploy."]
     {
         let e = decide_live(&st, &task(Some(query)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "several-cited"), "{query}");
@@ -907,7 +907,8 @@ fn one_cited_skill_name_decides_under_routing_5() {
         );
         assert_eq!(e.candidates.len(), 1, "{q}");
     }
-    let e = decide_live(&st, &task(Some("Don't bother with the kubernetes skill")), &Request::default()).unwrap();
+    let e =
+        decide_live(&st, &task(Some("Don't bother with the kubernetes skill")), &Request::default()).unwrap();
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"));
     let e = decide_live(
         &st,
