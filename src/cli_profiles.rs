@@ -371,6 +371,11 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
     if let Some(note) = &st.note {
         emit(out, format!("  note: {note}"))?;
     }
+    if let Some(source) = &st.source {
+        let root = source.root.clone().unwrap_or_else(|| "-".into());
+        let action = if source.blocks() { "  SOURCE DRIFT: `set` and `select` are refused until it is scanned again" } else { "" };
+        emit(out, format!("  source tree {root}: {}{action}", source.detail))?;
+    }
     match &st.estimate {
         // An estimate, said as one (outside review 72): name and description bytes / 4.
         Some(e) => emit(

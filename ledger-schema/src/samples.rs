@@ -692,6 +692,13 @@ pub fn events() -> Vec<(&'static str, Event)> {
             source_id: id(23),
         }),
     ));
+    // A registry snapshot that records the tree it was scanned from (outside review 114:
+    // seed 003's source-drift check), appended.
+    samples.push(("source_registry_recorded_with_its_root", {
+        let mut r = registry_sample();
+        r.source_root = Some(s("/srv/ecc/context-sources"));
+        Event::SourceRegistryRecorded(Box::new(r))
+    }));
     samples
 }
 
@@ -857,7 +864,7 @@ fn registry_sample() -> profile::SourceRegistryRecorded {
             },
         ],
     };
-    profile::SourceRegistryRecorded { registry_digest: registry.digest(), registry }
+    profile::SourceRegistryRecorded { registry_digest: registry.digest(), registry, source_root: None }
 }
 
 /// The samples sealed as one valid chain from genesis: `(name, sealed entry)`.

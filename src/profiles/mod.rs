@@ -129,7 +129,12 @@ pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileEr
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let recorded = scan::scan_keeping(root, &kept_by_the_ledger(ledger.state()))?;
     let cp = &ledger.state().context_profiles;
-    let existing = if cp.registry_digest == Some(recorded.registry_digest) { cp.registry_seq } else { None };
+    let existing = if cp.registry_digest == Some(recorded.registry_digest) && cp.registry_root == recorded.source_root
+    {
+        cp.registry_seq
+    } else {
+        None
+    };
     let outcome = |seq: u64, written: bool, r: &SourceRegistryRecorded| ScanOutcome {
         recorded: written,
         seq,
@@ -210,6 +215,103 @@ pub struct ProfileStatus {
     /// transaction the ledger can no longer record).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `status` only: the source tree the newest registry was scanned from, scanned again
+    /// ([`check_source`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceCheck>,
+}
+
+/// The source tree the newest registry snapshot was scanned from, scanned again and
+/// compared with it, bytes stored or not (seed 003: managed state is checked for "source
+/// drift"; outside review 114: an edited tree went unseen until someone rescanned it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceCheck {
+    /// The recorded root (none for a snapshot scanned before roots were recorded).
+    pub root: Option<String>,
+    /// `unchanged`, `changed`, `unreadable` or `unrecorded`.
+    pub state: &'static str,
+    /// What changed, why it cannot be read, or what to do.
+    pub detail: String,
+}
+
+impl SourceCheck {
+    /// Whether a command that delivers sources must stop: the tree changed, or it cannot
+    /// be read where it was scanned.
+    pub fn blocks(&self) -> bool {
+        matches!(self.state, "changed" | "unreadable")
+    }
+
+    /// The refusal of a command that delivers sources over this check.
+    pub fn refusal(&self) -> ProfileError {
+        let root = self.root.as_deref().map(scan::shown).unwrap_or_default();
+        ProfileError::Refused(format!(
+            "the source tree {root} {}: scan it again (`ledger sources scan DIR ROOT`, from where it is now) before delivering from it",
+            self.detail
+        ))
+    }
+}
+
+/// [`SourceCheck`] of the ledger's newest registry snapshot: its tree scanned again (read
+/// only) and compared source by source, the bytes the entry stores left aside (what a
+/// rescan stores depends on the ledger's state, not on the tree).
+pub fn check_source(state: &State) -> SourceCheck {
+    let cp = &state.context_profiles;
+    let seq = cp.registry_seq.map(|s| format!(" at seq {s}")).unwrap_or_default();
+    let (Some(current), Some(root)) = (cp.registry.as_deref(), cp.registry_root.clone()) else {
+        let detail = if cp.registry.is_some() {
+            format!("the registry{seq} records no source root (scanned before roots were recorded): scan the tree again to record it")
+        } else {
+            "no registry recorded".to_owned()
+        };
+        return SourceCheck { root: None, state: "unrecorded", detail };
+    };
+    let found = match scan::scan_keeping(Path::new(&root), &kept_by_the_ledger(state)) {
+        Ok(found) => found,
+        Err(e) => {
+            return SourceCheck {
+                root: Some(root),
+                state: "unreadable",
+                detail: format!("cannot be scanned again as it was{seq} ({e})"),
+            };
+        }
+    };
+    let shape = |r: &Registry| -> Registry {
+        let mut r = r.clone();
+        for s in &mut r.sources {
+            for x in &mut s.resources {
+                x.content = None;
+            }
+        }
+        r
+    };
+    let (was, now) = (shape(current), shape(&found.registry));
+    if was == now {
+        return SourceCheck { root: Some(root), state: "unchanged", detail: format!("unchanged since the scan{seq}") };
+    }
+    let ids = |r: &Registry| -> std::collections::BTreeMap<String, ledger_schema::events::profile::RegistrySource> {
+        r.sources.iter().map(|s| (s.id.clone(), s.clone())).collect()
+    };
+    let (a, b) = (ids(&was), ids(&now));
+    let mut changed: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|id| a.get(*id) != b.get(*id))
+        .map(|id| scan::shown(id))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if was.profiles != now.profiles || was.scanner != now.scanner {
+        changed.push("the profiles".to_owned());
+    }
+    let shown: Vec<String> = changed.iter().take(5).cloned().collect();
+    let more = changed.len().saturating_sub(shown.len());
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    SourceCheck {
+        root: Some(root),
+        state: "changed",
+        detail: format!("changed since the scan{seq}: {}{more}", shown.join(", ")),
+    }
 }
 
 /// Plan inputs given on the command line; `None` is "as configured" (a `set` never changes
@@ -275,6 +377,7 @@ fn status_of(
             recovery_required: root_override.is_some_and(interrupted_txn),
             outcome: outcome.to_owned(),
             note: None,
+            source: None,
         });
     };
     let root = root_override.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&c.state_root));
@@ -303,6 +406,7 @@ fn status_of(
         recovery_required: interrupted_txn(&root),
         outcome: outcome.to_owned(),
         note: None,
+        source: None,
     })
 }
 
@@ -602,6 +706,11 @@ pub fn set(
     // one was refused by the revision rule, its message prefixed with the rule's name).
     generation::root_path(root)?;
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
+    // Nothing is materialised from a tree that changed since its scan (outside review 114).
+    let source = check_source(ledger.state());
+    if source.blocks() {
+        return Err(source.refusal());
+    }
     let cp = &ledger.state().context_profiles;
     check_expected(cp, expected)?;
     let (registry, registry_digest) = match (&cp.registry, cp.registry_digest) {
@@ -749,6 +858,9 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
         generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
     }
     let mut report = status_of(&state, root, "status")?;
+    if cp.registry.is_some() {
+        report.source = Some(check_source(&state));
+    }
     // A transaction interrupted in another state root, which the ledger may record nowhere
     // yet (outside review 101: `status` reported nothing to recover).
     let reported = root.map(Path::to_path_buf).or_else(|| cp.current().map(|c| PathBuf::from(&c.state_root)));

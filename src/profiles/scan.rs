@@ -1039,6 +1039,18 @@ pub fn scan_keeping(
 ) -> Result<SourceRegistryRecorded, ScanError> {
     let root = no_symlink_ancestors(root)?;
     real_dir(&root)?;
+    // Recorded, so a later command can scan the tree again for drift (outside review 114).
+    let source_root = root
+        .to_str()
+        .filter(|r| r.len() <= crate::runtime::profile::MAX_ROOT_BYTES)
+        .filter(|r| crate::runtime::profile::root_text(r).is_ok())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            meta(
+                &root,
+                "the source root must be an absolute UTF-8 path of visible characters, other than `/`, at most 4096 bytes",
+            )
+        })?;
     let mut budget = Budget { entries: 0, bytes: 0 };
     let skills_dir = root.join("skills");
     if !exists(&skills_dir)? {
@@ -1477,7 +1489,8 @@ pub fn scan_keeping(
 
     let registry = Registry { scanner: SCANNER_VERSION.to_owned(), sources, profiles };
     check_registry(&registry).map_err(|v| ScanError::Rule(shown(&v.to_string())))?;
-    let recorded = SourceRegistryRecorded { registry_digest: registry.digest(), registry };
+    let recorded =
+        SourceRegistryRecorded { registry_digest: registry.digest(), registry, source_root: Some(source_root) };
     // The entry around it adds well under 1 KiB; keep 4 KiB of headroom.
     let event = Event::SourceRegistryRecorded(Box::new(recorded));
     let size = codec::encode(&event).len();

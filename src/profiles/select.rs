@@ -327,10 +327,22 @@ pub struct Options {
     pub dry_run: bool,
 }
 
+/// Refused where the source tree the newest registry was scanned from changed since, or
+/// cannot be scanned again (seed 003: `run` "rechecks source bindings … before loading
+/// bodies"; outside review 114).
+fn refuse_source_drift(state: &crate::runtime::State) -> Result<(), SelectError> {
+    let check = super::check_source(state);
+    if check.blocks() {
+        return Err(SelectError::SavedState(Box::new(check.refusal())));
+    }
+    Ok(())
+}
+
 /// Decides `task` over the ledger at `dir` and (unless `dry_run`) records it as one entry.
 pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, SelectError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     super::check_saved_state(dir, &ledger).map_err(|e| SelectError::SavedState(Box::new(e)))?;
+    refuse_source_drift(ledger.state())?;
     let state = ledger.state();
     let (event, resources, mode) = decide_and_load(state, task, opts)?;
     let previous_set_aside = sel::previous_set_aside(state, &event);
@@ -420,6 +432,7 @@ pub fn resolve_unconfigured(
         )));
     }
     let mut state = super::read_state(dir)?;
+    refuse_source_drift(&state)?;
     let cp = &state.context_profiles;
     let (registry, registry_digest) = match (&cp.registry, cp.registry_digest) {
         (Some(r), Some(d)) => (r.clone(), d),

@@ -52,6 +52,10 @@ pub struct ContextProfiles {
     /// first; outside review 101). Derived, not encoded.
     #[serde(skip)]
     pub registry_seq: Option<u64>,
+    /// The source tree the newest snapshot was scanned from, where it records one.
+    /// Omitted when absent, so ledgers without it keep their state digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_root: Option<String>,
 }
 
 impl ContextProfiles {
@@ -772,12 +776,22 @@ pub fn apply_registry(state: &mut State, e: &SourceRegistryRecorded, seq: u64) -
         "registryDigest {} is not the registry's digest {found}",
         e.registry_digest
     );
+    if let Some(root) = &e.source_root {
+        ensure!(
+            root.len() <= MAX_ROOT_BYTES && root_text(root).is_ok(),
+            Rule::SourceRegistry,
+            "source root {root:?} is not an absolute, normalised path other than `/` of visible characters, at most {MAX_ROOT_BYTES} bytes"
+        );
+    }
+    // The same snapshot again is news only from another tree (a moved checkout).
     ensure!(
-        state.context_profiles.registry_digest != Some(found),
+        state.context_profiles.registry_digest != Some(found)
+            || state.context_profiles.registry_root != e.source_root,
         Rule::SourceRegistry,
         "registry {found} is already the current one"
     );
     let cp = &mut state.context_profiles;
+    cp.registry_root = e.source_root.clone();
     cp.registries.entry(found).or_insert(seq);
     cp.registry_digest = Some(found);
     cp.registry = Some(Arc::new(e.registry.clone()));
@@ -788,6 +802,9 @@ pub fn apply_registry(state: &mut State, e: &SourceRegistryRecorded, seq: u64) -
 fn plan_violation(e: PlanError) -> RuleViolation {
     violation(Rule::ProfilePlan, e.to_string())
 }
+
+/// Longest recorded source root (bytes): the usual `PATH_MAX`.
+pub const MAX_ROOT_BYTES: usize = 4096;
 
 /// A state root's text as `profile set` accepts it, checked without the filesystem or the
 /// environment — one rule for `set` (`profiles::generation::root_path`) and replay, which

@@ -159,6 +159,12 @@ pub struct Registry {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceRegistryRecorded {
     pub registry: Registry,
+    /// The scanned tree's absolute path (seed 003's source-drift check: `profile status`,
+    /// `set` and `select` scan it again and compare; outside review 114). Not part of the
+    /// registry or its digest. Absent in snapshots scanned before it was recorded, which
+    /// keep their bytes. (Fields in canonical key order: length, then bytes.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_root: Option<String>,
     /// `Digest::of(SourceRegistry, canonical registry)`: covers everything recorded.
     pub registry_digest: Digest,
 }

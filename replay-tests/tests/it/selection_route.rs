@@ -989,3 +989,77 @@ fn a_previous_receipt_set_aside_says_why() {
     let (v, _) = select(&explicit, true);
     assert_eq!(v["previousSetAside"], "the task's explicitIds decide first");
 }
+
+/// Seed 003's source drift (managed state is accepted with "source drift" checks; `run`
+/// "rechecks source bindings … before loading bodies"; outside review 114 F5, P2: an edited
+/// tree was delivered from the old scan, and `status` said nothing). The scan records its
+/// tree; `status` scans it again and says whether it changed; `select` and `set` refuse
+/// over a changed or unreadable tree until it is scanned again — from where it is now, which
+/// records the same snapshot again under its new root. Replay is untouched; a recorded root
+/// that is not an absolute, normalised path is refused.
+#[test]
+fn source_drift_stops_delivery_until_the_tree_is_scanned_again() {
+    let s = configured(&["--selection", "auto"]);
+    let root = s.src.canonicalize().unwrap();
+    let source = |s: &Setup| s.json(&["profile", "status"], &["--json"])["source"].clone();
+    let v = source(&s);
+    assert_eq!((v["state"].as_str(), v["root"].as_str()), (Some("unchanged"), root.to_str()), "{v}");
+    let input = s.tmp.path().join("task.json");
+    write(
+        &input,
+        r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:kubernetes"]}"#,
+    );
+    let select = |s: &Setup| s.run(&["select"], &["--task-input", input.to_str().unwrap(), "--load"]);
+    assert_eq!(select(&s).0, 0);
+
+    let skill = s.src.join("skills/kubernetes/SKILL.md");
+    let mut text = std::fs::read_to_string(&skill).unwrap();
+    text.push_str("\nEdited on disk after the scan.\n");
+    write(&skill, &text);
+    let v = source(&s);
+    assert_eq!(v["state"], "changed", "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("skill:kubernetes"), "{v}");
+    let (code, out, err) = select(&s);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("changed since the scan") && err.contains("sources scan"), "{err}");
+    let store = s.tmp.path().join("store");
+    let (code, _, err) = s.run(&["profile", "set"], &["full", "--state-root", store.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("changed since the scan"), "{err}");
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = select(&s);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Edited on disk after the scan."), "{out}");
+
+    // Moved: unreadable where it was scanned, refused; scanned from its new place, the same
+    // snapshot is recorded again under the new root.
+    let moved = s.tmp.path().join("moved-src");
+    std::fs::rename(&s.src, &moved).unwrap();
+    let v = source(&s);
+    assert_eq!(v["state"], "unreadable", "{v}");
+    assert_eq!(select(&s).0, 1);
+    let (code, out, err) =
+        super::profiles_util::cli(&["sources", "scan", s.dir(), moved.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let scanned: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(scanned["recorded"], true, "{scanned}");
+    let v = source(&s);
+    assert_eq!((v["state"].as_str(), v["root"].as_str()), (Some("unchanged"), moved.canonicalize().unwrap().to_str()));
+    assert_eq!(select(&s).0, 0);
+    let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // A root recorded by hand must be one the scanner records.
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    let mut forged = closure_ledger::profiles::scan::scan(&moved).unwrap();
+    for bad in ["relative/src", "/", "/tmp/../etc", "/tmp/a\nb"] {
+        forged.source_root = Some(bad.to_owned());
+        let err = ledger
+            .admit(vec![ledger_schema::Event::SourceRegistryRecorded(Box::new(forged.clone()))], ctx)
+            .unwrap_err();
+        assert!(err.to_string().contains("source root"), "{bad:?}: {err}");
+    }
+}
