@@ -373,7 +373,11 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
     }
     if let Some(source) = &st.source {
         let root = source.root.clone().unwrap_or_else(|| "-".into());
-        let action = if source.blocks() { "  SOURCE DRIFT: `set` and `select` are refused until it is scanned again" } else { "" };
+        let action = if source.blocks() {
+            "  SOURCE DRIFT: `set` and `select` are refused until it is scanned again"
+        } else {
+            ""
+        };
         emit(out, format!("  source tree {root}: {}{action}", source.detail))?;
     }
     match &st.estimate {

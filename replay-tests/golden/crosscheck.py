@@ -21,7 +21,9 @@ lifecycle-packages-v3.json (compiler/3) adds a task selection; lifecycle-package
 (compiler/4) adds a goal that recorded one project path twice: every other package is
 compiler/3's byte for byte, each path is delivered once, and every
 `freshness.sourceSuperseded` omission names a delivered record of the path and is not
-delivered itself.
+delivered itself. lifecycle-packages-v5.json (compiler/5): the same packages as compiler/4 but
+for the manifests' compilerVersion, and (no case holds text a viewer would hide) the same
+Markdown.
 Run: pip install cbor2 blake3 && python3 replay-tests/golden/crosscheck.py"""
 import json, os, re, sys
 import blake3, cbor2
@@ -232,10 +234,20 @@ for name, a, raw, pkg in v4:
             check(name, "a superseded source is not delivered", o["sourceRef"] not in delivered, o["sourceRef"])
 check("v4", "golden supersedes a source", len(v4) == len(v3) + 1 and superseded == 1)
 
+v5 = packages("lifecycle-packages-v5.json", "closure-ledger-compiler/5")
+golden4 = json.load(open(os.path.join(here, "lifecycle-packages-v4.json")))["attempts"]
+golden5 = json.load(open(os.path.join(here, "lifecycle-packages-v5.json")))["attempts"]
+for (name, a, raw, pkg), (_, _, raw4, _), g4, g5 in zip(v5, v4, golden4, golden5):
+    check_manifest(name, a, pkg, "closure-ledger-compiler/5")
+    check(name, "compiler/5 packages as compiler/4", raw == raw4)
+    # Its Markdown escapes only what would hide from a viewer; these cases hold none.
+    check(name, "compiler/5 renders these cases as compiler/4", g5["markdown"] == g4["markdown"])
+check("v5", "golden has compiler/4's cases", len(v5) == len(v4))
+
 for f in failures:
     print("FAIL", f)
 print(", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
 if failures:
     sys.exit(1)
-print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3 and {len(v4)} compiler/4 golden "
+print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3, {len(v4)} compiler/4 and {len(v5)} compiler/5 golden "
       f"packages verified ({skills} selected skills, {superseded} superseded source)")

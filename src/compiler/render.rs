@@ -169,13 +169,25 @@ pub(in crate::compiler) fn name_span(text: &str) -> String {
 /// it, and none of them opens a block of the package's own ([`block_safe`]; the first line
 /// follows the item's own `- `).
 pub(in crate::compiler) fn item_lines(item: &str) -> String {
-    block_safe(item, "  ", false)
+    block_safe(item, "  ", false, false)
+}
+
+/// [`item_lines`], and with `inline` none of its text hides from a Markdown viewer
+/// ([`block_safe`]; compiler/5).
+pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool) -> String {
+    block_safe(item, "  ", false, inline)
+}
+
+/// [`paragraph`], and with `inline` none of its text hides from a Markdown viewer
+/// ([`block_safe`]; compiler/5).
+pub(in crate::compiler) fn paragraph_as(text: &str, inline: bool) -> String {
+    block_safe(text, "", true, inline)
 }
 
 /// A paragraph of text (an objective) none of whose lines opens a block of the package's
 /// own ([`block_safe`]).
 pub(in crate::compiler) fn paragraph(text: &str) -> String {
-    block_safe(text, "", true)
+    block_safe(text, "", true, false)
 }
 
 /// Text from the ledger as Markdown that opens no block of the package's own, so a worker
@@ -184,12 +196,15 @@ pub(in crate::compiler) fn paragraph(text: &str) -> String {
 /// break — a line feed, CR LF, or a lone carriage return, which CommonMark also ends a line
 /// with — becomes a line feed followed by `indent`; a line (the first too if `first_line`)
 /// that would open a block is escaped by a backslash before its opening character
-/// ([`block_opener`]).
-pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool) -> String {
+/// ([`block_opener`]). With `inline` (compiler/5), nothing in the text hides from a reader
+/// of the rendered Markdown either ([`inline_safe`]).
+pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool, inline: bool) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
     let mut first = true;
+    let code = if inline { code_spans(text) } else { Vec::new() };
     loop {
+        let offset = text.len() - rest.len();
         let (line, next) = match rest.find(['\r', '\n']) {
             Some(at) => {
                 let skip = if rest.get(at..at + 2) == Some("\r\n") { 2 } else { 1 };
@@ -201,6 +216,13 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
             out.push('\n');
             out.push_str(indent);
         }
+        let escaped;
+        let line = if inline {
+            escaped = inline_safe(line, offset, &code);
+            escaped.as_str()
+        } else {
+            line
+        };
         let opener = if first && !first_line { None } else { block_opener(line) };
         match opener.and_then(|at| Some((line.get(..at)?, line.get(at..)?))) {
             Some((head, tail)) => {
@@ -216,6 +238,115 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
             None => return out,
         }
     }
+}
+
+/// The byte ranges of `text`'s CommonMark code spans, backticks included: a run of n
+/// backticks (not escaped by a backslash) to the next run of exactly n. Text inside one is
+/// shown as written, so [`inline_safe`] leaves it alone.
+fn code_spans(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let run_at = |i: usize| bytes.get(i..).map_or(0, |b| b.iter().take_while(|&&c| c == b'`').count());
+    let escaped =
+        |i: usize| bytes.get(..i).map_or(0, |b| b.iter().rev().take_while(|&&c| c == b'\\').count()) % 2 == 1;
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes.get(i) != Some(&b'`') {
+            i += 1;
+            continue;
+        }
+        let n = run_at(i);
+        if escaped(i) {
+            i += 1;
+            continue;
+        }
+        let mut j = i + n;
+        let mut close = None;
+        while j < bytes.len() {
+            if bytes.get(j) == Some(&b'`') {
+                let m = run_at(j);
+                if m == n {
+                    close = Some(j + m);
+                    break;
+                }
+                j += m;
+            } else {
+                j += 1;
+            }
+        }
+        match close {
+            Some(end) => {
+                spans.push((i, end));
+                i = end;
+            }
+            None => i += n,
+        }
+    }
+    spans
+}
+
+/// One line of ledger text (at byte `offset` of the text whose code spans are `code`) with
+/// a backslash before what a CommonMark viewer would hide or turn into something else:
+/// `<` opening raw HTML, a comment, a declaration or an autolink (`<` then a letter, `/`,
+/// `!` or `?`), `&` opening an entity or numeric character reference, and a `[` that
+/// begins the line as a link reference definition would ([`reference_definition`]: it shows
+/// nothing) — outside review 113 F2:
+/// `<!-- … -->`, `<span hidden>` and `[x]: <url> "title"` in a goal hid their text from
+/// the rendered view while the worker read it. Not inside a code span, and not where an odd
+/// run of backslashes already escapes it.
+fn inline_safe(line: &str, offset: usize, code: &[(usize, usize)]) -> String {
+    let in_code = |at: usize| code.iter().any(|&(a, b)| a <= at && at < b);
+    let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
+    let mut out = String::with_capacity(line.len() + 4);
+    let mut backslashes = 0usize;
+    for (k, c) in line.char_indices() {
+        let next = line.get(k + c.len_utf8()..).unwrap_or_default();
+        let hides = match c {
+            '<' => next.starts_with(|n: char| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
+            '&' => entity(next),
+            '[' => k == lead && reference_definition(next),
+            _ => false,
+        };
+        if hides && backslashes.is_multiple_of(2) && !in_code(offset + k) {
+            out.push('\\');
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+        out.push(c);
+    }
+    out
+}
+
+/// Whether a line that begins with `[` followed by `rest` may be a CommonMark link
+/// reference definition (`[label]: destination "title"`, which renders as nothing): its
+/// label's first unescaped `]` is followed by `:`, or the line holds no `]` (the label may
+/// go on on the next line).
+fn reference_definition(rest: &str) -> bool {
+    let mut escaped = false;
+    for (k, c) in rest.char_indices() {
+        match c {
+            '\\' => escaped = !escaped,
+            ']' if !escaped => return rest.get(k + 1..).is_some_and(|after| after.starts_with(':')),
+            _ => escaped = false,
+        }
+    }
+    true
+}
+
+/// Whether `rest` (after a `&`) completes a CommonMark entity or numeric character
+/// reference: `#` and 1–7 digits, `#x`/`#X` and 1–6 hex digits, or 1–32 letters and digits
+/// beginning with a letter, then `;`.
+fn entity(rest: &str) -> bool {
+    let Some(end) = rest.find(';') else { return false };
+    let body = rest.get(..end).unwrap_or_default();
+    if let Some(num) = body.strip_prefix('#') {
+        return match num.strip_prefix(['x', 'X']) {
+            Some(hex) => (1..=6).contains(&hex.len()) && hex.chars().all(|c| c.is_ascii_hexdigit()),
+            None => (1..=7).contains(&num.len()) && num.chars().all(|c| c.is_ascii_digit()),
+        };
+    }
+    (1..=32).contains(&body.len())
+        && body.starts_with(|c: char| c.is_ascii_alphabetic())
+        && body.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// Where a backslash keeps `line` from opening a CommonMark block (the offset of the
@@ -261,6 +392,29 @@ fn block_opener(line: &str) -> Option<usize> {
 mod item_tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
     use super::*;
+
+    /// Compiler/5's inline escapes: each `(text, rendered)` through `paragraph_as` with
+    /// `inline` (the end-to-end view is `compiler::ledger_text_stays_visible_in_a_markdown_viewer`).
+    #[test]
+    fn inline_escapes_only_what_a_viewer_would_hide() {
+        let cases = [
+            ("a <!-- x --> b", "a \\<!-- x --> b"),
+            ("<span hidden>x</span>", "\\<span hidden>x\\</span>"),
+            ("[n]: <https://x> \"t\"", "\\[n]: \\<https://x> \"t\""),
+            ("[FAILED_CHECK] text", "[FAILED_CHECK] text"),
+            ("[label\nspans]: /x", "\\[label\nspans]: /x"),
+            ("Vec<u8> and `Vec<u8>`", "Vec\\<u8> and `Vec<u8>`"),
+            ("already \\<b> escaped", "already \\<b> escaped"),
+            ("an escaped backslash \\\\<b>", "an escaped backslash \\\\\\<b>"),
+            ("AT&T && a < b; &amp; &#65; &#x41; &nope", "AT&T && a < b; \\&amp; \\&#65; \\&#x41; &nope"),
+            ("``a<b`` then <i>", "``a<b`` then \\<i>"),
+            ("unclosed `span <i>", "unclosed `span \\<i>"),
+        ];
+        for (text, rendered) in cases {
+            assert_eq!(paragraph_as(text, true), rendered, "{text:?}");
+            assert_eq!(paragraph_as(text, false), paragraph(text), "{text:?}");
+        }
+    }
 
     /// A list item's later lines cannot open a block of the package's own (outside review
     /// 18: a line feed in a list item forged a `## Phase objective` section; outside review

@@ -129,12 +129,12 @@ pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileEr
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
     let recorded = scan::scan_keeping(root, &kept_by_the_ledger(ledger.state()))?;
     let cp = &ledger.state().context_profiles;
-    let existing = if cp.registry_digest == Some(recorded.registry_digest) && cp.registry_root == recorded.source_root
-    {
-        cp.registry_seq
-    } else {
-        None
-    };
+    let existing =
+        if cp.registry_digest == Some(recorded.registry_digest) && cp.registry_root == recorded.source_root {
+            cp.registry_seq
+        } else {
+            None
+        };
     let outcome = |seq: u64, written: bool, r: &SourceRegistryRecorded| ScanOutcome {
         recorded: written,
         seq,
@@ -260,7 +260,9 @@ pub fn check_source(state: &State) -> SourceCheck {
     let seq = cp.registry_seq.map(|s| format!(" at seq {s}")).unwrap_or_default();
     let (Some(current), Some(root)) = (cp.registry.as_deref(), cp.registry_root.clone()) else {
         let detail = if cp.registry.is_some() {
-            format!("the registry{seq} records no source root (scanned before roots were recorded): scan the tree again to record it")
+            format!(
+                "the registry{seq} records no source root (scanned before roots were recorded): scan the tree again to record it"
+            )
         } else {
             "no registry recorded".to_owned()
         };
@@ -287,11 +289,16 @@ pub fn check_source(state: &State) -> SourceCheck {
     };
     let (was, now) = (shape(current), shape(&found.registry));
     if was == now {
-        return SourceCheck { root: Some(root), state: "unchanged", detail: format!("unchanged since the scan{seq}") };
+        return SourceCheck {
+            root: Some(root),
+            state: "unchanged",
+            detail: format!("unchanged since the scan{seq}"),
+        };
     }
-    let ids = |r: &Registry| -> std::collections::BTreeMap<String, ledger_schema::events::profile::RegistrySource> {
-        r.sources.iter().map(|s| (s.id.clone(), s.clone())).collect()
-    };
+    let ids =
+        |r: &Registry| -> std::collections::BTreeMap<String, ledger_schema::events::profile::RegistrySource> {
+            r.sources.iter().map(|s| (s.id.clone(), s.clone())).collect()
+        };
     let (a, b) = (ids(&was), ids(&now));
     let mut changed: Vec<String> = a
         .keys()

@@ -1489,8 +1489,11 @@ pub fn scan_keeping(
 
     let registry = Registry { scanner: SCANNER_VERSION.to_owned(), sources, profiles };
     check_registry(&registry).map_err(|v| ScanError::Rule(shown(&v.to_string())))?;
-    let recorded =
-        SourceRegistryRecorded { registry_digest: registry.digest(), registry, source_root: Some(source_root) };
+    let recorded = SourceRegistryRecorded {
+        registry_digest: registry.digest(),
+        registry,
+        source_root: Some(source_root),
+    };
     // The entry around it adds well under 1 KiB; keep 4 KiB of headroom.
     let event = Event::SourceRegistryRecorded(Box::new(recorded));
     let size = codec::encode(&event).len();

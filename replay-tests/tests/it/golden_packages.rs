@@ -11,9 +11,13 @@
 //!   carrying a task selection (issue #15: `selectedSkills`, `selectionReceipt`,
 //!   PROMPT_ADVISORY entries). Frozen with compiler/3 (compiler/4 made it an older
 //!   version): never re-blessed.
-//! - `golden/lifecycle-packages-v4.json`: compiler/4, the newest, on the same cases plus an
-//!   Attempt whose goal recorded one project path twice (the earlier record is an omission,
-//!   `freshness.sourceSuperseded`). The newest compiler's file: a change fails until
+//! - `golden/lifecycle-packages-v4.json`: compiler/4 on the same cases plus an Attempt whose
+//!   goal recorded one project path twice (the earlier record is an omission,
+//!   `freshness.sourceSuperseded`). Frozen with compiler/4 (compiler/5 made it an older
+//!   version): never re-blessed.
+//! - `golden/lifecycle-packages-v5.json`: compiler/5, the newest, on the same cases (its
+//!   Markdown keeps ledger text visible to a viewer; none of these cases' text needed it).
+//!   The newest compiler's file: a change fails until
 //!   `COMPILER_VERSION` is bumped and the goldens are re-blessed on purpose
 //!   (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which writes
 //!   only this file.
@@ -25,7 +29,7 @@
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4};
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
 use closure_ledger::runtime::command::{
@@ -259,6 +263,23 @@ fn v3_now(cases: &[Case]) -> serde_json::Value {
     json!({ "compilerVersion": v3::VERSION, "attempts": attempts })
 }
 
+/// Compiler/4's golden: every case, the Attempt that carries a task selection, then the
+/// superseded-source case, compiled by compiler/4.
+fn v4_now(cases: &[Case]) -> serde_json::Value {
+    let mut attempts: Vec<_> = cases
+        .iter()
+        .map(|c| golden_attempt(&c.attempt, &v4::V4.compile(&c.state, &c.binding).unwrap()))
+        .collect();
+    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
+    let compiled = v4::V4.compile(&state, &binding).unwrap();
+    let mut one = golden_attempt(&attempt, &compiled);
+    one["selectionReceipt"] = json!(compiled.manifest.selection_receipt);
+    attempts.push(one);
+    let c = superseded_case();
+    attempts.push(golden_attempt(&c.attempt, &v4::V4.compile(&c.state, &c.binding).unwrap()));
+    json!({ "compilerVersion": v4::VERSION, "attempts": attempts })
+}
+
 /// The newest compiler's golden: every case as recorded (re-derived by admission, which
 /// the recorded manifest must match), the Attempt that carries a task selection, then the
 /// superseded-source case.
@@ -372,12 +393,44 @@ fn v4_differs_from_v3_only_where_a_path_is_recorded_twice() {
     assert!(md.contains("a71d3b5") && !md.contains("9f1c2e0"), "{md}");
 }
 
+/// Compiler/4's output for the golden cases is byte for byte the frozen one, also now that
+/// compiler/5 writes the ledgers they are compiled from.
+#[test]
+fn v4_packages_are_frozen() {
+    let now = v4_now(&cases());
+    let frozen = read_golden("lifecycle-packages-v4.json");
+    assert_eq!(frozen["compilerVersion"], v4::VERSION);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 7);
+    assert!(frozen == now, "compiler/4's output changed: compiler/4 is frozen, never re-blessed");
+}
+
+/// Compiler/5 is compiler/4 but for `compilerVersion` in every package and manifest; its
+/// Markdown differs only where ledger text would hide from a Markdown viewer (none of the
+/// golden cases' text does, so it is the same there), and there it keeps the text visible
+/// (outside review 113 F2).
+#[test]
+fn v5_differs_from_v4_only_in_its_markdown_escapes() {
+    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
+    let mut all = cases();
+    all.push(Case { state, attempt, binding });
+    all.push(superseded_case());
+    for c in all {
+        let four = v4::V4.compile(&c.state, &c.binding).unwrap();
+        let five = v5::V5.compile(&c.state, &c.binding).unwrap();
+        assert_eq!(four.package_bytes, five.package_bytes);
+        let mut renamed = four.manifest.clone();
+        renamed.compiler_version = v5::VERSION.to_owned();
+        assert_eq!(renamed, five.manifest);
+        assert_eq!(four.markdown(), five.markdown());
+    }
+}
+
 /// The newest compiler's output for the golden ledger is byte for byte the frozen one.
 #[test]
 fn newest_packages_are_frozen() {
-    assert_eq!(COMPILER_VERSION, v4::VERSION, "the v4 golden is the newest compiler's");
+    assert_eq!(COMPILER_VERSION, v5::VERSION, "the v5 golden is the newest compiler's");
     let now = newest_now(&cases());
-    let name = "lifecycle-packages-v4.json";
+    let name = "lifecycle-packages-v5.json";
     if std::env::var_os("BLESS_GOLDEN").is_some() {
         std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }

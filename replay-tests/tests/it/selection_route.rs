@@ -1045,7 +1045,10 @@ fn source_drift_stops_delivery_until_the_tree_is_scanned_again() {
     let scanned: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(scanned["recorded"], true, "{scanned}");
     let v = source(&s);
-    assert_eq!((v["state"].as_str(), v["root"].as_str()), (Some("unchanged"), moved.canonicalize().unwrap().to_str()));
+    assert_eq!(
+        (v["state"].as_str(), v["root"].as_str()),
+        (Some("unchanged"), moved.canonicalize().unwrap().to_str())
+    );
     assert_eq!(select(&s).0, 0);
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");

@@ -10,11 +10,21 @@ use std::fmt::Write;
 use ledger_schema::package::ContextPackage;
 
 use super::names::WireName;
-use crate::compiler::render::{code_span, fence_for, item_lines, name_span, paragraph};
+use crate::compiler::render::{code_span, fence_for, item_lines_as, name_span, paragraph_as};
 
-/// Renders `p` as Markdown.
+/// Renders `p` as Markdown (compilers 2–4).
 pub fn markdown(p: &ContextPackage) -> String {
+    markdown_as(p, false)
+}
+
+/// Renders `p` as Markdown; with `inline` (compiler/5) ledger text also keeps a Markdown
+/// viewer from hiding any of it (raw HTML, comments, entity references, link reference
+/// definitions: `render::block_safe`).
+pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
     let mut s = String::new();
+    let list = |s: &mut String, title: &str, items: &[String]| list(s, title, items, inline);
+    let paragraph = |text: &str| paragraph_as(text, inline);
+    let item_lines = |item: &str| item_lines_as(item, inline);
     let id = &p.identity;
     let _ = writeln!(s, "# Context package (schema {})\n", p.schema_version);
     let _ = writeln!(s, "- goal: {} revision {}", id.goal_id, id.goal_revision);
@@ -146,13 +156,13 @@ pub fn markdown(p: &ContextPackage) -> String {
     s
 }
 
-fn list(s: &mut String, title: &str, items: &[String]) {
+fn list(s: &mut String, title: &str, items: &[String], inline: bool) {
     if items.is_empty() {
         return;
     }
     let _ = writeln!(s, "### {title}\n");
     for it in items {
-        let _ = writeln!(s, "- {}", item_lines(it));
+        let _ = writeln!(s, "- {}", item_lines_as(it, inline));
     }
     let _ = writeln!(s);
 }
