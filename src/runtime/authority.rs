@@ -240,31 +240,6 @@ pub(crate) fn disabled_surface(name: &str, source: bool) -> Option<&'static str>
     surface_in(&as_written, source).or_else(|| surface_in(&split, source))
 }
 
-/// The disabled surface a Policy's capability grants, read as [`disabled_surface`] reads a
-/// tool's name — but as prose: `app`/`apps` (seed 000's App Server is not the disabled
-/// apps surface), `codex`/`claude` (the harness by name) and `dynamic` not before `tool(s)`
-/// are not read (outside review 113 F1: a
-/// protected profile's workflow granted "call MCP servers", "spawn subagents" and "use web
-/// search" to its worker).
-pub(crate) fn granted_surface(capability: &str) -> Option<&'static str> {
-    let words: Vec<&str> = capability.split_whitespace().collect();
-    let plain = |w: &str| -> String {
-        w.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
-    };
-    let kept: Vec<&str> = words
-        .iter()
-        .enumerate()
-        .filter(|&(i, w)| match plain(w).as_str() {
-            // The harness by name ("the Codex App Server") is not an agent the worker starts.
-            "app" | "apps" | "appserver" | "codex" | "claude" => false,
-            "dynamic" => words.get(i + 1).is_some_and(|n| plain(n).starts_with("tool")),
-            _ => true,
-        })
-        .map(|(_, w)| *w)
-        .collect();
-    disabled_surface(&kept.join(" "), false)
-}
-
 /// [`disabled_surface`] over one reading of a name: lower-cased, each non-ASCII letter
 /// then read as the ASCII its UTS 39 skeleton gives — and again with every letter read so
 /// before lower-casing (`pIugin`: a capital I reads as `l`; outside review 110).
@@ -304,18 +279,16 @@ fn surface_word(w: &str, source: bool) -> Option<&'static str> {
         "dynamic" => "dynamic tools",
         _ if w.starts_with("websearch") || w == "searchweb" || w.starts_with("webfetch") => "Web Search",
         "config" | "configs" | "settings" if source => "candidate-local config",
-        // A tool's name only (an instruction source's file name is read above): an agent or
-        // a worker started from the tool, a plugin or hook by its word's beginning, apps by
-        // their other names, a browser (outside review 113 F4: `multi_agent`, `agent_spawn`,
-        // `run_codex`, `pluginloader`, `hookify`, `connectors`, `SlashCommand`,
-        // `perplexity_ask`, `browser_navigate` passed).
+        // A tool's name only (an instruction source's file name is read above): an agent
+        // started from the tool, a plugin by its word's beginning, slash commands, browser
+        // automation (outside review 113 F4: `multi_agent`, `run_codex`, `pluginloader`,
+        // `SlashCommand`, `playwright` passed). `agent(s)`, `codex` and `claude` are read in
+        // context ([`words_hold_surface`]: not `user_agent`, not `AGENTS.md`).
         _ if source => return None,
-        "agent" | "agents" | "multiagent" | "subtask" | "subtasks" | "codex" | "claude" => "subagents",
-        _ if w.starts_with("plugin") || w.starts_with("hook") => "plugins or hooks",
-        "connector" | "connectors" | "extension" | "extensions" | "slashcommand" | "slashcommands" => {
-            "apps or plugins"
-        }
-        "browser" | "browse" | "perplexity" => "Web Search",
+        "multiagent" | "multiagents" | "subtask" | "subtasks" => "subagents",
+        _ if w.starts_with("plugin") => "plugins",
+        "slashcommand" | "slashcommands" => "skills",
+        "playwright" | "puppeteer" | "websearcher" | "webbrowser" => "Web Search",
         _ => return None,
     })
 }
@@ -347,6 +320,22 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
     // Claude Code's subagent tools are named `Task` and `Agent`.
     let whole =
         (!source && matches!(words.as_slice(), ["task"] | ["agent"] | ["agents"])).then_some("subagents");
+    // In a tool's name, `agent(s)`, `codex` or `claude` is an agent the tool starts — but
+    // not a user agent, nor a guidance file (`read_agents_md`, `claude_md`).
+    let agent = (!source)
+        .then(|| {
+            words.iter().enumerate().find_map(|(i, w)| {
+                let before = i.checked_sub(1).and_then(|b| words.get(b)).copied();
+                let after = words.get(i + 1).copied();
+                (matches!(*w, "agent" | "agents" | "codex" | "claude")
+                    && before != Some("user")
+                    // (`rnd`: `md` through its skeleton, which reads `m` as `rn`.)
+                    && !matches!(after, Some("md" | "rnd" | "local" | "override")))
+                .then_some("subagents")
+            })
+        })
+        .flatten();
+    let whole = whole.or(agent);
     whole
         .or_else(|| words.iter().find_map(|w| word(w)))
         .or_else(|| {
@@ -361,12 +350,15 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
                 ["sub", "agent" | "agents"]
                 | ["spawn" | "dispatch" | "resume" | "close" | "send" | "message", "agent" | "agents"]
                 | ["delegate", "task"] => Some("subagents"),
-                [
-                    "spawn" | "fork" | "launch" | "start",
-                    "worker" | "workers" | "task" | "tasks" | "process",
-                ] if !source => Some("subagents"),
-                ["slash", "command" | "commands"] if !source => Some("apps or plugins"),
-                ["fetch" | "open" | "get", "url" | "urls" | "page" | "webpage" | "website"] if !source => {
+                ["spawn" | "fork" | "launch", "worker" | "workers"]
+                | ["worker" | "workers", "spawn"]
+                | ["sub", "task" | "tasks"]
+                    if !source =>
+                {
+                    Some("subagents")
+                }
+                ["slash", "command" | "commands"] if !source => Some("skills"),
+                ["fetch", "url" | "urls" | "webpage" | "website"] | ["url" | "urls", "fetch"] if !source => {
                     Some("Web Search")
                 }
                 ["plug", "in" | "ins"] => Some("plugins"),
@@ -474,26 +466,41 @@ mod surface_tests {
             ("resume_agent", false, true),
             ("brave_search", false, true),
             ("tavily_search", false, true),
-            // Agents, workers, plugins and hooks by a word's beginning, apps' other names,
-            // browsers (113 F4).
+            // Agents and workers a tool starts, plugins by a word's beginning, slash
+            // commands, browser automation, URL fetching (113 F4) — and the ordinary names
+            // the first reading of them refused (116 F5).
             ("multi_agent", false, true),
             ("parallel_agents", false, true),
             ("agent_spawn", false, true),
             ("spawn_worker", false, true),
+            ("worker_spawn", false, true),
             ("run_subtask", false, true),
+            ("sub_task", false, true),
             ("run_codex", false, true),
             ("codex_exec", false, true),
+            ("claude", false, true),
             ("pluginloader", false, true),
-            ("hookify", false, true),
-            ("connectors", false, true),
-            ("extensions", false, true),
             ("SlashCommand", false, true),
-            ("perplexity_ask", false, true),
-            ("browser_navigate", false, true),
+            ("playwright", false, true),
             ("fetch_url", false, true),
+            ("url_fetch", false, true),
             ("git_fetch", false, false),
             ("start_server", false, false),
             ("run_tests", false, false),
+            ("user_agent", false, false),
+            ("get_user_agent", false, false),
+            ("read_agents_md", false, false),
+            ("read_claude_md", false, false),
+            ("file_extension", false, false),
+            ("db_connector", false, false),
+            ("file_browser", false, false),
+            ("get_url", false, false),
+            ("get_page", false, false),
+            ("start_process", false, false),
+            ("spawn_process", false, false),
+            ("start_task", false, false),
+            ("compute_perplexity", false, false),
+            ("hookup", false, false),
             // Instruction sources: configuration, in a provider directory however spelled.
             ("CONFIGs", true, true),
             ("myCONFIGs", true, true),

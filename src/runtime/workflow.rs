@@ -119,24 +119,6 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
         e.profile.id,
         e.profile.digest
     );
-    // Seed 000: the surfaces disabled for the bounded profile are not granted to its worker
-    // by the Policy's phase capabilities either (outside review 113 F1).
-    if profile.profile.protected {
-        for phase in &policy.bundle.phases {
-            if let Some((capability, what)) =
-                phase.capabilities.iter().find_map(|c| super::authority::granted_surface(c).map(|w| (c, w)))
-            {
-                return Err(super::violation(
-                    Rule::InputClosure,
-                    format!(
-                        "policy {} grants {what} in phase {} ({capability:?}) to a protected profile's worker: seed 000 disables it for the bounded profile",
-                        e.policy.id,
-                        super::wire(&phase.phase)
-                    ),
-                ));
-            }
-        }
-    }
     ensure!(
         profile.profile.protected == e.plan.is_some(),
         Rule::PlanPair,
