@@ -114,6 +114,9 @@ pub const REASON_CITED_CONFLICT: &str = "cited-conflicts-ranked";
 /// Routing/5: the query cites only skills the profile does not route (manual-only,
 /// excluded, never selectable): nothing is chosen for it — an explicit id loads such a skill.
 pub const REASON_CITED_UNROUTED: &str = "cited-not-routed";
+/// Routing/5: the query names one skill without citing it for the task (no directive, no
+/// `skill:X`, no `with the X skill`), and ranking does not choose it (pending, it first).
+pub const REASON_MENTIONED: &str = "mentioned";
 pub const REASON_AMBIGUOUS: &str = "ambiguous";
 pub const REASON_NO_QUERY: &str = "no-query";
 pub const REASON_NO_MATCH: &str = "no-match";
@@ -464,7 +467,7 @@ const ARTICLES: [&str; 6] = ["the", "a", "an", "our", "your", "this"];
 /// sorted, unique. A bare mention, a question, a negated or a quoted mention is not a
 /// directive.
 pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
-    citations(query, sources).0
+    citations(query, sources).directed
 }
 
 /// Whether a word among the (up to three) words before a citation negates it.
@@ -482,9 +485,25 @@ fn negated(before: &[&str]) -> bool {
 /// refrain from using …": outside review 64).
 const FORBIDDING: [&str; 6] = ["refrain", "forbidden", "forbid", "prohibited", "prohibit", "mustn't"];
 
-/// The routable ids the query cites: as directives ([`directives`]), and by name anywhere
-/// (`mentions`: named as a skill, or as a compound name, anywhere) — both sorted, unique.
-pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<String>) {
+/// How a query cites sources ([`citations`]), each list sorted, unique.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Citations {
+    /// As directives ([`directives`]: a directive verb before the skill).
+    pub directed: Vec<String>,
+    /// By name anywhere (`mentions`: named as a skill, or as a compound name; quoted,
+    /// negated or in a question too).
+    pub mentioned: Vec<String>,
+    /// Routing/5: cited for the task without a directive verb, read as a directive is read
+    /// (not quoted, not in a question, in a sentence that negates nothing): by id
+    /// (`skill:X`), or after `with`/`via` (`with the X skill`).
+    pub cited: Vec<String>,
+}
+
+/// Words that cite the skill after them for the task, as a directive verb does (routing/5).
+const CITING_PREPOSITIONS: [&str; 2] = ["with", "via"];
+
+/// The ids of `sources` the query cites ([`Citations`]).
+pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
     use unicode_normalization::UnicodeNormalization;
     // NFKC first: an NFD accent is one letter, as a reader sees it (outside review 87: an
     // NFD `café` was not read as citing `café`).
@@ -524,6 +543,7 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
             .map(|s| s.id.clone())
     };
     let mut cited = BTreeSet::new();
+    let mut by_form = BTreeSet::new();
     let mut sentence = String::new();
     // A single line break is white space inside a sentence (a hard-wrapped prompt: outside
     // review 65, "I do not want you to\nuse the X skill" was a directive); a blank line
@@ -553,8 +573,11 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
             // Routing/4 reads a refusal anywhere in the directive's sentence, after the verb
             // too ("Using the X skill is forbidden": outside review 66).
             if !asks && !negates(&sentence) {
+                // Routing/5: a skill's id anywhere in the sentence cites it.
+                by_form.extend(words.iter().filter(|w| w.starts_with("skill:")).filter_map(|w| resolve(w)));
                 for (i, w) in words.iter().enumerate() {
-                    if !DIRECTIVE_VERBS.contains(w) {
+                    let preposition = CITING_PREPOSITIONS.contains(w);
+                    if !DIRECTIVE_VERBS.contains(w) && !preposition {
                         continue;
                     }
                     // Any negation earlier in the sentence (outside review 64: "I do not want
@@ -590,8 +613,14 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
                             .then(|| s.id.clone())
                         })
                     });
-                    if let Some(id) = id {
-                        cited.insert(id);
+                    match id {
+                        Some(id) if preposition => {
+                            by_form.insert(id);
+                        }
+                        Some(id) => {
+                            cited.insert(id);
+                        }
+                        None => {}
                     }
                 }
             }
@@ -601,7 +630,11 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> (Vec<String>, Vec<
             sentence.push(c);
         }
     }
-    (cited.into_iter().collect(), mentions(query, sources))
+    Citations {
+        directed: cited.into_iter().collect(),
+        mentioned: mentions(query, sources),
+        cited: by_form.into_iter().collect(),
+    }
 }
 
 /// The routable ids the query names as skills anywhere — quoted, negated, in a question
@@ -732,21 +765,29 @@ pub fn lexical_over(
     let v4 = v5 || policy == ROUTING_POLICY_V4;
     let several = if v5 { REASON_SEVERAL_CITED } else { REASON_SEVERAL_DIRECTIVES };
     let ranked = rank(query, routable);
-    let (directed, mentioned) = citations(query, routable);
-    let unroutable: Vec<String> = if v4 && !unrouted.is_empty() {
-        let (d, m) = citations(query, unrouted);
-        d.into_iter().chain(m).collect()
+    let Citations { directed, mentioned, cited: by_form } = citations(query, routable);
+    let by_form = if v5 { by_form } else { Vec::new() };
+    // The skills the query names that the profile does not route, and those of them it
+    // cites for the task (a directive, or routing/5's forms).
+    let (unroutable, unrouted_cited): (Vec<String>, Vec<String>) = if v4 && !unrouted.is_empty() {
+        let c = citations(query, unrouted);
+        // (Routing/4 left a directive at an unrouted skill pending as one more named skill.)
+        let decisive: Vec<String> =
+            if v5 { c.directed.iter().chain(&c.cited).cloned().collect() } else { Vec::new() };
+        (c.directed.into_iter().chain(c.mentioned).chain(c.cited).collect(), decisive)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let named: Vec<String> =
         mentioned.iter().chain(&unroutable).cloned().collect::<BTreeSet<_>>().into_iter().collect();
     // Routing/4: a directive decides only when it is the one skill the query cites; any
     // other skill cited beside it ("and the Y skill", "skill:Y") leaves the choice open.
-    let cited: Vec<String> = if v4 && !directed.is_empty() {
-        directed.into_iter().chain(named.iter().cloned()).collect::<BTreeSet<_>>().into_iter().collect()
+    // Routing/5 reads its citing forms and a cited unrouted skill the same way.
+    let decisive: Vec<String> = directed.iter().chain(&by_form).chain(&unrouted_cited).cloned().collect();
+    let cited: Vec<String> = if v4 && !decisive.is_empty() {
+        decisive.iter().chain(named.iter()).cloned().collect::<BTreeSet<_>>().into_iter().collect()
     } else {
-        directed
+        decisive.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect()
     };
     let scored = |id: &str| {
         ranked
@@ -755,20 +796,45 @@ pub fn lexical_over(
             .cloned()
             .or_else(|| routable.iter().find(|s| s.id == id).map(|s| candidate(s, 0, Vec::new())))
     };
-    // Pending over the skills the query named, then the ranked rest (≤ MAX_SHORTLIST).
+    // Pending over the skills the query named, then the ranked rest (≤ MAX_SHORTLIST);
+    // routing/5: nothing to choose from is no choice, not a proposal over nothing.
     let named_first = |ids: &[String], reason: &'static str| {
         let mut shortlist: Vec<SelectionCandidate> = ids.iter().filter_map(|id| scored(id)).collect();
         shortlist.extend(ranked.iter().filter(|c| !ids.contains(&c.id)).cloned());
         shortlist.truncate(MAX_SHORTLIST);
+        if v5 && shortlist.is_empty() {
+            return none(REASON_CITED_UNROUTED);
+        }
         Lexical { root: None, pending: true, reason, candidates: shortlist }
     };
+    let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
     match cited.as_slice() {
-        [one] => {
+        // Routing/5: the one skill cited for the task is one the profile does not route.
+        [one] if unroutable.contains(one) => return none(REASON_CITED_UNROUTED),
+        [one] if directed.contains(one) => {
             return Lexical {
                 root: Some(one.clone()),
                 pending: false,
                 reason: REASON_DIRECTIVE,
                 candidates: scored(one).into_iter().collect(),
+            };
+        }
+        // Routing/5: cited without a directive verb, it comes after a ranked match (the
+        // seed's order): ranking choosing another skill leaves both pending.
+        [one] => {
+            return match top.filter(|t| t.id != *one) {
+                Some(t) => Lexical {
+                    root: None,
+                    pending: true,
+                    reason: REASON_CITED_CONFLICT,
+                    candidates: scored(one).into_iter().chain([t.clone()]).collect(),
+                },
+                None => Lexical {
+                    root: Some(one.clone()),
+                    pending: false,
+                    reason: REASON_CITED,
+                    candidates: scored(one).into_iter().collect(),
+                },
             };
         }
         [] => {}
@@ -784,29 +850,13 @@ pub fn lexical_over(
     if (v4 || policy == ROUTING_POLICY_V3) && negates(query) {
         return none(REASON_NEGATED);
     }
-    let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
-    // Routing/5: with no directive, the one skill the query names decides ("… with the
-    // profiler skill", "see skill:profiler": seed 003's "one cited skill name"; outside
-    // review 114) unless ranking unambiguously chooses another; naming only skills the
-    // profile does not route chooses nothing (an explicit id loads those), and naming
-    // several leaves the choice pending, the named first.
     // (Named and ranked alike, it is a ranked match, below: the seed lists that first.)
     let ranking_agrees = named.len() == 1 && top.is_some_and(|t| named.contains(&t.id));
+    // Routing/5: a skill only named — not cited for the task ("my writing skills", "the X
+    // skill is unnecessary": outside review 115) — decides nothing; the choice is left
+    // open, the named first.
     if v5 && !named.is_empty() && !ranking_agrees {
-        let routed: Vec<&String> = named.iter().filter(|id| !unroutable.contains(id)).collect();
-        return match routed.as_slice() {
-            [] => none(REASON_CITED_UNROUTED),
-            [one] if named.len() == 1 && top.is_some() => {
-                named_first(&[(*one).clone()], REASON_CITED_CONFLICT)
-            }
-            [one] if named.len() == 1 => Lexical {
-                root: Some((*one).clone()),
-                pending: false,
-                reason: REASON_CITED,
-                candidates: scored(one).into_iter().collect(),
-            },
-            _ => named_first(&named, several),
-        };
+        return named_first(&named, if named.len() == 1 { REASON_MENTIONED } else { several });
     }
     // Routing/4: with no directive, a query that names skills decides by ranking only when it
     // names exactly the one ranking chooses; two named, or one ranking would not choose,
@@ -946,17 +996,24 @@ fn lexical_recorded(
         }
         REASON_CITED_CONFLICT if v5 => {
             ensure!(
-                e.candidates.len() >= 2,
+                e.candidates.len() == 2,
                 Rule::Selection,
-                "a cited skill that ranking contradicts leaves both in the shortlist"
+                "a cited skill that ranking contradicts leaves exactly both in the shortlist"
             );
             lex(None, true, REASON_CITED_CONFLICT)
         }
+        REASON_MENTIONED if v5 => {
+            ensure!(!e.candidates.is_empty(), Rule::Selection, "a skill only named leaves a shortlist");
+            lex(None, true, REASON_MENTIONED)
+        }
         REASON_CITED_UNROUTED if v5 => {
+            // The plan must leave a source unrouted (manual-only, excluded, never
+            // selectable) for a query to cite one (outside review 115: relabelled over a
+            // plan that routes or installs every source).
             ensure!(
-                e.candidates.is_empty() && e.query_digest.is_some(),
+                e.candidates.is_empty() && e.query_digest.is_some() && !plan.excluded_ids.is_empty(),
                 Rule::Selection,
-                "a query citing only unrouted skills has a query and no candidates"
+                "a query citing only unrouted skills has a query, no candidates, and a plan that leaves a source unrouted"
             );
             lex(None, false, REASON_CITED_UNROUTED)
         }
@@ -1380,7 +1437,7 @@ pub fn decide(
             // selected Z): the choice stays pending for the user or a provider's answer.
             None if matches!(
                 lex.reason,
-                REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_CITED_CONFLICT
+                REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_CITED_CONFLICT | REASON_MENTIONED
             ) && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
             {
                 (Vec::new(), true, lex.reason)
@@ -1487,12 +1544,41 @@ pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String
     note(p.phase == e.phase, "the phase".to_owned());
     note(p.no_workflow == e.no_workflow, "noWorkflow".to_owned());
     note(p.query_digest == e.query_digest, "the query".to_owned());
-    note(
-        p.plan_digest == e.plan_digest,
-        "the configured plan (profile, mode, include/exclude or registry)".to_owned(),
-    );
     note(p.trigger_digest == e.trigger_digest, "the routable sources' triggers".to_owned());
     note(p.routing_policy == e.routing_policy, format!("the routing policy ({})", p.routing_policy));
+    if p.plan_digest != e.plan_digest {
+        // Which part of the configured plan, from the revisions each was made under
+        // (outside review 115 F9: one text for profile, target, mode, exclusions, sources).
+        let cp = &state.context_profiles;
+        match (cp.revisions.get(&p.profile_revision), cp.revisions.get(&e.profile_revision)) {
+            (Some(was), Some(now)) => {
+                let (a, b) = (&was.selection, &now.selection);
+                let parts: [(bool, String); 6] = [
+                    (a.profile != b.profile, format!("the profile ({} → {})", a.profile, b.profile)),
+                    (
+                        a.target != b.target,
+                        format!("the target ({} → {})", super::wire(&a.target), super::wire(&b.target)),
+                    ),
+                    (
+                        a.mode != b.mode,
+                        format!("the mode ({} → {})", super::wire(&a.mode), super::wire(&b.mode)),
+                    ),
+                    (a.exclude != b.exclude, "the exclusions".to_owned()),
+                    (a.include != b.include, "the inclusions".to_owned()),
+                    (
+                        was.registry_digest != now.registry_digest,
+                        "the sources (a newer registry snapshot)".to_owned(),
+                    ),
+                ];
+                let named: Vec<String> = parts.into_iter().filter(|(d, _)| *d).map(|(_, t)| t).collect();
+                if named.is_empty() {
+                    differs.push("the configured plan".to_owned());
+                }
+                differs.extend(named);
+            }
+            _ => differs.push("the configured plan".to_owned()),
+        }
+    }
     if !differs.is_empty() {
         return Some(format!("its binding differs: {}", differs.join(", ")));
     }

@@ -404,7 +404,8 @@ fn blocks_status_set_and_rollback(s: &Setup, root: &Path, name: &str, expect: &s
     assert_eq!(s.head(), before, "{name}: nothing written");
 }
 
-/// Status reads the ledger alone: the source tree can be gone.
+/// Status reports the configuration from the ledger alone: the source tree can be gone —
+/// it says so (`source.state` `unreadable`) and still reports everything else.
 #[test]
 fn status_never_depends_on_the_source_tree() {
     let s = Setup::scanned();
@@ -412,6 +413,7 @@ fn status_never_depends_on_the_source_tree() {
     let r = ok(set(&s, &root, &["lean", "--target", "claude"]));
     std::fs::remove_dir_all(&s.src).unwrap();
     let st = ok(status(&s));
+    assert_eq!(st["source"]["state"], "unreadable", "{st}");
     for key in [
         "revision",
         "profileId",

@@ -676,11 +676,8 @@ fn named_skills_negations_and_proposals_under_routing_4() {
             "roll out workloads to Kubernetes clusters with manifests and Helm charts, with the kubernetes skill and the docker-compose skill",
             "several-cited",
         ),
-        // One named that ranking contradicts (routing/5 says which).
-        (
-            "Tune the slow PostgreSQL queries and add indexes, see the kubernetes skill",
-            "cited-conflicts-ranked",
-        ),
+        // One only named, that ranking would not choose (routing/5 says so).
+        ("Tune the slow PostgreSQL queries and add indexes, see the kubernetes skill", "mentioned"),
         ("use the kubernetes skill plus docker compose", "several-cited"),
     ] {
         let e = decide(q, &[]);
@@ -883,23 +880,26 @@ fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
 }
 
 /// Routing/5 (seed 003: "… an unambiguous ranked match, one cited skill name, or admitted
-/// agent-proposed IDs"; outside review 114 F1, P2): the one skill a query names without a
-/// directive verb ("with the X skill", "see skill:X") is selected (`cited`), unless ranking
-/// unambiguously chooses another skill (pending, `cited-conflicts-ranked`, both listed); a
-/// negating query still decides nothing. A routing/4 record of the same query (pending,
-/// `several-directives`) still replays; the reasons of one policy are refused under the
-/// other.
+/// agent-proposed IDs"; outside review 114 F1, P2): the one skill a query cites for the task
+/// without a directive verb — by id (`skill:X`) or after `with`/`via` — is selected
+/// (`cited`) unless ranking unambiguously chooses another (pending, `cited-conflicts-ranked`,
+/// exactly the two); read as a directive is read, so not when quoted, in a question or in a
+/// sentence that negates. A skill only named ("my writing skills", "the X skill is
+/// unnecessary", "I already ran the X skill") decides nothing (pending, `mentioned`: outside
+/// review 115 F1–F3). A routing/4 record (pending, `several-directives`) still replays; the
+/// reasons of one policy are refused under the other.
 #[test]
 fn one_cited_skill_name_decides_under_routing_5() {
     use closure_ledger::runtime::selection::{ROUTING_POLICY_V4, lexical_as};
     let s = configured(&["--selection", "auto"]);
     let st = state(&s);
+    let decide = |q: &str| decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
     for q in [
         "Speed this up with the kubernetes skill",
         "speed this up, see skill:kubernetes",
-        "What does the kubernetes skill say here?",
+        "roll this out via the kubernetes skill",
     ] {
-        let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
+        let e = decide(q);
         assert_eq!(
             (e.decision, e.reason.as_str(), e.selected_ids.clone()),
             (SelectionDecision::Selected, "cited", ids(&["skill:kubernetes"])),
@@ -907,18 +907,28 @@ fn one_cited_skill_name_decides_under_routing_5() {
         );
         assert_eq!(e.candidates.len(), 1, "{q}");
     }
-    let e =
-        decide_live(&st, &task(Some("Don't bother with the kubernetes skill")), &Request::default()).unwrap();
+    for q in [
+        "What does the kubernetes skill say here?",
+        "the kubernetes skill is unnecessary",
+        "I already ran the kubernetes skill, now summarize the changes",
+        "\"with the kubernetes skill\" is what the README says",
+        "the doc says `skill:kubernetes` somewhere",
+        "Should I go with the kubernetes skill?",
+    ] {
+        let e = decide(q);
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"), "{q}: {e:?}");
+        assert_eq!(e.candidates.first().map(|c| c.id.as_str()), Some("skill:kubernetes"), "{q}");
+    }
+    let e = decide("Don't bother with the kubernetes skill");
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"));
-    let e = decide_live(
-        &st,
-        &task(Some("Tune the slow PostgreSQL queries and add indexes, with the kubernetes skill")),
-        &Request::default(),
-    )
-    .unwrap();
+    let e = decide("Tune the slow PostgreSQL queries and add indexes, with the kubernetes skill");
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "cited-conflicts-ranked"));
     let listed: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
-    assert_eq!(&listed[..2], &["skill:kubernetes", "skill:postgres-tuning"]);
+    assert_eq!(
+        listed,
+        ["skill:kubernetes", "skill:postgres-tuning"],
+        "exactly the two (outside review 115 F4)"
+    );
 
     let query = "Speed this up with the kubernetes skill";
     let t = task(Some(query));
@@ -948,6 +958,34 @@ fn one_cited_skill_name_decides_under_routing_5() {
     drop(ledger);
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// `cited-not-routed` needs a source the plan leaves unrouted (outside review 115 F5, P2: a
+/// `no-match` relabelled `cited-not-routed` over a plan that routes or installs every source
+/// replayed).
+#[test]
+fn cited_not_routed_needs_an_unrouted_source() {
+    let s = Setup::new();
+    for dir in ["deploy", "shell-tools", "git-status"] {
+        std::fs::remove_dir_all(s.src.join("skills").join(dir)).unwrap();
+    }
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let root = s.tmp.path().join("store");
+    let args = ["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"];
+    let (code, _, err) = s.run(&["profile", "set"], &args);
+    assert_eq!(code, 0, "{err}");
+    let st = state(&s);
+    let excluded = st.context_profiles.current().map(|c| c.plan.excluded_ids.clone()).unwrap();
+    assert!(excluded.is_empty(), "the plan still leaves {excluded:?} unrouted");
+    let mut e = decide_live(&st, &task(Some("nothing here matches zzz")), &Request::default()).unwrap();
+    assert_eq!(e.reason, "no-match");
+    e.reason = "cited-not-routed".to_owned();
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    let err = ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(e))], ctx).unwrap_err();
+    assert!(err.to_string().contains("leaves a source unrouted"), "{err}");
 }
 
 /// A `--previous` receipt that is not reused says why (outside review 114 F3, P3: a stale
@@ -988,6 +1026,12 @@ fn a_previous_receipt_set_aside_says_why() {
     let explicit = first.replace(r#""query""#, r#""explicitIds":["skill:kubernetes"],"query""#);
     let (v, _) = select(&explicit, true);
     assert_eq!(v["previousSetAside"], "the task's explicitIds decide first");
+    // A part of the configured plan is named (outside review 115 F9).
+    let (code, _, err) = s.run(&["profile", "mode"], &["suggest"]);
+    assert_eq!(code, 0, "{err}");
+    let (v, _) = select(first, true);
+    let why = v["previousSetAside"].as_str().unwrap();
+    assert!(why.contains("the mode (auto → suggest)") && !why.contains("the profile"), "{why}");
 }
 
 /// Seed 003's source drift (managed state is accepted with "source drift" checks; `run`
