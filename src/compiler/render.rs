@@ -202,7 +202,7 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
     let mut first = true;
-    let code = if inline { code_spans(text) } else { Vec::new() };
+    let code = if inline { code_spans(text, first_line) } else { Vec::new() };
     loop {
         let offset = text.len() - rest.len();
         let (line, next) = match rest.find(['\r', '\n']) {
@@ -241,13 +241,49 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
 }
 
 /// The byte ranges of `text`'s CommonMark code spans, backticks included: a run of n
-/// backticks (not escaped by a backslash) to the next run of exactly n. Text inside one is
+/// backticks (not escaped by a backslash) to the next run of exactly n in the same
+/// paragraph — a blank line ends the search (outside review 118 F1: a pair of backticks
+/// across one made the text between them a "span" the escapes skipped). Text inside one is
 /// shown as written, so [`inline_safe`] leaves it alone.
-fn code_spans(text: &str) -> Vec<(usize, usize)> {
+fn code_spans(text: &str, first_line_escaped: bool) -> Vec<(usize, usize)> {
     let bytes = text.as_bytes();
     let run_at = |i: usize| bytes.get(i..).map_or(0, |b| b.iter().take_while(|&&c| c == b'`').count());
-    let escaped =
-        |i: usize| bytes.get(..i).map_or(0, |b| b.iter().rev().take_while(|&&c| c == b'\\').count()) % 2 == 1;
+    // A run of three or more at a line's start (after up to three spaces) is a fence line
+    // `block_safe` escapes by its first backtick (not an item's first line, which follows
+    // its `- `): the rest is the run CommonMark sees.
+    let fence_start = |i: usize| {
+        let line_start = bytes
+            .get(..i)
+            .map_or(0, |b| b.iter().rposition(|&c| c == b'\n' || c == b'\r').map_or(0, |p| p + 1));
+        (line_start > 0 || first_line_escaped)
+            && bytes.get(line_start..i).is_some_and(|lead| lead.len() <= 3 && lead.iter().all(|&c| c == b' '))
+            && run_at(i) >= 3
+    };
+    // Whether `between` holds a blank line: a line break, then only spaces or tabs, then
+    // another line break.
+    let blank_line = |between: &[u8]| {
+        let mut seen_break = false;
+        let mut only_space = false;
+        let mut k = 0;
+        while let Some(&c) = between.get(k) {
+            match c {
+                b'\r' | b'\n' => {
+                    if seen_break && only_space {
+                        return true;
+                    }
+                    if c == b'\r' && between.get(k + 1) == Some(&b'\n') {
+                        k += 1;
+                    }
+                    seen_break = true;
+                    only_space = true;
+                }
+                b' ' | b'\t' => {}
+                _ => only_space = false,
+            }
+            k += 1;
+        }
+        false
+    };
     let mut spans = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
@@ -255,11 +291,12 @@ fn code_spans(text: &str) -> Vec<(usize, usize)> {
             i += 1;
             continue;
         }
-        let n = run_at(i);
-        if escaped(i) {
+        // Every backslash before a backtick outside a span is doubled by `inline_safe`, so
+        // no run is escaped, but a fence line's first backtick.
+        if fence_start(i) {
             i += 1;
-            continue;
         }
+        let n = run_at(i);
         let mut j = i + n;
         let mut close = None;
         while j < bytes.len() {
@@ -274,7 +311,7 @@ fn code_spans(text: &str) -> Vec<(usize, usize)> {
                 j += 1;
             }
         }
-        match close {
+        match close.filter(|&end| !blank_line(bytes.get(i + n..end).unwrap_or_default())) {
             Some(end) => {
                 spans.push((i, end));
                 i = end;
@@ -286,32 +323,41 @@ fn code_spans(text: &str) -> Vec<(usize, usize)> {
 }
 
 /// One line of ledger text (at byte `offset` of the text whose code spans are `code`) with
-/// a backslash before what a CommonMark viewer would hide or turn into something else:
-/// `<` opening raw HTML, a comment, a declaration or an autolink (`<` then a letter, `/`,
-/// `!` or `?`), `&` opening an entity or numeric character reference, and a `[` that
-/// begins the line as a link reference definition would ([`reference_definition`]: it shows
-/// nothing) — outside review 113 F2:
-/// `<!-- … -->`, `<span hidden>` and `[x]: <url> "title"` in a goal hid their text from
-/// the rendered view while the worker read it. Not inside a code span, and not where an odd
-/// run of backslashes already escapes it.
+/// a backslash before what a CommonMark viewer would hide, or show as something else than
+/// it is: `<` opening raw HTML, a comment, a declaration or an autolink (`<` then a
+/// letter, `/`, `!` or `?`); `&` opening an entity or numeric character reference; a `[`
+/// that begins the line as a link reference definition would ([`reference_definition`]:
+/// it shows nothing); `(` or `[` right after `]` (an inline link or image hides its
+/// destination and title, and an image fetches it); every `*`, and a `_` that is not inside
+/// a word (emphasis drops its markers: `__init__` read as a bold `init`); and a backslash
+/// before ASCII punctuation or at the line's end (CommonMark would drop it) — outside
+/// review 113 F2 (`<!-- … -->`, `<span hidden>`, `[x]: <url> "title"` in a goal), outside
+/// review 118 (links, images, emphasis, backslashes). Not inside a code span: its text is
+/// shown as written.
 fn inline_safe(line: &str, offset: usize, code: &[(usize, usize)]) -> String {
     let in_code = |at: usize| code.iter().any(|&(a, b)| a <= at && at < b);
     let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
     let mut out = String::with_capacity(line.len() + 4);
-    let mut backslashes = 0usize;
+    let mut prev: Option<char> = None;
     for (k, c) in line.char_indices() {
         let next = line.get(k + c.len_utf8()..).unwrap_or_default();
-        let hides = match c {
-            '<' => next.starts_with(|n: char| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
-            '&' => entity(next),
-            '[' => k == lead && reference_definition(next),
-            _ => false,
-        };
-        if hides && backslashes.is_multiple_of(2) && !in_code(offset + k) {
+        let word = |x: Option<char>| x.is_some_and(char::is_alphanumeric);
+        let hides = !in_code(offset + k)
+            && match c {
+                '\\' => next.is_empty() || next.starts_with(|n: char| n.is_ascii_punctuation()),
+                '<' => next.starts_with(|n: char| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
+                '&' => entity(next),
+                '[' if k == lead => reference_definition(next) || prev == Some(']'),
+                '(' | '[' => prev == Some(']'),
+                '*' => true,
+                '_' => !(word(prev) && word(next.chars().next())),
+                _ => false,
+            };
+        if hides {
             out.push('\\');
         }
-        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
         out.push(c);
+        prev = Some(c);
     }
     out
 }
@@ -398,17 +444,29 @@ mod item_tests {
     #[test]
     fn inline_escapes_only_what_a_viewer_would_hide() {
         let cases = [
-            ("a <!-- x --> b", "a \\<!-- x --> b"),
-            ("<span hidden>x</span>", "\\<span hidden>x\\</span>"),
-            ("[n]: <https://x> \"t\"", "\\[n]: \\<https://x> \"t\""),
+            ("a <!-- x --> b", r"a \<!-- x --> b"),
+            ("<span hidden>x</span>", r"\<span hidden>x\</span>"),
+            (r#"[n]: <https://x> "t""#, r#"\[n]: \<https://x> "t""#),
             ("[FAILED_CHECK] text", "[FAILED_CHECK] text"),
             ("[label\nspans]: /x", "\\[label\nspans]: /x"),
-            ("Vec<u8> and `Vec<u8>`", "Vec\\<u8> and `Vec<u8>`"),
-            ("already \\<b> escaped", "already \\<b> escaped"),
-            ("an escaped backslash \\\\<b>", "an escaped backslash \\\\\\<b>"),
-            ("AT&T && a < b; &amp; &#65; &#x41; &nope", "AT&T && a < b; \\&amp; \\&#65; \\&#x41; &nope"),
-            ("``a<b`` then <i>", "``a<b`` then \\<i>"),
-            ("unclosed `span <i>", "unclosed `span \\<i>"),
+            ("Vec<u8> and `Vec<u8>`", r"Vec\<u8> and `Vec<u8>`"),
+            // A backslash before punctuation is shown as typed (outside review 118 F4).
+            (r"already \<b> typed", r"already \\\<b> typed"),
+            (r"x\*y and a\b", r"x\\\*y and a\b"),
+            ("AT&T && a < b; &amp; &#65; &#x41; &nope", r"AT&T && a < b; \&amp; \&#65; \&#x41; &nope"),
+            ("``a<b`` then <i>", r"``a<b`` then \<i>"),
+            ("unclosed `span <i>", r"unclosed `span \<i>"),
+            // Links and images, emphasis (118 F2, F3).
+            (r#"[shown](http://e "t") ![](x.png) [a][b]"#, r#"[shown]\(http://e "t") ![]\(x.png) [a]\[b]"#),
+            ("*emph* __init__ snake_case", r"\*emph\* \_\_init\_\_ snake_case"),
+            // A blank line ends a paragraph, and so the search for a span's end (118 F1).
+            ("a `b\n\nc <!-- h -->`", "a `b\n\nc \\<!-- h -->`"),
+            ("a `b\n   \nc <!-- h -->`", "a `b\n   \nc \\<!-- h -->`"),
+            ("a `b\nc <!-- h -->`", "a `b\nc <!-- h -->`"),
+            // A fence line's first backtick is escaped as a block opener: the rest (two) is
+            // the run a viewer sees, and pairs with the later two as a code span.
+            ("x\n```a <!--h--> ``", "x\n\\```a <!--h--> ``"),
+            ("x\n```a <!--h--> ```", "x\n\\```a \\<!--h--> ```"),
         ];
         for (text, rendered) in cases {
             assert_eq!(paragraph_as(text, true), rendered, "{text:?}");

@@ -104,13 +104,8 @@ pub const REASON_PROPOSAL_DECLINED: &str = "proposal-declined";
 pub const REASON_DIRECTIVE: &str = "directive";
 pub const REASON_RANKED: &str = "ranked";
 pub const REASON_SEVERAL_DIRECTIVES: &str = "several-directives";
-/// Routing/5: the one skill the query cites, by name and without a directive verb.
-pub const REASON_CITED: &str = "cited";
 /// Routing/5: the query cites several skills (pending, the cited ones first).
 pub const REASON_SEVERAL_CITED: &str = "several-cited";
-/// Routing/5: the query cites one skill and ranking unambiguously chooses another (pending,
-/// the cited one first).
-pub const REASON_CITED_CONFLICT: &str = "cited-conflicts-ranked";
 /// Routing/5: the query cites only skills the profile does not route (manual-only,
 /// excluded, never selectable): nothing is chosen for it — an explicit id loads such a skill.
 pub const REASON_CITED_UNROUTED: &str = "cited-not-routed";
@@ -493,14 +488,7 @@ pub struct Citations {
     /// By name anywhere (`mentions`: named as a skill, or as a compound name; quoted,
     /// negated or in a question too).
     pub mentioned: Vec<String>,
-    /// Routing/5: cited for the task without a directive verb, read as a directive is read
-    /// (not quoted, not in a question, in a sentence that negates nothing): by id
-    /// (`skill:X`), or after `with`/`via` (`with the X skill`).
-    pub cited: Vec<String>,
 }
-
-/// Words that cite the skill after them for the task, as a directive verb does (routing/5).
-const CITING_PREPOSITIONS: [&str; 2] = ["with", "via"];
 
 /// The ids of `sources` the query cites ([`Citations`]).
 pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
@@ -543,7 +531,6 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             .map(|s| s.id.clone())
     };
     let mut cited = BTreeSet::new();
-    let mut by_form = BTreeSet::new();
     let mut sentence = String::new();
     // A single line break is white space inside a sentence (a hard-wrapped prompt: outside
     // review 65, "I do not want you to\nuse the X skill" was a directive); a blank line
@@ -573,11 +560,8 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             // Routing/4 reads a refusal anywhere in the directive's sentence, after the verb
             // too ("Using the X skill is forbidden": outside review 66).
             if !asks && !negates(&sentence) {
-                // Routing/5: a skill's id anywhere in the sentence cites it.
-                by_form.extend(words.iter().filter(|w| w.starts_with("skill:")).filter_map(|w| resolve(w)));
                 for (i, w) in words.iter().enumerate() {
-                    let preposition = CITING_PREPOSITIONS.contains(w);
-                    if !DIRECTIVE_VERBS.contains(w) && !preposition {
+                    if !DIRECTIVE_VERBS.contains(w) {
                         continue;
                     }
                     // Any negation earlier in the sentence (outside review 64: "I do not want
@@ -613,14 +597,8 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
                             .then(|| s.id.clone())
                         })
                     });
-                    match id {
-                        Some(id) if preposition => {
-                            by_form.insert(id);
-                        }
-                        Some(id) => {
-                            cited.insert(id);
-                        }
-                        None => {}
+                    if let Some(id) = id {
+                        cited.insert(id);
                     }
                 }
             }
@@ -630,11 +608,7 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             sentence.push(c);
         }
     }
-    Citations {
-        directed: cited.into_iter().collect(),
-        mentioned: mentions(query, sources),
-        cited: by_form.into_iter().collect(),
-    }
+    Citations { directed: cited.into_iter().collect(), mentioned: mentions(query, sources) }
 }
 
 /// The routable ids the query names as skills anywhere — quoted, negated, in a question
@@ -765,16 +739,13 @@ pub fn lexical_over(
     let v4 = v5 || policy == ROUTING_POLICY_V4;
     let several = if v5 { REASON_SEVERAL_CITED } else { REASON_SEVERAL_DIRECTIVES };
     let ranked = rank(query, routable);
-    let Citations { directed, mentioned, cited: by_form } = citations(query, routable);
-    let by_form = if v5 { by_form } else { Vec::new() };
+    let Citations { directed, mentioned } = citations(query, routable);
     // The skills the query names that the profile does not route, and those of them it
-    // cites for the task (a directive, or routing/5's forms).
-    let (unroutable, unrouted_cited): (Vec<String>, Vec<String>) = if v4 && !unrouted.is_empty() {
+    // directs to (routing/4 left such a directive pending as one more named skill).
+    let (unroutable, unrouted_directed): (Vec<String>, Vec<String>) = if v4 && !unrouted.is_empty() {
         let c = citations(query, unrouted);
-        // (Routing/4 left a directive at an unrouted skill pending as one more named skill.)
-        let decisive: Vec<String> =
-            if v5 { c.directed.iter().chain(&c.cited).cloned().collect() } else { Vec::new() };
-        (c.directed.into_iter().chain(c.mentioned).chain(c.cited).collect(), decisive)
+        let directed = if v5 { c.directed.clone() } else { Vec::new() };
+        (c.directed.into_iter().chain(c.mentioned).collect(), directed)
     } else {
         (Vec::new(), Vec::new())
     };
@@ -782,8 +753,8 @@ pub fn lexical_over(
         mentioned.iter().chain(&unroutable).cloned().collect::<BTreeSet<_>>().into_iter().collect();
     // Routing/4: a directive decides only when it is the one skill the query cites; any
     // other skill cited beside it ("and the Y skill", "skill:Y") leaves the choice open.
-    // Routing/5 reads its citing forms and a cited unrouted skill the same way.
-    let decisive: Vec<String> = directed.iter().chain(&by_form).chain(&unrouted_cited).cloned().collect();
+    // Routing/5 reads a directive at an unrouted skill the same way.
+    let decisive: Vec<String> = directed.iter().chain(&unrouted_directed).cloned().collect();
     let cited: Vec<String> = if v4 && !decisive.is_empty() {
         decisive.iter().chain(named.iter()).cloned().collect::<BTreeSet<_>>().into_iter().collect()
     } else {
@@ -807,34 +778,15 @@ pub fn lexical_over(
         }
         Lexical { root: None, pending: true, reason, candidates: shortlist }
     };
-    let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
     match cited.as_slice() {
-        // Routing/5: the one skill cited for the task is one the profile does not route.
+        // Routing/5: the one skill directed to is one the profile does not route.
         [one] if unroutable.contains(one) => return none(REASON_CITED_UNROUTED),
-        [one] if directed.contains(one) => {
+        [one] => {
             return Lexical {
                 root: Some(one.clone()),
                 pending: false,
                 reason: REASON_DIRECTIVE,
                 candidates: scored(one).into_iter().collect(),
-            };
-        }
-        // Routing/5: cited without a directive verb, it comes after a ranked match (the
-        // seed's order): ranking choosing another skill leaves both pending.
-        [one] => {
-            return match top.filter(|t| t.id != *one) {
-                Some(t) => Lexical {
-                    root: None,
-                    pending: true,
-                    reason: REASON_CITED_CONFLICT,
-                    candidates: scored(one).into_iter().chain([t.clone()]).collect(),
-                },
-                None => Lexical {
-                    root: Some(one.clone()),
-                    pending: false,
-                    reason: REASON_CITED,
-                    candidates: scored(one).into_iter().collect(),
-                },
             };
         }
         [] => {}
@@ -850,12 +802,13 @@ pub fn lexical_over(
     if (v4 || policy == ROUTING_POLICY_V3) && negates(query) {
         return none(REASON_NEGATED);
     }
-    // (Named and ranked alike, it is a ranked match, below: the seed lists that first.)
+    let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
     let ranking_agrees = named.len() == 1 && top.is_some_and(|t| named.contains(&t.id));
-    // Routing/5: a skill only named — not cited for the task ("my writing skills", "the X
-    // skill is unnecessary": outside review 115) — decides nothing; the choice is left
-    // open, the named first.
-    if v5 && !named.is_empty() && !ranking_agrees {
+    // Routing/5: a skill only named — not directed to ("my writing skills", "the X skill
+    // is unnecessary", "with the X skill disabled", "delete skill:X": outside reviews 115,
+    // 117) — decides nothing, even where ranking would choose it (its words may reject it);
+    // the choice is left open, the named first.
+    if v5 && !named.is_empty() {
         return named_first(&named, if named.len() == 1 { REASON_MENTIONED } else { several });
     }
     // Routing/4: with no directive, a query that names skills decides by ranking only when it
@@ -986,21 +939,9 @@ fn lexical_recorded(
             lex(first, false, REASON_RANKED)
         }
         REASON_SEVERAL_DIRECTIVES if !v5 => lex(None, true, REASON_SEVERAL_DIRECTIVES),
-        REASON_CITED if v5 => {
-            ensure!(e.candidates.len() == 1, Rule::Selection, "a cited skill is exactly one candidate");
-            lex(first, false, REASON_CITED)
-        }
         REASON_SEVERAL_CITED if v5 => {
             ensure!(!e.candidates.is_empty(), Rule::Selection, "several cited skills leave a shortlist");
             lex(None, true, REASON_SEVERAL_CITED)
-        }
-        REASON_CITED_CONFLICT if v5 => {
-            ensure!(
-                e.candidates.len() == 2,
-                Rule::Selection,
-                "a cited skill that ranking contradicts leaves exactly both in the shortlist"
-            );
-            lex(None, true, REASON_CITED_CONFLICT)
         }
         REASON_MENTIONED if v5 => {
             ensure!(!e.candidates.is_empty(), Rule::Selection, "a skill only named leaves a shortlist");
@@ -1437,7 +1378,7 @@ pub fn decide(
             // selected Z): the choice stays pending for the user or a provider's answer.
             None if matches!(
                 lex.reason,
-                REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_CITED_CONFLICT | REASON_MENTIONED
+                REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_MENTIONED
             ) && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
             {
                 (Vec::new(), true, lex.reason)
@@ -1572,7 +1513,9 @@ pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String
                 ];
                 let named: Vec<String> = parts.into_iter().filter(|(d, _)| *d).map(|(_, t)| t).collect();
                 if named.is_empty() {
-                    differs.push("the configured plan".to_owned());
+                    // One revision, two plans: its routing re-derived over a newer snapshot
+                    // (drift in routed sources only; outside review 117 F9).
+                    differs.push("the sources (a newer registry snapshot)".to_owned());
                 }
                 differs.extend(named);
             }

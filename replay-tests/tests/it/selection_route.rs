@@ -683,9 +683,11 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         let e = decide(q, &[]);
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, reason), "{q}");
     }
-    // One named skill that ranking chooses too: ranked as before.
+    // One named skill that ranking chooses too: ranked under routing/4; routing/5 leaves it
+    // open, the named first (the words around a name may reject it: outside review 117 F3).
     let e = decide("Tune the slow PostgreSQL queries and add indexes with the postgres-tuning skill", &[]);
-    assert_eq!(e.selected_ids, ids(&["skill:postgres-tuning"]), "{e:?}");
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"), "{e:?}");
+    assert_eq!(e.candidates.first().map(|c| c.id.as_str()), Some("skill:postgres-tuning"));
     for q in [
         "I do not want you to use the kubernetes skill here",
         "It is forbidden to use the kubernetes skill",
@@ -880,55 +882,43 @@ fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
 }
 
 /// Routing/5 (seed 003: "… an unambiguous ranked match, one cited skill name, or admitted
-/// agent-proposed IDs"; outside review 114 F1, P2): the one skill a query cites for the task
-/// without a directive verb — by id (`skill:X`) or after `with`/`via` — is selected
-/// (`cited`) unless ranking unambiguously chooses another (pending, `cited-conflicts-ranked`,
-/// exactly the two); read as a directive is read, so not when quoted, in a question or in a
-/// sentence that negates. A skill only named ("my writing skills", "the X skill is
-/// unnecessary", "I already ran the X skill") decides nothing (pending, `mentioned`: outside
-/// review 115 F1–F3). A routing/4 record (pending, `several-directives`) still replays; the
-/// reasons of one policy are refused under the other.
+/// agent-proposed IDs"): a skill is chosen from the query's words only as a directive ("use
+/// the X skill"). A skill only named — "with the X skill", "see skill:X", "the X skill is
+/// unnecessary", "with the X skill disabled", "delete skill:X", even where ranking would
+/// choose it — decides nothing: the choice is pending, `mentioned`, the named one first
+/// (outside review 114 F1 asked for one named skill to decide; outside reviews 115 and 117
+/// showed every reading of a bare name that decides selects skills the words reject). A
+/// routing/4 record (pending, `several-directives`) still replays; the reasons of one
+/// policy are refused under the other.
 #[test]
-fn one_cited_skill_name_decides_under_routing_5() {
+fn only_a_directive_chooses_a_named_skill_under_routing_5() {
     use closure_ledger::runtime::selection::{ROUTING_POLICY_V4, lexical_as};
     let s = configured(&["--selection", "auto"]);
     let st = state(&s);
     let decide = |q: &str| decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
+    let e = decide("Roll this out: use the kubernetes skill");
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"));
     for q in [
         "Speed this up with the kubernetes skill",
         "speed this up, see skill:kubernetes",
-        "roll this out via the kubernetes skill",
-    ] {
-        let e = decide(q);
-        assert_eq!(
-            (e.decision, e.reason.as_str(), e.selected_ids.clone()),
-            (SelectionDecision::Selected, "cited", ids(&["skill:kubernetes"])),
-            "{q}"
-        );
-        assert_eq!(e.candidates.len(), 1, "{q}");
-    }
-    for q in [
         "What does the kubernetes skill say here?",
         "the kubernetes skill is unnecessary",
+        "Run the rollout with the kubernetes skill disabled",
+        "Delete skill:kubernetes from the registry",
         "I already ran the kubernetes skill, now summarize the changes",
-        "\"with the kubernetes skill\" is what the README says",
-        "the doc says `skill:kubernetes` somewhere",
-        "Should I go with the kubernetes skill?",
+        "The kubernetes skill is useless. Roll out workloads to Kubernetes clusters with manifests and Helm charts",
     ] {
         let e = decide(q);
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"), "{q}: {e:?}");
         assert_eq!(e.candidates.first().map(|c| c.id.as_str()), Some("skill:kubernetes"), "{q}");
+        // Nor do the agent's ids choose past it.
+        let mut t = task(Some(q));
+        t.proposed_ids = ids(&["skill:docker-compose"]);
+        let e = decide_live(&st, &t, &Request::default()).unwrap();
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"), "{q}");
     }
     let e = decide("Don't bother with the kubernetes skill");
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"));
-    let e = decide("Tune the slow PostgreSQL queries and add indexes, with the kubernetes skill");
-    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "cited-conflicts-ranked"));
-    let listed: Vec<&str> = e.candidates.iter().map(|c| c.id.as_str()).collect();
-    assert_eq!(
-        listed,
-        ["skill:kubernetes", "skill:postgres-tuning"],
-        "exactly the two (outside review 115 F4)"
-    );
 
     let query = "Speed this up with the kubernetes skill";
     let t = task(Some(query));
@@ -952,7 +942,7 @@ fn one_cited_skill_name_decides_under_routing_5() {
     assert!(admit(&mut ledger, &forged).is_err(), "several-directives under routing/5");
     let mut forged = v5.clone();
     forged.routing_policy = ROUTING_POLICY_V4.to_owned();
-    assert!(admit(&mut ledger, &forged).is_err(), "cited under routing/4");
+    assert!(admit(&mut ledger, &forged).is_err(), "mentioned under routing/4");
     admit(&mut ledger, &v4).unwrap();
     admit(&mut ledger, &v5).unwrap();
     drop(ledger);

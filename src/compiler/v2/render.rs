@@ -84,7 +84,13 @@ pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
             s,
             "## Source {} at {} ({})\n\n{fence}\n{}\n{fence}\n",
             code_span(&c.path),
-            name_span(&c.revision),
+            // Compiler/5: a revision that emphasis could reshape (`__init__`) is a code span
+            // (outside review 118 F3).
+            if inline && c.revision.contains(['_', '*']) {
+                code_span(&c.revision)
+            } else {
+                name_span(&c.revision)
+            },
             c.digest,
             c.content
         );
