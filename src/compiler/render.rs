@@ -202,9 +202,7 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
     let mut first = true;
-    let code = if inline { code_spans(text, first_line) } else { Vec::new() };
     loop {
-        let offset = text.len() - rest.len();
         let (line, next) = match rest.find(['\r', '\n']) {
             Some(at) => {
                 let skip = if rest.get(at..at + 2) == Some("\r\n") { 2 } else { 1 };
@@ -218,7 +216,7 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
         }
         let escaped;
         let line = if inline {
-            escaped = inline_safe(line, offset, &code);
+            escaped = inline_safe(line);
             escaped.as_str()
         } else {
             line
@@ -240,119 +238,34 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
     }
 }
 
-/// The byte ranges of `text`'s CommonMark code spans, backticks included: a run of n
-/// backticks (not escaped by a backslash) to the next run of exactly n in the same
-/// paragraph — a blank line ends the search (outside review 118 F1: a pair of backticks
-/// across one made the text between them a "span" the escapes skipped). Text inside one is
-/// shown as written, so [`inline_safe`] leaves it alone.
-fn code_spans(text: &str, first_line_escaped: bool) -> Vec<(usize, usize)> {
-    let bytes = text.as_bytes();
-    let run_at = |i: usize| bytes.get(i..).map_or(0, |b| b.iter().take_while(|&&c| c == b'`').count());
-    // A run of three or more at a line's start (after up to three spaces) is a fence line
-    // `block_safe` escapes by its first backtick (not an item's first line, which follows
-    // its `- `): the rest is the run CommonMark sees.
-    let fence_start = |i: usize| {
-        let line_start = bytes
-            .get(..i)
-            .map_or(0, |b| b.iter().rposition(|&c| c == b'\n' || c == b'\r').map_or(0, |p| p + 1));
-        (line_start > 0 || first_line_escaped)
-            && bytes.get(line_start..i).is_some_and(|lead| lead.len() <= 3 && lead.iter().all(|&c| c == b' '))
-            && run_at(i) >= 3
-    };
-    // Whether `between` holds a blank line: a line break, then only spaces or tabs, then
-    // another line break.
-    let blank_line = |between: &[u8]| {
-        let mut seen_break = false;
-        let mut only_space = false;
-        let mut k = 0;
-        while let Some(&c) = between.get(k) {
-            match c {
-                b'\r' | b'\n' => {
-                    if seen_break && only_space {
-                        return true;
-                    }
-                    if c == b'\r' && between.get(k + 1) == Some(&b'\n') {
-                        k += 1;
-                    }
-                    seen_break = true;
-                    only_space = true;
-                }
-                b' ' | b'\t' => {}
-                _ => only_space = false,
-            }
-            k += 1;
-        }
-        false
-    };
-    let mut spans = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes.get(i) != Some(&b'`') {
-            i += 1;
-            continue;
-        }
-        // Every backslash before a backtick outside a span is doubled by `inline_safe`, so
-        // no run is escaped, but a fence line's first backtick.
-        if fence_start(i) {
-            i += 1;
-        }
-        let n = run_at(i);
-        let mut j = i + n;
-        let mut close = None;
-        while j < bytes.len() {
-            if bytes.get(j) == Some(&b'`') {
-                let m = run_at(j);
-                if m == n {
-                    close = Some(j + m);
-                    break;
-                }
-                j += m;
-            } else {
-                j += 1;
-            }
-        }
-        match close.filter(|&end| !blank_line(bytes.get(i + n..end).unwrap_or_default())) {
-            Some(end) => {
-                spans.push((i, end));
-                i = end;
-            }
-            None => i += n,
-        }
-    }
-    spans
-}
-
-/// One line of ledger text (at byte `offset` of the text whose code spans are `code`) with
-/// a backslash before what a CommonMark viewer would hide, or show as something else than
-/// it is: `<` opening raw HTML, a comment, a declaration or an autolink (`<` then a
-/// letter, `/`, `!` or `?`); `&` opening an entity or numeric character reference; a `[`
-/// that begins the line as a link reference definition would ([`reference_definition`]:
-/// it shows nothing); `(` or `[` right after `]` (an inline link or image hides its
-/// destination and title, and an image fetches it); every `*`, and a `_` that is not inside
-/// a word (emphasis drops its markers: `__init__` read as a bold `init`); and a backslash
-/// before ASCII punctuation or at the line's end (CommonMark would drop it) — outside
-/// review 113 F2 (`<!-- … -->`, `<span hidden>`, `[x]: <url> "title"` in a goal), outside
-/// review 118 (links, images, emphasis, backslashes). Not inside a code span: its text is
-/// shown as written.
-fn inline_safe(line: &str, offset: usize, code: &[(usize, usize)]) -> String {
-    let in_code = |at: usize| code.iter().any(|&(a, b)| a <= at && at < b);
+/// One line of ledger text with a backslash before what a CommonMark viewer would hide, or
+/// show as something else than it is: every backtick (no code span forms, so no span's
+/// end has to be found the way a viewer finds it: outside review 119 — a span across a
+/// blank line, an indented line, an email autolink holding a backtick — each switched the
+/// other escapes off), every `<` (raw HTML, comments, autolinks, email autolinks beginning
+/// with a digit), every `*` and every `_` not inside a word (emphasis drops its markers:
+/// `__init__` read as a bold `init`), every `|` and `~` (tables and strikethrough in the
+/// GitHub dialect), an `&` that opens an entity or numeric character reference, a `[`
+/// that begins the line as a link reference definition would ([`reference_definition`]),
+/// `(` or `[` right after `]` (an inline link or image hides its destination and title,
+/// and an image fetches it), and a backslash before ASCII punctuation or at the line's end
+/// (a viewer would drop it) — outside reviews 113 F2 and 118.
+fn inline_safe(line: &str) -> String {
     let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
     let mut out = String::with_capacity(line.len() + 4);
     let mut prev: Option<char> = None;
     for (k, c) in line.char_indices() {
         let next = line.get(k + c.len_utf8()..).unwrap_or_default();
         let word = |x: Option<char>| x.is_some_and(char::is_alphanumeric);
-        let hides = !in_code(offset + k)
-            && match c {
-                '\\' => next.is_empty() || next.starts_with(|n: char| n.is_ascii_punctuation()),
-                '<' => next.starts_with(|n: char| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
-                '&' => entity(next),
-                '[' if k == lead => reference_definition(next) || prev == Some(']'),
-                '(' | '[' => prev == Some(']'),
-                '*' => true,
-                '_' => !(word(prev) && word(next.chars().next())),
-                _ => false,
-            };
+        let hides = match c {
+            '\\' => next.is_empty() || next.starts_with(|n: char| n.is_ascii_punctuation()),
+            '`' | '<' | '*' | '|' | '~' => true,
+            '&' => entity(next),
+            '[' if k == lead => reference_definition(next) || prev == Some(']'),
+            '(' | '[' => prev == Some(']'),
+            '_' => !(word(prev) && word(next.chars().next())),
+            _ => false,
+        };
         if hides {
             out.push('\\');
         }
@@ -449,24 +362,18 @@ mod item_tests {
             (r#"[n]: <https://x> "t""#, r#"\[n]: \<https://x> "t""#),
             ("[FAILED_CHECK] text", "[FAILED_CHECK] text"),
             ("[label\nspans]: /x", "\\[label\nspans]: /x"),
-            ("Vec<u8> and `Vec<u8>`", r"Vec\<u8> and `Vec<u8>`"),
+            // No code span forms: backticks show as typed (outside review 119).
+            ("Vec<u8> and `Vec<u8>`", r"Vec\<u8> and \`Vec\<u8>\`"),
+            ("<1`@e.co> <!-- h --> `", r"\<1\`@e.co> \<!-- h --> \`"),
+            ("a `b\n\nc <!-- h -->`", "a \\`b\n\nc \\<!-- h -->\\`"),
             // A backslash before punctuation is shown as typed (outside review 118 F4).
             (r"already \<b> typed", r"already \\\<b> typed"),
             (r"x\*y and a\b", r"x\\\*y and a\b"),
-            ("AT&T && a < b; &amp; &#65; &#x41; &nope", r"AT&T && a < b; \&amp; \&#65; \&#x41; &nope"),
-            ("``a<b`` then <i>", r"``a<b`` then \<i>"),
-            ("unclosed `span <i>", r"unclosed `span \<i>"),
-            // Links and images, emphasis (118 F2, F3).
+            ("AT&T && a < b; &amp; &#65; &#x41; &nope", r"AT&T && a \< b; \&amp; \&#65; \&#x41; &nope"),
+            // Links and images, emphasis, tables and strikethrough (118 F2, F3; 119).
             (r#"[shown](http://e "t") ![](x.png) [a][b]"#, r#"[shown]\(http://e "t") ![]\(x.png) [a]\[b]"#),
             ("*emph* __init__ snake_case", r"\*emph\* \_\_init\_\_ snake_case"),
-            // A blank line ends a paragraph, and so the search for a span's end (118 F1).
-            ("a `b\n\nc <!-- h -->`", "a `b\n\nc \\<!-- h -->`"),
-            ("a `b\n   \nc <!-- h -->`", "a `b\n   \nc \\<!-- h -->`"),
-            ("a `b\nc <!-- h -->`", "a `b\nc <!-- h -->`"),
-            // A fence line's first backtick is escaped as a block opener: the rest (two) is
-            // the run a viewer sees, and pairs with the later two as a code span.
-            ("x\n```a <!--h--> ``", "x\n\\```a <!--h--> ``"),
-            ("x\n```a <!--h--> ```", "x\n\\```a \\<!--h--> ```"),
+            ("a | b ~~c~~", r"a \| b \~\~c\~\~"),
         ];
         for (text, rendered) in cases {
             assert_eq!(paragraph_as(text, true), rendered, "{text:?}");
