@@ -288,7 +288,13 @@ fn surface_word(w: &str, source: bool) -> Option<&'static str> {
         "multiagent" | "multiagents" | "subtask" | "subtasks" => "subagents",
         _ if w.starts_with("plugin") => "plugins",
         "slashcommand" | "slashcommands" => "skills",
-        "playwright" | "puppeteer" | "websearcher" | "webbrowser" => "Web Search",
+        "playwright" | "puppeteer" | "websearcher" | "webbrowser" | "crawler" | "scraper" | "firecrawl" => {
+            "Web Search"
+        }
+        "delegate" | "handoff" | "a2a" => "subagents",
+        // Claude Code's hook events, as tool names.
+        "pretooluse" | "posttooluse" | "userpromptsubmit" | "sessionstart" | "sessionend"
+        | "subagentstop" | "precompact" => "hooks",
         _ => return None,
     })
 }
@@ -328,25 +334,69 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
                 let before = i.checked_sub(1).and_then(|b| words.get(b)).copied();
                 let after = words.get(i + 1).copied();
                 (matches!(*w, "agent" | "agents" | "codex" | "claude")
-                    && before != Some("user")
+                    && !matches!(before, Some("user" | "ssh" | "gpg"))
                     // (`rnd`: `md` through its skeleton, which reads `m` as `rn`.)
                     && !matches!(after, Some("md" | "rnd" | "local" | "override")))
                 .then_some("subagents")
             })
         })
         .flatten();
-    let whole = whole.or(agent);
+    let whole = whole.or(agent).or_else(|| {
+        // A browser the tool drives — not a file browser (outside review 120 F4).
+        (!source
+            && words.iter().enumerate().any(|(i, w)| {
+                *w == "browser"
+                    && !matches!(i.checked_sub(1).and_then(|b| words.get(b)), Some(&("file" | "files")))
+            }))
+        .then_some("Web Search")
+    });
     whole
         .or_else(|| words.iter().find_map(|w| word(w)))
         .or_else(|| {
             words.windows(2).find_map(|p| match p {
                 ["web", s] | [s, "web"] if s.starts_with("search") => Some("Web Search"),
                 ["web", "fetch"] => Some("Web Search"),
-                [
-                    "google" | "internet" | "bing" | "online" | "duckduckgo" | "brave" | "tavily"
-                    | "perplexity" | "exa" | "serp" | "serpapi",
-                    s,
-                ] if s.starts_with("search") => Some("Web Search"),
+                [e, s] | [s, e]
+                    if s.starts_with("search")
+                        && matches!(
+                            *e,
+                            "google"
+                                | "internet"
+                                | "bing"
+                                | "online"
+                                | "duckduckgo"
+                                | "ddg"
+                                | "brave"
+                                | "tavily"
+                                | "perplexity"
+                                | "exa"
+                                | "serp"
+                                | "serpapi"
+                                | "serper"
+                        ) =>
+                {
+                    Some("Web Search")
+                }
+                // Browsing and fetching the web (outside review 120 F4).
+                ["browse" | "surf" | "crawl", "web" | "internet"]
+                | ["web", "browse" | "get" | "lookup" | "page" | "pages" | "scrape"]
+                | ["read" | "open" | "scrape" | "visit" | "crawl" | "download", "url" | "urls" | "webpage"]
+                | ["http", "fetch" | "get" | "request"]
+                    if !source =>
+                {
+                    Some("Web Search")
+                }
+                ["start" | "create" | "run" | "new" | "launch", "worker" | "workers" | "subagent"]
+                | ["new", "task"]
+                | ["delegate", "work" | "to"]
+                | ["ask", "gemini" | "gpt" | "llm" | "model" | "openai"]
+                    if !source =>
+                {
+                    Some("subagents")
+                }
+                ["register" | "define" | "create" | "add", "tool" | "tools"] if !source => {
+                    Some("dynamic tools")
+                }
                 ["sub", "agent" | "agents"]
                 | ["spawn" | "dispatch" | "resume" | "close" | "send" | "message", "agent" | "agents"]
                 | ["delegate", "task"] => Some("subagents"),
@@ -501,6 +551,35 @@ mod surface_tests {
             ("start_task", false, false),
             ("compute_perplexity", false, false),
             ("hookup", false, false),
+            // Search engines in either order, browsing, workers and delegation, hook
+            // events, tool registration (outside review 120 F3, F4) — and what still passes.
+            ("search_internet", false, true),
+            ("searchInternet", false, true),
+            ("search_google", false, true),
+            ("ddg_search", false, true),
+            ("serper_search", false, true),
+            ("browse_web", false, true),
+            ("get_web_page", false, true),
+            ("read_url", false, true),
+            ("http_fetch", false, true),
+            ("browser", false, true),
+            ("browser_navigate", false, true),
+            ("firecrawl_scrape", false, true),
+            ("delegate", false, true),
+            ("delegate_to_worker", false, true),
+            ("start_worker", false, true),
+            ("new_task", false, true),
+            ("ask_gemini", false, true),
+            ("handoff", false, true),
+            ("PreToolUse", false, true),
+            ("register_tool", false, true),
+            ("ssh_agent", false, false),
+            ("gpg_agent", false, false),
+            ("code_search", false, false),
+            ("file_search", false, false),
+            ("webpack", false, false),
+            ("websocket_test", false, false),
+            ("search_webpack_config", false, false),
             // Instruction sources: configuration, in a provider directory however spelled.
             ("CONFIGs", true, true),
             ("myCONFIGs", true, true),

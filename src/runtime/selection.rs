@@ -452,9 +452,9 @@ pub fn clears_bar_as(policy: &str, top: &SelectionCandidate, second: Option<u32>
 const DIRECTIVE_VERBS: [&str; 6] = ["use", "apply", "load", "follow", "invoke", "using"];
 const NEGATIONS: [&str; 12] =
     ["not", "no", "never", "don't", "dont", "without", "avoid", "instead", "nor", "nobody", "none", "noone"];
-const QUESTION_WORDS: [&str; 16] = [
+const QUESTION_WORDS: [&str; 19] = [
     "should", "can", "could", "would", "will", "do", "does", "did", "is", "are", "shall", "may", "why",
-    "what", "which", "how",
+    "what", "which", "how", "who", "whom", "whose",
 ];
 const ARTICLES: [&str; 6] = ["the", "a", "an", "our", "your", "this"];
 
@@ -574,8 +574,10 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
                         j += 1;
                     }
                     let Some(target) = words.get(j) else { continue };
-                    let directive =
-                        target.starts_with("skill:") || words.get(j + 1).is_some_and(|k| *k == "skill");
+                    // `skill` may end the sentence's lead-in: "Use the X skill: check nulls"
+                    // (outside review 120 F2).
+                    let skill_word = |k: &&str| k.trim_end_matches(':') == "skill";
+                    let directive = target.starts_with("skill:") || words.get(j + 1).is_some_and(skill_word);
                     let id = if directive { resolve(target) } else { None };
                     // A name of several words (`name: Diff Reviewer`): those words, then
                     // `skill` (outside review 63: only a one-word name was read).
@@ -593,7 +595,7 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
                                 && words
                                     .get(j..j + n)
                                     .is_some_and(|ws| ws.iter().zip(&name).all(|(a, b)| a == b))
-                                && words.get(j + n).is_some_and(|k| *k == "skill"))
+                                && words.get(j + n).is_some_and(skill_word))
                             .then(|| s.id.clone())
                         })
                     });
@@ -781,6 +783,10 @@ pub fn lexical_over(
     match cited.as_slice() {
         // Routing/5: the one skill directed to is one the profile does not route.
         [one] if unroutable.contains(one) => return none(REASON_CITED_UNROUTED),
+        // Routing/5: a query that refuses something anywhere — the directive's sentence or
+        // another ("Use the X skill. Actually, don't.": outside review 120 F1) — decides
+        // nothing from its words, as with several cited skills below.
+        [_] if v5 && negates(query) => return none(REASON_NEGATED),
         [one] => {
             return Lexical {
                 root: Some(one.clone()),

@@ -896,8 +896,21 @@ fn only_a_directive_chooses_a_named_skill_under_routing_5() {
     let s = configured(&["--selection", "auto"]);
     let st = state(&s);
     let decide = |q: &str| decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
-    let e = decide("Roll this out: use the kubernetes skill");
-    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"));
+    for q in ["Roll this out: use the kubernetes skill", "Use the kubernetes skill: roll it out"] {
+        let e = decide(q);
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
+    }
+    // A refusal anywhere in the query stops a directive (outside review 120 F1); a question
+    // is not one.
+    for q in [
+        "Use the kubernetes skill. Actually, don't.",
+        "Use the kubernetes skill.\n\nScratch that, it is not needed.",
+    ] {
+        let e = decide(q);
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{q}");
+    }
+    let e = decide("Who told you to use the kubernetes skill");
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"));
     for q in [
         "Speed this up with the kubernetes skill",
         "speed this up, see skill:kubernetes",
