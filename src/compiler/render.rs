@@ -175,7 +175,17 @@ pub(in crate::compiler) fn item_lines(item: &str) -> String {
 /// [`item_lines`], and with `inline` none of its text hides from a Markdown viewer
 /// ([`block_safe`]; compiler/5).
 pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool) -> String {
-    block_safe(item, "  ", false, inline)
+    if !inline {
+        return block_safe(item, "  ", false, false);
+    }
+    // Compiler/5: the first line too is kept from opening a block (outside review 121 F1:
+    // `- # h` was a heading, `- ---` a rule, `- - b` a nested list), and later lines are
+    // indented to where the item's content begins — past the first line's own leading
+    // spaces, up to three (121 F2: they moved the content column, and later lines fell out
+    // of the item).
+    let lead = item.len() - item.trim_start_matches(' ').len();
+    let indent = " ".repeat(2 + if lead <= 3 { lead } else { 0 });
+    block_safe(item, &indent, true, true)
 }
 
 /// [`paragraph`], and with `inline` none of its text hides from a Markdown viewer
@@ -378,6 +388,21 @@ mod item_tests {
         for (text, rendered) in cases {
             assert_eq!(paragraph_as(text, true), rendered, "{text:?}");
             assert_eq!(paragraph_as(text, false), paragraph(text), "{text:?}");
+        }
+        // A list item's first line opens no block either, and later lines are indented to
+        // where its content begins (outside review 121).
+        let items = [
+            ("# h", r"\# h"),
+            ("---", r"\---"),
+            ("- b", r"\- b"),
+            ("1) o", r"1\) o"),
+            (">", r"\>"),
+            ("   g1\n\n  <g1> y", "   g1\n     \n       \\<g1> y"),
+            ("a\n# b", "a\n  \\# b"),
+        ];
+        for (text, rendered) in items {
+            assert_eq!(item_lines_as(text, true), rendered, "{text:?}");
+            assert_eq!(item_lines_as(text, false), item_lines(text), "{text:?}");
         }
     }
 

@@ -499,6 +499,11 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
     // Outside review 119: an email autolink holding a backtick, a table, strikethrough.
     content.success_criteria.push("V01 <1`@e.co> <!-- and this comment --> `".to_owned());
     content.success_criteria.push("H01 | b ~~not struck~~".to_owned());
+    // Outside review 121: an item's first line opening a block; leading spaces moving the
+    // item's content column.
+    content.success_criteria.push("# not a heading".to_owned());
+    content.success_criteria.push("> not a quote".to_owned());
+    content.success_criteria.push("   g1\n\n  <g1> stays in its item".to_owned());
     let mut w = World::at(Stage::Setup);
     w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
     w.ok(Command::StartWorkflow(StartWorkflow {
@@ -529,8 +534,11 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
                     pulldown_cmark::Tag::Link { .. }
                     | pulldown_cmark::Tag::Image { .. }
                     | pulldown_cmark::Tag::Emphasis
-                    | pulldown_cmark::Tag::Strong,
+                    | pulldown_cmark::Tag::Strong
+                    | pulldown_cmark::Tag::BlockQuote(_)
+                    | pulldown_cmark::Tag::CodeBlock(pulldown_cmark::CodeBlockKind::Indented),
                 ) => html += 1,
+                Md::Rule => html += 1,
                 Md::SoftBreak | Md::HardBreak => text.push(' '),
                 _ => {}
             }
@@ -547,6 +555,9 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
         "keep x\\*y*z* and __init__ as typed",
         "V01 <1`@e.co> <!-- and this comment --> `",
         "H01 | b ~~not struck~~",
+        "# not a heading",
+        "> not a quote",
+        "<g1> stays in its item",
     ];
     let four = v4::V4.compile(w.ledger.state(), &binding).unwrap().markdown();
     let (text, html) = viewed(&four);
