@@ -175,17 +175,10 @@ pub(in crate::compiler) fn item_lines(item: &str) -> String {
 /// [`item_lines`], and with `inline` none of its text hides from a Markdown viewer
 /// ([`block_safe`]; compiler/5).
 pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool) -> String {
-    if !inline {
-        return block_safe(item, "  ", false, false);
-    }
     // Compiler/5: the first line too is kept from opening a block (outside review 121 F1:
-    // `- # h` was a heading, `- ---` a rule, `- - b` a nested list), and later lines are
-    // indented to where the item's content begins — past the first line's own leading
-    // spaces, up to three (121 F2: they moved the content column, and later lines fell out
-    // of the item).
-    let lead = item.len() - item.trim_start_matches(' ').len();
-    let indent = " ".repeat(2 + if lead <= 3 { lead } else { 0 });
-    block_safe(item, &indent, true, true)
+    // `- # h` was a heading, `- ---` a rule, `- - b` a nested list); no line begins with
+    // white space (`anchored`), so the item's content column is always 2.
+    block_safe(item, "  ", inline, inline)
 }
 
 /// [`paragraph`], and with `inline` none of its text hides from a Markdown viewer
@@ -226,7 +219,7 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
         }
         let escaped;
         let line = if inline {
-            escaped = inline_safe(line);
+            escaped = anchored(&inline_safe(line), first && !indent.is_empty());
             escaped.as_str()
         } else {
             line
@@ -245,6 +238,22 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
             Some(tail) => rest = tail,
             None => return out,
         }
+    }
+}
+
+/// `line` (compiler/5) beginning with no white space a viewer reads as indentation: its
+/// first space or tab is written as a character reference (`&#32;`, `&#9;`), which shows
+/// as that character, and an item's empty first line as `&#32;`. So every line of ledger
+/// text starts at its item's content column or the paragraph's margin — none is an
+/// indented code block, none moves the item's content column, none falls out of its item
+/// (outside review 123: a tab, a blank or space-only first line, a space-only last line
+/// before the compiler's suffix each did).
+fn anchored(line: &str, item_first_line: bool) -> String {
+    match line.chars().next() {
+        Some(' ') => format!("&#32;{}", line.get(1..).unwrap_or_default()),
+        Some('\t') => format!("&#9;{}", line.get(1..).unwrap_or_default()),
+        None if item_first_line => "&#32;".to_owned(),
+        _ => line.to_owned(),
     }
 }
 
@@ -397,7 +406,10 @@ mod item_tests {
             ("- b", r"\- b"),
             ("1) o", r"1\) o"),
             (">", r"\>"),
-            ("   g1\n\n  <g1> y", "   g1\n     \n       \\<g1> y"),
+            ("   g1\n\n  <g1> y", "&#32;  g1\n  \n  &#32; \\<g1> y"),
+            ("\tx\n\ny", "&#9;x\n  \n  y"),
+            ("\n\ny", "&#32;\n  \n  y"),
+            ("x\n\n    (id)", "x\n  \n  &#32;   (id)"),
             ("a\n# b", "a\n  \\# b"),
         ];
         for (text, rendered) in items {

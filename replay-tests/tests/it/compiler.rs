@@ -504,6 +504,10 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
     content.success_criteria.push("# not a heading".to_owned());
     content.success_criteria.push("> not a quote".to_owned());
     content.success_criteria.push("   g1\n\n  <g1> stays in its item".to_owned());
+    // Outside review 123: a tab or a blank first line, a space-only first line.
+    content.success_criteria.push("\tx7 tab first\n\n# y7 stays in its item".to_owned());
+    content.success_criteria.push("\n\ny2 after two blank lines".to_owned());
+    content.success_criteria.push("  \n  # y4 after a space-only line".to_owned());
     let mut w = World::at(Stage::Setup);
     w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content }));
     w.ok(Command::StartWorkflow(StartWorkflow {
@@ -558,6 +562,9 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
         "# not a heading",
         "> not a quote",
         "<g1> stays in its item",
+        "# y7 stays in its item",
+        "y2 after two blank lines",
+        "# y4 after a space-only line",
     ];
     let four = v4::V4.compile(w.ledger.state(), &binding).unwrap().markdown();
     let (text, html) = viewed(&four);
@@ -566,6 +573,11 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
     let five = v5::V5.compile(w.ledger.state(), &binding).unwrap().markdown();
     let (text, html) = viewed(&five);
     assert_eq!(html, 0, "{five}");
+    // Every `### ` section is one list (besides the identity and response-contract lists):
+    // no item's text fell out of it and split it.
+    let lists = Parser::new(&five).filter(|e| matches!(e, Md::Start(pulldown_cmark::Tag::List(_)))).count();
+    let sections = five.lines().filter(|l| l.starts_with("### ")).count();
+    assert_eq!(lists, sections + 2, "{lists} lists, {sections} sections: {five}");
     for h in hidden {
         assert!(text.contains(h), "{h:?} is not shown: {text}");
     }
