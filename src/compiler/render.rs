@@ -273,8 +273,20 @@ fn inline_safe(line: &str) -> String {
     let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
     let mut out = String::with_capacity(line.len() + 4);
     let mut prev: Option<char> = None;
+    // Inside a run a GitHub-dialect viewer links by itself (`http://`, `https://`, `www.`
+    // to the next white space), a backslash would become the link's last character and
+    // leave the character after it live: there it is written as a character reference,
+    // which every viewer shows as that character (outside review 125).
+    let mut in_url = false;
     for (k, c) in line.char_indices() {
         let next = line.get(k + c.len_utf8()..).unwrap_or_default();
+        if c.is_whitespace() {
+            in_url = false;
+        } else if !in_url && !prev.is_some_and(|p| p.is_alphanumeric()) {
+            let rest = line.get(k..).unwrap_or_default();
+            let starts = |p: &str| rest.get(..p.len()).is_some_and(|r| r.eq_ignore_ascii_case(p));
+            in_url = starts("http://") || starts("https://") || starts("www.");
+        }
         // (ASCII only: viewers differ on which other letters and symbols are a word's,
         // and `ⓐ_x_ⓐ` was emphasis in one: outside review 124.)
         let word = |x: Option<char>| x.is_some_and(|c| c.is_ascii_alphanumeric());
@@ -293,10 +305,14 @@ fn inline_safe(line: &str) -> String {
             '_' => !(word(prev) && word(next.chars().next())),
             _ => false,
         };
-        if hides {
-            out.push('\\');
+        if hides && in_url {
+            out.push_str(&format!("&#{};", u32::from(c)));
+        } else {
+            if hides {
+                out.push('\\');
+            }
+            out.push(c);
         }
-        out.push(c);
         prev = Some(c);
     }
     out
@@ -406,6 +422,10 @@ mod item_tests {
             ("1&#x0000202E;evil &#00000065;", r"1\&#x0000202E;evil \&#00000065;"),
             ("ⓐ_x_ⓐ é_x_é", r"ⓐ\_x\_ⓐ é\_x\_é"),
             ("[x] done? [ ] no", r"\[x] done? [ ] no"),
+            // Inside a run a GitHub viewer links, character references (125).
+            ("see http://x.y/<!-- h --> end", r"see http://x.y/&#60;!-- h --> end"),
+            ("WWW.x.y/a*b_c_ x_y", r"WWW.x.y/a&#42;b_c&#95; x_y"),
+            ("ahttp://x/<b>", r"ahttp://x/\<b>"),
         ];
         for (text, rendered) in cases {
             assert_eq!(paragraph_as(text, true), rendered, "{text:?}");
