@@ -783,10 +783,11 @@ pub fn lexical_over(
     match cited.as_slice() {
         // Routing/5: the one skill directed to is one the profile does not route.
         [one] if unroutable.contains(one) => return none(REASON_CITED_UNROUTED),
-        // Routing/5: a query that refuses something anywhere — the directive's sentence or
-        // another ("Use the X skill. Actually, don't.": outside review 120 F1) — decides
-        // nothing from its words, as with several cited skills below.
-        [_] if v5 && negates(query) => return none(REASON_NEGATED),
+        // Routing/5: a directive in a query that refuses something in another sentence
+        // ("Use the X skill. Actually, don't.": outside review 120 F1; but also "Use the X
+        // skill. Don't push to main.") does not decide alone: the choice is left open, the
+        // directed skill first (its own sentence's refusal already stopped it).
+        [_] if v5 && negates(query) => return named_first(&cited, REASON_MENTIONED),
         [one] => {
             return Lexical {
                 root: Some(one.clone()),

@@ -900,14 +900,15 @@ fn only_a_directive_chooses_a_named_skill_under_routing_5() {
         let e = decide(q);
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
     }
-    // A refusal anywhere in the query stops a directive (outside review 120 F1); a question
-    // is not one.
+    // A refusal in another sentence leaves a directive open, the directed skill first
+    // (outside review 120 F1); a question is not one.
     for q in [
         "Use the kubernetes skill. Actually, don't.",
         "Use the kubernetes skill.\n\nScratch that, it is not needed.",
     ] {
         let e = decide(q);
-        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"), "{q}");
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"), "{q}");
+        assert_eq!(e.candidates.first().map(|c| c.id.as_str()), Some("skill:kubernetes"), "{q}");
     }
     let e = decide("Who told you to use the kubernetes skill");
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"));
