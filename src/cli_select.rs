@@ -126,6 +126,13 @@ pub fn run_select_over(
     if let Some(why) = &o.previous_set_aside {
         let _ = writeln!(err, "note: --previous was not reused: {why}");
     }
+    if o.event.reason == crate::runtime::selection::REASON_NEGATED {
+        let _ = writeln!(
+            err,
+            "note: the query refuses something, so its words choose no skill (a word list reads refusals: \
+             `not`, `don't`, `skip`, …): name the skill in explicitIds to load it (outside review 126)"
+        );
+    }
     if o.event.reason == crate::runtime::selection::REASON_CITED_UNROUTED {
         let _ = writeln!(
             err,
