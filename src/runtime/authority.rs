@@ -348,7 +348,7 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
             words.windows(2).find_map(|p| match p {
                 ["web", s] | [s, "web"] if s.starts_with("search") => Some("Web Search"),
                 ["web", "fetch"] => Some("Web Search"),
-                // (Search engines: `tool_search`, in any order.)
+                // (Search engines: `tool_surface`, in any order.)
                 // Browsing and fetching the web (outside review 120 F4).
                 ["browse" | "surf" | "crawl", "web" | "internet"]
                 | ["web", "browse" | "get" | "lookup" | "page" | "pages" | "scrape"]
