@@ -1441,3 +1441,30 @@ fn an_ownership_marker_cut_short_is_completed_by_the_next_set() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("unreadable ownership marker"), "{err}");
 }
+
+/// A state root moved to a new path takes its receipts along; `set` (and its dry run) into
+/// the new path refuses those receipts — revisions this ledger never committed there —
+/// before writing anything (outside review 127, P2: `set` committed into it, and then
+/// `status`, `select`, `mode`, `rollback` and `recover` all refused the root).
+#[test]
+fn set_into_a_moved_state_root_is_refused_before_it_commits() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let moved = s.tmp.path().join("store-moved");
+    std::fs::rename(&root, &moved).unwrap();
+    let before = s.head();
+    for dry in [true, false] {
+        let mut rest = vec!["full"];
+        if dry {
+            rest.push("--dry-run");
+        }
+        let (code, out, err) = set(&s, &moved, &rest);
+        assert_eq!(code, 1, "dry run {dry}: {out}{err}");
+        assert!(err.contains("committed no such revision"), "{err}");
+    }
+    assert_eq!(s.head(), before, "nothing written");
+    // Moved back, the configured root verifies again.
+    std::fs::rename(&moved, &root).unwrap();
+    ok(status(&s));
+}
