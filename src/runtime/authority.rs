@@ -347,30 +347,23 @@ fn words_hold_surface(folded: &str, source: bool) -> Option<&'static str> {
         .or_else(|| {
             words.windows(2).find_map(|p| match p {
                 ["web", s] | [s, "web"] if s.starts_with("search") => Some("Web Search"),
-                ["web", "fetch"] => Some("Web Search"),
-                // (Search engines: `tool_surface`, in any order.)
+                // (Search engines, fetching, workers, delegation and tool registration:
+                // `tool_surface`, in any order.)
                 // Browsing and fetching the web (outside review 120 F4).
                 ["browse" | "surf" | "crawl", "web" | "internet"]
                 | ["web", "browse" | "get" | "lookup" | "page" | "pages" | "scrape"]
                 | ["read" | "open" | "scrape" | "visit" | "crawl" | "download", "url" | "urls" | "webpage"]
-                | ["http", "fetch" | "get" | "request"]
+                | ["http", "get" | "request"]
                     if !source =>
                 {
                     Some("Web Search")
                 }
-                // (Workers and delegation: `tool_surface`, which knows the ordinary uses.)
                 ["new", "task"] | [_, "subagent"] if !source => Some("subagents"),
-                ["register" | "define" | "create" | "add", "tool" | "tools"] if !source => {
-                    Some("dynamic tools")
-                }
                 ["sub", "agent" | "agents"]
                 | ["spawn" | "dispatch" | "resume" | "close" | "send" | "message", "agent" | "agents"]
                 | ["delegate", "task"] => Some("subagents"),
                 ["sub", "task" | "tasks"] if !source => Some("subagents"),
                 ["slash", "command" | "commands"] if !source => Some("skills"),
-                ["fetch", "url" | "urls" | "webpage" | "website"] | ["url" | "urls", "fetch"] if !source => {
-                    Some("Web Search")
-                }
                 ["plug", "in" | "ins"] => Some("plugins"),
                 _ => None,
             })

@@ -40,12 +40,18 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// query cites no other skill ([`citations`]: outside review 56).
 pub const ROUTING_POLICY: &str = "closure-ledger-routing/5";
 
-/// The fourth routing policy: routing/5 where a skill the query only names (no directive
-/// verb: "… with the profiler skill", "see skill:profiler") never decided — the choice was
-/// left pending as `several-directives` though one skill was cited (outside review 114),
-/// and a query naming only skills the profile does not route was left pending over an
-/// empty shortlist. Selections recorded under it are checked under it.
+/// The fourth routing policy: routing/5 without its reasons and stricter readings — a skill
+/// only named was left pending as `several-directives` (outside review 114) and was chosen
+/// where ranking agreed with it, a directive at an unrouted skill was left pending over
+/// an empty shortlist, and a refusal in another sentence did not stop a directive.
+/// Selections recorded under it are checked under it.
 pub const ROUTING_POLICY_V4: &str = "closure-ledger-routing/4";
+
+/// Whether `policy` is routing/4 or later: it reads refusals against named skills and keeps
+/// the agent's ids from choosing past them.
+fn from_v4(policy: &str) -> bool {
+    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4
+}
 
 /// The third routing policy: routing/4 whose directive decided even when the query cited
 /// another skill beside it ("use the X skill and the Y skill" selected X alone). Selections
@@ -109,8 +115,8 @@ pub const REASON_SEVERAL_CITED: &str = "several-cited";
 /// Routing/5: the query cites only skills the profile does not route (manual-only,
 /// excluded, never selectable): nothing is chosen for it — an explicit id loads such a skill.
 pub const REASON_CITED_UNROUTED: &str = "cited-not-routed";
-/// Routing/5: the query names one skill without citing it for the task (no directive, no
-/// `skill:X`, no `with the X skill`), and ranking does not choose it (pending, it first).
+/// Routing/5: the query names one skill without a directive (or directs to it in a query
+/// that refuses something elsewhere): pending, it first — ranking does not choose it.
 pub const REASON_MENTIONED: &str = "mentioned";
 pub const REASON_AMBIGUOUS: &str = "ambiguous";
 pub const REASON_NO_QUERY: &str = "no-query";
@@ -738,7 +744,7 @@ pub fn lexical_over(
         return none(REASON_NO_QUERY);
     };
     let v5 = policy == ROUTING_POLICY;
-    let v4 = v5 || policy == ROUTING_POLICY_V4;
+    let v4 = from_v4(policy);
     let several = if v5 { REASON_SEVERAL_CITED } else { REASON_SEVERAL_DIRECTIVES };
     let ranked = rank(query, routable);
     let Citations { directed, mentioned } = citations(query, routable);
@@ -987,9 +993,7 @@ fn lexical_recorded(
             );
             lex(None, true, REASON_AMBIGUOUS)
         }
-        REASON_NEGATED
-            if v5 || e.routing_policy == ROUTING_POLICY_V4 || e.routing_policy == ROUTING_POLICY_V3 =>
-        {
+        REASON_NEGATED if from_v4(&e.routing_policy) || e.routing_policy == ROUTING_POLICY_V3 => {
             ensure!(
                 e.candidates.is_empty() && e.query_digest.is_some(),
                 Rule::Selection,
@@ -1374,9 +1378,7 @@ pub fn decide(
             }
             // Routing/4: a query that refuses something is not overridden by the agent's ids
             // (outside review 64: "don't use the X skill" with proposedIds [X] selected X).
-            None if matches!(lex.reason, REASON_NEGATED | REASON_CITED_UNROUTED)
-                && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
-            {
+            None if matches!(lex.reason, REASON_NEGATED | REASON_CITED_UNROUTED) && from_v4(policy) => {
                 (Vec::new(), false, lex.reason)
             }
             // Nor does the agent pick among, or past, the skills the user's own words named
@@ -1386,7 +1388,7 @@ pub fn decide(
             None if matches!(
                 lex.reason,
                 REASON_SEVERAL_DIRECTIVES | REASON_SEVERAL_CITED | REASON_MENTIONED
-            ) && (policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4) =>
+            ) && from_v4(policy) =>
             {
                 (Vec::new(), true, lex.reason)
             }
