@@ -272,6 +272,7 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write, err: &mut dyn W
     match command {
         ProfileCommand::Preview { dir, plan, json } => {
             let value = preview_json(&dir, &plan).map_err(failure)?;
+            note_source_drift(&dir, err);
             if json {
                 return emit_json(out, &value);
             }
@@ -297,10 +298,12 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write, err: &mut dyn W
         ProfileCommand::Mode { dir, mode, state_root, expected_revision, json } => {
             let st = profiles::mode(&dir, mode.into(), expected_revision, state_root.as_deref())
                 .map_err(failure)?;
+            note_source_drift(&dir, err);
             report(out, &st, json)
         }
         ProfileCommand::Rollback { dir, state_root, expected_revision, json } => {
             let st = profiles::rollback(&dir, &state_root, expected_revision).map_err(failure)?;
+            note_source_drift(&dir, err);
             report(out, &st, json)
         }
         ProfileCommand::Recover { dir, state_root, json } => {
@@ -327,6 +330,23 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write, err: &mut dyn W
                 }
             }
         }
+    }
+}
+
+/// A note on stderr when the scanned source tree changed or cannot be read, for commands
+/// that succeed over it but whose result `set` and `select` would then refuse (`preview`,
+/// `mode`, `rollback`; outside reviews 117, 120, 127: only `status` said so). The printed
+/// or `--json` result stays a function of the ledger and the flags.
+fn note_source_drift(dir: &Path, err: &mut dyn Write) {
+    let Ok(state) = profiles::read_state(dir) else { return };
+    let check = profiles::check_source(&state);
+    if check.blocks() {
+        let root = check.root.as_deref().map(profiles::scan::shown).unwrap_or_default();
+        let _ = writeln!(
+            err,
+            "note: the source tree {root} {}: `profile set` and `select` are refused until it is scanned again",
+            check.detail
+        );
     }
 }
 

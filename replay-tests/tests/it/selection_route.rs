@@ -1074,8 +1074,23 @@ fn source_drift_stops_delivery_until_the_tree_is_scanned_again() {
     let (code, _, err) = s.run(&["profile", "set"], &["full", "--state-root", store.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("changed since the scan"), "{err}");
+    // What succeeds over the changed tree says that `set` and `select` will not (outside
+    // reviews 117, 120, 127: only `status` did); its output is unchanged.
+    let drift_note = |err: &str| err.contains("note: the source tree") && err.contains("skill:kubernetes");
+    let (code, preview, err) = s.run(&["profile", "preview"], &["full", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(drift_note(&err), "{err}");
+    for mode in ["suggest", "auto"] {
+        let (code, _, err) = s.run(&["profile", "mode"], &[mode]);
+        assert_eq!(code, 0, "{err}");
+        assert!(drift_note(&err), "{mode}: {err}");
+    }
     let (code, _, err) = s.scan();
     assert_eq!(code, 0, "{err}");
+    let (code, again, err) = s.run(&["profile", "preview"], &["full", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("note:"), "no note over an unchanged tree: {err}");
+    assert_ne!(again, preview, "the rescan recorded the edited skill");
     let (code, out, err) = select(&s);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Edited on disk after the scan."), "{out}");
