@@ -363,6 +363,16 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 }
                 return emit(out, v);
             }
+            if let Some(cut) = &report.interrupted_swap_undone {
+                emit(
+                    out,
+                    format!(
+                        "an interrupted recover's segment swap was undone first: the original segments are back in \
+                         journal/ from {} (rewritten ones it had put there moved to its undone/)",
+                        cut.display()
+                    ),
+                )?;
+            }
             if let (Some((from, to)), n) = (report.restored_seqs, report.restored_from_sled) {
                 emit(
                     out,

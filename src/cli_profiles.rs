@@ -59,6 +59,7 @@ impl PlanArgs {
             mode: self.selection.map(Into::into),
             include: list(&self.include),
             exclude: list(&self.exclude),
+            exclusions_add: false,
         }
     }
 }
@@ -320,6 +321,7 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write, err: &mut dyn W
                         mode: selection.map(Into::into),
                         include: given(include),
                         exclude: given(exclude),
+                        exclusions_add: true,
                     };
                     crate::cli_select::run_select_over(select, Some(input), out, err)
                 }

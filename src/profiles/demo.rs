@@ -84,6 +84,7 @@ pub fn run(dir: &Path, work: &Path) -> Result<Vec<String>, ProfileError> {
         mode: Some(SelectionMode::Manual),
         include: Some(Vec::new()),
         exclude: Some(Vec::new()),
+        exclusions_add: false,
     };
     let line = |what: &str, st: &ProfileStatus| {
         format!(

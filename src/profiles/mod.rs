@@ -331,6 +331,11 @@ pub struct PlanInput {
     pub mode: Option<SelectionMode>,
     pub include: Option<Vec<String>>,
     pub exclude: Option<Vec<String>>,
+    /// The given `exclude` adds to the configured exclusions instead of replacing them:
+    /// the named `profile resolve`, whose load is not recorded, never relaxes an exclusion
+    /// the configuration holds (outside review 129 F2: any `--exclude` dropped the
+    /// configured ones, and an excluded skill's body was returned).
+    pub exclusions_add: bool,
 }
 
 impl PlanInput {
@@ -353,8 +358,21 @@ impl PlanInput {
             self.target.or(current.map(|c| c.target)).unwrap_or(Target::Codex),
             self.mode.or(current.map(|c| c.mode)).unwrap_or(SelectionMode::Manual),
             &list(&self.include, |c| &c.include),
-            &list(&self.exclude, |c| &c.exclude),
+            &self.exclusions(current),
         )
+    }
+
+    fn exclusions(&self, current: Option<&ProfileSelection>) -> Vec<String> {
+        let configured = current.map(|c| c.exclude.clone()).unwrap_or_default();
+        match &self.exclude {
+            None => configured,
+            Some(given) if self.exclusions_add => {
+                let mut all = configured;
+                all.extend(given.iter().filter(|id| !all.contains(id)).cloned().collect::<Vec<_>>());
+                all
+            }
+            Some(given) => given.clone(),
+        }
     }
 }
 

@@ -101,6 +101,21 @@ fn check_bundle(b: &PolicyBundle) -> Result<(), RuleViolation> {
     for p in &b.phases {
         list("phase capabilities", &p.capabilities)?;
         required_text("phase objective", &p.objective)?;
+        // IDENTITY, PHASE and GOAL are always required (the compiler takes them whatever the
+        // phase says): listed as optional, the stored policy would say what it does not
+        // mean (outside review 128 F4).
+        use ledger_schema::types::InputClass;
+        let always = [InputClass::Identity, InputClass::Phase, InputClass::Goal];
+        if let Some(class) = p.optional.iter().find(|c| always.contains(c)) {
+            return Err(super::violation(
+                Rule::PolicyBounds,
+                format!(
+                    "phase {} lists {} as optional: IDENTITY, PHASE and GOAL are always required (list them as required, or leave them out)",
+                    super::wire(&p.phase),
+                    super::wire(class)
+                ),
+            ));
+        }
         // Each input class once: required or optional, not both, not twice.
         let mut seen = std::collections::BTreeSet::new();
         if let Some(twice) = p.required.iter().chain(&p.optional).find(|c| !seen.insert(**c)) {

@@ -111,6 +111,7 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
             )
         })?;
     }
+    implement_takes_the_judged_sets(e.policy.id, &policy.bundle)?;
     let profile = get(&state.profiles, e.profile.id, "profile")?;
     ensure!(
         profile.digest == e.profile.digest,
@@ -182,6 +183,39 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
             cancelled: false,
             last_attempt: None,
         },
+    );
+    Ok(())
+}
+
+/// IMPLEMENT makes the candidate a verdict judges, so its worker is given what the verdict
+/// holds it to: the goal's verification obligations (FACTS_SCENARIOS_OBLIGATIONS) and its
+/// Human Decisions and the workflow's blockers (BLOCKERS_DECISIONS), required or optional
+/// (over a budget each is an omission the manifest records). A result is then bound to
+/// those sets, and a change to them after it makes it stale for a freeze and an ACCEPT
+/// (seed 000: "current blockers", "confirmed facts and decisions", "required scenarios and
+/// verification obligations" are authoritative control inputs; "IMPLEMENT emphasizes …
+/// verification obligations"; outside review 128 F2: a policy keeping both classes out of
+/// IMPLEMENT let an ACCEPT stand on a result made before a Human Decision was reversed,
+/// judged against obligations its worker was never shown). Other phases may leave them out.
+fn implement_takes_the_judged_sets(
+    policy_id: ledger_schema::Id,
+    bundle: &ledger_schema::events::PolicyBundle,
+) -> Result<(), RuleViolation> {
+    use ledger_schema::types::InputClass;
+    let Some(implement) = bundle.phases.iter().find(|p| p.phase == Phase::Implement) else {
+        return Ok(()); // `feedback_fits` above refuses a policy without an IMPLEMENT phase.
+    };
+    let takes = |c: &InputClass| implement.required.contains(c) || implement.optional.contains(c);
+    let missing: Vec<String> = [InputClass::BlockersDecisions, InputClass::FactsScenariosObligations]
+        .iter()
+        .filter(|c| !takes(c))
+        .map(super::wire)
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        Rule::PolicyBounds,
+        "policy {policy_id}'s IMPLEMENT phase does not take {}: the candidate a verdict judges is made without the obligations, Human Decisions and blockers it is judged against — start the workflow under a policy whose IMPLEMENT phase takes them (required or optional)",
+        missing.join(" or ")
     );
     Ok(())
 }

@@ -12,6 +12,7 @@ mod disk;
 mod journal;
 mod memory;
 mod recover;
+mod swap;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ pub use disk::{
 pub use disk::{FaultPlan, FaultPoint};
 pub use memory::MemStore;
 pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};
+pub use swap::MARKER as RECOVER_MARKER;
 
 /// The size a journal segment reaches before a new one is started (bounds replay memory
 /// per segment; readers accept up to this plus one maximal frame).
@@ -414,6 +416,15 @@ pub enum OpenError {
          since its own recovery writes and a full disk would leave it unopenable"
     )]
     NoRoom { path: PathBuf, free: u64, needed: u64 },
+    /// A `recover` was swapping journal segments (`recover.txn` is present): interrupted,
+    /// or running now beside this reader. The journal may be incomplete until `recover`
+    /// puts the originals back (exit 1).
+    #[error(
+        "{0} is present: a `ledger recover` was interrupted while it replaced journal segments (or is running \
+         now), so the journal may be incomplete; the original segments are under cut/ — run `ledger recover`, \
+         which puts them back first"
+    )]
+    RecoveryInterrupted(PathBuf),
     /// An operator request that cannot be carried out as given.
     #[error("{0}")]
     Usage(String),
@@ -516,6 +527,7 @@ impl OpenError {
                 | OpenError::TornUnchecked { .. }
                 | OpenError::Empty
                 | OpenError::UnexpectedFile(_)
+                | OpenError::RecoveryInterrupted(_)
         )
     }
 }

@@ -62,6 +62,10 @@ pub struct RecoverReport {
     pub sled_rebuilt: bool,
     /// Frames sled lacked at its tail, restored from the journal (when not rebuilt).
     pub sled_restored_frames: u64,
+    /// An earlier `recover` interrupted while it swapped journal segments: its originals
+    /// were put back first from this `cut/N/` directory (`recover.txn`; docs/SAFETY.md).
+    #[serde(serialize_with = "super::path_text::option", skip_serializing_if = "Option::is_none")]
+    pub interrupted_swap_undone: Option<PathBuf>,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -358,6 +362,11 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         }
         _ => false,
     };
+    // A segment swap a crash interrupted: the originals back first (`swap`), under the lock.
+    let undone = {
+        let _lock = lock(root, true)?;
+        super::swap::undo_interrupted(root)?
+    };
     let before = journal_fingerprint(root);
     // A panic inside sled while it is read here (sled 0.34.7 panics on some damage to its
     // files: outside review 50) is sled's damage like a failed read: caught, and handled
@@ -378,8 +387,10 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         }
         other => other,
     };
-    let result =
-        result.and_then(|report| restored_reads_back(root, report)).map_err(|e| hint_keeps_sled(root, e));
+    let result = result
+        .and_then(|report| restored_reads_back(root, report))
+        .map(|report| RecoverReport { interrupted_swap_undone: undone, ..report })
+        .map_err(|e| hint_keeps_sled(root, e));
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
     }
@@ -520,6 +531,7 @@ fn recover_in(
         cut: Vec::new(),
         sled_rebuilt: true,
         sled_restored_frames: 0,
+        interrupted_swap_undone: None,
     };
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and
@@ -1488,34 +1500,38 @@ fn rewrite_from(
         // The boundary is at the very start of its segment: name it for what it now holds.
         *name_seq = sled_records.first().or(beyond.first()).map_or(*name_seq, |(s, _)| *s);
     }
-    // (No original left — every segment was lost — makes no `cut/N/`.)
+    // The originals may hold acknowledged records no other copy holds: they are swapped
+    // for the rewritten segments under a marker a crash leaves for the next `recover`
+    // (`swap`; outside review 130, P1). (No original left — every segment was lost — makes
+    // no `cut/N/`, and nothing only the journal held can be lost.)
     let into = if originals.is_empty() { None } else { Some(cut_dir(root)?) };
-    for (original, into) in originals.iter().zip(into.iter().cycle()) {
-        report.cut.push(move_segment_aside(original, into)?);
+    match &into {
+        Some(into) => report.cut.extend(super::swap::swap(root, journal, into, &originals, &files)?),
+        None => {
+            for (name_seq, content) in &files {
+                let path = journal.join(segment_name(*name_seq));
+                let mut f = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map_err(io("create", &path))?;
+                f.write_all(content).and_then(|()| f.sync_all()).map_err(io("write", &path))?;
+            }
+            sync_dir(journal)?;
+        }
     }
-    sync_dir(journal)?;
-    for (name_seq, content) in &files {
-        let path = journal.join(segment_name(*name_seq));
-        let mut f =
-            OpenOptions::new().write(true).create_new(true).open(&path).map_err(io("create", &path))?;
-        f.write_all(content).and_then(|()| f.sync_all()).map_err(io("write", &path))?;
-    }
-    sync_dir(journal)?;
     if let Err(e) = journal_holds(root, checkpoint) {
         // Put the originals back: the rewrite did not verify (or does not hold the
         // checkpoint), so nothing may change — not even an empty `cut/N/`.
-        for (name_seq, _) in &files {
-            let _ = std::fs::remove_file(journal.join(segment_name(*name_seq)));
+        match &into {
+            Some(into) => super::swap::undo(root, into)?,
+            None => {
+                for (name_seq, _) in &files {
+                    let _ = std::fs::remove_file(journal.join(segment_name(*name_seq)));
+                }
+                sync_dir(journal)?;
+            }
         }
-        for (original, into) in originals.iter().zip(into.iter().cycle()) {
-            let kept = into.join(original.file_name().unwrap_or_default());
-            std::fs::rename(&kept, original).map_err(io("rename", &kept))?;
-        }
-        sync_dir(journal)?;
-        if let Some(into) = &into {
-            let _ = std::fs::remove_dir(into);
-        }
-        let _ = std::fs::remove_dir(root.join(CUT_DIR));
         report.cut.clear();
         return Err(match e {
             e @ OpenError::Unrecoverable { .. } => e,
@@ -1526,6 +1542,9 @@ fn rewrite_from(
             ),
             e => refuse(&format!("the journal rebuilt from sled does not verify ({e})")),
         });
+    }
+    if let Some(into) = &into {
+        super::swap::commit(root, into)?;
     }
     // What the journal lacked or held damaged (its own intact copies were rewritten
     // unchanged; a suspect that differed was replaced by sled's).

@@ -450,19 +450,44 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
     w.ok(decide(Verdict::Accept, &[0x90]));
 }
 
-/// A set is a bound input of the contexts whose phase takes its class: where the result's
-/// phase takes no Human Decisions at all, one recorded in FINAL_VERIFY does not make the
-/// result stale (the policy keeps decisions out of that phase; rules.md says so).
+/// A set is a bound input of the contexts whose phase takes its class. IMPLEMENT, which
+/// makes the candidate a verdict judges, must take both judged sets: a policy keeping the
+/// Human Decisions (or the obligations) out of it cannot start a workflow (outside review
+/// 128 F2: an ACCEPT stood on a result made before a Human Decision was reversed, under a
+/// policy that never showed IMPLEMENT a decision). Another phase may leave a set out: a
+/// decision recorded after a DISCOVERY Attempt's start then leaves its claim current, where
+/// the shipped policy (DISCOVERY takes decisions) makes it stale.
 #[test]
 fn a_set_outside_the_phase_is_not_bound() {
     use ledger_schema::types::InputClass;
-    let mut bundle = optional_in_implement(InputClass::BlockersDecisions, 600);
-    for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Implement) {
-        p.optional.retain(|c| *c != InputClass::BlockersDecisions);
+    for class in [InputClass::BlockersDecisions, InputClass::FactsScenariosObligations] {
+        let mut bundle = policy_bundle();
+        for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Implement) {
+            p.optional.retain(|c| *c != class);
+            p.required.retain(|c| *c != class);
+        }
+        let mut w = World::at(Stage::Empty);
+        let err = w.with(|s| s.setup_with(bundle)).unwrap_err();
+        assert_eq!(rule_of(&err), Some(Rule::PolicyBounds), "{err}");
+        assert!(err.to_string().contains("IMPLEMENT phase does not take"), "{err}");
     }
-    let mut w = accepting(bundle);
-    w.ok(decision(0x57, 2));
-    w.ok(decide(Verdict::Accept, &[0x90]));
+    let claim_after_a_decision = |keep_out: bool| {
+        let mut bundle = policy_bundle();
+        for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Discovery && keep_out) {
+            p.optional.retain(|c| *c != InputClass::BlockersDecisions);
+        }
+        let mut w = World::at(Stage::Empty);
+        w.with(|s| {
+            s.setup_with(bundle)?;
+            s.start(0x60, 0x61).map(drop)
+        })
+        .unwrap();
+        w.ok(decision(0x57, 2));
+        w.with(|s| s.claim(lid(0x60)))
+    };
+    claim_after_a_decision(true).unwrap();
+    let err = claim_after_a_decision(false).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
 }
 
 /// A blocker raised after the result: the freeze is refused and names the way out that

@@ -606,6 +606,45 @@ fn profile_resolve_forms() {
     assert_eq!(code, 0, "{out}");
 }
 
+/// The named `profile resolve` never relaxes a configured exclusion: `--exclude` given to it
+/// adds to the configured ones (outside review 129 F2: any `--exclude` replaced them, and an
+/// excluded skill's body came back, recorded nowhere).
+#[test]
+fn a_named_resolve_keeps_the_configured_exclusions() {
+    let s = Setup::new();
+    richer(&s);
+    assert_eq!(s.scan().0, 0);
+    configure(&s, &["--selection", "auto", "--exclude", "skill:kubernetes"]);
+    let f = file(
+        &s,
+        "task.json",
+        &json!({"sessionId": "s", "taskId": "t", "revision": 1, "phase": "implement",
+                "explicitIds": ["skill:kubernetes"]}),
+    );
+    for extra in [&[][..], &["--exclude", "skill:docker-compose"]] {
+        let mut args = vec!["lean", "--task-input", f.as_str(), "--load", "--json"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = s.run(&["profile", "resolve"], &args);
+        assert_eq!(code, 1, "{extra:?}: {out}");
+        assert!(err.contains("skill:kubernetes") && err.contains("exclu"), "{extra:?}: {err}");
+        assert!(!out.contains("Body of kubernetes"), "{out}");
+    }
+    // The skill given to exclude is excluded too.
+    let g = file(
+        &s,
+        "task2.json",
+        &json!({"sessionId": "s", "taskId": "t2", "revision": 1, "phase": "implement",
+                "explicitIds": ["skill:docker-compose"]}),
+    );
+    let (code, _, _) = s.run(&["profile", "resolve"], &["lean", "--task-input", &g, "--load"]);
+    assert_eq!(code, 0);
+    let (code, _, err) = s.run(
+        &["profile", "resolve"],
+        &["lean", "--task-input", &g, "--load", "--exclude", "skill:docker-compose"],
+    );
+    assert_eq!(code, 1, "{err}");
+}
+
 /// A large routed-only skill sorting first does not push the configured base, or any
 /// skill's SKILL.md, out of the registry entry's stored bytes (outside review 61, P2:
 /// `aaa-bigdocs` made the Lean base not loadable; `set` and every `select` were refused,

@@ -97,6 +97,7 @@ pub fn audit_with(
     observe: OnEntry<'_>,
 ) -> Result<VerifyReport, OpenError> {
     let lock = read_lock(root)?;
+    crate::store::swap::refuse_interrupted(root)?;
     let sled_dir = root.join(SLED_DIR);
     // A sled that will not open is reported after the journal is verified, so that damage
     // to the history is never hidden behind a broken index.

@@ -275,6 +275,7 @@ impl DiskStore {
         on_entry: OnEntry<'_>,
     ) -> Result<(DiskStore, OpenReport), OpenError> {
         let lock_file = lock(root, true)?;
+        crate::store::swap::refuse_interrupted(root)?;
         let sled_dir = root.join(SLED_DIR);
         // sled 0.34 keeps every page a handle has read until the handle drops (its LRU
         // never evicts the only page of a shard, and processes a shard only once it has
