@@ -782,7 +782,10 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
 /// `*.kdbx`, `*.ppk`); and credential stores (`.netrc`, `_netrc`, `.npmrc`,
 /// `.pypirc`, `.pgpass`, `.git-credentials`, `.dockercfg`, `.htpasswd`, `.boto`, `.s3cfg`,
 /// `credentials`, `credentials.json`, `service-account.json`, `secrets.{json,yaml,yml,toml}`,
-/// `kubeconfig`, `credentials.{yaml,yml}`, `terraform.tfvars`), a private key kept under
+/// `kubeconfig`, `credentials.{yaml,yml}`, `terraform.tfvars`; provider and cloud logins:
+/// `auth.json`, `.credentials.json`, `.claude.json`, `oauth_creds.json`, `client_secret*.json`,
+/// `token.json`, gcloud's and Azure's token stores, `.vault-token`, `*.tfstate`, `gh/hosts.yml`),
+/// a private key kept under
 /// another extension (`id_rsa.bak`, never `*.pub`), and by their folder `.docker/config.json`
 /// and `.kube/config`. `path` is the file's path in the skill's tree. A secret under any
 /// other name cannot be told from text.
@@ -832,9 +835,34 @@ pub fn holds_secrets(path: &str) -> bool {
         "secrets.yaml",
         "secrets.yml",
         "secrets.toml",
+        // Provider and cloud logins (outside review 129 F3: seed 003 copies no provider
+        // credentials): Codex's `auth.json`, Claude Code's `.credentials.json` and
+        // `.claude.json`, Gemini's `oauth_creds.json`, Google OAuth client secrets and
+        // tokens, gcloud's application default credentials and token stores, Azure's token
+        // caches, Vault's token, Terraform state (it holds every secret it manages).
+        "auth.json",
+        ".credentials.json",
+        ".claude.json",
+        "oauth_creds.json",
+        "client_secret.json",
+        "token.json",
+        "application_default_credentials.json",
+        "access_tokens.db",
+        "credentials.db",
+        "accesstokens.json",
+        "msal_token_cache.json",
+        "msal_token_cache.bin",
+        ".vault-token",
+        "terraform.tfstate",
+        "terraform.tfstate.backup",
     ]
     .contains(&lower.as_str());
-    env || key || kept_key || store
+    // Google's downloaded OAuth client (`client_secret_<id>.json`), any Terraform state.
+    let named =
+        (lower.starts_with("client_secret") && lower.ends_with(".json")) || lower.ends_with(".tfstate");
+    // GitHub CLI's token store, by its folder.
+    let gh = lower_path == "gh/hosts.yml" || lower_path.ends_with("/gh/hosts.yml");
+    env || key || kept_key || store || named || gh
 }
 
 /// The extensions of files a skill tree may hold as bytes (images, documents, archives,
@@ -1782,6 +1810,19 @@ mod native_tests {
             "credentials.yaml",
             "id_rsa.bak",
             "terraform.tfvars",
+            // Outside review 129 F3's.
+            "auth.json",
+            ".credentials.json",
+            "client_secret.json",
+            "client_secret_1234-abc.apps.googleusercontent.com.json",
+            "token.json",
+            "oauth_creds.json",
+            ".claude.json",
+            ".vault-token",
+            "terraform.tfstate",
+            "prod.tfstate",
+            "application_default_credentials.json",
+            ".config/gh/hosts.yml",
         ] {
             assert!(super::holds_secrets(yes), "{yes}");
         }
@@ -1798,6 +1839,10 @@ mod native_tests {
             ".gitignore",
             "secrets.md",
             "jks-notes.txt",
+            "auth.md",
+            "oauth.md",
+            "tokenizer.json",
+            "hosts.yml",
             "envrc.md",
             "id_rsa.pub",
             "config.json",

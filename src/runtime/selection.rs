@@ -401,15 +401,42 @@ pub fn negates(query: &str) -> bool {
         .map(|w| read(w))
         .collect();
     let nt = read("n't");
-    query
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .any(|w| listed.iter().any(|l| l == w) || w.ends_with(nt.as_str()))
+    let words: Vec<&str> =
+        query.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect();
+    words.iter().any(|w| listed.iter().any(|l| l == w) || w.ends_with(nt.as_str())) || retracts(&words, &read)
+}
+
+/// Two-word phrases that take back or set aside what was said (outside review 129 F1: "Use
+/// the X skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last
+/// resort", "we got rid of …" selected the skill the user withdrew): read as refusals.
+const RETRACTIONS: [[&str; 2]; 13] = [
+    ["scratch", "that"],
+    ["strike", "that"],
+    ["undo", "that"],
+    ["cancel", "that"],
+    ["just", "kidding"],
+    ["never", "mind"],
+    ["wrong", "repo"],
+    ["wrong", "repository"],
+    ["wrong", "project"],
+    ["last", "resort"],
+    ["rid", "of"],
+    ["second", "thought"],
+    ["second", "thoughts"],
+];
+
+/// Whether `words` hold a [`RETRACTIONS`] phrase, its words read by `read` as `words` were
+/// (the confusable skeleton spells `m` as `rn`).
+fn retracts(words: &[&str], read: &dyn Fn(&str) -> String) -> bool {
+    words
+        .windows(2)
+        .any(|pair| RETRACTIONS.iter().any(|[a, b]| matches!(pair, [x, y] if *x == read(a) && *y == read(b))))
 }
 
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 27] = [
+const REFUSALS: [&str; 33] = [
     "skip",
     "skipping",
     "exclude",
@@ -437,6 +464,13 @@ const REFUSALS: [&str; 27] = [
     "kein",
     "keine",
     "hate",
+    // Outside review 129 F1: taking back what was said.
+    "nevermind",
+    "disregard",
+    "disregarding",
+    "oops",
+    "kidding",
+    "retract",
 ];
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
@@ -473,13 +507,14 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
 
 /// Whether a word among the (up to three) words before a citation negates it.
 fn negated(before: &[&str]) -> bool {
-    before.iter().any(|b| {
-        NEGATIONS.contains(b)
-            || NEGATIONS_UNMARKED.contains(b)
-            || REFUSALS.contains(b)
-            || FORBIDDING.contains(b)
-            || b.ends_with("n't")
-    })
+    retracts(before, &|w: &str| w.to_owned())
+        || before.iter().any(|b| {
+            NEGATIONS.contains(b)
+                || NEGATIONS_UNMARKED.contains(b)
+                || REFUSALS.contains(b)
+                || FORBIDDING.contains(b)
+                || b.ends_with("n't")
+        })
 }
 
 /// Words that forbid what follows them in a sentence ("It is forbidden to use …", "Please
@@ -1836,4 +1871,19 @@ fn configured_for<'s>(
         return Err(stale("the routable sources' triggers changed".to_owned()));
     }
     Ok(registry)
+}
+
+#[cfg(test)]
+mod tests {
+    /// `negates` reads [`super::RETRACTIONS`] as it reads the query (the confusable
+    /// skeleton spells `m` as `rn`: compared as written, "never mind" never matched).
+    #[test]
+    fn retraction_phrases_are_read_as_the_query_is() {
+        for [a, b] in super::RETRACTIONS {
+            assert!(super::negates(&format!("Use it. {a} {b}.")), "{a} {b}");
+            assert!(super::negates(&format!("Use it. {}, {}.", a.to_uppercase(), b)), "{a} {b}");
+        }
+        assert!(super::negates("Use the X skill. Wait, scratch that."));
+        assert!(!super::negates("Rewrite it from scratch using the X skill"));
+    }
 }

@@ -933,6 +933,22 @@ fn only_a_directive_chooses_a_named_skill_under_routing_5() {
     }
     let e = decide("Don't bother with the kubernetes skill");
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "negated"));
+    // Taking a request back is a refusal too (outside review 129 F1: each of these selected
+    // the withdrawn skill, as the user's directive or by ranking); "from scratch" is not.
+    for q in [
+        "Use the kubernetes skill. Wait, scratch that — the bug is in the React component.",
+        "Apply the kubernetes skill. Oops, wrong repo — this is the Go backend.",
+        "Use the docker-compose skill only as a last resort; first try plain helm manifests.",
+        "Use the docker-compose skill — just kidding, we deploy with helm.",
+        "We got rid of Kubernetes clusters and helm manifests last year; roll out workloads some other way.",
+        "Use the kubernetes skill. Never mind, I will do it by hand.",
+        "Use the kubernetes skill. On second thought, leave the cluster alone.",
+    ] {
+        let e = decide(q);
+        assert_ne!(e.decision, SelectionDecision::Selected, "{q}: {e:?}");
+    }
+    let e = decide("Rewrite the rollout from scratch using the kubernetes skill");
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"));
 
     let query = "Speed this up with the kubernetes skill";
     let t = task(Some(query));
