@@ -113,7 +113,7 @@ pub enum ProfileCommand {
         #[command(flatten)]
         plan: PlanArgs,
         /// An absolute, dedicated directory (created 0700 and marked as this ledger's).
-        #[arg(long, value_name = "ABS")]
+        #[arg(long, value_name = "ABS", value_parser = state_root_arg)]
         state_root: PathBuf,
         /// Refuse, writing nothing anywhere, unless the store is at this revision.
         #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::decimal_u32)]
@@ -128,7 +128,7 @@ pub enum ProfileCommand {
     Status {
         dir: PathBuf,
         /// The configured state root, checked: another root is refused.
-        #[arg(long, value_name = "ABS")]
+        #[arg(long, value_name = "ABS", value_parser = state_root_arg)]
         state_root: Option<PathBuf>,
         #[arg(long)]
         json: bool,
@@ -140,7 +140,7 @@ pub enum ProfileCommand {
         mode: ModeArg,
         /// The configured state root, checked (the generation stays where it is; another
         /// root is refused).
-        #[arg(long, value_name = "ABS")]
+        #[arg(long, value_name = "ABS", value_parser = state_root_arg)]
         state_root: Option<PathBuf>,
         /// Refuse unless the store is at revision N (seed 003's form omits it: optional, as
         /// for `set`).
@@ -152,7 +152,7 @@ pub enum ProfileCommand {
     /// Return to the previous revision's generation and selection (a new revision).
     Rollback {
         dir: PathBuf,
-        #[arg(long, value_name = "ABS")]
+        #[arg(long, value_name = "ABS", value_parser = state_root_arg)]
         state_root: PathBuf,
         #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::decimal_u32)]
         expected_revision: u32,
@@ -162,7 +162,7 @@ pub enum ProfileCommand {
     /// Finish or undo an interrupted generation transaction under the state root.
     Recover {
         dir: PathBuf,
-        #[arg(long, value_name = "ABS")]
+        #[arg(long, value_name = "ABS", value_parser = state_root_arg)]
         state_root: PathBuf,
         #[arg(long)]
         json: bool,
@@ -178,7 +178,7 @@ pub enum ProfileCommand {
         #[arg(required_unless_present = "state_root")]
         profile: Option<String>,
         /// The configured state root (checked, as `status` checks it).
-        #[arg(long, value_name = "ABS", conflicts_with = "profile")]
+        #[arg(long, value_name = "ABS", conflicts_with = "profile", value_parser = state_root_arg)]
         state_root: Option<PathBuf>,
         /// The agent, for a named profile.
         #[arg(long, value_enum, conflicts_with = "state_root")]
@@ -333,6 +333,14 @@ pub fn run_profile(command: ProfileCommand, out: &mut dyn Write, err: &mut dyn W
             }
         }
     }
+}
+
+/// A `--state-root` as given, but for trailing slashes (`/abs/store/`, as shell completion
+/// writes a directory: outside review 129 F6): the root is recorded and compared as a path
+/// without them. Every other form is checked where the root is used (absolute, normalised).
+fn state_root_arg(given: &str) -> Result<PathBuf, String> {
+    let trimmed = given.trim_end_matches('/');
+    Ok(PathBuf::from(if trimmed.is_empty() { given } else { trimmed }))
 }
 
 /// A note on stderr when the scanned source tree changed or cannot be read, for commands

@@ -979,13 +979,32 @@ pub fn check_receipts(root: &Path, expected: &[Receipt]) -> Result<Vec<u32>, Gen
             path: shown(&path.display().to_string()),
             reason: reason.to_owned(),
         };
-        let receipt = name
-            .strip_suffix(".json")
-            .and_then(|n| n.parse::<u32>().ok())
-            .and_then(|n| expected.iter().find(|r| r.revision == n))
-            .ok_or_else(|| {
+        let number = name.strip_suffix(".json").and_then(|n| n.parse::<u32>().ok());
+        let receipt = number.and_then(|n| expected.iter().find(|r| r.revision == n)).ok_or_else(|| {
+            // A receipt of this ledger's id that this ledger never committed: another copy
+            // of the ledger directory wrote it (outside review 129 F4: "move it out" only
+            // moved the lockout to the copy).
+            // (Past the newest revision this ledger committed here: a receipt of an older
+            // one is a moved or restored state root's, not a copy's.)
+            let newest = expected.iter().map(|r| (r.ledger_id, r.revision)).max_by_key(|(_, n)| *n);
+            let forked = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= 64 * 1024)
+                && fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Receipt>(&b).ok())
+                    .is_some_and(|r| {
+                        Some(r.revision) == number
+                            && newest.is_some_and(|(id, n)| id == r.ledger_id && r.revision > n)
+                    });
+            if forked {
+                not_ours(
+                    "a revision of this ledger's id that this ledger never committed: another copy of the ledger \
+                     directory (copied or restored) manages this state root now — give this ledger a state root of \
+                     its own (`ledger profile set DIR … --state-root NEW`), or keep using the copy",
+                )
+            } else {
                 not_ours("the ledger committed no such revision in this state root (move it out)")
-            })?;
+            }
+        })?;
         seen.insert(receipt.revision);
         let m = fs::symlink_metadata(&path).map_err(io(&path))?;
         if !m.is_file() || fs::read(&path).map_err(io(&path))? != receipt_bytes(receipt) {

@@ -1072,15 +1072,18 @@ pub fn check_task(task: &Task) -> Result<(), SelectionError> {
             || ('\u{E000}'..='\u{F8FF}').contains(&c)
             || c >= '\u{F0000}'
     };
-    let id_ok = |v: &str, max: usize| !v.is_empty() && v.len() <= max && !v.chars().any(hidden);
+    // Nor blank, or with a space at either end: "s" and "s " show alike (outside review 129
+    // F6: a sessionId of two spaces was accepted).
+    let id_ok =
+        |v: &str, max: usize| !v.is_empty() && v.len() <= max && !v.chars().any(hidden) && v.trim() == v;
     if !id_ok(&task.session_id, MAX_TASK_ID_BYTES) {
         return bad(
-            "sessionId must be 1 to 128 bytes without control, invisible, bidi-control, private-use or non-ASCII space characters",
+            "sessionId must be 1 to 128 bytes, not blank, without a space at either end or control, invisible, bidi-control, private-use or non-ASCII space characters",
         );
     }
     if !id_ok(&task.task_id, MAX_TASK_ID_BYTES) {
         return bad(
-            "taskId must be 1 to 128 bytes without control, invisible, bidi-control, private-use or non-ASCII space characters",
+            "taskId must be 1 to 128 bytes, not blank, without a space at either end or control, invisible, bidi-control, private-use or non-ASCII space characters",
         );
     }
     if !id_ok(&task.phase, MAX_PHASE_BYTES) || task.phase.chars().any(char::is_whitespace) {

@@ -166,7 +166,6 @@ fn state_root_safety() {
         ("relative/store".into(), "absolute"),
         ("/".into(), "filesystem root"),
         (format!("{}/a/../store", tmp.display()), "not normalised"),
-        (format!("{}/store/", tmp.display()), "not normalised"),
         (format!("{}/store", link.display()), "is a symlink"),
         (foreign.display().to_string(), "does not own (left untouched)"),
         (open.display().to_string(), "not 0700"),
@@ -1467,4 +1466,61 @@ fn set_into_a_moved_state_root_is_refused_before_it_commits() {
     // Moved back, the configured root verifies again.
     std::fs::rename(&moved, &root).unwrap();
     ok(status(&s));
+}
+
+/// A copy of the ledger directory (`cp -a`) shares its ledger id and configured state root;
+/// the first of the two to `set` again manages the root, and the other is refused with a
+/// message that names the copy and the way out — a state root of its own — rather than
+/// "move it out", which only moved the lockout to the copy (outside review 129 F4). Nothing
+/// tells two byte-identical directories apart before one of them writes (a known limit).
+#[test]
+fn a_copied_ledger_that_took_over_the_state_root_is_named() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let copy = s.tmp.path().join("copy");
+    let cp = std::process::Command::new("cp").args(["-a", s.dir(), copy.to_str().unwrap()]).status().unwrap();
+    assert!(cp.success());
+    let root_arg = root.to_str().unwrap();
+    let (code, out, err) = super::profiles_util::cli(&[
+        "profile",
+        "set",
+        copy.to_str().unwrap(),
+        "--state-root",
+        root_arg,
+        "full",
+        "--expected-revision",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = status(&s);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("another copy of the ledger directory") && err.contains("state root of its own"),
+        "{err}"
+    );
+    let own = s.tmp.path().join("own-store");
+    let r = ok(set(&s, &own, &["lean", "--expected-revision", "1"]));
+    assert_eq!(r["revision"], 2, "{r}");
+    assert_eq!(ok(status(&s))["stateRoot"], own.to_str().unwrap());
+    // The copy still manages the shared root.
+    let (code, _, err) = super::profiles_util::cli(&["profile", "status", copy.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A trailing slash on `--state-root` (as shell completion writes a directory) is dropped:
+/// the root is recorded without it, and either spelling names the same root after (outside
+/// review 129 F6: it was refused as not normalised).
+#[test]
+fn a_trailing_slash_on_the_state_root_is_dropped() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let slashed = format!("{}//", root.display());
+    let r = ok(set(&s, Path::new(&slashed), &["lean"]));
+    assert_eq!(r["stateRoot"], root.to_str().unwrap(), "{r}");
+    let (code, _, err) = s.run(&["profile", "status"], &["--state-root", &slashed]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ok(set(&s, &root, &["lean"]))["outcome"], "no-op");
+    let (code, _, err) = s.run(&["profile", "status"], &["--state-root", "/"]);
+    assert_eq!(code, 1, "the filesystem root stays refused: {err}");
 }

@@ -126,6 +126,16 @@ fn task_input_is_parsed_within_its_bounds_and_never_echoed() {
             assert!(m.contains(field) && m.contains("bidi"), "{field} {bad:?}: {m}");
         }
     }
+    // Nor blank, nor with a space at either end (outside review 129 F6); inside is fine.
+    for bad in ["  ", " s", "s "] {
+        for field in ["sessionId", "taskId"] {
+            let mut v = serde_json::json!({"sessionId": "s", "taskId": "t", "revision": 1, "phase": "p"});
+            v[field] = serde_json::json!(bad);
+            let m = input_err(&v.to_string());
+            assert!(m.contains(field) && m.contains("blank"), "{field} {bad:?}: {m}");
+        }
+    }
+    assert!(parse_task(br#"{"sessionId":"session 1","taskId":"t","revision":1,"phase":"p"}"#).is_ok());
     assert!(
         parse_task("{\"sessionId\":\"sé\",\"taskId\":\"t\",\"revision\":1,\"phase\":\"p\"}".as_bytes())
             .is_ok()
