@@ -597,6 +597,30 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
     )))
 }
 
+/// For readers (`ledger compile --json`): why a dispatch claim of the started, undispatched
+/// Attempt `attempt` would be refused as stale over `state` ([`check_current`]), or why the
+/// result of the finished Attempt `attempt` — its generation's latest COMPLETION_REQUEST —
+/// can no longer be frozen or accepted ([`check_result_current`]); `None` when it is
+/// current, or neither applies (outside review 128 F3: `compile --json` said nothing of a
+/// claim the ledger would refuse).
+pub fn stale_now(state: &State, attempt: ledger_schema::Id) -> Option<String> {
+    use runtime::state::AttemptStatus;
+    let registry = &compiler::RELEASED;
+    let a = state.attempts.get(&attempt)?;
+    match a.status {
+        AttemptStatus::Started => check_current(registry, state, attempt).err().map(|e| e.to_string()),
+        AttemptStatus::Finished { .. } => {
+            let generation = a.generation_id?;
+            let (latest, _, _) = runtime::result_binding(state, generation)?;
+            (latest == attempt)
+                .then(|| check_result_current(registry, state, generation, ResultUse::Freeze).err())
+                .flatten()
+                .map(|e| e.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// Turns a command into events: the runtime's `decide`, with every Attempt start compiled
 /// here by the newest released compiler.
 pub fn decide(state: &State, command: &Command) -> Result<Decided, Refusal> {

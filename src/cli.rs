@@ -1022,6 +1022,7 @@ fn compile(
                 "resumedThread": found.resumed,
                 "contextChangedAt": found.context_changed_at.map(|(seq, kind)| json!({"seq": seq, "kind": kind})),
                 "goalRevisedAt": found.goal_revised_at,
+                "staleNow": found.stale_now,
             }),
         )?;
     } else {
@@ -1060,6 +1061,9 @@ fn compile(
             err,
             "ledger: note: attempt {id}'s context changed while it was dispatched, at seq {seq} ({kind}): {text}"
         );
+    }
+    if let Some(why) = &found.stale_now {
+        let _ = writeln!(err, "ledger: note: attempt {id}'s context is no longer current: {why}");
     }
     if let Some(thread) = &found.resumed {
         let earlier: Vec<String> = thread.earlier_attempts.iter().map(Id::to_string).collect();

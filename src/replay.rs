@@ -301,6 +301,10 @@ pub struct Recompiled {
     /// (a revision is checked before any other change; outside review 109: `compile` named
     /// only an earlier change's reasons).
     pub goal_revised_at: Option<u64>,
+    /// Over the whole ledger: why a dispatch claim of the (undispatched) Attempt, or a freeze
+    /// or ACCEPT on its (finished) result, would be refused as stale now
+    /// ([`admission::stale_now`]); `None` while current.
+    pub stale_now: Option<String>,
 }
 
 /// The Thread a RESUME Attempt continued.
@@ -363,12 +367,13 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
                 resumed,
                 context_changed_at: None,
                 goal_revised_at: None,
+                stale_now: None,
             });
         }
         admission::apply(&mut state, &sealed.entry).map_err(inadmissible)
     };
     store::replay_journal(root, &mut fold)?;
-    Ok(found)
+    Ok(found.map(|found| Recompiled { stale_now: admission::stale_now(&state, attempt), ..found }))
 }
 
 /// Whether dispatched Attempt `attempt`'s context changed: a bound input changed after its

@@ -39,6 +39,71 @@ fn compile_says_when_no_worker_received_the_package() {
     let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!((j["matchesRecorded"].as_bool(), j["dispatched"].as_bool()), (Some(true), Some(false)));
     assert!(err.contains("never dispatched"), "{err}");
+    assert_eq!(j["staleNow"], serde_json::Value::Null, "{j}");
+    // A Human Decision recorded since the start: the claim would be refused as stale, and
+    // `compile` says so (outside review 128 F3: `matchesRecorded: true` alone read as "claim
+    // these digests").
+    let (mut ledger, _) = Ledger::open(&dir).unwrap();
+    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    s.run(closure_ledger::runtime::Command::RecordHumanDecision(
+        closure_ledger::runtime::command::RecordHumanDecision {
+            decision_id: lid(0x57),
+            goal_id: lid(closure_ledger::lifecycle::GOAL),
+            question: "May we change the public API?".into(),
+            answer: "No.".into(),
+            decided_by: "human:alice".into(),
+            supersedes: None,
+        },
+    ))
+    .unwrap();
+    assert!(s.claim(lid(0x60)).is_err(), "the claim is refused as stale");
+    drop(ledger);
+    let (code, out, err) = cli(&["compile", dir.to_str().unwrap(), "--attempt", &id, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let why = j["staleNow"].as_str().unwrap_or_default();
+    assert!(why.contains("ManifestStale") && why.contains("human decision"), "{j}");
+    assert!(err.contains("no longer current"), "{err}");
+}
+
+/// A finished IMPLEMENT result a Human Decision made stale after it: `compile` says a
+/// freeze or an ACCEPT would be refused (outside review 128 F3).
+#[test]
+fn compile_says_when_a_finished_result_went_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
+    let (mut ledger, _) = Ledger::open(&dir).unwrap();
+    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    s.setup().unwrap();
+    s.discover_and_plan().unwrap();
+    s.implement_first().unwrap();
+    drop(ledger);
+    let id = lid(0x64).to_string();
+    let compile_json = || {
+        let (code, out, err) = cli(&["compile", dir.to_str().unwrap(), "--attempt", &id, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        (serde_json::from_str::<serde_json::Value>(out.trim()).unwrap(), err)
+    };
+    assert_eq!(compile_json().0["staleNow"], serde_json::Value::Null);
+    let (mut ledger, _) = Ledger::open(&dir).unwrap();
+    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    s.run(closure_ledger::runtime::Command::RecordHumanDecision(
+        closure_ledger::runtime::command::RecordHumanDecision {
+            decision_id: lid(0x57),
+            goal_id: lid(closure_ledger::lifecycle::GOAL),
+            question: "May we change the public API?".into(),
+            answer: "No.".into(),
+            decided_by: "human:alice".into(),
+            supersedes: None,
+        },
+    ))
+    .unwrap();
+    drop(ledger);
+    let (j, err) = compile_json();
+    let why = j["staleNow"].as_str().unwrap_or_default();
+    assert!(why.contains("ManifestStale") && why.contains("no longer current"), "{j}");
+    assert!(err.contains("no longer current"), "{err}");
 }
 
 /// `replay --json` reports every required key, proves all four manifests, and ends on
