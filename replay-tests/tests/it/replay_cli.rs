@@ -20,32 +20,9 @@ fn lifecycle_ledger(tmp: &Path) -> PathBuf {
     dir
 }
 
-/// An Attempt started but never dispatched (no claim recorded) gave no worker anything:
-/// `compile` still re-renders what was compiled for it, and says so — `dispatched: false`,
-/// a note on stderr (outside review 39: it read as what a worker received).
-#[test]
-fn compile_says_when_no_worker_received_the_package() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("l");
-    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
-    let (mut ledger, _) = Ledger::open(&dir).unwrap();
-    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-    s.setup().unwrap();
-    s.start(0x60, 0x61).unwrap();
-    drop(ledger);
-    let id = lid(0x60).to_string();
-    let (code, out, err) = cli(&["compile", dir.to_str().unwrap(), "--attempt", &id, "--json"]);
-    assert_eq!(code, 0, "{err}");
-    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!((j["matchesRecorded"].as_bool(), j["dispatched"].as_bool()), (Some(true), Some(false)));
-    assert!(err.contains("never dispatched"), "{err}");
-    assert_eq!(j["staleNow"], serde_json::Value::Null, "{j}");
-    // A Human Decision recorded since the start: the claim would be refused as stale, and
-    // `compile` says so (outside review 128 F3: `matchesRecorded: true` alone read as "claim
-    // these digests").
-    let (mut ledger, _) = Ledger::open(&dir).unwrap();
-    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-    s.run(closure_ledger::runtime::Command::RecordHumanDecision(
+/// A Human Decision of the lifecycle's goal: a bound input of every phase's context.
+fn human_decision() -> closure_ledger::runtime::Command {
+    closure_ledger::runtime::Command::RecordHumanDecision(
         closure_ledger::runtime::command::RecordHumanDecision {
             decision_id: lid(0x57),
             goal_id: lid(closure_ledger::lifecycle::GOAL),
@@ -54,13 +31,49 @@ fn compile_says_when_no_worker_received_the_package() {
             decided_by: "human:alice".into(),
             supersedes: None,
         },
-    ))
-    .unwrap();
-    assert!(s.claim(lid(0x60)).is_err(), "the claim is refused as stale");
-    drop(ledger);
+    )
+}
+
+/// Runs `f` on a lifecycle script over the ledger at `dir` (made first if absent).
+fn on_ledger(dir: &Path, f: impl FnOnce(&mut Script<'_, DiskStore>)) {
+    if !dir.exists() {
+        drop(store::init(dir, "t", LEDGER, T0).unwrap());
+    }
+    let (mut ledger, _) = Ledger::open(dir).unwrap();
+    f(&mut Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() });
+}
+
+/// `ledger compile DIR --attempt ID --json`, and its stderr.
+fn compile_json(dir: &Path, attempt: u128) -> (serde_json::Value, String) {
+    let id = lid(attempt).to_string();
     let (code, out, err) = cli(&["compile", dir.to_str().unwrap(), "--attempt", &id, "--json"]);
     assert_eq!(code, 0, "{err}");
-    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    (serde_json::from_str(out.trim()).unwrap(), err)
+}
+
+/// An Attempt started but never dispatched (no claim recorded) gave no worker anything:
+/// `compile` still re-renders what was compiled for it, and says so — `dispatched: false`,
+/// a note on stderr (outside review 39: it read as what a worker received).
+#[test]
+fn compile_says_when_no_worker_received_the_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    on_ledger(&dir, |s| {
+        s.setup().unwrap();
+        s.start(0x60, 0x61).unwrap();
+    });
+    let (j, err) = compile_json(&dir, 0x60);
+    assert_eq!((j["matchesRecorded"].as_bool(), j["dispatched"].as_bool()), (Some(true), Some(false)));
+    assert!(err.contains("never dispatched"), "{err}");
+    assert_eq!(j["staleNow"], serde_json::Value::Null, "{j}");
+    // A Human Decision recorded since the start: the claim would be refused as stale, and
+    // `compile` says so (outside review 128 F3: `matchesRecorded: true` alone read as "claim
+    // these digests").
+    on_ledger(&dir, |s| {
+        s.run(human_decision()).unwrap();
+        assert!(s.claim(lid(0x60)).is_err(), "the claim is refused as stale");
+    });
+    let (j, err) = compile_json(&dir, 0x60);
     let why = j["staleNow"].as_str().unwrap_or_default();
     assert!(why.contains("ManifestStale") && why.contains("human decision"), "{j}");
     assert!(err.contains("no longer current"), "{err}");
@@ -72,35 +85,14 @@ fn compile_says_when_no_worker_received_the_package() {
 fn compile_says_when_a_finished_result_went_stale() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
-    drop(store::init(&dir, "t", LEDGER, T0).unwrap());
-    let (mut ledger, _) = Ledger::open(&dir).unwrap();
-    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-    s.setup().unwrap();
-    s.discover_and_plan().unwrap();
-    s.implement_first().unwrap();
-    drop(ledger);
-    let id = lid(0x64).to_string();
-    let compile_json = || {
-        let (code, out, err) = cli(&["compile", dir.to_str().unwrap(), "--attempt", &id, "--json"]);
-        assert_eq!(code, 0, "{err}");
-        (serde_json::from_str::<serde_json::Value>(out.trim()).unwrap(), err)
-    };
-    assert_eq!(compile_json().0["staleNow"], serde_json::Value::Null);
-    let (mut ledger, _) = Ledger::open(&dir).unwrap();
-    let mut s = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
-    s.run(closure_ledger::runtime::Command::RecordHumanDecision(
-        closure_ledger::runtime::command::RecordHumanDecision {
-            decision_id: lid(0x57),
-            goal_id: lid(closure_ledger::lifecycle::GOAL),
-            question: "May we change the public API?".into(),
-            answer: "No.".into(),
-            decided_by: "human:alice".into(),
-            supersedes: None,
-        },
-    ))
-    .unwrap();
-    drop(ledger);
-    let (j, err) = compile_json();
+    on_ledger(&dir, |s| {
+        s.setup().unwrap();
+        s.discover_and_plan().unwrap();
+        s.implement_first().unwrap();
+    });
+    assert_eq!(compile_json(&dir, 0x64).0["staleNow"], serde_json::Value::Null);
+    on_ledger(&dir, |s| drop(s.run(human_decision()).unwrap()));
+    let (j, err) = compile_json(&dir, 0x64);
     let why = j["staleNow"].as_str().unwrap_or_default();
     assert!(why.contains("ManifestStale") && why.contains("no longer current"), "{j}");
     assert!(err.contains("no longer current"), "{err}");
