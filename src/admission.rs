@@ -598,9 +598,9 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
 }
 
 /// For readers (`ledger compile --json`): why a dispatch claim of the started, undispatched
-/// Attempt `attempt` would be refused as stale over `state` ([`check_current`]), or why the
+/// Attempt `attempt` would be refused as stale over `state` (`check_current`), or why the
 /// result of the finished Attempt `attempt` — its generation's latest COMPLETION_REQUEST —
-/// can no longer be frozen or accepted ([`check_result_current`]); `None` when it is
+/// can no longer be frozen or accepted (`check_result_current`); `None` when it is
 /// current, or neither applies (outside review 128 F3: `compile --json` said nothing of a
 /// claim the ledger would refuse).
 pub fn stale_now(state: &State, attempt: ledger_schema::Id) -> Option<String> {
