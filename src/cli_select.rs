@@ -127,9 +127,12 @@ pub fn run_select_over(
         let _ = writeln!(err, "note: --previous was not reused: {why}");
     }
     if o.event.reason == crate::runtime::selection::REASON_NEGATED {
+        // The word read as a refusal, named (outside review 132 F3: the note named none).
+        let word = task.query.as_deref().and_then(crate::runtime::selection::refusal_in);
+        let word = word.map(|w| format!(" (\"{}\")", crate::profiles::scan::shown(&w))).unwrap_or_default();
         let _ = writeln!(
             err,
-            "note: the query refuses something, so its words choose no skill (a word list reads refusals: \
+            "note: the query refuses something{word}, so its words choose no skill (a word list reads refusals: \
              `not`, `don't`, `skip`, …): name the skill in explicitIds to load it (outside review 126)"
         );
     }
@@ -137,7 +140,8 @@ pub fn run_select_over(
         let _ = writeln!(
             err,
             "note: the query cites only skills this profile does not route (manual-only, excluded or never \
-             selectable): name one in explicitIds to load it"
+             selectable): a manual-only one loads when named in explicitIds; an excluded one only once the \
+             profile's exclusions change (outside review 132 F5)"
         );
     }
     if a.json {

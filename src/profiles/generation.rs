@@ -962,9 +962,14 @@ fn sync_tree(dir: &Path) -> Result<(), GenerationError> {
 
 /// Verifies `receipts/` against `expected`, the receipts of every revision the ledger
 /// committed through a transaction in this state root: each file is one of them, byte for
-/// byte as written, and none is missing. Returns the revisions whose receipt is missing or
+/// byte as written, and none is missing (`ours`: this ledger's id and current revision, to
+/// name a receipt another copy of the ledger wrote). Returns the revisions whose receipt is missing or
 /// differs (`Ok` only when none is: `repair` takes the list instead).
-pub fn check_receipts(root: &Path, expected: &[Receipt]) -> Result<Vec<u32>, GenerationError> {
+pub fn check_receipts(
+    root: &Path,
+    expected: &[Receipt],
+    ours: (Id, u32),
+) -> Result<Vec<u32>, GenerationError> {
     let dir = root.join("receipts");
     let mut wrong = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -984,17 +989,14 @@ pub fn check_receipts(root: &Path, expected: &[Receipt]) -> Result<Vec<u32>, Gen
             // A receipt of this ledger's id that this ledger never committed: another copy
             // of the ledger directory wrote it (outside review 129 F4: "move it out" only
             // moved the lockout to the copy).
-            // (Past the newest revision this ledger committed here: a receipt of an older
-            // one is a moved or restored state root's, not a copy's.)
-            let newest = expected.iter().map(|r| (r.ledger_id, r.revision)).max_by_key(|(_, n)| *n);
+            // (Past this ledger's current revision: a receipt of an older one is a moved or
+            // restored state root's, not a copy's.)
+            let (id, current) = ours;
             let forked = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= 64 * 1024)
                 && fs::read(&path)
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Receipt>(&b).ok())
-                    .is_some_and(|r| {
-                        Some(r.revision) == number
-                            && newest.is_some_and(|(id, n)| id == r.ledger_id && r.revision > n)
-                    });
+                    .is_some_and(|r| Some(r.revision) == number && r.ledger_id == id && r.revision > current);
             if forked {
                 not_ours(
                     "a revision of this ledger's id that this ledger never committed: another copy of the ledger \
@@ -1017,8 +1019,8 @@ pub fn check_receipts(root: &Path, expected: &[Receipt]) -> Result<Vec<u32>, Gen
 }
 
 /// [`check_receipts`], refusing the first receipt missing or differing from the ledger's.
-pub fn verify_receipts(root: &Path, expected: &[Receipt]) -> Result<(), GenerationError> {
-    match check_receipts(root, expected)?.first() {
+pub fn verify_receipts(root: &Path, expected: &[Receipt], ours: (Id, u32)) -> Result<(), GenerationError> {
+    match check_receipts(root, expected, ours)?.first() {
         None => Ok(()),
         Some(revision) => Err(GenerationError::Receipt {
             path: shown(&root.join("receipts").join(format!("{revision}.json")).display().to_string()),

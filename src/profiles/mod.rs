@@ -507,13 +507,21 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
         generation::verify(&generation::generation_dir(root, c.generation_digest), &manifest)
             .map_err(with_remedy)?;
         if generation::read_txn(root)?.is_none() {
-            generation::verify_receipts(root, &expected_receipts(cp, ledger.store().head().ledger, root))?;
+            generation::verify_receipts(
+                root,
+                &expected_receipts(cp, ledger.store().head().ledger, root),
+                (ledger.store().head().ledger, cp.revision()),
+            )?;
         }
     } else if root.is_dir() && generation::read_txn(root)?.is_none() {
         // Another root holds only receipts of revisions this ledger committed there
         // (outside review 127: a state root moved to a new path took its receipts along,
         // `set` committed into it, and every later command refused those receipts).
-        generation::verify_receipts(root, &expected_receipts(cp, ledger.store().head().ledger, root))?;
+        generation::verify_receipts(
+            root,
+            &expected_receipts(cp, ledger.store().head().ledger, root),
+            (ledger.store().head().ledger, cp.revision()),
+        )?;
     }
     Ok(())
 }
@@ -937,7 +945,11 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
         if let Some(ledger_id) = ledger_id
             && generation::read_txn(&root)?.is_none()
         {
-            generation::verify_receipts(&root, &expected_receipts(cp, ledger_id, &root))?;
+            generation::verify_receipts(
+                &root,
+                &expected_receipts(cp, ledger_id, &root),
+                (ledger_id, cp.revision()),
+            )?;
         }
     }
     Ok(report)
@@ -1071,7 +1083,9 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
     // Missing receipts are republished; one that differs is never overwritten (outside
     // review 57: its bytes are evidence) — moved out by hand, then republished.
     let expected = expected_receipts(cp, ledger.store().head().ledger, root);
-    for revision in generation::check_receipts(root, &expected)? {
+    for revision in
+        generation::check_receipts(root, &expected, (ledger.store().head().ledger, cp.revision()))?
+    {
         let path = root.join("receipts").join(format!("{revision}.json"));
         if fs_exists(&path) {
             return Err(GenerationError::Receipt {

@@ -798,18 +798,36 @@ pub fn holds_secrets(path: &str) -> bool {
     {
         return true;
     }
+    // Credential stores known by their folder (outside review 132 F1): AWS's, SSH's,
+    // GnuPG's, Azure's, gcloud's, Terraform's CLI config, Cargo's login.
+    let parts: Vec<&str> = lower_path.split('/').collect();
+    let in_folder = |f: &str| parts.iter().rev().skip(1).any(|p| *p == f);
+    if [".aws", ".ssh", ".gnupg", ".azure", "gcloud", ".terraform.d", "legacy_credentials"]
+        .iter()
+        .any(|f| in_folder(f))
+        || (in_folder(".cargo") && parts.last().is_some_and(|n| n.starts_with("credentials")))
+        || (in_folder(".huggingface") && parts.last() == Some(&"token"))
+    {
+        return true;
+    }
     let lower = lower_path.rsplit('/').next().unwrap_or(&lower_path).to_owned();
+    // An example, sample or template copy is not the secret (outside review 132 F7:
+    // `client_secret.example.json`, `id_rsa.pub.example`); a key in it is still refused by
+    // its armor (`holds_private_key`).
+    if lower.split('.').any(|part| ["example", "sample", "template", "dist"].contains(&part)) {
+        return false;
+    }
     // A private key kept aside under another extension (`id_rsa.bak`), never a public one.
     let kept_key = ["id_rsa.", "id_dsa.", "id_ecdsa.", "id_ed25519."].iter().any(|k| lower.starts_with(k))
         && !lower.ends_with(".pub");
     let env = lower == ".env"
-        || (lower.starts_with(".env.")
-            && ![".env.example", ".env.sample", ".env.template"].contains(&lower.as_str()));
-    let env = env || lower == ".envrc";
+        || (lower.starts_with(".env.") && lower != ".env.defaults")
+        || lower.ends_with(".env");
+    let env = env || lower == ".envrc" || lower == ".dev.vars";
     let key = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"]
         .iter()
         .any(|k| lower == *k)
-        || [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ppk"]
+        || [".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ppk", ".p8"]
             .iter()
             .any(|x| lower.ends_with(x));
     let store = [
@@ -855,14 +873,52 @@ pub fn holds_secrets(path: &str) -> bool {
         ".vault-token",
         "terraform.tfstate",
         "terraform.tfstate.backup",
+        // Outside review 132 F1.
+        "credentials.toml",
+        "credentials.tfrc.json",
+        ".terraformrc",
+        "terraform.rc",
+        "adc.json",
+        "secring.gpg",
+        "private.asc",
+        "serviceaccountkey.json",
+        "sa-key.json",
+        "service_principal_entries.json",
+        ".yarnrc.yml",
+        ".yarnrc",
+        "pip.conf",
+        "pip.ini",
+        ".my.cnf",
+        "rclone.conf",
+        "kubeconfig.yaml",
+        "kubeconfig.yml",
+        "token",
+        ".token",
     ]
     .contains(&lower.as_str());
     // Google's downloaded OAuth client (`client_secret_<id>.json`), any Terraform state.
-    let named =
-        (lower.starts_with("client_secret") && lower.ends_with(".json")) || lower.ends_with(".tfstate");
+    let named = (lower.starts_with("client_secret") && lower.ends_with(".json"))
+        || lower.ends_with(".tfstate")
+        // Any Terraform variables file (`*.tfvars`, `*.auto.tfvars`, `*.tfvars.json`).
+        || lower.ends_with(".tfvars")
+        || lower.ends_with(".tfvars.json")
+        || lower.ends_with(".kubeconfig")
+        // Token stores (`mcp-oauth-tokens.json`, `token.json`), not `tokenizer.json`.
+        || lower.ends_with("token.json")
+        || lower.ends_with("tokens.json");
     // GitHub CLI's token store, by its folder.
     let gh = lower_path == "gh/hosts.yml" || lower_path.ends_with("/gh/hosts.yml");
     env || key || kept_key || store || named || gh
+}
+
+/// Whether `bytes` hold an ASCII-armored private key (PEM, OpenSSH, PGP): a line
+/// `-----BEGIN … PRIVATE KEY…-----`, under any file name.
+pub fn holds_private_key(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines().any(|line| {
+        let line = line.trim();
+        line.starts_with("-----BEGIN ") && line.ends_with("-----") && line.contains("PRIVATE KEY")
+    })
 }
 
 /// The extensions of files a skill tree may hold as bytes (images, documents, archives,
@@ -1209,6 +1265,16 @@ pub fn scan_keeping(
                         "`{name}` is a secrets file by its name (an append-only ledger could never drop it): \
                          remove it from the skill's tree"
                     ),
+                ));
+            }
+            // Nor a private key under any name: its armor says what it is (outside review 132
+            // F1: `AuthKey_*.p8`, `private.asc` were recorded).
+            if holds_private_key(&r.bytes) {
+                return Err(meta(
+                    &path.join(&r.path),
+                    "holds a private key (a `-----BEGIN … PRIVATE KEY` block; an append-only ledger could never \
+                     drop it): remove it from the skill's tree"
+                        .to_owned(),
                 ));
             }
             // Binary is what its name says is binary (`BINARY_EXTENSIONS`): anything else a
@@ -1785,7 +1851,6 @@ mod native_tests {
             ".env.production",
             "id_rsa",
             "id_ed25519",
-            "server.pem",
             "tls.KEY",
             "cert.p12",
             ".netrc",
@@ -1823,6 +1888,31 @@ mod native_tests {
             "prod.tfstate",
             "application_default_credentials.json",
             ".config/gh/hosts.yml",
+            // Outside review 132 F1's.
+            ".cargo/credentials.toml",
+            "credentials.tfrc.json",
+            ".terraformrc",
+            "prod.auto.tfvars",
+            "terraform.tfvars.json",
+            "mcp-oauth-tokens.json",
+            ".huggingface/token",
+            "gcloud/legacy_credentials/me@example.com/adc.json",
+            ".aws/sso/cache/abc.json",
+            "AuthKey_ABC123.p8",
+            "secring.gpg",
+            "private.asc",
+            "serviceAccountKey.json",
+            "sa-key.json",
+            "service_principal_entries.json",
+            ".yarnrc.yml",
+            "pip.conf",
+            ".my.cnf",
+            "rclone.conf",
+            ".dev.vars",
+            "secrets.env",
+            "kubeconfig.yaml",
+            "prod.kubeconfig",
+            ".env.test",
         ] {
             assert!(super::holds_secrets(yes), "{yes}");
         }
@@ -1843,6 +1933,14 @@ mod native_tests {
             "oauth.md",
             "tokenizer.json",
             "hosts.yml",
+            // Outside review 132 F7's: templates, examples and public certificates.
+            ".env.dist",
+            ".env.defaults",
+            "examples/client_secret.example.json",
+            "id_rsa.pub.example",
+            "ca.pem",
+            "public.pem",
+            "cargo-notes.md",
             "envrc.md",
             "id_rsa.pub",
             "config.json",
@@ -1850,6 +1948,29 @@ mod native_tests {
             "example.tfvars",
         ] {
             assert!(!super::holds_secrets(no), "{no}");
+        }
+    }
+
+    /// A private key is refused by its armor under any name; a certificate or a public
+    /// key is not (outside review 132 F1, F7).
+    #[test]
+    fn private_keys_are_refused_by_their_armor() {
+        for yes in [
+            "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n",
+            "notes\n  -----BEGIN RSA PRIVATE KEY-----\nx\n",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n",
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\r\n",
+        ] {
+            assert!(super::holds_private_key(yes.as_bytes()), "{yes:?}");
+        }
+        for no in [
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+            "-----BEGIN PUBLIC KEY-----\n",
+            "Never commit a PRIVATE KEY block to a skill.",
+            "-----BEGIN PGP PUBLIC KEY BLOCK-----\n",
+        ] {
+            assert!(!super::holds_private_key(no.as_bytes()), "{no:?}");
         }
     }
 

@@ -388,10 +388,17 @@ fn recorded_clears_bar(e: &SelectionRecorded) -> bool {
 /// what is negated (outside review 53: "don't use kubernetes-deploy" ranked that skill on
 /// its two name words). It may still decide by a directive, which reads the negation.
 pub fn negates(query: &str) -> bool {
+    refusal_in(query).is_some()
+}
+
+/// The first word or phrase of the query that [`negates`] reads as a refusal, as read
+/// (for the note that says why nothing was chosen: outside review 132).
+pub fn refusal_in(query: &str) -> Option<String> {
     // Read as a reader sees it (NFKC, the confusable skeleton, invisible characters dropped:
     // outside review 66 — "n\u{AD}ot", a Cyrillic `о`, a fullwidth apostrophe), the word
     // lists read the same way.
     let read = |t: &str| super::goal::reading(&t.to_lowercase().replace(APOSTROPHES, "'"));
+    let raw = query;
     let query = read(query);
     let listed: Vec<String> = NEGATIONS
         .iter()
@@ -401,42 +408,77 @@ pub fn negates(query: &str) -> bool {
         .map(|w| read(w))
         .collect();
     let nt = read("n't");
-    let words: Vec<&str> =
-        query.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect();
-    words.iter().any(|w| listed.iter().any(|l| l == w) || w.ends_with(nt.as_str())) || retracts(&words, &read)
+    // A closing phrase is looked for in the text as typed (NFKC, lower case): the skeleton
+    // spells a dash after it as a letter (`—` as `ー`).
+    let typed: String = {
+        use unicode_normalization::UnicodeNormalization;
+        raw.to_lowercase().replace(APOSTROPHES, "'").nfkc().collect()
+    };
+    if let Some(phrase) = retraction_in(&query, &read, &RETRACTIONS, false)
+        .or_else(|| retraction_in(&typed, &|w: &str| w.to_owned(), &RETRACTIONS_CLOSING, true))
+    {
+        return Some(phrase);
+    }
+    query
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .find(|w| !w.is_empty() && (listed.iter().any(|l| l == w) || w.ends_with(nt.as_str())))
+        .map(str::to_owned)
 }
 
-/// Two-word phrases that take back or set aside what was said (outside review 129 F1: "Use
-/// the X skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last
-/// resort", "we got rid of …" selected the skill the user withdrew): read as refusals.
-const RETRACTIONS: [[&str; 2]; 13] = [
-    ["scratch", "that"],
-    ["strike", "that"],
-    ["undo", "that"],
-    ["cancel", "that"],
-    ["just", "kidding"],
-    ["never", "mind"],
-    ["wrong", "repo"],
-    ["wrong", "repository"],
-    ["wrong", "project"],
-    ["last", "resort"],
-    ["rid", "of"],
-    ["second", "thought"],
-    ["second", "thoughts"],
+/// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
+/// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
+/// "we got rid of …" selected the skill the user withdrew), anywhere in the text.
+const RETRACTIONS: [&str; 17] = [
+    "just kidding",
+    "never mind",
+    "wrong repo",
+    "wrong repository",
+    "wrong project",
+    "wrong branch",
+    "last resort",
+    "got rid of",
+    "gotten rid of",
+    "second thought",
+    "second thoughts",
+    "changed my mind",
+    "change of plans",
+    "take that back",
+    "scratch the above",
+    "ignore the above",
+    "disregard the above",
 ];
 
-/// Whether `words` hold a [`RETRACTIONS`] phrase, its words read by `read` as `words` were
-/// (the confusable skeleton spells `m` as `rn`).
-fn retracts(words: &[&str], read: &dyn Fn(&str) -> String) -> bool {
-    words
-        .windows(2)
-        .any(|pair| RETRACTIONS.iter().any(|[a, b]| matches!(pair, [x, y] if *x == read(a) && *y == read(b))))
+/// Phrases that take back what was said only where nothing follows them in the sentence
+/// ("Scratch that." — not "cancel that flaky CI job": outside review 132 F3).
+const RETRACTIONS_CLOSING: [&str; 7] =
+    ["scratch that", "scratch this", "strike that", "undo that", "cancel that", "belay that", "forget that"];
+
+/// The first of `phrases` in `text` (each read by `read`, as `text` was: the confusable
+/// skeleton spells `m` as `rn`) between word boundaries — where `closing`, followed by the
+/// end or a punctuation mark, nothing more of its sentence.
+fn retraction_in(
+    text: &str,
+    read: &dyn Fn(&str) -> String,
+    phrases: &[&str],
+    closing: bool,
+) -> Option<String> {
+    let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+    let found = |phrase: &str| {
+        let p = read(phrase);
+        text.match_indices(p.as_str()).any(|(at, _)| {
+            let before = text.get(..at).and_then(|t| t.chars().next_back());
+            let rest = text.get(at + p.len()..).unwrap_or_default();
+            let after = if closing { rest.trim_start().chars().next() } else { rest.chars().next() };
+            boundary(before) && boundary(after)
+        })
+    };
+    phrases.iter().find(|p| found(p)).map(|p| (*p).to_owned())
 }
 
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 33] = [
+const REFUSALS: [&str; 37] = [
     "skip",
     "skipping",
     "exclude",
@@ -464,13 +506,17 @@ const REFUSALS: [&str; 33] = [
     "kein",
     "keine",
     "hate",
-    // Outside review 129 F1: taking back what was said.
+    // Outside reviews 129 F1, 132 F2: taking back what was said.
     "nevermind",
+    "nvm",
+    "jk",
+    "nope",
+    "belay",
     "disregard",
     "disregarding",
-    "oops",
     "kidding",
     "retract",
+    "retracted",
 ];
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
@@ -507,7 +553,7 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
 
 /// Whether a word among the (up to three) words before a citation negates it.
 fn negated(before: &[&str]) -> bool {
-    retracts(before, &|w: &str| w.to_owned())
+    retraction_in(&before.join(" "), &|w: &str| w.to_owned(), &RETRACTIONS, false).is_some()
         || before.iter().any(|b| {
             NEGATIONS.contains(b)
                 || NEGATIONS_UNMARKED.contains(b)
@@ -1878,13 +1924,22 @@ fn configured_for<'s>(
 
 #[cfg(test)]
 mod tests {
-    /// `negates` reads [`super::RETRACTIONS`] as it reads the query (the confusable
+    /// `negates` reads the retraction phrases as it reads the query (the confusable
     /// skeleton spells `m` as `rn`: compared as written, "never mind" never matched).
     #[test]
     fn retraction_phrases_are_read_as_the_query_is() {
-        for [a, b] in super::RETRACTIONS {
-            assert!(super::negates(&format!("Use it. {a} {b}.")), "{a} {b}");
-            assert!(super::negates(&format!("Use it. {}, {}.", a.to_uppercase(), b)), "{a} {b}");
+        for p in super::RETRACTIONS.iter().chain(&super::RETRACTIONS_CLOSING) {
+            assert_eq!(super::refusal_in(&format!("Use it. {p}.")).as_deref(), Some(*p), "{p}");
+            assert!(super::negates(&format!("Use it. {}.", p.to_uppercase())), "{p}");
+        }
+        // A closing phrase with more of its sentence after it is not one (outside review 132 F3).
+        for q in
+            ["Follow the X skill, then cancel that flaky CI job.", "Use the X skill to undo that migration"]
+        {
+            assert_eq!(super::refusal_in(q), None, "{q}");
+        }
+        for q in ["Get rid of the warning using the X skill.", "Oops, I forgot: use the X skill."] {
+            assert_eq!(super::refusal_in(q), None, "{q}");
         }
         assert!(super::negates("Use the X skill. Wait, scratch that."));
         assert!(!super::negates("Rewrite it from scratch using the X skill"));

@@ -421,10 +421,32 @@ pub enum OpenError {
     /// puts the originals back (exit 1).
     #[error(
         "{0} is present: a `ledger recover` was interrupted while it replaced journal segments (or is running \
-         now), so the journal may be incomplete; the original segments are under cut/ — run `ledger recover`, \
-         which puts them back first"
+         now), so the journal may be incomplete; the original segments are in journal/ or under cut/ — run \
+         `ledger recover`, which puts them back first"
     )]
     RecoveryInterrupted(PathBuf),
+    /// The journal's segments were replaced while a reader beside a lock holder read them
+    /// (a `recover` swapped them): what it read may be neither history (exit 1).
+    #[error(
+        "the journal's segments were replaced while they were read (a `ledger recover` ran beside this read): \
+         nothing read is reported; read again"
+    )]
+    ReadRaced,
+    /// `recover` cannot undo the interrupted swap `recover.txn` names (exit 1).
+    #[error(
+        "{}: cannot undo the interrupted segment swap it names: {why}; nothing more was changed and the marker \
+         stays — no command reads the ledger until it is removed, after every original segment it lists is back \
+         in journal/ from cut/N/ (if journal/ holds them all, just remove it; docs/format.md, `recover.txn`)",
+        marker.display()
+    )]
+    SwapUnresolved { marker: PathBuf, why: String },
+    /// A `recover` that first undid an interrupted swap, and then refused (exit as `source`).
+    #[error(
+        "an interrupted recover's segment swap was undone first (the original segments are back in journal/ from \
+         {}); then: {source}",
+        undone.display()
+    )]
+    AfterUndo { undone: PathBuf, source: Box<OpenError> },
     /// An operator request that cannot be carried out as given.
     #[error("{0}")]
     Usage(String),
@@ -528,7 +550,9 @@ impl OpenError {
                 | OpenError::Empty
                 | OpenError::UnexpectedFile(_)
                 | OpenError::RecoveryInterrupted(_)
-        )
+                | OpenError::ReadRaced
+                | OpenError::SwapUnresolved { .. }
+        ) || matches!(self, OpenError::AfterUndo { source, .. } if source.is_verification_failure())
     }
 }
 

@@ -389,8 +389,14 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     };
     let result = result
         .and_then(|report| restored_reads_back(root, report))
-        .map(|report| RecoverReport { interrupted_swap_undone: undone, ..report })
-        .map_err(|e| hint_keeps_sled(root, e));
+        .map(|report| RecoverReport { interrupted_swap_undone: undone.clone(), ..report })
+        .map_err(|e| hint_keeps_sled(root, e))
+        // A refusal after the undo says what the undo changed (outside review 131: "nothing
+        // was changed" after it had).
+        .map_err(|e| match undone {
+            Some(undone) => OpenError::AfterUndo { undone, source: Box::new(e) },
+            None => e,
+        });
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
     }

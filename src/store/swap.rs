@@ -29,24 +29,39 @@ const HEADER: &str = "closure-ledger recover swap 1";
 /// A marker longer than this is not one this build wrote.
 const MAX_MARKER_BYTES: u64 = 16 << 20;
 
-/// A swap of `originals` (segment file names in `journal/`, moved into `into`) for the
-/// rewritten segments `new` (names, written under `into/staged/` first).
+/// A swap of `originals` (segment file names in `journal/`, moved into `cut/N/`) for the
+/// rewritten segments `new` (written under `cut/N/staged/` first), each with the BLAKE3
+/// hash of its bytes: the undo moves a file only when its bytes are the ones named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Txn {
     /// The `cut/N/` directory's number.
     cut: u32,
-    originals: Vec<String>,
-    new: Vec<String>,
+    originals: Vec<(String, [u8; 32])>,
+    new: Vec<(String, [u8; 32])>,
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    (text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then_some(())?;
+    for (o, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        *o = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
 }
 
 impl Txn {
     fn text(&self) -> String {
         let mut out = format!("{HEADER}\ncut {}\n", self.cut);
-        for name in &self.originals {
-            out.push_str(&format!("original {name}\n"));
+        for (name, digest) in &self.originals {
+            out.push_str(&format!("original {name} {}\n", hex(digest)));
         }
-        for name in &self.new {
-            out.push_str(&format!("new {name}\n"));
+        for (name, digest) in &self.new {
+            out.push_str(&format!("new {name} {}\n", hex(digest)));
         }
         out
     }
@@ -56,19 +71,41 @@ impl Txn {
         let mut lines = text.strip_suffix('\n')?.split('\n');
         (lines.next()? == HEADER).then_some(())?;
         let cut = lines.next()?.strip_prefix("cut ")?;
-        let cut = cut.parse().ok().filter(|_| cut.bytes().all(|b| b.is_ascii_digit()))?;
+        let cut = cut.parse().ok().filter(|n| *n > 0 && cut.bytes().all(|b| b.is_ascii_digit()))?;
         let mut txn = Txn { cut, originals: Vec::new(), new: Vec::new() };
         for line in lines {
-            let (list, name) = match line.split_once(' ')? {
-                ("original", name) if txn.new.is_empty() => (&mut txn.originals, name),
-                ("new", name) => (&mut txn.new, name),
+            let mut parts = line.split(' ');
+            let (kind, name, digest) = (parts.next()?, parts.next()?, unhex(parts.next()?)?);
+            parts.next().is_none().then_some(())?;
+            let list = match kind {
+                "original" if txn.new.is_empty() => &mut txn.originals,
+                "new" => &mut txn.new,
                 _ => return None,
             };
             is_segment_name(name).then_some(())?;
-            list.push(name.to_owned());
+            list.push((name.to_owned(), digest));
         }
-        Some(txn)
+        (!txn.originals.is_empty()).then_some(txn)
     }
+
+    fn original(&self, name: &str) -> Option<[u8; 32]> {
+        self.originals.iter().find(|(n, _)| n == name).map(|(_, d)| *d)
+    }
+}
+
+/// The BLAKE3 hash of a regular file's bytes (`None` for anything else: a directory, a
+/// FIFO, a symlink — never followed).
+fn file_hash(path: &Path) -> Result<Option<[u8; 32]>, IoError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("stat", path)(e)),
+    }
+    let mut hasher = blake3::Hasher::new();
+    let mut file = File::open(path).map_err(io("open", path))?;
+    std::io::copy(&mut file, &mut hasher).map_err(io("read", path))?;
+    Ok(Some(*hasher.finalize().as_bytes()))
 }
 
 fn is_segment_name(name: &str) -> bool {
@@ -110,14 +147,20 @@ pub(super) fn swap(
         into.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).ok_or_else(|| {
             OpenError::Usage(format!("{} is not a numbered cut/ directory", into.display()))
         })?;
+    let mut hashed = Vec::with_capacity(originals.len());
+    for original in originals {
+        let digest = file_hash(original)?
+            .ok_or_else(|| OpenError::Usage(format!("{} is not a regular file", original.display())))?;
+        hashed.push((file_name(original), digest));
+    }
     let txn = Txn {
         cut,
-        originals: originals.iter().map(|p| file_name(p)).collect(),
-        new: files.iter().map(|(seq, _)| segment_name(*seq)).collect(),
+        originals: hashed,
+        new: files.iter().map(|(seq, bytes)| (segment_name(*seq), *blake3::hash(bytes).as_bytes())).collect(),
     };
     let staged = into.join("staged");
     create_dir_0700(&staged)?;
-    for (name, (_, content)) in txn.new.iter().zip(files) {
+    for ((name, _), (_, content)) in txn.new.iter().zip(files) {
         let path = staged.join(name);
         let mut f =
             OpenOptions::new().write(true).create_new(true).open(&path).map_err(io("create", &path))?;
@@ -134,7 +177,7 @@ pub(super) fn swap(
     }
     sync_dir(into)?;
     sync_dir(journal)?;
-    for name in &txn.new {
+    for (name, _) in &txn.new {
         let from = staged.join(name);
         std::fs::rename(&from, journal.join(name)).map_err(io("rename", &from))?;
     }
@@ -171,7 +214,7 @@ pub(super) fn undo(root: &Path, into: &Path) -> Result<(), OpenError> {
     let txn = read_marker(root)?;
     put_back(root, &txn, Discard::Delete)?;
     let staged = into.join("staged");
-    for name in &txn.new {
+    for (name, _) in &txn.new {
         let _ = std::fs::remove_file(staged.join(name));
     }
     let _ = std::fs::remove_dir(&staged);
@@ -202,20 +245,19 @@ pub(super) fn undo_interrupted(root: &Path) -> Result<Option<PathBuf>, OpenError
 
 fn read_marker(root: &Path) -> Result<Txn, OpenError> {
     let marker = root.join(MARKER);
+    let unresolved = |why: String| OpenError::SwapUnresolved { marker: marker.clone(), why };
+    // Not followed and not waited on: a symlink, a FIFO or a directory is no marker.
+    let meta = std::fs::symlink_metadata(&marker).map_err(io("stat", &marker))?;
+    if !meta.is_file() {
+        return Err(unresolved("it is not a regular file".to_owned()));
+    }
+    if meta.len() > MAX_MARKER_BYTES {
+        return Err(unresolved(format!("it is over {MAX_MARKER_BYTES} bytes")));
+    }
     let file = File::open(&marker).map_err(io("open", &marker))?;
     let mut text = String::new();
-    file.take(MAX_MARKER_BYTES + 1).read_to_string(&mut text).map_err(io("read", &marker))?;
-    let unreadable = || {
-        OpenError::Usage(format!(
-            "{} is not a swap marker this build wrote: the journal's original segments are under cut/; put them \
-             back in journal/ by hand (the marker lists them) and remove the marker",
-            marker.display()
-        ))
-    };
-    if text.len() as u64 > MAX_MARKER_BYTES {
-        return Err(unreadable());
-    }
-    Txn::parse(&text).ok_or_else(unreadable)
+    file.take(MAX_MARKER_BYTES).read_to_string(&mut text).map_err(io("read", &marker))?;
+    Txn::parse(&text).ok_or_else(|| unresolved("it is not a swap marker this build wrote".to_owned()))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -226,17 +268,50 @@ enum Discard {
     MoveAside,
 }
 
-/// Every rewritten segment out of `journal/` and every original back in, then synced.
-/// Each step is a rename, so this may itself be interrupted and run again.
+/// Every rewritten segment out of `journal/` and every original back in, then synced —
+/// each file moved only when its bytes hash to what the marker names, and the originals
+/// all checked in `journal/` at the end (outside review 131: an undo that trusted the
+/// marker's names put back a stale file, or none, and recover then wrote the journal from
+/// a lagging sled with exit 0). Each step is a rename, so this may itself be interrupted
+/// and run again. Anything else refuses, changing nothing more (the marker stays).
 fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenError> {
+    let marker = root.join(MARKER);
+    let unresolved = |why: String| OpenError::SwapUnresolved { marker: marker.clone(), why };
     let journal = root.join(JOURNAL_DIR);
     let into = root.join(super::CUT_DIR).join(txn.cut.to_string());
     let undone = into.join("undone");
-    for name in &txn.new {
+    let rewrite_of = |name: &str, found: Option<[u8; 32]>| {
+        txn.new.iter().any(|(n, d)| n == name && found == Some(*d)) && txn.original(name) != found
+    };
+    // Checked before anything moves: each file of a rewritten segment's name in `journal/`
+    // is that rewrite or the original, and each original is in `journal/` or in `cut/N/`,
+    // its bytes the ones named.
+    for (name, _) in &txn.new {
         let path = journal.join(name);
-        // A name of an original not yet moved aside is still the original.
-        let rewritten = !txn.originals.contains(name) || exists(&into.join(name));
-        if !exists(&path) || !rewritten {
+        let found = file_hash(&path)?;
+        if exists(&path) && !(rewrite_of(name, found) || found.is_some() && txn.original(name) == found) {
+            return Err(unresolved(format!(
+                "journal/{name} holds neither the original segment nor the rewritten one the marker names"
+            )));
+        }
+    }
+    for (name, digest) in &txn.originals {
+        let path = journal.join(name);
+        let found = file_hash(&path)?;
+        let in_place = found == Some(*digest);
+        let moved_aside =
+            (!exists(&path) || rewrite_of(name, found)) && file_hash(&into.join(name))? == Some(*digest);
+        if !in_place && !moved_aside {
+            return Err(unresolved(format!(
+                "the original segment {name} is in neither journal/ nor {} with the bytes the marker names",
+                into.display()
+            )));
+        }
+    }
+    // The rewrites out of `journal/`.
+    for (name, _) in &txn.new {
+        let path = journal.join(name);
+        if !rewrite_of(name, file_hash(&path)?) {
             continue;
         }
         match discard {
@@ -257,11 +332,19 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
     if undone.is_dir() {
         sync_dir(&undone)?;
     }
-    for name in &txn.originals {
-        let kept = into.join(name);
-        if exists(&kept) {
-            std::fs::rename(&kept, journal.join(name)).map_err(io("rename", &kept))?;
+    sync_dir(&journal)?;
+    // The originals back.
+    for (name, digest) in &txn.originals {
+        let (path, kept) = (journal.join(name), into.join(name));
+        if file_hash(&path)? == Some(*digest) {
+            // A verified rewrite that left this segment byte for byte as it was: the copy
+            // moved aside duplicates it (dropped only when nothing may change).
+            if discard == Discard::Delete && file_hash(&kept)? == Some(*digest) {
+                std::fs::remove_file(&kept).map_err(io("remove", &kept))?;
+            }
+            continue;
         }
+        std::fs::rename(&kept, &path).map_err(io("rename", &kept))?;
     }
     sync_dir(&journal)?;
     if into.is_dir() {
@@ -278,19 +361,29 @@ mod tests {
 
     #[test]
     fn the_marker_reads_back_and_nothing_else_does() {
-        let txn =
-            Txn { cut: 3, originals: vec![segment_name(0), segment_name(1620)], new: vec![segment_name(0)] };
+        let txn = Txn {
+            cut: 3,
+            originals: vec![(segment_name(0), [1; 32]), (segment_name(1620), [2; 32])],
+            new: vec![(segment_name(0), [0xab; 32])],
+        };
         assert_eq!(Txn::parse(&txn.text()), Some(txn.clone()));
         let text = txn.text();
+        let only_new = Txn { originals: Vec::new(), ..txn.clone() }.text();
         for bad in [
             text.replace("swap 1", "swap 2"),
             text.replace("cut 3", "cut -3"),
             text.replace("cut 3", "cut +3"),
+            text.replace("cut 3", "cut 0"),
             text.replace(".clj", ".cborseq"),
             text.replace("original ", "origin "),
+            text.replace(&"ab".repeat(32), &"AB".repeat(32)),
+            text.replace(&"ab".repeat(32), &"ab".repeat(31)),
+            text.replace('\n', "\r\n"),
             text.trim_end().to_owned(),
-            format!("{text}original {}\n", segment_name(9)),
+            format!("{text}original {} {}\n", segment_name(9), "00".repeat(32)),
             text.replace(&segment_name(1620), "../00000000000000001620.clj"),
+            only_new,
+            String::new(),
         ] {
             assert_eq!(Txn::parse(&bad), None, "{bad:?}");
         }

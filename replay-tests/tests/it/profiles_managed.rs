@@ -1477,11 +1477,28 @@ fn set_into_a_moved_state_root_is_refused_before_it_commits() {
 fn a_copied_ledger_that_took_over_the_state_root_is_named() {
     let s = Setup::scanned();
     let root = root_of(&s);
+    let copy_of = |name: &str| {
+        let copy = s.tmp.path().join(name);
+        let cp =
+            std::process::Command::new("cp").args(["-a", s.dir(), copy.to_str().unwrap()]).status().unwrap();
+        assert!(cp.success());
+        copy
+    };
+    // A copy made before the first `set` is named too (outside review 132 F4).
+    let early = copy_of("early");
     ok(set(&s, &root, &["lean"]));
-    let copy = s.tmp.path().join("copy");
-    let cp = std::process::Command::new("cp").args(["-a", s.dir(), copy.to_str().unwrap()]).status().unwrap();
-    assert!(cp.success());
     let root_arg = root.to_str().unwrap();
+    let (code, _, err) = super::profiles_util::cli(&[
+        "profile",
+        "set",
+        early.to_str().unwrap(),
+        "--state-root",
+        root_arg,
+        "full",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("another copy of the ledger directory"), "{err}");
+    let copy = copy_of("copy");
     let (code, out, err) = super::profiles_util::cli(&[
         "profile",
         "set",

@@ -551,7 +551,7 @@ fn scan_fails_closed_on_every_listed_case() {
             Box::new(|src| {
                 write(&src.join("skills/deploy/keys/deploy.pem"), "-----BEGIN PRIVATE KEY-----\n")
             }),
-            "`deploy.pem` is a secrets file by its name",
+            "holds a private key",
         ),
         (
             "a state root made inside the source tree (outside reviews 96, 97: \"SKILL.md: missing\")",

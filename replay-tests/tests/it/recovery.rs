@@ -2423,7 +2423,9 @@ fn a_refusals_cut_does_not_keep_a_disputed_record() {
 /// — and then recovers, with every acknowledged entry kept.
 #[test]
 fn an_interrupted_segment_swap_is_undone_before_anything_else() {
-    for state in ["staged", "marked", "originals moved", "rewritten in place"] {
+    let states =
+        ["staged", "marked", "originals moved", "rewritten in place", "cut moved away", "stale copy in cut"];
+    for state in states {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
         make_ledger(&dir, 6, 1);
@@ -2446,17 +2448,40 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
         let rewritten = &bytes[..frames[3].range.start];
         std::fs::write(cut.join("staged").join(&name), rewritten).unwrap();
         if state != "staged" {
-            let n = name.to_str().unwrap();
-            let marker = format!("closure-ledger recover swap 1\ncut 1\noriginal {n}\nnew {n}\n");
+            let (n, hex) = (name.to_str().unwrap(), |b: &[u8]| blake3::hash(b).to_hex().to_string());
+            let marker = format!(
+                "closure-ledger recover swap 1\ncut 1\noriginal {n} {}\nnew {n} {}\n",
+                hex(&bytes),
+                hex(rewritten)
+            );
             std::fs::write(dir.join(closure_ledger::store::RECOVER_MARKER), marker).unwrap();
         }
-        if matches!(state, "originals moved" | "rewritten in place") {
+        if matches!(state, "originals moved" | "rewritten in place" | "cut moved away") {
             std::fs::rename(segment(&dir), cut.join(&name)).unwrap();
         }
-        if state == "rewritten in place" {
+        if matches!(state, "rewritten in place" | "cut moved away") {
             std::fs::rename(cut.join("staged").join(&name), segment(&dir)).unwrap();
         }
+        if state == "stale copy in cut" {
+            // The original is still in `journal/`; a shorter file of its name sits in the cut
+            // directory (left by hand): the undo must not take it for the original (outside
+            // review 131).
+            std::fs::write(cut.join(&name), &bytes[..frames[4].range.start]).unwrap();
+        }
         let d = dir.to_str().unwrap();
+        if state == "cut moved away" {
+            // The originals are nowhere the marker says: recover refuses, changes nothing
+            // more, and the marker stays (outside review 131, P1: the journal was written
+            // from the lagging sled, exit 0); with the cut directory back it recovers.
+            let away = tmp.path().join("away");
+            std::fs::rename(&cut, &away).unwrap();
+            let (code, out, err) = cli(&["recover", d]);
+            assert_eq!(code, 1, "{out}{err}");
+            assert!(err.contains("cannot undo") && err.contains("marker stays"), "{err}");
+            assert!(dir.join(closure_ledger::store::RECOVER_MARKER).exists());
+            assert_eq!(cli(&["verify", d]).0, 1);
+            std::fs::rename(&away, &cut).unwrap();
+        }
         if state != "staged" {
             for command in [&["verify", d][..], &["replay", d], &["status", d], &["show", d, "1"]] {
                 let (code, out, err) = cli(command);
@@ -2473,10 +2498,17 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
         assert_eq!(code, 0, "{state}: {out}{err}");
         let report: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(report["interruptedSwapUndone"].is_string(), state != "staged", "{state}: {report}");
+        if state == "stale copy in cut" {
+            assert_eq!(
+                std::fs::read(cut.join(&name)).unwrap(),
+                &bytes[..frames[4].range.start],
+                "left as found"
+            );
+        }
         assert!(!dir.join(closure_ledger::store::RECOVER_MARKER).exists(), "{state}");
         assert_eq!(verify_json(&dir, None).0, 0, "{state}");
         assert_eq!(all_entries(&dir), before, "{state}: every acknowledged entry kept");
-        if state == "rewritten in place" {
+        if matches!(state, "rewritten in place" | "cut moved away") {
             let undone = cut.join("undone").join(&name);
             assert_eq!(
                 std::fs::read(undone).unwrap(),

@@ -676,3 +676,22 @@ fn a_large_routed_skill_does_not_evict_the_base() {
     let (code, _, err) = s.run(&["profile", "set"], &["lean", "--state-root", root(&s).to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// A query read as refusing something chooses nothing, and the note on stderr names the
+/// word or phrase read as the refusal (outside review 132 F3: it named none).
+#[test]
+fn the_negated_note_names_the_refusal() {
+    let s = setup("auto");
+    for (query, word) in [
+        ("Use the kubernetes skill, just kidding, we deploy by hand.", "just kidding"),
+        ("Skip the rollout", "skip"),
+    ] {
+        let t =
+            json!({"sessionId": "s", "taskId": query, "revision": 1, "phase": "implement", "query": query});
+        let (code, out, err) = select(&s, &t, &[]);
+        assert_eq!(code, 0, "{out}{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["decision"], "none", "{query}: {v}");
+        assert!(err.contains(&format!("refuses something (\"{word}\")")), "{query}: {err}");
+    }
+}

@@ -957,8 +957,31 @@ fn only_a_directive_chooses_a_named_skill_under_routing_5() {
         let e = decide(q);
         assert_ne!(e.decision, SelectionDecision::Selected, "{q}: {e:?}");
     }
-    let e = decide("Rewrite the rollout from scratch using the kubernetes skill");
-    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"));
+    for q in [
+        "Use the kubernetes skill. nvm",
+        "Use the kubernetes skill. jk",
+        "Use the kubernetes skill. Nope.",
+        "Use the kubernetes skill. Belay that.",
+        "Use the kubernetes skill. Changed my mind.",
+        "Use the kubernetes skill. I take that back.",
+        "Use the kubernetes skill. Sorry, wrong branch.",
+        "Use the kubernetes skill. Retracted.",
+    ] {
+        let e = decide(q);
+        assert_ne!(e.decision, SelectionDecision::Selected, "{q}: {e:?}");
+    }
+    // Ordinary wording is not a retraction (outside review 132 F3: "get rid of", "oops" and
+    // "cancel that" followed by its object stopped these directives).
+    for q in [
+        "Rewrite the rollout from scratch using the kubernetes skill",
+        "Get rid of the warning using the kubernetes skill.",
+        "Use the kubernetes skill to get rid of warnings.",
+        "Oops, I forgot: use the kubernetes skill.",
+        "Follow the kubernetes skill, then cancel that flaky CI job.",
+    ] {
+        let e = decide(q);
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
+    }
 
     let query = "Speed this up with the kubernetes skill";
     let t = task(Some(query));

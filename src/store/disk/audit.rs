@@ -153,7 +153,18 @@ pub fn audit_with(
         observe(sealed)
     };
     let sled = if meta.is_some() { SledCopy::Streamed(&sled_dir, &handle) } else { SledCopy::Off };
-    let scan = scan_strict(root, sled, false, threads, &mut on_entry)?;
+    // Beside a lock holder the segments may be swapped under this read by a `recover`
+    // (outside review 131: a read that began before its marker and ended after it reported
+    // half the journal, exit 0): those read must still be there, the same files, and no
+    // marker. A live writer only appends and adds segments.
+    let before = if lock.is_none() { Some(segment_files(root)?) } else { None };
+    let scanned = scan_strict(root, sled, false, threads, &mut on_entry);
+    if let Some(before) = &before
+        && replaced(root, before)?
+    {
+        return Err(OpenError::ReadRaced);
+    }
+    let scan = scanned?;
     if let Some(cp) = checkpoint
         && !checkpoint_seen
     {
@@ -187,6 +198,26 @@ pub fn audit_with(
         copies,
         live_writer: lock.is_none(),
     })
+}
+
+/// The journal's segment files and their inode numbers.
+fn segment_files(root: &Path) -> Result<Vec<(std::path::PathBuf, u64)>, OpenError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for (_, path) in crate::store::journal::list_segments(&root.join(super::JOURNAL_DIR))? {
+        let ino = std::fs::symlink_metadata(&path).map_err(io("stat", &path))?.ino();
+        out.push((path, ino));
+    }
+    Ok(out)
+}
+
+/// Whether a segment of `before` is gone or is another file now, or a swap marker is there.
+fn replaced(root: &Path, before: &[(std::path::PathBuf, u64)]) -> Result<bool, OpenError> {
+    use std::os::unix::fs::MetadataExt;
+    if crate::store::swap::refuse_interrupted(root).is_err() {
+        return Ok(true);
+    }
+    Ok(before.iter().any(|(path, ino)| std::fs::symlink_metadata(path).map_or(true, |m| m.ino() != *ino)))
 }
 
 /// The audit an embedding process runs beside its own live writer: the journal read up to
