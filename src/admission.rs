@@ -611,6 +611,13 @@ pub fn stale_now(state: &State, attempt: ledger_schema::Id) -> Option<String> {
         AttemptStatus::Started => check_current(registry, state, attempt).err().map(|e| e.to_string()),
         AttemptStatus::Finished { .. } => {
             let generation = a.generation_id?;
+            // A closed workflow or a decided generation takes no freeze or ACCEPT any more
+            // (outside review 132 F8: an accepted result was said to be refused).
+            let closed = state.workflows.get(&a.workflow_id).is_none_or(|w| w.closed);
+            let decided = state.generations.get(&generation).is_none_or(|g| g.decision.is_some());
+            if closed || decided {
+                return None;
+            }
             let (latest, _, _) = runtime::result_binding(state, generation)?;
             (latest == attempt)
                 .then(|| check_result_current(registry, state, generation, ResultUse::Freeze).err())

@@ -821,7 +821,7 @@ pub fn root_text(root: &str) -> Result<(), &'static str> {
         return Err("is the filesystem root");
     }
     if rest.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
-        return Err("is not normalised (an empty, `.` or `..` part, or a trailing `/`)");
+        return Err("is not normalised (an empty, `.` or `..` part)");
     }
     Ok(())
 }

@@ -96,6 +96,14 @@ fn compile_says_when_a_finished_result_went_stale() {
     let why = j["staleNow"].as_str().unwrap_or_default();
     assert!(why.contains("ManifestStale") && why.contains("no longer current"), "{j}");
     assert!(err.contains("no longer current"), "{err}");
+    // Once decided and closed, no freeze or ACCEPT is left to refuse (outside review 132 F8).
+    let done = lifecycle_ledger(&tmp.path().join("done"));
+    on_ledger(&done, |s| drop(s.run(human_decision()).unwrap()));
+    for attempt in [0x64, 0x66] {
+        let (j, err) = compile_json(&done, attempt);
+        assert_eq!(j["staleNow"], serde_json::Value::Null, "{attempt:x}: {j}");
+        assert!(!err.contains("no longer current"), "{err}");
+    }
 }
 
 /// `replay --json` reports every required key, proves all four manifests, and ends on
