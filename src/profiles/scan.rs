@@ -802,9 +802,11 @@ pub fn holds_secrets(path: &str) -> bool {
     // GnuPG's, Azure's, gcloud's, Terraform's CLI config, Cargo's login.
     let parts: Vec<&str> = lower_path.split('/').collect();
     let in_folder = |f: &str| parts.iter().rev().skip(1).any(|p| *p == f);
-    if [".aws", ".ssh", ".gnupg", ".azure", "gcloud", ".terraform.d", "legacy_credentials"]
-        .iter()
-        .any(|f| in_folder(f))
+    let gcloud = parts.windows(2).any(|w| matches!(w, [a, b] if *a == ".config" && *b == "gcloud"));
+    if gcloud
+        || [".aws", ".ssh", ".gnupg", ".azure", ".terraform.d", "legacy_credentials", ".ivy2"]
+            .iter()
+            .any(|f| in_folder(f))
         || (in_folder(".cargo") && parts.last().is_some_and(|n| n.starts_with("credentials")))
         || (in_folder(".huggingface") && parts.last() == Some(&"token"))
     {
@@ -814,7 +816,10 @@ pub fn holds_secrets(path: &str) -> bool {
     // An example, sample or template copy is not the secret (outside review 132 F7:
     // `client_secret.example.json`, `id_rsa.pub.example`); a key in it is still refused by
     // its armor (`holds_private_key`).
-    if lower.split('.').any(|part| ["example", "sample", "template", "dist"].contains(&part)) {
+    let placeholder = ["example", "examples", "sample", "samples", "template", "templates", "dist"];
+    if lower.split('.').any(|part| placeholder.contains(&part))
+        || parts.iter().rev().skip(1).any(|p| placeholder.contains(p))
+    {
         return false;
     }
     // A private key kept aside under another extension (`id_rsa.bak`), never a public one.
@@ -894,6 +899,18 @@ pub fn holds_secrets(path: &str) -> bool {
         "kubeconfig.yml",
         "token",
         ".token",
+        // Outside review 133.
+        "credentials.csv",
+        "rootkey.csv",
+        ".secrets.toml",
+        "secret.json",
+        "secrets.ini",
+        ".mylogin.cnf",
+        ".passwd-s3fs",
+        "htpasswd",
+        "settings-security.xml",
+        ".openai_api_key",
+        "api_key.txt",
     ]
     .contains(&lower.as_str());
     // Google's downloaded OAuth client (`client_secret_<id>.json`), any Terraform state.
@@ -903,22 +920,50 @@ pub fn holds_secrets(path: &str) -> bool {
         || lower.ends_with(".tfvars")
         || lower.ends_with(".tfvars.json")
         || lower.ends_with(".kubeconfig")
-        // Token stores (`mcp-oauth-tokens.json`, `token.json`), not `tokenizer.json`.
+        // Token stores (`mcp-oauth-tokens.json`, `token.json`, `access_token.json`), not
+        // `tokenizer.json` or design tokens (`tokens.json`, `added_tokens.json`).
         || lower.ends_with("token.json")
-        || lower.ends_with("tokens.json");
+        || (lower.ends_with("tokens.json") && (lower.contains("oauth") || lower.contains("access")))
+        // AWS console key downloads (`credentials.csv`, `rootkey.csv`, `*_accessKeys.csv`).
+        || lower.ends_with("accesskeys.csv");
     // GitHub CLI's token store, by its folder.
     let gh = lower_path == "gh/hosts.yml" || lower_path.ends_with("/gh/hosts.yml");
     env || key || kept_key || store || named || gh
 }
 
-/// Whether `bytes` hold an ASCII-armored private key (PEM, OpenSSH, PGP): a line
-/// `-----BEGIN … PRIVATE KEY…-----`, under any file name.
+/// Whether `bytes` hold a private key or a secret token by its form, under any file name:
+/// an ASCII-armored private key (`-----BEGIN … PRIVATE KEY…-----`: PEM, OpenSSH, PGP — on a
+/// line of its own or inside a JSON or YAML string, as a service-account key file holds
+/// it: outside review 133), an age secret key (`AGE-SECRET-KEY-1…`), an AWS access key id
+/// (`AKIA` + 16), a GitHub token (`ghp_`/`gho_`/`ghs_`/`ghu_` + 36, `github_pat_`), an
+/// Anthropic key (`sk-ant-`), a Slack token (`xoxb-`, `xoxp-`, …).
 pub fn holds_private_key(bytes: &[u8]) -> bool {
     let text = String::from_utf8_lossy(bytes);
-    text.lines().any(|line| {
-        let line = line.trim();
-        line.starts_with("-----BEGIN ") && line.ends_with("-----") && line.contains("PRIVATE KEY")
-    })
+    let armored = text.match_indices("-----BEGIN ").any(|(at, _)| {
+        let rest = text.get(at + 11..).unwrap_or_default();
+        rest.find("-----").and_then(|end| rest.get(..end)).is_some_and(|label| label.contains("PRIVATE KEY"))
+    });
+    // `prefix` followed by at least `min` characters of a token (`[A-Za-z0-9_-]`).
+    let token = |prefix: &str, min: usize| {
+        text.match_indices(prefix).any(|(at, _)| {
+            let before = text.get(..at).and_then(|t| t.chars().next_back());
+            let rest = text.get(at + prefix.len()..).unwrap_or_default();
+            let run =
+                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count();
+            before.is_none_or(|c| !c.is_ascii_alphanumeric()) && run >= min
+        })
+    };
+    armored
+        || token("AGE-SECRET-KEY-1", 40)
+        || (token("AKIA", 16)
+            && text.match_indices("AKIA").any(|(at, _)| {
+                text.get(at + 4..at + 20)
+                    .is_some_and(|id| id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+            }))
+        || ["ghp_", "gho_", "ghs_", "ghu_"].iter().any(|p| token(p, 36))
+        || token("github_pat_", 22)
+        || token("sk-ant-", 24)
+        || ["xoxb-", "xoxp-", "xoxa-", "xoxs-"].iter().any(|p| token(p, 20))
 }
 
 /// The extensions of files a skill tree may hold as bytes (images, documents, archives,
@@ -1272,8 +1317,8 @@ pub fn scan_keeping(
             if holds_private_key(&r.bytes) {
                 return Err(meta(
                     &path.join(&r.path),
-                    "holds a private key (a `-----BEGIN … PRIVATE KEY` block; an append-only ledger could never \
-                     drop it): remove it from the skill's tree"
+                    "holds a private key or a secret token (an armored `PRIVATE KEY` block, an age, AWS, GitHub, \
+                     Anthropic or Slack key; an append-only ledger could never drop it): remove it from the skill's tree"
                         .to_owned(),
                 ));
             }
@@ -1913,6 +1958,13 @@ mod native_tests {
             "kubeconfig.yaml",
             "prod.kubeconfig",
             ".env.test",
+            // Outside review 133's.
+            "credentials.csv",
+            "me_accessKeys.csv",
+            ".secrets.toml",
+            ".config/gcloud/credentials.db",
+            ".ivy2/.credentials",
+            "htpasswd",
         ] {
             assert!(super::holds_secrets(yes), "{yes}");
         }
@@ -1941,6 +1993,12 @@ mod native_tests {
             "ca.pem",
             "public.pem",
             "cargo-notes.md",
+            // Outside review 133's.
+            "references/gcloud/deploy.md",
+            "tokens.json",
+            "design-tokens.json",
+            "added_tokens.json",
+            "templates/secrets.yaml",
             "envrc.md",
             "id_rsa.pub",
             "config.json",
@@ -1961,6 +2019,12 @@ mod native_tests {
             "-----BEGIN OPENSSH PRIVATE KEY-----\n",
             "-----BEGIN PGP PRIVATE KEY BLOCK-----\n",
             "-----BEGIN ENCRYPTED PRIVATE KEY-----\r\n",
+            // Outside review 133: inside a JSON string (a service-account key file), and tokens.
+            r#"{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}"#,
+            "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
+            "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+            "export GITHUB_PERSONAL_ACCESS_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            r#"{"env": {"ANTHROPIC_API_KEY": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"}}"#,
         ] {
             assert!(super::holds_private_key(yes.as_bytes()), "{yes:?}");
         }
@@ -1969,6 +2033,9 @@ mod native_tests {
             "-----BEGIN PUBLIC KEY-----\n",
             "Never commit a PRIVATE KEY block to a skill.",
             "-----BEGIN PGP PUBLIC KEY BLOCK-----\n",
+            "Set GITHUB_TOKEN to a token such as ghp_xxxx (never commit it).",
+            "AKIA is the prefix of an AWS access key id.",
+            "sk-ant-… keys belong in the environment",
         ] {
             assert!(!super::holds_private_key(no.as_bytes()), "{no:?}");
         }

@@ -16,6 +16,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use super::disk::{JOURNAL_DIR, create_dir_0700};
@@ -24,6 +25,9 @@ use super::{IoError, OpenError};
 
 /// The marker of a segment swap in progress, in the ledger directory.
 pub const MARKER: &str = "recover.txn";
+/// A counter of completed swaps (decimal text), in the ledger directory: a read beside a
+/// lock holder that sees it change, or the marker appear, read across a swap.
+pub const EPOCH: &str = "recover.epoch";
 /// The marker's first line (its format's name and version).
 const HEADER: &str = "closure-ledger recover swap 1";
 /// A marker longer than this is not one this build wrote.
@@ -85,7 +89,14 @@ impl Txn {
             is_segment_name(name).then_some(())?;
             list.push((name.to_owned(), digest));
         }
-        (!txn.originals.is_empty()).then_some(txn)
+        // Each name once in each list (outside review 133: an original listed twice stood
+        // for one left out).
+        let unique = |list: &[(String, [u8; 32])]| {
+            let mut names: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
+            names.sort_unstable();
+            names.windows(2).all(|w| matches!(w, [a, b] if a != b))
+        };
+        (!txn.originals.is_empty() && unique(&txn.originals) && unique(&txn.new)).then_some(txn)
     }
 
     fn original(&self, name: &str) -> Option<[u8; 32]> {
@@ -129,6 +140,32 @@ pub fn refuse_interrupted(root: &Path) -> Result<(), OpenError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io("stat", &marker)(e).into()),
     }
+}
+
+/// The swap counter ([`EPOCH`]): 0 when absent; unreadable reads as `u64::MAX`, which no
+/// counter written equals, so a read around it is refused rather than trusted.
+pub fn epoch(root: &Path) -> u64 {
+    match std::fs::read(root.join(EPOCH)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Ok(b) if b.len() <= 20 => {
+            std::str::from_utf8(&b).ok().and_then(|t| t.trim_end().parse().ok()).unwrap_or(u64::MAX)
+        }
+        _ => u64::MAX,
+    }
+}
+
+/// Counts one more swap that moved files ([`EPOCH`]), before its marker goes.
+fn bump_epoch(root: &Path) -> Result<(), IoError> {
+    let next = match epoch(root) {
+        u64::MAX => 1,
+        n => n.saturating_add(1),
+    };
+    let (path, tmp) = (root.join(EPOCH), root.join(format!("{EPOCH}.tmp")));
+    let mut f =
+        OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io("create", &tmp))?;
+    f.write_all(format!("{next}\n").as_bytes()).and_then(|()| f.sync_all()).map_err(io("write", &tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io("rename", &tmp))?;
+    sync_dir(root)
 }
 
 /// Replaces the segments `originals` of `journal` with `files` (first seq, bytes): staged
@@ -198,6 +235,7 @@ fn write_marker(root: &Path, txn: &Txn) -> Result<(), IoError> {
 
 /// The swap into `into` verified: the marker goes, and the emptied staging directory.
 pub(super) fn commit(root: &Path, into: &Path) -> Result<(), OpenError> {
+    bump_epoch(root)?;
     let marker = root.join(MARKER);
     std::fs::remove_file(&marker).map_err(io("remove", &marker))?;
     sync_dir(root)?;
@@ -220,6 +258,7 @@ pub(super) fn undo(root: &Path, into: &Path) -> Result<(), OpenError> {
     let _ = std::fs::remove_dir(&staged);
     let _ = std::fs::remove_dir(into);
     let _ = std::fs::remove_dir(root.join(super::CUT_DIR));
+    bump_epoch(root)?;
     let marker = root.join(MARKER);
     std::fs::remove_file(&marker).map_err(io("remove", &marker))?;
     sync_dir(root)?;
@@ -237,6 +276,7 @@ pub(super) fn undo_interrupted(root: &Path) -> Result<Option<PathBuf>, OpenError
     }
     let txn = read_marker(root)?;
     let into = put_back(root, &txn, Discard::MoveAside)?;
+    bump_epoch(root)?;
     let marker = root.join(MARKER);
     std::fs::remove_file(&marker).map_err(io("remove", &marker))?;
     sync_dir(root)?;
@@ -255,9 +295,12 @@ fn read_marker(root: &Path) -> Result<Txn, OpenError> {
         return Err(unresolved(format!("it is over {MAX_MARKER_BYTES} bytes")));
     }
     let file = File::open(&marker).map_err(io("open", &marker))?;
-    let mut text = String::new();
-    file.take(MAX_MARKER_BYTES).read_to_string(&mut text).map_err(io("read", &marker))?;
-    Txn::parse(&text).ok_or_else(|| unresolved("it is not a swap marker this build wrote".to_owned()))
+    let mut bytes = Vec::new();
+    file.take(MAX_MARKER_BYTES).read_to_end(&mut bytes).map_err(io("read", &marker))?;
+    std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(Txn::parse)
+        .ok_or_else(|| unresolved("it is not a swap marker this build wrote".to_owned()))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -318,7 +361,11 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
             Discard::Delete => std::fs::remove_file(&path).map_err(io("remove", &path))?,
             Discard::MoveAside => {
                 if !undone.is_dir() {
-                    create_dir_0700(&undone)?;
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(&undone)
+                        .map_err(io("create directory", &undone))?;
                     sync_dir(&into)?;
                 }
                 let target = undone.join(name);
@@ -349,6 +396,26 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
     sync_dir(&journal)?;
     if into.is_dir() {
         sync_dir(&into)?;
+    }
+    // A segment the swap moved aside that the marker does not name stays there: the marker
+    // does not list the whole swap, and nothing may be recovered without it (outside review
+    // 133: a line removed from the marker left a segment in `cut/N/` and the journal was
+    // then written from a lagging sled).
+    if discard == Discard::MoveAside && into.is_dir() {
+        for item in std::fs::read_dir(&into).map_err(io("read directory", &into))? {
+            let item = item.map_err(io("read directory", &into))?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            if is_segment_name(&name)
+                && txn.original(&name).is_none()
+                && file_hash(&journal.join(&name))? != file_hash(&item.path())?
+            {
+                return Err(unresolved(format!(
+                    "{} holds segment {name}, which the marker does not name and journal/ does not hold: the \
+                     marker does not list the whole swap",
+                    into.display()
+                )));
+            }
+        }
     }
     Ok(into)
 }
@@ -384,6 +451,8 @@ mod tests {
             text.replace(&segment_name(1620), "../00000000000000001620.clj"),
             only_new,
             String::new(),
+            // An original listed twice (outside review 133).
+            text.replace(&segment_name(1620), &segment_name(0)),
         ] {
             assert_eq!(Txn::parse(&bad), None, "{bad:?}");
         }

@@ -2423,8 +2423,15 @@ fn a_refusals_cut_does_not_keep_a_disputed_record() {
 /// — and then recovers, with every acknowledged entry kept.
 #[test]
 fn an_interrupted_segment_swap_is_undone_before_anything_else() {
-    let states =
-        ["staged", "marked", "originals moved", "rewritten in place", "cut moved away", "stale copy in cut"];
+    let states = [
+        "staged",
+        "marked",
+        "originals moved",
+        "rewritten in place",
+        "cut moved away",
+        "stale copy in cut",
+        "an original left unnamed",
+    ];
     for state in states {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
@@ -2456,7 +2463,10 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
             );
             std::fs::write(dir.join(closure_ledger::store::RECOVER_MARKER), marker).unwrap();
         }
-        if matches!(state, "originals moved" | "rewritten in place" | "cut moved away") {
+        if matches!(
+            state,
+            "originals moved" | "rewritten in place" | "cut moved away" | "an original left unnamed"
+        ) {
             std::fs::rename(segment(&dir), cut.join(&name)).unwrap();
         }
         if matches!(state, "rewritten in place" | "cut moved away") {
@@ -2469,6 +2479,16 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
             std::fs::write(cut.join(&name), &bytes[..frames[4].range.start]).unwrap();
         }
         let d = dir.to_str().unwrap();
+        if state == "an original left unnamed" {
+            // A segment the swap moved aside that the marker does not name (its line removed
+            // by hand: outside review 133): recover refuses, the marker stays.
+            std::fs::copy(cut.join(&name), cut.join("00000000000000000099.clj")).unwrap();
+            let (code, out, err) = cli(&["recover", d]);
+            assert_eq!(code, 1, "{out}{err}");
+            assert!(err.contains("does not list the whole swap"), "{err}");
+            assert!(dir.join(closure_ledger::store::RECOVER_MARKER).exists());
+            std::fs::remove_file(cut.join("00000000000000000099.clj")).unwrap();
+        }
         if state == "cut moved away" {
             // The originals are nowhere the marker says: recover refuses, changes nothing
             // more, and the marker stays (outside review 131, P1: the journal was written

@@ -157,10 +157,13 @@ pub fn audit_with(
     // (outside review 131: a read that began before its marker and ended after it reported
     // half the journal, exit 0): those read must still be there, the same files, and no
     // marker. A live writer only appends and adds segments.
-    let before = if lock.is_none() { Some(segment_files(root)?) } else { None };
+    // The swap counter too (outside review 133: a read whose listing fell inside a swap saw
+    // only the rewritten first segment, unchanged at the end, and reported a prefix).
+    let before =
+        if lock.is_none() { Some((crate::store::swap::epoch(root), segment_files(root)?)) } else { None };
     let scanned = scan_strict(root, sled, false, threads, &mut on_entry);
-    if let Some(before) = &before
-        && replaced(root, before)?
+    if let Some((epoch, files)) = &before
+        && (crate::store::swap::epoch(root) != *epoch || replaced(root, files)?)
     {
         return Err(OpenError::ReadRaced);
     }
