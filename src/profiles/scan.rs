@@ -939,31 +939,60 @@ pub fn holds_secrets(path: &str) -> bool {
 /// Anthropic key (`sk-ant-`), a Slack token (`xoxb-`, `xoxp-`, …).
 pub fn holds_private_key(bytes: &[u8]) -> bool {
     let text = String::from_utf8_lossy(bytes);
+    // An armored key with its body: `-----BEGIN …PRIVATE KEY…-----`, at least 64 base64
+    // characters, then `-----END` (a header quoted in a document, or built in a script,
+    // is not a key: outside review 134).
     let armored = text.match_indices("-----BEGIN ").any(|(at, _)| {
         let rest = text.get(at + 11..).unwrap_or_default();
-        rest.find("-----").and_then(|end| rest.get(..end)).is_some_and(|label| label.contains("PRIVATE KEY"))
+        let Some(label_end) = rest.find("-----") else { return false };
+        let label = rest.get(..label_end).unwrap_or_default();
+        let body = rest.get(label_end + 5..).unwrap_or_default();
+        let Some(end) = body.find("-----END") else { return false };
+        let base64 = body
+            .get(..end)
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+            .count();
+        label.contains("PRIVATE KEY") && label.len() < 64 && base64 >= 64
     });
-    // `prefix` followed by at least `min` characters of a token (`[A-Za-z0-9_-]`).
+    // `prefix` (at a word start) followed by at least `min` token characters
+    // (`[A-Za-z0-9_-]`), or by exactly `exact` upper-case letters and digits.
+    let run =
+        |rest: &str| rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count();
+    let at_start = |at: usize| {
+        text.get(..at).and_then(|t| t.chars().next_back()).is_none_or(|c| !c.is_ascii_alphanumeric())
+    };
     let token = |prefix: &str, min: usize| {
+        text.match_indices(prefix)
+            .any(|(at, _)| at_start(at) && run(text.get(at + prefix.len()..).unwrap_or_default()) >= min)
+    };
+    let key_id = |prefix: &str| {
         text.match_indices(prefix).any(|(at, _)| {
-            let before = text.get(..at).and_then(|t| t.chars().next_back());
             let rest = text.get(at + prefix.len()..).unwrap_or_default();
-            let run =
-                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count();
-            before.is_none_or(|c| !c.is_ascii_alphanumeric()) && run >= min
+            let id: Vec<char> = rest.chars().take_while(char::is_ascii_alphanumeric).collect();
+            at_start(at) && id.len() == 16 && id.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
         })
     };
+    let lower = text.to_ascii_lowercase();
     armored
-        || token("AGE-SECRET-KEY-1", 40)
-        || (token("AKIA", 16)
-            && text.match_indices("AKIA").any(|(at, _)| {
-                text.get(at + 4..at + 20)
-                    .is_some_and(|id| id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
-            }))
-        || ["ghp_", "gho_", "ghs_", "ghu_"].iter().any(|p| token(p, 36))
+        || lower
+            .match_indices("age-secret-key-1")
+            .any(|(at, _)| run(lower.get(at + 16..).unwrap_or_default()) >= 40)
+        || key_id("AKIA")
+        || key_id("ASIA")
+        || ["ghp_", "gho_", "ghs_", "ghu_", "ghr_"].iter().any(|p| token(p, 36))
         || token("github_pat_", 22)
         || token("sk-ant-", 24)
-        || ["xoxb-", "xoxp-", "xoxa-", "xoxs-"].iter().any(|p| token(p, 20))
+        || token("sk-proj-", 24)
+        || token("sk-", 40)
+        || token("AIza", 35)
+        || token("sk_live_", 20)
+        || token("rk_live_", 20)
+        || token("hf_", 30)
+        || token("npm_", 36)
+        || token("glpat-", 20)
+        || ["xoxb-", "xoxp-", "xoxa-", "xoxs-", "xapp-"].iter().any(|p| token(p, 20))
 }
 
 /// The extensions of files a skill tree may hold as bytes (images, documents, archives,
@@ -2013,20 +2042,32 @@ mod native_tests {
     /// key is not (outside review 132 F1, F7).
     #[test]
     fn private_keys_are_refused_by_their_armor() {
-        for yes in [
-            "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n",
-            "notes\n  -----BEGIN RSA PRIVATE KEY-----\nx\n",
-            "-----BEGIN OPENSSH PRIVATE KEY-----\n",
-            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n",
-            "-----BEGIN ENCRYPTED PRIVATE KEY-----\r\n",
+        let body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4";
+        let yes = [
+            format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n"),
+            format!(
+                "notes\n  -----BEGIN RSA PRIVATE KEY-----\r\n  {body}\r\n  -----END RSA PRIVATE KEY-----\n"
+            ),
+            format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"),
+            format!("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{body}\n-----END PGP PRIVATE KEY BLOCK-----"),
             // Outside review 133: inside a JSON string (a service-account key file), and tokens.
-            r#"{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}"#,
-            "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
-            "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
-            "export GITHUB_PERSONAL_ACCESS_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-            r#"{"env": {"ANTHROPIC_API_KEY": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"}}"#,
-        ] {
-            assert!(super::holds_private_key(yes.as_bytes()), "{yes:?}");
+            format!(
+                r#"{{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n"}}"#
+            ),
+            format!("AGE-SECRET-KEY-1{}", "Q".repeat(58)),
+            format!("age-secret-key-1{}", "q".repeat(58)),
+            "aws_access_key_id = AKIAIOSFODNN7EXAMPLE".to_owned(),
+            "AWS_ACCESS_KEY_ID=ASIAIOSFODNN7EXAMPLE".to_owned(),
+            "export GITHUB_PERSONAL_ACCESS_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789".to_owned(),
+            r#"{"env": {"ANTHROPIC_API_KEY": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"}}"#.to_owned(),
+            // Outside review 134's.
+            "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345".to_owned(),
+            "key: AIzaSyA1234567890abcdefghijklmnopqrstuv".to_owned(),
+            "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789".to_owned(),
+            "glpat-abcdefghijklmnopqrst".to_owned(),
+        ];
+        for y in &yes {
+            assert!(super::holds_private_key(y.as_bytes()), "{y:?}");
         }
         for no in [
             "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
@@ -2036,6 +2077,10 @@ mod native_tests {
             "Set GITHUB_TOKEN to a token such as ghp_xxxx (never commit it).",
             "AKIA is the prefix of an AWS access key id.",
             "sk-ant-… keys belong in the environment",
+            // Outside review 134's: a header quoted or built, a longer word.
+            "Look for lines such as `-----BEGIN RSA PRIVATE KEY-----` in diffs.",
+            "PEM = '-----BEGIN ' + 'PRIVATE KEY-----'",
+            "id,AKIAXXXXXXXXXXXXXXXXNOTAKEY",
         ] {
             assert!(!super::holds_private_key(no.as_bytes()), "{no:?}");
         }

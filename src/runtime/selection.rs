@@ -173,9 +173,11 @@ pub enum SelectionError {
     /// The id as shown (`shown_id`).
     #[error("unknown source id {0}")]
     UnknownId(String),
-    #[error("{id:?} is excluded by the configured profile")]
+    #[error("{id:?} is excluded by the profile (a configured exclusion, or one `--exclude` added)")]
     Excluded { id: String },
-    #[error("{id:?} is a dependency of {of:?} and is excluded by the configured profile")]
+    #[error(
+        "{id:?} is a dependency of {of:?} and is excluded by the profile (a configured exclusion, or one `--exclude` added)"
+    )]
     ExcludedDependency { id: String, of: String },
     #[error("{id:?} is never selectable ({rule})")]
     NotSelectable { id: String, rule: &'static str },

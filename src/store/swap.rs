@@ -326,6 +326,27 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
     let rewrite_of = |name: &str, found: Option<[u8; 32]>| {
         txn.new.iter().any(|(n, d)| n == name && found == Some(*d)) && txn.original(name) != found
     };
+    // A segment the swap moved aside that the marker does not name: the marker does not
+    // list the whole swap, and nothing may be moved or recovered without it (outside
+    // reviews 133, 134: a line removed from the marker left a segment in `cut/N/`, and the
+    // journal was then written from a lagging sled).
+    if into.is_dir() {
+        for item in std::fs::read_dir(&into).map_err(io("read directory", &into))? {
+            let item = item.map_err(io("read directory", &into))?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            if is_segment_name(&name)
+                && txn.original(&name).is_none()
+                && file_hash(&journal.join(&name))? != file_hash(&item.path())?
+            {
+                return Err(unresolved(format!(
+                    "{} holds segment {name}, which the marker does not name and journal/ does not hold: the \
+                     marker does not list the whole swap — put every segment of {} that journal/ lacks back by hand",
+                    into.display(),
+                    into.display()
+                )));
+            }
+        }
+    }
     // Checked before anything moves: each file of a rewritten segment's name in `journal/`
     // is that rewrite or the original, and each original is in `journal/` or in `cut/N/`,
     // its bytes the ones named.
@@ -396,26 +417,6 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
     sync_dir(&journal)?;
     if into.is_dir() {
         sync_dir(&into)?;
-    }
-    // A segment the swap moved aside that the marker does not name stays there: the marker
-    // does not list the whole swap, and nothing may be recovered without it (outside review
-    // 133: a line removed from the marker left a segment in `cut/N/` and the journal was
-    // then written from a lagging sled).
-    if discard == Discard::MoveAside && into.is_dir() {
-        for item in std::fs::read_dir(&into).map_err(io("read directory", &into))? {
-            let item = item.map_err(io("read directory", &into))?;
-            let name = item.file_name().to_string_lossy().into_owned();
-            if is_segment_name(&name)
-                && txn.original(&name).is_none()
-                && file_hash(&journal.join(&name))? != file_hash(&item.path())?
-            {
-                return Err(unresolved(format!(
-                    "{} holds segment {name}, which the marker does not name and journal/ does not hold: the \
-                     marker does not list the whole swap",
-                    into.display()
-                )));
-            }
-        }
     }
     Ok(into)
 }

@@ -549,7 +549,10 @@ fn scan_fails_closed_on_every_listed_case() {
         (
             "a private key",
             Box::new(|src| {
-                write(&src.join("skills/deploy/keys/deploy.pem"), "-----BEGIN PRIVATE KEY-----\n")
+                write(
+                    &src.join("skills/deploy/keys/deploy.pem"),
+                    &format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", "A".repeat(64)),
+                )
             }),
             "holds a private key",
         ),

@@ -208,7 +208,12 @@ fn segment_files(root: &Path) -> Result<Vec<(std::path::PathBuf, u64)>, OpenErro
     use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
     for (_, path) in crate::store::journal::list_segments(&root.join(super::JOURNAL_DIR))? {
-        let ino = std::fs::symlink_metadata(&path).map_err(io("stat", &path))?.ino();
+        let ino = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m.ino(),
+            // Listed, then gone: a `recover` is moving segments (outside review 134: exit 2).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(OpenError::ReadRaced),
+            Err(e) => return Err(io("stat", &path)(e).into()),
+        };
         out.push((path, ino));
     }
     Ok(out)
