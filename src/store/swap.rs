@@ -6,13 +6,16 @@
 //! ordinary crash): a recovery that ran on from there rebuilt the journal from sled alone,
 //! with exit 0, and the next writer reused the lost seqs (outside review 130, P1). So the
 //! rewritten segments are written and synced under `cut/N/staged/` first, then a marker,
-//! `recover.txn` in the ledger directory, names the swap, and only then do the files move;
-//! the marker goes once the rewritten journal verified. While it is there every open,
-//! verify, replay and audit refuses the ledger ([`refuse_interrupted`]), and `recover`
-//! first puts the originals back ([`undo_interrupted`]) — rename by rename, each atomic,
-//! so from any point the originals are whole in `journal/` or in `cut/N/`. No byte is
-//! deleted by the undo: rewritten segments it takes out of `journal/` go to
-//! `cut/N/undone/`.
+//! `recover.txn` in the ledger directory, names the swap — each segment with the BLAKE3
+//! hash of its bytes — and only then do the files move; once the rewritten journal
+//! verified, the swap counter `recover.epoch` goes up and the marker goes. While it is
+//! there every open, verify, replay and audit refuses the ledger ([`refuse_interrupted`]),
+//! and `recover` first puts the originals back ([`undo_interrupted`]) — rename by rename,
+//! each atomic, so from any point the originals are whole in `journal/` or in `cut/N/` —
+//! moving a file only when its bytes are the named ones and only once every original is
+//! found (outside reviews 131, 133, 134). No byte is deleted by the undo: rewritten
+//! segments it takes out of `journal/` go to `cut/N/undone/`. A read beside a lock holder
+//! compares the counter ([`epoch`]) before and after it reads.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
