@@ -199,7 +199,7 @@ pub enum PlanError {
     #[error("unknown source id {0:?}")]
     UnknownId(String),
     #[error(
-        "{0:?} is both included and excluded (a `set` keeps the configured include and exclude lists unless given; --clear-filters starts from none)"
+        "{0:?} is both included and excluded (the configured include and exclude lists hold unless given: `set` and `preview` take --clear-filters to start from none; a named `resolve` never drops a configured exclusion)"
     )]
     IncludedAndExcluded(String),
     #[error("{0:?} is given twice in --{1}")]
