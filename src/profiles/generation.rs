@@ -992,11 +992,22 @@ pub fn check_receipts(
             // (Past this ledger's current revision: a receipt of an older one is a moved or
             // restored state root's, not a copy's.)
             let (id, current) = ours;
-            let forked = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= 64 * 1024)
-                && fs::read(&path)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<Receipt>(&b).ok())
-                    .is_some_and(|r| Some(r.revision) == number && r.ledger_id == id && r.revision > current);
+            let theirs = fs::symlink_metadata(&path)
+                .is_ok_and(|m| m.is_file() && m.len() <= 64 * 1024)
+                .then(|| fs::read(&path).ok())
+                .flatten()
+                .and_then(|b| serde_json::from_slice::<Receipt>(&b).ok())
+                .filter(|r| Some(r.revision) == number && r.ledger_id == id);
+            let forked = theirs.as_ref().is_some_and(|r| r.revision > current);
+            if theirs.is_some() && !forked {
+                // This ledger's own revision, committed in another state root: this one was
+                // moved or copied from there (outside review 132 F8).
+                return not_ours(
+                    "a revision this ledger committed in another state root (this one was moved or copied from \
+                     there): use the state root it was committed in (`ledger profile status` names the configured \
+                     one), or a new one",
+                );
+            }
             if forked {
                 not_ours(
                     "a revision of this ledger's id that this ledger never committed: another copy of the ledger \

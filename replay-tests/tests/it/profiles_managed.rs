@@ -1442,8 +1442,8 @@ fn an_ownership_marker_cut_short_is_completed_by_the_next_set() {
 }
 
 /// A state root moved to a new path takes its receipts along; `set` (and its dry run) into
-/// the new path refuses those receipts — revisions this ledger never committed there —
-/// before writing anything (outside review 127, P2: `set` committed into it, and then
+/// the new path refuses those receipts — revisions this ledger committed in the old path,
+/// named so — before writing anything (outside review 127, P2: `set` committed into it, and then
 /// `status`, `select`, `mode`, `rollback` and `recover` all refused the root).
 #[test]
 fn set_into_a_moved_state_root_is_refused_before_it_commits() {
@@ -1460,7 +1460,8 @@ fn set_into_a_moved_state_root_is_refused_before_it_commits() {
         }
         let (code, out, err) = set(&s, &moved, &rest);
         assert_eq!(code, 1, "dry run {dry}: {out}{err}");
-        assert!(err.contains("committed no such revision"), "{err}");
+        // Named as what it is (outside review 132 F8: "(move it out)").
+        assert!(err.contains("committed in another state root") && err.contains("moved or copied"), "{err}");
     }
     assert_eq!(s.head(), before, "nothing written");
     // Moved back, the configured root verifies again.
