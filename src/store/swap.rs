@@ -183,6 +183,20 @@ pub(super) fn swap(
     originals: &[PathBuf],
     files: &[(u64, Vec<u8>)],
 ) -> Result<Vec<PathBuf>, OpenError> {
+    // The counter is bumped after the files move: a path there that cannot be written as
+    // one refuses the swap before anything moves (outside review 134: a directory there
+    // failed the swap after its moves, leaving the marker for every later run).
+    let counter = root.join(EPOCH);
+    if std::fs::symlink_metadata(&counter).is_ok_and(|m| !m.is_file()) {
+        // (The empty `cut/N/` made for the swap goes too.)
+        let _ = std::fs::remove_dir(into);
+        let _ = std::fs::remove_dir(root.join(super::CUT_DIR));
+        return Err(OpenError::Usage(format!(
+            "{} is not a regular file: move it out of the ledger directory (it counts recover's segment swaps); \
+             nothing was changed",
+            counter.display()
+        )));
+    }
     let cut =
         into.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).ok_or_else(|| {
             OpenError::Usage(format!("{} is not a numbered cut/ directory", into.display()))

@@ -2538,3 +2538,30 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
         }
     }
 }
+
+/// A `recover.epoch` that is not a regular file (the swap counter, docs/format.md) refuses a
+/// swap before anything moves — nothing changed, no marker left — instead of failing after
+/// the moves and leaving the marker for every later run (outside review 134, P3).
+#[test]
+fn a_swap_counter_that_is_not_a_file_refuses_before_anything_moves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 4, 1);
+    let before = all_entries(&dir);
+    let frames = journal_frames(&dir);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[frames[2].range.start + 40] ^= 0x10;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    std::fs::create_dir(dir.join("recover.epoch")).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("recover.epoch") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "the journal is unchanged");
+    assert!(!dir.join(closure_ledger::store::RECOVER_MARKER).exists());
+    assert!(!dir.join("cut").exists(), "no cut directory left");
+    std::fs::remove_dir(dir.join("recover.epoch")).unwrap();
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(all_entries(&dir), before);
+}
