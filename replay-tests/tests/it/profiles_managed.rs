@@ -1488,28 +1488,18 @@ fn a_copied_ledger_that_took_over_the_state_root_is_named() {
     // A copy made before the first `set` is named too (outside review 132 F4).
     let early = copy_of("early");
     ok(set(&s, &root, &["lean"]));
-    let root_arg = root.to_str().unwrap();
-    let (code, _, err) = super::profiles_util::cli(&[
-        "profile",
-        "set",
-        early.to_str().unwrap(),
-        "--state-root",
-        root_arg,
-        "full",
-    ]);
+    // `profile set COPY --state-root ROOT full [rest]`.
+    let set_from = |copy: &Path, rest: &[&str]| {
+        let mut args =
+            vec!["profile", "set", copy.to_str().unwrap(), "--state-root", root.to_str().unwrap(), "full"];
+        args.extend_from_slice(rest);
+        super::profiles_util::cli(&args)
+    };
+    let (code, _, err) = set_from(&early, &[]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("another copy of the ledger directory"), "{err}");
     let copy = copy_of("copy");
-    let (code, out, err) = super::profiles_util::cli(&[
-        "profile",
-        "set",
-        copy.to_str().unwrap(),
-        "--state-root",
-        root_arg,
-        "full",
-        "--expected-revision",
-        "1",
-    ]);
+    let (code, out, err) = set_from(&copy, &["--expected-revision", "1"]);
     assert_eq!(code, 0, "{out}{err}");
     let (code, _, err) = status(&s);
     assert_eq!(code, 1, "{err}");

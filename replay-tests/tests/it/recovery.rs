@@ -2413,6 +2413,18 @@ fn a_refusals_cut_does_not_keep_a_disputed_record() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
 }
 
+/// A ledger of `n` one-entry frames with a byte of record 2 flipped in the journal (sled
+/// holds it intact): its entries before the damage, its frames, the damaged segment's bytes.
+fn damaged_at_frame_2(dir: &std::path::Path, n: usize) -> (Vec<Vec<u8>>, Vec<FrameAt>, Vec<u8>) {
+    make_ledger(dir, n, 1);
+    let before = all_entries(dir);
+    let frames = journal_frames(dir);
+    let mut bytes = std::fs::read(segment(dir)).unwrap();
+    bytes[frames[2].range.start + 40] ^= 0x10;
+    std::fs::write(segment(dir), &bytes).unwrap();
+    (before, frames, bytes)
+}
+
 /// A `recover` killed while it swaps journal segments loses nothing (outside review 130,
 /// P1: it moved the originals to `cut/N/` before writing the rewritten segments, and a
 /// crash in between left `journal/` empty; with sled lagging, the next `recover` wrote the
@@ -2435,9 +2447,7 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
     for state in states {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
-        make_ledger(&dir, 6, 1);
-        let before = all_entries(&dir);
-        let frames = journal_frames(&dir);
+        let (before, frames, bytes) = damaged_at_frame_2(&dir, 6);
         // sled lacks the last two frames (an ordinary crash), and the journal holds a
         // damaged record before them: a recovery must rewrite the segment.
         with_sled(&dir, |t| {
@@ -2445,9 +2455,6 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
                 t.remove(f.first_seq.to_be_bytes()).unwrap();
             }
         });
-        let mut bytes = std::fs::read(segment(&dir)).unwrap();
-        bytes[frames[2].range.start + 40] ^= 0x10;
-        std::fs::write(segment(&dir), &bytes).unwrap();
         let name = segment(&dir).file_name().unwrap().to_owned();
         let cut = dir.join("cut").join("1");
         std::fs::create_dir_all(cut.join("staged")).unwrap();
@@ -2546,12 +2553,7 @@ fn an_interrupted_segment_swap_is_undone_before_anything_else() {
 fn a_swap_counter_that_is_not_a_file_refuses_before_anything_moves() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
-    make_ledger(&dir, 4, 1);
-    let before = all_entries(&dir);
-    let frames = journal_frames(&dir);
-    let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    bytes[frames[2].range.start + 40] ^= 0x10;
-    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (before, _, bytes) = damaged_at_frame_2(&dir, 4);
     std::fs::create_dir(dir.join("recover.epoch")).unwrap();
     let d = dir.to_str().unwrap();
     let (code, out, err) = cli(&["recover", d]);

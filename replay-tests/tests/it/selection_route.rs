@@ -953,11 +953,7 @@ fn only_a_directive_chooses_a_named_skill_under_routing_5() {
         "We got rid of Kubernetes clusters and helm manifests last year; roll out workloads some other way.",
         "Use the kubernetes skill. Never mind, I will do it by hand.",
         "Use the kubernetes skill. On second thought, leave the cluster alone.",
-    ] {
-        let e = decide(q);
-        assert_ne!(e.decision, SelectionDecision::Selected, "{q}: {e:?}");
-    }
-    for q in [
+        // Outside review 132 F2's.
         "Use the kubernetes skill. nvm",
         "Use the kubernetes skill. jk",
         "Use the kubernetes skill. Nope.",
