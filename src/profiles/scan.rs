@@ -2272,11 +2272,11 @@ mod native_tests {
         const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         let mut out = String::new();
         for chunk in bytes.chunks(3) {
-            let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            let at = |i: usize| u32::from(*chunk.get(i).unwrap_or(&0));
+            let n = (at(0) << 16) | (at(1) << 8) | at(2);
             for i in 0..4 {
                 if i <= chunk.len() {
-                    out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+                    out.push(char::from(*ABC.get(((n >> (18 - 6 * i)) & 63) as usize).unwrap_or(&b'?')));
                 } else {
                     out.push('=');
                 }
