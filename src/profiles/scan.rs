@@ -1407,6 +1407,10 @@ pub fn scan_keeping(
         }
         let mut raw = Vec::new();
         walk(&path, "", 0, &mut budget, &mut raw)?;
+        // In the order the registry records them, path by path as text (outside review 136
+        // F3: the walk lists a folder's files before a sibling such as `scripts.md` beside
+        // `scripts/`, and the registry refused the scan as "not sorted").
+        raw.sort_by(|a, b| a.path.cmp(&b.path));
         // A state root made inside the source tree (outside reviews 96, 97: the next scan
         // said only "SKILL.md: missing", or would record its receipts as resources).
         let marker = super::generation::OWNER_FILE;
@@ -1579,22 +1583,29 @@ pub fn scan_keeping(
     // directory `sec`, made `apply skill:…` route to the impostor and load its body), so
     // every name a directive can cite means one skill. Hyphens, underscores and spaces
     // are alike too, as a query's citations read them (outside review 61: `code_review`
-    // beside `code-review` scanned, and "use the code_review skill" delivered the other).
-    let folded = |name: &str| -> String {
-        name.to_lowercase().chars().map(|c| if matches!(c, '_' | ' ') { '-' } else { c }).collect()
-    };
+    // beside `code-review` scanned, and "use the code_review skill" delivered the other) —
+    // and so are NFKC forms and confusable letters (outside review 136 F1: `ﬁle-ops`
+    // beside `file-ops`, a Cyrillic `о` or a non-breaking hyphen in `code-review` scanned,
+    // and a query citing one was read as citing both).
+    let folded = crate::runtime::selection::cited_form;
     let mut citable: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for source in &sources {
         let dir = source.id.strip_prefix("skill:").unwrap_or(&source.id);
         for name in [dir, source.name.as_str()] {
             match citable.insert(folded(name), (source.id.as_str(), name)) {
                 Some((other, as_named)) if other != source.id => {
+                    // A look-alike prints as the other name: its letters outside ASCII are
+                    // spelled out too.
+                    let spelled = |n: &str| {
+                        let ascii: String = n.chars().flat_map(char::escape_default).collect();
+                        if n.is_ascii() { format!("{n:?}") } else { format!("{n:?} (\"{ascii}\")") }
+                    };
                     return Err(ScanError::DuplicateId(format!(
-                        "skill {} is cited as {:?} and skill {} as {:?}: a directive could not tell them apart",
+                        "skill {} is cited as {} and skill {} as {}: a directive could not tell them apart",
                         shown(other),
-                        as_named,
+                        spelled(as_named),
                         shown(&source.id),
-                        name
+                        spelled(name)
                     )));
                 }
                 _ => {}

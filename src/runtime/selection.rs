@@ -702,6 +702,47 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
     Citations { directed: cited.into_iter().collect(), mentioned: mentions(query, sources) }
 }
 
+/// The words of `t` as a query's citations read them (lower case, NFKC and the confusable
+/// skeleton: `goal::reading`), each with whether one hyphen or underscore — nothing else —
+/// joins it to the word before (`code-review`, not `the _code`). An invisible character
+/// joins too: a soft hyphen or zero-width space inside a name must not hide it (outside
+/// review 59).
+fn words(t: &str) -> Vec<(String, bool)> {
+    let marked: String =
+        t.to_lowercase().chars().map(|c| if super::invisible(c) { '-' } else { c }).collect();
+    let seen = super::goal::reading(&marked);
+    let mut out: Vec<(String, bool)> = Vec::new();
+    let (mut word, mut joined, mut run, mut joiner) = (String::new(), false, 0usize, false);
+    for c in seen.chars() {
+        if c.is_alphanumeric() {
+            if word.is_empty() {
+                joined = run == 1 && joiner && !out.is_empty();
+                run = 0;
+            }
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            out.push((std::mem::take(&mut word), joined));
+        }
+        run += 1;
+        joiner = matches!(c, '-' | '_' | '\u{2010}'..='\u{2015}' | '\u{2212}');
+    }
+    if !word.is_empty() {
+        out.push((word, joined));
+    }
+    out
+}
+
+/// A skill name as a query's citations read it: its words (`words`) joined by `-`, so
+/// two names with one form are one citation (`code-review`, `Code_Review`, `cоde‑review`
+/// with a Cyrillic `о` and a non-breaking hyphen, `ﬁle-ops` beside `file-ops`). A name with
+/// no letter or digit is its own form.
+pub fn cited_form(name: &str) -> String {
+    let form: Vec<String> = words(name).into_iter().map(|(w, _)| w).collect();
+    if form.is_empty() { name.to_owned() } else { form.join("-") }
+}
+
 /// The routable ids the query names as skills anywhere — quoted, negated, in a question
 /// or not, read as a reader sees them (NFKC and confusable skeleton: `goal::reading`; any
 /// case; hyphens, underscores and spaces alike): a source's directory or name next to the
@@ -712,35 +753,6 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
 /// "… plus code-review", a Cyrillic letter or fullwidth form were not read as citing Y,
 /// so a directive beside them selected alone).
 fn mentions(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
-    // Words, each with whether one hyphen or underscore — nothing else — joins it to the word
-    // before (`code-review`, not `the _code`). An invisible character joins too: a soft
-    // hyphen or zero-width space inside a name must not hide it (outside review 59).
-    let words = |t: &str| -> Vec<(String, bool)> {
-        let marked: String =
-            t.to_lowercase().chars().map(|c| if super::invisible(c) { '-' } else { c }).collect();
-        let seen = super::goal::reading(&marked);
-        let mut out: Vec<(String, bool)> = Vec::new();
-        let (mut word, mut joined, mut run, mut joiner) = (String::new(), false, 0usize, false);
-        for c in seen.chars() {
-            if c.is_alphanumeric() {
-                if word.is_empty() {
-                    joined = run == 1 && joiner && !out.is_empty();
-                    run = 0;
-                }
-                word.push(c);
-                continue;
-            }
-            if !word.is_empty() {
-                out.push((std::mem::take(&mut word), joined));
-            }
-            run += 1;
-            joiner = matches!(c, '-' | '_' | '\u{2010}'..='\u{2015}' | '\u{2212}');
-        }
-        if !word.is_empty() {
-            out.push((word, joined));
-        }
-        out
-    };
     let query = words(query);
     // The marker words read the same way as the query (a skeleton may respell them).
     let read = |t: &str| words(t).into_iter().map(|(w, _)| w).collect::<Vec<_>>();

@@ -187,6 +187,35 @@ fn scan_fails_closed_on_every_listed_case() {
             "a directive could not tell them apart",
         ),
         (
+            // Outside review 136 F1: a Cyrillic `о` and a non-breaking hyphen.
+            "a skill directory that looks like another (a confusable letter, another hyphen)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/code-review/SKILL.md"),
+                    "---\nname: code-review\ndescription: d\n---\nbody\n",
+                );
+                write(
+                    &src.join("skills/c\u{43e}de\u{2011}review/SKILL.md"),
+                    "---\nname: c\u{43e}de\u{2011}review\ndescription: d\n---\nImpostor\n",
+                );
+            }),
+            "(\"c\\u{43e}de\\u{2011}review\"): a directive could not tell them apart",
+        ),
+        (
+            "a skill directory that is another's NFKC form (a ligature)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/file-ops/SKILL.md"),
+                    "---\nname: file-ops\ndescription: d\n---\nbody\n",
+                );
+                write(
+                    &src.join("skills/\u{fb01}le-ops/SKILL.md"),
+                    "---\nname: \u{fb01}le-ops\ndescription: d\n---\nImpostor\n",
+                );
+            }),
+            "a directive could not tell them apart",
+        ),
+        (
             // Outside review 56: native loaders need both; the carrier held an empty header.
             "a SKILL.md without a name",
             Box::new(|src| write(&src.join("skills/nameless/SKILL.md"), "---\ndescription: d\n---\nbody\n")),
@@ -858,6 +887,38 @@ fn a_skill_md_with_a_byte_order_mark_scans() {
     let bom = r.sources.iter().find(|x| x.id == "skill:bom").unwrap();
     assert_eq!(bom.description, "Saved by an editor that writes a BOM.");
     assert_eq!(bom.resources[0].bytes, body.len() as u64, "recorded as it is");
+}
+
+/// A folder and a sibling whose name extends the folder's with a character sorting before
+/// `/` (`scripts/` beside `scripts.md`, Anthropic's `docx` skill's `ooxml/` beside
+/// `ooxml.md`) scan, their resources recorded in text order (outside review 136 F3: the
+/// registry refused them as "not sorted and unique").
+#[test]
+fn a_folder_beside_a_file_extending_its_name_scans() {
+    let s = Setup::new();
+    for path in
+        ["ooxml.md", "ooxml/a.md", "scripts-extra.md", "scripts/run.sh", ".claude/x.md", ".claude-plugin.md"]
+    {
+        write(&s.src.join("skills/docx").join(path), "text\n");
+    }
+    write(&s.src.join("skills/docx/SKILL.md"), "---\nname: docx\ndescription: d\n---\nbody\n");
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let r = registry_of(&s);
+    let docx = r.sources.iter().find(|x| x.id == "skill:docx").unwrap();
+    let paths: Vec<&str> = docx.resources.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            ".claude-plugin.md",
+            ".claude/x.md",
+            "SKILL.md",
+            "ooxml.md",
+            "ooxml/a.md",
+            "scripts-extra.md",
+            "scripts/run.sh"
+        ]
+    );
 }
 
 /// Codex's own metadata is checked before selection (seed 003: "Native manual-only flags and
