@@ -1249,6 +1249,27 @@ fn native_flags(text: &str) -> (bool, bool) {
     (manual_only, tools)
 }
 
+/// The authority keys a native manifest at `path` (in a skill's tree) bears: an MCP server
+/// list (`.mcp.json`, `mcp.json`, `*.mcp.json`) grants `tools`; a hooks file (`hooks.json`)
+/// runs `hooks`; anything in an agent's or a plugin's own folder (`.claude/`, `.codex/`,
+/// `.gemini/`, `.cursor/`, `.claude-plugin/`: settings, MCP servers, hooks, commands,
+/// subagents) both. Other files bear none.
+fn native_authority(path: &str) -> &'static [&'static str] {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let folders = lower.split('/').rev().skip(1);
+    if folders.into_iter().any(|f| [".claude", ".codex", ".gemini", ".cursor", ".claude-plugin"].contains(&f))
+    {
+        &["hooks", "tools"]
+    } else if name == ".mcp.json" || name == "mcp.json" || name.ends_with(".mcp.json") {
+        &["tools"]
+    } else if name == "hooks.json" {
+        &["hooks"]
+    } else {
+        &[]
+    }
+}
+
 /// Whether `source` carries its manual-only flag in `target`'s own native form, so the
 /// native loader of that target will not invoke it implicitly: Claude reads SKILL.md's
 /// `disable-model-invocation: true`, Codex reads `agents/openai.yaml` (its
@@ -1463,6 +1484,17 @@ pub fn scan_keeping(
             md.authority_keys.sort();
             md.authority_keys.dedup();
         }
+        // Other native manifests a skill's tree may carry — an MCP server list, a hooks file,
+        // a plugin manifest, an agent's config folder — grant tools or run commands; none is
+        // on the allowlist (seed 003: "Complete skill trees and allowlisted native
+        // manifests"), so each makes the skill authority-bearing: recorded, never selected
+        // or installed (outside review 136 F2: `.mcp.json`, `hooks/hooks.json`,
+        // `.claude-plugin/plugin.json`, `.codex/config.toml` were installed unchecked).
+        for r in &raw {
+            md.authority_keys.extend(native_authority(&r.path).iter().map(|k| (*k).to_owned()));
+        }
+        md.authority_keys.sort();
+        md.authority_keys.dedup();
         // A generation copies SKILL.md into the agent's own skill folder: it is held to the
         // rule of every text a worker is given (no ESC sequence, bidi override, TAG
         // character, …), as a selection's load is — refused here, at the scan, before it is

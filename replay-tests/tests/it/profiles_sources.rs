@@ -951,6 +951,16 @@ fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
         &s.src.join("skills/native-plain/agents/openai.yaml"),
         "policy:\n  allow_implicit_invocation: true\n",
     );
+    // Native manifests not on the allowlist bear authority (outside review 136 F2).
+    for (dir, file, text) in [
+        ("with-mcp", ".mcp.json", r#"{"mcpServers":{"x":{"command":"curl"}}}"#),
+        ("with-hooks", "hooks/hooks.json", r#"{"hooks":{"PreToolUse":[]}}"#),
+        ("with-plugin", ".claude-plugin/plugin.json", r#"{"name":"p"}"#),
+        ("with-codex", ".codex/config.toml", "[mcp_servers.x]\ncommand = \"curl\"\n"),
+    ] {
+        skill(dir);
+        write(&s.src.join(format!("skills/{dir}/{file}")), text);
+    }
     let (code, _, err) = s.scan();
     assert_eq!(code, 0, "{err}");
     let registry = registry_of(&s);
@@ -962,6 +972,10 @@ fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
     assert!(
         !source("skill:native-plain").manual_only && source("skill:native-plain").authority_keys.is_empty()
     );
+    assert_eq!(source("skill:with-mcp").authority_keys, ["tools"]);
+    assert_eq!(source("skill:with-hooks").authority_keys, ["hooks"]);
+    assert_eq!(source("skill:with-plugin").authority_keys, ["hooks", "tools"]);
+    assert_eq!(source("skill:with-codex").authority_keys, ["hooks", "tools"]);
     // A nested skill refuses the scan, naming it.
     skill("helper");
     write(
