@@ -788,10 +788,15 @@ fn refused_set_or_rollback_leaves_no_transaction() {
         // The remedy is named (outside review 87).
         assert!(err.contains("move it out of the state root"), "{command}: {err}");
         assert!(!root.join("txn.json").exists(), "{command}: no prepared transaction left");
+        // `status` names the altered earlier generation, not a transaction to recover
+        // (outside review 136 F4: it passed every audit until a rollback refused it).
+        let (code, _, err) = status(&s);
+        assert_eq!(code, 1, "{command}: {err}");
+        assert!(err.contains("was modified") && err.contains("the generation of revision 1"), "{err}");
+        std::fs::write(&file, &original).unwrap();
         let st = ok(status(&s));
         assert_eq!(st["recoveryRequired"], false, "{command}");
         assert_eq!(st["revision"], 2);
-        std::fs::write(&file, &original).unwrap();
         let rec = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
         assert_eq!(rec["outcome"], "nothing-to-recover", "{command}");
         assert_eq!(rec["revision"], 2, "{command}: the refused operation was never committed");
