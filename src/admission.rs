@@ -485,12 +485,18 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
     let phase =
         state.policies.get(&binding.policy.id)?.bundle.phases.iter().find(|p| p.phase == binding.phase)?;
     let scoped = |class: InputClass| phase.required.contains(&class) || phase.optional.contains(&class);
-    let since = |seq: u64| seq > started;
     if scoped(InputClass::BlockersDecisions) {
-        let decision =
-            state.human_decisions.iter().find(|(_, d)| d.goal_id == binding.goal_id && since(d.seq));
-        if let Some((id, d)) = decision {
-            return Some(format!("human decision {id} was recorded at seq {} for the goal", d.seq));
+        // Recorded since, or withdrawn since (outside review 135).
+        let decision = state
+            .human_decisions
+            .iter()
+            .filter(|(_, d)| d.goal_id == binding.goal_id)
+            .find_map(|(id, d)| Some((id, member_change(d.seq, d.withdrawn_seq, started)?)));
+        if let Some((id, change)) = decision {
+            return Some(format!(
+                "human decision {id} was {}",
+                change.said("recorded", "for the goal", "withdrawn")
+            ));
         }
         let blockers = state.blockers.iter().filter(|(_, b)| b.workflow_id == binding.workflow_id);
         for (id, b) in blockers {

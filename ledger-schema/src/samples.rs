@@ -699,6 +699,15 @@ pub fn events() -> Vec<(&'static str, Event)> {
         r.source_root = Some(s("/srv/ecc/context-sources"));
         Event::SourceRegistryRecorded(Box::new(r))
     }));
+    // A Human Decision withdrawn by a human (outside review 135), appended.
+    samples.push((
+        "human_decision_withdrawn",
+        Event::HumanDecisionWithdrawn(HumanDecisionWithdrawn {
+            reason: s("recorded on the wrong goal"),
+            decision_id: id(31),
+            withdrawn_by: s("human:maintainer"),
+        }),
+    ));
     samples
 }
 

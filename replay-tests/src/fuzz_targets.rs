@@ -161,6 +161,32 @@ pub fn command_for(state: &State, pick: &Pick) -> Option<Command> {
         0 if v % 8 == 6 => {
             Command::RetireScenario(RetireScenario { scenario_id: lid(0x42), reason: "revised".into() })
         }
+        // The goal's standing Human Decision withdrawn, then the question answered again
+        // (outside review 135).
+        0 if v % 8 == 4 => {
+            let (latest, d) = state
+                .human_decisions
+                .iter()
+                .filter(|(_, d)| d.goal_id == lid(GOAL))
+                .max_by_key(|(_, d)| d.seq)
+                .map(|(id, d)| (*id, d.clone()))?;
+            if d.withdrawn_seq.is_none() {
+                Command::WithdrawHumanDecision(WithdrawHumanDecision {
+                    decision_id: latest,
+                    reason: "recorded in error".into(),
+                    withdrawn_by: "human:alice".into(),
+                })
+            } else {
+                Command::RecordHumanDecision(RecordHumanDecision {
+                    decision_id: fresh_id(state, 17),
+                    goal_id: lid(GOAL),
+                    question: d.question,
+                    answer: "No, keep it as it is.".into(),
+                    decided_by: "human:alice".into(),
+                    supersedes: None,
+                })
+            }
+        }
         // The setup's project file withdrawn, then recorded again at its first revision
         // (outside review 100).
         0 if v % 8 == 5 => {

@@ -538,6 +538,20 @@ fn durable_sources(
         }
     }
     for &(id, d, ref key) in &decisions {
+        // A withdrawn decision reaches no worker (outside review 135; no ledger before it
+        // withdraws one, so no earlier package changes).
+        if let Some(at) = d.withdrawn_seq {
+            let mut reason = "withdrawn by a human (entry ".to_owned();
+            push_decimal(&mut reason, at);
+            reason.push_str("): ");
+            reason.push_str(&d.withdrawn_reason);
+            omissions.push(OmissionDecision {
+                source_ref: id_ref("humanDecision/", *id),
+                rule: "freshness.decisionWithdrawn".to_owned(),
+                reason,
+            });
+            continue;
+        }
         if let Some(&(_, newer)) = standing.get(key.as_str()).filter(|(seq, _)| *seq != d.seq) {
             omissions.push(OmissionDecision {
                 source_ref: id_ref("humanDecision/", *id),

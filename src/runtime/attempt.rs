@@ -268,6 +268,7 @@ pub fn input_of(state: &State, event: &Event) -> Option<ContextInput> {
         E::HumanDecisionRecorded(e) => Some(e.goal_id),
         E::ProjectSourceRecorded(e) => Some(e.goal_id),
         E::ProjectSourceWithdrawn(e) => state.sources.get(&e.source_id).map(|s| s.goal_id),
+        E::HumanDecisionWithdrawn(e) => state.human_decisions.get(&e.decision_id).map(|d| d.goal_id),
         E::ScenarioRecorded(e) => Some(e.goal_id),
         E::ObligationRecorded(e) => Some(e.goal_id),
         E::ScenarioRetired(e) => state.scenarios.get(&e.scenario_id).map(|s| s.goal_id),
@@ -451,6 +452,12 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
         {
             return Some(format!("human decision {old}, superseded by {id}"));
         }
+    }
+    // A decision withdrawn since (outside review 135).
+    if let Some((id, _)) =
+        decisions.iter().find(|(_, d)| d.seq < since && d.withdrawn_seq.is_some_and(|at| at > since))
+    {
+        return Some(format!("human decision {id}, withdrawn"));
     }
     let fact = state.facts.iter().find(|(_, f)| {
         f.goal_id == goal

@@ -47,6 +47,7 @@ pub enum Command {
     RetireObligation(RetireObligation),
     RequestCompaction(RequestCompaction),
     WithdrawProjectSource(WithdrawProjectSource),
+    WithdrawHumanDecision(WithdrawHumanDecision),
 }
 
 impl Command {
@@ -85,6 +86,7 @@ impl Command {
             Command::RetireObligation(_) => "retireObligation",
             Command::RequestCompaction(_) => "requestCompaction",
             Command::WithdrawProjectSource(_) => "withdrawProjectSource",
+            Command::WithdrawHumanDecision(_) => "withdrawHumanDecision",
         }
     }
 }
@@ -154,6 +156,11 @@ command!(
     /// Withdraws a project source: its path left the project (deleted or renamed). Names the
     /// path's current record (outside review 100).
     WithdrawProjectSource { source_id: Id, reason: String }
+);
+command!(
+    /// Withdraws the Human Decision standing on its question, by a human, with a reason:
+    /// made in error, it reaches no worker from now on (outside review 135 F1).
+    WithdrawHumanDecision { decision_id: Id, reason: String, withdrawn_by: String }
 );
 command!(RecordScenario { scenario_id: Id, goal_id: Id, title: String, description: String });
 command!(RecordObligation {

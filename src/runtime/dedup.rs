@@ -56,6 +56,7 @@ enum Step {
     ObligationRetirement = 26,
     CompactionDirective = 27,
     SourceWithdrawal = 28,
+    DecisionWithdrawal = 29,
 }
 
 /// A command's key: its step, the record's id and (for versioned transitions) the
@@ -123,6 +124,7 @@ fn recorded_key(event: &Event) -> Option<Key> {
         Event::ObligationRetired(e) => Key::of(S::ObligationRetirement, e.obligation_id),
         Event::CompactionRequested(e) => Key::of(S::CompactionDirective, e.directive_id),
         Event::ProjectSourceWithdrawn(e) => Key::of(S::SourceWithdrawal, e.source_id),
+        Event::HumanDecisionWithdrawn(e) => Key::of(S::DecisionWithdrawal, e.decision_id),
         Event::GenerationOpened(e) => match e.repair_id {
             Some(repair_id) => Key::of(S::Repair, repair_id),
             None => Key::of(S::Generation, e.generation_id),
@@ -176,6 +178,7 @@ fn command_key(command: &Command) -> Option<Key> {
         C::RetireObligation(c) => Key::of(S::ObligationRetirement, c.obligation_id),
         C::RequestCompaction(c) => Key::of(S::CompactionDirective, c.directive_id),
         C::WithdrawProjectSource(c) => Key::of(S::SourceWithdrawal, c.source_id),
+        C::WithdrawHumanDecision(c) => Key::of(S::DecisionWithdrawal, c.decision_id),
         C::OpenGeneration(c) => Key::of(S::Generation, c.generation_id),
         C::FreezeGeneration(c) => Key::of(S::Freeze, c.generation_id),
         C::StartAttempt(c) => Key::of(S::Attempt, c.attempt_id),

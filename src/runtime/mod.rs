@@ -132,6 +132,9 @@ pub enum Rule {
     /// A project source is withdrawn once, by its path's current record (outside review
     /// 100).
     SourceWithdrawn,
+    /// A Human Decision is withdrawn once, by a human, while it stands on its question
+    /// (outside review 135).
+    DecisionWithdrawn,
     /// A workflow's first generation is opened once, with no parent or repair link.
     GenerationOpen,
     /// Only a MUTABLE generation freezes; frozen is final.
@@ -730,6 +733,7 @@ fn apply_event(state: &mut State, event: &Event, seq: u64) -> Result<(), RuleVio
         Event::ScenarioRetired(e) => source::apply_scenario_retired(state, e, seq),
         Event::ObligationRetired(e) => source::apply_obligation_retired(state, e, seq),
         Event::ProjectSourceWithdrawn(e) => source::apply_project_source_withdrawn(state, e, seq),
+        Event::HumanDecisionWithdrawn(e) => source::apply_human_decision_withdrawn(state, e, seq),
         Event::CompactionRequested(e) => worker::apply_compaction_requested(state, e),
         Event::GenerationOpened(e) => candidate::apply_opened(state, e),
         Event::GenerationFrozen(e) => candidate::apply_frozen(state, e),
@@ -878,6 +882,7 @@ pub fn decide_from_command(command: &Command) -> Option<Event> {
         C::RetireScenario(c) => source::decide_retire_scenario(c),
         C::RetireObligation(c) => source::decide_retire_obligation(c),
         C::WithdrawProjectSource(c) => source::decide_withdraw_project_source(c),
+        C::WithdrawHumanDecision(c) => source::decide_withdraw_human_decision(c),
         C::RequestCompaction(c) => worker::decide_request_compaction(c),
         C::OpenGeneration(c) => candidate::decide_open(c),
         C::FreezeGeneration(c) => candidate::decide_freeze(c),

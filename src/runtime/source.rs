@@ -3,15 +3,15 @@
 
 use ledger_schema::events::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
-    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ProjectSourceWithdrawn, ScenarioRecorded,
-    ScenarioRetired,
+    HumanDecisionWithdrawn, ObligationRecorded, ObligationRetired, ProjectSourceRecorded,
+    ProjectSourceWithdrawn, ScenarioRecorded, ScenarioRetired,
 };
 use ledger_schema::{Digest, DigestKind, Event, Id};
 
 use super::command::{
     ConfirmFact, InvalidateFact, ProposeFact, RaiseBlocker, RecordHumanDecision, RecordObligation,
     RecordProjectSource, RecordScenario, ResolveBlocker, RetireObligation, RetireScenario,
-    WithdrawProjectSource,
+    WithdrawHumanDecision, WithdrawProjectSource,
 };
 use super::state::{
     BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState,
@@ -101,6 +101,14 @@ pub fn decide_resolve_blocker(c: &ResolveBlocker) -> Event {
 
 pub fn decide_withdraw_project_source(c: &WithdrawProjectSource) -> Event {
     Event::ProjectSourceWithdrawn(ProjectSourceWithdrawn { reason: c.reason.clone(), source_id: c.source_id })
+}
+
+pub fn decide_withdraw_human_decision(c: &WithdrawHumanDecision) -> Event {
+    Event::HumanDecisionWithdrawn(HumanDecisionWithdrawn {
+        reason: c.reason.clone(),
+        decision_id: c.decision_id,
+        withdrawn_by: c.withdrawn_by.clone(),
+    })
 }
 
 pub fn decide_retire_scenario(c: &RetireScenario) -> Event {
@@ -388,6 +396,17 @@ pub fn apply_human_decision(
     // question (outside review 74); naming anything else is a conflicting input.
     if let Some(named) = e.supersedes {
         return match standing {
+            // A withdrawn decision stands no more: the question is answered afresh.
+            Some((id, d)) if *id == named && d.withdrawn_seq.is_some() => Err(super::violation(
+                Rule::DecisionConflict,
+                format!(
+                    "decision {} supersedes {named}, which was withdrawn at seq {}: no decision stands on the question {:?} of goal {} — answer it without `supersedes`",
+                    e.decision_id,
+                    d.withdrawn_seq.unwrap_or_default(),
+                    e.question,
+                    e.goal_id
+                ),
+            )),
             Some((id, _)) if *id == named => {
                 record_decision(state, e, seq);
                 Ok(())
@@ -404,7 +423,7 @@ pub fn apply_human_decision(
             )),
         };
     }
-    if let Some((id, d)) = standing.filter(|(_, d)| d.seq > revised_at) {
+    if let Some((id, d)) = standing.filter(|(_, d)| d.seq > revised_at && d.withdrawn_seq.is_none()) {
         return Err(super::violation(
             Rule::DecisionConflict,
             format!(
@@ -428,8 +447,51 @@ fn record_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) {
             answer: e.answer.clone(),
             decided_by: e.decided_by.clone(),
             seq,
+            withdrawn_seq: None,
+            withdrawn_reason: String::new(),
         },
     );
+}
+
+/// A Human Decision withdrawn: by a human, with a reason, once, and only the decision
+/// standing on its question (a superseded one reaches no worker already). No decision
+/// stands on the question afterwards until a human answers it again — without
+/// `supersedes`, as a first answer (outside review 135 F1: a decision made in error could
+/// only be replaced by another answer, itself delivered as authority).
+pub fn apply_human_decision_withdrawn(
+    state: &mut State,
+    e: &HumanDecisionWithdrawn,
+    seq: u64,
+) -> Result<(), RuleViolation> {
+    let d = get(&state.human_decisions, e.decision_id, "human decision")?;
+    required_text("reason", &e.reason)?;
+    human_principal("withdrawnBy", &e.withdrawn_by)?;
+    ensure!(
+        d.withdrawn_seq.is_none(),
+        Rule::DecisionWithdrawn,
+        "human decision {} was withdrawn at seq {}",
+        e.decision_id,
+        d.withdrawn_seq.unwrap_or_default()
+    );
+    let asked = question_key(&d.question);
+    if let Some((newer, _)) = state
+        .human_decisions
+        .iter()
+        .filter(|(_, x)| x.goal_id == d.goal_id && x.seq > d.seq && question_key(&x.question) == asked)
+        .max_by_key(|(_, x)| x.seq)
+    {
+        return Err(super::violation(
+            Rule::DecisionWithdrawn,
+            format!(
+                "human decision {} is superseded by {newer} on the question {:?}: withdraw the decision standing on it",
+                e.decision_id, d.question
+            ),
+        ));
+    }
+    let d = get_mut(&mut state.human_decisions, e.decision_id, "human decision")?;
+    d.withdrawn_seq = Some(seq);
+    d.withdrawn_reason = e.reason.clone();
+    Ok(())
 }
 
 /// The newest record of a goal's project path (its current one, unless withdrawn).

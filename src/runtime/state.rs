@@ -194,6 +194,13 @@ pub struct HumanDecisionState {
     pub goal_id: Id,
     pub question: String,
     pub decided_by: String,
+    /// The seq of its withdrawal (`withdrawHumanDecision`); absent while it stands. Omitted
+    /// when absent, so earlier state digests are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withdrawn_seq: Option<u64>,
+    /// The withdrawal's reason (derived by the fold, not encoded, as a retirement's).
+    #[serde(skip)]
+    pub withdrawn_reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -37,8 +37,8 @@ pub use repair::RepairRecorded;
 pub use selection::SelectionRecorded;
 pub use source::{
     BlockerRaised, BlockerResolved, FactConfirmed, FactInvalidated, FactProposed, HumanDecisionRecorded,
-    ObligationRecorded, ObligationRetired, ProjectSourceRecorded, ProjectSourceWithdrawn, ScenarioRecorded,
-    ScenarioRetired,
+    HumanDecisionWithdrawn, ObligationRecorded, ObligationRetired, ProjectSourceRecorded,
+    ProjectSourceWithdrawn, ScenarioRecorded, ScenarioRetired,
 };
 pub use worker::{
     CompactionRequested, IgnoredReason, WorkerDeliveryIgnored, WorkerEventAdmitted, WorkerEventKind,
@@ -107,4 +107,5 @@ catalog! {
     ObligationRetired(ObligationRetired) = "obligationRetired",
     CompactionRequested(CompactionRequested) = "compactionRequested",
     ProjectSourceWithdrawn(ProjectSourceWithdrawn) = "projectSourceWithdrawn",
+    HumanDecisionWithdrawn(HumanDecisionWithdrawn) = "humanDecisionWithdrawn",
 }

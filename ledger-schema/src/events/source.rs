@@ -131,6 +131,20 @@ pub struct ProjectSourceWithdrawn {
     pub source_id: Id,
 }
 
+/// A Human Decision withdrawn by a human, with a reason: the decision standing on its
+/// question, made in error (the wrong goal, a question that no longer applies). No
+/// decision stands on that question until a human answers it again; the withdrawn one
+/// reaches no worker (outside review 135 F1: a mistaken decision could only be replaced by
+/// another answer, itself delivered as authority, for every later revision of the goal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HumanDecisionWithdrawn {
+    pub reason: String,
+    pub decision_id: Id,
+    pub withdrawn_by: String,
+}
+
 /// An obligation recorded before the goal's current revision, retired by it: no ACCEPT
 /// needs its evidence, and no Evidence is recorded for it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -449,6 +449,73 @@ fn a_withdrawn_source_is_delivered_no_more() {
     assert!(replayed.state() == w.ledger.state());
 }
 
+/// A Human Decision withdrawn — by a human, with a reason, while it stands on its question,
+/// once — reaches no worker (an omission, `freshness.decisionWithdrawn`, its reason
+/// quoted), across goal revisions; the question may then be answered afresh, without
+/// `supersedes`, and that answer is delivered (outside review 135 F1: a mistaken decision
+/// could only be replaced by another answer). Replay folds the same state.
+#[test]
+fn a_withdrawn_decision_is_delivered_no_more() {
+    let mut w = World::at(Stage::Setup);
+    let withdraw = |id: u128, reason: &str, by: &str| {
+        Command::WithdrawHumanDecision(WithdrawHumanDecision {
+            decision_id: lid(id),
+            reason: reason.into(),
+            withdrawn_by: by.into(),
+        })
+    };
+    let answer = |id: u128, supersedes: Option<u128>| {
+        Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(id),
+            goal_id: lid(GOAL),
+            question: "Keep the existing Error enum?".into(),
+            answer: "No: replace it.".into(),
+            decided_by: "human:alice".into(),
+            supersedes: supersedes.map(lid),
+        })
+    };
+    // The setup recorded decision 0x52 on "Keep the existing Error enum?".
+    w.refused(withdraw(0x99, "wrong goal", "human:alice"), Rule::Unknown);
+    w.refused(withdraw(0x52, " ", "human:alice"), Rule::OutOfBounds);
+    let err = w.fails(withdraw(0x52, "wrong goal", "worker:codex")).to_string();
+    assert!(err.contains("withdrawnBy"), "only a human withdraws a decision: {err}");
+    let first = w.ok(withdraw(0x52, "asked of the wrong goal", "human:alice"));
+    let again = w.ok(withdraw(0x52, "asked of the wrong goal", "human:alice"));
+    assert_eq!(again.seq, first.seq, "the same withdrawal again is a duplicate");
+    w.refused(withdraw(0x52, "twice", "human:alice"), Rule::DecisionWithdrawn);
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    assert!(c.package.selected_decisions.is_empty(), "{:?}", c.package.selected_decisions);
+    let withdrawn: Vec<_> = c
+        .manifest
+        .omission_decisions
+        .iter()
+        .filter(|o| o.rule == "freshness.decisionWithdrawn")
+        .map(|o| (o.source_ref.clone(), o.reason.ends_with("asked of the wrong goal")))
+        .collect();
+    assert_eq!(withdrawn, [(format!("humanDecision/{}", lid(0x52)), true)]);
+    // No decision stands: `supersedes` naming the withdrawn one is refused; a fresh answer
+    // is admitted and delivered.
+    let err = w.fails(answer(0x53, Some(0x52))).to_string();
+    assert!(err.contains("was withdrawn"), "{err}");
+    w.ok(answer(0x54, None));
+    let c = compile(w.ledger.state(), &binding(&w, 0x60, 0x61)).unwrap();
+    let delivered: Vec<_> = c.package.selected_decisions.iter().map(|d| d.decision_id).collect();
+    assert_eq!(delivered, [lid(0x54)]);
+    // A superseded decision is not the one to withdraw.
+    w.ok(Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(0x55),
+        goal_id: lid(GOAL),
+        question: "Keep the existing Error enum?".into(),
+        answer: "Yes after all.".into(),
+        decided_by: "human:alice".into(),
+        supersedes: Some(lid(0x54)),
+    }));
+    let err = w.fails(withdraw(0x54, "late", "human:alice")).to_string();
+    assert!(err.contains(&format!("superseded by {}", lid(0x55))), "{err}");
+    let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
+    assert!(replayed.state() == w.ledger.state());
+}
+
 /// A project that went back to an earlier revision of a file: recorded again, that
 /// revision is what the next package delivers — once — and the later record is the
 /// superseded one (outside review 100: the revert was refused, and workers kept getting the

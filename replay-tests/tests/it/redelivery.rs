@@ -18,7 +18,7 @@ use replay_tests::world::{Stage, World, rule_of};
 use replay_tests::{LEDGER, T0, cli};
 
 /// Every command kind (`Command::kind`), so the tests can show they cover each.
-const KINDS: [&str; 32] = [
+const KINDS: [&str; 33] = [
     "installPolicy",
     "installProfile",
     "createGoal",
@@ -51,6 +51,7 @@ const KINDS: [&str; 32] = [
     "restartAttempt",
     "requestCompaction",
     "withdrawProjectSource",
+    "withdrawHumanDecision",
 ];
 
 /// The commands of the reference lifecycle, in order.
@@ -156,6 +157,14 @@ fn other_commands(w: &mut World, each: &mut dyn FnMut(&mut World, Command)) {
         Command::WithdrawProjectSource(WithdrawProjectSource {
             source_id: lid(0x43),
             reason: "the file was deleted".into(),
+        }),
+    );
+    each(
+        w,
+        Command::WithdrawHumanDecision(WithdrawHumanDecision {
+            decision_id: lid(0x52),
+            reason: "asked of the wrong goal".into(),
+            withdrawn_by: "human:alice".into(),
         }),
     );
     each(
@@ -299,6 +308,10 @@ fn conflicting(c: &Command) -> (Command, Option<Rule>) {
         Command::WithdrawProjectSource(c) => {
             c.reason.push_str(" (other)");
             Some(Rule::SourceWithdrawn)
+        }
+        Command::WithdrawHumanDecision(c) => {
+            c.reason.push_str(" (other)");
+            Some(Rule::DecisionWithdrawn)
         }
         Command::RetireObligation(c) => {
             c.reason.push_str(" (other)");

@@ -613,7 +613,17 @@ fn resume_is_refused_after_authority_was_withdrawn() {
         err.to_string().contains(&format!("project source {} (src/config/parser.rs), withdrawn", lid(0x49))),
         "{err}"
     );
-    w.ok(on(0x74, 0x75, ThreadChoice::Fresh, 0x31));
+    first(&mut w, 0x74, 0x75);
+    // A Human Decision the Thread was given, withdrawn since (outside review 135).
+    w.ok(Command::WithdrawHumanDecision(WithdrawHumanDecision {
+        decision_id: lid(0x5A),
+        reason: "asked of the wrong goal".into(),
+        withdrawn_by: "human:alice".into(),
+    }));
+    let err = w.fails(on(0x76, 0x75, ThreadChoice::Resume, 0x31));
+    assert_eq!(rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
+    assert!(err.to_string().contains(&format!("human decision {}, withdrawn", lid(0x5A))), "{err}");
+    w.ok(on(0x76, 0x77, ThreadChoice::Fresh, 0x31));
 }
 
 /// A forged Attempt start that breaks the thread policy is refused by the admission step

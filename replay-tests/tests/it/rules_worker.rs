@@ -424,6 +424,12 @@ fn context_changed_results_do_not_advance() {
             revision: "9f1c2e0".to_owned(),
             content: "pub fn lex() {}\n".to_owned(),
         }),
+        // The setup's decision withdrawn (outside review 135).
+        Command::WithdrawHumanDecision(WithdrawHumanDecision {
+            decision_id: lid(0x52),
+            reason: "asked of the wrong goal".to_owned(),
+            withdrawn_by: "human:alice".to_owned(),
+        }),
     ];
     let finish = || {
         Command::FinishAttempt(FinishAttempt {
