@@ -971,6 +971,37 @@ fn a_torn_tail_is_cut_off_and_reported() {
     assert_eq!((code, report["tornTail"].is_null()), (0, true));
 }
 
+/// A torn tail cut with the segments a restore from sled rewrites is reported as a plain cut
+/// reports one — where it was, how long, and where its bytes are now (outside review 137 F1:
+/// with damage restored from sled too, `tornTail` was null and nothing said a tail was cut).
+#[test]
+fn a_torn_tail_cut_by_a_restore_from_sled_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 5, 2);
+    trim_preallocated(&dir);
+    let frames = journal_frames(&dir);
+    let next = next_record(&dir, 2);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let clean_len = bytes.len();
+    bytes[frames[2].range.start + (frames[2].range.end - frames[2].range.start) / 2] ^= 0x40;
+    bytes.extend_from_slice(&next[..next.len() / 2]);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = cli(&["recover", d, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["restoredFromSled"], 1, "{report}");
+    let torn = &report["tornTail"];
+    assert_eq!(torn["offset"], clean_len as u64, "{report}");
+    assert_eq!(torn["bytes"], (next.len() / 2) as u64, "{report}");
+    let moved = std::fs::read(torn["movedTo"].as_str().unwrap()).unwrap();
+    assert_eq!(moved[clean_len..], next[..next.len() / 2], "kept at its offset in the cut segment");
+    let (code, out, _) = cli(&["recover", d]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("torn"), "once cut, no torn tail is left: {out}");
+}
+
 /// Segments are read through a 1 MiB window: records larger than the window, records that
 /// straddle its edges, and a torn record larger than the window at the tail are all read
 /// as when the whole segment was in memory.
