@@ -1023,6 +1023,9 @@ fn compile(
                 "contextChangedAt": found.context_changed_at.map(|(seq, kind)| json!({"seq": seq, "kind": kind})),
                 "goalRevisedAt": found.goal_revised_at,
                 "staleNow": found.stale_now,
+                // What the compiler left out and why, as the manifest records it (outside
+                // review 135 F3: an auditor found it only by decoding the entry).
+                "omissionDecisions": found.compiled.manifest.omission_decisions,
             }),
         )?;
     } else {

@@ -66,6 +66,16 @@ fn compile_says_when_no_worker_received_the_package() {
     assert_eq!((j["matchesRecorded"].as_bool(), j["dispatched"].as_bool()), (Some(true), Some(false)));
     assert!(err.contains("never dispatched"), "{err}");
     assert_eq!(j["staleNow"], serde_json::Value::Null, "{j}");
+    // What the compiler left out is shown as the manifest records it (outside review 135
+    // F3): the setup's PROPOSED fact.
+    let omitted: Vec<(&str, &str)> = j["omissionDecisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["sourceRef"].as_str().unwrap(), o["rule"].as_str().unwrap()))
+        .collect();
+    let fact = format!("fact/{}@1", lid(0x51));
+    assert!(omitted.contains(&(fact.as_str(), "authority.factNotConfirmed")), "{j}");
     // A Human Decision recorded since the start: the claim would be refused as stale, and
     // `compile` says so (outside review 128 F3: `matchesRecorded: true` alone read as "claim
     // these digests").
