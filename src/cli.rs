@@ -363,7 +363,16 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 }
                 return emit(out, v);
             }
-            if let Some(cut) = &report.interrupted_swap_undone {
+            if let (Some(cut), Some(0)) = (&report.interrupted_swap_undone, report.interrupted_swap_moved) {
+                emit(
+                    out,
+                    format!(
+                        "an interrupted recover's swap marker was found with every segment it names in place in \
+                         journal/: nothing had moved ({} was not used); the marker was removed",
+                        cut.display()
+                    ),
+                )?;
+            } else if let Some(cut) = &report.interrupted_swap_undone {
                 emit(
                     out,
                     format!(
@@ -373,11 +382,18 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     ),
                 )?;
             }
-            if let (Some((from, to)), n) = (report.restored_seqs, report.restored_from_sled) {
+            if report.restored_from_sled > 0 {
+                let runs: Vec<String> = report
+                    .restored_runs
+                    .iter()
+                    .map(|(from, to)| if from == to { format!("{from}") } else { format!("{from}..={to}") })
+                    .collect();
                 emit(
                     out,
                     format!(
-                        "restored {n} record(s), seq {from}..={to}, into the journal from sled's intact copy"
+                        "restored {} record(s), seq {}, into the journal from sled's intact copy",
+                        report.restored_from_sled,
+                        runs.join(", ")
                     ),
                 )?;
             }

@@ -541,7 +541,7 @@ fn durable_sources(
         // A withdrawn decision reaches no worker (outside review 135; no ledger before it
         // withdraws one, so no earlier package changes).
         if let Some(at) = d.withdrawn_seq {
-            let mut reason = "withdrawn by a human (entry ".to_owned();
+            let mut reason = ["withdrawn by ", &d.withdrawn_by, " (entry "].concat();
             push_decimal(&mut reason, at);
             reason.push_str("): ");
             reason.push_str(&d.withdrawn_reason);

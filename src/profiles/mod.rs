@@ -7,6 +7,7 @@
 pub mod demo;
 pub mod generation;
 pub mod scan;
+pub mod secrets;
 pub mod select;
 
 use std::path::Path;

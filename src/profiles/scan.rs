@@ -815,7 +815,7 @@ pub fn holds_secrets(path: &str) -> bool {
     let lower = lower_path.rsplit('/').next().unwrap_or(&lower_path).to_owned();
     // An example, sample or template copy is not the secret (outside review 132 F7:
     // `client_secret.example.json`, `id_rsa.pub.example`); a key in it is still refused by
-    // its armor (`holds_private_key`).
+    // its armor (`secrets::secret_in`).
     let placeholder = ["example", "examples", "sample", "samples", "template", "templates", "dist"];
     if lower.split('.').any(|part| placeholder.contains(&part))
         || parts.iter().rev().skip(1).any(|p| placeholder.contains(p))
@@ -929,223 +929,6 @@ pub fn holds_secrets(path: &str) -> bool {
     // GitHub CLI's token store, by its folder.
     let gh = lower_path == "gh/hosts.yml" || lower_path.ends_with("/gh/hosts.yml");
     env || key || kept_key || store || named || gh
-}
-
-/// Whether `bytes` hold a private key or a secret token by its form, under any file name:
-/// an ASCII-armored private key (`-----BEGIN … PRIVATE KEY…-----`: PEM, OpenSSH, PGP — on a
-/// line of its own or inside a JSON or YAML string, as a service-account key file holds
-/// it: outside review 133), an age secret key (`AGE-SECRET-KEY-1…`), an AWS access key id
-/// (`AKIA` + 16), a GitHub token (`ghp_`/`gho_`/`ghs_`/`ghu_` + 36, `github_pat_`), an
-/// Anthropic key (`sk-ant-`), a Slack token (`xoxb-`, `xoxp-`, …); an armored key encoded
-/// once more in base64; a secret assigned in the clear to a key that names one
-/// (`aws_secret_access_key = …`, `DB_PASSWORD=…`), a URL's password, a signed JWT.
-pub fn holds_private_key(bytes: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(bytes);
-    // An armored key with its body: `-----BEGIN …PRIVATE KEY…-----`, at least 64 base64
-    // characters, then `-----END` (a header quoted in a document, or built in a script,
-    // is not a key: outside review 134).
-    let armored = text.match_indices("-----BEGIN ").any(|(at, _)| {
-        let rest = text.get(at + 11..).unwrap_or_default();
-        let Some(label_end) = rest.find("-----") else { return false };
-        let label = rest.get(..label_end).unwrap_or_default();
-        let body = rest.get(label_end + 5..).unwrap_or_default();
-        let Some(end) = body.find("-----END") else { return false };
-        let base64 = body
-            .get(..end)
-            .unwrap_or_default()
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
-            .count();
-        label.contains("PRIVATE KEY") && label.len() < 64 && base64 >= 64
-    });
-    // `prefix` (at a word start) followed by at least `min` token characters
-    // (`[A-Za-z0-9_-]`), or by exactly `exact` upper-case letters and digits.
-    let run =
-        |rest: &str| rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count();
-    let at_start = |at: usize| {
-        text.get(..at).and_then(|t| t.chars().next_back()).is_none_or(|c| !c.is_ascii_alphanumeric())
-    };
-    let token = |prefix: &str, min: usize| {
-        text.match_indices(prefix)
-            .any(|(at, _)| at_start(at) && run(text.get(at + prefix.len()..).unwrap_or_default()) >= min)
-    };
-    let key_id = |prefix: &str| {
-        text.match_indices(prefix).any(|(at, _)| {
-            let rest = text.get(at + prefix.len()..).unwrap_or_default();
-            let id: Vec<char> = rest.chars().take_while(char::is_ascii_alphanumeric).collect();
-            at_start(at) && id.len() == 16 && id.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-        })
-    };
-    let lower = text.to_ascii_lowercase();
-    armored
-        || armored_in_base64(&text)
-        || assigned_secret(&lower, &text)
-        || url_password(&text)
-        || jwt(&text)
-        || lower
-            .match_indices("age-secret-key-1")
-            .any(|(at, _)| run(lower.get(at + 16..).unwrap_or_default()) >= 40)
-        || key_id("AKIA")
-        || key_id("ASIA")
-        || ["ghp_", "gho_", "ghs_", "ghu_", "ghr_"].iter().any(|p| token(p, 36))
-        || token("github_pat_", 22)
-        || token("sk-ant-", 24)
-        || token("sk-proj-", 24)
-        || token("sk-", 40)
-        || token("AIza", 35)
-        || token("sk_live_", 20)
-        || token("rk_live_", 20)
-        || token("hf_", 30)
-        || token("npm_", 36)
-        || token("glpat-", 20)
-        || ["xoxb-", "xoxp-", "xoxa-", "xoxs-", "xapp-"].iter().any(|p| token(p, 20))
-}
-
-/// A value that reads as a secret rather than a name or a placeholder: characters of
-/// `[A-Za-z0-9+/=_.~!@#%^&*-]` only — upper case, lower case and a digit among at least
-/// `min` of them, or a letter and a digit among at least `long` (a hex token) — and none of
-/// the words a document uses for a stand-in (`example`, `your`, `xxxx`, `changeme`, …).
-/// `$VAR`, `${{ secrets.X }}`, `<password>`, a call such as `os.getenv(…)` and a name
-/// such as `tls-secret-2024` are not secrets.
-fn looks_secret(value: &str, min: usize, long: usize) -> bool {
-    let lower = value.to_ascii_lowercase();
-    let has = |f: fn(&char) -> bool| value.chars().any(|c| f(&c));
-    let mixed = value.len() >= min && has(char::is_ascii_uppercase) && has(char::is_ascii_lowercase);
-    let hex = value.len() >= long && has(char::is_ascii_alphabetic);
-    (mixed || hex)
-        && has(char::is_ascii_digit)
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || "+/=_.~!@#%^&*-".contains(c))
-        && ![
-            "example",
-            "your",
-            "xxxx",
-            "placeholder",
-            "changeme",
-            "redacted",
-            "dummy",
-            "fake",
-            "sample",
-            "0000",
-        ]
-        .iter()
-        .any(|w| lower.contains(w))
-}
-
-/// A secret assigned to a key that names one (outside review 134's "left": an AWS secret
-/// access key, a database password): `aws_secret_access_key = …`, `"api_key": "…"`,
-/// `DB_PASSWORD=…`, `token: …` — the key's last word one of the names below, then `=`,
-/// `:`, `:=` or `=>`, then a value that `looks_secret` (12 characters mixed, 32 hex). `lower` is
-/// `text` in ASCII lower case (same offsets).
-fn assigned_secret(lower: &str, text: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "secret_access_key",
-        "secret_key",
-        "secretkey",
-        "client_secret",
-        "api_key",
-        "api-key",
-        "apikey",
-        "api_token",
-        "access_token",
-        "auth_token",
-        "refresh_token",
-        "private_key",
-        "password",
-        "passwd",
-        "secret",
-        "token",
-    ];
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    NAMES.iter().any(|name| {
-        lower.match_indices(name).any(|(at, _)| {
-            let rest = text.get(at + name.len()..).unwrap_or_default();
-            if rest.chars().next().is_some_and(ident) {
-                return false;
-            }
-            let rest = rest.trim_start_matches(['"', '\'', '`']).trim_start_matches([' ', '\t']);
-            let Some(rest) = [":=", "=>", "=", ":"].iter().find_map(|op| rest.strip_prefix(op)) else {
-                return false;
-            };
-            let value = rest.trim_start_matches([' ', '\t']).trim_start_matches(['"', '\'', '`']);
-            let value =
-                value.split(|c: char| c.is_whitespace() || "\"'`,;})]".contains(c)).next().unwrap_or("");
-            looks_secret(value, 12, 32)
-        })
-    })
-}
-
-/// A URL holding a password in its user part: `scheme://user:password@host`, the password
-/// `looks_secret` (8 characters mixed, 16 hex: `postgres://app:s3cretPassw0rd@db/app`; not
-/// `postgres://user:password@localhost/db` or `…:${DB_PASSWORD}@…`).
-fn url_password(text: &str) -> bool {
-    text.match_indices("://").any(|(at, _)| {
-        let authority = text.get(at + 3..).unwrap_or_default();
-        let authority =
-            authority.split(|c: char| c.is_whitespace() || "/?#\"'`<>".contains(c)).next().unwrap_or("");
-        let Some((userinfo, _host)) = authority.rsplit_once('@') else { return false };
-        userinfo.split_once(':').is_some_and(|(_, password)| looks_secret(password, 8, 16))
-    })
-}
-
-/// A signed JSON Web Token: `eyJ…` (a base64url JSON header), a payload and a signature,
-/// each at least 10 characters.
-fn jwt(text: &str) -> bool {
-    text.match_indices("eyJ").any(|(at, _)| {
-        let rest = text.get(at..).unwrap_or_default();
-        let token =
-            rest.split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c))).next().unwrap_or("");
-        let parts: Vec<&str> = token.split('.').collect();
-        parts.len() == 3
-            && parts.iter().all(|p| p.len() >= 10)
-            && parts.get(1).is_some_and(|p| p.starts_with("eyJ"))
-    })
-}
-
-/// An armored private key encoded once more in base64, as a Kubernetes secret or a CI
-/// variable holds it (`tls.key: LS0tLS1CRUdJTi…`, the encoding of `-----BEGIN`): each
-/// such run is decoded and read for an armored key with its body.
-fn armored_in_base64(text: &str) -> bool {
-    text.match_indices("LS0tLS1CRUdJTi").any(|(at, _)| {
-        let run: String = text
-            .get(at..)
-            .unwrap_or_default()
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '\n' | '\r'))
-            .filter(|c| !c.is_ascii_whitespace())
-            .collect();
-        let decoded = base64_decode(&run);
-        // The decoded text (three quarters the length) is read as a file is.
-        decoded.windows(11).any(|w| w == b"-----BEGIN ") && {
-            let inner = String::from_utf8_lossy(&decoded);
-            inner.contains("PRIVATE KEY") && holds_private_key(inner.as_bytes())
-        }
-    })
-}
-
-/// Standard base64 (padding optional), decoded up to the first character outside the
-/// alphabet.
-fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in text.bytes() {
-        let Some(v) = value(c) else { break };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    out
 }
 
 /// The extensions of files a skill tree may hold as bytes (images, documents, archives,
@@ -1532,13 +1315,13 @@ pub fn scan_keeping(
             }
             // Nor a private key under any name: its armor says what it is (outside review 132
             // F1: `AuthKey_*.p8`, `private.asc` were recorded).
-            if holds_private_key(&r.bytes) {
+            if let Some(what) = super::secrets::secret_in(&r.bytes) {
                 return Err(meta(
                     &path.join(&r.path),
-                    "holds a private key or a secret (an armored `PRIVATE KEY` block, plain or in base64; an age, AWS, \
-                     GitHub, Anthropic or Slack key; a password or token assigned in the clear, a URL's password, \
-                     a JWT; an append-only ledger could never drop it): remove it from the skill's tree"
-                        .to_owned(),
+                    format!(
+                        "holds a secret: {what} (an append-only ledger could never drop it; docs/profiles.md lists \
+                         the forms read): remove it from the skill's tree"
+                    ),
                 ));
             }
             // Binary is what its name says is binary (`BINARY_EXTENSIONS`): anything else a
@@ -2233,99 +2016,6 @@ mod native_tests {
         ] {
             assert!(!super::holds_secrets(no), "{no}");
         }
-    }
-
-    /// A private key is refused by its armor under any name; a certificate or a public
-    /// key is not (outside review 132 F1, F7).
-    #[test]
-    fn private_keys_are_refused_by_their_armor() {
-        let body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4";
-        let yes = [
-            format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n"),
-            format!(
-                "notes\n  -----BEGIN RSA PRIVATE KEY-----\r\n  {body}\r\n  -----END RSA PRIVATE KEY-----\n"
-            ),
-            format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"),
-            format!("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{body}\n-----END PGP PRIVATE KEY BLOCK-----"),
-            // Outside review 133: inside a JSON string (a service-account key file), and tokens.
-            format!(
-                r#"{{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n"}}"#
-            ),
-            format!("AGE-SECRET-KEY-1{}", "Q".repeat(58)),
-            format!("age-secret-key-1{}", "q".repeat(58)),
-            "aws_access_key_id = AKIAIOSFODNN7EXAMPLE".to_owned(),
-            "AWS_ACCESS_KEY_ID=ASIAIOSFODNN7EXAMPLE".to_owned(),
-            "export GITHUB_PERSONAL_ACCESS_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789".to_owned(),
-            r#"{"env": {"ANTHROPIC_API_KEY": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"}}"#.to_owned(),
-            // Outside review 134's.
-            "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345".to_owned(),
-            "key: AIzaSyA1234567890abcdefghijklmnopqrstuv".to_owned(),
-            "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789".to_owned(),
-            "glpat-abcdefghijklmnopqrst".to_owned(),
-            // The twenty-fourth session's "left": secrets in no token form.
-            "[default]\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQWERTYKEY1\n".to_owned(),
-            "AWS_SECRET_ACCESS_KEY=\"Je7MtGbClwBF/2Zp9Utk/h3yCo8nvbQWERTYUKEY\"".to_owned(),
-            r#"{"api_key": "9f8e7d6c5b4a39281706f5e4d3c2b1a0"}"#.to_owned(),
-            "DB_PASSWORD: Tr0ub4dor-and-3".to_owned(),
-            "DATABASE_URL=postgres://app:s3cretPassw0rd@db.internal:5432/app".to_owned(),
-            "redis://:Xk29fLq81Zr@cache:6379/0".to_owned(),
-            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U".to_owned(),
-            format!(
-                "tls.key: {}",
-                base64(format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n").as_bytes())
-            ),
-        ];
-        for y in &yes {
-            assert!(super::holds_private_key(y.as_bytes()), "{y:?}");
-        }
-        for no in [
-            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-            "-----BEGIN PUBLIC KEY-----\n",
-            "Never commit a PRIVATE KEY block to a skill.",
-            "-----BEGIN PGP PUBLIC KEY BLOCK-----\n",
-            "Set GITHUB_TOKEN to a token such as ghp_xxxx (never commit it).",
-            "AKIA is the prefix of an AWS access key id.",
-            "sk-ant-… keys belong in the environment",
-            // Outside review 134's: a header quoted or built, a longer word.
-            "Look for lines such as `-----BEGIN RSA PRIVATE KEY-----` in diffs.",
-            "PEM = '-----BEGIN ' + 'PRIVATE KEY-----'",
-            "id,AKIAXXXXXXXXXXXXXXXXNOTAKEY",
-            // Stand-ins, variables, calls and names are not secrets.
-            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-            "api_key = \"YOUR_API_KEY\"",
-            "password: hunter2",
-            "token: ${{ secrets.GITHUB_TOKEN }}",
-            "api_key = os.environ[\"OPENAI_API_KEY\"]",
-            "secret: tls-secret-2024",
-            "DB_PASSWORD=$DB_PASSWORD",
-            "postgres://user:password@localhost:5432/db",
-            "postgres://user:${DB_PASSWORD}@localhost/db",
-            "mysql://root:<password>@127.0.0.1/app",
-            "https://example.com:8443/path",
-            "The token field holds eyJ… (a JWT); never paste one here.",
-            "tokenizer: bert-base-uncased-v2",
-            "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t",
-        ] {
-            assert!(!super::holds_private_key(no.as_bytes()), "{no:?}");
-        }
-    }
-
-    /// Standard base64 with padding, written here independently of the scanner's decoder.
-    fn base64(bytes: &[u8]) -> String {
-        const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for chunk in bytes.chunks(3) {
-            let at = |i: usize| u32::from(*chunk.get(i).unwrap_or(&0));
-            let n = (at(0) << 16) | (at(1) << 8) | at(2);
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(char::from(*ABC.get(((n >> (18 - 6 * i)) & 63) as usize).unwrap_or(&b'?')));
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
     }
 
     /// The set-time check accepts only a plain `policy: allow_implicit_invocation: false`

@@ -445,6 +445,13 @@ fn check_thread(
 fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<String> {
     let decisions: Vec<(&Id, &super::state::HumanDecisionState)> =
         state.human_decisions.iter().filter(|(_, d)| d.goal_id == goal).collect();
+    // A decision withdrawn since (outside review 135) — said first: a later answer to its
+    // question is no supersession (outside review 138 F2).
+    if let Some((id, _)) =
+        decisions.iter().find(|(_, d)| d.seq < since && d.withdrawn_seq.is_some_and(|at| at > since))
+    {
+        return Some(format!("human decision {id}, withdrawn"));
+    }
     for (id, newer) in decisions.iter().filter(|(_, d)| d.seq > since) {
         let question = super::question_key(&newer.question);
         if let Some((old, _)) =
@@ -452,12 +459,6 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
         {
             return Some(format!("human decision {old}, superseded by {id}"));
         }
-    }
-    // A decision withdrawn since (outside review 135).
-    if let Some((id, _)) =
-        decisions.iter().find(|(_, d)| d.seq < since && d.withdrawn_seq.is_some_and(|at| at > since))
-    {
-        return Some(format!("human decision {id}, withdrawn"));
     }
     let fact = state.facts.iter().find(|(_, f)| {
         f.goal_id == goal

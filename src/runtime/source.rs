@@ -372,16 +372,24 @@ pub fn apply_human_decision(
     // A question that reads as another decision's of the goal but folds to another key (an
     // NFD accent, a Cyrillic letter) would stand beside it as a second answer to what reads
     // as one question (outside review 75): spelled as that one, or refused.
-    let looks = statement_key(&asked);
+    // Look-alike letters are read in the case written as well as folded (outside review 138
+    // F1: a Cyrillic `В` folds to `в`, which looks like no Latin letter, and "Keep the В
+    // tree?" stood beside "Keep the B tree?" with the opposite answer).
+    let looks = |q: &str| [statement_key(&question_key(q)), question_key(&statement_key(q))];
+    let ours = looks(&e.question);
     if let Some((id, d)) = state.human_decisions.iter().find(|(_, d)| {
         d.goal_id == e.goal_id
             && question_key(&d.question) != asked
-            && statement_key(&question_key(&d.question)) == looks
+            && looks(&d.question).iter().any(|k| ours.contains(k))
     }) {
+        let change = match d.withdrawn_seq {
+            Some(at) => format!("it was withdrawn at seq {at}: answer it so, without `supersedes`"),
+            None => "and name the standing decision in `supersedes` to change its answer".to_owned(),
+        };
         return Err(super::violation(
             Rule::DecisionConflict,
             format!(
-                "the question {:?} reads as decision {id}'s {:?} of goal {} but is spelled otherwise: ask it as that one does (and name the standing decision in `supersedes` to change its answer)",
+                "the question {:?} reads as decision {id}'s {:?} of goal {} but is spelled otherwise: ask it as that one does ({change})",
                 e.question, d.question, e.goal_id
             ),
         ));
@@ -418,7 +426,15 @@ pub fn apply_human_decision(
                     e.decision_id,
                     e.question,
                     e.goal_id,
-                    standing.map_or_else(|| "there is none".to_owned(), |(id, _)| format!("that is {id}"))
+                    standing.map_or_else(
+                        || "there is none".to_owned(),
+                        |(id, d)| match d.withdrawn_seq {
+                            Some(at) => format!(
+                                "none stands: {id} was withdrawn at seq {at} — answer it without `supersedes`"
+                            ),
+                            None => format!("that is {id}"),
+                        }
+                    )
                 ),
             )),
         };
@@ -449,6 +465,7 @@ fn record_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) {
             seq,
             withdrawn_seq: None,
             withdrawn_reason: String::new(),
+            withdrawn_by: String::new(),
         },
     );
 }
@@ -474,16 +491,20 @@ pub fn apply_human_decision_withdrawn(
         d.withdrawn_seq.unwrap_or_default()
     );
     let asked = question_key(&d.question);
-    if let Some((newer, _)) = state
+    if let Some((newer, n)) = state
         .human_decisions
         .iter()
         .filter(|(_, x)| x.goal_id == d.goal_id && x.seq > d.seq && question_key(&x.question) == asked)
         .max_by_key(|(_, x)| x.seq)
     {
+        let then = match n.withdrawn_seq {
+            Some(at) => format!("itself withdrawn at seq {at}: no decision stands on it"),
+            None => "withdraw the decision standing on it".to_owned(),
+        };
         return Err(super::violation(
             Rule::DecisionWithdrawn,
             format!(
-                "human decision {} is superseded by {newer} on the question {:?}: withdraw the decision standing on it",
+                "human decision {} is superseded by {newer} on the question {:?}, {then}",
                 e.decision_id, d.question
             ),
         ));
@@ -491,6 +512,7 @@ pub fn apply_human_decision_withdrawn(
     let d = get_mut(&mut state.human_decisions, e.decision_id, "human decision")?;
     d.withdrawn_seq = Some(seq);
     d.withdrawn_reason = e.reason.clone();
+    d.withdrawn_by = e.withdrawn_by.clone();
     Ok(())
 }
 

@@ -198,9 +198,12 @@ pub struct HumanDecisionState {
     /// when absent, so earlier state digests are unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withdrawn_seq: Option<u64>,
-    /// The withdrawal's reason (derived by the fold, not encoded, as a retirement's).
+    /// The withdrawal's reason and principal (derived by the fold, not encoded, as a
+    /// retirement's).
     #[serde(skip)]
     pub withdrawn_reason: String,
+    #[serde(skip)]
+    pub withdrawn_by: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -52,8 +52,12 @@ pub struct RecoverReport {
     pub torn_tail: Option<super::TornTail>,
     /// Records the journal had lost (damaged or missing) that were restored from sled.
     pub restored_from_sled: u64,
-    /// The seqs of the restored records.
+    /// The first and last seq of the restored records.
     pub restored_seqs: Option<(u64, u64)>,
+    /// The restored seqs as runs `[first, last]`: records the journal still held between
+    /// two restored ones are not among them (outside review 137 P3-2: "seq 5..=12" read as
+    /// eight restored where two were).
+    pub restored_runs: Vec<(u64, u64)>,
     /// Journal bytes cut by `--truncate-after` or replaced by sled's copy, and where they went.
     #[serde(serialize_with = "super::path_text::list")]
     pub cut: Vec<PathBuf>,
@@ -66,6 +70,9 @@ pub struct RecoverReport {
     /// were put back first from this `cut/N/` directory (`recover.txn`; docs/SAFETY.md).
     #[serde(serialize_with = "super::path_text::option", skip_serializing_if = "Option::is_none")]
     pub interrupted_swap_undone: Option<PathBuf>,
+    /// How many files that undo moved (0: every segment the marker named was in place).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted_swap_moved: Option<u64>,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -389,12 +396,16 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     };
     let result = result
         .and_then(|report| restored_reads_back(root, report))
-        .map(|report| RecoverReport { interrupted_swap_undone: undone.clone(), ..report })
+        .map(|report| RecoverReport {
+            interrupted_swap_undone: undone.as_ref().map(|(into, _)| into.clone()),
+            interrupted_swap_moved: undone.as_ref().map(|(_, moved)| *moved as u64),
+            ..report
+        })
         .map_err(|e| hint_keeps_sled(root, e))
         // A refusal after the undo says what the undo changed (outside review 131: "nothing
         // was changed" after it had).
         .map_err(|e| match undone {
-            Some(undone) => OpenError::AfterUndo { undone, source: Box::new(e) },
+            Some((undone, _)) => OpenError::AfterUndo { undone, source: Box::new(e) },
             None => e,
         });
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
@@ -534,10 +545,12 @@ fn recover_in(
         torn_tail: None,
         restored_from_sled: 0,
         restored_seqs: None,
+        restored_runs: Vec::new(),
         cut: Vec::new(),
         sled_rebuilt: true,
         sled_restored_frames: 0,
         interrupted_swap_undone: None,
+        interrupted_swap_moved: None,
     };
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and
@@ -1606,6 +1619,13 @@ fn rewrite_from(
     report.restored_seqs = lacked.first().zip(lacked.last()).map(|((first, _), (last_first, last))| {
         (*first, open_record(last).map_or(*last_first, |(h, _)| h.last_seq()))
     });
+    for (first, record) in &lacked {
+        let last = open_record(record).map_or(*first, |(h, _)| h.last_seq());
+        match report.restored_runs.last_mut() {
+            Some((_, to)) if *to + 1 == *first => *to = last,
+            _ => report.restored_runs.push((*first, last)),
+        }
+    }
     Ok(())
 }
 

@@ -284,20 +284,21 @@ pub(super) fn undo(root: &Path, into: &Path) -> Result<(), OpenError> {
 
 /// `recover`'s first step over an interrupted swap: the originals back in `journal/`, the
 /// rewritten segments found there moved to `cut/N/undone/`, the marker removed. Returns
-/// the `cut/N/` directory, or `None` when there was no marker.
-pub(super) fn undo_interrupted(root: &Path) -> Result<Option<PathBuf>, OpenError> {
+/// the `cut/N/` directory and how many files moved (none: the marker named segments all in
+/// place), or `None` when there was no marker.
+pub(super) fn undo_interrupted(root: &Path) -> Result<Option<(PathBuf, usize)>, OpenError> {
     if refuse_interrupted(root).is_ok() {
         // A marker never completed: the swap had not begun.
         let _ = std::fs::remove_file(root.join(format!("{MARKER}.tmp")));
         return Ok(None);
     }
     let txn = read_marker(root)?;
-    let into = put_back(root, &txn, Discard::MoveAside)?;
+    let undone = put_back(root, &txn, Discard::MoveAside)?;
     bump_epoch(root)?;
     let marker = root.join(MARKER);
     std::fs::remove_file(&marker).map_err(io("remove", &marker))?;
     sync_dir(root)?;
-    Ok(Some(into))
+    Ok(Some(undone))
 }
 
 fn read_marker(root: &Path) -> Result<Txn, OpenError> {
@@ -334,7 +335,7 @@ enum Discard {
 /// marker's names put back a stale file, or none, and recover then wrote the journal from
 /// a lagging sled with exit 0). Each step is a rename, so this may itself be interrupted
 /// and run again. Anything else refuses, changing nothing more (the marker stays).
-fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenError> {
+fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<(PathBuf, usize), OpenError> {
     let marker = root.join(MARKER);
     let unresolved = |why: String| OpenError::SwapUnresolved { marker: marker.clone(), why };
     let journal = root.join(JOURNAL_DIR);
@@ -390,6 +391,7 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
         }
     }
     // The rewrites out of `journal/`.
+    let mut moved = 0;
     for (name, _) in &txn.new {
         let path = journal.join(name);
         if !rewrite_of(name, file_hash(&path)?) {
@@ -413,6 +415,7 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
                 std::fs::rename(&path, &target).map_err(io("rename", &path))?;
             }
         }
+        moved += 1;
     }
     if undone.is_dir() {
         sync_dir(&undone)?;
@@ -430,12 +433,13 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<PathBuf, OpenErr
             continue;
         }
         std::fs::rename(&kept, &path).map_err(io("rename", &kept))?;
+        moved += 1;
     }
     sync_dir(&journal)?;
     if into.is_dir() {
         sync_dir(&into)?;
     }
-    Ok(into)
+    Ok((into, moved))
 }
 
 #[cfg(test)]

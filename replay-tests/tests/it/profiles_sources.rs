@@ -583,7 +583,7 @@ fn scan_fails_closed_on_every_listed_case() {
                     &format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", "A".repeat(64)),
                 )
             }),
-            "holds a private key",
+            "holds a secret: an armored private key",
         ),
         (
             "a state root made inside the source tree (outside reviews 96, 97: \"SKILL.md: missing\")",

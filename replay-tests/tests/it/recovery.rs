@@ -1002,6 +1002,28 @@ fn a_torn_tail_cut_by_a_restore_from_sled_is_reported() {
     assert!(!out.contains("torn"), "once cut, no torn tail is left: {out}");
 }
 
+/// Two records restored from sled with an intact one of the journal's between them: the
+/// report names each run, not one range over the three (outside review 137 P3-2).
+#[test]
+fn restored_records_are_named_by_their_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 5, 1);
+    let frames = journal_frames(&dir);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    for f in [&frames[1], &frames[3]] {
+        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+    }
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = cli(&["recover", d, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (one, three) = (frames[1].first_seq, frames[3].first_seq);
+    assert_eq!(report["restoredRuns"], serde_json::json!([[one, one], [three, three]]), "{report}");
+    assert_eq!(report["restoredFromSled"], 2, "{report}");
+}
+
 /// Segments are read through a 1 MiB window: records larger than the window, records that
 /// straddle its edges, and a torn record larger than the window at the tail are all read
 /// as when the whole segment was in memory.

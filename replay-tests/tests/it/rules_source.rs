@@ -496,6 +496,21 @@ fn a_human_decision_is_changed_by_naming_the_one_it_replaces() {
     }));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::DecisionConflict), "{err}");
     assert!(err.to_string().contains("reads as decision"), "{err}");
+    // Nor a capital that looks like a Latin one only before case folding (outside review 138
+    // F1: a Cyrillic `В`, `Н`, `М`, `Т`, `К` stood beside `B`, `H`, `M`, `T`, `K`).
+    for (id, look_alike) in
+        [(0x70, "Keep the existing \u{0415}rror enum?"), (0x71, "\u{041A}eep the existing Error enum?")]
+    {
+        let err = w.fails(Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(id),
+            goal_id: lid(GOAL),
+            question: look_alike.into(),
+            answer: "Maybe.".into(),
+            decided_by: "human:bob".into(),
+            supersedes: None,
+        }));
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::DecisionConflict), "{look_alike}: {err}");
+    }
     // The next Attempt is given the new answer only.
     w.with(|s| s.start(0x60, 0x61)).unwrap();
     let Event::AttemptStarted(a) = w.last_event("attemptStarted") else { unreachable!() };

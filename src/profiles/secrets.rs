@@ -1,0 +1,769 @@
+//! Secrets a skill's tree may not carry, read by their form under any file name: the
+//! ledger is append-only, so a secret `sources scan` recorded could never be taken back
+//! (outside reviews 91, 132–134, 136, 139). Read on the safe side — a document quoting a
+//! real-looking secret is refused too — and by heuristics: a secret in no form below is
+//! not read (docs/profiles.md lists the forms and the known limits).
+//!
+//! The forms: an ASCII-armored private key with its body; key material by its shape (a
+//! PuTTY key's private lines, a private JWK, a DER private key in base64); a provider
+//! token by its prefix and length; a value assigned to a key that names a secret
+//! (`DB_PASSWORD=…`, `"apiKey": "…"`, `password: |` and the value on the next line,
+//! `<password>…</password>`, `ENV TOKEN …`); a URL's password; an `Authorization: Basic`
+//! or `Bearer` header; a signed JWT or a JWE; and any of these encoded in base64 (a run of
+//! base64 pieces, wrapped, indented or quoted, is decoded and read again, twice at most).
+
+/// What secret `bytes` hold, if any: its form and the line it is on (1-based), for the
+/// refusal.
+pub fn secret_in(bytes: &[u8]) -> Option<String> {
+    find(&String::from_utf8_lossy(bytes), 0)
+}
+
+fn find(text: &str, depth: u8) -> Option<String> {
+    let line = |at: usize| text.get(..at).map_or(0, |t| t.matches('\n').count()) + 1;
+    let found = armored(text)
+        .map(|at| (at, "an armored private key".to_owned()))
+        .or_else(|| key_material(text))
+        .or_else(|| token(text))
+        .or_else(|| assigned(text))
+        .or_else(|| url_password(text).map(|at| (at, "a password in a URL".to_owned())))
+        .or_else(|| header(text))
+        .or_else(|| jwt(text));
+    if let Some((at, what)) = found {
+        return Some(format!("{what} (line {})", line(at)));
+    }
+    if depth < 2 {
+        for (at, run) in base64_runs(text) {
+            let decoded = base64_decode(&run);
+            if der_private_key(&decoded) {
+                return Some(format!("a DER private key in base64 (line {})", line(at)));
+            }
+            if let Some(inner) = find(&String::from_utf8_lossy(&decoded), depth + 1) {
+                return Some(format!("{inner} encoded in base64 (line {})", line(at)));
+            }
+        }
+    }
+    None
+}
+
+/// An armored key with its body: `-----BEGIN …PRIVATE KEY…-----`, at least 64 base64
+/// characters, then `-----END` (a header quoted in a document, or built in a script, is
+/// not a key: outside review 134).
+fn armored(text: &str) -> Option<usize> {
+    text.match_indices("-----BEGIN ").map(|(at, _)| at).find(|&at| {
+        let rest = text.get(at + 11..).unwrap_or_default();
+        let Some(label_end) = rest.find("-----") else { return false };
+        let label = rest.get(..label_end).unwrap_or_default();
+        let body = rest.get(label_end + 5..).unwrap_or_default();
+        let Some(end) = body.find("-----END") else { return false };
+        let base64 = body
+            .get(..end)
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+            .count();
+        label.contains("PRIVATE KEY") && label.len() < 64 && base64 >= 64
+    })
+}
+
+/// Key material by its shape: a PuTTY key's private lines, a private JWK (`"kty"` and a
+/// `"d"` of 32 or more characters), an age secret key.
+fn key_material(text: &str) -> Option<(usize, String)> {
+    if let Some(at) = text.find("PuTTY-User-Key-File-").filter(|_| text.contains("Private-Lines:")) {
+        return Some((at, "a PuTTY private key".to_owned()));
+    }
+    if text.contains("\"kty\"") {
+        let d = text.match_indices("\"d\"").map(|(at, _)| at).find(|&at| {
+            let rest = text.get(at + 3..).unwrap_or_default().trim_start();
+            let value =
+                rest.strip_prefix(':').unwrap_or_default().trim_start().strip_prefix('"').unwrap_or_default();
+            value.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')).count() >= 32
+        });
+        if let Some(at) = d {
+            return Some((at, "a private JSON Web Key".to_owned()));
+        }
+    }
+    let lower = text.to_ascii_lowercase();
+    lower
+        .match_indices("age-secret-key-1")
+        .map(|(at, _)| at)
+        .find(|&at| run(lower.get(at + 16..).unwrap_or_default()) >= 40)
+        .map(|at| (at, "an age secret key".to_owned()))
+}
+
+/// Token characters (`[A-Za-z0-9_-]`) at the start of `rest`.
+fn run(rest: &str) -> usize {
+    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count()
+}
+
+/// A provider token by its prefix (at a word start) and length.
+fn token(text: &str) -> Option<(usize, String)> {
+    let at_start = |at: usize| {
+        text.get(..at).and_then(|t| t.chars().next_back()).is_none_or(|c| !c.is_ascii_alphanumeric())
+    };
+    // (prefix, least token characters after it, whose)
+    const PREFIXES: &[(&str, usize, &str)] = &[
+        ("ghp_", 36, "GitHub"),
+        ("gho_", 36, "GitHub"),
+        ("ghs_", 36, "GitHub"),
+        ("ghu_", 36, "GitHub"),
+        ("ghr_", 36, "GitHub"),
+        ("github_pat_", 22, "GitHub"),
+        ("sk-ant-", 24, "Anthropic"),
+        ("sk-proj-", 24, "OpenAI"),
+        ("sk-svcacct-", 24, "OpenAI"),
+        ("sk-", 40, "OpenAI"),
+        ("AIza", 35, "Google"),
+        ("ya29.", 30, "Google OAuth"),
+        ("GOCSPX-", 24, "Google OAuth client"),
+        ("sk_live_", 20, "Stripe"),
+        ("rk_live_", 20, "Stripe"),
+        ("sk_test_", 20, "Stripe"),
+        ("rk_test_", 20, "Stripe"),
+        ("hf_", 30, "Hugging Face"),
+        ("npm_", 36, "npm"),
+        ("pypi-AgE", 50, "PyPI"),
+        ("glpat-", 20, "GitLab"),
+        ("hvs.", 24, "Vault"),
+        ("dop_v1_", 64, "DigitalOcean"),
+        ("shpat_", 32, "Shopify"),
+        ("shpca_", 32, "Shopify"),
+        ("shppa_", 32, "Shopify"),
+        ("shpss_", 32, "Shopify"),
+        ("xoxb-", 20, "Slack"),
+        ("xoxp-", 20, "Slack"),
+        ("xoxa-", 20, "Slack"),
+        ("xoxs-", 20, "Slack"),
+        ("xapp-", 20, "Slack"),
+        ("hooks.slack.com/services/T", 20, "Slack webhook"),
+    ];
+    for (prefix, min, whose) in PREFIXES {
+        let found = text.match_indices(prefix).map(|(at, _)| at).find(|&at| {
+            let rest = text.get(at + prefix.len()..).unwrap_or_default();
+            // A webhook's path holds `/`.
+            let webhook = prefix.starts_with("hooks.");
+            let n = if webhook {
+                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '/').count()
+            } else {
+                run(rest)
+            };
+            (at_start(at) || webhook) && n >= *min
+        });
+        if let Some(at) = found {
+            return Some((at, format!("a {whose} token")));
+        }
+    }
+    // SendGrid: `SG.` + 22 + `.` + 43.
+    if let Some(at) = text.match_indices("SG.").map(|(at, _)| at).find(|&at| {
+        let rest = text.get(at + 3..).unwrap_or_default();
+        let first = run(rest);
+        first >= 16
+            && rest.get(first..).is_some_and(|r| r.starts_with('.') && run(r.get(1..).unwrap_or("")) >= 30)
+    }) {
+        return Some((at, "a SendGrid token".to_owned()));
+    }
+    // An AWS key id: `AKIA`/`ASIA` and exactly 16 upper-case letters and digits (the
+    // documentation's `…EXAMPLE` ids aside).
+    for prefix in ["AKIA", "ASIA"] {
+        let found = text.match_indices(prefix).map(|(at, _)| at).find(|&at| {
+            let rest = text.get(at + 4..).unwrap_or_default();
+            let id: String = rest.chars().take_while(char::is_ascii_alphanumeric).collect();
+            at_start(at)
+                && id.len() == 16
+                && id.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                && !id.contains("EXAMPLE")
+        });
+        if let Some(at) = found {
+            return Some((at, "an AWS access key id".to_owned()));
+        }
+    }
+    None
+}
+
+/// Words a document uses for a stand-in value.
+const STAND_INS: &[&str] = &[
+    "example",
+    "your",
+    "xxxx",
+    "placeholder",
+    "changeme",
+    "change-me",
+    "redacted",
+    "dummy",
+    "fake",
+    "sample",
+    "test",
+    "demo",
+    "mock",
+    "password",
+    "0000",
+    "123456789",
+    "replace",
+];
+
+/// Whether a value reads as a secret rather than a name, a reference or a stand-in:
+/// upper case, lower case and a digit among at least `mixed` characters, or a digit and a
+/// letter among at least `long` with a run of 16 letters and digits (a hex or base64
+/// token, not `harbor-core-credentials-v2`); not a variable or template (`$VAR`, `${…}`,
+/// `{{…}}`, `<…>`, `%(…)s`), a path (`/…`, `./…`, `~/…`, a file name), a dotted reference
+/// (`process.env.API_KEY2`, `var.db_password_v2`) or a value holding a stand-in word.
+fn looks_secret(value: &str, mixed: usize, long: usize) -> bool {
+    let lower = value.to_ascii_lowercase();
+    let has = |f: fn(&char) -> bool| value.chars().any(|c| f(&c));
+    let longest_run = value.split(|c: char| !c.is_ascii_alphanumeric()).map(str::len).max().unwrap_or(0);
+    let reference = value.contains('.')
+        && value.split('.').filter(|p| !p.is_empty()).count() >= 2
+        && value.split('.').all(|p| {
+            p.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    const FILES: &[&str] = &[
+        ".pem", ".key", ".crt", ".cer", ".json", ".yml", ".yaml", ".txt", ".p12", ".pfx", ".env", ".cfg",
+        ".conf", ".ini", ".toml", ".jks",
+    ];
+    let path = value.starts_with(['/', '~'])
+        || value.starts_with("./")
+        || value.starts_with("../")
+        || FILES.iter().any(|ext| lower.ends_with(ext));
+    let shape = (value.len() >= mixed && has(char::is_ascii_uppercase) && has(char::is_ascii_lowercase))
+        || (value.len() >= long && longest_run >= 16 && has(char::is_ascii_alphabetic));
+    shape
+        && has(char::is_ascii_digit)
+        && !value.starts_with(['$', '{', '<', '%', '#', '!', '&', '*', '@', '?', '='])
+        && !value.contains("://")
+        && !reference
+        && !path
+        && !STAND_INS.iter().any(|w| lower.contains(w))
+}
+
+/// The words of an identifier, lower case: split at `_`, `-`, `.`, a lower-to-upper case
+/// change and a letter-digit change (`awsSecretAccessKey` → aws secret access key,
+/// `PASSWORD2` → password 2).
+fn words(id: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut prev: Option<char> = None;
+    for c in id.chars() {
+        let split = match prev {
+            _ if !c.is_ascii_alphanumeric() => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+                prev = None;
+                continue;
+            }
+            Some(p) => {
+                (p.is_ascii_lowercase() && c.is_ascii_uppercase())
+                    || (p.is_ascii_digit() != c.is_ascii_digit())
+            }
+            None => false,
+        };
+        if split && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        word.push(c.to_ascii_lowercase());
+        prev = Some(c);
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// Whether an identifier names a secret: its words, less a trailing number, version or
+/// environment (`_2`, `_v2`, `_PROD`), end in a name below — joined (`clientSecret`,
+/// `PGPASSWORD`, `app.api.key`, `SECRET_KEY_BASE`) or, for the short ones, as the last
+/// word (`DB_PASS`, `MYSQL_PWD`, `GITHUB_PAT`, `auth`).
+fn names_secret(id: &str) -> bool {
+    const JOINED: &[&str] = &[
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "secretkey",
+        "secretaccesskey",
+        "accountkey",
+        "privatekey",
+        "signingkey",
+        "encryptionkey",
+        "masterkey",
+        "secretkeybase",
+        "credential",
+        "credentials",
+        "bearer",
+    ];
+    const LAST: &[&str] = &["pwd", "pass", "pat", "auth"];
+    let mut w = words(id);
+    while w.last().is_some_and(|l| {
+        l.chars().all(|c| c.is_ascii_digit())
+            || (l.len() <= 3 && l.starts_with('v') && l.chars().skip(1).all(|c| c.is_ascii_digit()))
+            || ["prod", "production", "dev", "development", "staging", "stage", "live", "local", "primary"]
+                .contains(&l.as_str())
+    }) {
+        w.pop();
+    }
+    let joined = w.concat();
+    JOINED.iter().any(|n| joined.ends_with(n)) || w.last().is_some_and(|l| LAST.contains(&l.as_str()))
+}
+
+/// A value assigned to a key that names a secret: the key (an identifier, quoted or not),
+/// then — skipping blanks, one line break, quotes, an operator (`=`, `:`, `:=`, `?=`, `+=`,
+/// `=>`, an XML `>`), YAML's block and flow marks (`|`, `>-`, `- `), an anchor or tag, a
+/// type (`: String =`) or a `value:` key on the next line (a Kubernetes `env` pair) — the
+/// value, read whole if quoted (no blank in it), else to a blank or delimiter.
+fn assigned(text: &str) -> Option<(usize, String)> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let mut start = None;
+    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        if ident(c) {
+            start = start.or(Some(at));
+            continue;
+        }
+        let Some(from) = start.take() else { continue };
+        let id = text.get(from..at).unwrap_or_default();
+        // A variable read (`${AUTH_TOKEN:-…}`, `$TOKEN`, `%(password)s`), not a key.
+        let before = text.get(..from).unwrap_or_default();
+        if before.ends_with('$') || before.ends_with("${") || before.ends_with("%(") {
+            continue;
+        }
+        if names_secret(id) && value_after(text.get(at..).unwrap_or_default()).is_some_and(|v| v) {
+            return Some((from, format!("a secret assigned to `{}`", id.trim_matches(['-', '.']))));
+        }
+    }
+    // SQL's `IDENTIFIED BY '…'`, MySQL's `-p…`, curl's `-u user:…`.
+    let lower = text.to_ascii_lowercase();
+    for (marker, what) in [("identified by '", "a SQL password"), ("identified by \"", "a SQL password")] {
+        if let Some(at) = lower.match_indices(marker).map(|(at, _)| at).find(|&at| {
+            let rest = text.get(at + marker.len()..).unwrap_or_default();
+            rest.split(['\'', '"']).next().is_some_and(|v| looks_secret(v, 8, 20))
+        }) {
+            return Some((at, what.to_owned()));
+        }
+    }
+    for (marker, what) in [(" -u ", "a curl password"), (" --user ", "a curl password")] {
+        if let Some(at) = text.match_indices(marker).map(|(at, _)| at).find(|&at| {
+            let rest = text.get(at + marker.len()..).unwrap_or_default();
+            let arg =
+                rest.trim_start_matches(['"', '\'']).split(|c: char| c.is_whitespace() || "\"'".contains(c));
+            arg.take(1).any(|a| a.split_once(':').is_some_and(|(_, p)| url_secret(p)))
+        }) {
+            return Some((at, what.to_owned()));
+        }
+    }
+    if lower.contains("mysql")
+        && let Some(at) = text.match_indices(" -p").map(|(at, _)| at).find(|&at| {
+            let rest = text.get(at + 3..).unwrap_or_default();
+            rest.split(|c: char| c.is_whitespace()).next().is_some_and(|v| looks_secret(v, 8, 20))
+        })
+    {
+        return Some((at, "a MySQL password".to_owned()));
+    }
+    None
+}
+
+/// What follows a key naming a secret: `Some(true)` when it is a value that reads as a
+/// secret ([`assigned`]).
+fn value_after(rest: &str) -> Option<bool> {
+    // The key's own closing quote, right after it.
+    let mut rest = rest.strip_prefix(['"', '\'', '`']).unwrap_or(rest);
+    let mut line_breaks = 0;
+    for _ in 0..12 {
+        let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() && c != '\n');
+        if let Some(r) = trimmed.strip_prefix('\n') {
+            line_breaks += 1;
+            if line_breaks > 1 {
+                return None;
+            }
+            rest = r;
+            continue;
+        }
+        if let Some(r) = [":=", "?=", "+=", "=>", "==", "|-", "|+", ">-", ">+", "=", ":", ">", "|", "- "]
+            .iter()
+            .find_map(|op| trimmed.strip_prefix(op))
+        {
+            rest = r;
+            continue;
+        }
+        // A YAML anchor or tag (a CloudFormation `!Ref`, `!Sub`, `!GetAtt`: a reference).
+        if let Some(r) = trimmed.strip_prefix(['&', '!']) {
+            let (word, after) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
+            if ["Ref", "Sub", "GetAtt", "ImportValue", "FindInMap"].contains(&word.trim_start_matches('!')) {
+                return None;
+            }
+            rest = after;
+            continue;
+        }
+        if let Some(r) = trimmed.strip_prefix(['"', '\'', '`']) {
+            // A quoted value, whole: no blank in it (a sentence is no secret).
+            let quote = trimmed.chars().next().unwrap_or('"');
+            let value = r.split(quote).next().unwrap_or_default();
+            return Some(!value.chars().any(char::is_whitespace) && quoted_secret(value));
+        }
+        // A type or the `value` key of a name/value pair.
+        let word: String = trimmed.chars().take_while(char::is_ascii_alphabetic).collect();
+        if ["String", "string", "str", "value", "Value", "SecretStr", "SecretString"].contains(&word.as_str())
+            && trimmed.get(word.len()..).is_some_and(|t| t.trim_start().starts_with([':', '=']))
+        {
+            rest = trimmed.get(word.len()..).unwrap_or_default();
+            continue;
+        }
+        let value = trimmed
+            .split(|c: char| c.is_whitespace() || "\"'`,;<>(){}[]|:".contains(c))
+            .next()
+            .unwrap_or_default();
+        return Some(
+            value.chars().all(|c| c.is_ascii_alphanumeric() || "+/=_.~!@#%^&*$?-".contains(c))
+                && looks_secret(value, 12, 20),
+        );
+    }
+    None
+}
+
+/// A quoted value: any printable characters but blanks and quotes.
+fn quoted_secret(value: &str) -> bool {
+    value.chars().all(|c| c.is_ascii_graphic()) && looks_secret(value, 12, 20)
+}
+
+/// A URL's password: 8 or more characters with a letter and a digit, not a stand-in or a
+/// variable (`postgres://app:s3cretPassw0rd@db/app`; not `postgres:postgres@localhost`,
+/// `root:example@…`, `…:${DB_PASSWORD}@…`).
+fn url_secret(password: &str) -> bool {
+    let lower = password.to_ascii_lowercase();
+    password.len() >= 8
+        && password.chars().any(|c| c.is_ascii_digit())
+        && password.chars().any(|c| c.is_ascii_alphabetic())
+        && !password.starts_with(['$', '{', '<', '%', '*'])
+        && !STAND_INS.iter().any(|w| lower.contains(w))
+}
+
+/// A URL holding a password in its user part: `scheme://user:password@host`.
+fn url_password(text: &str) -> Option<usize> {
+    text.match_indices("://").map(|(at, _)| at).find(|&at| {
+        let authority = text.get(at + 3..).unwrap_or_default();
+        let authority =
+            authority.split(|c: char| c.is_whitespace() || "/?#\"'`<>".contains(c)).next().unwrap_or("");
+        let Some((userinfo, _host)) = authority.rsplit_once('@') else { return false };
+        userinfo.split_once(':').is_some_and(|(_, password)| url_secret(password))
+    })
+}
+
+/// An `Authorization` header with credentials: `Basic` and a base64 `user:password`, or
+/// `Bearer` and an opaque token of 24 or more characters (a JWT is read as one).
+fn header(text: &str) -> Option<(usize, String)> {
+    let lower = text.to_ascii_lowercase();
+    for (at, _) in lower.match_indices("basic ") {
+        let value: String = text
+            .get(at + 6..)
+            .unwrap_or_default()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+            .collect();
+        let decoded = String::from_utf8_lossy(&base64_decode(&value)).into_owned();
+        if value.len() >= 12
+            && decoded.split_once(':').is_some_and(|(user, p)| !user.is_empty() && url_secret(p))
+        {
+            return Some((at, "a Basic authorization header".to_owned()));
+        }
+    }
+    for (at, _) in lower.match_indices("bearer ") {
+        let value =
+            text.get(at + 7..).unwrap_or_default().split(|c: char| c.is_whitespace() || "\"'`".contains(c));
+        if value.take(1).any(|v| !v.starts_with("eyJ") && looks_secret(v, 24, 24)) {
+            return Some((at, "a Bearer authorization header".to_owned()));
+        }
+    }
+    None
+}
+
+/// A signed JSON Web Token (`eyJ…` header, payload and signature, each 10 or more
+/// characters) or a JWE (five parts).
+fn jwt(text: &str) -> Option<(usize, String)> {
+    text.match_indices("eyJ").map(|(at, _)| at).find_map(|at| {
+        let rest = text.get(at..).unwrap_or_default();
+        let token =
+            rest.split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c))).next().unwrap_or("");
+        let parts: Vec<&str> = token.split('.').collect();
+        let jws = parts.len() == 3
+            && parts.iter().all(|p| p.len() >= 10)
+            && parts.get(1).is_some_and(|p| p.starts_with("eyJ"));
+        let jwe = parts.len() == 5 && parts.iter().filter(|p| p.len() >= 10).count() >= 3;
+        (jws || jwe).then(|| (at, "a JSON Web Token".to_owned()))
+    })
+}
+
+/// Runs of base64 in `text`, each with where it starts: pieces of 16 or more base64 or
+/// base64url characters joined across what wraps them — blanks, line breaks, quotes,
+/// commas, brackets, a JSON `\n` — until a shorter piece or another character ends the
+/// run; runs of 64 or more characters.
+fn base64_runs(text: &str) -> Vec<(usize, String)> {
+    let b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '-' | '_');
+    let mut runs = Vec::new();
+    let (mut run, mut run_at) = (String::new(), 0usize);
+    let (mut piece, mut piece_at) = (String::new(), 0usize);
+    let mut chars = text.char_indices().peekable();
+    let end_piece = |piece: &mut String,
+                     piece_at: usize,
+                     run: &mut String,
+                     run_at: &mut usize,
+                     runs: &mut Vec<(usize, String)>| {
+        // A key before the value (`KEY=LS0t…`): the piece starts after its last `=` that
+        // is not padding.
+        let mut piece_at = piece_at;
+        if let Some(i) = piece.trim_end_matches('=').rfind('=') {
+            let after = piece.split_off(i + 1);
+            *piece = after;
+            piece_at += i + 1;
+        }
+        if piece.len() >= 16 {
+            if run.is_empty() {
+                *run_at = piece_at;
+            }
+            run.push_str(piece);
+        } else {
+            if run.len() >= 64 {
+                runs.push((*run_at, std::mem::take(run)));
+            }
+            run.clear();
+        }
+        piece.clear();
+    };
+    while let Some((at, c)) = chars.next() {
+        if b64(c) {
+            if piece.is_empty() {
+                piece_at = at;
+            }
+            piece.push(c);
+            continue;
+        }
+        let glue = c.is_whitespace() || "\"',[]".contains(c);
+        // A JSON string's `\n` or `\r` wraps too.
+        let escape = c == '\\' && chars.peek().is_some_and(|(_, n)| matches!(n, 'n' | 'r'));
+        if escape {
+            chars.next();
+        }
+        if !piece.is_empty() {
+            end_piece(&mut piece, piece_at, &mut run, &mut run_at, &mut runs);
+        }
+        if !(glue || escape) {
+            if run.len() >= 64 {
+                runs.push((run_at, std::mem::take(&mut run)));
+            }
+            run.clear();
+        }
+    }
+    if !piece.is_empty() {
+        end_piece(&mut piece, piece_at, &mut run, &mut run_at, &mut runs);
+    }
+    if run.len() >= 64 {
+        runs.push((run_at, run));
+    }
+    runs
+}
+
+/// A DER private key: a SEQUENCE whose first element is version 0 then an
+/// AlgorithmIdentifier (PKCS #8) or an INTEGER (PKCS #1), or version 1 then an OCTET
+/// STRING (SEC 1). A certificate or a public key (a SEQUENCE first) is not one.
+fn der_private_key(der: &[u8]) -> bool {
+    let body = match der {
+        [0x30, 0x82, _, _, rest @ ..] | [0x30, 0x81, _, rest @ ..] => rest,
+        [0x30, len, rest @ ..] if *len < 0x80 => rest,
+        _ => return false,
+    };
+    der.len() >= 48 && matches!(body, [0x02, 0x01, 0x00, 0x30 | 0x02, ..] | [0x02, 0x01, 0x01, 0x04, ..])
+}
+
+/// Standard or URL-safe base64 (padding optional), decoded up to the first character
+/// outside the alphabet.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' | b'-' => Some(62),
+        b'/' | b'_' => Some(63),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let Some(v) = value(c) else { break };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+
+    use super::secret_in;
+
+    /// Standard base64 with padding, written here independently of the decoder above.
+    fn base64(bytes: &[u8]) -> String {
+        const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let at = |i: usize| u32::from(*chunk.get(i).unwrap_or(&0));
+            let n = (at(0) << 16) | (at(1) << 8) | at(2);
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    const BODY: &str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvuNMoSfm76oqFvAp8Gy0iz5sxjZmSnXyCdPEovGhLa0VzMaQ8s";
+    const V: &str = "Zk3vQ9pLx7WmB2nR8tYc4HdF6gJs1aE5uV0oKiTq";
+    const P: &str = "Rv7tLq2Wz9xKp4Hm";
+
+    /// Every form docs/profiles.md lists is refused, whatever wraps it (outside reviews
+    /// 132–134, 139).
+    #[test]
+    fn secrets_are_refused_in_every_form_read() {
+        let pem = format!("-----BEGIN PRIVATE KEY-----\n{BODY}\n-----END PRIVATE KEY-----\n");
+        let b64 = base64(pem.as_bytes());
+        let wrapped: Vec<String> =
+            b64.as_bytes().chunks(76).map(|c| String::from_utf8(c.to_vec()).unwrap()).collect();
+        let yes = [
+            pem.clone(),
+            format!("notes\n  -----BEGIN RSA PRIVATE KEY-----\r\n  {BODY}\r\n  -----END RSA PRIVATE KEY-----\n"),
+            format!(r#"{{"type": "service_account", "private_key": "{}"}}"#, pem.replace('\n', "\\n")),
+            format!("AGE-SECRET-KEY-1{}", "Q".repeat(58)),
+            "aws_access_key_id = AKIAIOSFODNN7QWERTYU".to_owned(),
+            "export GITHUB_PERSONAL_ACCESS_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789".to_owned(),
+            "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345".to_owned(),
+            "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".to_owned(),
+            "SLACK_WEBHOOK=https://hooks.slack.com/services/T0A1B2C3D/B0E4F5G6H/aBcDeFgHiJkLmNoPqRsTuVwX".to_owned(),
+            format!("hvs.{V}"),
+            format!("dop_v1_{}", "a1b2c3d4".repeat(8)),
+            // Base64: one line, wrapped and indented, in a JSON array, shifted, twice.
+            format!("tls.key: {b64}"),
+            format!("data:\n  server.key: |\n{}", wrapped.iter().map(|l| format!("    {l}\n")).collect::<String>()),
+            format!(r#"{{"key": [{}]}}"#, wrapped.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(",")),
+            format!("tls.key: {}", base64(format!("# generated\n{pem}").as_bytes())),
+            format!("key: {}", base64(b64.as_bytes())),
+            format!("KEY={b64}"),
+            // DER without armor.
+            format!("key: {BODY}"),
+            format!(r#"{{"private_key": "{BODY}"}}"#),
+            // Key material.
+            "PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIE9aCqLz2bRkq8hXJ7mN5eT4Wn3x\n".to_owned(),
+            r#"{"kty":"EC","crv":"P-256","d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}"#.to_owned(),
+            // Assigned to a key naming a secret, in many spellings and forms.
+            format!("awsSecretAccessKey: {V}"),
+            format!(r#"{{"secretAccessKey": "{V}"}}"#),
+            format!("SECRET_ACCESS_KEY={V}"),
+            format!("app.api.key={V}"),
+            format!("MYSQL_PWD={P}"),
+            format!("DB_PASS={P}"),
+            format!("GITHUB_PAT={V}"),
+            format!("RAILS_MASTER_KEY={V}"),
+            format!("DB_PASSWORD_PROD={P}"),
+            format!("PASSWORD2={P}"),
+            format!("password: |\n  {P}\n"),
+            format!("password: >-\n  {P}\n"),
+            format!("password: &pw {P}"),
+            format!("password: !!str {P}"),
+            format!("{{\n  \"password\":\n    \"{P}\"\n}}"),
+            format!("env:\n  - name: DB_PASSWORD\n    value: {P}\n"),
+            format!("<password>{P}</password>"),
+            format!(r#"<add key="ApiKey" value="{V}" />"#),
+            format!(r#"val password: String = "{P}""#),
+            format!("ENV DB_PASSWORD {P}"),
+            format!("DB_PASSWORD ?= {P}"),
+            format!("set -x DB_PASSWORD {P}"),
+            format!("password:\u{a0}{P}"),
+            format!("| DB_PASSWORD | {P} |"),
+            format!("Server=db;Uid=sa;Pwd={P};"),
+            "DB_PASSWORD=Xk9$mP2vL7qR!w4Z".to_owned(),
+            "token: 9f86d081884c7d659a2feaa0".to_owned(),
+            format!("CREATE USER 'app'@'%' IDENTIFIED BY '{P}';"),
+            format!("curl -u admin:{P} https://api.corp/"),
+            format!("mysql -uroot -p{P} db"),
+            // URLs and headers.
+            "DATABASE_URL=postgres://app:s3cretPassw0rd@db.internal:5432/app".to_owned(),
+            "https://bot:Xk9$mP2vL7qR!w4Z@git.corp/repo.git".to_owned(),
+            format!("Authorization: Basic {}", base64(format!("admin:{P}").as_bytes())),
+            format!("Authorization: Bearer {V}"),
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U".to_owned(),
+        ];
+        for y in &yes {
+            assert!(secret_in(y.as_bytes()).is_some(), "{y:?}");
+        }
+        // The refusal says what and where.
+        let found = secret_in(format!("# notes\n\nDB_PASSWORD={P}\n").as_bytes()).unwrap();
+        assert_eq!(found, "a secret assigned to `DB_PASSWORD` (line 3)");
+    }
+
+    /// Stand-ins, variables, references, calls, paths, names, certificates and public keys
+    /// are not secrets (outside reviews 132, 134, 139: a false refusal blocks a whole
+    /// registry).
+    #[test]
+    fn ordinary_documentation_is_not_refused() {
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        for no in [
+            cert.to_owned(),
+            format!("tls.crt: {}", base64(format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", "MIIC+zCCAeOgAwIBAgIJALRtByJ0s".repeat(4)).as_bytes())),
+            "Look for lines such as `-----BEGIN RSA PRIVATE KEY-----` in diffs.".to_owned(),
+            "PEM = '-----BEGIN ' + 'PRIVATE KEY-----'".to_owned(),
+            "aws_access_key_id = AKIAIOSFODNN7EXAMPLE".to_owned(),
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
+            "Set GITHUB_TOKEN to a token such as ghp_xxxx (never commit it).".to_owned(),
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBpV9wTK0KTCMu4xKw8f4WqzO1Nv8FQ8yMbtV9UH3nJr deploy@ci".to_owned(),
+            r#""integrity": "sha512-Zk3vQ9pLx7WmB2nR8tYc4HdF6gJs1aE5uV0oKiTqZk3vQ9pLx7WmB2nR8tYc4HdF6gJs1aE5uV0oKiTq==""#.to_owned(),
+            "api_key = \"YOUR_API_KEY\"".to_owned(),
+            "password: hunter2".to_owned(),
+            "token: ${{ secrets.GITHUB_TOKEN }}".to_owned(),
+            "api_key = os.environ[\"OPENAI_API_KEY\"]".to_owned(),
+            "const apiKey = process.env.OPENAI_API_KEY2;".to_owned(),
+            "    secretAccessKey: process.env.R2_SECRET_ACCESS_KEY,".to_owned(),
+            "  password = var.rds_aurora_v2_master_password".to_owned(),
+            "  api_token = module.cloudflare_zone_v2.outputs.api_token".to_owned(),
+            "let token = Secrets.githubToken2".to_owned(),
+            "token = tokenizer.tokens_v2[index]".to_owned(),
+            "password = forms.CharField(widget=forms.PasswordInput)".to_owned(),
+            "String password = System.getenv(\"DB_PASSWORD\");".to_owned(),
+            "      MasterUserPassword: !Ref DBPassword2".to_owned(),
+            "  private_key: /etc/pki/tls/private/api-gw-01.key".to_owned(),
+            "private_key: certs/server2024PrivateKey.pem".to_owned(),
+            "    existingSecret: harbor-core-database-credentials-v2".to_owned(),
+            "secret: orders-service-db-credentials-prod-v3".to_owned(),
+            "secretName: webapp-tls-certificate-2024-prod".to_owned(),
+            "token: 123e4567-e89b-12d3-a456-426614174000".to_owned(),
+            "max_tokens: 4096".to_owned(),
+            "SECRET_KEY = 'django-insecure-change-this-in-production-1234567890'".to_owned(),
+            "docker run -e MSSQL_SA_PASSWORD=Password123! mcr.microsoft.com/mssql/server".to_owned(),
+            "user = User.objects.create_user(\"alice\", password=\"TestPassword123\")".to_owned(),
+            "AUTH_TOKEN=${AUTH_TOKEN:-devtoken123456ABC}".to_owned(),
+            "password: $(DbPassword)".to_owned(),
+            "password: <%= ENV['DB_PASSWORD'] %>".to_owned(),
+            "password: ************".to_owned(),
+            "echo \"$CR_PAT\" | docker login ghcr.io -u USERNAME --password-stdin".to_owned(),
+            "assert user.password == \"pbkdf2_sha256$600000$abc$def\"".to_owned(),
+            "password: \"The admin password for the demo stack, 12 characters\"".to_owned(),
+            "Password: Use at least 12 characters, e.g. a passphrase".to_owned(),
+            "PASSWORD_FILE=/run/secrets/db_password".to_owned(),
+            "postgres://user:password@localhost:5432/db".to_owned(),
+            "DATABASE_URL=postgresql://postgres:postgres@localhost:5432/app_test".to_owned(),
+            "mysql://root:<password>@127.0.0.1/app".to_owned(),
+            "https://cdn.jsdelivr.net/npm/@fontsource/inter@5.0.8/index.css".to_owned(),
+            "Authorization: Bearer $TOKEN".to_owned(),
+            "The basic usage is shown below.".to_owned(),
+            "Atlas: `mongodb+srv://<username>:<password>@cluster0.abcde.mongodb.net/app?retryWrites=true&w=majority`"
+                .to_owned(),
+        ] {
+            assert_eq!(secret_in(no.as_bytes()), None, "{no:?}");
+        }
+    }
+}
