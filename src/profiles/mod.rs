@@ -498,6 +498,38 @@ fn with_remedy(e: GenerationError) -> GenerationError {
     }
 }
 
+/// Every earlier generation the configured state root `root` still holds, checked as the
+/// current one is: a rollback would install it (outside review 136 F4: an older generation,
+/// altered, passed `status` and every audit until a rollback to it refused; outside review
+/// 139 F7: `set` committed over one, and `status` refused right after). A missing one is no
+/// damage — `rollback` rebuilds it from the ledger. `registry` finds a registry by digest.
+fn verify_past(
+    cp: &ContextProfiles,
+    root: &Path,
+    registry: &dyn Fn(Digest) -> Result<Arc<Registry>, ProfileError>,
+) -> Result<(), ProfileError> {
+    let Some(c) = cp.current() else { return Ok(()) };
+    let mut checked = std::collections::BTreeSet::from([c.generation_digest]);
+    for (number, past) in cp.revisions.iter().rev() {
+        let dir = generation::generation_dir(root, past.generation_digest);
+        if past.state_root != c.state_root || !checked.insert(past.generation_digest) || !dir.exists() {
+            continue;
+        }
+        let (manifest, _) = manifest_of(&*registry(past.registry_digest)?, &past.plan)?;
+        generation::verify(&dir, &manifest).map_err(|e| match e {
+            GenerationError::Tampered { root, reason } => GenerationError::Tampered {
+                root,
+                reason: format!(
+                    "{reason} — the generation of revision {number}, not the current one (move it out of the \
+                     state root; `ledger profile rollback` rebuilds it from the ledger when it is needed)"
+                ),
+            },
+            other => other,
+        })?;
+    }
+    Ok(())
+}
+
 fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), ProfileError> {
     let cp = &ledger.state().context_profiles;
     if let Some(c) = cp.current()
@@ -507,6 +539,7 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
         let (manifest, _) = manifest_of(&registry, &c.plan)?;
         generation::verify(&generation::generation_dir(root, c.generation_digest), &manifest)
             .map_err(with_remedy)?;
+        verify_past(cp, root, &|digest| registry_by_digest(ledger, digest))?;
         if generation::read_txn(root)?.is_none() {
             generation::verify_receipts(
                 root,
@@ -943,31 +976,12 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
         let (manifest, _) = manifest_of(registry, &c.plan)?;
         generation::verify(&generation::generation_dir(&root, c.generation_digest), &manifest)
             .map_err(with_remedy)?;
-        // Every earlier generation this state root still holds is checked too: a rollback
-        // would install it (outside review 136 F4: an older generation, altered, passed
-        // `status` and every audit until a rollback to it refused). A missing one is no
-        // damage — `rollback` rebuilds it from the ledger.
-        let mut checked = std::collections::BTreeSet::from([c.generation_digest]);
-        for (number, past) in cp.revisions.iter().rev() {
-            let dir = generation::generation_dir(&root, past.generation_digest);
-            if past.state_root != c.state_root || !checked.insert(past.generation_digest) || !dir.exists() {
-                continue;
-            }
-            let registry = registries.get(&past.registry_digest).ok_or_else(|| {
-                ProfileError::Refused(format!("registry {} is not in the ledger", past.registry_digest))
-            })?;
-            let (manifest, _) = manifest_of(registry, &past.plan)?;
-            generation::verify(&dir, &manifest).map_err(|e| match e {
-                GenerationError::Tampered { root, reason } => GenerationError::Tampered {
-                    root,
-                    reason: format!(
-                        "{reason} — the generation of revision {number}, not the current one (move it out of \
-                         the state root; `ledger profile rollback` rebuilds it from the ledger when it is needed)"
-                    ),
-                },
-                other => other,
-            })?;
-        }
+        verify_past(cp, &root, &|digest| {
+            registries
+                .get(&digest)
+                .cloned()
+                .ok_or_else(|| ProfileError::Refused(format!("registry {digest} is not in the ledger")))
+        })?;
         if let Some(ledger_id) = ledger_id
             && generation::read_txn(&root)?.is_none()
         {

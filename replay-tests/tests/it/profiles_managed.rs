@@ -804,6 +804,35 @@ fn refused_set_or_rollback_leaves_no_transaction() {
     }
 }
 
+/// An altered earlier generation refuses `set` to a third selection (and its dry run), as
+/// `status` refuses it, naming the revision (outside review 139 F7: `set` committed over
+/// it, and `status` refused right after).
+#[test]
+fn an_altered_earlier_generation_refuses_set_as_status_does() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let full = ok(set(&s, &root, &["full"]));
+    ok(set(&s, &root, &["lean", "--expected-revision", "1"]));
+    let file = Path::new(full["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
+    let original = std::fs::read(&file).unwrap();
+    std::fs::write(&file, b"altered\n").unwrap();
+    let before = s.head();
+    for dry in [true, false] {
+        let mut args = vec!["full", "--exclude", "skill:deploy", "--expected-revision", "2"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let (code, _, err) = set(&s, &root, &args);
+        assert_eq!(code, 1, "dry run {dry}: {err}");
+        assert!(err.contains("the generation of revision 1"), "{err}");
+    }
+    assert_eq!(s.head(), before, "nothing committed");
+    std::fs::write(&file, &original).unwrap();
+    let third = ok(set(&s, &root, &["full", "--exclude", "skill:deploy", "--expected-revision", "2"]));
+    assert_eq!(third["revision"], 3);
+    ok(status(&s));
+}
+
 /// `set --dry-run` gives the real `set`'s verdict without writing: an empty 0700 state root
 /// is accepted (and left empty), and a tampered target generation is refused by both.
 #[test]
