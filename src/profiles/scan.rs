@@ -1033,18 +1033,65 @@ fn native_flags(text: &str) -> (bool, bool) {
 }
 
 /// The authority keys a native manifest at `path` (in a skill's tree) bears: an MCP server
-/// list (`.mcp.json`, `mcp.json`, `*.mcp.json`) grants `tools`; a hooks file (`hooks.json`)
-/// runs `hooks`; anything in an agent's or a plugin's own folder (`.claude/`, `.codex/`,
-/// `.gemini/`, `.cursor/`, `.claude-plugin/`: settings, MCP servers, hooks, commands,
-/// subagents) both. Other files bear none.
+/// list (`mcp*`/`.mcp*` as JSON, YAML or TOML, `*.mcp.json`) grants `tools`; a hooks file
+/// (`hooks.json`) runs `hooks`; anything in an agent's or editor's own folder (`.claude/`,
+/// `.codex/`, `.gemini/`, `.cursor/`, `.claude-plugin/`, `.kiro/`, `.opencode/`,
+/// `.continue/`, `.vscode/`, `.zed/`, `.windsurf/`, `.mcp/`, `.aider/`, `.roo/`,
+/// `.cline/`: settings, MCP servers, hooks, commands, subagents), their manifests and rule
+/// files by name (`gemini-extension.json`, `opencode.json`, `claude_desktop_config.json`,
+/// `.cursorrules`, `.windsurfrules`, `.clinerules`, `.roomodes`, `.aider.conf.yml`,
+/// `copilot-instructions.md`, `*.kiro.hook`) both. Under an `examples/` or `templates/`
+/// folder, or with an `example`/`sample`/`template` part in its name, none. The list is
+/// what this build knows: a manifest of a tool it does not name bears none (a known
+/// limit; seed 003 asks for an allowlist, and a skill's resources are any files).
 fn native_authority(path: &str) -> &'static [&'static str] {
     let lower = path.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let folders = lower.split('/').rev().skip(1);
-    if folders.into_iter().any(|f| [".claude", ".codex", ".gemini", ".cursor", ".claude-plugin"].contains(&f))
-    {
+    let folders: Vec<&str> = lower.split('/').rev().skip(1).collect();
+    // An example or template of a config is no config a loader reads (outside review 139
+    // F6: an MCP setup skill's `examples/.mcp.json` made it never selectable).
+    let shown = ["example", "examples", "sample", "samples", "template", "templates"];
+    if folders.iter().any(|f| shown.contains(f)) || name.split('.').any(|part| shown.contains(&part)) {
+        return &[];
+    }
+    // Agents' and editors' own folders (outside review 139 F6: Kiro, OpenCode, Continue,
+    // VS Code, Zed, Windsurf, Aider were installed unflagged).
+    const FOLDERS: &[&str] = &[
+        ".claude",
+        ".codex",
+        ".gemini",
+        ".cursor",
+        ".claude-plugin",
+        ".kiro",
+        ".opencode",
+        ".continue",
+        ".vscode",
+        ".zed",
+        ".windsurf",
+        ".mcp",
+        ".aider",
+        ".roo",
+        ".cline",
+    ];
+    // Their manifests and rule files by name.
+    const NAMES: &[&str] = &[
+        "gemini-extension.json",
+        "opencode.json",
+        "opencode.jsonc",
+        "claude_desktop_config.json",
+        ".windsurfrules",
+        ".cursorrules",
+        ".clinerules",
+        ".roomodes",
+        ".aider.conf.yml",
+        "copilot-instructions.md",
+    ];
+    let config = ["json", "jsonc", "yaml", "yml", "toml"];
+    let mcp = (name.starts_with("mcp") || name.starts_with(".mcp") || name.ends_with(".mcp.json"))
+        && name.rsplit('.').next().is_some_and(|ext| config.contains(&ext));
+    if folders.iter().any(|f| FOLDERS.contains(f)) || NAMES.contains(&name) || name.ends_with(".kiro.hook") {
         &["hooks", "tools"]
-    } else if name == ".mcp.json" || name == "mcp.json" || name.ends_with(".mcp.json") {
+    } else if mcp {
         &["tools"]
     } else if name == "hooks.json" {
         &["hooks"]
@@ -1402,13 +1449,19 @@ pub fn scan_keeping(
     // and so are NFKC forms and confusable letters (outside review 136 F1: `ﬁle-ops`
     // beside `file-ops`, a Cyrillic `о` or a non-breaking hyphen in `code-review` scanned,
     // and a query citing one was read as citing both).
-    let folded = crate::runtime::selection::cited_form;
+    // (Two forms each: look-alikes read after lower case, and before it.)
     let mut citable: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for source in &sources {
         let dir = source.id.strip_prefix("skill:").unwrap_or(&source.id);
         for name in [dir, source.name.as_str()] {
-            match citable.insert(folded(name), (source.id.as_str(), name)) {
-                Some((other, as_named)) if other != source.id => {
+            let forms = crate::runtime::selection::cited_forms(name);
+            let clash =
+                forms.iter().find_map(|f| citable.get(f).copied().filter(|(other, _)| *other != source.id));
+            for form in forms {
+                citable.insert(form, (source.id.as_str(), name));
+            }
+            match clash {
+                Some((other, as_named)) => {
                     // A look-alike prints as the other name: its letters outside ASCII are
                     // spelled out too.
                     let spelled = |n: &str| {
@@ -1423,7 +1476,7 @@ pub fn scan_keeping(
                         spelled(name)
                     )));
                 }
-                _ => {}
+                None => {}
             }
         }
     }

@@ -708,9 +708,24 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
 /// joins too: a soft hyphen or zero-width space inside a name must not hide it (outside
 /// review 59).
 fn words(t: &str) -> Vec<(String, bool)> {
-    let marked: String =
-        t.to_lowercase().chars().map(|c| if super::invisible(c) { '-' } else { c }).collect();
-    let seen = super::goal::reading(&marked);
+    words_of(t, true)
+}
+
+/// [`words`], the text lower-cased before its skeleton (`fold_first`) or only after (a
+/// capital whose small letter has no look-alike: Cherokee `Ꭰ` reads as `D`, its small
+/// `ꭰ` as itself).
+fn words_of(t: &str, fold_first: bool) -> Vec<(String, bool)> {
+    use unicode_normalization::UnicodeNormalization;
+    let folded = if fold_first { t.to_lowercase() } else { t.to_owned() };
+    let marked: String = folded.chars().map(|c| if super::invisible(c) { '-' } else { c }).collect();
+    // Lower case again after the skeleton, and without combining marks (outside review 139
+    // F5: `I0-utils` read as `IO-utils`, which lower case made `io-utils`; Cherokee `Ꭰeploy`
+    // as `Deploy`; `İdp` kept a dot).
+    let seen: String = super::goal::reading(&marked)
+        .nfd()
+        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .collect();
     let mut out: Vec<(String, bool)> = Vec::new();
     let (mut word, mut joined, mut run, mut joiner) = (String::new(), false, 0usize, false);
     for c in seen.chars() {
@@ -741,6 +756,13 @@ fn words(t: &str) -> Vec<(String, bool)> {
 pub fn cited_form(name: &str) -> String {
     let form: Vec<String> = words(name).into_iter().map(|(w, _)| w).collect();
     if form.is_empty() { name.to_owned() } else { form.join("-") }
+}
+
+/// [`cited_form`], and the form read with its capitals' look-alikes before lower case: two
+/// names sharing either are one citation to a reader (outside review 139 F5).
+pub fn cited_forms(name: &str) -> [String; 2] {
+    let second: Vec<String> = words_of(name, false).into_iter().map(|(w, _)| w).collect();
+    [cited_form(name), if second.is_empty() { name.to_owned() } else { second.join("-") }]
 }
 
 /// The routable ids the query names as skills anywhere — quoted, negated, in a question

@@ -202,6 +202,36 @@ fn scan_fails_closed_on_every_listed_case() {
             "(\"c\\u{43e}de\\u{2011}review\"): a directive could not tell them apart",
         ),
         (
+            // Outside review 139 F5: a digit that looks like a capital, and a capital whose
+            // small letter looks like nothing.
+            "a skill directory with a zero for an O",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/IO-utils/SKILL.md"),
+                    "---\nname: IO-utils\ndescription: d\n---\nbody\n",
+                );
+                write(
+                    &src.join("skills/I0-utils/SKILL.md"),
+                    "---\nname: I0-utils\ndescription: d\n---\nImpostor\n",
+                );
+            }),
+            "a directive could not tell them apart",
+        ),
+        (
+            "a skill directory with a Cherokee capital for a D",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/deploy-app/SKILL.md"),
+                    "---\nname: deploy-app\ndescription: d\n---\nbody\n",
+                );
+                write(
+                    &src.join("skills/\u{13a0}eploy-app/SKILL.md"),
+                    "---\nname: \u{13a0}eploy-app\ndescription: d\n---\nImpostor\n",
+                );
+            }),
+            "a directive could not tell them apart",
+        ),
+        (
             "a skill directory that is another's NFKC form (a ligature)",
             Box::new(|src| {
                 write(
@@ -957,6 +987,11 @@ fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
         ("with-hooks", "hooks/hooks.json", r#"{"hooks":{"PreToolUse":[]}}"#),
         ("with-plugin", ".claude-plugin/plugin.json", r#"{"name":"p"}"#),
         ("with-codex", ".codex/config.toml", "[mcp_servers.x]\ncommand = \"curl\"\n"),
+        // Outside review 139 F6.
+        ("with-kiro", ".kiro/hooks/on-save.kiro.hook", "{}"),
+        ("with-gemini", "gemini-extension.json", "{}"),
+        ("with-mcp-yaml", "mcp.yaml", "servers: {}\n"),
+        ("with-example", "examples/.mcp.json", "{}"),
     ] {
         skill(dir);
         write(&s.src.join(format!("skills/{dir}/{file}")), text);
@@ -976,6 +1011,10 @@ fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
     assert_eq!(source("skill:with-hooks").authority_keys, ["hooks"]);
     assert_eq!(source("skill:with-plugin").authority_keys, ["hooks", "tools"]);
     assert_eq!(source("skill:with-codex").authority_keys, ["hooks", "tools"]);
+    assert_eq!(source("skill:with-kiro").authority_keys, ["hooks", "tools"]);
+    assert_eq!(source("skill:with-gemini").authority_keys, ["hooks", "tools"]);
+    assert_eq!(source("skill:with-mcp-yaml").authority_keys, ["tools"]);
+    assert!(source("skill:with-example").authority_keys.is_empty(), "an example config is no config");
     // A nested skill refuses the scan, naming it.
     skill("helper");
     write(
