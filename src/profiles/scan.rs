@@ -1460,23 +1460,20 @@ pub fn scan_keeping(
             for form in forms {
                 citable.insert(form, (source.id.as_str(), name));
             }
-            match clash {
-                Some((other, as_named)) => {
-                    // A look-alike prints as the other name: its letters outside ASCII are
-                    // spelled out too.
-                    let spelled = |n: &str| {
-                        let ascii: String = n.chars().flat_map(char::escape_default).collect();
-                        if n.is_ascii() { format!("{n:?}") } else { format!("{n:?} (\"{ascii}\")") }
-                    };
-                    return Err(ScanError::DuplicateId(format!(
-                        "skill {} is cited as {} and skill {} as {}: a directive could not tell them apart",
-                        shown(other),
-                        spelled(as_named),
-                        shown(&source.id),
-                        spelled(name)
-                    )));
-                }
-                None => {}
+            if let Some((other, as_named)) = clash {
+                // A look-alike prints as the other name: its letters outside ASCII are
+                // spelled out too.
+                let spelled = |n: &str| {
+                    let ascii: String = n.chars().flat_map(char::escape_default).collect();
+                    if n.is_ascii() { format!("{n:?}") } else { format!("{n:?} (\"{ascii}\")") }
+                };
+                return Err(ScanError::DuplicateId(format!(
+                    "skill {} is cited as {} and skill {} as {}: a directive could not tell them apart",
+                    shown(other),
+                    spelled(as_named),
+                    shown(&source.id),
+                    spelled(name)
+                )));
             }
         }
     }
