@@ -749,8 +749,16 @@ fn recover_in(
     }
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later
-        // records are not restored (the old sled is moved aside whole).
-        let Some((segment, end)) = found.cut_at else {
+        // records are not restored (the old sled is moved aside whole). A cut past damage
+        // sled's copy restores is made, and that damage then restored as a plain recover
+        // restores it (outside review 140 F2: the refusal of damage past sled's end named
+        // such a cut, and the cut was refused as past the verified journal).
+        let usable = tree.as_ref().filter(|_| !foreign);
+        let past_damage = match (&found.cut_at, &found.scan.damage, usable) {
+            (None, Some(_), Some(_)) => intact_record_ending(&journal, after)?,
+            _ => None,
+        };
+        let Some((segment, end)) = found.cut_at.clone().or(past_damage.clone()) else {
             let head = found.scan.head.seq;
             return Err(OpenError::Usage(format!(
                 "--truncate-after {after}: no intact journal record ends at seq {after} (the verified journal \
@@ -775,6 +783,16 @@ fn recover_in(
                 report.cut.push(move_segment_aside(&p, &into)?);
             }
             sync_dir(&journal)?;
+        }
+        if let (Some(_), Some(tree)) = (past_damage, usable) {
+            let options = RecoverOptions { truncate_after: None, ..options.clone() };
+            let restored = survey(root, Some(tree), None, options.checkpoint.as_ref())
+                .and_then(|found| restore_from_sled(root, &journal, tree, &found, &options, &mut report));
+            if let Err(e) = restored {
+                // Nothing may change when the restore is refused: the cut goes back.
+                put_cut_back(&journal, &segment, end, &report.cut)?;
+                return Err(e);
+            }
         }
     } else if let Some(tree) = tree.as_ref().filter(|_| sled_history) {
         // The operator's `--prefer sled` over two histories: every journal record gives way.
@@ -981,6 +999,8 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
 enum Piece<'a> {
     Record {
         header: ledger_schema::record::RecordHeader,
+        /// Where it begins in the segment.
+        offset: usize,
         bytes: &'a [u8],
     },
     Damaged {
@@ -992,11 +1012,7 @@ enum Piece<'a> {
         next_seq: u64,
     },
     /// A torn write at the end of the last segment (the walk ends after it).
-    Torn {
-        offset: usize,
-        bytes: usize,
-        next_seq: u64,
-    },
+    Torn { offset: usize, bytes: usize, next_seq: u64 },
 }
 
 /// Walks a segment's `bytes` from `from`: every intact record, and every damaged region —
@@ -1017,7 +1033,7 @@ fn walk_segment(
             Ok((header, _)) => {
                 let len = header.record_len();
                 *next_seq = header.last_seq() + 1;
-                on(Piece::Record { header, bytes: rest.get(..len).unwrap_or_default() })?;
+                on(Piece::Record { header, offset: at, bytes: rest.get(..len).unwrap_or_default() })?;
                 at += len;
             }
             Err(fault) => match ledger_schema::record::classify_tail_as(version, rest, *next_seq, is_last) {
@@ -1049,6 +1065,52 @@ fn read_segment(path: &Path) -> Result<Vec<u8>, OpenError> {
     let mut bytes = Vec::new();
     File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(io("read", path))?;
     Ok(bytes)
+}
+
+/// Undoes a `--truncate-after` cut: the tail moved to `cut` (its first file) appended back
+/// to `segment` at `end`, the later segments (the rest) renamed back into `journal`, the
+/// emptied `cut/N/` directories removed.
+fn put_cut_back(journal: &Path, segment: &Path, end: u64, cut: &[PathBuf]) -> Result<(), OpenError> {
+    let Some((tail, later)) = cut.split_first() else { return Ok(()) };
+    let bytes = read_segment(tail)?;
+    let mut file = OpenOptions::new().write(true).open(segment).map_err(io("open", segment))?;
+    file.set_len(end).map_err(io("truncate", segment))?;
+    file.seek(SeekFrom::Start(end)).map_err(io("seek", segment))?;
+    file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(io("write", segment))?;
+    for moved in later {
+        let back = journal.join(moved.file_name().unwrap_or_default());
+        std::fs::rename(moved, &back).map_err(io("rename", moved))?;
+    }
+    sync_dir(journal)?;
+    std::fs::remove_file(tail).map_err(io("remove", tail))?;
+    for dir in cut.iter().filter_map(|p| p.parent()) {
+        let _ = std::fs::remove_dir(dir);
+        if let Some(parent) = dir.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+    Ok(())
+}
+
+/// The segment and end offset of the intact journal record whose last entry is `seq`,
+/// looked for past damage too.
+fn intact_record_ending(journal: &Path, seq: u64) -> Result<Option<(PathBuf, u64)>, OpenError> {
+    let segments = list_segments(journal)?;
+    let count = segments.len();
+    let mut next_seq = 0;
+    let mut found = None;
+    for (i, (_, path)) in segments.into_iter().enumerate() {
+        let bytes = read_segment(&path)?;
+        walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
+            if let Piece::Record { header, offset, bytes } = piece
+                && header.last_seq() == seq
+            {
+                found = Some((path.clone(), (offset + bytes.len()) as u64));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(found)
 }
 
 /// Where the journal stops being trusted, and the chain just before it.
@@ -1116,7 +1178,7 @@ fn walk_after(journal: &Path, segment: &Path, from: u64) -> Result<(Vec<Keyed>, 
         let bytes = read_segment(&path)?;
         walk_segment(&bytes, start, i + 1 == count, &mut next_seq, |piece| {
             match piece {
-                Piece::Record { header, bytes } => {
+                Piece::Record { header, bytes, .. } => {
                     total += bytes.len();
                     if total > MAX_RESTORE_BYTES {
                         return Err(OpenError::RestoreTooLarge { max: MAX_RESTORE_BYTES });

@@ -1002,6 +1002,55 @@ fn a_torn_tail_cut_by_a_restore_from_sled_is_reported() {
     assert!(!out.contains("torn"), "once cut, no torn tail is left: {out}");
 }
 
+/// Damage sled restores, then damage past sled's end that no copy holds: recover refuses,
+/// naming a cut after the last intact record before the second — and that cut is accepted,
+/// the earlier damage restored from sled as a plain recover restores it (outside review 140
+/// F2: the cut named was refused as past the verified journal, and only a cut before the
+/// first damage was accepted). Refused, such a cut changes nothing.
+#[test]
+fn a_cut_past_damage_sled_restores_is_made_and_the_damage_restored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 8, 1);
+    let frames = journal_frames(&dir);
+    // sled lags: it lacks frames 6.. (an ordinary crash state).
+    with_sled(&dir, |t| {
+        for f in &frames[6..] {
+            t.remove(f.first_seq.to_be_bytes()).unwrap();
+        }
+    });
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    for f in [&frames[2], &frames[7]] {
+        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+    }
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    // A copy to show a refused cut changes nothing: one whose sled lacks frame 2 as well.
+    let other = tmp.path().join("other");
+    copy_dir(&dir, &other);
+    with_sled(&other, |t| {
+        t.remove(frames[2].first_seq.to_be_bytes()).unwrap();
+    });
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    let last = frames[6].first_seq;
+    assert!(err.contains(&format!("--truncate-after {last}")), "{err}");
+    let after = last.to_string();
+    let (code, out, err) = cli(&["recover", d, "--truncate-after", &after, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["headSeq"], last, "{report}");
+    let two = frames[2].first_seq;
+    assert_eq!(report["restoredRuns"], serde_json::json!([[two, two]]), "{report}");
+    assert_eq!(cli(&["verify", d]).0, 0);
+    let o = other.to_str().unwrap();
+    let journal_before = std::fs::read(segment(&other)).unwrap();
+    let (code, _, err) = cli(&["recover", o, "--truncate-after", &after]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(std::fs::read(segment(&other)).unwrap(), journal_before, "the cut was put back");
+    assert!(!other.join("cut").exists(), "{err}");
+}
+
 /// Two records restored from sled with an intact one of the journal's between them: the
 /// report names each run, not one range over the three (outside review 137 P3-2).
 #[test]
