@@ -765,7 +765,9 @@ fn recover_in(
                  ends at seq {head}; cut at a frame boundary: `ledger show` lists the entries)"
             )));
         };
-        if let Some(cp) = &options.checkpoint {
+        // (Past damage, the journal as found does not reach the checkpoint: the restore
+        // checks it on the journal it writes — outside review 142 F3.)
+        if let Some(cp) = options.checkpoint.as_ref().filter(|_| past_damage.is_none()) {
             let kept = if cp.seq <= after { found.checkpoint.clone() } else { None };
             if !matches!(kept, Some(Ok(()))) {
                 return Err(checkpoint_refused(cp, kept, after));
@@ -785,12 +787,15 @@ fn recover_in(
             sync_dir(&journal)?;
         }
         if let (Some(_), Some(tree)) = (past_damage, usable) {
-            let options = RecoverOptions { truncate_after: None, ..options.clone() };
+            // (The restore keeps `truncate_after`: it restores nothing past the cut.)
+            let made = report.cut.clone();
             let restored = survey(root, Some(tree), None, options.checkpoint.as_ref())
-                .and_then(|found| restore_from_sled(root, &journal, tree, &found, &options, &mut report));
+                .and_then(|found| restore_from_sled(root, &journal, tree, &found, options, &mut report));
             if let Err(e) = restored {
-                // Nothing may change when the restore is refused: the cut goes back.
-                put_cut_back(&journal, &segment, end, &report.cut)?;
+                // Nothing may change when the restore is refused: the cut goes back (outside
+                // review 142 F1: a refused rewrite cleared the report's list, and the cut
+                // stayed).
+                put_cut_back(&journal, &segment, end, &made)?;
                 return Err(e);
             }
         }
@@ -1243,7 +1248,10 @@ fn rewrite_from(
         }
         _ => boundary,
     };
-    let (sled_records, sled_head) = sled_continuation(tree, boundary.head, None)?;
+    // Up to the operator's cut, if one was made (`--truncate-after` past damage sled's
+    // copy restores: outside review 142 F2, the restore went on past the cut).
+    let (sled_records, sled_head) =
+        sled_continuation(tree, boundary.head, options.truncate_after.map(|after| after + 1))?;
     // (The torn write that ends the journal, if one does, is cut with the segments it is in:
     // reported as the torn tail a plain cut reports — outside review 137 F1: with damage
     // restored from sled too, it left without a word.)
@@ -1544,8 +1552,13 @@ fn rewrite_from(
             ),
         }
     };
-    // A record of its own there, not intact or not chaining on.
-    if let Some(k) = tree.range(key(past)..).keys().find(frame_key).transpose().map_err(OpenError::Sled)? {
+    // A record of its own there, not intact or not chaining on. (Not under the operator's
+    // `--truncate-after`: sled's records past the cut are what the operator gave up.)
+    let cut_by_operator = options.truncate_after.is_some();
+    if !cut_by_operator
+        && let Some(k) =
+            tree.range(key(past)..).keys().find(frame_key).transpose().map_err(OpenError::Sled)?
+    {
         let held = key_seq(&k).unwrap_or(past);
         return Err(acknowledged(
             held,
@@ -1557,7 +1570,8 @@ fn rewrite_from(
     // 37, P1: its later entries were set aside with the old sled, exit 0).
     let before_end =
         tree.range(..key(past)).keys().rev().find(frame_key).transpose().map_err(OpenError::Sled)?;
-    if let Some(first) = before_end.as_deref().and_then(key_seq)
+    if !cut_by_operator
+        && let Some(first) = before_end.as_deref().and_then(key_seq)
         && let Some(record) = get_frame(tree, first).map_err(OpenError::Sled)?
         && let Ok((header, _)) = open_record(&record)
         && header.last_seq() >= past

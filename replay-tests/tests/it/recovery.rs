@@ -1051,6 +1051,58 @@ fn a_cut_past_damage_sled_restores_is_made_and_the_damage_restored() {
     assert!(!other.join("cut").exists(), "{err}");
 }
 
+/// A cut past damage sled restores keeps nothing past the cut, even what sled holds (outside
+/// review 142 F2: the restore went on to sled's end); a checkpoint is checked on the journal
+/// the restore writes (F3: it was refused against the journal as found), and when that
+/// rewrite is refused, the cut is put back too (F1: the rewrite's refusal emptied the list
+/// of what was cut, and the cut stayed while the message said nothing changed).
+#[test]
+fn a_cut_past_restored_damage_stops_at_the_cut_and_is_undone_with_a_refused_restore() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 8, 1);
+    let frames = journal_frames(&dir);
+    let d = dir.to_str().unwrap();
+    let cut_at = frames[4].first_seq.to_string();
+    let (code, good, _) = cli(&["checkpoint", d, "--seq", &cut_at]);
+    assert_eq!(code, 0);
+    let good_cp = tmp.path().join("good.json");
+    std::fs::write(&good_cp, &good).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let hash = v["hash"].as_str().unwrap().to_owned();
+    let flipped = format!("{}{}", &hash[..hash.len() - 1], if hash.ends_with('0') { '1' } else { '0' });
+    v["hash"] = serde_json::json!(flipped);
+    let bad_cp = tmp.path().join("bad.json");
+    std::fs::write(&bad_cp, v.to_string()).unwrap();
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[frames[2].range.start + (frames[2].range.end - frames[2].range.start) / 2] ^= 0x40;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let copy = tmp.path().join("copy");
+    copy_dir(&dir, &copy);
+    // A checkpoint the restored journal cannot hold: refused, and nothing cut.
+    let c = copy.to_str().unwrap();
+    let (code, _, err) =
+        cli(&["recover", c, "--truncate-after", &cut_at, "--checkpoint", bad_cp.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(std::fs::read(segment(&copy)).unwrap(), bytes, "the cut was put back: {err}");
+    assert!(!copy.join("cut").exists(), "{err}");
+    // The right one: the cut, the restore up to it and no further.
+    let (code, out, err) = cli(&[
+        "recover",
+        d,
+        "--truncate-after",
+        &cut_at,
+        "--checkpoint",
+        good_cp.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["headSeq"], frames[4].first_seq, "{report}");
+    let two = frames[2].first_seq;
+    assert_eq!(report["restoredRuns"], serde_json::json!([[two, two]]), "{report}");
+}
+
 /// Two records restored from sled with an intact one of the journal's between them: the
 /// report names each run, not one range over the three (outside review 137 P3-2).
 #[test]
