@@ -625,8 +625,15 @@ pub fn stale_now(state: &State, attempt: ledger_schema::Id) -> Option<String> {
                 return None;
             }
             let (latest, _, _) = runtime::result_binding(state, generation)?;
+            // A frozen generation's next step is its ACCEPT, whose refusal gives its own way
+            // out (outside review 143: the freeze's "start a new Attempt" was given there).
+            let frozen = state
+                .generations
+                .get(&generation)
+                .is_some_and(|g| matches!(g.status, runtime::state::GenerationStatus::Frozen { .. }));
+            let used = if frozen { ResultUse::Accept } else { ResultUse::Freeze };
             (latest == attempt)
-                .then(|| check_result_current(registry, state, generation, ResultUse::Freeze).err())
+                .then(|| check_result_current(registry, state, generation, used).err())
                 .flatten()
                 .map(|e| e.to_string())
         }
