@@ -1051,7 +1051,12 @@ fn native_authority(path: &str) -> &'static [&'static str] {
     // An example or template of a config is no config a loader reads (outside review 139
     // F6: an MCP setup skill's `examples/.mcp.json` made it never selectable).
     let shown = ["example", "examples", "sample", "samples", "template", "templates"];
-    if folders.iter().any(|f| shown.contains(f)) || name.split('.').any(|part| shown.contains(&part)) {
+    let in_agent_folder = folders.iter().any(|f| FOLDERS.contains(f));
+    // (Inside an agent's own folder every file is loaded, examples too: outside review 141.)
+    if !in_agent_folder
+        && (folders.iter().any(|f| shown.contains(f))
+            || name.split(['.', '-', '_']).any(|part| shown.contains(&part)))
+    {
         return &[];
     }
     // Agents' and editors' own folders (outside review 139 F6: Kiro, OpenCode, Continue,
@@ -1072,6 +1077,7 @@ fn native_authority(path: &str) -> &'static [&'static str] {
         ".aider",
         ".roo",
         ".cline",
+        ".clinerules",
     ];
     // Their manifests and rule files by name.
     const NAMES: &[&str] = &[
@@ -1087,9 +1093,10 @@ fn native_authority(path: &str) -> &'static [&'static str] {
         "copilot-instructions.md",
     ];
     let config = ["json", "jsonc", "yaml", "yml", "toml"];
-    let mcp = (name.starts_with("mcp") || name.starts_with(".mcp") || name.ends_with(".mcp.json"))
-        && name.rsplit('.').next().is_some_and(|ext| config.contains(&ext));
-    if folders.iter().any(|f| FOLDERS.contains(f)) || NAMES.contains(&name) || name.ends_with(".kiro.hook") {
+    let mcp = name.contains("mcp") && name.rsplit('.').next().is_some_and(|ext| config.contains(&ext));
+    // Copilot's prompt files and chat modes may grant tools.
+    let prompt = name.ends_with(".prompt.md") || name.ends_with(".chatmode.md");
+    if in_agent_folder || NAMES.contains(&name) || name.ends_with(".kiro.hook") || prompt {
         &["hooks", "tools"]
     } else if mcp {
         &["tools"]

@@ -20,11 +20,20 @@ pub fn secret_in(bytes: &[u8]) -> Option<String> {
 
 fn find(text: &str, depth: u8) -> Option<String> {
     let line = |at: usize| text.get(..at).map_or(0, |t| t.matches('\n').count()) + 1;
+    // JSON inside a JSON string (`"{\"password\":\"…\"}"`, as AWS Secrets Manager holds it):
+    // read unescaped too (outside review 141 F4).
+    if depth < 2 && text.contains("\\\"") {
+        let unescaped = text.replace("\\\"", "\"").replace("\\\\", "\\");
+        if let Some(inner) = find(&unescaped, depth + 1) {
+            return Some(inner);
+        }
+    }
     let found = armored(text)
         .map(|at| (at, "an armored private key".to_owned()))
         .or_else(|| key_material(text))
         .or_else(|| token(text))
-        .or_else(|| assigned(text))
+        // A SealedSecret's `encryptedData` is ciphertext, made to be committed.
+        .or_else(|| if text.contains("encryptedData:") { None } else { assigned(text) })
         .or_else(|| url_password(text).map(|at| (at, "a password in a URL".to_owned())))
         .or_else(|| header(text))
         .or_else(|| jwt(text));
@@ -55,6 +64,12 @@ fn armored(text: &str) -> Option<usize> {
         let label = rest.get(..label_end).unwrap_or_default();
         let body = rest.get(label_end + 5..).unwrap_or_default();
         let Some(end) = body.find("-----END") else { return false };
+        // The body of this block only, closed by a private key's END (outside review 141: a
+        // header named in prose paired with a later public key's body).
+        let closing = body.get(end..).unwrap_or_default().lines().next().unwrap_or_default();
+        if body.get(..end).unwrap_or_default().contains("-----BEGIN") || !closing.contains("PRIVATE KEY") {
+            return false;
+        }
         let base64 = body
             .get(..end)
             .unwrap_or_default()
@@ -146,10 +161,13 @@ fn token(text: &str) -> Option<(usize, String)> {
             } else {
                 run(rest)
             };
-            (at_start(at) || webhook) && n >= *min
+            let body = rest.get(..n).unwrap_or_default();
+            (at_start(at) || webhook) && n >= *min && !placeholder(body)
         });
         if let Some(at) = found {
-            return Some((at, format!("a {whose} token")));
+            let article =
+                if whose.starts_with(['A', 'E', 'I', 'O', 'U']) || *whose == "npm" { "an" } else { "a" };
+            return Some((at, format!("{article} {whose} token")));
         }
     }
     // SendGrid: `SG.` + 22 + `.` + 43.
@@ -171,6 +189,7 @@ fn token(text: &str) -> Option<(usize, String)> {
                 && id.len() == 16
                 && id.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
                 && !id.contains("EXAMPLE")
+                && !placeholder(&id)
         });
         if let Some(at) = found {
             return Some((at, "an AWS access key id".to_owned()));
@@ -178,6 +197,28 @@ fn token(text: &str) -> Option<(usize, String)> {
     }
     None
 }
+
+/// A token body that is a stand-in: `xxxx`, or a run of eight of one character
+/// (`ghp_xxxx…`, `AKIAXXXX…`, `dop_v1_0000…`, Slack's `T00000000/B00000000/XXXX…`), or a
+/// published example value (outside review 141: documentation placeholders were refused).
+fn placeholder(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    lower.contains("xxxx")
+        || bytes.windows(8).any(|w| w.iter().all(|b| *b == w[0]))
+        || KNOWN_EXAMPLES.iter().any(|k| body.contains(k))
+}
+
+/// Values published as examples in specifications and vendors' documentation: the OAuth 2.0
+/// RFC's tokens, jwt.io's token's signature, Azurite's development key, Stripe's
+/// documentation key.
+const KNOWN_EXAMPLES: &[&str] = &[
+    "2YotnFZFEjr1zCsicMWpAA",
+    "tGzv3JOkF0XG5Qx2TlKWIA",
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq",
+    "4eC39HqLyjWDarjtT1zdp7dc",
+];
 
 /// Words a document uses for a stand-in value.
 const STAND_INS: &[&str] = &[
@@ -210,11 +251,15 @@ fn looks_secret(value: &str, mixed: usize, long: usize) -> bool {
     let lower = value.to_ascii_lowercase();
     let has = |f: fn(&char) -> bool| value.chars().any(|c| f(&c));
     let longest_run = value.split(|c: char| !c.is_ascii_alphanumeric()).map(str::len).max().unwrap_or(0);
+    // Each part an identifier with two digits at most (`process.env.R2_API_TOKEN`, not a
+    // Vault `s.Xk9Lp4Wz…` or `Tq7vR2m.Xk9Lp4Wz`: outside review 141 F3).
     let reference = value.contains('.')
         && value.split('.').filter(|p| !p.is_empty()).count() >= 2
         && value.split('.').all(|p| {
             p.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && p.chars().filter(char::is_ascii_digit).count() <= 2
+                && alternations(p) <= 4
         });
     const FILES: &[&str] = &[
         ".pem", ".key", ".crt", ".cer", ".json", ".yml", ".yaml", ".txt", ".p12", ".pfx", ".env", ".cfg",
@@ -233,6 +278,15 @@ fn looks_secret(value: &str, mixed: usize, long: usize) -> bool {
         && !reference
         && !path
         && !STAND_INS.iter().any(|w| lower.contains(w))
+        && !placeholder(value)
+}
+
+/// How often `part` changes between upper case, lower case and digits (`githubToken2`: 3,
+/// a random `Tq7vR2m`: 6).
+fn alternations(part: &str) -> usize {
+    let class = |c: char| (c.is_ascii_uppercase(), c.is_ascii_lowercase(), c.is_ascii_digit());
+    let classes: Vec<_> = part.chars().filter(char::is_ascii_alphanumeric).map(class).collect();
+    classes.windows(2).filter(|w| w.first() != w.get(1)).count()
 }
 
 /// The words of an identifier, lower case: split at `_`, `-`, `.`, a lower-to-upper case
@@ -292,6 +346,7 @@ fn names_secret(id: &str) -> bool {
         "credential",
         "credentials",
         "bearer",
+        "sharedaccesskey",
     ];
     const LAST: &[&str] = &["pwd", "pass", "pat", "auth"];
     let mut w = words(id);
@@ -378,9 +433,12 @@ fn value_after(rest: &str) -> Option<bool> {
             rest = r;
             continue;
         }
-        if let Some(r) = [":=", "?=", "+=", "=>", "==", "|-", "|+", ">-", ">+", "=", ":", ">", "|", "- "]
-            .iter()
-            .find_map(|op| trimmed.strip_prefix(op))
+        if let Some(r) = [
+            ":=", "?=", "+=", "=>", "==", "|-", "|+", ">-", ">+", "=", ":", ">", "|", "- ", ",", "]", "(",
+            "{",
+        ]
+        .iter()
+        .find_map(|op| trimmed.strip_prefix(op))
         {
             rest = r;
             continue;
@@ -398,11 +456,17 @@ fn value_after(rest: &str) -> Option<bool> {
             // A quoted value, whole: no blank in it (a sentence is no secret).
             let quote = trimmed.chars().next().unwrap_or('"');
             let value = r.split(quote).next().unwrap_or_default();
+            // The `"value"` key of a JSON name/value pair (outside review 141 F2).
+            let after = r.get(value.len() + quote.len_utf8()..).unwrap_or_default();
+            if SKIPPED_WORDS.contains(&value) && after.trim_start().starts_with([':', '=']) {
+                rest = after;
+                continue;
+            }
             return Some(!value.chars().any(char::is_whitespace) && quoted_secret(value));
         }
         // A type or the `value` key of a name/value pair.
         let word: String = trimmed.chars().take_while(char::is_ascii_alphabetic).collect();
-        if ["String", "string", "str", "value", "Value", "SecretStr", "SecretString"].contains(&word.as_str())
+        if SKIPPED_WORDS.contains(&word.as_str())
             && trimmed.get(word.len()..).is_some_and(|t| t.trim_start().starts_with([':', '=']))
         {
             rest = trimmed.get(word.len()..).unwrap_or_default();
@@ -419,6 +483,10 @@ fn value_after(rest: &str) -> Option<bool> {
     }
     None
 }
+
+/// Words between a key and its value: a type, or the `value` of a name/value pair.
+const SKIPPED_WORDS: &[&str] =
+    &["String", "string", "str", "value", "Value", "SecretStr", "SecretString", "default", "sensitive"];
 
 /// A quoted value: any printable characters but blanks and quotes.
 fn quoted_secret(value: &str) -> bool {
@@ -488,15 +556,20 @@ fn jwt(text: &str) -> Option<(usize, String)> {
             && parts.iter().all(|p| p.len() >= 10)
             && parts.get(1).is_some_and(|p| p.starts_with("eyJ"));
         let jwe = parts.len() == 5 && parts.iter().filter(|p| p.len() >= 10).count() >= 3;
-        (jws || jwe).then(|| (at, "a JSON Web Token".to_owned()))
+        (jws || jwe)
+            .then_some(())
+            .filter(|()| !placeholder(token))
+            .map(|()| (at, "a JSON Web Token".to_owned()))
     })
 }
 
 /// Runs of base64 in `text`, each with where it starts: pieces of 16 or more base64 or
 /// base64url characters joined across what wraps them — blanks, line breaks, quotes,
 /// commas, brackets, a JSON `\n` — until a shorter piece or another character ends the
-/// run; runs of 64 or more characters.
+/// run; runs of 20 or more characters (outside review 141 F1: a base64 token under 64 was
+/// never decoded).
 fn base64_runs(text: &str) -> Vec<(usize, String)> {
+    const MIN_RUN: usize = 20;
     let b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '-' | '_');
     let mut runs = Vec::new();
     let (mut run, mut run_at) = (String::new(), 0usize);
@@ -521,7 +594,7 @@ fn base64_runs(text: &str) -> Vec<(usize, String)> {
             }
             run.push_str(piece);
         } else {
-            if run.len() >= 64 {
+            if run.len() >= MIN_RUN {
                 runs.push((*run_at, std::mem::take(run)));
             }
             run.clear();
@@ -546,7 +619,7 @@ fn base64_runs(text: &str) -> Vec<(usize, String)> {
             end_piece(&mut piece, piece_at, &mut run, &mut run_at, &mut runs);
         }
         if !(glue || escape) {
-            if run.len() >= 64 {
+            if run.len() >= MIN_RUN {
                 runs.push((run_at, std::mem::take(&mut run)));
             }
             run.clear();
@@ -555,22 +628,27 @@ fn base64_runs(text: &str) -> Vec<(usize, String)> {
     if !piece.is_empty() {
         end_piece(&mut piece, piece_at, &mut run, &mut run_at, &mut runs);
     }
-    if run.len() >= 64 {
+    if run.len() >= MIN_RUN {
         runs.push((run_at, run));
     }
     runs
 }
 
 /// A DER private key: a SEQUENCE whose first element is version 0 then an
-/// AlgorithmIdentifier (PKCS #8) or an INTEGER (PKCS #1), or version 1 then an OCTET
-/// STRING (SEC 1). A certificate or a public key (a SEQUENCE first) is not one.
+/// AlgorithmIdentifier (PKCS #8) or an INTEGER (PKCS #1), version 1 then an OCTET STRING
+/// (SEC 1), or version 3 then a SEQUENCE (a PKCS #12 store). A certificate or a public key
+/// (a SEQUENCE first) is not one.
 fn der_private_key(der: &[u8]) -> bool {
     let body = match der {
         [0x30, 0x82, _, _, rest @ ..] | [0x30, 0x81, _, rest @ ..] => rest,
         [0x30, len, rest @ ..] if *len < 0x80 => rest,
         _ => return false,
     };
-    der.len() >= 48 && matches!(body, [0x02, 0x01, 0x00, 0x30 | 0x02, ..] | [0x02, 0x01, 0x01, 0x04, ..])
+    der.len() >= 48
+        && matches!(
+            body,
+            [0x02, 0x01, 0x00, 0x30 | 0x02, ..] | [0x02, 0x01, 0x01, 0x04, ..] | [0x02, 0x01, 0x03, 0x30, ..]
+        )
 }
 
 /// Standard or URL-safe base64 (padding optional), decoded up to the first character
@@ -697,6 +775,17 @@ mod tests {
             format!("Authorization: Basic {}", base64(format!("admin:{P}").as_bytes())),
             format!("Authorization: Bearer {V}"),
             "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U".to_owned(),
+            // Outside review 141.
+            format!("stripe: {}", base64(b"sk_live_51HaBcDeFgHiJkLmNoPqRsT")),
+            format!(r#"{{"name":"DB_PASSWORD","value":"{P}"}}"#),
+            format!("env: [{{name: DB_PASSWORD, value: {P}}}]"),
+            "VAULT_TOKEN=s.Xk9Lp4WzTq7LmRt6Yp2QaBc3".to_owned(),
+            format!("password: Tq7vR2m.Xk9Lp4Wz"),
+            format!(r#"{{"SecretString": "{{\"username\":\"admin\",\"password\":\"{P}\"}}"}}"#),
+            format!(r#"os.environ["OPENAI_API_KEY"] = "{V}""#),
+            format!(r#"ds.setPassword("{P}");"#),
+            format!("variable \"db_password\" {{ default = \"{P}\" }}"),
+            format!("Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={V}="),
         ];
         for y in &yes {
             assert!(secret_in(y.as_bytes()).is_some(), "{y:?}");
@@ -760,6 +849,14 @@ mod tests {
             "https://cdn.jsdelivr.net/npm/@fontsource/inter@5.0.8/index.css".to_owned(),
             "Authorization: Bearer $TOKEN".to_owned(),
             "The basic usage is shown below.".to_owned(),
+            // Outside review 141: a header named in prose before a public key, placeholders
+            // shaped like tokens, published examples, sealed ciphertext.
+            "Keys start with `-----BEGIN PRIVATE KEY-----`.\n\n-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+40RQzuVaE8AkAFmxZzow3x\n-----END PUBLIC KEY-----\n".to_owned(),
+            "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx".to_owned(),
+            "aws_access_key_id = AKIAXXXXXXXXXXXXXXXX".to_owned(),
+            "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX".to_owned(),
+            r#"{"access_token":"2YotnFZFEjr1zCsicMWpAA","refresh_token":"tGzv3JOkF0XG5Qx2TlKWIA"}"#.to_owned(),
+            "spec:\n  encryptedData:\n    password: AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq7Zh8Kg3pL5mN1qR9sT2uV4wX6yZ8".to_owned(),
             "Atlas: `mongodb+srv://<username>:<password>@cluster0.abcde.mongodb.net/app?retryWrites=true&w=majority`"
                 .to_owned(),
         ] {

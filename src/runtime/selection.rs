@@ -716,7 +716,9 @@ fn words(t: &str) -> Vec<(String, bool)> {
 /// `ꭰ` as itself).
 fn words_of(t: &str, fold_first: bool) -> Vec<(String, bool)> {
     use unicode_normalization::UnicodeNormalization;
-    let folded = if fold_first { t.to_lowercase() } else { t.to_owned() };
+    // (Not folded first: the skeleton before NFKC too — NFKC spells a Greek lunate `ϲ` as
+    // `ς` and a long `ſ` as `s`, losing their look-alikes `c` and `f`: outside review 141.)
+    let folded = if fold_first { t.to_lowercase() } else { unicode_security::skeleton(t).collect() };
     let marked: String = folded.chars().map(|c| if super::invisible(c) { '-' } else { c }).collect();
     // Lower case again after the skeleton, and without combining marks (outside review 139
     // F5: `I0-utils` read as `IO-utils`, which lower case made `io-utils`; Cherokee `Ꭰeploy`
