@@ -205,7 +205,7 @@ fn placeholder(body: &str) -> bool {
     let lower = body.to_ascii_lowercase();
     let bytes = lower.as_bytes();
     lower.contains("xxxx")
-        || bytes.windows(8).any(|w| w.iter().all(|b| *b == w[0]))
+        || bytes.windows(8).any(|w| w.iter().all(|b| Some(b) == w.first()))
         || KNOWN_EXAMPLES.iter().any(|k| body.contains(k))
 }
 
@@ -780,7 +780,7 @@ mod tests {
             format!(r#"{{"name":"DB_PASSWORD","value":"{P}"}}"#),
             format!("env: [{{name: DB_PASSWORD, value: {P}}}]"),
             "VAULT_TOKEN=s.Xk9Lp4WzTq7LmRt6Yp2QaBc3".to_owned(),
-            format!("password: Tq7vR2m.Xk9Lp4Wz"),
+            "password: Tq7vR2m.Xk9Lp4Wz".to_owned(),
             format!(r#"{{"SecretString": "{{\"username\":\"admin\",\"password\":\"{P}\"}}"}}"#),
             format!(r#"os.environ["OPENAI_API_KEY"] = "{V}""#),
             format!(r#"ds.setPassword("{P}");"#),
