@@ -760,17 +760,24 @@ fn recover_rolls_back_a_stage_with_a_file_cut_short() {
     }
 }
 
+/// Full (revision 1) then Lean (revision 2): the ledger, its state root, and a file of
+/// revision 1's generation.
+fn full_then_lean() -> (Setup, std::path::PathBuf, std::path::PathBuf) {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let full = ok(set(&s, &root, &["full"]));
+    ok(set(&s, &root, &["lean", "--expected-revision", "1"]));
+    let file = Path::new(full["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
+    (s, root, file)
+}
+
 /// A refused `rollback` or `set` (its target generation, published by an earlier revision,
 /// was tampered) leaves nothing behind: no `txn.json`, status is not blocked, and once the
 /// file is restored `recover` has nothing to do — it never commits the refused operation.
 #[test]
 fn refused_set_or_rollback_leaves_no_transaction() {
     for command in ["rollback", "set"] {
-        let s = Setup::scanned();
-        let root = root_of(&s);
-        let full = ok(set(&s, &root, &["full"]));
-        ok(set(&s, &root, &["lean", "--expected-revision", "1"]));
-        let file = Path::new(full["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
+        let (s, root, file) = full_then_lean();
         let original = std::fs::read(&file).unwrap();
         let mut tampered = original.clone();
         tampered.extend_from_slice(b"x\n");
@@ -809,11 +816,7 @@ fn refused_set_or_rollback_leaves_no_transaction() {
 /// it, and `status` refused right after).
 #[test]
 fn an_altered_earlier_generation_refuses_set_as_status_does() {
-    let s = Setup::scanned();
-    let root = root_of(&s);
-    let full = ok(set(&s, &root, &["full"]));
-    ok(set(&s, &root, &["lean", "--expected-revision", "1"]));
-    let file = Path::new(full["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
+    let (s, root, file) = full_then_lean();
     let original = std::fs::read(&file).unwrap();
     std::fs::write(&file, b"altered\n").unwrap();
     let before = s.head();

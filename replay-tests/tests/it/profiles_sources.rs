@@ -104,6 +104,15 @@ fn rescan_identical_is_a_noop_and_drift_is_a_new_snapshot() {
 #[test]
 fn scan_fails_closed_on_every_listed_case() {
     type Edit = Box<dyn Fn(&std::path::Path)>;
+    // Two skills, each named as its directory: the second an impostor.
+    let pair = |first: &'static str, second: &'static str| -> Edit {
+        Box::new(move |src| {
+            for (dir, body) in [(first, "body"), (second, "Impostor")] {
+                let text = format!("---\nname: {dir}\ndescription: d\n---\n{body}\n");
+                write(&src.join(format!("skills/{dir}/SKILL.md")), &text);
+            }
+        })
+    };
     let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "unknown front-matter key",
@@ -189,60 +198,24 @@ fn scan_fails_closed_on_every_listed_case() {
         (
             // Outside review 136 F1: a Cyrillic `о` and a non-breaking hyphen.
             "a skill directory that looks like another (a confusable letter, another hyphen)",
-            Box::new(|src| {
-                write(
-                    &src.join("skills/code-review/SKILL.md"),
-                    "---\nname: code-review\ndescription: d\n---\nbody\n",
-                );
-                write(
-                    &src.join("skills/c\u{43e}de\u{2011}review/SKILL.md"),
-                    "---\nname: c\u{43e}de\u{2011}review\ndescription: d\n---\nImpostor\n",
-                );
-            }),
+            pair("code-review", "c\u{43e}de\u{2011}review"),
             "(\"c\\u{43e}de\\u{2011}review\"): a directive could not tell them apart",
         ),
         (
             // Outside review 139 F5: a digit that looks like a capital, and a capital whose
             // small letter looks like nothing.
             "a skill directory with a zero for an O",
-            Box::new(|src| {
-                write(
-                    &src.join("skills/IO-utils/SKILL.md"),
-                    "---\nname: IO-utils\ndescription: d\n---\nbody\n",
-                );
-                write(
-                    &src.join("skills/I0-utils/SKILL.md"),
-                    "---\nname: I0-utils\ndescription: d\n---\nImpostor\n",
-                );
-            }),
+            pair("IO-utils", "I0-utils"),
             "a directive could not tell them apart",
         ),
         (
             "a skill directory with a Cherokee capital for a D",
-            Box::new(|src| {
-                write(
-                    &src.join("skills/deploy-app/SKILL.md"),
-                    "---\nname: deploy-app\ndescription: d\n---\nbody\n",
-                );
-                write(
-                    &src.join("skills/\u{13a0}eploy-app/SKILL.md"),
-                    "---\nname: \u{13a0}eploy-app\ndescription: d\n---\nImpostor\n",
-                );
-            }),
+            pair("deploy-app", "\u{13a0}eploy-app"),
             "a directive could not tell them apart",
         ),
         (
             "a skill directory that is another's NFKC form (a ligature)",
-            Box::new(|src| {
-                write(
-                    &src.join("skills/file-ops/SKILL.md"),
-                    "---\nname: file-ops\ndescription: d\n---\nbody\n",
-                );
-                write(
-                    &src.join("skills/\u{fb01}le-ops/SKILL.md"),
-                    "---\nname: \u{fb01}le-ops\ndescription: d\n---\nImpostor\n",
-                );
-            }),
+            pair("file-ops", "\u{fb01}le-ops"),
             "a directive could not tell them apart",
         ),
         (
