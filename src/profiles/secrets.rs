@@ -86,11 +86,19 @@ fn key_material(text: &str) -> Option<(usize, String)> {
     if let Some(at) = text.find("PuTTY-User-Key-File-").filter(|_| text.contains("Private-Lines:")) {
         return Some((at, "a PuTTY private key".to_owned()));
     }
-    if text.contains("\"kty\"") {
-        let d = text.match_indices("\"d\"").map(|(at, _)| at).find(|&at| {
-            let rest = text.get(at + 3..).unwrap_or_default().trim_start();
-            let value =
-                rest.strip_prefix(':').unwrap_or_default().trim_start().strip_prefix('"').unwrap_or_default();
+    // `kty` and a `d` key quoted or not — JSON, YAML, TOML, a JS or Python literal (outside
+    // review 144: only JSON's quoted keys were read).
+    if text.contains("kty") {
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let d = text.match_indices('d').map(|(at, _)| at).find(|&at| {
+            let before = text.get(..at).and_then(|t| t.chars().next_back());
+            let after = text.get(at + 1..).unwrap_or_default();
+            if before.is_some_and(ident) || after.chars().next().is_some_and(ident) {
+                return false;
+            }
+            let rest = after.trim_start_matches(['"', '\'']).trim_start();
+            let Some(rest) = rest.strip_prefix([':', '=']) else { return false };
+            let value = rest.trim_start().trim_start_matches(['"', '\'']);
             value.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')).count() >= 32
         });
         if let Some(at) = d {
@@ -204,8 +212,13 @@ fn token(text: &str) -> Option<(usize, String)> {
 fn placeholder(body: &str) -> bool {
     let lower = body.to_ascii_lowercase();
     let bytes = lower.as_bytes();
+    // A unit of one to four characters repeated (`0b0b0b…`, RFC 4231's test key).
+    let repeated = (1..=4).any(|unit| {
+        bytes.len() >= 8 && bytes.get(..unit).is_some_and(|u| bytes.chunks(unit).all(|c| u.starts_with(c)))
+    });
     lower.contains("xxxx")
         || bytes.windows(8).any(|w| w.iter().all(|b| Some(b) == w.first()))
+        || repeated
         || KNOWN_EXAMPLES.iter().any(|k| body.contains(k))
 }
 
@@ -218,6 +231,9 @@ const KNOWN_EXAMPLES: &[&str] = &[
     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq",
     "4eC39HqLyjWDarjtT1zdp7dc",
+    // RFC 6749's Basic header, Kubernetes' documentation Secret.
+    "czZCaGRSa3F0MzpnWDFmQmF0M2JW",
+    "MWYyZDFlMmU2N2Rm",
 ];
 
 /// Words a document uses for a stand-in value.
@@ -279,6 +295,22 @@ fn looks_secret(value: &str, mixed: usize, long: usize) -> bool {
         && !path
         && !STAND_INS.iter().any(|w| lower.contains(w))
         && !placeholder(value)
+        // A JWT is read as one (`jwt`); a shortened one in a document is none.
+        && !value.starts_with("eyJ")
+        // A stand-in encoded in base64 (`Y2hhbmdlbWU=`: `changeme`).
+        && !decodes_to_stand_in(value)
+}
+
+/// Whether `value` is base64 of printable text holding a stand-in word.
+fn decodes_to_stand_in(value: &str) -> bool {
+    if value.len() % 4 != 0
+        || !value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+    {
+        return false;
+    }
+    let decoded = base64_decode(value);
+    decoded.iter().all(|b| b.is_ascii_graphic() || *b == b' ')
+        && STAND_INS.iter().any(|w| String::from_utf8_lossy(&decoded).to_ascii_lowercase().contains(w))
 }
 
 /// How often `part` changes between upper case, lower case and digits (`githubToken2`: 3,
@@ -359,6 +391,10 @@ fn names_secret(id: &str) -> bool {
         w.pop();
     }
     let joined = w.concat();
+    // Cursors, not credentials (outside review 144: `nextPageToken`).
+    if ["pagetoken", "continuationtoken", "synctoken", "cursortoken"].iter().any(|n| joined.ends_with(n)) {
+        return false;
+    }
     JOINED.iter().any(|n| joined.ends_with(n)) || w.last().is_some_and(|l| LAST.contains(&l.as_str()))
 }
 
@@ -381,6 +417,15 @@ fn assigned(text: &str) -> Option<(usize, String)> {
         let before = text.get(..from).unwrap_or_default();
         if before.ends_with('$') || before.ends_with("${") || before.ends_with("%(") {
             continue;
+        }
+        // A name/value pair with its value first (`{"value": "…", "name": "DB_PASSWORD"}`,
+        // `- value: …` then `name: …`: outside review 144): the pair's name, within the
+        // next 200 bytes, names a secret.
+        if id.eq_ignore_ascii_case("value")
+            && value_after(text.get(at..).unwrap_or_default()) == Some(true)
+            && let Some(name) = pair_name(text, at)
+        {
+            return Some((from, format!("a secret assigned to `{name}`")));
         }
         if names_secret(id) && value_after(text.get(at..).unwrap_or_default()).is_some_and(|v| v) {
             return Some((from, format!("a secret assigned to `{}`", id.trim_matches(['-', '.']))));
@@ -417,11 +462,34 @@ fn assigned(text: &str) -> Option<(usize, String)> {
     None
 }
 
+/// The `name` of the pair whose `value` ends at `at`, if it names a secret and follows
+/// within 200 bytes.
+fn pair_name(text: &str, at: usize) -> Option<String> {
+    let end = (at..=at + 200).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(at).min(text.len());
+    let window = text.get(at..end).unwrap_or_default();
+    window.match_indices("name").find_map(|(i, _)| {
+        let rest = window.get(i + 4..).unwrap_or_default().trim_start_matches(['"', '\'']).trim_start();
+        let rest = rest.strip_prefix([':', '='])?.trim_start().trim_start_matches(['"', '\'']);
+        let id: String =
+            rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).collect();
+        names_secret(&id).then_some(id)
+    })
+}
+
 /// What follows a key naming a secret: `Some(true)` when it is a value that reads as a
 /// secret ([`assigned`]).
 fn value_after(rest: &str) -> Option<bool> {
     // The key's own closing quote, right after it.
     let mut rest = rest.strip_prefix(['"', '\'', '`']).unwrap_or(rest);
+    // A block after the key (Terraform's `variable "db_password" { … default = "…" }`, as
+    // `terraform fmt` writes it over lines: outside review 144): its `default`.
+    if let Some(block) = rest.trim_start().strip_prefix('{') {
+        let body = block.split('}').next().unwrap_or_default();
+        return Some(body.lines().any(|line| {
+            let line = line.trim_start().trim_start_matches('{').trim_start();
+            line.strip_prefix("default").is_some_and(|r| value_after(r) == Some(true))
+        }));
+    }
     let mut line_breaks = 0;
     for _ in 0..12 {
         let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() && c != '\n');
@@ -435,7 +503,7 @@ fn value_after(rest: &str) -> Option<bool> {
         }
         if let Some(r) = [
             ":=", "?=", "+=", "=>", "==", "|-", "|+", ">-", ">+", "=", ":", ">", "|", "- ", ",", "]", "(",
-            "{",
+            "{", "**",
         ]
         .iter()
         .find_map(|op| trimmed.strip_prefix(op))
@@ -529,6 +597,7 @@ fn header(text: &str) -> Option<(usize, String)> {
             .collect();
         let decoded = String::from_utf8_lossy(&base64_decode(&value)).into_owned();
         if value.len() >= 12
+            && !placeholder(&value)
             && decoded.split_once(':').is_some_and(|(user, p)| !user.is_empty() && url_secret(p))
         {
             return Some((at, "a Basic authorization header".to_owned()));
@@ -786,6 +855,13 @@ mod tests {
             format!(r#"ds.setPassword("{P}");"#),
             format!("variable \"db_password\" {{ default = \"{P}\" }}"),
             format!("Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={V}="),
+            // Outside review 144.
+            format!("jwk:\n  kty: OKP\n  crv: Ed25519\n  d: {V}abc\n"),
+            format!("{{ kty: 'OKP', crv: 'Ed25519', d: '{V}abc' }}"),
+            format!("variable \"db_password\" {{\n  type    = string\n  default = \"{P}\"\n}}\n"),
+            format!(r#"{{"environment":[{{"value":"{P}","name":"DB_PASSWORD"}}]}}"#),
+            format!("env:\n  - value: \"{P}\"\n    name: DB_PASSWORD\n"),
+            format!("**Password:** {P}"),
         ];
         for y in &yes {
             assert!(secret_in(y.as_bytes()).is_some(), "{y:?}");
@@ -856,6 +932,12 @@ mod tests {
             "aws_access_key_id = AKIAXXXXXXXXXXXXXXXX".to_owned(),
             "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX".to_owned(),
             r#"{"access_token":"2YotnFZFEjr1zCsicMWpAA","refresh_token":"tGzv3JOkF0XG5Qx2TlKWIA"}"#.to_owned(),
+            "  password: MWYyZDFlMmU2N2Rm".to_owned(),
+            "  password: Y2hhbmdlbWU=".to_owned(),
+            "Authorization: Basic czZCaGRSa3F0MzpnWDFmQmF0M2JW".to_owned(),
+            "-H \"Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9...\"".to_owned(),
+            r#""nextPageToken": "CiAKGjBpNDd2Nmp2Zml2cXRwYjBpOXA""#.to_owned(),
+            "signing_key = \"0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b\"".to_owned(),
             "spec:\n  encryptedData:\n    password: AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq7Zh8Kg3pL5mN1qR9sT2uV4wX6yZ8".to_owned(),
             "Atlas: `mongodb+srv://<username>:<password>@cluster0.abcde.mongodb.net/app?retryWrites=true&w=majority`"
                 .to_owned(),
