@@ -303,7 +303,7 @@ fn looks_secret(value: &str, mixed: usize, long: usize) -> bool {
 
 /// Whether `value` is base64 of printable text holding a stand-in word.
 fn decodes_to_stand_in(value: &str) -> bool {
-    if value.len() % 4 != 0
+    if !value.len().is_multiple_of(4)
         || !value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
     {
         return false;
