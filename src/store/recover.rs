@@ -963,7 +963,8 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
     let mut next_seq = 0;
     for (i, (_, path)) in segments.into_iter().enumerate() {
         let bytes = read_segment(&path)?;
-        walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
+        let (version, is_last) = (RecordVersion::of_segment(&bytes), i + 1 == count);
+        walk_segment(&bytes, 0, is_last, &mut next_seq, |piece| {
             match piece {
                 Piece::Record { header, .. } => {
                     if header.last_seq() <= through {
@@ -971,6 +972,38 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                         found = None;
                     }
                     within = None;
+                }
+                // A damaged record sled's copy replaces, with no intact record after it: what
+                // follows its (checked) end is read as the segment's tail — damage there held
+                // records past sled's end (outside review 145, P1: a run of damage from a
+                // record sled holds to the journal's end dropped the acknowledged records
+                // after sled's end, exit 0); a torn write or unwritten space is none.
+                Piece::Damaged { offset, fault, next_intact: None, header: Some(h), .. }
+                    if h.last_seq() <= through
+                        && bytes.get(offset + h.record_len()..).is_some_and(|rest| {
+                            !rest.is_empty()
+                                && matches!(
+                                    ledger_schema::record::classify_tail_as(
+                                        version,
+                                        rest,
+                                        h.last_seq() + 1,
+                                        is_last
+                                    ),
+                                    ledger_schema::record::Tail::Damaged { .. }
+                                )
+                        }) =>
+                {
+                    let after = offset + h.record_len();
+                    found = found.take().or(Some((
+                        h.last_seq() + 1,
+                        super::DamagedAt {
+                            segment: path.display().to_string(),
+                            offset: after as u64,
+                            fault,
+                            last_good: Some(h.last_seq()),
+                            next_intact: None,
+                        },
+                    )));
                 }
                 Piece::Damaged { offset, fault, next_intact, header, next_seq } => {
                     let here = Some((
@@ -1097,8 +1130,8 @@ fn put_cut_back(journal: &Path, segment: &Path, end: u64, cut: &[PathBuf]) -> Re
     Ok(())
 }
 
-/// The segment and end offset of the intact journal record whose last entry is `seq`,
-/// looked for past damage too.
+/// The segment and end offset of the journal record whose last entry is `seq` — intact, or
+/// damaged with a header that still checks — looked for past damage too.
 fn intact_record_ending(journal: &Path, seq: u64) -> Result<Option<(PathBuf, u64)>, OpenError> {
     let segments = list_segments(journal)?;
     let count = segments.len();
@@ -1107,10 +1140,17 @@ fn intact_record_ending(journal: &Path, seq: u64) -> Result<Option<(PathBuf, u64
     for (i, (_, path)) in segments.into_iter().enumerate() {
         let bytes = read_segment(&path)?;
         walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
-            if let Piece::Record { header, offset, bytes } = piece
-                && header.last_seq() == seq
-            {
-                found = Some((path.clone(), (offset + bytes.len()) as u64));
+            match piece {
+                Piece::Record { header, offset, bytes } if header.last_seq() == seq => {
+                    found = Some((path.clone(), (offset + bytes.len()) as u64));
+                }
+                // A damaged record whose header still checks ends where it says: a cut after
+                // it keeps it for sled's copy to replace (outside review 145: the refusal of
+                // damage past sled's end named such a cut).
+                Piece::Damaged { offset, header: Some(h), .. } if h.last_seq() == seq => {
+                    found = Some((path.clone(), (offset + h.record_len()) as u64));
+                }
+                _ => {}
             }
             Ok(())
         })?;

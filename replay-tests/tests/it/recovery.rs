@@ -1051,6 +1051,39 @@ fn a_cut_past_damage_sled_restores_is_made_and_the_damage_restored() {
     assert!(!other.join("cut").exists(), "{err}");
 }
 
+/// A run of damage from a record sled holds to the journal's end: the records after sled's
+/// end were acknowledged and no copy holds them, so recover refuses, changing nothing
+/// (outside review 145, P1: it restored the first, dropped the rest and exited 0) — and the
+/// cut its refusal names, after the damaged record sled holds, is accepted and restores it.
+#[test]
+fn a_damage_run_past_sleds_end_is_refused_and_the_named_cut_restores_what_sled_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 8, 1);
+    let frames = journal_frames(&dir);
+    with_sled(&dir, |t| {
+        for f in &frames[6..] {
+            t.remove(f.first_seq.to_be_bytes()).unwrap();
+        }
+    });
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    for f in &frames[5..] {
+        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+    }
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{err}");
+    let last = frames[5].first_seq;
+    assert!(err.contains("no copy holds them") && err.contains(&format!("--truncate-after {last}")), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "nothing changed");
+    let (code, out, err) = cli(&["recover", d, "--truncate-after", &last.to_string(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["headSeq"], last, "{report}");
+    assert_eq!(report["restoredRuns"], serde_json::json!([[last, last]]), "{report}");
+}
+
 /// A cut past damage sled restores keeps nothing past the cut, even what sled holds (outside
 /// review 142 F2: the restore went on to sled's end); a checkpoint is checked on the journal
 /// the restore writes (F3: it was refused against the journal as found), and when that
