@@ -753,6 +753,15 @@ fn recover_in(
         // sled's copy restores is made, and that damage then restored as a plain recover
         // restores it (outside review 140 F2: the refusal of damage past sled's end named
         // such a cut, and the cut was refused as past the verified journal).
+        // A cut at or after the seq where sled's history parts from the journal's would keep
+        // the journal's and set sled's aside — the decision `--prefer journal` (or a
+        // checkpoint of the journal's history) makes, not a cut (outside review 145 P2).
+        if let Some(parted) = found.parts.filter(|parted| *parted <= after)
+            && !(options.checkpoint.as_ref().is_some_and(|cp| cp.seq >= parted)
+                && matches!(found.checkpoint, Some(Ok(()))))
+        {
+            return Err(histories_part(parted, found.scan.head.seq));
+        }
         let usable = tree.as_ref().filter(|_| !foreign);
         let past_damage = match (&found.cut_at, &found.scan.damage, usable) {
             (None, Some(_), Some(_)) => intact_record_ending(&journal, after)?,

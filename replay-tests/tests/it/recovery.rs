@@ -2513,6 +2513,15 @@ fn histories_that_part_are_refused_whichever_copy_is_longer() {
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "{extra:?}: nothing changed");
         assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
     }
+    // Nor does a cut at or after the part decide it (outside review 145 P2: it kept the
+    // journal's history and set sled's aside, as `--prefer journal` does, without a word).
+    for after in ["3", "5", "7"] {
+        let (code, out, err) = cli(&["recover", d, "--truncate-after", after]);
+        assert_eq!(code, 1, "{after}: {out}{err}");
+        assert!(err.contains("two histories") && err.contains("nothing was changed"), "{after}: {err}");
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), forged, "{after}: nothing changed");
+        assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists(), "{after}");
+    }
     // Another ledger's record after the journal's head hides nothing (outside review 92: it
     // turned the refusal into exit 0, `--prefer sled` overruled).
     let mut tailed = forged.clone();
