@@ -9,6 +9,12 @@ use replay_tests::*;
 const BROKEN_CONF: &[u8] = b"\xff\xff not a sled config";
 
 /// Makes the ledger's sled unopenable.
+/// Flips a bit in the middle of frame `f`'s record in a segment's `bytes` (its payload
+/// check then fails; its header still checks).
+fn flip_middle(bytes: &mut [u8], f: &FrameAt) {
+    bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+}
+
 fn break_sled_conf(dir: &std::path::Path) {
     std::fs::write(dir.join("sled").join("conf"), BROKEN_CONF).unwrap();
 }
@@ -567,7 +573,7 @@ fn damage_past_a_lagging_sleds_end_is_refused_even_when_earlier_damage_is_restor
     });
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     for f in [&frames[2], &frames[4]] {
-        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+        flip_middle(&mut bytes, f);
     }
     std::fs::write(segment(&dir), &bytes).unwrap();
     let d = dir.to_str().unwrap();
@@ -682,7 +688,7 @@ fn a_refusal_without_sled_makes_no_sled() {
     std::fs::remove_dir_all(dir.join("sled")).unwrap();
     let frames = journal_frames(&dir);
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    bytes[frames[2].range.start + (frames[2].range.end - frames[2].range.start) / 2] ^= 0x40;
+    flip_middle(&mut bytes, &frames[2]);
     std::fs::write(segment(&dir), &bytes).unwrap();
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
@@ -984,7 +990,7 @@ fn a_torn_tail_cut_by_a_restore_from_sled_is_reported() {
     let next = next_record(&dir, 2);
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     let clean_len = bytes.len();
-    bytes[frames[2].range.start + (frames[2].range.end - frames[2].range.start) / 2] ^= 0x40;
+    flip_middle(&mut bytes, &frames[2]);
     bytes.extend_from_slice(&next[..next.len() / 2]);
     std::fs::write(segment(&dir), &bytes).unwrap();
     let d = dir.to_str().unwrap();
@@ -1021,7 +1027,7 @@ fn a_cut_past_damage_sled_restores_is_made_and_the_damage_restored() {
     });
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     for f in [&frames[2], &frames[7]] {
-        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+        flip_middle(&mut bytes, f);
     }
     std::fs::write(segment(&dir), &bytes).unwrap();
     // A copy to show a refused cut changes nothing: one whose sled lacks frame 2 as well.
@@ -1068,7 +1074,7 @@ fn a_damage_run_past_sleds_end_is_refused_and_the_named_cut_restores_what_sled_h
     });
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     for f in &frames[5..] {
-        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+        flip_middle(&mut bytes, f);
     }
     std::fs::write(segment(&dir), &bytes).unwrap();
     let d = dir.to_str().unwrap();
@@ -1108,7 +1114,7 @@ fn a_cut_past_restored_damage_stops_at_the_cut_and_is_undone_with_a_refused_rest
     let bad_cp = tmp.path().join("bad.json");
     std::fs::write(&bad_cp, v.to_string()).unwrap();
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    bytes[frames[2].range.start + (frames[2].range.end - frames[2].range.start) / 2] ^= 0x40;
+    flip_middle(&mut bytes, &frames[2]);
     std::fs::write(segment(&dir), &bytes).unwrap();
     let copy = tmp.path().join("copy");
     copy_dir(&dir, &copy);
@@ -1146,7 +1152,7 @@ fn restored_records_are_named_by_their_runs() {
     let frames = journal_frames(&dir);
     let mut bytes = std::fs::read(segment(&dir)).unwrap();
     for f in [&frames[1], &frames[3]] {
-        bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
+        flip_middle(&mut bytes, f);
     }
     std::fs::write(segment(&dir), &bytes).unwrap();
     let d = dir.to_str().unwrap();
