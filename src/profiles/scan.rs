@@ -816,10 +816,8 @@ pub fn holds_secrets(path: &str) -> bool {
     // An example, sample or template copy is not the secret (outside review 132 F7:
     // `client_secret.example.json`, `id_rsa.pub.example`); a key in it is still refused by
     // its armor (`secrets::secret_in`).
-    let placeholder = ["example", "examples", "sample", "samples", "template", "templates", "dist"];
-    if lower.split('.').any(|part| placeholder.contains(&part))
-        || parts.iter().rev().skip(1).any(|p| placeholder.contains(p))
-    {
+    let placeholder = |part: &str| EXAMPLE_PARTS.contains(&part) || part == "dist";
+    if lower.split('.').any(placeholder) || parts.iter().rev().skip(1).any(|p| placeholder(p)) {
         return false;
     }
     // A private key kept aside under another extension (`id_rsa.bak`), never a public one.
@@ -1032,6 +1030,10 @@ fn native_flags(text: &str) -> (bool, bool) {
     (manual_only, tools)
 }
 
+/// Name parts and folders that mark a file as an example or template, not the thing it
+/// shows (a secrets file by name, a native manifest).
+const EXAMPLE_PARTS: [&str; 6] = ["example", "examples", "sample", "samples", "template", "templates"];
+
 /// The authority keys a native manifest at `path` (in a skill's tree) bears: an MCP server
 /// list (`mcp*`/`.mcp*` as JSON, YAML or TOML, `*.mcp.json`) grants `tools`; a hooks file
 /// (`hooks.json`) runs `hooks`; anything in an agent's or editor's own folder (`.claude/`,
@@ -1050,7 +1052,7 @@ fn native_authority(path: &str) -> &'static [&'static str] {
     let folders: Vec<&str> = lower.split('/').rev().skip(1).collect();
     // An example or template of a config is no config a loader reads (outside review 139
     // F6: an MCP setup skill's `examples/.mcp.json` made it never selectable).
-    let shown = ["example", "examples", "sample", "samples", "template", "templates"];
+    let shown = EXAMPLE_PARTS;
     let in_agent_folder = folders.iter().any(|f| FOLDERS.contains(f));
     // (Inside an agent's own folder every file is loaded, examples too: outside review 141.)
     if !in_agent_folder
