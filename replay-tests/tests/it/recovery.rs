@@ -15,6 +15,24 @@ fn flip_middle(bytes: &mut [u8], f: &FrameAt) {
     bytes[f.range.start + (f.range.end - f.range.start) / 2] ^= 0x40;
 }
 
+/// A ledger of 8 one-entry frames after its genesis (frames 0..=8) whose sled lacks frames `lag_from..` and whose journal
+/// records `damaged` have a flipped payload bit: its frames and the journal's bytes.
+fn lagging_and_damaged(dir: &std::path::Path, lag_from: usize, damaged: &[usize]) -> (Vec<FrameAt>, Vec<u8>) {
+    make_ledger(dir, 8, 1);
+    let frames = journal_frames(dir);
+    with_sled(dir, |t| {
+        for f in &frames[lag_from..] {
+            t.remove(f.first_seq.to_be_bytes()).unwrap();
+        }
+    });
+    let mut bytes = std::fs::read(segment(dir)).unwrap();
+    for &i in damaged {
+        flip_middle(&mut bytes, &frames[i]);
+    }
+    std::fs::write(segment(dir), &bytes).unwrap();
+    (frames, bytes)
+}
+
 fn break_sled_conf(dir: &std::path::Path) {
     std::fs::write(dir.join("sled").join("conf"), BROKEN_CONF).unwrap();
 }
@@ -1017,19 +1035,8 @@ fn a_torn_tail_cut_by_a_restore_from_sled_is_reported() {
 fn a_cut_past_damage_sled_restores_is_made_and_the_damage_restored() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
-    make_ledger(&dir, 8, 1);
-    let frames = journal_frames(&dir);
     // sled lags: it lacks frames 6.. (an ordinary crash state).
-    with_sled(&dir, |t| {
-        for f in &frames[6..] {
-            t.remove(f.first_seq.to_be_bytes()).unwrap();
-        }
-    });
-    let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    for f in [&frames[2], &frames[7]] {
-        flip_middle(&mut bytes, f);
-    }
-    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (frames, _) = lagging_and_damaged(&dir, 6, &[2, 7]);
     // A copy to show a refused cut changes nothing: one whose sled lacks frame 2 as well.
     let other = tmp.path().join("other");
     copy_dir(&dir, &other);
@@ -1065,18 +1072,7 @@ fn a_cut_past_damage_sled_restores_is_made_and_the_damage_restored() {
 fn a_damage_run_past_sleds_end_is_refused_and_the_named_cut_restores_what_sled_holds() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
-    make_ledger(&dir, 8, 1);
-    let frames = journal_frames(&dir);
-    with_sled(&dir, |t| {
-        for f in &frames[6..] {
-            t.remove(f.first_seq.to_be_bytes()).unwrap();
-        }
-    });
-    let mut bytes = std::fs::read(segment(&dir)).unwrap();
-    for f in &frames[5..] {
-        flip_middle(&mut bytes, f);
-    }
-    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (frames, bytes) = lagging_and_damaged(&dir, 6, &[5, 6, 7, 8]);
     let d = dir.to_str().unwrap();
     let (code, _, err) = cli(&["recover", d]);
     assert_eq!(code, 1, "{err}");
