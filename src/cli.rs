@@ -397,6 +397,10 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     ),
                 )?;
             }
+            if let Some((from, to)) = report.truncated_seqs {
+                let seqs = if from == to { format!("seq {from}") } else { format!("seqs {from}..={to}") };
+                emit(out, format!("gave up {seqs}, past the cut (moved aside, not deleted)"))?;
+            }
             for cut in &report.cut {
                 emit(out, format!("journal bytes moved aside (not deleted): {}", cut.display()))?;
             }

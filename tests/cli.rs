@@ -507,6 +507,33 @@ fn one_escape_for_every_message() {
     }
 }
 
+/// `recover --truncate-after SEQ` names the seqs it gives up, to the newest either copy
+/// held, in text and in JSON (outside review 137 P3-4: it named only the bytes it moved).
+#[test]
+fn a_cut_names_the_seqs_it_gives_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for dir in [&a, &b] {
+        assert_eq!(ledger(&["demo", dir.to_str().unwrap()]).0, 0);
+    }
+    let (code, out, _) = ledger(&["verify", a.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let head = serde_json::from_str::<serde_json::Value>(&out).unwrap()["headSeq"].as_u64().unwrap();
+    assert!(head > 21, "{out}");
+    let (code, out, err) = ledger(&["recover", a.to_str().unwrap(), "--truncate-after", "20", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["truncatedSeqs"], serde_json::json!([21, head]), "{v}");
+    assert_eq!(v["headSeq"], 20, "{v}");
+    let (code, out, err) = ledger(&["recover", b.to_str().unwrap(), "--truncate-after", "20"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("gave up seqs 21..={head}, past the cut")), "{out}");
+    // Nothing past the cut: nothing named.
+    let (code, out, err) = ledger(&["recover", b.to_str().unwrap(), "--truncate-after", "20", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(serde_json::from_str::<serde_json::Value>(&out).unwrap().get("truncatedSeqs").is_none(), "{out}");
+}
+
 /// `recover --truncate-after HEAD` on a healthy ledger cuts nothing, so it changes nothing,
 /// as a plain `recover` (outside review 83: it moved the preallocated tail to cut/ and
 /// rebuilt sled).

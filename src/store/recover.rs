@@ -13,9 +13,9 @@ use ledger_schema::{SealedEntry, decode_frame};
 
 use super::disk::{
     Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy,
-    SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, entries_of, get_frame, insert_frame, key,
-    key_seq, lag_record, lock, meta_is_current, names_no_ledger, open_sled, parting, read_meta,
-    refuse_newer_format, scan, trees, write_meta,
+    SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, entries_of, frame_at_or_before, get_frame,
+    insert_frame, key, key_seq, lag_record, lock, meta_is_current, names_no_ledger, open_sled, parting,
+    read_meta, refuse_newer_format, scan, trees, write_meta,
 };
 use super::journal::{io, list_segments, segment_name, sync_dir};
 use super::{Chain, Checkpoint, Corruption, Head, OpenError, Replica, SEGMENT_TARGET_BYTES};
@@ -58,6 +58,11 @@ pub struct RecoverReport {
     /// two restored ones are not among them (outside review 137 P3-2: "seq 5..=12" read as
     /// eight restored where two were).
     pub restored_runs: Vec<(u64, u64)>,
+    /// The seqs `--truncate-after` gave up, `[after + 1, last]`: `last` is the newest seq
+    /// either copy held before the cut (outside review 137 P3-4: the cut named the bytes it
+    /// moved, not the entries). `None` when nothing lay past the cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated_seqs: Option<(u64, u64)>,
     /// Journal bytes cut by `--truncate-after` or replaced by sled's copy, and where they went.
     #[serde(serialize_with = "super::path_text::list")]
     pub cut: Vec<PathBuf>,
@@ -167,6 +172,19 @@ struct Survey {
     parts: Option<u64>,
     /// The checkpoint's check against the journal as found (`None`: its seq was not read).
     checkpoint: Option<Result<(), Corruption>>,
+}
+
+/// The newest seq either copy holds, as far as the survey read the journal: its verified
+/// head or its newest record's first seq, and sled's last frame's last seq.
+fn newest_held(found: &Survey, sled: Option<&sled::Tree>) -> Result<u64, OpenError> {
+    let journal = found.newest.as_ref().map_or(0, |n| n.2).max(found.scan.head.seq);
+    let sled = match sled {
+        Some(tree) => frame_at_or_before(tree, None)
+            .map_err(OpenError::Sled)?
+            .map_or(0, |(k, v)| open_record(&v).map_or(key_seq(&k).unwrap_or(0), |(h, _)| h.last_seq())),
+        None => 0,
+    };
+    Ok(journal.max(sled))
 }
 
 fn survey(
@@ -546,6 +564,7 @@ fn recover_in(
         restored_from_sled: 0,
         restored_seqs: None,
         restored_runs: Vec::new(),
+        truncated_seqs: None,
         cut: Vec::new(),
         sled_rebuilt: true,
         sled_restored_frames: 0,
@@ -787,6 +806,8 @@ fn recover_in(
             .map(|(_, p)| p)
             .filter(|p| p.file_name() > segment.file_name())
             .collect();
+        let last = newest_held(&found, usable)?;
+        report.truncated_seqs = (last > after).then_some((after + 1, last));
         report.cut.push(move_tail_aside(root, &segment, end)?);
         if !later.is_empty() {
             let into = cut_dir(root)?;

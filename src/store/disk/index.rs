@@ -340,7 +340,7 @@ pub(in crate::store) fn get_frame(tree: &sled::Tree, first_seq: u64) -> sled::Re
 
 /// The record of the frame with the greatest key `<= bound` (the last frame if `None`),
 /// with its key; chunks are skipped back over and read forward again.
-pub(super) fn frame_at_or_before(
+pub(in crate::store) fn frame_at_or_before(
     tree: &sled::Tree,
     bound: Option<u64>,
 ) -> sled::Result<Option<(sled::IVec, sled::IVec)>> {

@@ -18,9 +18,9 @@ pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with,
 pub use faults::{FaultPlan, FaultPoint};
 pub use index::inside_sled;
 pub(in crate::store) use index::{
-    HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, entries_of, get_frame, insert_frame, key, key_seq,
-    meta_is_current, names_no_ledger, open_sled, parting, read_meta, refuse_newer_format, sled_guarded,
-    trees, write_meta,
+    HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, entries_of, frame_at_or_before, get_frame,
+    insert_frame, key, key_seq, meta_is_current, names_no_ledger, open_sled, parting, read_meta,
+    refuse_newer_format, sled_guarded, trees, write_meta,
 };
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
