@@ -268,6 +268,7 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         }
         Verdict::RejectRepairable => {
             ensure!(any(CheckResult::Fail), Rule::Verdict, "REJECT_REPAIRABLE needs a failing check");
+            super::evidence::repair_feedback_fits(state, wf, e.generation_id)?;
         }
         Verdict::RejectTerminal => {}
     }

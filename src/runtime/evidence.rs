@@ -64,63 +64,74 @@ pub fn evidence_set(state: &State, generation: Id) -> Vec<Id> {
         .unwrap_or_default()
 }
 
-/// The feedback a repair of `e`'s generation would carry if it were decided with `e` in its
-/// Evidence Set — the FAILED_CHECK item of every current FAIL record and of `e`, the
-/// PARENT_CHANGE_SET item, one PRESERVATION_CONSTRAINT item per constraint of the goal (the
-/// items compilers 2 and later project, built by the same constructors) — must fit the
-/// workflow policy's feedback limits whole: item count, each item's bytes, the total bytes.
-fn repair_feedback_fits(
+/// A failing record's own FAILED_CHECK item must fit the workflow policy's `maxItemBytes`:
+/// a shorter summary can always be recorded instead (the full log belongs in the check's
+/// own output).
+fn failing_item_fits(
     state: &State,
     wf: &super::state::WorkflowState,
     e: &EvidenceRecorded,
     record_digest: Digest,
 ) -> Result<(), RuleViolation> {
     use ledger_schema::package::FeedbackItem;
+    let limits = get(&state.policies, wf.policy.id, "policy")?.bundle.feedback;
+    let this =
+        FeedbackItem::failed_check(e.evidence_id, record_digest, e.check_spec_id, e.obligation_id, &e.detail);
+    let this_size = ledger_schema::codec::encoded_len(&this);
+    ensure!(
+        this_size <= limits.max_item_bytes as usize,
+        Rule::OutOfBounds,
+        "a failing record reaches the repair worker whole: this one's item encodes to {this_size} bytes, over policy {}'s maxItemBytes ({}) — record a shorter summary (the full log belongs in the check's own output)",
+        wf.policy.id,
+        limits.max_item_bytes
+    );
+    Ok(())
+}
+
+/// The feedback a repair of `generation` carries — the FAILED_CHECK item of every current
+/// FAIL record, the PARENT_CHANGE_SET item, one PRESERVATION_CONSTRAINT item per constraint
+/// of the goal (the items compilers 2 and later project, built by the same constructors) —
+/// must fit the workflow policy's feedback limits whole: item count, each item's bytes, the
+/// total bytes. Checked at a REJECT_REPAIRABLE decision (the repair it opens), not at the
+/// FAIL: a failure is always recorded, for a failure refused for want of room let a passing
+/// re-run of the same check stand in its place (outside review 146 F4; review 81 the same
+/// for an earlier pass).
+pub(super) fn repair_feedback_fits(
+    state: &State,
+    wf: &super::state::WorkflowState,
+    generation_id: Id,
+) -> Result<(), RuleViolation> {
+    use ledger_schema::package::FeedbackItem;
     let bundle = &get(&state.policies, wf.policy.id, "policy")?.bundle;
-    let limits = bundle.feedback;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
-    let generation = get(&state.generations, e.generation_id, "generation")?;
+    let generation = get(&state.generations, generation_id, "generation")?;
     let super::state::GenerationStatus::Frozen { candidate_digest, change_set_digest } = generation.status
     else {
         return Ok(()); // refused as not frozen elsewhere
     };
-    let failing = |ev: &EvidenceState| {
-        FeedbackItem::failed_check(
-            ev.record.evidence_id,
-            ev.record_digest,
-            ev.record.check_spec_id,
-            ev.record.obligation_id,
-            &ev.record.detail,
-        )
-    };
-    let mut items: Vec<FeedbackItem> = evidence_set(state, e.generation_id)
+    let mut items: Vec<FeedbackItem> = evidence_set(state, generation_id)
         .iter()
         .filter_map(|id| state.evidence.get(id))
         .filter(|ev| ev.record.result == CheckResult::Fail)
-        .map(failing)
+        .map(|ev| {
+            FeedbackItem::failed_check(
+                ev.record.evidence_id,
+                ev.record_digest,
+                ev.record.check_spec_id,
+                ev.record.obligation_id,
+                &ev.record.detail,
+            )
+        })
         .collect();
-    let this =
-        FeedbackItem::failed_check(e.evidence_id, record_digest, e.check_spec_id, e.obligation_id, &e.detail);
-    let this_size = ledger_schema::codec::encoded_len(&this);
-    items.push(this);
-    items.push(FeedbackItem::parent_change_set(e.generation_id, candidate_digest, change_set_digest));
+    items.push(FeedbackItem::parent_change_set(generation_id, candidate_digest, change_set_digest));
     for c in &goal.content.preservation_constraints {
         items.push(FeedbackItem::preservation_constraint(c, wf.goal_id, goal.revision, goal.digest));
-    }
-    if this_size > limits.max_item_bytes as usize {
-        return Err(super::violation(
-            Rule::OutOfBounds,
-            format!(
-                "a failing record reaches the repair worker whole: this one's item encodes to {this_size} bytes, over policy {}'s maxItemBytes ({}) — record a shorter summary (the full log belongs in the check's own output)",
-                wf.policy.id, limits.max_item_bytes
-            ),
-        ));
     }
     feedback_fits(&items, bundle).map_err(|why| {
         super::violation(
             Rule::OutOfBounds,
             format!(
-                "a failing record reaches the repair worker whole, beside the rest of the repair's feedback ({} items), and under policy {} {why}: record a shorter summary, or — where the failures are too many — split the goal's checks into smaller goals, or cancel the workflow and run it under a policy with larger feedback limits",
+                "a repair of generation {generation_id} carries every failing record whole, and its feedback ({} items) does not fit policy {}: {why} — record REJECT_TERMINAL, or cancel the workflow and run it under a policy with larger feedback limits, or split the goal's checks into smaller goals",
                 items.len(),
                 wf.policy.id
             ),
@@ -243,15 +254,14 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     );
     // A failure reaches a repair worker as one FAILED_CHECK feedback item, and "required
     // authoritative failure records are never truncated into feedback" (seed 000): a failing
-    // record is refused here when the feedback a repair of this generation would carry —
-    // every current FAIL's item, this one's, the parent change set and the goal's
-    // preservation constraints — would not fit the workflow policy's limits whole, while a
-    // shorter summary can still be recorded; not found out at the repair, where items would
-    // be left out (the worker not told what failed) or, WORKING required, every repair
-    // Attempt refused (outside reviews 67, 70, 71).
+    // record whose own item is over the policy's `maxItemBytes` is refused here, while a
+    // shorter summary can still be recorded (outside reviews 67, 70, 71). Whether all the
+    // failures fit a repair together is the REJECT_REPAIRABLE decision's question
+    // ([`repair_feedback_fits`]): refused here, a failure let a passing re-run of the same
+    // check stand in its place (outside review 146 F4).
     let record_digest = e.record_digest();
     if e.result == CheckResult::Fail {
-        repair_feedback_fits(state, wf, e, record_digest)?;
+        failing_item_fits(state, wf, e, record_digest)?;
     }
     // A passing re-run of a check that already passed on these bytes adds nothing, and
     // filled the generation's Evidence Set until a later FAIL had no room — refused for

@@ -313,20 +313,56 @@ fn a_failing_record_that_feedback_cannot_carry_whole_is_refused() {
     w.with(|s| s.evidence(0x93, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))).unwrap();
     // Several failures together: each fits, but the repair's feedback must hold them all
     // whole, beside the parent change set and the preservation constraint (outside review
-    // 71: five 3.9 KB failures were admitted and the repair carried four).
-    let mut refused = None;
+    // 71: five 3.9 KB failures were admitted and the repair carried four). Each failure is
+    // recorded — refused for want of room, a passing re-run of the same check stood in its
+    // place (outside review 146 F4) — and the REJECT_REPAIRABLE decision, whose repair
+    // could not carry them, is refused; REJECT_TERMINAL remains.
     for i in 0..8u128 {
-        match w.with(|s| s.evidence(0xa0 + i, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))) {
-            Ok(_) => {}
-            Err(e) => {
-                refused = Some((i, e));
-                break;
-            }
-        }
+        w.with(|s| s.evidence(0xa0 + i, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))).unwrap();
     }
-    let (at, err) = refused.expect("the failures cannot all fit the repair's feedback");
-    assert!(at >= 2, "a few fit: {at}");
-    assert!(err.to_string().contains("maxTotalBytes (16384)"), "{err}");
+    w.with(|s| s.advance(Phase::FinalVerify)).unwrap();
+    w.refused(decide(Verdict::Accept), Rule::Verdict);
+    let before = w.ledger.store().head();
+    let err = w.fails(decide(Verdict::RejectRepairable));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(
+        err.to_string().contains("maxTotalBytes (16384)") && err.to_string().contains("REJECT_TERMINAL"),
+        "{err}"
+    );
+    assert_eq!(w.ledger.store().head(), before, "nothing written");
+    w.ok(decide(Verdict::RejectTerminal));
+}
+
+/// A failure the repair's feedback has no room for is recorded, and a passing re-run of the
+/// same check on the same generation cannot stand in for it (outside review 146 F4: with
+/// `maxItems` 3 the second check's FAIL was refused "for room", its flaky re-run PASS
+/// admitted, and the REJECT_REPAIRABLE's repair told only of the first failure).
+#[test]
+fn a_failure_without_room_in_the_feedback_is_recorded_not_laundered() {
+    let mut bundle = policy_bundle();
+    // One failed check, the parent change set and the goal's one constraint: three items.
+    bundle.feedback.max_items = 3;
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(bundle)?;
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, "parser::trailing failed")?;
+        // A second failure: four items, over maxItems — recorded all the same.
+        s.evidence(0x91, 0x80, CheckResult::Fail, "parser::nested failed")?;
+        // A flaky re-run passes: recorded, and the failures still stand beside it.
+        s.evidence(0x92, 0x80, CheckResult::Pass, "passed on a re-run")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    let set = closure_ledger::runtime::evidence_set(w.ledger.state(), lid(0x80));
+    assert_eq!(set, vec![lid(0x90), lid(0x91), lid(0x92)]);
+    w.refused(decide(Verdict::Accept), Rule::Verdict);
+    let err = w.fails(decide(Verdict::RejectRepairable));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(err.to_string().contains("4 items are over its maxItems (3)"), "{err}");
+    w.ok(decide(Verdict::RejectTerminal));
 }
 
 /// A workflow runs only under a policy whose feedback limits hold a repair of its goal whole
