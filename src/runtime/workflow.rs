@@ -189,8 +189,11 @@ pub fn apply_started(state: &mut State, e: &WorkflowStarted) -> Result<(), RuleV
 
 /// IMPLEMENT makes the candidate a verdict judges, so its worker is given what the verdict
 /// holds it to: the goal's verification obligations (FACTS_SCENARIOS_OBLIGATIONS) and its
-/// Human Decisions and the workflow's blockers (BLOCKERS_DECISIONS), required or optional
-/// (over a budget each is an omission the manifest records). A result is then bound to
+/// Human Decisions and the workflow's blockers (BLOCKERS_DECISIONS), *required*: content of
+/// a required class over its budget is a compilation error, where an optional class over a
+/// tiny budget left every item out as an omission and the worker made the candidate blind
+/// (outside review 146 F2: budgets of one byte, and claim, freeze and ACCEPT were all
+/// admitted over a package with no obligation, decision or blocker). A result is then bound to
 /// those sets, and a change to them after it makes it stale for a freeze and an ACCEPT
 /// (seed 000: "current blockers", "confirmed facts and decisions", "required scenarios and
 /// verification obligations" are authoritative control inputs; "IMPLEMENT emphasizes …
@@ -205,7 +208,7 @@ fn implement_takes_the_judged_sets(
     let Some(implement) = bundle.phases.iter().find(|p| p.phase == Phase::Implement) else {
         return Ok(()); // `feedback_fits` above refuses a policy without an IMPLEMENT phase.
     };
-    let takes = |c: &InputClass| implement.required.contains(c) || implement.optional.contains(c);
+    let takes = |c: &InputClass| implement.required.contains(c);
     let missing: Vec<String> = [InputClass::BlockersDecisions, InputClass::FactsScenariosObligations]
         .iter()
         .filter(|c| !takes(c))
@@ -214,7 +217,7 @@ fn implement_takes_the_judged_sets(
     ensure!(
         missing.is_empty(),
         Rule::PolicyBounds,
-        "policy {policy_id}'s IMPLEMENT phase does not take {}: the candidate a verdict judges is made without the obligations, Human Decisions and blockers it is judged against — start the workflow under a policy whose IMPLEMENT phase takes them (required or optional)",
+        "policy {policy_id}'s IMPLEMENT phase does not require {}: the candidate a verdict judges could be made without the obligations, Human Decisions and blockers it is judged against (an optional class over its budget is left out) — start the workflow under a policy whose IMPLEMENT phase requires them",
         missing.join(" or ")
     );
     Ok(())
