@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use ledger_schema::events::profile::SelectionMode;
 use ledger_schema::events::selection::{ReceiptBody, SelectionRecorded};
 use ledger_schema::{Digest, Event};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -414,6 +415,17 @@ fn decide_and_load(
 /// no state root. The outcome's receipt binds a revision that does not exist, so it cannot
 /// be reused; `select` (or `resolve --state-root`) decides over the configured profile and
 /// records.
+/// Whether mode `asked` loads bodies that mode `configured` withholds: `suggest` loads
+/// none, `manual` only explicit ids, `auto` explicit and routed ones.
+fn loads_more(asked: SelectionMode, configured: SelectionMode) -> bool {
+    let reach = |m: SelectionMode| match m {
+        SelectionMode::Suggest => 0,
+        SelectionMode::Manual => 1,
+        SelectionMode::Auto => 2,
+    };
+    reach(asked) > reach(configured)
+}
+
 pub fn resolve_unconfigured(
     dir: &Path,
     input: &super::PlanInput,
@@ -439,6 +451,23 @@ pub fn resolve_unconfigured(
         _ => return Err(profile(crate::runtime::profile::PlanError::NoRegistry.into())),
     };
     let plan = input.plan(cp, &registry, registry_digest).map_err(|e| profile(e.into()))?;
+    // The configured mode holds as the configured exclusions do: a load recorded nowhere
+    // returns no body the configuration withholds — none under `suggest`, only explicit ids
+    // under `manual` (outside review 147 F1: `--selection auto --load` returned a routed
+    // skill's body under a configured `suggest` or `manual` mode, and no entry said so).
+    if opts.request.load
+        && let Some(configured) = cp.current().map(|c| c.selection.mode)
+        && loads_more(plan.selection().mode, configured)
+    {
+        let wire = |m: SelectionMode| crate::runtime::wire(&m).to_ascii_lowercase();
+        return Err(profile(super::ProfileError::Refused(format!(
+            "the configured selection mode is {}: an unrecorded `--load` under `--selection {}` would return \
+             bodies it withholds — resolve with `--selection {}`, or change the mode (`ledger profile mode`)",
+            wire(configured),
+            wire(plan.selection().mode),
+            wire(configured),
+        ))));
+    }
     // What `set` would refuse for this plan is refused here too (outside review 59).
     super::installs_manual_only_natively(&registry, &plan).map_err(profile)?;
     let (manifest, _) = crate::runtime::profile::generation(&registry, &plan)

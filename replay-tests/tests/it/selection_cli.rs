@@ -645,6 +645,46 @@ fn a_named_resolve_keeps_the_configured_exclusions() {
     assert_eq!(code, 1, "{err}");
 }
 
+/// The named `profile resolve` never loads more than the configured mode allows: none under
+/// `suggest`, explicit ids only under `manual` (outside review 147 F1: `--selection auto
+/// --load` returned bodies under a configured `suggest` or `manual` mode, recorded nowhere).
+#[test]
+fn a_named_resolve_keeps_the_configured_mode() {
+    let s = Setup::new();
+    richer(&s);
+    assert_eq!(s.scan().0, 0);
+    let f = file(
+        &s,
+        "task.json",
+        &json!({"sessionId": "s", "taskId": "t", "revision": 1, "phase": "implement",
+                "explicitIds": ["skill:docker-compose"]}),
+    );
+    let resolve = |extra: &[&str]| {
+        let mut args = vec!["lean", "--task-input", f.as_str()];
+        args.extend_from_slice(extra);
+        s.run(&["profile", "resolve"], &args)
+    };
+    configure(&s, &["--selection", "suggest"]);
+    for laxer in ["auto", "manual"] {
+        let (code, out, err) = resolve(&["--selection", laxer, "--load"]);
+        assert_eq!(code, 1, "{laxer}: {out}");
+        assert!(err.contains("configured selection mode is suggest"), "{laxer}: {err}");
+        assert!(!out.contains("Body of"), "{out}");
+        // Deciding without a load returns no body, and stays open.
+        assert_eq!(resolve(&["--selection", laxer]).0, 0, "{laxer}");
+    }
+    s.run(&["profile", "mode"], &["manual"]);
+    let (code, _, err) = resolve(&["--selection", "auto", "--load"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("configured selection mode is manual"), "{err}");
+    let (code, out, err) = resolve(&["--selection", "manual", "--load", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("skill:docker-compose"), "{out}");
+    let (code, out, err) = resolve(&["--load", "--json"]);
+    assert_eq!(code, 0, "as configured: {err}");
+    assert!(out.contains("skill:docker-compose"), "{out}");
+}
+
 /// A large routed-only skill sorting first does not push the configured base, or any
 /// skill's SKILL.md, out of the registry entry's stored bytes (outside review 61, P2:
 /// `aaa-bigdocs` made the Lean base not loadable; `set` and every `select` were refused,
