@@ -857,6 +857,22 @@ pub fn preflight(
     Ok(false)
 }
 
+/// A stage directory left in `root/stage/` while no transaction is open: no command will
+/// reuse its generation until it is moved out (outside review 147 F2: `profile recover`
+/// said "nothing to recover" while `rollback` refused it).
+pub fn stray_stage(root: &Path) -> Result<(), GenerationError> {
+    let Ok(items) = fs::read_dir(root.join("stage")) else { return Ok(()) };
+    let mut names: Vec<PathBuf> = items.flatten().map(|i| i.path()).collect();
+    names.sort();
+    match names.first() {
+        Some(stage) => Err(GenerationError::StrayStage {
+            root: shown(&root.display().to_string()),
+            stage: shown(&stage.display().to_string()),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Boundaries 1–4 of the transaction: prepared, files written, generation published,
 /// receipt published. The caller commits the entry (boundary 5) and then calls [`finish`].
 ///

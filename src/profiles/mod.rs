@@ -1119,7 +1119,13 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
             repaired = true;
         }
         generation::verify(&dir, &manifest).map_err(with_remedy)?;
+        // What every other command checks, recover reports too, never "nothing to recover"
+        // over it (outside review 147 F2: an edited earlier generation or a stray stage
+        // blocked `status`, `set`, `mode`, `rollback` and `select` while `recover` said the
+        // store was clean): an earlier generation it holds, and what is staged.
+        verify_past(cp, root, &|digest| registry_by_digest(ledger, digest))?;
     }
+    generation::stray_stage(root)?;
     // Missing receipts are republished; one that differs is never overwritten (outside
     // review 57: its bytes are evidence) — moved out by hand, then republished.
     let expected = expected_receipts(cp, ledger.store().head().ledger, root);

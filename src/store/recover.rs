@@ -782,51 +782,71 @@ fn recover_in(
             return Err(histories_part(parted, found.scan.head.seq));
         }
         let usable = tree.as_ref().filter(|_| !foreign);
-        let past_damage = match (&found.cut_at, &found.scan.damage, usable) {
-            (None, Some(_), Some(_)) => intact_record_ending(&journal, after)?,
-            _ => None,
-        };
-        let Some((segment, end)) = found.cut_at.clone().or(past_damage.clone()) else {
-            let head = found.scan.head.seq;
-            return Err(OpenError::Usage(format!(
-                "--truncate-after {after}: no intact journal record ends at seq {after} (the verified journal \
-                 ends at seq {head}; cut at a frame boundary: `ledger show` lists the entries)"
-            )));
-        };
-        // (Past damage, the journal as found does not reach the checkpoint: the restore
-        // checks it on the journal it writes — outside review 142 F3.)
-        if let Some(cp) = options.checkpoint.as_ref().filter(|_| past_damage.is_none()) {
-            let kept = if cp.seq <= after { found.checkpoint.clone() } else { None };
-            if !matches!(kept, Some(Ok(()))) {
-                return Err(checkpoint_refused(cp, kept, after));
+        // Past the journal's end, through records sled holds there: they are restored through
+        // `after` and nothing past it (outside review 148 F4: the refusal above names this cut).
+        if let (None, None, Some(tree)) = (&found.cut_at, &found.scan.damage, usable)
+            && found.scan.verified.is_none_or(|h| after > h.seq)
+        {
+            let before = found.scan.verified;
+            let (_, through) = sled_continuation(tree, before, Some(after.saturating_add(1)))?;
+            if through.is_none_or(|h| h.seq != after) {
+                return Err(OpenError::Usage(format!(
+                    "--truncate-after {after}: no record ends at seq {after} in either copy (the journal ends at \
+                     seq {}; sled's records chaining on from it end at seq {}); nothing was changed",
+                    before.map_or("none".to_owned(), |h| h.seq.to_string()),
+                    through.or(before).map_or("none".to_owned(), |h| h.seq.to_string()),
+                )));
             }
-        }
-        let later: Vec<PathBuf> = list_segments(&journal)?
-            .into_iter()
-            .map(|(_, p)| p)
-            .filter(|p| p.file_name() > segment.file_name())
-            .collect();
-        let last = newest_held(&found, usable)?;
-        report.truncated_seqs = (last > after).then_some((after + 1, last));
-        report.cut.push(move_tail_aside(root, &segment, end)?);
-        if !later.is_empty() {
-            let into = cut_dir(root)?;
-            for p in later {
-                report.cut.push(move_segment_aside(&p, &into)?);
+            let last = newest_held(&found, usable)?;
+            report.truncated_seqs = (last > after).then_some((after + 1, last));
+            restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
+        } else {
+            let past_damage = match (&found.cut_at, &found.scan.damage, usable) {
+                (None, Some(_), Some(_)) => intact_record_ending(&journal, after)?,
+                _ => None,
+            };
+            let Some((segment, end)) = found.cut_at.clone().or(past_damage.clone()) else {
+                let head = found.scan.head.seq;
+                return Err(OpenError::Usage(format!(
+                    "--truncate-after {after}: no intact journal record ends at seq {after} (the verified journal \
+                     ends at seq {head}; cut at a frame boundary: `ledger show` lists the entries)"
+                )));
+            };
+            // (Past damage, the journal as found does not reach the checkpoint: the restore
+            // checks it on the journal it writes — outside review 142 F3.)
+            if let Some(cp) = options.checkpoint.as_ref().filter(|_| past_damage.is_none()) {
+                let kept = if cp.seq <= after { found.checkpoint.clone() } else { None };
+                if !matches!(kept, Some(Ok(()))) {
+                    return Err(checkpoint_refused(cp, kept, after));
+                }
             }
-            sync_dir(&journal)?;
-        }
-        if let (Some(_), Some(tree)) = (past_damage, usable) {
-            // (The restore keeps `truncate_after`: it restores nothing past the cut.)
-            let made = report.cut.clone();
-            let restored = survey(root, Some(tree), None, options.checkpoint.as_ref())
-                .and_then(|found| restore_from_sled(root, &journal, tree, &found, options, &mut report));
-            if let Err(e) = restored {
-                // Nothing may change when the restore is refused: the cut goes back (outside
-                // review 142 F1: a refused rewrite cleared the report's list, and the cut
-                // stayed).
-                put_cut_back(&journal, &segment, end, &made)?;
-                return Err(e);
+            let later: Vec<PathBuf> = list_segments(&journal)?
+                .into_iter()
+                .map(|(_, p)| p)
+                .filter(|p| p.file_name() > segment.file_name())
+                .collect();
+            let last = newest_held(&found, usable)?;
+            report.truncated_seqs = (last > after).then_some((after + 1, last));
+            report.cut.push(move_tail_aside(root, &segment, end)?);
+            if !later.is_empty() {
+                let into = cut_dir(root)?;
+                for p in later {
+                    report.cut.push(move_segment_aside(&p, &into)?);
+                }
+                sync_dir(&journal)?;
+            }
+            if let (Some(_), Some(tree)) = (past_damage, usable) {
+                // (The restore keeps `truncate_after`: it restores nothing past the cut.)
+                let made = report.cut.clone();
+                let restored = survey(root, Some(tree), None, options.checkpoint.as_ref())
+                    .and_then(|found| restore_from_sled(root, &journal, tree, &found, options, &mut report));
+                if let Err(e) = restored {
+                    // Nothing may change when the restore is refused: the cut goes back (outside
+                    // review 142 F1: a refused rewrite cleared the report's list, and the cut
+                    // stayed).
+                    put_cut_back(&journal, &segment, end, &made)?;
+                    return Err(e);
+                }
             }
         }
     } else if let Some(tree) = tree.as_ref().filter(|_| sled_history) {
@@ -961,6 +981,38 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
                  is proven, so no prefix can be kept)"
             ),
         },
+    }
+}
+
+/// A refusal (exit 1, nothing changed): the journal ends before records sled holds, `first`
+/// to `last` — acknowledged records the journal lost, and maybe more after them.
+fn journal_lost_its_tail(found: &Survey, first: u64, last: u64) -> OpenError {
+    let journal_end = match (&found.scan.torn, &found.scan.last_segment) {
+        (Some(t), _) => format!(
+            "the journal ends at offset {} of {}, where a partial record follows",
+            t.offset,
+            t.segment.display()
+        ),
+        (None, Some((segment, len))) => format!("the journal ends at offset {len} of {}", segment.display()),
+        (None, None) => "the journal holds no record".to_owned(),
+    };
+    let (held, it) = if first == last {
+        (format!("seq {first}"), "it")
+    } else {
+        (format!("seqs {first}..={last}"), "them")
+    };
+    OpenError::Unrecoverable {
+        cut: Some(last),
+        seq: first,
+        replica: Replica::Journal,
+        reason: Box::new(Corruption::MissingInJournal { journal_end }),
+        why: format!(
+            "sled holds {held}, written only after the journal had made {it} durable: the journal lost acknowledged \
+             bytes at its end, and any record it held past seq {last} (acknowledged while sled lagged) is lost with \
+             them, with no copy to restore it or to tell; nothing was changed. To keep what sled holds, restore \
+             through seq {last} with `ledger recover --truncate-after {last}` (or give your newest checkpoint, \
+             `--checkpoint FILE`: one at seq {last} or later is checked on the restored journal)"
+        ),
     }
 }
 
@@ -1901,6 +1953,29 @@ fn restore_from_sled(
         .newest
         .as_ref()
         .is_some_and(|(_, _, first, _)| found.differs.last() == Some(first) && found.scan.damage.is_none());
+    // The journal ends (a partial record, or a clean end) before records sled holds: sled is
+    // written only after the journal's fdatasync, so the journal lost bytes it had made
+    // durable — and records it held past sled's end, acknowledged while sled lagged, may be
+    // lost with them, with no copy left to restore them or to say so (outside review 148 F4:
+    // recover restored sled's records and exited 0). The operator decides: `--truncate-after`
+    // through sled's newest keeps what both copies hold. (No journal segment at all is the
+    // documented way to take sled's history: `histories_part`.)
+    let journal_had_bytes = found.scan.last_segment.is_some() || found.scan.torn.is_some();
+    if found.scan.damage.is_none()
+        && !newest_differs
+        && journal_had_bytes
+        && options.truncate_after.is_none()
+        && !boundary.give_way
+    {
+        let (lost, sled_head) = sled_continuation(tree, boundary.head, None)?;
+        // (A checkpoint at or past sled's newest is the operator's word for where the
+        // acknowledged history ends; it is checked on the journal the restore writes.)
+        if let (Some(&(first, _)), Some(last)) = (lost.first(), sled_head)
+            && options.checkpoint.as_ref().is_none_or(|cp| cp.seq < last.seq)
+        {
+            return Err(journal_lost_its_tail(found, first, last.seq));
+        }
+    }
     if newest_differs && let Some((segment, offset, first_seq, before)) = found.newest.clone() {
         let (sled_chain, sled_head) = sled_continuation(tree, before, None)?;
         // Evidence for sled's version is a later sled entry linking to it — past the last

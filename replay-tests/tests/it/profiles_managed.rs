@@ -800,6 +800,12 @@ fn refused_set_or_rollback_leaves_no_transaction() {
         let (code, _, err) = status(&s);
         assert_eq!(code, 1, "{command}: {err}");
         assert!(err.contains("was modified") && err.contains("the generation of revision 1"), "{err}");
+        // `recover`, where every other command sends the operator, says so too, never
+        // "nothing to recover" (outside review 147 F2).
+        let (code, out, err) =
+            s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+        assert_eq!(code, 1, "{command}: {out}");
+        assert!(err.contains("the generation of revision 1") && err.contains("move it out"), "{err}");
         std::fs::write(&file, &original).unwrap();
         let st = ok(status(&s));
         assert_eq!(st["recoveryRequired"], false, "{command}");
@@ -809,6 +815,32 @@ fn refused_set_or_rollback_leaves_no_transaction() {
         assert_eq!(rec["revision"], 2, "{command}: the refused operation was never committed");
         assert_eq!(s.head(), before, "{command}: nothing written");
     }
+}
+
+/// A stage no transaction names is reported by `profile recover` with its remedy, not
+/// passed over as "nothing to recover" while `rollback` refuses it (outside review 147 F2).
+#[test]
+fn recover_names_a_left_over_stage() {
+    let (s, root, _) = full_then_lean();
+    let stage = root.join("stage").join("ab".repeat(32));
+    std::fs::create_dir_all(stage.join(".codex")).unwrap();
+    std::fs::write(stage.join(".codex/x.md"), b"half written\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for (path, mode) in
+            [(stage.as_path(), 0o700), (&stage.join(".codex"), 0o700), (&stage.join(".codex/x.md"), 0o600)]
+        {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+    let (code, out, err) =
+        s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("left-over stage") && err.contains("move it out"), "{err}");
+    assert!(stage.exists(), "kept for inspection");
+    std::fs::remove_dir_all(&stage).unwrap();
+    let rec = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert_eq!(rec["outcome"], "nothing-to-recover");
 }
 
 /// An altered earlier generation refuses `set` to a third selection (and its dry run), as

@@ -848,7 +848,11 @@ fn recover_refuses_damage_no_copy_holds_and_cuts_only_where_told() {
 
 /// The journal lost its tail (a filesystem truncated the last segment) while sled holds the
 /// frames: they were acknowledged (sled is written after the journal's fdatasync), so
-/// verify fails and `recover` restores them into the journal from sled.
+/// verify fails. What the journal held past sled's end is unknown (sled may lag), so a
+/// plain `recover` refuses, changing nothing, and names the cut that restores sled's
+/// records — `--truncate-after` through sled's newest — which then restores them into the
+/// journal from sled (outside review 148 F4: it restored them and exited 0, and records the
+/// journal alone had held were lost without a word).
 #[test]
 fn a_lost_journal_tail_is_restored_from_sled() {
     let tmp = tempfile::tempdir().unwrap();
@@ -863,7 +867,36 @@ fn a_lost_journal_tail_is_restored_from_sled() {
     std::fs::write(segment(&dir), &bytes[..cut_at]).unwrap();
     let (code, report) = verify_json(&dir, None);
     assert_eq!(code, 1, "sled holds acknowledged frames the journal lacks: {report}");
+    let head = before.len() - 1;
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("lost acknowledged bytes at its end")
+            && err.contains(&format!("`ledger recover --truncate-after {head}`"))
+            && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes[..cut_at].to_vec(), "nothing changed");
+    assert!(!dir.join("cut").exists() && !dir.join("sled.broken-1").exists());
+    // A cut short of sled's newest, at a record's end (two entries a record), restores
+    // through it and names what it gives up; one inside a record is refused.
+    let short = tmp.path().join("short");
+    copy_dir(&dir, &short);
+    let cut =
+        |after: usize| cli(&["recover", short.to_str().unwrap(), "--truncate-after", &after.to_string()]);
+    let (code, _, err) = cut(head - 1);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no record ends at seq"), "{err}");
+    let (code, out, err) = cut(head - 2);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("gave up seqs {}..={head}, past the cut", head - 1)), "{out}");
+    assert_eq!(all_entries(&short), before[..head - 1].to_vec());
+    // Past sled's newest: refused, nothing changed.
+    let (code, _, err) =
+        cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &(head + 1).to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no record ends at seq") && err.contains("nothing was changed"), "{err}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &head.to_string()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("restored 3 record(s)"), "{out}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes);
@@ -1425,7 +1458,13 @@ fn a_damaged_genesis_record_is_restored_from_sled() {
         copy_dir(&template, &dir);
         std::fs::write(segment(&dir), &bytes).unwrap();
         assert_eq!(verify_json(&dir, None).0, 1, "{name}");
-        let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+        // A journal cut inside a record sled holds lost acknowledged bytes at its end: the
+        // operator names the cut through sled's newest (outside review 148 F4).
+        let head = (before.len() - 1).to_string();
+        let cut: &[&str] = if name == "cut inside" { &["--truncate-after", &head] } else { &[] };
+        let mut args = vec!["recover", dir.to_str().unwrap()];
+        args.extend_from_slice(cut);
+        let (code, out, err) = cli(&args);
         assert_eq!(code, 0, "{name}: {out}{err}");
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "{name}");
         assert_eq!(all_entries(&dir), before, "{name}");

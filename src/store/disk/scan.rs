@@ -455,8 +455,16 @@ pub(super) fn scan_records(
                 // (outside review 102: the two read the same).
                 if out.torn.is_some() {
                     journal_end.push_str(
-                        ", where a partial record follows (a write cut short, or damaged at its end): \
-                         `ledger recover` restores the record from sled and keeps those bytes in cut/",
+                        ", where a partial record follows (a write cut short, or damaged at its end)",
+                    );
+                }
+                // The journal lost acknowledged bytes at its end (sled is written after its
+                // fdatasync); what it held past sled's end is unknown, so the operator
+                // decides (outside review 148 F4).
+                if out.last_segment.is_some() || out.torn.is_some() {
+                    journal_end.push_str(
+                        ": acknowledged records the journal lost, and any it held past sled's end with them — \
+                         `ledger recover` names the cut that restores sled's",
                     );
                 }
                 return Err(corrupt(seq, Replica::Journal, Corruption::MissingInJournal { journal_end }));
