@@ -481,7 +481,7 @@ pub fn apply_human_decision_withdrawn(
     seq: u64,
 ) -> Result<(), RuleViolation> {
     let d = get(&state.human_decisions, e.decision_id, "human decision")?;
-    required_text("reason", &e.reason)?;
+    copied_reason("a withdrawal", &e.reason)?;
     human_principal("withdrawnBy", &e.withdrawn_by)?;
     ensure!(
         d.withdrawn_seq.is_none(),
@@ -607,7 +607,7 @@ pub fn apply_project_source_withdrawn(
     seq: u64,
 ) -> Result<(), RuleViolation> {
     let s = get(&state.sources, e.source_id, "project source")?;
-    required_text("reason", &e.reason)?;
+    copied_reason("a withdrawal", &e.reason)?;
     ensure!(
         s.withdrawn_seq.is_none(),
         Rule::SourceWithdrawn,
@@ -737,6 +737,22 @@ pub const MAX_RETIREMENT_REASON: usize = 1024;
 /// so a revision's own requirements stand until the next one (outside review 55: the
 /// obligations and scenarios of revision 1 reached revision 2's workers as requirements
 /// and held its ACCEPT to them, and nothing could withdraw them).
+/// A retirement's or a withdrawal's reason: non-blank, and — copied into the omission of
+/// every later context of the goal — bounded, so they cannot grow an Attempt start past the
+/// entry bound (outside review 64: eighteen 60 KB retirement reasons blocked every later
+/// Attempt of the goal; review 146 F1: the same with withdrawals of project files and Human
+/// Decisions, which review 64's bound did not cover).
+fn copied_reason(what: &str, reason: &str) -> Result<(), RuleViolation> {
+    required_text("reason", reason)?;
+    ensure!(
+        reason.len() <= MAX_RETIREMENT_REASON,
+        Rule::OutOfBounds,
+        "{what}'s reason is {} bytes, over {MAX_RETIREMENT_REASON}: it reaches every later worker of the goal as an omission's reason",
+        reason.len()
+    );
+    Ok(())
+}
+
 fn retirable(
     state: &State,
     what: &str,
@@ -746,16 +762,7 @@ fn retirable(
     retired: Option<u64>,
     reason: &str,
 ) -> Result<(), RuleViolation> {
-    required_text("reason", reason)?;
-    // The reason is copied into the omission of every later context of the goal: bounded,
-    // so retirements cannot grow an Attempt start past the entry bound (outside review 64:
-    // eighteen 60 KB reasons blocked every later Attempt of the goal).
-    ensure!(
-        reason.len() <= MAX_RETIREMENT_REASON,
-        Rule::OutOfBounds,
-        "a retirement's reason is {} bytes, over {MAX_RETIREMENT_REASON}",
-        reason.len()
-    );
+    copied_reason("a retirement", reason)?;
     if let Some(at) = retired {
         return Err(super::violation(
             Rule::RequirementRetired,

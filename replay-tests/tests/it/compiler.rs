@@ -420,6 +420,8 @@ fn a_withdrawn_source_is_delivered_no_more() {
     assert!(err.contains(&format!("superseded by {}", lid(0x44))), "{err}");
     w.refused(withdraw(0x99, "gone"), Rule::Unknown);
     w.refused(withdraw(0x44, " "), Rule::OutOfBounds);
+    let long = "x".repeat(closure_ledger::runtime::MAX_RETIREMENT_REASON + 1);
+    w.refused(withdraw(0x44, &long), Rule::OutOfBounds);
     let first = w.ok(withdraw(0x44, "renamed to src/config/reader.rs"));
     let again = w.ok(withdraw(0x44, "renamed to src/config/reader.rs"));
     assert_eq!(again.seq, first.seq, "the same withdrawal again is a duplicate");
@@ -477,6 +479,12 @@ fn a_withdrawn_decision_is_delivered_no_more() {
     // The setup recorded decision 0x52 on "Keep the existing Error enum?".
     w.refused(withdraw(0x99, "wrong goal", "human:alice"), Rule::Unknown);
     w.refused(withdraw(0x52, " ", "human:alice"), Rule::OutOfBounds);
+    // The reason reaches every later worker of the goal as an omission's: bounded as a
+    // retirement's (outside review 146 F1: 17 withdrawals with 64 KB reasons made every
+    // later Attempt start of the goal too large to seal).
+    let long = "x".repeat(closure_ledger::runtime::MAX_RETIREMENT_REASON);
+    let err = w.fails(withdraw(0x52, &format!("{long}y"), "human:alice"));
+    assert!(err.to_string().contains("over 1024"), "{err}");
     let err = w.fails(withdraw(0x52, "wrong goal", "worker:codex")).to_string();
     assert!(err.contains("withdrawnBy"), "only a human withdraws a decision: {err}");
     let first = w.ok(withdraw(0x52, "asked of the wrong goal", "human:alice"));
