@@ -665,7 +665,7 @@ fn recoverable(torn: Option<&store::TornTail>, sled_lag_frames: u64, live_writer
     }
     if sled_lag_frames > 0 {
         lines.push(format!(
-            "recoverable: sled lags the journal by {sled_lag_frames} frame(s) (the next open restores them)"
+            "recoverable: sled lags the journal by {sled_lag_frames} frame(s) (the next open restores them from the journal; a crash leaves such a lag, and so does damage in sled's log, which sled's own open drops as its torn write — docs/SAFETY.md; only `--checkpoint` tells whether the journal, the one copy left of them, is whole)"
         ));
     }
     lines

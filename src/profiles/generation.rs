@@ -602,6 +602,21 @@ pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
                         }
                     };
                     if held(&holder) {
+                        // A live pid is never reclaimed; one reused since a crash looks the
+                        // same, so the message says how to tell (outside review 147 F4).
+                        let (pid, host) = holder.split_once(' ').unwrap_or((holder.as_str(), ""));
+                        let holder = if host == hostname() {
+                            format!(
+                                "{holder} (process {pid} runs on this host: if it is no ledger command — a pid \
+                                 reused since a crash — remove {} once no ledger command runs)",
+                                path.display()
+                            )
+                        } else {
+                            format!(
+                                "{holder} (another host: remove {} once no ledger command runs there)",
+                                path.display()
+                            )
+                        };
                         return Err(GenerationError::Busy { path: root.display().to_string(), holder });
                     }
                     fs::remove_file(&path).map_err(io(&path))?;

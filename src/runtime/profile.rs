@@ -903,7 +903,7 @@ pub fn apply_revision(state: &mut State, e: &ProfileRevisionRecorded, seq: u64) 
             ensure!(
                 super::selection::stale_generation(state).is_none(),
                 Rule::ProfileRevision,
-                "the configured generation is stale against the sources recorded since: `set` the profile over the current sources (or `rollback`) before changing its mode"
+                "the configured generation is stale against the sources recorded since: `set` the profile over the current sources (or `rollback`, where the previous revision is not stale as well) before changing its mode"
             );
             let expected = ProfileSelection { mode: e.selection.mode, ..c.selection.clone() };
             ensure!(

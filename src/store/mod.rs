@@ -217,6 +217,15 @@ pub enum Corruption {
          neither is chosen (decide with `ledger recover --checkpoint FILE` or `--prefer journal|sled`)"
     )]
     CopiesDisagree,
+    /// As `CopiesDisagree`, but sled holds records after its version (outside review 148
+    /// F3: the advice said no later entry decides, and `recover` then kept sled's version,
+    /// which sled's next entry linked to).
+    #[error(
+        "the copies hold different intact records for this frame, and sled holds later records: `ledger recover` \
+         keeps sled's version where sled's next entry links to it (the journal's record moves to cut/); to keep \
+         the journal's, give `--checkpoint FILE` or `--prefer journal`"
+    )]
+    CopiesDisagreeSledContinues,
     #[error(
         "the copies hold two histories from this seq on, each intact and chained on from the records both hold (the journal's to seq {newest}): neither is chosen"
     )]

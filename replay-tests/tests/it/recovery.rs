@@ -2366,6 +2366,11 @@ fn prefer_journal_still_restores_sled_records_past_the_journal() {
         }
     });
     let journal = std::fs::read(segment(&dir)).unwrap();
+    // verify's advice says what a plain recover would do with sled's later records
+    // (outside review 148 F3: it said no later entry decides).
+    let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("sled holds later records") && err.contains("`--prefer journal`"), "{err}");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "journal"]);
     assert_eq!(code, 0, "{out}{err}");
     let now = std::fs::read(segment(&dir)).unwrap();

@@ -417,7 +417,10 @@ pub(super) fn scan_records(
         if h.sled_intact && out.damage.is_none() {
             // Both copies hold an intact record for the newest frame, and nothing later
             // says which is right: choose neither.
-            return Err(corrupt(h.first_seq, Replica::Both, Corruption::CopiesDisagree));
+            let sled_later = sled_iter.as_mut().and_then(|it| it.next()).is_some_and(|r| r.is_ok());
+            let reason =
+                if sled_later { Corruption::CopiesDisagreeSledContinues } else { Corruption::CopiesDisagree };
+            return Err(corrupt(h.first_seq, Replica::Both, reason));
         }
         // The journal's version is linked to by its next entry, and sled's is intact and
         // chains on — acknowledged, as no accident makes such a record: two histories, and
