@@ -23,6 +23,9 @@ compiler/3's byte for byte, each path is delivered once, and every
 `freshness.sourceSuperseded` omission names a delivered record of the path and is not
 delivered itself. lifecycle-packages-v5.json (compiler/5): the same packages as compiler/4 but
 for the manifests' compilerVersion, and compiler/4's Markdown with backslashes inserted.
+lifecycle-packages-v6.json (compiler/6): compiler/5's packages, and compiler/5's Markdown with
+each repair item's digests shown (feedback source digests; failed records' record digest,
+eligibility and check-specification digest), read from the package bytes.
 Run: pip install cbor2 blake3 && python3 replay-tests/golden/crosscheck.py"""
 import json, os, re, sys
 import blake3, cbor2
@@ -245,10 +248,46 @@ for (name, a, raw, pkg), (_, _, raw4, _), g4, g5 in zip(v5, v4, golden4, golden5
     check(name, "compiler/5 renders as compiler/4 but for inserted escapes", unescaped == g4["markdown"])
 check("v5", "golden has compiler/4's cases", len(v5) == len(v4))
 
+# compiler/6: compiler/5's packages; its Markdown shows every repair item's digests — each
+# feedback item's source records with their digests, each failed Evidence record's record and
+# check-specification digests and eligibility — read here from the package bytes.
+v6 = packages("lifecycle-packages-v6.json", "closure-ledger-compiler/6")
+golden6 = json.load(open(os.path.join(here, "lifecycle-packages-v6.json")))["attempts"]
+for (name, a, raw, pkg), (_, _, raw5, _), g5, g6 in zip(v6, v5, golden5, golden6):
+    check_manifest(name, a, pkg, "closure-ledger-compiler/6")
+    check(name, "compiler/6 packages as compiler/5", raw == raw5)
+    md5, md6 = g5["markdown"].splitlines(), g6["markdown"].splitlines()
+    feedback = pkg.get("priorAttemptFeedback")
+    cited = {}
+    for item in (feedback or {}).get("items", []):
+        refs = ", ".join(item["sourceRefs"])
+        shown = ", ".join(f"{r} {b3(d)}" for r, d in zip(item["sourceRefs"], item["sourceDigests"]))
+        cited[f"(sources: {refs})"] = f"(sources: {shown})"
+    failed = iter((pkg.get("repairContext") or {}).get("failedEvidence", []))
+    for old, new in zip(md5, md6):
+        want = old
+        if old.startswith("- failed: evidence"):
+            # In failedEvidence order: result, record digest and eligibility, then the check's digest.
+            f = next(failed)
+            status = f"({f['resultStatus']})"
+            want = want.replace(status, f"({f['resultStatus']}, record {b3(f['evidenceRecordDigest'])}, "
+                                f"eligibility {f['evidenceEligibilityState']} v{f['evidenceEligibilityVersion']})", 1)
+            want += f" ({b3(f['checkSpecificationDigest'])})"
+        elif old.startswith("- ["):
+            for k, v in cited.items():
+                if old.endswith(k):
+                    want = old[: -len(k)] + v
+        check(name, "compiler/6 renders as compiler/5 but for repair digests", new == want, new)
+    check(name, "every failed record is shown", next(failed, None) is None)
+    check(name, "compiler/6 Markdown has compiler/5's lines", len(md5) == len(md6))
+    if feedback:
+        check(name, "compiler/6 shows a repair's digests", md5 != md6)
+check("v6", "golden has compiler/5's cases", len(v6) == len(v5))
+
 for f in failures:
     print("FAIL", f)
 print(", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
 if failures:
     sys.exit(1)
-print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3, {len(v4)} compiler/4 and {len(v5)} compiler/5 golden "
+print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3, {len(v4)} compiler/4, {len(v5)} compiler/5 and {len(v6)} compiler/6 golden "
       f"packages verified ({skills} selected skills, {superseded} superseded source)")

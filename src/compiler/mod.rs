@@ -19,6 +19,7 @@ pub mod v2;
 pub mod v3;
 pub mod v4;
 pub mod v5;
+pub mod v6;
 
 use std::fmt;
 
@@ -36,12 +37,13 @@ pub use render::markdown;
 pub use v2::DEFAULT_CLASS_BUDGET_BYTES;
 
 /// The newest compiler's version: what a new Attempt's manifest records.
-pub const COMPILER_VERSION: &str = v5::VERSION;
+pub const COMPILER_VERSION: &str = v6::VERSION;
 
 /// Every released compiler, newest first: what this build can re-derive. Adding a
 /// version means adding its module and putting it here as `newest`, the previous newest
 /// first among `older`.
-pub static RELEASED: Registry<'static> = Registry::new(&v5::V5, &[&v4::V4, &v3::V3, &v2::V2, &v1::V1]);
+pub static RELEASED: Registry<'static> =
+    Registry::new(&v6::V6, &[&v5::V5, &v4::V4, &v3::V3, &v2::V2, &v1::V1]);
 
 /// One released compiler version.
 pub trait Compiler: Sync {

@@ -49,7 +49,7 @@ use ledger_schema::{Digest, DigestKind, Id};
 use serde::Serialize;
 
 pub use names::WireName;
-pub use render::{markdown, markdown_as};
+pub use render::{markdown, markdown_as, markdown_cited};
 
 use super::{CompileError, Compiled, Compiler};
 use crate::runtime::state::{FactStatus, GenerationStatus, GoalState, PolicyState, State};

@@ -15,9 +15,11 @@
 //!   goal recorded one project path twice (the earlier record is an omission,
 //!   `freshness.sourceSuperseded`). Frozen with compiler/4 (compiler/5 made it an older
 //!   version): never re-blessed.
-//! - `golden/lifecycle-packages-v5.json`: compiler/5, the newest, on the same cases (its
-//!   Markdown keeps ledger text visible to a viewer, with backslashes where needed).
-//!   The newest compiler's file: a change fails until
+//! - `golden/lifecycle-packages-v5.json`: compiler/5 on the same cases (its Markdown keeps
+//!   ledger text visible to a viewer, with backslashes where needed). Frozen with
+//!   compiler/5 (compiler/6 made it an older version): never re-blessed.
+//! - `golden/lifecycle-packages-v6.json`: compiler/6, the newest, on the same cases (its
+//!   Markdown shows each repair item's digests). The newest compiler's file: a change fails until
 //!   `COMPILER_VERSION` is bumped and the goldens are re-blessed on purpose
 //!   (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which writes
 //!   only this file.
@@ -29,7 +31,7 @@
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5};
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5, v6};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
 use closure_ledger::runtime::command::{
@@ -266,18 +268,24 @@ fn v3_now(cases: &[Case]) -> serde_json::Value {
 /// Compiler/4's golden: every case, the Attempt that carries a task selection, then the
 /// superseded-source case, compiled by compiler/4.
 fn v4_now(cases: &[Case]) -> serde_json::Value {
+    now_with(&v4::V4, cases)
+}
+
+/// A compiler's golden over every case, the Attempt that carries a task selection, then the
+/// superseded-source case (the cases of compilers 4 and later), each compiled by `compiler`.
+fn now_with(compiler: &dyn Compiler, cases: &[Case]) -> serde_json::Value {
     let mut attempts: Vec<_> = cases
         .iter()
-        .map(|c| golden_attempt(&c.attempt, &v4::V4.compile(&c.state, &c.binding).unwrap()))
+        .map(|c| golden_attempt(&c.attempt, &compiler.compile(&c.state, &c.binding).unwrap()))
         .collect();
     let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
-    let compiled = v4::V4.compile(&state, &binding).unwrap();
+    let compiled = compiler.compile(&state, &binding).unwrap();
     let mut one = golden_attempt(&attempt, &compiled);
     one["selectionReceipt"] = json!(compiled.manifest.selection_receipt);
     attempts.push(one);
     let c = superseded_case();
-    attempts.push(golden_attempt(&c.attempt, &v4::V4.compile(&c.state, &c.binding).unwrap()));
-    json!({ "compilerVersion": v4::VERSION, "attempts": attempts })
+    attempts.push(golden_attempt(&c.attempt, &compiler.compile(&c.state, &c.binding).unwrap()));
+    json!({ "compilerVersion": compiler.version(), "attempts": attempts })
 }
 
 /// The newest compiler's golden: every case as recorded (re-derived by admission, which
@@ -436,12 +444,72 @@ fn v5_differs_from_v4_only_in_its_markdown_escapes() {
     }
 }
 
+/// Compiler/5's output for the golden cases is byte for byte the frozen one, also now that
+/// compiler/6 writes the ledgers they are compiled from.
+#[test]
+fn v5_packages_are_frozen() {
+    let now = now_with(&v5::V5, &cases());
+    let frozen = read_golden("lifecycle-packages-v5.json");
+    assert_eq!(frozen["compilerVersion"], v5::VERSION);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 7);
+    assert!(frozen == now, "compiler/5's output changed: compiler/5 is frozen, never re-blessed");
+}
+
+/// Compiler/6 is compiler/5 but for `compilerVersion` in every package and manifest; its
+/// Markdown is compiler/5's with the digests the package cites for each repair item shown
+/// (outside reviews 128 F5, 146 F6): every line that differs is a repair item's, and holds
+/// the digests the package cites for it.
+#[test]
+fn v6_differs_from_v5_only_in_the_digests_its_markdown_cites() {
+    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
+    let mut all = cases();
+    all.push(Case { state, attempt, binding });
+    all.push(superseded_case());
+    let mut repairs = 0;
+    for c in all {
+        let five = v5::V5.compile(&c.state, &c.binding).unwrap();
+        let six = v6::V6.compile(&c.state, &c.binding).unwrap();
+        assert_eq!(five.package_bytes, six.package_bytes);
+        let mut renamed = five.manifest.clone();
+        renamed.compiler_version = v6::VERSION.to_owned();
+        assert_eq!(renamed, six.manifest);
+        let (old, new) = (five.markdown(), six.markdown());
+        let (old, new): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+        assert_eq!(old.len(), new.len());
+        let Some(feedback) = &six.package.prior_attempt_feedback else {
+            assert_eq!(old, new, "no repair items: the same Markdown");
+            continue;
+        };
+        repairs += 1;
+        let repair = six.package.repair_context.as_ref().unwrap();
+        let mut cited: Vec<String> =
+            feedback.items.iter().flat_map(|i| i.source_digests.iter().map(|d| d.to_string())).collect();
+        for f in &repair.failed_evidence {
+            cited.push(f.evidence_record_digest.to_string());
+            cited.push(f.check_specification_digest.to_string());
+        }
+        for (a, b) in old.iter().zip(&new) {
+            if a != b {
+                assert!(b.starts_with("- failed: evidence") || b.starts_with("- ["), "{b}");
+                assert!(
+                    cited.iter().any(|d| b.matches(d.as_str()).count() > a.matches(d.as_str()).count()),
+                    "{a}\n{b}"
+                );
+            }
+        }
+        for d in &cited {
+            assert!(new.iter().any(|l| l.contains(d.as_str())), "{d} is shown");
+        }
+    }
+    assert!(repairs > 0, "a golden case compiles a repair");
+}
+
 /// The newest compiler's output for the golden ledger is byte for byte the frozen one.
 #[test]
 fn newest_packages_are_frozen() {
-    assert_eq!(COMPILER_VERSION, v5::VERSION, "the v5 golden is the newest compiler's");
+    assert_eq!(COMPILER_VERSION, v6::VERSION, "the v6 golden is the newest compiler's");
     let now = newest_now(&cases());
-    let name = "lifecycle-packages-v5.json";
+    let name = "lifecycle-packages-v6.json";
     if std::env::var_os("BLESS_GOLDEN").is_some() {
         std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }

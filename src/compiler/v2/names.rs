@@ -83,3 +83,12 @@ impl WireName for FeedbackKind {
         }
     }
 }
+
+impl WireName for ledger_schema::types::Eligibility {
+    fn wire_name(self) -> &'static str {
+        match self {
+            ledger_schema::types::Eligibility::Eligible => "ELIGIBLE",
+            ledger_schema::types::Eligibility::Ineligible => "INELIGIBLE",
+        }
+    }
+}

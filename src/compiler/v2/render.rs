@@ -21,6 +21,15 @@ pub fn markdown(p: &ContextPackage) -> String {
 /// viewer from hiding any of it (raw HTML, comments, entity references, link reference
 /// definitions: `render::block_safe`).
 pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
+    markdown_cited(p, inline, false)
+}
+
+/// [`markdown_as`]; with `digests` (compiler/6) every repair item also shows the digests
+/// the package cites for it — each prior-attempt feedback item's source digests beside its
+/// source records, each failed Evidence record's record and check-specification digests
+/// and its eligibility (seed 000: "Every item MUST cite its source records and digests";
+/// outside reviews 128 F5, 146 F6: the rendering the worker reads showed the records only).
+pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool) -> String {
     let mut s = String::new();
     let list = |s: &mut String, title: &str, items: &[String]| list(s, title, items, inline);
     let paragraph = |text: &str| paragraph_as(text, inline);
@@ -129,6 +138,21 @@ pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
             r.evidence_set_digest, r.input_manifest_digest, r.acceptance_repair_digest
         );
         for f in &r.failed_evidence {
+            if digests {
+                let _ = writeln!(
+                    s,
+                    "- failed: evidence {} ({}, record {}, eligibility {} v{}) obligation {} check {} ({})",
+                    f.evidence_id,
+                    f.result_status.wire_name(),
+                    f.evidence_record_digest,
+                    f.evidence_eligibility_state.wire_name(),
+                    f.evidence_eligibility_version,
+                    f.verification_obligation_id,
+                    f.check_specification_id,
+                    f.check_specification_digest
+                );
+                continue;
+            }
             let _ = writeln!(
                 s,
                 "- failed: evidence {} ({}) obligation {} check {}",
@@ -144,8 +168,18 @@ pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
     if let Some(f) = &p.prior_attempt_feedback {
         let _ = writeln!(s, "## Prior attempt feedback (non-authoritative, {})\n", f.feedback_digest);
         for it in &f.items {
-            let item =
-                format!("[{}] {} (sources: {})", it.kind.wire_name(), it.content, it.source_refs.join(", "));
+            let sources = if digests {
+                let cited: Vec<String> = it
+                    .source_refs
+                    .iter()
+                    .zip(it.source_digests.iter().map(Some).chain(std::iter::repeat(None)))
+                    .map(|(r, d)| d.map_or_else(|| r.clone(), |d| format!("{r} {d}")))
+                    .collect();
+                cited.join(", ")
+            } else {
+                it.source_refs.join(", ")
+            };
+            let item = format!("[{}] {} (sources: {sources})", it.kind.wire_name(), it.content);
             let _ = writeln!(s, "- {}", item_lines(&item));
         }
         let _ = writeln!(s);
