@@ -64,30 +64,6 @@ pub fn evidence_set(state: &State, generation: Id) -> Vec<Id> {
         .unwrap_or_default()
 }
 
-/// A failing record's own FAILED_CHECK item must fit the workflow policy's `maxItemBytes`:
-/// a shorter summary can always be recorded instead (the full log belongs in the check's
-/// own output).
-fn failing_item_fits(
-    state: &State,
-    wf: &super::state::WorkflowState,
-    e: &EvidenceRecorded,
-    record_digest: Digest,
-) -> Result<(), RuleViolation> {
-    use ledger_schema::package::FeedbackItem;
-    let limits = get(&state.policies, wf.policy.id, "policy")?.bundle.feedback;
-    let this =
-        FeedbackItem::failed_check(e.evidence_id, record_digest, e.check_spec_id, e.obligation_id, &e.detail);
-    let this_size = ledger_schema::codec::encoded_len(&this);
-    ensure!(
-        this_size <= limits.max_item_bytes as usize,
-        Rule::OutOfBounds,
-        "a failing record reaches the repair worker whole: this one's item encodes to {this_size} bytes, over policy {}'s maxItemBytes ({}) — record a shorter summary (the full log belongs in the check's own output)",
-        wf.policy.id,
-        limits.max_item_bytes
-    );
-    Ok(())
-}
-
 /// The feedback a repair of `generation` carries — the FAILED_CHECK item of every current
 /// FAIL record, the PARENT_CHANGE_SET item, one PRESERVATION_CONSTRAINT item per constraint
 /// of the goal (the items compilers 2 and later project, built by the same constructors) —
@@ -253,16 +229,13 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         super::wire(&e.eligibility_state)
     );
     // A failure reaches a repair worker as one FAILED_CHECK feedback item, and "required
-    // authoritative failure records are never truncated into feedback" (seed 000): a failing
-    // record whose own item is over the policy's `maxItemBytes` is refused here, while a
-    // shorter summary can still be recorded (outside reviews 67, 70, 71). Whether all the
-    // failures fit a repair together is the REJECT_REPAIRABLE decision's question
-    // ([`repair_feedback_fits`]): refused here, a failure let a passing re-run of the same
-    // check stand in its place (outside review 146 F4).
+    // authoritative failure records are never truncated into feedback" (seed 000). Whether
+    // the failures fit a repair whole — each item within `maxItemBytes`, all of them within
+    // the other limits — is the REJECT_REPAIRABLE decision's question
+    // ([`repair_feedback_fits`]; REJECT_TERMINAL remains), never a reason to refuse the
+    // failure: refused here, a failure let a passing re-run of the same check stand in its
+    // place (outside reviews 146 F4 for the whole feedback, 150 F1 for one long item).
     let record_digest = e.record_digest();
-    if e.result == CheckResult::Fail {
-        failing_item_fits(state, wf, e, record_digest)?;
-    }
     // A passing re-run of a check that already passed on these bytes adds nothing, and
     // filled the generation's Evidence Set until a later FAIL had no room — refused for
     // want of room, it left ACCEPT standing on the passes (outside review 81): refused. A

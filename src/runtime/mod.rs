@@ -29,7 +29,7 @@ pub use attempt::{
 pub use command::Command;
 pub use evidence::DEFAULT_WORKING_BUDGET_BYTES;
 pub use evidence::evidence_set;
-pub use source::{MAX_RETIREMENT_REASON, question_key};
+pub use source::{MAX_PRINCIPAL_BYTES, MAX_RETIREMENT_REASON, question_key};
 pub use state::State;
 pub use worker::{canonical_json_len, redelivery, staleness};
 pub use workflow::next_phase;

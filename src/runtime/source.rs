@@ -236,8 +236,19 @@ fn fact_at(state: &mut State, fact_id: Id, revision: u32) -> Result<&mut FactSta
 /// The principal who confirms a Fact or makes a Human Decision: `human:` and a name (seed:
 /// the compiler is not "a way to convert inference into authority" — a worker confirming its
 /// own hypothesis, or answering its own question, would be exactly that).
+/// The longest human principal, in bytes: a name, not a text (outside review 150 F2: a
+/// withdrawal's 60 KB `withdrawnBy`, copied into the omission of every later context of the
+/// goal, went round the bound on its reason).
+pub const MAX_PRINCIPAL_BYTES: usize = 256;
+
 fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
     required_text(field, value)?;
+    ensure!(
+        value.len() <= MAX_PRINCIPAL_BYTES,
+        Rule::OutOfBounds,
+        "{field} is {} bytes, over {MAX_PRINCIPAL_BYTES}: a human principal is a name (`{HUMAN_PRINCIPAL}NAME`)",
+        value.len()
+    );
     // A name: no blank or invisible character at either end, no second kind (`:`), and at
     // least one letter or digit — `human:.` or `human:worker:codex` names nobody.
     let named = value.strip_prefix(HUMAN_PRINCIPAL).is_some_and(|n| {

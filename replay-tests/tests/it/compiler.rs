@@ -485,6 +485,11 @@ fn a_withdrawn_decision_is_delivered_no_more() {
     let long = "x".repeat(closure_ledger::runtime::MAX_RETIREMENT_REASON);
     let err = w.fails(withdraw(0x52, &format!("{long}y"), "human:alice"));
     assert!(err.to_string().contains("over 1024"), "{err}");
+    // So is the principal it names (outside review 150 F2: a 60 KB `withdrawnBy` went round
+    // the reason's bound).
+    let name = format!("human:{}", "a".repeat(closure_ledger::runtime::MAX_PRINCIPAL_BYTES));
+    let err = w.fails(withdraw(0x52, "wrong goal", &name));
+    assert!(err.to_string().contains("over 256") && err.to_string().len() < 400, "{err}");
     let err = w.fails(withdraw(0x52, "wrong goal", "worker:codex")).to_string();
     assert!(err.contains("withdrawnBy"), "only a human withdraws a decision: {err}");
     let first = w.ok(withdraw(0x52, "asked of the wrong goal", "human:alice"));

@@ -289,34 +289,47 @@ fn a_goal_holds_no_more_obligations_than_a_decision_can_cite_evidence_for() {
 }
 
 /// A failing record reaches a repair worker as one FAILED_CHECK feedback item, and seed 000
-/// says "required authoritative failure records are never truncated into feedback": a FAIL
-/// whose item would be over the workflow policy's feedback limit (the lesser of
-/// `maxItemBytes` and `maxTotalBytes`) is refused when it is recorded, nothing written — not
-/// found out at the repair, where it was left out or refused every repair Attempt (outside
-/// reviews 67, 70). A PASS or an ERROR with the same detail is admitted (neither becomes
-/// feedback), and a FAIL with a summary that fits is admitted.
+/// says "required authoritative failure records are never truncated into feedback": a
+/// repair whose feedback cannot carry every current failure whole — one item over
+/// `maxItemBytes`, or all of them over the other limits — is refused at the
+/// REJECT_REPAIRABLE decision (REJECT_TERMINAL remains), not found out at the repair, where
+/// it was left out or refused every repair Attempt (outside reviews 67, 70, 71). The failure
+/// itself is always recorded: refused, a passing re-run of the same check took its place
+/// (outside reviews 146 F4, 150 F1).
 #[test]
 fn a_failing_record_that_feedback_cannot_carry_whole_is_refused() {
     let long = "trace line\n".repeat(400); // 4,400 bytes: over the reference policy's 4,096
+    // One failure too long for a feedback item: recorded; the repair is refused.
     let mut w = World::at(Stage::Frozen);
-    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, &long)?;
+        // A flaky re-run passes: recorded beside the failure, which still stands.
+        s.evidence(0x94, 0x80, CheckResult::Pass, "passed on a re-run")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    w.refused(decide(Verdict::Accept), Rule::Verdict);
     let before = w.ledger.store().head();
-    let err = w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, &long)).unwrap_err();
+    let err = w.fails(decide(Verdict::RejectRepairable));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
     assert!(
-        err.to_string().contains("over policy") && err.to_string().contains("maxItemBytes (4096)"),
+        err.to_string().contains("maxItemBytes (4096)") && err.to_string().contains("REJECT_TERMINAL"),
         "{err}"
     );
     assert_eq!(w.ledger.store().head(), before, "nothing written");
+    w.ok(decide(Verdict::RejectTerminal));
+
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
     w.with(|s| s.evidence(0x91, 0x80, CheckResult::Error, &long)).unwrap();
     w.with(|s| s.evidence(0x92, 0x80, CheckResult::Pass, &long)).unwrap();
     w.with(|s| s.evidence(0x93, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))).unwrap();
     // Several failures together: each fits, but the repair's feedback must hold them all
     // whole, beside the parent change set and the preservation constraint (outside review
     // 71: five 3.9 KB failures were admitted and the repair carried four). Each failure is
-    // recorded — refused for want of room, a passing re-run of the same check stood in its
-    // place (outside review 146 F4) — and the REJECT_REPAIRABLE decision, whose repair
-    // could not carry them, is refused; REJECT_TERMINAL remains.
+    // recorded, and the REJECT_REPAIRABLE decision, whose repair could not carry them, is
+    // refused; REJECT_TERMINAL remains.
     for i in 0..8u128 {
         w.with(|s| s.evidence(0xa0 + i, 0x80, CheckResult::Fail, &"trace line\n".repeat(300))).unwrap();
     }
