@@ -653,7 +653,12 @@ fn read_checkpoint(path: &Path) -> Result<Checkpoint, Failure> {
 
 /// What a verification found that the next open repairs (or a live writer's write in
 /// flight), one line each: `verify` and `replay` say it in the same words.
-fn recoverable(torn: Option<&store::TornTail>, sled_lag_frames: u64, live_writer: bool) -> Vec<String> {
+fn recoverable(
+    torn: Option<&store::TornTail>,
+    sled_lag_frames: u64,
+    live_writer: bool,
+    checked: bool,
+) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(t) = torn {
         let what = if live_writer {
@@ -664,8 +669,15 @@ fn recoverable(torn: Option<&store::TornTail>, sled_lag_frames: u64, live_writer
         lines.push(format!("{what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()));
     }
     if sled_lag_frames > 0 {
+        // (Where a checkpoint was verified, it vouched for the journal up to it: outside
+        // review 149 F6, the advice to give one stood under "checkpoint verified".)
+        let advice = if checked {
+            ""
+        } else {
+            "; only `--checkpoint` tells whether the journal, the one copy left of them, is whole"
+        };
         lines.push(format!(
-            "recoverable: sled lags the journal by {sled_lag_frames} frame(s) (the next open restores them from the journal; a crash leaves such a lag, and so does damage in sled's log, which sled's own open drops as its torn write — docs/SAFETY.md; only `--checkpoint` tells whether the journal, the one copy left of them, is whole)"
+            "recoverable: sled lags the journal by {sled_lag_frames} frame(s) (the next open restores them from the journal; a crash leaves such a lag, and so does damage in sled's log, which sled's own open drops as its torn write — docs/SAFETY.md{advice})"
         ));
     }
     lines
@@ -719,7 +731,9 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
             if let Some(cp) = r.checkpoint {
                 emit(out, format!("checkpoint verified: seq {} {}", cp.seq, cp.hash))?;
             }
-            for line in recoverable(r.torn_tail.as_ref(), r.sled_lag_frames, r.live_writer) {
+            for line in
+                recoverable(r.torn_tail.as_ref(), r.sled_lag_frames, r.live_writer, r.checkpoint.is_some())
+            {
                 emit(out, line)?;
             }
             Ok(())
@@ -1002,7 +1016,8 @@ fn replay(
         if report.live_writer {
             emit(out, "  a live writer holds the ledger: read up to its last complete record")?;
         }
-        for line in recoverable(report.torn_tail.as_ref(), report.sled_lag_frames, report.live_writer) {
+        for line in recoverable(report.torn_tail.as_ref(), report.sled_lag_frames, report.live_writer, false)
+        {
             emit(out, format!("  {line}"))?;
         }
         emit(out, format!("  state digest {}", report.state_digest))?;

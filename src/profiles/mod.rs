@@ -669,17 +669,28 @@ fn expected_receipts(cp: &ContextProfiles, ledger_id: Id, root: &Path) -> Vec<Re
 /// generation and an interrupted transaction): the state root as `set` requires it, no
 /// interrupted transaction, the current generation and the receipts verified.
 pub(crate) fn check_saved_state(dir: &Path, ledger: &Ledger<DiskStore>) -> Result<(), ProfileError> {
-    refuse_interrupted_elsewhere(dir, ledger.store().head().ledger, None)?;
+    refuse_pending_transaction(dir, ledger.store().head().ledger, ledger.state())?;
     let Some(c) = ledger.state().context_profiles.current() else { return Ok(()) };
+    verify_current(ledger, Path::new(&c.state_root))
+}
+
+/// Refuses while a transaction of the ledger at `dir` is in flight or left unfinished —
+/// in the configured state root (checked as every command checks it) or in another one its
+/// note names: what it commits may change the profile (its mode, its exclusions), so no
+/// body is returned on the configuration it replaces (outside review 151 F1: the named
+/// `profile resolve --load` returned a skill the interrupted `set` excluded).
+pub(crate) fn refuse_pending_transaction(dir: &Path, ledger: Id, state: &State) -> Result<(), ProfileError> {
+    refuse_interrupted_elsewhere(dir, ledger, None)?;
+    let Some(c) = state.context_profiles.current() else { return Ok(()) };
     let root = Path::new(&c.state_root);
-    generation::check_root(root, ledger.store().head().ledger, generation::RootUse::Existing)?;
+    generation::check_root(root, ledger, generation::RootUse::Existing)?;
     if generation::read_txn(root)?.is_some() {
         if let Some(holder) = generation::live_holder(root) {
             return Err(GenerationError::Busy { path: scan::shown(&c.state_root), holder }.into());
         }
         return Err(GenerationError::RecoveryRequired(scan::shown(&c.state_root)).into());
     }
-    verify_current(ledger, root)
+    Ok(())
 }
 
 /// Runs the five-boundary transaction for `event` and commits it.

@@ -445,6 +445,11 @@ pub fn resolve_unconfigured(
     }
     let mut state = super::read_state(dir)?;
     refuse_source_drift(&state)?;
+    if opts.request.load
+        && let Some(ledger) = state.ledger
+    {
+        super::refuse_pending_transaction(dir, ledger, &state).map_err(profile)?;
+    }
     let cp = &state.context_profiles;
     let (registry, registry_digest) = match (&cp.registry, cp.registry_digest) {
         (Some(r), Some(d)) => (r.clone(), d),

@@ -784,9 +784,11 @@ fn recover_in(
         let usable = tree.as_ref().filter(|_| !foreign);
         // Past the journal's end, through records sled holds there: they are restored through
         // `after` and nothing past it (outside review 148 F4: the refusal above names this cut).
-        if let (None, None, Some(tree)) = (&found.cut_at, &found.scan.damage, usable)
-            && found.scan.verified.is_none_or(|h| after > h.seq)
-        {
+        let past_journal_end = match (&found.cut_at, usable) {
+            (None, Some(_)) => journal_end_seq(&journal)?.is_none_or(|end| after > end),
+            _ => false,
+        };
+        if let (true, Some(tree)) = (past_journal_end, usable) {
             let before = found.scan.verified;
             let (_, through) = sled_continuation(tree, before, Some(after.saturating_add(1)))?;
             if through.is_none_or(|h| h.seq != after) {
@@ -827,7 +829,13 @@ fn recover_in(
                 .collect();
             let last = newest_held(&found, usable)?;
             report.truncated_seqs = (last > after).then_some((after + 1, last));
-            report.cut.push(move_tail_aside(root, &segment, end)?);
+            // Nothing after the cut at all, nothing moved (outside review 149 F5: an empty
+            // file was made and reported as cut). (`put_cut_back` reads the first cut as
+            // the segment's tail: with later segments to move, the tail is moved too.)
+            let len = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
+            if len > end || !later.is_empty() {
+                report.cut.push(move_tail_aside(root, &segment, end)?);
+            }
             if !later.is_empty() {
                 let into = cut_dir(root)?;
                 for p in later {
@@ -984,18 +992,22 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
     }
 }
 
-/// A refusal (exit 1, nothing changed): the journal ends before records sled holds, `first`
-/// to `last` — acknowledged records the journal lost, and maybe more after them.
-fn journal_lost_its_tail(found: &Survey, first: u64, last: u64) -> OpenError {
-    let journal_end = match (&found.scan.torn, &found.scan.last_segment) {
-        (Some(t), _) => format!(
-            "the journal ends at offset {} of {}, where a partial record follows",
+/// A refusal (exit 1, nothing changed): the journal's written records end at `end` (`None`:
+/// it holds none) before records sled holds, to `last` — acknowledged records the journal
+/// lost, and maybe more after them.
+fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64) -> OpenError {
+    let first = end.map_or(0, |e| e + 1);
+    let mut journal_end = match end {
+        Some(end) => format!("the journal's written records end at seq {end}"),
+        None => "the journal holds no whole record".to_owned(),
+    };
+    if let Some(t) = &found.scan.torn {
+        journal_end.push_str(&format!(
+            ", and a partial record follows at offset {} of {}",
             t.offset,
             t.segment.display()
-        ),
-        (None, Some((segment, len))) => format!("the journal ends at offset {len} of {}", segment.display()),
-        (None, None) => "the journal holds no record".to_owned(),
-    };
+        ));
+    }
     let (held, it) = if first == last {
         (format!("seq {first}"), "it")
     } else {
@@ -1014,6 +1026,44 @@ fn journal_lost_its_tail(found: &Survey, first: u64, last: u64) -> OpenError {
              `--checkpoint FILE`: one at seq {last} or later is checked on the restored journal)"
         ),
     }
+}
+
+/// The last seq of sled's last frame that opens, if any.
+fn sled_newest(tree: &sled::Tree) -> Result<Option<u64>, OpenError> {
+    Ok(frame_at_or_before(tree, None)
+        .map_err(OpenError::Sled)?
+        .and_then(|(_, v)| open_record(&v).ok().map(|(h, _)| h.last_seq())))
+}
+
+/// The last seq the journal's written bytes hold whole, read past damage: its last intact
+/// record's, or a damaged record's whose header checks, names the next seq and was written
+/// to its end; `None` when it holds none. A torn record, and a damaged one whose end is
+/// missing — the file ends inside it, or zeros stand where its v3 end marker was — end
+/// before it: its end was lost (outside review 149 F1).
+fn journal_end_seq(journal: &Path) -> Result<Option<u64>, OpenError> {
+    let segments = list_segments(journal)?;
+    let count = segments.len();
+    let mut next_seq = 0;
+    let mut end = None;
+    for (i, (_, path)) in segments.into_iter().enumerate() {
+        let bytes = read_segment(&path)?;
+        walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
+            match piece {
+                Piece::Record { header, .. } => end = Some(header.last_seq()),
+                Piece::Damaged { offset, header: Some(h), next_seq, .. } if h.first_seq == next_seq => {
+                    let written = bytes
+                        .get(offset..offset.saturating_add(h.record_len()))
+                        .is_some_and(|r| h.version != RecordVersion::V3 || r.last().is_some_and(|b| *b != 0));
+                    if written {
+                        end = Some(h.last_seq());
+                    }
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+    }
+    Ok(end)
 }
 
 /// A refusal (exit 1, nothing changed) of sled's history chosen over the journal's: the
@@ -1960,20 +2010,26 @@ fn restore_from_sled(
     // recover restored sled's records and exited 0). The operator decides: `--truncate-after`
     // through sled's newest keeps what both copies hold. (No journal segment at all is the
     // documented way to take sled's history: `histories_part`.)
-    let journal_had_bytes = found.scan.last_segment.is_some() || found.scan.torn.is_some();
-    if found.scan.damage.is_none()
-        && !newest_differs
-        && journal_had_bytes
+    // Read past any damage (outside review 149 F1: one flipped byte earlier in the journal
+    // switched this refusal off, and the end of a record lost to zeros passed as damage).
+    if !newest_differs
         && options.truncate_after.is_none()
         && !boundary.give_way
+        && !list_segments(journal)?.is_empty()
     {
-        let (lost, sled_head) = sled_continuation(tree, boundary.head, None)?;
-        // (A checkpoint at or past sled's newest is the operator's word for where the
-        // acknowledged history ends; it is checked on the journal the restore writes.)
-        if let (Some(&(first, _)), Some(last)) = (lost.first(), sled_head)
-            && options.checkpoint.as_ref().is_none_or(|cp| cp.seq < last.seq)
+        let end = journal_end_seq(journal)?;
+        // (A sled record that begins inside the journal's records and runs past their end
+        // is refused below as grouped otherwise, by name.)
+        let next = end.map_or(0, |e| e + 1);
+        let straddles = frame_at_or_before(tree, Some(next))
+            .map_err(OpenError::Sled)?
+            .and_then(|(k, v)| Some((key_seq(&k)?, open_record(&v).ok()?.0.last_seq())))
+            .is_some_and(|(first, last)| first < next && last >= next);
+        if let Some(last) = sled_newest(tree)?.filter(|last| end.is_none_or(|end| *last > end))
+            && !straddles
+            && options.checkpoint.as_ref().is_none_or(|cp| cp.seq < last)
         {
-            return Err(journal_lost_its_tail(found, first, last.seq));
+            return Err(journal_lost_its_tail(found, end, last));
         }
     }
     if newest_differs && let Some((segment, offset, first_seq, before)) = found.newest.clone() {

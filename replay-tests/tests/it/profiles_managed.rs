@@ -507,6 +507,18 @@ fn sigkill_at_every_boundary_then_recover() {
         assert_eq!(code, 1, "{boundary}: mode refuses until recovered: {err}");
         assert!(err.contains("recover"), "{boundary}: {err}");
         assert_eq!(s.head(), head, "{boundary}: mode wrote nothing");
+        // No body is returned on the configuration the transaction replaces, by the named
+        // resolve either (outside review 151 F1: it loaded a skill the interrupted `set`
+        // excluded); deciding without `--load` returns none and stays open.
+        let task = s.src.join("task.json");
+        std::fs::write(&task, r#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:deploy"]}"#).unwrap();
+        let (code, out, err) =
+            s.run(&["profile", "resolve"], &["lean", "--task-input", task.to_str().unwrap(), "--load"]);
+        assert_eq!(code, 1, "{boundary}: {out}");
+        assert!(err.contains("recover"), "{boundary}: {err}");
+        let (code, _, err) =
+            s.run(&["profile", "resolve"], &["lean", "--task-input", task.to_str().unwrap()]);
+        assert_eq!(code, 0, "{boundary}: {err}");
         let r = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
         assert_eq!(r["outcome"], outcome, "{boundary}");
         assert_eq!(r["revision"], revision, "{boundary}");

@@ -903,6 +903,55 @@ fn a_lost_journal_tail_is_restored_from_sled() {
     assert_eq!(all_entries(&dir), before);
 }
 
+/// The journal's lost end is read past damage: a flipped byte in an earlier record does
+/// not switch the refusal off, and a last record whose end was lost to zeros (its end
+/// marker gone, part or whole) is a lost end, not a damaged record to restore in silence
+/// (outside review 149 F1: both restored sled's records with exit 0). `--truncate-after`
+/// through sled's newest restores the damaged record and the lost end.
+#[test]
+fn a_lost_journal_end_is_refused_past_damage_and_zeroed_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 8, 2);
+    trim_preallocated(&template);
+    let before = all_entries(&template);
+    let head = before.len() - 1;
+    let frames = journal_frames(&template);
+    let bytes = std::fs::read(segment(&template)).unwrap();
+    let n = frames.len();
+    // (a) the journal ends inside the third-to-last record, and an earlier record is damaged.
+    let mut a = bytes[..frames[n - 3].range.start + 30].to_vec();
+    a[frames[1].range.start + 64] ^= 0x01;
+    // (b), (c) the journal ends after the third-to-last record, whose last 7 (all 8) bytes
+    // were zeroed, then preallocated zeros.
+    let zeroed = |k: usize| {
+        let mut b = bytes[..frames[n - 3].range.end].to_vec();
+        let len = b.len();
+        b[len - k..].fill(0);
+        b.extend_from_slice(&[0u8; 4096]);
+        b
+    };
+    for (name, damaged) in [("damage before", a), ("end marker 7", zeroed(7)), ("end marker 8", zeroed(8))] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        copy_dir(&template, &dir);
+        std::fs::write(segment(&dir), &damaged).unwrap();
+        let d = dir.to_str().unwrap();
+        let (code, out, err) = cli(&["recover", d]);
+        assert_eq!(code, 1, "{name}: {out}");
+        assert!(
+            err.contains("lost acknowledged bytes at its end")
+                && err.contains(&format!("--truncate-after {head}`"))
+                && err.contains("nothing was changed"),
+            "{name}: {err}"
+        );
+        assert_eq!(std::fs::read(segment(&dir)).unwrap(), damaged, "{name}: nothing changed");
+        let (code, out, err) = cli(&["recover", d, "--truncate-after", &head.to_string()]);
+        assert_eq!(code, 0, "{name}: {out}{err}");
+        assert_eq!(all_entries(&dir), before, "{name}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{name}");
+    }
+}
+
 /// A checkpoint given to `recover` is evidence about the result: when the journal recover
 /// would leave does not hold it — restored from sled, cut where told, or as found — recover
 /// refuses before changing anything (found from outside: a failed check used to come after
