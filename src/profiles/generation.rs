@@ -1172,14 +1172,18 @@ pub fn roll_back(
 /// is one `manifest` names, holding its bytes (`contents`, in the manifest's order) or a
 /// prefix of them (cut short by a crash: outside review 87, a kill between two chunks of
 /// one file left a stage every `recover` refused) — anything else is refused and left.
-fn clear_stage(
+/// Removes the stage of generation `digest` when every file in it is the generation's (a
+/// prefix of its bytes: a write cut short); `Ok(true)` when there was one. Anything else in
+/// it is refused, never removed.
+pub fn clear_stage(
     root: &Path,
     digest: Digest,
     manifest: &GenerationManifest,
     contents: &[&[u8]],
-) -> Result<(), GenerationError> {
+) -> Result<bool, GenerationError> {
     let stage = root.join("stage").join(hex(digest));
-    if fs::symlink_metadata(&stage).is_ok() {
+    let found = fs::symlink_metadata(&stage).is_ok();
+    if found {
         let tampered =
             |reason: String| GenerationError::Tampered { root: stage.display().to_string(), reason };
         let mbytes = manifest_bytes(manifest);
@@ -1228,7 +1232,7 @@ fn clear_stage(
         fs::remove_dir_all(&stage).map_err(io(&stage))?;
         fsync_dir(&root.join("stage"))?;
     }
-    Ok(())
+    Ok(found)
 }
 
 #[cfg(test)]

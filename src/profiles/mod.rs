@@ -1124,10 +1124,16 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
         let registry = registry_by_digest(ledger, c.registry_digest)?;
         let (manifest, contents) = manifest_of(&registry, &c.plan)?;
         let dir = generation::generation_dir(root, c.generation_digest);
+        let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
         if !fs_exists(&dir) {
-            let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
             generation::rebuild(root, c.generation_digest, &manifest, &contents)?;
             repaired = true;
+        } else {
+            // A stage of the configured generation that a rebuild cut short, every file in
+            // it the generation's bytes or a prefix of them, is ours to clear, as before a
+            // rebuild (outside review 151 F4: refused as "nothing records it").
+            repaired |= generation::clear_stage(root, c.generation_digest, &manifest, &contents)
+                .map_err(with_remedy)?;
         }
         generation::verify(&dir, &manifest).map_err(with_remedy)?;
         // What every other command checks, recover reports too, never "nothing to recover"
@@ -1258,13 +1264,37 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     });
     let published = generation::generation_dir(root, txn.generation_digest);
     let mut note = None;
+    // Inside a transaction, an altered generation's way out is named too (outside review 151
+    // F5: "was modified", and no remedy).
+    let in_txn = |e: GenerationError| match e {
+        GenerationError::Tampered { root, reason } => GenerationError::Tampered {
+            root,
+            reason: format!(
+                "{reason} (move it out of the state root: the next `ledger profile recover` then rolls the \
+                 interrupted revision back — run `ledger profile set` again after it — or, committed already, \
+                 rebuilds it)"
+            ),
+        },
+        other => other,
+    };
     let outcome = if committed {
-        generation::verify(&published, &manifest)?;
+        generation::verify(&published, &manifest).map_err(in_txn)?;
         generation::publish_receipt(root, &receipt)?;
         generation::finish(root)?;
         "completed"
     } else if cp.revision() == txn.expected_revision && fs_exists(&published) {
-        generation::verify(&published, &manifest)?;
+        generation::verify(&published, &manifest).map_err(in_txn)?;
+        // No revision is committed over an altered earlier generation, as `set` commits
+        // none (outside review 151 F2: recover rolled forward and reported success, and the
+        // next `status` refused).
+        if let Some(c) = cp.current().filter(|c| Path::new(&c.state_root) == root) {
+            let dir = generation::generation_dir(root, c.generation_digest);
+            if fs_exists(&dir) {
+                let registry = registry_by_digest(&ledger, c.registry_digest)?;
+                generation::verify(&dir, &manifest_of(&registry, &c.plan)?.0).map_err(with_remedy)?;
+            }
+        }
+        verify_past(cp, root, &|digest| registry_by_digest(&ledger, digest))?;
         match admissible(&ledger, &event) {
             Ok(()) => {
                 generation::publish_receipt(root, &receipt)?;

@@ -465,12 +465,17 @@ pub fn resolve_unconfigured(
         && loads_more(plan.selection().mode, configured)
     {
         let wire = |m: SelectionMode| crate::runtime::wire(&m).to_ascii_lowercase();
+        // The way out that works (outside review 151 F6: `--selection suggest --load` is
+        // refused too — suggest loads no body).
+        let instead = match configured {
+            SelectionMode::Suggest => "resolve without `--load` (suggest returns no body)".to_owned(),
+            other => format!("resolve with `--selection {}`", wire(other)),
+        };
         return Err(profile(super::ProfileError::Refused(format!(
             "the configured selection mode is {}: an unrecorded `--load` under `--selection {}` would return \
-             bodies it withholds — resolve with `--selection {}`, or change the mode (`ledger profile mode`)",
+             bodies it withholds — {instead}, or change the mode (`ledger profile mode`)",
             wire(configured),
             wire(plan.selection().mode),
-            wire(configured),
         ))));
     }
     // What `set` would refuse for this plan is refused here too (outside review 59).

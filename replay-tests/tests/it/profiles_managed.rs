@@ -855,6 +855,44 @@ fn recover_names_a_left_over_stage() {
     assert_eq!(rec["outcome"], "nothing-to-recover");
 }
 
+/// A stage of the configured generation that a rebuild cut short — every file in it the
+/// generation's bytes or a prefix of them — is `recover`'s to clear, not a stray one to
+/// refuse (outside review 151 F4: "nothing records it"); one holding another file is
+/// still refused, and kept.
+#[test]
+fn recover_clears_its_own_cut_short_stage() {
+    use std::os::unix::fs::PermissionsExt;
+    let (s, root, _) = full_then_lean();
+    let st = ok(status(&s));
+    let digest = st["generationDigest"].as_str().unwrap().trim_start_matches("b3:").to_owned();
+    let generation = root.join("generations").join(&digest);
+    let stage = root.join("stage").join(&digest);
+    let file = generation.join(".codex/skills/deploy/SKILL.md");
+    let file = if file.exists() { file } else { generation.join("manifest.json") };
+    let rel = file.strip_prefix(&generation).unwrap().to_owned();
+    let bytes = std::fs::read(&file).unwrap();
+    let put = |name: &std::path::Path, content: &[u8]| {
+        let path = stage.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        let mut dir = path.parent().unwrap().to_owned();
+        while dir.starts_with(&root) && dir != root {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+            dir = dir.parent().unwrap().to_owned();
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    put(&rel, &bytes[..bytes.len() / 2]);
+    let rec = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert_eq!(rec["outcome"], "repaired", "{rec}");
+    assert!(!stage.exists(), "cleared");
+    put(std::path::Path::new("evil.md"), b"not ours\n");
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("evil.md is not ours") && err.contains("move it out"), "{err}");
+    assert!(stage.join("evil.md").exists(), "kept");
+}
+
 /// An altered earlier generation refuses `set` to a third selection (and its dry run), as
 /// `status` refuses it, naming the revision (outside review 139 F7: `set` committed over
 /// it, and `status` refused right after).
