@@ -178,7 +178,15 @@ pub(super) fn feedback_fits(
 pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.evidence, e.evidence_id, "evidence")?;
     required_text("detail", &e.detail)?;
-    let wf = live_workflow(state, e.workflow_id)?;
+    // A failure is recorded also once the goal was revised past the workflow's revision:
+    // it advances nothing (the stale workflow is only cancelled), and it bars the failed
+    // bytes at any revision that reads as the same goal — refused, it was lost, and the
+    // same bytes were then frozen and ACCEPTed under the revision (outside review 150 F3).
+    let wf = if e.result == CheckResult::Fail {
+        super::open_workflow(state, e.workflow_id)?
+    } else {
+        live_workflow(state, e.workflow_id)?
+    };
     let generation = get(&state.generations, e.generation_id, "generation")?;
     ensure!(
         generation.workflow_id == e.workflow_id && wf.active_generation == Some(e.generation_id),

@@ -321,6 +321,35 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
     w.ok(freeze(digest_of("candidate X2")));
 }
 
+/// A failure observed after the goal was revised past the workflow's revision (with the
+/// same content) is recorded — it advances nothing: the stale workflow can only be
+/// cancelled — and bars the failed bytes under the revision (outside review 150 F3: refused
+/// as stale, the failure was lost, and the same bytes were frozen, passed and ACCEPTed in a
+/// workflow of the revision). A pass there is refused as stale still.
+#[test]
+fn a_failure_observed_after_a_revision_is_recorded_and_bars_the_bytes() {
+    use ledger_schema::types::{CheckResult, Phase};
+    let mut w = World::at(Stage::Frozen);
+    let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+    w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
+    w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
+    let err = w.with(|s| s.evidence(0x91, 0x80, CheckResult::Pass, "passed")).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::StaleGoalRevision), "{err}");
+    w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
+    cancel_workflow(&mut w, WORKFLOW, "stale: the goal was revised");
+    implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
+    let freeze = |d| {
+        Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(0x88),
+            candidate_digest: d,
+            change_set_digest: digest_of("change set"),
+        })
+    };
+    let err = w.fails(freeze(x));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
+    w.ok(freeze(digest_of("candidate X2")));
+}
+
 /// Bytes are judged once per goal *content* (outside review 47: bytes accepted at revision
 /// 1, or terminally rejected with every check passing — "revise the goal first" — could
 /// never be judged against a revised goal): after a revision that changed the goal they
