@@ -1001,6 +1001,13 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
                 &expected_receipts(cp, ledger_id, &root),
                 (ledger_id, cp.revision()),
             )?;
+            // A stage no transaction names blocks the command that would reuse its
+            // generation: said here, not first at that command (outside review 151 F4).
+            if let (Err(stray), None) = (generation::stray_stage(&root), &report.note) {
+                report.note = Some(format!(
+                    "{stray} (`ledger profile recover` clears a stage of the configured generation that a rebuild cut short)"
+                ));
+            }
         }
     }
     Ok(report)

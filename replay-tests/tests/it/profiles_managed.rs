@@ -845,6 +845,9 @@ fn recover_names_a_left_over_stage() {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
         }
     }
+    // `status` names it too, without failing (outside review 151 F4: it said nothing).
+    let st = ok(status(&s));
+    assert!(st["note"].as_str().is_some_and(|n| n.contains("left-over stage")), "{st}");
     let (code, out, err) =
         s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
     assert_eq!(code, 1, "{out}");
