@@ -524,20 +524,21 @@ fn durable_sources(
     }
     // Per question, the decision that stands: the latest (a later one supersedes it only
     // across a goal revision: `DecisionConflict`). An earlier one is an omission.
-    let decisions: Vec<(&Id, &crate::runtime::state::HumanDecisionState, String)> = state
+    // (Each decision's key, `question_key`, is derived once when it is recorded.)
+    let decisions: Vec<(&Id, &crate::runtime::state::HumanDecisionState, &str)> = state
         .human_decisions
         .iter()
         .filter(|(_, x)| x.goal_id == b.goal_id)
-        .map(|(id, d)| (id, d, crate::runtime::question_key(&d.question)))
+        .map(|(id, d)| (id, d, d.key.as_str()))
         .collect();
     let mut standing: BTreeMap<&str, (u64, Id)> = BTreeMap::new();
-    for (id, d, key) in &decisions {
-        let latest = standing.entry(key.as_str()).or_insert((d.seq, **id));
+    for &(id, d, key) in &decisions {
+        let latest = standing.entry(key).or_insert((d.seq, *id));
         if d.seq > latest.0 {
-            *latest = (d.seq, **id);
+            *latest = (d.seq, *id);
         }
     }
-    for &(id, d, ref key) in &decisions {
+    for &(id, d, key) in &decisions {
         // A withdrawn decision reaches no worker (outside review 135; no ledger before it
         // withdraws one, so no earlier package changes).
         if let Some(at) = d.withdrawn_seq {
@@ -552,7 +553,7 @@ fn durable_sources(
             });
             continue;
         }
-        if let Some(&(_, newer)) = standing.get(key.as_str()).filter(|(seq, _)| *seq != d.seq) {
+        if let Some(&(_, newer)) = standing.get(key).filter(|(seq, _)| *seq != d.seq) {
             omissions.push(OmissionDecision {
                 source_ref: id_ref("humanDecision/", *id),
                 rule: "freshness.decisionSuperseded".to_owned(),

@@ -386,13 +386,12 @@ pub fn apply_human_decision(
     // Look-alike letters are read in the case written as well as folded (outside review 138
     // F1: a Cyrillic `В` folds to `в`, which looks like no Latin letter, and "Keep the В
     // tree?" stood beside "Keep the B tree?" with the opposite answer).
-    let looks = |q: &str| [statement_key(&question_key(q)), question_key(&statement_key(q))];
     let ours = looks(&e.question);
-    if let Some((id, d)) = state.human_decisions.iter().find(|(_, d)| {
-        d.goal_id == e.goal_id
-            && question_key(&d.question) != asked
-            && looks(&d.question).iter().any(|k| ours.contains(k))
-    }) {
+    if let Some((id, d)) = state
+        .human_decisions
+        .iter()
+        .find(|(_, d)| d.goal_id == e.goal_id && d.key != asked && d.looks.iter().any(|k| ours.contains(k)))
+    {
         let change = match d.withdrawn_seq {
             Some(at) => format!("it was withdrawn at seq {at}: answer it so, without `supersedes`"),
             None => "and name the standing decision in `supersedes` to change its answer".to_owned(),
@@ -409,7 +408,7 @@ pub fn apply_human_decision(
     let standing = state
         .human_decisions
         .iter()
-        .filter(|(_, d)| d.goal_id == e.goal_id && question_key(&d.question) == asked)
+        .filter(|(_, d)| d.goal_id == e.goal_id && d.key == asked)
         .max_by_key(|(_, d)| d.seq);
     // A human changes an answer by naming the one it replaces: the decision standing on the
     // question (outside review 74); naming anything else is a conflicting input.
@@ -465,6 +464,12 @@ pub fn apply_human_decision(
     Ok(())
 }
 
+/// The two forms a question is read in for look-alikes: its key's confusable skeleton, and
+/// the key of its skeleton (the case written as well as folded: outside review 138 F1).
+fn looks(question: &str) -> [String; 2] {
+    [statement_key(&question_key(question)), question_key(&statement_key(question))]
+}
+
 fn record_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) {
     state.human_decisions.insert(
         e.decision_id,
@@ -477,6 +482,8 @@ fn record_decision(state: &mut State, e: &HumanDecisionRecorded, seq: u64) {
             withdrawn_seq: None,
             withdrawn_reason: String::new(),
             withdrawn_by: String::new(),
+            key: question_key(&e.question),
+            looks: looks(&e.question),
         },
     );
 }
@@ -501,11 +508,11 @@ pub fn apply_human_decision_withdrawn(
         e.decision_id,
         d.withdrawn_seq.unwrap_or_default()
     );
-    let asked = question_key(&d.question);
+    let asked = &d.key;
     if let Some((newer, n)) = state
         .human_decisions
         .iter()
-        .filter(|(_, x)| x.goal_id == d.goal_id && x.seq > d.seq && question_key(&x.question) == asked)
+        .filter(|(_, x)| x.goal_id == d.goal_id && x.seq > d.seq && x.key == *asked)
         .max_by_key(|(_, x)| x.seq)
     {
         let then = match n.withdrawn_seq {

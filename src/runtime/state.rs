@@ -204,6 +204,13 @@ pub struct HumanDecisionState {
     pub withdrawn_reason: String,
     #[serde(skip)]
     pub withdrawn_by: String,
+    /// The question as two decisions are compared (`source::question_key`), and the two
+    /// forms a look-alike is read in (`source::looks`): derived once, when the decision is
+    /// recorded, not at every decision, compile and currency proof after it (issue #16).
+    #[serde(skip)]
+    pub key: String,
+    #[serde(skip)]
+    pub looks: [String; 2],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
