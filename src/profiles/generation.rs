@@ -1120,7 +1120,18 @@ fn receipt_bytes(receipt: &Receipt) -> Vec<u8> {
 pub fn publish_receipt(root: &Path, receipt: &Receipt) -> Result<(), GenerationError> {
     let dir = root.join("receipts");
     fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(io(&dir))?;
-    write_atomic(&dir.join(format!("{}.json", receipt.revision)), &receipt_bytes(receipt))
+    let bytes = receipt_bytes(receipt);
+    // A `N.tmp` there is ours only as a prefix of these bytes (a write cut short): anything
+    // else is evidence, never removed (outside review 154 P1-3: a roll-forward unlinked a
+    // foreign one and wrote over it).
+    let tmp = dir.join(format!("{}.tmp", receipt.revision));
+    if fs::symlink_metadata(&tmp).is_ok() && !read_small(&tmp).is_ok_and(|b| bytes.starts_with(&b)) {
+        return Err(GenerationError::Receipt {
+            path: shown(&tmp.display().to_string()),
+            reason: "is not a receipt this ledger was writing: move it out of the state root".into(),
+        });
+    }
+    write_atomic(&dir.join(format!("{}.json", receipt.revision)), &bytes)
 }
 
 /// After the commit point: the transaction is over.

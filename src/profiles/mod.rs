@@ -1278,14 +1278,20 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             root,
             reason: format!(
                 "{reason} (move it out of the state root: the next `ledger profile recover` then rolls the \
-                 interrupted revision back — run `ledger profile set` again after it — or, committed already, \
-                 rebuilds it)"
+                 interrupted revision back — run the interrupted `set`, `mode` or `rollback` again after it — \
+                 or, committed already, rebuilds it)"
             ),
         },
         other => other,
     };
     let outcome = if committed {
-        generation::verify(&published, &manifest).map_err(in_txn)?;
+        // Committed already: a generation lost since is rebuilt from the ledger, as for any
+        // committed revision (outside review 154 P1-1: moved out as told, it was refused
+        // as missing at every `recover`, for good).
+        if !fs_exists(&published) {
+            generation::rebuild(root, txn.generation_digest, &manifest, &contents)?;
+        }
+        generation::verify(&published, &manifest).map_err(with_remedy)?;
         generation::publish_receipt(root, &receipt)?;
         generation::finish(root)?;
         "completed"
@@ -1302,6 +1308,26 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             }
         }
         verify_past(cp, root, &|digest| registry_by_digest(&ledger, digest))?;
+        // Nor over a receipt the ledger does not vouch for (outside review 154 P1-2): the
+        // committed revisions' receipts, and this one's, differing from the ledger's or
+        // foreign, are refused by name; a missing one is republished after.
+        let mut expected = expected_receipts(cp, ledger_id, root);
+        expected.push(receipt.clone());
+        // (What our own writes cut short left — this receipt's `N.tmp` among them — goes
+        // first, as in any repair.)
+        generation::remove_leftovers(root, &expected)?;
+        for revision in generation::check_receipts(root, &expected, (ledger_id, txn.revision))? {
+            let path = root.join("receipts").join(format!("{revision}.json"));
+            if fs_exists(&path) {
+                return Err(GenerationError::Receipt {
+                    path: scan::shown(&path.display().to_string()),
+                    reason:
+                        "differs from the ledger's receipt of that revision: move it out of the state root"
+                            .into(),
+                }
+                .into());
+            }
+        }
         match admissible(&ledger, &event) {
             Ok(()) => {
                 generation::publish_receipt(root, &receipt)?;
@@ -1328,6 +1354,11 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         "rolled-back"
     };
     generation::clear_pending(dir, root)?;
+    // What the transaction left as it was is repaired, or refused by name, in the same run:
+    // never an outcome of success over damage the next command refuses (outside review 154
+    // P2-B: an altered earlier generation after `completed`, a missing current generation
+    // after `rolled-back`).
+    repair_saved_state(&ledger, root)?;
     let mut status = status_of(ledger.state(), Some(root), outcome)?;
     status.note = note;
     Ok(elsewhere(status))

@@ -453,8 +453,7 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
         return Some(format!("human decision {id}, withdrawn"));
     }
     for (id, newer) in decisions.iter().filter(|(_, d)| d.seq > since) {
-        if let Some((old, _)) = decisions.iter().find(|(_, d)| d.seq < since && d.key == newer.key)
-        {
+        if let Some((old, _)) = decisions.iter().find(|(_, d)| d.seq < since && d.key == newer.key) {
             return Some(format!("human decision {old}, superseded by {id}"));
         }
     }

@@ -896,6 +896,61 @@ fn recover_clears_its_own_cut_short_stage() {
     assert!(stage.join("evil.md").exists(), "kept");
 }
 
+/// What a transaction left beside damage: a committed revision whose generation was lost
+/// since is completed by rebuilding it (outside review 154 P1-1: refused as missing at every
+/// `recover`, for good); an uncommitted one is not rolled forward over a receipt the ledger
+/// does not vouch for, and a `receipts/N.tmp` that is not ours is refused and kept
+/// (154 P1-2, P1-3: rolled forward, and the file unlinked).
+#[test]
+fn recover_neither_loops_nor_commits_over_damage() {
+    // Committed (killed after the entry), its generation then lost.
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    killed_at(&s, &root, "state", "full");
+    let digest = s.run(&["profile", "status"], &["--json"]).1;
+    let digest: serde_json::Value = serde_json::from_str(&digest).unwrap_or_default();
+    let generation = root
+        .join("generations")
+        .join(digest["generationDigest"].as_str().unwrap_or_default().trim_start_matches("b3:"));
+    assert!(generation.is_dir(), "{digest}");
+    std::fs::remove_dir_all(&generation).unwrap();
+    let r = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert_eq!(r["outcome"], "completed", "{r}");
+    assert!(generation.is_dir(), "rebuilt");
+    ok(status(&s));
+
+    // Uncommitted (killed once the generation is published): an altered receipt of an
+    // earlier revision, then a foreign `N.tmp` of this one.
+    for damage in ["altered", "foreign tmp"] {
+        let s = Setup::scanned();
+        let root = root_of(&s);
+        ok(set(&s, &root, &["lean"]));
+        killed_at(&s, &root, "generation", "full");
+        let (path, bytes) = match damage {
+            "altered" => {
+                let path = root.join("receipts/1.json");
+                let mut bytes = std::fs::read(&path).unwrap();
+                bytes.extend_from_slice(b" ");
+                (path, bytes)
+            }
+            _ => (root.join("receipts/2.tmp"), b"not a receipt of this ledger\n".to_vec()),
+        };
+        std::fs::write(&path, &bytes).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let head = s.head();
+        let (code, out, err) =
+            s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+        assert_eq!(code, 1, "{damage}: {out}");
+        assert!(err.contains("move it out"), "{damage}: {err}");
+        assert_eq!(s.head(), head, "{damage}: nothing committed");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{damage}: kept");
+    }
+}
+
 /// An altered earlier generation refuses `set` to a third selection (and its dry run), as
 /// `status` refuses it, naming the revision (outside review 139 F7: `set` committed over
 /// it, and `status` refused right after).
