@@ -101,6 +101,7 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
     if !path.is_dir() {
         return Err(OpenError::SledMissing(path.to_path_buf()));
     }
+    remove_torn_snapshots(path);
     let started = std::time::Instant::now();
     // Whether the last failed open was followed by a probe that found the lock free: the
     // holder may have let go between sled's attempt and our probe, so such a failure earns
@@ -124,6 +125,52 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
             Err(e) => return Err(OpenError::Sled(e)),
         }
     }
+}
+
+/// The largest snapshot file [`remove_torn_snapshots`] reads to check (a bigger one is left
+/// to sled).
+const MAX_SNAPSHOT_CHECK_BYTES: u64 = 64 << 20;
+
+/// sled 0.34 writes a snapshot to `snap.<lsn>.generating` and then renames it, and its own
+/// open reads the newest `snap.*` file — a `.generating` one included. So a snapshot write
+/// cut short by a kill (of any command: sled writes a snapshot at every open, a reader's
+/// too) left sled refusing to open at all, and the ledger took that for sled damage: with
+/// a journal that had lost its end, `recover` rebuilt sled from it and dropped the
+/// acknowledged records sled held, exit 0, and a writer reused their seqs (outside review
+/// 152, P1). With no handle holding sled's lock, a leftover `.generating` file that fails
+/// sled's own check (12 bytes or fewer, or its CRC-32 not the one it ends with) holds
+/// nothing sled could read: it is removed, and sled opens from its previous snapshot and
+/// its log. Best effort: what cannot be read or removed is left to sled's own answer.
+fn remove_torn_snapshots(path: &Path) {
+    if sled_lock_held(path) {
+        return;
+    }
+    let Ok(items) = std::fs::read_dir(path) else { return };
+    for item in items.flatten() {
+        let name = item.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with("snap.") && name.ends_with(".generating")) {
+            continue;
+        }
+        let file = item.path();
+        let torn = std::fs::symlink_metadata(&file)
+            .is_ok_and(|m| m.is_file() && m.len() <= MAX_SNAPSHOT_CHECK_BYTES)
+            && std::fs::read(&file).is_ok_and(|bytes| !snapshot_checks(&bytes));
+        if torn {
+            let _ = std::fs::remove_file(&file);
+        }
+    }
+}
+
+/// sled 0.34's check of a snapshot file: more than 12 bytes, ending in the body's length
+/// (8 bytes) and the CRC-32 of the body (4 bytes, little-endian).
+fn snapshot_checks(bytes: &[u8]) -> bool {
+    let Some(split) = bytes.len().checked_sub(12).filter(|n| *n > 0) else { return false };
+    let (body, tail) = bytes.split_at(split);
+    let stored = tail.get(8..12).and_then(|c| <[u8; 4]>::try_from(c).ok()).map(u32::from_le_bytes);
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(body);
+    stored == Some(hasher.finalize())
 }
 
 std::thread_local! {
