@@ -534,6 +534,27 @@ fn a_cut_names_the_seqs_it_gives_up() {
     assert!(serde_json::from_str::<serde_json::Value>(&out).unwrap().get("truncatedSeqs").is_none(), "{out}");
 }
 
+/// A cut after the head moves no unwritten space: with sled gone (rebuilt), the
+/// preallocated zeros after the last record are not cut files (outside review 152 P2).
+#[test]
+fn a_cut_at_the_head_moves_no_preallocated_zeros() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let d = dir.to_str().unwrap();
+    assert_eq!(ledger(&["demo", d]).0, 0);
+    let (code, out, _) = ledger(&["verify", d, "--json"]);
+    assert_eq!(code, 0);
+    let head = serde_json::from_str::<serde_json::Value>(&out).unwrap()["headSeq"].as_u64().unwrap();
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let (code, out, err) = ledger(&["recover", d, "--truncate-after", &head.to_string(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cut"], serde_json::json!([]), "{v}");
+    assert_eq!(v["headSeq"], head, "{v}");
+    assert!(!dir.join("cut").exists(), "nothing moved aside");
+    assert_eq!(ledger(&["verify", d]).0, 0);
+}
+
 /// `recover --truncate-after HEAD` on a healthy ledger cuts nothing, so it changes nothing,
 /// as a plain `recover` (outside review 83: it moved the preallocated tail to cut/ and
 /// rebuilt sled).

@@ -832,8 +832,13 @@ fn recover_in(
             // Nothing after the cut at all, nothing moved (outside review 149 F5: an empty
             // file was made and reported as cut). (`put_cut_back` reads the first cut as
             // the segment's tail: with later segments to move, the tail is moved too.)
-            let len = std::fs::metadata(&segment).map(|m| m.len()).map_err(io("stat", &segment))?;
-            if len > end || !later.is_empty() {
+            // Nor where only unwritten, zero-filled space of a v3 segment follows it (outside
+            // review 152 P2: preallocated zeros were moved aside and reported as cut).
+            let bytes = read_segment(&segment)?;
+            let rest = bytes.get(usize::try_from(end).unwrap_or(usize::MAX)..).unwrap_or_default();
+            let rest_written = !rest.is_empty()
+                && (RecordVersion::of_segment(&bytes) != RecordVersion::V3 || rest.iter().any(|b| *b != 0));
+            if rest_written || !later.is_empty() {
                 report.cut.push(move_tail_aside(root, &segment, end)?);
             }
             if !later.is_empty() {
