@@ -307,7 +307,13 @@ fn failed_then_frozen_in_another_workflow(revised: bool) {
     if revised {
         w.ok(Command::ReviseGoal(ReviseGoal { goal_id: lid(GOAL), revision: 2, content: goal_content() }));
     }
-    implemented_in_a_new_workflow(&mut w, 0x2f, if revised { 2 } else { 1 }, 0x88, 0x6a, 0x7a);
+    failed_bytes_stay_barred(&mut w, x, if revised { 2 } else { 1 });
+}
+
+/// A new workflow of the goal at `revision` implements generation 0x88: the bytes `x` that
+/// failed a check are refused for it (`CandidateWork`), other bytes freeze.
+fn failed_bytes_stay_barred(w: &mut World, x: ledger_schema::Digest, revision: u32) {
+    implemented_in_a_new_workflow(w, 0x2f, revision, 0x88, 0x6a, 0x7a);
     let freeze = |d| {
         Command::FreezeGeneration(FreezeGeneration {
             generation_id: lid(0x88),
@@ -337,17 +343,7 @@ fn a_failure_observed_after_a_revision_is_recorded_and_bars_the_bytes() {
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::StaleGoalRevision), "{err}");
     w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
     cancel_workflow(&mut w, WORKFLOW, "stale: the goal was revised");
-    implemented_in_a_new_workflow(&mut w, 0x2f, 2, 0x88, 0x6a, 0x7a);
-    let freeze = |d| {
-        Command::FreezeGeneration(FreezeGeneration {
-            generation_id: lid(0x88),
-            candidate_digest: d,
-            change_set_digest: digest_of("change set"),
-        })
-    };
-    let err = w.fails(freeze(x));
-    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CandidateWork), "{err}");
-    w.ok(freeze(digest_of("candidate X2")));
+    failed_bytes_stay_barred(&mut w, x, 2);
 }
 
 /// Bytes are judged once per goal *content* (outside review 47: bytes accepted at revision
