@@ -178,12 +178,22 @@ pub(super) fn feedback_fits(
 pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.evidence, e.evidence_id, "evidence")?;
     required_text("detail", &e.detail)?;
-    // A failure is recorded also once the goal was revised past the workflow's revision:
-    // it advances nothing (the stale workflow is only cancelled), and it bars the failed
-    // bytes at any revision that reads as the same goal — refused, it was lost, and the
-    // same bytes were then frozen and ACCEPTed under the revision (outside review 150 F3).
-    let wf = if e.result == CheckResult::Fail {
-        super::open_workflow(state, e.workflow_id)?
+    // A failure of the frozen bytes is recorded whenever it arrives — once the goal was
+    // revised past the workflow's revision, in FINAL_VERIFY, after the workflow was
+    // cancelled or rejected — but not over an ACCEPT: it bars the failed bytes at every
+    // revision that reads as the same goal (`CandidateWork`), and refused, it was lost and
+    // the same bytes were then frozen, passed and ACCEPTed in another workflow (outside
+    // reviews 150 F3, 156 F1). A pass or a runner error is recorded only in a live workflow's
+    // EVIDENCE_BUILD.
+    let failure = e.result == CheckResult::Fail;
+    let wf = if failure {
+        let wf = get(&state.workflows, e.workflow_id, "workflow")?;
+        let accepted = wf
+            .current_decision
+            .and_then(|d| state.decisions.get(&d))
+            .is_some_and(|d| d.verdict == ledger_schema::types::Verdict::Accept);
+        ensure!(!accepted, Rule::WorkflowClosed, "workflow {} is closed by its ACCEPT", e.workflow_id);
+        wf
     } else {
         live_workflow(state, e.workflow_id)?
     };
@@ -223,9 +233,9 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         ));
     }
     ensure!(
-        wf.phase == Phase::EvidenceBuild,
+        wf.phase == Phase::EvidenceBuild || (failure && (wf.closed || wf.phase == Phase::FinalVerify)),
         Rule::EvidencePhase,
-        "evidence is recorded in EVIDENCE_BUILD; workflow {} is in {}",
+        "evidence is recorded in EVIDENCE_BUILD (a failure also in FINAL_VERIFY or once the workflow closed); workflow {} is in {}",
         e.workflow_id,
         super::wire(&wf.phase)
     );

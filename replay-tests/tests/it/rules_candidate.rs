@@ -346,6 +346,45 @@ fn a_failure_observed_after_a_revision_is_recorded_and_bars_the_bytes() {
     failed_bytes_stay_barred(&mut w, x, 2);
 }
 
+/// A failure that arrives late — in FINAL_VERIFY of a workflow the goal's revision made
+/// stale, or after the workflow was cancelled while its check ran — is recorded and bars the
+/// failed bytes (outside review 156 F1: refused there, `EvidencePhase` or `WorkflowClosed`,
+/// and the same bytes were frozen, passed and ACCEPTed in a new workflow). Over an ACCEPT it
+/// is refused: the verdict stands.
+#[test]
+fn a_late_failure_is_recorded_and_bars_the_bytes() {
+    use ledger_schema::types::{CheckResult, Phase};
+    for late in ["final verify, stale", "cancelled"] {
+        let mut w = World::at(Stage::Frozen);
+        let x = w.ledger.state().generations[&lid(0x80)].frozen_digest().unwrap();
+        w.with(|s| s.advance(Phase::EvidenceBuild)).unwrap();
+        if late == "cancelled" {
+            cancel_workflow(&mut w, WORKFLOW, "stopped while the check ran");
+        } else {
+            w.with(|s| {
+                s.evidence(0x8f, 0x80, CheckResult::Error, "the runner crashed")?;
+                s.advance(Phase::FinalVerify).map(drop)
+            })
+            .unwrap();
+            w.ok(Command::ReviseGoal(ReviseGoal {
+                goal_id: lid(GOAL),
+                revision: 2,
+                content: goal_content(),
+            }));
+        }
+        w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
+        let err = w.with(|s| s.evidence(0x91, 0x80, CheckResult::Pass, "passed")).unwrap_err();
+        assert!(replay_tests::world::rule_of(&err).is_some(), "{late}: a pass is not recorded late: {err}");
+        if late != "cancelled" {
+            cancel_workflow(&mut w, WORKFLOW, "stale: the goal was revised");
+        }
+        failed_bytes_stay_barred(&mut w, x, if late == "cancelled" { 1 } else { 2 });
+    }
+    let mut w = World::at(Stage::Accepted);
+    let err = w.with(|s| s.evidence(0x9f, 0x81, CheckResult::Fail, "failed after the verdict")).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::WorkflowClosed), "{err}");
+}
+
 /// Bytes are judged once per goal *content* (outside review 47: bytes accepted at revision
 /// 1, or terminally rejected with every check passing — "revise the goal first" — could
 /// never be judged against a revised goal): after a revision that changed the goal they
