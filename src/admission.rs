@@ -339,6 +339,20 @@ fn repair_would_not_start(
     // (a large open blocker) is the state of the moment, which the repair's own start meets
     // and names (outside review 76).
     match compile_start_with(registry, &s, &start) {
+        // Compiled, its start must also be sealable: a goal's contexts grow with what they
+        // record as omissions (outside review 156 F2: REJECT_REPAIRABLE was admitted, and the
+        // repair's start then refused as an entry over the bound). (An estimate of the
+        // entry's own fields beside the event: a kilobyte.)
+        Ok(_) => start_attempt(registry, &s, &start)
+            .ok()
+            .map(|event| ledger_schema::codec::encoded_len(&event))
+            .filter(|len| len.saturating_add(1024) > ledger_schema::codec::MAX_ENTRY_BYTES)
+            .map(|len| {
+                format!(
+                    "its start entry would be {len} bytes, over the {} bytes an entry may hold (the manifest lists every omission of the goal's context)",
+                    ledger_schema::codec::MAX_ENTRY_BYTES
+                )
+            }),
         Err(Refusal::Compile(CompileError::RequiredOverflow { class, bytes, budget }))
             if matches!(
                 class,

@@ -501,6 +501,43 @@ fn a_repair_that_could_never_start_is_refused_at_the_decision() {
     w.with(|s| s.evidence(0x90, 0x80, CheckResult::Fail, "failed")).unwrap();
 }
 
+/// A REJECT_REPAIRABLE whose repair's start could never be sealed — the goal's contexts
+/// list so many omissions that the start entry is over the entry bound — is refused at the
+/// decision, REJECT_TERMINAL remaining (outside review 156 F2: it was admitted, and the
+/// repair's start then refused).
+#[test]
+fn a_repair_whose_start_could_not_be_sealed_is_refused_at_the_decision() {
+    let mut w = World::at(Stage::Frozen);
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, "failed")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    // Each withdrawn decision is an omission, with its reason, in every later context.
+    let reason = "asked of the wrong goal; ".repeat(40);
+    for i in 0..1_000u128 {
+        let id = 0x10_0000 + i;
+        w.ok(Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(id),
+            goal_id: lid(GOAL),
+            question: format!("Question number {i}?"),
+            answer: "No.".into(),
+            decided_by: "human:alice".into(),
+            supersedes: None,
+        }));
+        w.ok(Command::WithdrawHumanDecision(WithdrawHumanDecision {
+            decision_id: lid(id),
+            reason: reason.clone(),
+            withdrawn_by: "human:alice".into(),
+        }));
+    }
+    let err = w.fails(decide(Verdict::RejectRepairable));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::OutOfBounds), "{err}");
+    assert!(err.to_string().contains("its start entry would be"), "{err}");
+    w.ok(decide(Verdict::RejectTerminal));
+}
+
 /// Decision 0xa0 on generation 0x80 of the reference workflow, over the computed set.
 fn decide(verdict: Verdict) -> Command {
     Command::DecideAcceptance(DecideAcceptance {
