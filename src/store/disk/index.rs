@@ -101,13 +101,16 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
     if !path.is_dir() {
         return Err(OpenError::SledMissing(path.to_path_buf()));
     }
-    remove_torn_snapshots(path);
     let started = std::time::Instant::now();
     // Whether the last failed open was followed by a probe that found the lock free: the
     // holder may have let go between sled's attempt and our probe, so such a failure earns
     // one more attempt before it is taken as sled's own answer.
     let mut retried_free = false;
     loop {
+        // Before every attempt: a holder killed while this one waited may have left its
+        // snapshot torn (outside review 155 F1: looked at only once, it was then read as
+        // sled damage).
+        remove_torn_snapshots(path);
         let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
         let config = if flusher { config } else { config.flush_every_ms(None) };
         match open_caught(&config) {
@@ -137,12 +140,16 @@ const MAX_SNAPSHOT_CHECK_BYTES: u64 = 64 << 20;
 /// too) left sled refusing to open at all, and the ledger took that for sled damage: with
 /// a journal that had lost its end, `recover` rebuilt sled from it and dropped the
 /// acknowledged records sled held, exit 0, and a writer reused their seqs (outside review
-/// 152, P1). With no handle holding sled's lock, a leftover `.generating` file that fails
+/// 152, P1). Holding sled's own lock (no other handle has sled open), a leftover
+/// `.generating` file that fails
 /// sled's own check (12 bytes or fewer, or its CRC-32 not the one it ends with) holds
 /// nothing sled could read: it is removed, and sled opens from its previous snapshot and
 /// its log. Best effort: what cannot be read or removed is left to sled's own answer.
 fn remove_torn_snapshots(path: &Path) {
-    if sled_lock_held(path) {
+    // sled's own lock held across the look and the removal (outside review 155 F2: taken and
+    // let go before, another reader could start its snapshot in between and lose it).
+    let Ok(lock) = File::open(path.join("db")) else { return };
+    if lock.try_lock().is_err() {
         return;
     }
     let Ok(items) = std::fs::read_dir(path) else { return };
@@ -160,6 +167,7 @@ fn remove_torn_snapshots(path: &Path) {
             let _ = std::fs::remove_file(&file);
         }
     }
+    drop(lock);
 }
 
 /// sled 0.34's check of a snapshot file: more than 12 bytes, ending in the body's length
