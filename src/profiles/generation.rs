@@ -140,6 +140,17 @@ fn write_new_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Generation
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync the directory).
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
     let tmp = path.with_extension("tmp");
+    // A leftover there is removed only when it is empty or a prefix of what is written now
+    // (a write of this same content cut short); anything else is kept and refused (outside
+    // review 157 P1/P2-3: `txn.tmp` holding other bytes was unlinked unread).
+    if fs::symlink_metadata(&tmp).is_ok() && !read_small(&tmp).is_ok_and(|b| bytes.starts_with(&b)) {
+        return Err(GenerationError::UnsafeRoot(format!(
+            "{}: holds {}, which this command did not write: move it out (`ledger profile recover` clears a \
+             leftover of this ledger's own)",
+            shown(&path.parent().unwrap_or(path).display().to_string()),
+            shown(&tmp.display().to_string())
+        )));
+    }
     let _ = fs::remove_file(&tmp);
     write_new(&tmp, bytes)?;
     fs::rename(&tmp, path).map_err(io(path))?;
@@ -1091,9 +1102,16 @@ pub fn rebuild(
 /// whose bytes are a prefix of the ledger's receipt of revision N (any other file there is
 /// not ours and is left: outside review 58). The caller holds the lock. True when anything
 /// was removed (outside review 56: a `txn.tmp` stayed, unreported).
-pub fn remove_leftovers(root: &Path, expected: &[Receipt]) -> Result<bool, GenerationError> {
+pub fn remove_leftovers(root: &Path, ledger: Id, expected: &[Receipt]) -> Result<bool, GenerationError> {
     let mut removed = false;
-    let mut tmps = vec![root.join(TXN_FILE).with_extension("tmp")];
+    let mut tmps = Vec::new();
+    // `txn.tmp` is this ledger's when it is empty or begins as this ledger's transactions
+    // begin (outside review 157 P1/P2-3: any content was unlinked).
+    let txn_tmp = root.join(TXN_FILE).with_extension("tmp");
+    let head = format!("{{\n  \"ledgerId\": \"{ledger}\"");
+    if read_small(&txn_tmp).is_ok_and(|b| b.starts_with(head.as_bytes()) || head.as_bytes().starts_with(&b)) {
+        tmps.push(txn_tmp);
+    }
     for r in expected {
         let tmp = root.join("receipts").join(format!("{}.tmp", r.revision));
         if fs::read(&tmp).is_ok_and(|bytes| receipt_bytes(r).starts_with(&bytes)) {
@@ -1131,7 +1149,17 @@ pub fn publish_receipt(root: &Path, receipt: &Receipt) -> Result<(), GenerationE
             reason: "is not a receipt this ledger was writing: move it out of the state root".into(),
         });
     }
-    write_atomic(&dir.join(format!("{}.json", receipt.revision)), &bytes)
+    // Nor is a receipt there that differs from the ledger's (outside review 157 P1-2: the
+    // completion of a committed transaction renamed its receipt over an altered one).
+    let path = dir.join(format!("{}.json", receipt.revision));
+    if fs::symlink_metadata(&path).is_ok() && !read_small(&path).is_ok_and(|b| b == bytes) {
+        return Err(GenerationError::Receipt {
+            path: shown(&path.display().to_string()),
+            reason: "differs from the ledger's receipt of that revision: move it out of the state root"
+                .into(),
+        });
+    }
+    write_atomic(&path, &bytes)
 }
 
 /// After the commit point: the transaction is over.
@@ -1195,8 +1223,15 @@ pub fn clear_stage(
     let stage = root.join("stage").join(hex(digest));
     let found = fs::symlink_metadata(&stage).is_ok();
     if found {
-        let tampered =
-            |reason: String| GenerationError::Tampered { root: stage.display().to_string(), reason };
+        // The way out is named (outside review 157 P1-1: "is not ours", and no remedy — a
+        // dead end): the stage moved out of the state root, `recover` goes on without it.
+        let tampered = |reason: String| GenerationError::Tampered {
+            root: stage.display().to_string(),
+            reason: format!(
+                "{reason} (a stage this ledger was writing holds only its own bytes: move the stage out of the \
+                 state root, then run `ledger profile recover` again)"
+            ),
+        };
         let mbytes = manifest_bytes(manifest);
         let mut known: std::collections::BTreeMap<String, (Digest, Option<&[u8]>)> = manifest
             .files

@@ -1123,8 +1123,11 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
     let cp = &ledger.state().context_profiles;
     // What a write cut short left (`txn.tmp`, `receipts/N.tmp`: never renamed into place,
     // so nothing refers to them; recover holds the lock, so no writer is making them).
-    let mut repaired =
-        generation::remove_leftovers(root, &expected_receipts(cp, ledger.store().head().ledger, root))?;
+    let mut repaired = generation::remove_leftovers(
+        root,
+        ledger.store().head().ledger,
+        &expected_receipts(cp, ledger.store().head().ledger, root),
+    )?;
     if let Some(c) = cp.current()
         && Path::new(&c.state_root) == root
     {
@@ -1315,7 +1318,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         expected.push(receipt.clone());
         // (What our own writes cut short left — this receipt's `N.tmp` among them — goes
         // first, as in any repair.)
-        generation::remove_leftovers(root, &expected)?;
+        generation::remove_leftovers(root, ledger_id, &expected)?;
         for revision in generation::check_receipts(root, &expected, (ledger_id, txn.revision))? {
             let path = root.join("receipts").join(format!("{revision}.json"));
             if fs_exists(&path) {
@@ -1358,7 +1361,15 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     // never an outcome of success over damage the next command refuses (outside review 154
     // P2-B: an altered earlier generation after `completed`, a missing current generation
     // after `rolled-back`).
-    repair_saved_state(&ledger, root)?;
+    // (A refusal there says what the transaction's outcome was first: outside review 157
+    // P2-1, a roll-forward was reported only as the refusal after it.)
+    repair_saved_state(&ledger, root).map_err(|e| match e {
+        e if e.is_refusal() => ProfileError::Refused(format!(
+            "the interrupted transaction (revision {}) was {outcome}; then: {e}",
+            txn.revision
+        )),
+        e => e,
+    })?;
     let mut status = status_of(ledger.state(), Some(root), outcome)?;
     status.note = note;
     Ok(elsewhere(status))

@@ -892,7 +892,7 @@ fn recover_clears_its_own_cut_short_stage() {
     put(std::path::Path::new("evil.md"), b"not ours\n");
     let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("evil.md is not ours") && err.contains("move it out"), "{err}");
+    assert!(err.contains("evil.md is not ours") && err.contains("move the stage out"), "{err}");
     assert!(stage.join("evil.md").exists(), "kept");
 }
 
@@ -919,6 +919,39 @@ fn recover_neither_loops_nor_commits_over_damage() {
     assert_eq!(r["outcome"], "completed", "{r}");
     assert!(generation.is_dir(), "rebuilt");
     ok(status(&s));
+
+    // Committed, its receipt then altered: never overwritten by the completion (outside
+    // review 157 P1-2: renamed over, unread).
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    killed_at(&s, &root, "state", "full");
+    let receipt = root.join("receipts/2.json");
+    let mut altered = std::fs::read(&receipt).unwrap();
+    altered.extend_from_slice(b" ");
+    std::fs::write(&receipt, &altered).unwrap();
+    let (code, out, err) =
+        s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("differs") && err.contains("move it out"), "{err}");
+    assert_eq!(std::fs::read(&receipt).unwrap(), altered, "kept");
+
+    // A `txn.tmp` that is not this ledger's is kept, by `recover` and by `set` (157 P1/P2-3).
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let tmp = root.join("txn.tmp");
+    std::fs::write(&tmp, b"operator notes\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert!(tmp.exists(), "kept by recover");
+    let (code, _, err) = set(&s, &root, &["full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("txn.tmp") && err.contains("move it out"), "{err}");
+    assert_eq!(std::fs::read(&tmp).unwrap(), b"operator notes\n", "kept by set");
 
     // Uncommitted (killed once the generation is published): an altered receipt of an
     // earlier revision, then a foreign `N.tmp` of this one.
