@@ -185,7 +185,23 @@ pub fn owner_of(root: &Path) -> Option<Id> {
 /// Removes what a note write cut short left (`profile-txn.tmp`: never renamed into place,
 /// so nothing refers to it).
 pub fn remove_pending_leftover(ledger_dir: &Path) -> Result<(), GenerationError> {
-    remove_synced(&ledger_dir.join(PENDING_FILE).with_extension("tmp"), ledger_dir)
+    // Ours only as a note cut short: empty, or the start of an absolute path on one line;
+    // anything else is kept and refused (outside review 158 F1: unlinked whatever it held).
+    let tmp = ledger_dir.join(PENDING_FILE).with_extension("tmp");
+    if fs::symlink_metadata(&tmp).is_err() {
+        return Ok(());
+    }
+    let ours = read_small(&tmp).is_ok_and(|b| {
+        b.is_empty() || (b.first() == Some(&b'/') && !b.iter().any(|c| *c == b'\n' || *c == 0))
+    });
+    if !ours {
+        return Err(GenerationError::UnsafeRoot(format!(
+            "{}: holds {}, which is not a note of this ledger's: move it out",
+            shown(&ledger_dir.display().to_string()),
+            shown(&tmp.display().to_string())
+        )));
+    }
+    remove_synced(&tmp, ledger_dir)
 }
 
 /// Removes the note if it names `root` (its transaction is finished or rolled back).
@@ -1026,6 +1042,21 @@ pub fn check_receipts(
             path: shown(&path.display().to_string()),
             reason: reason.to_owned(),
         };
+        // A `N.tmp` of a revision the ledger committed: a write of its receipt cut short
+        // (`recover` clears it) or someone else's file (outside review 158 F3: both were
+        // "a revision the ledger never committed").
+        if let Some(r) = name
+            .strip_suffix(".tmp")
+            .and_then(|n| n.parse::<u32>().ok())
+            .and_then(|n| expected.iter().find(|r| r.revision == n))
+        {
+            let cut_short = read_small(&path).is_ok_and(|b| receipt_bytes(r).starts_with(&b));
+            return Err(not_ours(if cut_short {
+                "a write of the ledger's receipt of that revision cut short: `ledger profile recover` clears it"
+            } else {
+                "not the ledger's receipt of that revision: move it out of the state root"
+            }));
+        }
         let number = name.strip_suffix(".json").and_then(|n| n.parse::<u32>().ok());
         let receipt = number.and_then(|n| expected.iter().find(|r| r.revision == n)).ok_or_else(|| {
             // A receipt of this ledger's id that this ledger never committed: another copy
@@ -1109,8 +1140,20 @@ pub fn remove_leftovers(root: &Path, ledger: Id, expected: &[Receipt]) -> Result
     // begin (outside review 157 P1/P2-3: any content was unlinked).
     let txn_tmp = root.join(TXN_FILE).with_extension("tmp");
     let head = format!("{{\n  \"ledgerId\": \"{ledger}\"");
-    if read_small(&txn_tmp).is_ok_and(|b| b.starts_with(head.as_bytes()) || head.as_bytes().starts_with(&b)) {
-        tmps.push(txn_tmp);
+    if fs::symlink_metadata(&txn_tmp).is_ok() {
+        if read_small(&txn_tmp)
+            .is_ok_and(|b| b.starts_with(head.as_bytes()) || head.as_bytes().starts_with(&b))
+        {
+            tmps.push(txn_tmp);
+        } else {
+            // Kept, and refused: never "nothing to recover" over a file the next `set`
+            // refuses (outside review 158 F2).
+            return Err(GenerationError::UnsafeRoot(format!(
+                "{}: holds {}, which is not a transaction of this ledger's: move it out",
+                shown(&root.display().to_string()),
+                shown(&txn_tmp.display().to_string())
+            )));
+        }
     }
     for r in expected {
         let tmp = root.join("receipts").join(format!("{}.tmp", r.revision));

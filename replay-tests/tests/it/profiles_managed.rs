@@ -681,10 +681,18 @@ fn a_note_naming_a_missing_or_foreign_root() {
     let st = ok(status(&s));
     assert_eq!((st["recoveryRequired"].as_bool(), st["note"].as_str()), (Some(false), None), "{st}");
     ok(s.run(&["select"], &["--task-input", task.to_str().unwrap(), "--json"]));
+    // A file there that is no note of this ledger's is kept, and refused (outside review 158
+    // F1: unlinked whatever it held).
+    let note_tmp = std::path::Path::new(s.dir()).join("profile-txn.tmp");
+    std::fs::write(&note_tmp, b"OPERATOR NOTES: not a path\n").unwrap();
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("profile-txn.tmp") && err.contains("move it out"), "{err}");
+    assert_eq!(std::fs::read(&note_tmp).unwrap(), b"OPERATOR NOTES: not a path\n");
     // A note write cut short.
-    std::fs::write(std::path::Path::new(s.dir()).join("profile-txn.tmp"), b"/x").unwrap();
+    std::fs::write(&note_tmp, b"/x").unwrap();
     ok(s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]));
-    assert!(!std::path::Path::new(s.dir()).join("profile-txn.tmp").exists());
+    assert!(!note_tmp.exists());
     // The note removed by hand (go on without it): a `set` into the root that still holds
     // the transaction is refused and writes no note again (outside review 107); `recover`
     // there still finishes it.
@@ -946,7 +954,9 @@ fn recover_neither_loops_nor_commits_over_damage() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1, "refused, not success over it (158 F2): {err}");
+    assert!(err.contains("txn.tmp") && err.contains("move it out"), "{err}");
     assert!(tmp.exists(), "kept by recover");
     let (code, _, err) = set(&s, &root, &["full"]);
     assert_eq!(code, 1, "{err}");
