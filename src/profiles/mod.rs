@@ -1365,8 +1365,9 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     // P2-1, a roll-forward was reported only as the refusal after it.)
     repair_saved_state(&ledger, root).map_err(|e| match e {
         e if e.is_refusal() => ProfileError::Refused(format!(
-            "the interrupted transaction (revision {}) was {outcome}; then: {e}",
-            txn.revision
+            "the interrupted transaction (revision {}) was {}; then: {e}",
+            txn.revision,
+            outcome.replace('-', " ")
         )),
         e => e,
     })?;
