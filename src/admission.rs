@@ -343,9 +343,7 @@ fn repair_would_not_start(
         // record as omissions (outside review 156 F2: REJECT_REPAIRABLE was admitted, and the
         // repair's start then refused as an entry over the bound). (An estimate of the
         // entry's own fields beside the event: a kilobyte.)
-        Ok(_) => start_attempt(registry, &s, &start)
-            .ok()
-            .map(|event| ledger_schema::codec::encoded_len(&event))
+        Ok((binding, compiled)) => Some(ledger_schema::codec::encoded_len(&started(&start, &binding, compiled)))
             .filter(|len| len.saturating_add(1024) > ledger_schema::codec::MAX_ENTRY_BYTES)
             .map(|len| {
                 format!(
@@ -694,7 +692,12 @@ fn compile_start_with(
 /// An Attempt start compiled by the newest compiler of `registry`.
 fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Result<Event, Refusal> {
     let (binding, compiled) = compile_start_with(registry, state, c)?;
-    Ok(Event::AttemptStarted(Box::new(AttemptStarted {
+    Ok(started(c, &binding, compiled))
+}
+
+/// The Attempt start `c` compiled as `compiled` for `binding`.
+fn started(c: &StartAttempt, binding: &runtime::AttemptBinding, compiled: Compiled) -> Event {
+    Event::AttemptStarted(Box::new(AttemptStarted {
         attempt_id: c.attempt_id,
         workflow_id: c.workflow_id,
         workflow_version: binding.workflow_version,
@@ -706,5 +709,5 @@ fn start_attempt(registry: &Registry<'_>, state: &State, c: &StartAttempt) -> Re
         manifest: compiled.manifest,
         selection_receipt: c.selection_receipt,
         replaces: None,
-    })))
+    }))
 }

@@ -1182,18 +1182,10 @@ pub fn publish_receipt(root: &Path, receipt: &Receipt) -> Result<(), GenerationE
     let dir = root.join("receipts");
     fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(io(&dir))?;
     let bytes = receipt_bytes(receipt);
-    // A `N.tmp` there is ours only as a prefix of these bytes (a write cut short): anything
-    // else is evidence, never removed (outside review 154 P1-3: a roll-forward unlinked a
-    // foreign one and wrote over it).
-    let tmp = dir.join(format!("{}.tmp", receipt.revision));
-    if fs::symlink_metadata(&tmp).is_ok() && !read_small(&tmp).is_ok_and(|b| bytes.starts_with(&b)) {
-        return Err(GenerationError::Receipt {
-            path: shown(&tmp.display().to_string()),
-            reason: "is not a receipt this ledger was writing: move it out of the state root".into(),
-        });
-    }
-    // Nor is a receipt there that differs from the ledger's (outside review 157 P1-2: the
-    // completion of a committed transaction renamed its receipt over an altered one).
+    // (A `N.tmp` there that is not a prefix of these bytes is kept and refused by
+    // `write_atomic`: outside review 154 P1-3, a roll-forward unlinked a foreign one.) Nor
+    // is a receipt there that differs from the ledger's written over (outside review 157
+    // P1-2: the completion of a committed transaction renamed its receipt over an altered one).
     let path = dir.join(format!("{}.json", receipt.revision));
     if fs::symlink_metadata(&path).is_ok() && !read_small(&path).is_ok_and(|b| b == bytes) {
         return Err(GenerationError::Receipt {

@@ -485,14 +485,14 @@ fn admissible<S: Store>(ledger: &Ledger<S>, event: &ProfileRevisionRecorded) -> 
 /// reported — `status`, `set`, `select`, `recover` (outside review 91: `status` said only
 /// "was modified").
 fn with_remedy(e: GenerationError) -> GenerationError {
+    remedied(e, "move it out of the state root; `ledger profile recover` then rebuilds it")
+}
+
+/// An altered generation's refusal with its way out `remedy` (unless one is named already).
+fn remedied(e: GenerationError, remedy: &str) -> GenerationError {
     match e {
         GenerationError::Tampered { root, reason } if !reason.contains("profile recover") => {
-            GenerationError::Tampered {
-                root,
-                reason: format!(
-                    "{reason} (move it out of the state root; `ledger profile recover` then rebuilds it)"
-                ),
-            }
+            GenerationError::Tampered { root, reason: format!("{reason} ({remedy})") }
         }
         other => other,
     }
@@ -1276,16 +1276,13 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
     let mut note = None;
     // Inside a transaction, an altered generation's way out is named too (outside review 151
     // F5: "was modified", and no remedy).
-    let in_txn = |e: GenerationError| match e {
-        GenerationError::Tampered { root, reason } => GenerationError::Tampered {
-            root,
-            reason: format!(
-                "{reason} (move it out of the state root: the next `ledger profile recover` then rolls the \
-                 interrupted revision back — run the interrupted `set`, `mode` or `rollback` again after it — \
-                 or, committed already, rebuilds it)"
-            ),
-        },
-        other => other,
+    let in_txn = |e: GenerationError| {
+        remedied(
+            e,
+            "move it out of the state root: the next `ledger profile recover` then rolls the interrupted \
+             revision back — run the interrupted `set`, `mode` or `rollback` again after it — or, committed \
+             already, rebuilds it",
+        )
     };
     let outcome = if committed {
         // Committed already: a generation lost since is rebuilt from the ledger, as for any

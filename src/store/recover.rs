@@ -179,9 +179,7 @@ struct Survey {
 fn newest_held(found: &Survey, sled: Option<&sled::Tree>) -> Result<u64, OpenError> {
     let journal = found.newest.as_ref().map_or(0, |n| n.2).max(found.scan.head.seq);
     let sled = match sled {
-        Some(tree) => frame_at_or_before(tree, None)
-            .map_err(OpenError::Sled)?
-            .map_or(0, |(k, v)| open_record(&v).map_or(key_seq(&k).unwrap_or(0), |(h, _)| h.last_seq())),
+        Some(tree) => sled_newest(tree)?.unwrap_or(0),
         None => 0,
     };
     Ok(journal.max(sled))
