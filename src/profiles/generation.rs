@@ -1136,14 +1136,12 @@ pub fn rebuild(
 pub fn remove_leftovers(root: &Path, ledger: Id, expected: &[Receipt]) -> Result<bool, GenerationError> {
     let mut removed = false;
     let mut tmps = Vec::new();
-    // `txn.tmp` is this ledger's when it is empty or begins as this ledger's transactions
-    // begin (outside review 157 P1/P2-3: any content was unlinked).
+    // `txn.tmp` is this ledger's when it is a prefix of one of this ledger's transactions as
+    // they are written (outside review 157 P1/P2-3: any content was unlinked; 158 F4: any
+    // content after this ledger's first line was).
     let txn_tmp = root.join(TXN_FILE).with_extension("tmp");
-    let head = format!("{{\n  \"ledgerId\": \"{ledger}\"");
     if fs::symlink_metadata(&txn_tmp).is_ok() {
-        if read_small(&txn_tmp)
-            .is_ok_and(|b| b.starts_with(head.as_bytes()) || head.as_bytes().starts_with(&b))
-        {
+        if read_small(&txn_tmp).is_ok_and(|b| txn_prefix(&b, ledger)) {
             tmps.push(txn_tmp);
         } else {
             // Kept, and refused: never "nothing to recover" over a file the next `set`
@@ -1172,6 +1170,60 @@ pub fn remove_leftovers(root: &Path, ledger: Id, expected: &[Receipt]) -> Result
         }
     }
     Ok(removed)
+}
+
+/// Whether `bytes` are a prefix of — or whole — a [`Transaction`] of the ledger `ledger` as
+/// [`prepare_and_publish`] writes it (`serde_json::to_vec_pretty`: its fields in order,
+/// each value of its own form), which is what a write of ours cut short leaves.
+fn txn_prefix(bytes: &[u8], ledger: Id) -> bool {
+    /// A piece of the written form: literal text, or a run of `min..=max` characters of a class.
+    enum Part {
+        Text(String),
+        Run { class: fn(u8) -> bool, min: usize, max: usize },
+    }
+    let digits = |max| Part::Run { class: |c: u8| c.is_ascii_digit(), min: 1, max };
+    let hex = |min, max| Part::Run { class: |c: u8| matches!(c, b'0'..=b'9' | b'a'..=b'f'), min, max };
+    let text = |t: &str| Part::Text(t.to_owned());
+    let parts = [
+        Part::Text(format!("{{\n  \"ledgerId\": \"{ledger}\",\n  \"revision\": ")),
+        digits(10),
+        text(",\n  \"expectedRevision\": "),
+        digits(10),
+        text(",\n  \"generationDigest\": \"b3:"),
+        hex(64, 64),
+        text("\",\n  \"eventHex\": \""),
+        hex(2, usize::MAX),
+        text("\"\n}"),
+    ];
+    let mut rest = bytes;
+    for part in &parts {
+        match part {
+            Part::Text(t) => {
+                let n = rest.len().min(t.len());
+                if rest.get(..n) != t.as_bytes().get(..n) {
+                    return false;
+                }
+                rest = rest.get(n..).unwrap_or_default();
+                if n < t.len() {
+                    return true; // cut short inside this text
+                }
+            }
+            Part::Run { class, min, max } => {
+                let n = rest.iter().take_while(|c| class(**c)).count();
+                if n > *max {
+                    return false;
+                }
+                rest = rest.get(n..).unwrap_or_default();
+                if rest.is_empty() {
+                    return true; // cut short inside (or at the end of) this run
+                }
+                if n < *min {
+                    return false;
+                }
+            }
+        }
+    }
+    rest.is_empty()
 }
 
 fn receipt_bytes(receipt: &Receipt) -> Vec<u8> {
@@ -1323,6 +1375,45 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::provider_home;
+
+    /// What a `txn.json` write of ours cut short leaves — any prefix of a transaction this
+    /// ledger writes — is recognised as ours; this ledger's first line followed by other
+    /// text, another ledger's transaction, or a whole one with more after it is not
+    /// (outside review 158 F4: removed as a leftover of ours).
+    #[test]
+    fn only_a_prefix_of_this_ledgers_transaction_is_a_leftover_of_ours() {
+        use super::{Transaction, txn_prefix};
+        let ours = ledger_schema::Id(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+        let txn = Transaction {
+            ledger_id: ours,
+            revision: 12,
+            expected_revision: 11,
+            generation_digest: ledger_schema::Digest([0xab; 32]),
+            event_hex: "a1b2c3d4e5f6".to_owned(),
+        };
+        let bytes = serde_json::to_vec_pretty(&txn).unwrap();
+        for n in 0..=bytes.len() {
+            assert!(
+                txn_prefix(&bytes[..n], ours),
+                "prefix of {n} bytes: {:?}",
+                String::from_utf8_lossy(&bytes[..n])
+            );
+        }
+        let other = ledger_schema::Id(7);
+        assert!(!txn_prefix(
+            &serde_json::to_vec_pretty(&Transaction { ledger_id: other, ..txn.clone() }).unwrap(),
+            ours
+        ));
+        let head = bytes.iter().position(|c| *c == b',').unwrap() + 1;
+        let mut foreign = bytes[..head].to_vec();
+        foreign.extend_from_slice(b"\noperator notes\n");
+        assert!(!txn_prefix(&foreign, ours), "our first line, then other text");
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(b"\n");
+        assert!(!txn_prefix(&longer, ours), "a whole transaction and more");
+        let upper = String::from_utf8(bytes.clone()).unwrap().replace("abab", "ABAB");
+        assert!(!txn_prefix(upper.as_bytes(), ours), "not as we write it");
+    }
 
     /// A provider's home and everything in it is refused as a state root; a sibling whose
     /// name only begins like one is not (outside review 96 F5).
