@@ -1,4 +1,5 @@
-//! Evidence: one check's result, for the exact active, frozen Candidate generation,
+//! Evidence: one check's result, for the exact active, frozen Candidate generation (a FAIL
+//! also for frozen bytes a repair moved past),
 //! recorded only in EVIDENCE_BUILD. Eligibility is the ledger's, never the command's: a
 //! record is ELIGIBLE (version 1) when recorded, and becomes INELIGIBLE (version + 1) when
 //! - a later record for the same obligation of the same generation supersedes it and it
@@ -180,7 +181,7 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     required_text("detail", &e.detail)?;
     // A failure of the frozen bytes is recorded whenever it arrives — once the goal was
     // revised past the workflow's revision, in FINAL_VERIFY, after the workflow was
-    // cancelled or rejected — but not over an ACCEPT: it bars the failed bytes at every
+    // cancelled or rejected, after a repair moved past them — but not over an ACCEPT: it bars the failed bytes at every
     // revision that reads as the same goal (`CandidateWork`), and refused, it was lost and
     // the same bytes were then frozen, passed and ACCEPTed in another workflow (outside
     // reviews 150 F3, 156 F1). A pass or a runner error is recorded only in a live workflow's
@@ -198,8 +199,15 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         live_workflow(state, e.workflow_id)?
     };
     let generation = get(&state.generations, e.generation_id, "generation")?;
+    // A failure of frozen bytes the workflow has moved past — a repair's parent, once the
+    // repair opened its child generation — is recorded too (outside review 159 F1: refused
+    // there, the late failure was lost, and the same bytes were frozen, passed and ACCEPTed
+    // in a new workflow).
+    let moved_past =
+        failure && wf.active_generation != Some(e.generation_id) && generation.frozen_digest().is_some();
     ensure!(
-        generation.workflow_id == e.workflow_id && wf.active_generation == Some(e.generation_id),
+        generation.workflow_id == e.workflow_id
+            && (wf.active_generation == Some(e.generation_id) || moved_past),
         Rule::EvidenceCandidate,
         "generation {} is not workflow {}'s active Candidate generation",
         e.generation_id,
@@ -233,7 +241,9 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
         ));
     }
     ensure!(
-        wf.phase == Phase::EvidenceBuild || (failure && (wf.closed || wf.phase == Phase::FinalVerify)),
+        wf.phase == Phase::EvidenceBuild
+            || moved_past
+            || (failure && (wf.closed || wf.phase == Phase::FinalVerify)),
         Rule::EvidencePhase,
         "evidence is recorded in EVIDENCE_BUILD (a failure also in FINAL_VERIFY or once the workflow closed); workflow {} is in {}",
         e.workflow_id,
@@ -318,6 +328,11 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     if let Some(g) = state.generations.get_mut(&e.generation_id) {
         let at = g.evidence.binary_search(&e.evidence_id).unwrap_or_else(|at| at);
         g.evidence.insert(at, e.evidence_id);
+    }
+    if moved_past {
+        // Its generation is no longer the workflow's active one: INELIGIBLE at once, as its
+        // siblings became when the repair child opened (it still bars the failed bytes).
+        make_ineligible(state, e.generation_id, |ev| ev.record.evidence_id == e.evidence_id);
     }
     Ok(())
 }

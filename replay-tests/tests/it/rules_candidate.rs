@@ -385,6 +385,60 @@ fn a_late_failure_is_recorded_and_bars_the_bytes() {
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::WorkflowClosed), "{err}");
 }
 
+/// A failure of a repair's parent bytes that arrives once the repair opened its child
+/// generation is recorded on the parent (outside review 159 F1: refused there,
+/// `EvidenceCandidate`, the late failure was lost, and the same bytes were then frozen,
+/// passed and ACCEPTed in a new workflow); a late pass there is not.
+#[test]
+fn a_failure_of_a_repairs_parent_bytes_is_recorded_after_the_repair() {
+    use ledger_schema::types::CheckResult;
+    let mut w = World::at(Stage::Rejected);
+    w.with(|s| {
+        let repair = s.repair_command();
+        s.run(Command::RecordRepair(repair))
+    })
+    .unwrap();
+    assert_ne!(w.ledger.state().workflows[&lid(WORKFLOW)].active_generation, Some(lid(0x80)));
+    let err = w.with(|s| s.evidence(0x93, 0x80, CheckResult::Pass, "passed late")).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::EvidenceCandidate), "{err}");
+    w.with(|s| s.evidence(0x92, 0x80, CheckResult::Fail, "failed again, late")).unwrap();
+    let late = &w.ledger.state().evidence[&lid(0x92)];
+    assert_eq!((late.record.generation_id, late.record.result), (lid(0x80), CheckResult::Fail));
+    assert_eq!(
+        (late.eligibility, late.eligibility_version),
+        (ledger_schema::types::Eligibility::Ineligible, 2),
+        "its generation is no longer the workflow's active one"
+    );
+    // The child goes on: its own pass and ACCEPT are not held back by its parent's record.
+    w.with(|s| {
+        use ledger_schema::events::WorkerEventKind;
+        use ledger_schema::types::{Phase, ResultKind, Verdict};
+        s.advance(Phase::Implement)?;
+        s.start(0x66, 0x67)?;
+        s.claim(lid(0x66))?;
+        let t = s.time_ms;
+        s.deliver(lid(0x66), 0x76, payload(WorkerEventKind::CompletionRequest, t, "fixed"))?;
+        s.finish(0x66, ResultKind::CompletionRequest)?;
+        s.run(Command::FreezeGeneration(FreezeGeneration {
+            generation_id: lid(0x81),
+            candidate_digest: digest_of("candidate 2"),
+            change_set_digest: digest_of("change set 2"),
+        }))?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x91, 0x81, CheckResult::Pass, "passed")?;
+        s.advance(Phase::FinalVerify)?;
+        s.run(Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa1),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x81),
+            verdict: Verdict::Accept,
+            evidence_ids: None,
+            reasons: vec!["passed".into()],
+        }))
+    })
+    .unwrap();
+}
+
 /// Bytes are judged once per goal *content* (outside review 47: bytes accepted at revision
 /// 1, or terminally rejected with every check passing — "revise the goal first" — could
 /// never be judged against a revised goal): after a revision that changed the goal they
