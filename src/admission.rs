@@ -472,8 +472,8 @@ fn staleness_of(
     Ok(match compile_as(registry, state, binding, &recorded.compiler_version)? {
         // Current while it compiles to the same package — what the worker is given, every
         // bound input rendered. A difference in omission decisions alone (a Fact proposed,
-        // not confirmed; a source the phase or its budget leaves out) changes no bound
-        // input (seed: "selected confirmed Fact revision"; outside review 22).
+        // not confirmed) changes no bound input (seed: "selected confirmed Fact revision";
+        // outside review 22); a bound set's member left out does ([`bound_set_change`]).
         Ok(compiled) if compiled.manifest.package_digest == recorded.package_digest => None,
         Ok(compiled) => Some(Stale::Differs(compiled.manifest_digest())),
         Err(error) => Some(Stale::Uncompilable(error)),
@@ -516,6 +516,23 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
                 return Some(format!(
                     "blocker {id} was {}",
                     change.said("raised", "and is open", "resolved")
+                ));
+            }
+        }
+    }
+    if scoped(InputClass::ProjectMaterial) {
+        // The seed lists the "relevant project source digest" among them too: a source of the
+        // goal recorded (a new file or revision) or withdrawn since changes the context
+        // whether the package shows it or its budget leaves it out (outside review 159 F2:
+        // a large new source passed a claim, a freeze and an ACCEPT that a small one made
+        // stale, and the claimed manifest listed no omission of it).
+        for (id, source) in state.sources.iter().filter(|(_, s)| s.goal_id == binding.goal_id) {
+            if let Some(change) = member_change(source.seq, source.withdrawn_seq, started) {
+                return Some(format!(
+                    "project source {id} ({}@{}) was {}",
+                    source.path,
+                    source.revision,
+                    change.said("recorded", "", "withdrawn")
                 ));
             }
         }

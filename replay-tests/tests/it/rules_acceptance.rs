@@ -435,6 +435,38 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
     assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
     assert!(err.to_string().contains("verification obligation"), "{err}");
 
+    // A project source of the goal recorded after the start, left out over the
+    // PROJECT_MATERIAL budget (outside review 159 F2: the claim, the freeze and the ACCEPT
+    // all passed, where the same source small enough to show made each stale).
+    let large_source = |id: u128| {
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(id),
+            goal_id: lid(GOAL),
+            path: "src/config/lexer.rs".into(),
+            revision: "a1b2c3d".into(),
+            content: "pub fn lex(bytes: &[u8]) -> Vec<Token> { todo!() }\n".repeat(80),
+        })
+    };
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(tight_budget(InputClass::ProjectMaterial, 1_000))?;
+        s.start(0x64, 0x65).map(drop)
+    })
+    .unwrap();
+    w.ok(large_source(0x4a));
+    let state = w.ledger.state();
+    let binding = current_binding(state, lid(0x64)).unwrap();
+    let compiled = closure_ledger::compiler::compile(state, &binding).unwrap();
+    assert_eq!(compiled.manifest.package_digest, state.attempts[&lid(0x64)].package_digest, "left out");
+    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("project source") && err.to_string().contains("lexer.rs"), "{err}");
+    let mut w = accepting(tight_budget(InputClass::ProjectMaterial, 1_000));
+    w.ok(large_source(0x4a));
+    let err = w.fails(decide(Verdict::Accept, &[0x90]));
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("project source"), "{err}");
+
     // A blocker raised and resolved since leaves the set as it was: the ACCEPT stands.
     let mut w = accepting(tight_budget(InputClass::BlockersDecisions, 600));
     w.ok(Command::RaiseBlocker(RaiseBlocker {
