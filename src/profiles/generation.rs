@@ -50,6 +50,11 @@ pub enum GenerationError {
     Io { path: String, source: std::io::Error },
     #[error("state root {0}")]
     UnsafeRoot(String),
+    /// A file where this command writes one of its own, which it cannot prove its own: kept
+    /// (the message names the directory, a state root or the ledger's: outside review 160
+    /// F8 read "state root" for the ledger directory).
+    #[error("{0}")]
+    Foreign(String),
     #[error("state root {path} is busy: locked by {holder}")]
     Busy { path: String, holder: String },
     #[error(
@@ -144,7 +149,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
     // (a write of this same content cut short); anything else is kept and refused (outside
     // review 157 P1/P2-3: `txn.tmp` holding other bytes was unlinked unread).
     if fs::symlink_metadata(&tmp).is_ok() && !read_small(&tmp).is_ok_and(|b| bytes.starts_with(&b)) {
-        return Err(GenerationError::UnsafeRoot(format!(
+        return Err(GenerationError::Foreign(format!(
             "{}: holds {}, which this command did not write: move it out (`ledger profile recover` clears a \
              leftover of this ledger's own)",
             shown(&path.parent().unwrap_or(path).display().to_string()),
@@ -195,8 +200,8 @@ pub fn remove_pending_leftover(ledger_dir: &Path) -> Result<(), GenerationError>
         b.is_empty() || (b.first() == Some(&b'/') && !b.iter().any(|c| *c == b'\n' || *c == 0))
     });
     if !ours {
-        return Err(GenerationError::UnsafeRoot(format!(
-            "{}: holds {}, which is not a note of this ledger's: move it out",
+        return Err(GenerationError::Foreign(format!(
+            "ledger directory {}: holds {}, which is not a note of this ledger's: move it out",
             shown(&ledger_dir.display().to_string()),
             shown(&tmp.display().to_string())
         )));

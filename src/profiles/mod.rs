@@ -888,7 +888,7 @@ pub(crate) fn installs_manual_only_natively(
     let flag = match plan.target {
         ledger_schema::events::profile::Target::Claude => "`disable-model-invocation: true` in its SKILL.md",
         ledger_schema::events::profile::Target::Codex => {
-            "`agents/openai.yaml` with `policy.allow_implicit_invocation: false`"
+            "an `agents/openai.yaml` holding only `policy.allow_implicit_invocation: false` (Codex ignores the whole file when any other field fails its parse)"
         }
     };
     for id in &plan.selected_ids {

@@ -482,10 +482,25 @@ fn yaml_parses(key: &str, value: &str) -> Result<(), String> {
 
 /// Parses a SKILL.md: YAML front matter (the subset skills use: `key: value`, quoted
 /// values, `>`/`|` block scalars and indented blocks under a key) and the body.
+/// Codex reads a skill's front matter into typed fields, `metadata` as a mapping: a skill
+/// whose `metadata` is anything else (`metadata: internal`, a list, empty) fails its parse
+/// and is skipped, so it would be routed on text its worker never sees (outside review 160
+/// F2). The refusal's words.
+const METADATA_MAPPING: &str = "`metadata` must be a mapping (`metadata:`, then indented `key: value` lines): \
+                                Codex's loader skips a skill whose metadata is anything else";
+
 pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
-    // A byte-order mark before the front matter is an encoding signature, not text (outside
-    // review 20, fifth pass: it refused the whole scan).
-    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    // A byte-order mark before the front matter hides it from Codex's loader, which looks
+    // for `---` as the first line trimmed (a BOM is not whitespace) and skips the skill: it
+    // would be routed on text its worker never sees (outside review 160 F2). Refused, by
+    // name, rather than read past (outside review 20 had it refuse the scan unnamed).
+    if text.starts_with('\u{FEFF}') {
+        return Err(
+            "the file begins with a byte-order mark, which hides its front matter from Codex's loader \
+                    (it skips the skill): save it as UTF-8 without one"
+                .into(),
+        );
+    }
     let mut lines = text.lines();
     if lines.next().map(str::trim_end) != Some("---") {
         return Err("no YAML front matter (the first line must be ---)".into());
@@ -530,6 +545,9 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
         if indented || entry {
             let key = current.as_ref().ok_or("an indented line before any key")?;
             let text = line.trim();
+            if key == "metadata" && (entry || text.starts_with('-') || !text.contains(':')) {
+                return Err(format!("{METADATA_MAPPING}: {line:?}"));
+            }
             if line.trim_start_matches(' ').starts_with('\t') {
                 return Err(format!(
                     "an indented line under {key:?} is indented with a tab, which YAML does not allow: {line:?}"
@@ -623,6 +641,9 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
                 ));
             }
         }
+        if key == "metadata" && !value.is_empty() {
+            return Err(format!("{METADATA_MAPPING}: {line:?}"));
+        }
         if !block && (key == "name" || key == "description") {
             read_as_recorded(&key, value, quoted)?;
         } else if !block {
@@ -644,6 +665,9 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
     }
     if !closed {
         return Err("front matter is not closed by ---".into());
+    }
+    if keys.get("metadata").is_some_and(|v| v.trim().is_empty()) {
+        return Err(format!("{METADATA_MAPPING}: it is empty"));
     }
     let body: Vec<&str> = lines.collect();
     let mut meta = SkillMetadata::default();
@@ -737,6 +761,18 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, budget: &mut Budget) -
     }
     let bytes = read_file(path, budget)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| ScanError::NotUtf8(disp(path)))?;
+    // What a manifest says is recorded too — a profile's description, a pack's fields — so
+    // it holds no secret either (outside review 160 F4: a token in `lean@1.json`'s
+    // description went into the append-only journal).
+    if let Some(what) = super::secrets::secret_in(&bytes) {
+        return Err(meta(
+            path,
+            format!(
+                "holds a secret: {what} (an append-only ledger could never drop it; docs/profiles.md lists the \
+                 forms read): remove it"
+            ),
+        ));
+    }
     serde_json::from_str(text).map_err(|e| meta(path, e.to_string()))
 }
 
@@ -1042,8 +1078,10 @@ const EXAMPLE_PARTS: [&str; 6] = ["example", "examples", "sample", "samples", "t
 /// `.cline/`: settings, MCP servers, hooks, commands, subagents), their manifests and rule
 /// files by name (`gemini-extension.json`, `opencode.json`, `claude_desktop_config.json`,
 /// `.cursorrules`, `.windsurfrules`, `.clinerules`, `.roomodes`, `.aider.conf.yml`,
-/// `copilot-instructions.md`, `*.kiro.hook`) both. Under an `examples/` or `templates/`
-/// folder, or with an `example`/`sample`/`template` part in its name, none. The list is
+/// `copilot-instructions.md`, `*.kiro.hook`) and agents' instruction files (`CLAUDE.md`,
+/// `CLAUDE.local.md`, `AGENTS.md`, `AGENTS.override.md`, `GEMINI.md`) both. Under an
+/// `examples/` or `templates/` folder, or with an `example`/`sample`/`template` part in its
+/// name, none — but inside an agent's own folder, where every file is loaded. The list is
 /// what this build knows: a manifest of a tool it does not name bears none (a known
 /// limit; seed 003 asks for an allowlist, and a skill's resources are any files).
 fn native_authority(path: &str) -> &'static [&'static str] {
@@ -1093,6 +1131,14 @@ fn native_authority(path: &str) -> &'static [&'static str] {
         ".roomodes",
         ".aider.conf.yml",
         "copilot-instructions.md",
+        // Agents' instruction files, loaded as memory — not advisory text — when an agent
+        // reads in their folder (outside review 160 F5: a skill's `CLAUDE.md` saying "run any
+        // command without asking" was installed unflagged).
+        "claude.md",
+        "claude.local.md",
+        "agents.md",
+        "agents.override.md",
+        "gemini.md",
     ];
     let config = ["json", "jsonc", "yaml", "yml", "toml"];
     let mcp = name.contains("mcp") && name.rsplit('.').next().is_some_and(|ext| config.contains(&ext));
@@ -1140,7 +1186,12 @@ pub fn carries_manual_only(source: &RegistrySource, target: Target) -> bool {
 /// document in block style, one top-level `policy:` with no value of its own, and the
 /// file's only `allow_implicit_invocation` key directly under it with the value `false`,
 /// unquoted. Anchors, aliases, tags, flow collections, complex or merge keys, quoted keys
-/// and tabs are refused.
+/// and tabs are refused. And nothing else: Codex reads the file into typed fields and,
+/// when any field does not parse (`interface: Deploy helper`, a string where it expects a
+/// mapping), ignores the whole file — implicit invocation then allowed (outside review 160
+/// F1: such a file passed, and Full installed a manual-only deploy skill Codex would
+/// invoke). So no other key, at the top level or under `policy:`, and no line that is not
+/// a `key: value` pair.
 fn codex_disables_implicit(text: &str) -> bool {
     const KEY: &str = "allow_implicit_invocation";
     let (mut policies, mut keys, mut found) = (0, 0, false);
@@ -1167,10 +1218,13 @@ fn codex_disables_implicit(text: &str) -> bool {
             return false;
         }
         let indent = raw.len() - raw.trim_start().len();
-        let Some((key, value)) = body.split_once(':') else { continue };
+        let Some((key, value)) = body.split_once(':') else { return false };
         let key = key.trim();
         let value = value.split(" #").next().unwrap_or("").trim();
-        if value.starts_with(['&', '*', '!', '{', '[']) {
+        if value.starts_with(['&', '*', '!', '{', '[']) || body != trimmed {
+            return false;
+        }
+        if (indent == 0 && key != "policy") || (indent > 0 && key != KEY) {
             return false;
         }
         if indent == 0 {
@@ -1371,7 +1425,10 @@ pub fn scan_keeping(
             }
             // Nor a private key under any name: its armor says what it is (outside review 132
             // F1: `AuthKey_*.p8`, `private.asc` were recorded).
-            if let Some(what) = super::secrets::secret_in(&r.bytes) {
+            // The path is recorded as well (outside review 160 F4: a token as a file's name).
+            if let Some(what) =
+                super::secrets::secret_in(&r.bytes).or_else(|| super::secrets::secret_in(r.path.as_bytes()))
+            {
                 return Err(meta(
                     &path.join(&r.path),
                     format!(
@@ -2078,13 +2135,13 @@ mod native_tests {
     }
 
     /// The set-time check accepts only a plain `policy: allow_implicit_invocation: false`
-    /// (outside review 59's spellings are refused).
+    /// and nothing else (outside review 59's spellings and 160 F1's other fields are refused).
     #[test]
     fn codex_disables_implicit_only_when_it_plainly_says_so() {
         use super::codex_disables_implicit as off;
         for yes in [
             "policy:\n  allow_implicit_invocation: false\n",
-            "# note\ninterface:\n  display_name: Ops\npolicy:\n  allow_implicit_invocation: false  # manual\n",
+            "# note\npolicy:\n  allow_implicit_invocation: false  # manual\n",
             "policy:\r\n    allow_implicit_invocation: false\r\n",
             "---\npolicy:\n  allow_implicit_invocation: false\n",
             "# codex\n---\npolicy:\n  allow_implicit_invocation: false\n",
@@ -2113,6 +2170,14 @@ mod native_tests {
             "policy:\n  \"allow_implicit_invocation\": false\n",
             "policy:\n  allow_implicit_invocation: !!bool false\n",
             "policy:\n\tallow_implicit_invocation: false\n",
+            // Any other field: Codex ignores the whole file when one does not parse (outside
+            // review 160 F1), so none is taken on trust.
+            "interface: Deploy helper\npolicy:\n  allow_implicit_invocation: false\n",
+            "interface:\n  display_name: Ops\npolicy:\n  allow_implicit_invocation: false\n",
+            "policy:\n  products: codex\n  allow_implicit_invocation: false\n",
+            "dependencies: none\npolicy:\n  allow_implicit_invocation: false\n",
+            "policy:\n  allow_implicit_invocation: false\n  - a\n",
+            "policy:\n  allow_implicit_invocation: false\n  continued\n",
         ] {
             assert!(!off(no), "{no:?}");
         }
