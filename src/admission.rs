@@ -498,17 +498,21 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
         state.policies.get(&binding.policy.id)?.bundle.phases.iter().find(|p| p.phase == binding.phase)?;
     let scoped = |class: InputClass| phase.required.contains(&class) || phase.optional.contains(&class);
     if scoped(InputClass::BlockersDecisions) {
-        // Recorded since, or withdrawn since (outside review 135).
-        let decision = state
+        // The decision standing on each question at the start and now (outside review 135:
+        // withdrawn since; 161 F2: one superseded by an answer since withdrawn).
+        let decisions = state
             .human_decisions
             .iter()
             .filter(|(_, d)| d.goal_id == binding.goal_id)
-            .find_map(|(id, d)| Some((id, member_change(d.seq, d.withdrawn_seq, started)?)));
-        if let Some((id, change)) = decision {
-            return Some(format!(
-                "human decision {id} was {}",
-                change.said("recorded", "for the goal", "withdrawn")
-            ));
+            .map(|(id, d)| (d.key.as_str(), *id, d.seq, d.withdrawn_seq));
+        if let Some(change) = standing_change(decisions, started) {
+            let id = change.id();
+            return Some(match change {
+                Standing::Now(_, at) => format!("human decision {id} was recorded at seq {at} for the goal"),
+                Standing::Gone(_) => {
+                    format!("human decision {id} no longer stands (withdrawn or answered anew since)")
+                }
+            });
         }
         let blockers = state.blockers.iter().filter(|(_, b)| b.workflow_id == binding.workflow_id);
         for (id, b) in blockers {
@@ -526,15 +530,24 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
         // whether the package shows it or its budget leaves it out (outside review 159 F2:
         // a large new source passed a claim, a freeze and an ACCEPT that a small one made
         // stale, and the claimed manifest listed no omission of it).
-        for (id, source) in state.sources.iter().filter(|(_, s)| s.goal_id == binding.goal_id) {
-            if let Some(change) = member_change(source.seq, source.withdrawn_seq, started) {
-                return Some(format!(
-                    "project source {id} ({}@{}) was {}",
-                    source.path,
-                    source.revision,
-                    change.said("recorded", "", "withdrawn")
-                ));
-            }
+        // The record current for each path at the start and now (outside review 161 F2: one
+        // recorded and withdrawn since took the start's record out of the project, unseen).
+        let sources = state
+            .sources
+            .iter()
+            .filter(|(_, s)| s.goal_id == binding.goal_id)
+            .map(|(id, s)| (s.path.as_str(), *id, s.seq, s.withdrawn_seq));
+        if let Some(change) = standing_change(sources, started) {
+            let source = state.sources.get(&change.id())?;
+            let (id, path, revision) = (change.id(), &source.path, &source.revision);
+            return Some(match change {
+                Standing::Now(_, at) => {
+                    format!("project source {id} ({path}@{revision}) was recorded at seq {at}")
+                }
+                Standing::Gone(_) => format!(
+                    "project source {id} ({path}@{revision}) is no longer current (withdrawn or superseded since)"
+                ),
+            });
         }
     }
     if scoped(InputClass::FactsScenariosObligations) {
@@ -548,6 +561,54 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
         }
     }
     None
+}
+
+/// The first group (a question, a path) whose standing member — its newest record, unless
+/// withdrawn — differs between seq `started` and now, of `members` (group, id, seq,
+/// withdrawal seq): the one standing now, or the one that stood at the start.
+fn standing_change<'a>(
+    members: impl Iterator<Item = (&'a str, ledger_schema::Id, u64, Option<u64>)>,
+    started: u64,
+) -> Option<Standing> {
+    // group → (newest at the start, newest now): (seq, id, withdrawal)
+    type Newest = Option<(u64, ledger_schema::Id, Option<u64>)>;
+    let mut groups: std::collections::BTreeMap<&str, (Newest, Newest)> = std::collections::BTreeMap::new();
+    for (group, id, seq, withdrawn) in members {
+        let (at_start, now) = groups.entry(group).or_default();
+        let newer = |old: &Newest| old.is_none_or(|(s, _, _)| seq > s);
+        if seq <= started && newer(at_start) {
+            *at_start = Some((seq, id, withdrawn));
+        }
+        if newer(now) {
+            *now = Some((seq, id, withdrawn));
+        }
+    }
+    groups.into_values().find_map(|(at_start, now)| {
+        let stood = at_start.filter(|(_, _, w)| w.is_none_or(|w| w > started)).map(|(_, id, _)| id);
+        let stands = now.filter(|(_, _, w)| w.is_none());
+        match (stood, stands) {
+            (a, Some((_, b, _))) if a == Some(b) => None,
+            (_, Some((seq, b, _))) => Some(Standing::Now(b, seq)),
+            (Some(a), None) => Some(Standing::Gone(a)),
+            (None, None) => None,
+        }
+    })
+}
+
+/// How a group's standing member changed since the start ([`standing_change`]).
+enum Standing {
+    /// This record stands now, recorded at this seq, and did not at the start.
+    Now(ledger_schema::Id, u64),
+    /// This record stood at the start, and nothing stands now.
+    Gone(ledger_schema::Id),
+}
+
+impl Standing {
+    fn id(&self) -> ledger_schema::Id {
+        match self {
+            Standing::Now(id, _) | Standing::Gone(id) => *id,
+        }
+    }
 }
 
 /// How a set member added at seq `added` (and removed at `removed`, if it was) changed the

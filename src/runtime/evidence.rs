@@ -189,11 +189,19 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     let failure = e.result == CheckResult::Fail;
     let wf = if failure {
         let wf = get(&state.workflows, e.workflow_id, "workflow")?;
-        let accepted = wf
-            .current_decision
-            .and_then(|d| state.decisions.get(&d))
-            .is_some_and(|d| d.verdict == ledger_schema::types::Verdict::Accept);
-        ensure!(!accepted, Rule::WorkflowClosed, "workflow {} is closed by its ACCEPT", e.workflow_id);
+        // Over the ACCEPTed generation only: a failure of bytes the workflow moved past (a
+        // rejected repair parent) is recorded after the ACCEPT too (outside review 161 F1:
+        // refused there, it was lost and the parent's bytes accepted in a new workflow).
+        let accepted = wf.current_decision.and_then(|d| state.decisions.get(&d)).is_some_and(|d| {
+            d.verdict == ledger_schema::types::Verdict::Accept && d.generation_id == e.generation_id
+        });
+        ensure!(
+            !accepted,
+            Rule::WorkflowClosed,
+            "workflow {} is closed by its ACCEPT of generation {}",
+            e.workflow_id,
+            e.generation_id
+        );
         wf
     } else {
         live_workflow(state, e.workflow_id)?

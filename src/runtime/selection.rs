@@ -38,7 +38,24 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// Ties by id. The bar: top ≥ [`BAR_MIN_SCORE`] and top ≥ [`BAR_RATIO`] × the runner-up,
 /// with at least [`MIN_MATCHED_TERMS`] matched terms. A directive decides only when the
 /// query cites no other skill ([`citations`]: outside review 56).
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/5";
+///
+/// A query that refuses something and names no skill is left pending over what ranking
+/// shortlists, for a bounded proposal — seed 003: "Ambiguous free text shortlists up to
+/// five candidates for a bounded proposal" (outside review 160 F3: routing/3–5 recorded a
+/// completed `none`, so a bug report saying what does *not* work never reached a skill);
+/// the agent's own `proposedIds` still do not decide it (outside review 64).
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/6";
+
+/// The fifth routing policy: routing/6 whose query refusing something, citing no skill,
+/// was a completed `none` (`negated`) rather than a pending shortlist. Selections recorded
+/// under it are checked under it.
+pub const ROUTING_POLICY_V5: &str = "closure-ledger-routing/5";
+
+/// Whether `policy` is routing/5 or later (its reasons: `several-cited`, `mentioned`,
+/// `cited-not-routed`).
+fn from_v5(policy: &str) -> bool {
+    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V5
+}
 
 /// The fourth routing policy: routing/5 without its reasons and stricter readings — a skill
 /// only named was left pending as `several-directives` (outside review 114) and was chosen
@@ -50,7 +67,7 @@ pub const ROUTING_POLICY_V4: &str = "closure-ledger-routing/4";
 /// Whether `policy` is routing/4 or later: it reads refusals against named skills and keeps
 /// the agent's ids from choosing past them.
 fn from_v4(policy: &str) -> bool {
-    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V4
+    from_v5(policy) || policy == ROUTING_POLICY_V4
 }
 
 /// The third routing policy: routing/4 whose directive decided even when the query cited
@@ -121,7 +138,8 @@ pub const REASON_MENTIONED: &str = "mentioned";
 pub const REASON_AMBIGUOUS: &str = "ambiguous";
 pub const REASON_NO_QUERY: &str = "no-query";
 pub const REASON_NO_MATCH: &str = "no-match";
-/// Routing/3: the query negates something, so ranking decides nothing ([`negates`]).
+/// Routing/3: the query negates something, so ranking decides nothing ([`negates`]):
+/// routing/3–5 record nothing chosen, routing/6 a pending shortlist (none if nothing ranks).
 pub const REASON_NEGATED: &str = "negated";
 
 /// A task, as the task input gives it (already within its bounds; see `profiles::select`).
@@ -862,7 +880,7 @@ pub fn lexical_over(
     let Some(query) = query.filter(|q| !tokens(q).is_empty() || q.contains("skill:")) else {
         return none(REASON_NO_QUERY);
     };
-    let v5 = policy == ROUTING_POLICY;
+    let v5 = from_v5(policy);
     let v4 = from_v4(policy);
     let several = if v5 { REASON_SEVERAL_CITED } else { REASON_SEVERAL_DIRECTIVES };
     let ranked = rank(query, routable);
@@ -932,6 +950,18 @@ pub fn lexical_over(
     // Routing/3: a query that says not to do something decides nothing by ranking (it
     // cannot tell what is negated); a directive above reads the negation itself.
     if (v4 || policy == ROUTING_POLICY_V3) && negates(query) {
+        // Routing/6: a query that names no skill — free text saying what does not work —
+        // is pending over ranking's shortlist, for a bounded proposal to choose. One that
+        // names a skill may be refusing it ("use the X skill, just kidding": outside
+        // reviews 53, 64, 120): nothing is chosen, as before.
+        if policy == ROUTING_POLICY && named.is_empty() && !ranked.is_empty() {
+            return Lexical {
+                root: None,
+                pending: true,
+                reason: REASON_NEGATED,
+                candidates: ranked.into_iter().take(MAX_SHORTLIST).collect(),
+            };
+        }
         return none(REASON_NEGATED);
     }
     let top = ranked.first().filter(|t| clears_bar_as(policy, t, ranked.get(1).map(|c| c.score)));
@@ -998,6 +1028,7 @@ fn candidates_as_ranked(e: &SelectionRecorded, routable: &[&RegistrySource]) -> 
     let cap = match e.reason.as_str() {
         REASON_RANKED => 2,
         REASON_AMBIGUOUS => MAX_SHORTLIST,
+        REASON_NEGATED if e.routing_policy == ROUTING_POLICY => MAX_SHORTLIST,
         _ => return Ok(()),
     };
     let ahead = |a: &SelectionCandidate, b: &SelectionCandidate| {
@@ -1047,7 +1078,7 @@ fn lexical_recorded(
         );
     }
     candidates_as_ranked(e, sources)?;
-    let v5 = e.routing_policy == ROUTING_POLICY;
+    let v5 = from_v5(&e.routing_policy);
     let first = e.candidates.first().map(|c| c.id.clone());
     let lex = |root: Option<String>, pending, reason| Lexical {
         root,
@@ -1111,6 +1142,11 @@ fn lexical_recorded(
                 "an ambiguous shortlist is non-empty and its top does not clear the bar"
             );
             lex(None, true, REASON_AMBIGUOUS)
+        }
+        // Routing/6: pending over a ranked shortlist (none when nothing ranks).
+        REASON_NEGATED if e.routing_policy == ROUTING_POLICY && !e.candidates.is_empty() => {
+            ensure!(e.query_digest.is_some(), Rule::Selection, "a negated query's shortlist has a query");
+            lex(None, true, REASON_NEGATED)
         }
         REASON_NEGATED if from_v4(&e.routing_policy) || e.routing_policy == ROUTING_POLICY_V3 => {
             ensure!(
@@ -1500,8 +1536,9 @@ pub fn decide(
             }
             // Routing/4: a query that refuses something is not overridden by the agent's ids
             // (outside review 64: "don't use the X skill" with proposedIds [X] selected X).
+            // (Routing/6 leaves it pending, for a provider's answer from its shortlist.)
             None if matches!(lex.reason, REASON_NEGATED | REASON_CITED_UNROUTED) && from_v4(policy) => {
-                (Vec::new(), false, lex.reason)
+                (Vec::new(), lex.pending, lex.reason)
             }
             // Nor does the agent pick among, or past, the skills the user's own words named
             // (outside review 66: "use the Y skill rather than the X skill" with
@@ -1685,19 +1722,26 @@ pub fn decide_live(
 /// Folds a `selectionRecorded`: the state re-derives the whole event (the lexical step
 /// from its recorded outcome, checked), which must equal the recorded one.
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
-    let policy = [ROUTING_POLICY, ROUTING_POLICY_V4, ROUTING_POLICY_V3, ROUTING_POLICY_V2, ROUTING_POLICY_V1]
-        .into_iter()
-        .find(|p| *p == e.routing_policy)
-        .ok_or_else(|| {
-            violation(
-                Rule::Selection,
-                format!(
-                    "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V4}, {ROUTING_POLICY_V3}, \
-                     {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
-                    e.routing_policy
-                ),
-            )
-        })?;
+    let policy = [
+        ROUTING_POLICY,
+        ROUTING_POLICY_V5,
+        ROUTING_POLICY_V4,
+        ROUTING_POLICY_V3,
+        ROUTING_POLICY_V2,
+        ROUTING_POLICY_V1,
+    ]
+    .into_iter()
+    .find(|p| *p == e.routing_policy)
+    .ok_or_else(|| {
+        violation(
+            Rule::Selection,
+            format!(
+                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
+                     {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
+                e.routing_policy
+            ),
+        )
+    })?;
     let task = Task {
         session_id: e.session_id.clone(),
         task_id: e.task_id.clone(),

@@ -385,6 +385,32 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
         err.to_string().contains("human decision") && err.to_string().contains("bound input set"),
         "{err}"
     );
+    // A decision standing at the start (left out), answered anew since and that answer
+    // withdrawn: no decision stands on the question now (outside review 161 F2: counted as
+    // recorded and withdrawn since, it cancelled out and the claim passed).
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(tight_budget(InputClass::BlockersDecisions, 600))?;
+        s.run(decision(0x57, 40))?;
+        s.start(0x64, 0x65).map(drop)
+    })
+    .unwrap();
+    w.ok(Command::RecordHumanDecision(RecordHumanDecision {
+        decision_id: lid(0x58),
+        goal_id: lid(GOAL),
+        question: "May we change the public API?".into(),
+        answer: format!("Yes: {}", "the API may change; ".repeat(40)),
+        decided_by: "human:alice".into(),
+        supersedes: Some(lid(0x57)),
+    }));
+    w.ok(Command::WithdrawHumanDecision(WithdrawHumanDecision {
+        decision_id: lid(0x58),
+        reason: "answered in error".into(),
+        withdrawn_by: "human:alice".into(),
+    }));
+    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("no longer stands"), "{err}");
     // After the claim, the same decision marks the dispatched Attempt's context changed.
     let mut w = World::at(Stage::Empty);
     w.with(|s| {
@@ -443,7 +469,7 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
             source_id: lid(id),
             goal_id: lid(GOAL),
             path: "src/config/lexer.rs".into(),
-            revision: "a1b2c3d".into(),
+            revision: format!("a1b2c3d{id:x}"),
             content: "pub fn lex(bytes: &[u8]) -> Vec<Token> { todo!() }\n".repeat(80),
         })
     };
@@ -466,6 +492,28 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
     let err = w.fails(decide(Verdict::Accept, &[0x90]));
     assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
     assert!(err.to_string().contains("project source"), "{err}");
+    // The path's record current at the start, superseded by one recorded since and then
+    // withdrawn: the start's record is no longer current (outside review 161 F2: counted
+    // as recorded and withdrawn since, it cancelled out and the ACCEPT stood).
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(tight_budget(InputClass::ProjectMaterial, 1_000))?;
+        s.run(large_source(0x4a))?;
+        s.discover_and_plan()?;
+        s.implement_first()?;
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    w.ok(large_source(0x4b));
+    w.ok(Command::WithdrawProjectSource(WithdrawProjectSource {
+        source_id: lid(0x4b),
+        reason: "deleted".into(),
+    }));
+    let err = w.fails(decide(Verdict::Accept, &[0x90]));
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("no longer current") && err.to_string().contains("lexer.rs"), "{err}");
 
     // A blocker raised and resolved since leaves the set as it was: the ACCEPT stands.
     let mut w = accepting(tight_budget(InputClass::BlockersDecisions, 600));

@@ -437,6 +437,12 @@ fn a_failure_of_a_repairs_parent_bytes_is_recorded_after_the_repair() {
         }))
     })
     .unwrap();
+    // After the ACCEPT of the child, a failure of the parent's bytes — never accepted — is
+    // recorded still (outside review 161 F1: refused as "closed by its ACCEPT", it was lost
+    // and the parent's bytes accepted in a new workflow); one of the accepted bytes is not.
+    w.with(|s| s.evidence(0x94, 0x80, CheckResult::Fail, "failed after the child's ACCEPT")).unwrap();
+    let err = w.with(|s| s.evidence(0x95, 0x81, CheckResult::Fail, "failed after the verdict")).unwrap_err();
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::WorkflowClosed), "{err}");
 }
 
 /// Bytes are judged once per goal *content* (outside review 47: bytes accepted at revision

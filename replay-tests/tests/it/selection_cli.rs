@@ -208,6 +208,40 @@ fn pending_is_never_reused_none_is_and_receipts_must_recompute() {
     assert_eq!(s.head(), before);
 }
 
+/// A task that says what does not work — most bug reports — names no skill and refuses
+/// nothing a skill could be: routing/6 leaves it pending over ranking's shortlist for a
+/// bounded proposal (seed 003: "Ambiguous free text shortlists up to five candidates for a
+/// bounded proposal"; outside review 160 F3: routing/3–5 recorded a completed `none`, which
+/// `--previous` then reused). The task's own `proposedIds` do not decide it (outside review
+/// 64); a provider's answer from the shortlist does, and the ledger replays.
+#[test]
+fn a_negated_bug_report_is_pending_for_a_proposal() {
+    let s = setup("auto");
+    let q = task("the kubernetes manifests do not roll out: helm charts never apply");
+    let pending = ok(select(&s, &q, &[]));
+    assert_eq!(
+        (pending["decision"].as_str(), pending["reason"].as_str()),
+        (Some("pending"), Some("negated"))
+    );
+    assert_eq!(pending["routingPolicy"], "closure-ledger-routing/6");
+    let shortlisted = pending["candidates"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(shortlisted, "skill:kubernetes", "{pending}");
+    let p = file(&s, "pending.json", &pending["receipt"]);
+    // Pending is not reused as a decision.
+    let again = ok(select(&s, &q, &["--previous", &p]));
+    assert_eq!((again["decision"].as_str(), again["reused"].as_bool()), (Some("pending"), Some(false)));
+    let mut proposing = q.clone();
+    proposing["proposedIds"] = json!(["skill:kubernetes"]);
+    let r = ok(select(&s, &proposing, &[]));
+    assert_eq!(r["decision"], "pending", "the agent's ids do not decide a query that refuses something: {r}");
+    let chosen = file(&s, "proposal.json", &json!({"selectedIds": [shortlisted.clone()]}));
+    let v = ok(select(&s, &q, &["--proposal", &chosen, "--previous", &p, "--load"]));
+    assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some("selected"), Some("provider-proposal")));
+    assert_eq!(v["loadedIds"][0], json!(shortlisted));
+    let (code, _, err) = s.run(&["replay"], &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
 #[test]
 fn pending_then_proposed() {
     let s = setup("auto");
