@@ -764,7 +764,13 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, budget: &mut Budget) -
     // What a manifest says is recorded too — a profile's description, a pack's fields — so
     // it holds no secret either (outside review 160 F4: a token in `lean@1.json`'s
     // description went into the append-only journal).
-    if let Some(what) = super::secrets::secret_in(&bytes) {
+    // Read as written and as decoded: JSON's escapes (`\/`, `\u0067`) spell a secret the
+    // bytes do not show, and the decoded text is what is recorded (outside review 162 F5).
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| meta(path, e.to_string()))?;
+    let decoded = serde_json::to_string(&value).unwrap_or_default();
+    if let Some(what) =
+        super::secrets::secret_in(&bytes).or_else(|| super::secrets::secret_in(decoded.as_bytes()))
+    {
         return Err(meta(
             path,
             format!(
@@ -1194,6 +1200,12 @@ pub fn carries_manual_only(source: &RegistrySource, target: Target) -> bool {
 /// a `key: value` pair.
 fn codex_disables_implicit(text: &str) -> bool {
     const KEY: &str = "allow_implicit_invocation";
+    // A tab anywhere, even on a blank or comment line, and any other control character, is
+    // refused: libyaml (under Codex's YAML parser) fails on a tab where it reads
+    // indentation, and Codex then ignores the whole file (outside review 162 F1).
+    if text.chars().any(|c| c.is_control() && c != '\n' && c != '\r') {
+        return false;
+    }
     let (mut policies, mut keys, mut found) = (0, 0, false);
     let mut in_policy = false;
     let mut child_indent: Option<usize> = None;
@@ -1288,6 +1300,10 @@ pub fn scan_keeping(
         budget.entry()?;
         let name = item.file_name();
         let name = name.to_str().ok_or_else(|| ScanError::NotUtf8(disp(&item.path())))?.to_owned();
+        // A skill's folder name is its recorded id (outside review 162 F5: a token as one).
+        if let Some(what) = super::secrets::secret_in(name.as_bytes()) {
+            return Err(meta(&item.path(), format!("its name holds a secret: {what}: rename it")));
+        }
         dirs.push(name);
     }
     dirs.sort();
@@ -2178,6 +2194,10 @@ mod native_tests {
             "dependencies: none\npolicy:\n  allow_implicit_invocation: false\n",
             "policy:\n  allow_implicit_invocation: false\n  - a\n",
             "policy:\n  allow_implicit_invocation: false\n  continued\n",
+            // A tab on a blank or comment line: libyaml refuses the file (outside review 162 F1).
+            "policy:\n  allow_implicit_invocation: false\n\t\n",
+            "\t# note\npolicy:\n  allow_implicit_invocation: false\n",
+            "policy:\n\t\n  allow_implicit_invocation: false\n",
         ] {
             assert!(!off(no), "{no:?}");
         }

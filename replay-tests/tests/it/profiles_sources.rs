@@ -602,6 +602,29 @@ fn scan_fails_closed_on_every_listed_case() {
             "lean@1.json: holds a secret",
         ),
         (
+            "a token spelled with a JSON escape in a profile's description (outside review 162 F5)",
+            Box::new(|src| {
+                write(
+                    &src.join("manifests/context-profiles/lean@1.json"),
+                    &format!(
+                        r#"{{"id":"lean@1","description":"use \u0067hp_{} to pull","eager":[],"budgetTokens":100,"budgetMode":"blocking"}}"#,
+                        "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+                    ),
+                )
+            }),
+            "lean@1.json: holds a secret",
+        ),
+        (
+            "a token as a skill folder's name, its recorded id (outside review 162 F5)",
+            Box::new(|src| {
+                write(
+                    &src.join("skills/ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5/SKILL.md"),
+                    "---\nname: t\ndescription: d\n---\nbody\n",
+                )
+            }),
+            "its name holds a secret",
+        ),
+        (
             "a token as a file's name (outside review 160 F4: recorded as its path)",
             Box::new(|src| {
                 write(&src.join("skills/deploy/ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5.txt"), "x\n")

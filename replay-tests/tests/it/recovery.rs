@@ -1017,6 +1017,25 @@ fn a_snapshot_sled_cannot_read_is_named_and_rebuilt() {
         assert_eq!(all_entries(&dir), before, "{name}");
         assert_eq!(verify_json(&dir, None).0, 0, "{name}");
     }
+    // Nor may what sled opens by name — `db`, `conf` — be a FIFO (outside review 162 F2:
+    // every command, `recover` too, waited forever).
+    for name in ["db", "conf"] {
+        let dir = tmp.path().join(format!("fifo-{name}"));
+        make_ledger(&dir, 6, 2);
+        let before = all_entries(&dir);
+        let file = dir.join("sled").join(name);
+        std::fs::remove_file(&file).unwrap();
+        let status = std::process::Command::new("mkfifo").arg(&file).status().unwrap();
+        assert!(status.success());
+        let d = dir.to_str().unwrap();
+        let (code, out, err) = cli(&["verify", d]);
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert!(err.contains(&format!("sled/{name}: not a regular file")), "{name}: {err}");
+        let (code, out, err) = cli(&["recover", d]);
+        assert_eq!(code, 0, "{name}: {out}{err}");
+        assert_eq!(all_entries(&dir), before, "{name}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{name}");
+    }
 }
 
 /// A checkpoint given to `recover` is evidence about the result: when the journal recover

@@ -167,7 +167,21 @@ fn newest_snapshot(path: &Path) -> Option<std::path::PathBuf> {
 /// directory or a dangling link was refused without a name). `recover` moves sled aside
 /// whole and rebuilds it from the journal.
 fn snapshot_refused(file: &Path, why: &str) -> OpenError {
-    OpenError::Sled(sled::Error::ReportableBug(format!("its snapshot {}: {why}", file.display())))
+    OpenError::Sled(sled::Error::ReportableBug(format!("its snapshot {}: {why}", path_text(file))))
+}
+
+/// `path` as text, a byte that is not UTF-8 as `\xHH` (outside review 162 F8: `snap.\x80`
+/// and `snap.\x81` both printed as `snap.\u{FFFD}`, so the file to move could not be told).
+pub(crate) fn path_text(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut text = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            text.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+    text
 }
 
 /// The largest snapshot file [`remove_torn_snapshots`] reads to check (a bigger one is left
@@ -250,6 +264,20 @@ fn refused_file(path: &Path) -> Result<(), OpenError> {
             Ok(items) => files.extend(items.filter_map(Result::ok).map(|item| item.path())),
             Err(e) if denied(&e) => return Err(refused(&dir, e)),
             Err(_) => {}
+        }
+    }
+    // What sled opens by name — its lock file `db`, `conf`, its blob files — must be a
+    // regular file: a FIFO there made every command wait forever inside the open (outside
+    // review 162 F2), as one named `snap.*` did ([`newest_snapshot`]). Index damage, named.
+    let blobs = path.join("blobs");
+    for file in &files {
+        let opened = file.parent() == Some(blobs.as_path())
+            || file.file_name().is_some_and(|n| n == "db" || n == "conf");
+        if opened && !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+            return Err(OpenError::Sled(sled::Error::ReportableBug(format!(
+                "its file {}: not a regular file (sled opens its files by name)",
+                path_text(file)
+            ))));
         }
     }
     for file in files.iter().filter(|p| p.is_file()) {
