@@ -363,6 +363,15 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 }
                 return emit(out, v);
             }
+            if let Some(aside) = &report.snapshot_set_aside {
+                emit(
+                    out,
+                    format!(
+                        "sled's snapshot failed sled's own check: set aside (kept) as {}; sled opened from its log",
+                        aside.display()
+                    ),
+                )?;
+            }
             if let (Some(cut), Some(0)) = (&report.interrupted_swap_undone, report.interrupted_swap_moved) {
                 emit(
                     out,

@@ -321,6 +321,21 @@ pub(crate) mod path_text {
     pub fn list<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(paths.iter().map(|p| p.to_string_lossy()))
     }
+
+    /// `path` as text for a message, a byte that is not UTF-8 as `\xHH` (outside review
+    /// 162 F8: `snap.\x80` and `snap.\x81` both printed as `snap.\u{FFFD}`, so the file to
+    /// move could not be told).
+    pub fn shown(path: &Path) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        let mut text = String::new();
+        for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+            text.push_str(chunk.valid());
+            for byte in chunk.invalid() {
+                text.push_str(&format!("\\x{byte:02X}"));
+            }
+        }
+        text
+    }
 }
 
 /// An I/O failure, with the path it happened on.

@@ -78,6 +78,10 @@ pub struct RecoverReport {
     /// How many files that undo moved (0: every segment the marker named was in place).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted_swap_moved: Option<u64>,
+    /// sled's damaged snapshot, set aside (kept) so that sled opened from its log
+    /// ([`super::disk::open_sled_setting_aside_snapshot`]).
+    #[serde(serialize_with = "super::path_text::option", skip_serializing_if = "Option::is_none")]
+    pub snapshot_set_aside: Option<PathBuf>,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -390,6 +394,12 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         let _lock = lock(root, true)?;
         super::swap::undo_interrupted(root)?
     };
+    // A damaged snapshot set aside where sled then opens from its log (put back below if
+    // the recovery is refused: a refusal changes nothing).
+    let set_aside = {
+        let _lock = lock(root, true)?;
+        super::disk::set_aside_damaged_snapshot(&root.join(SLED_DIR))
+    };
     let before = journal_fingerprint(root);
     // A panic inside sled while it is read here (sled 0.34.7 panics on some damage to its
     // files: outside review 50) is sled's damage like a failed read: caught, and handled
@@ -415,6 +425,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         .map(|report| RecoverReport {
             interrupted_swap_undone: undone.as_ref().map(|(into, _)| into.clone()),
             interrupted_swap_moved: undone.as_ref().map(|(_, moved)| *moved as u64),
+            snapshot_set_aside: set_aside.as_ref().map(|(aside, _)| aside.clone()),
             ..report
         })
         .map_err(|e| hint_keeps_sled(root, e))
@@ -426,6 +437,12 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         });
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
+    }
+    if result.is_err()
+        && let Some(pair) = &set_aside
+    {
+        let _lock = lock(root, true)?;
+        super::disk::put_back_snapshot(pair);
     }
     result
 }
@@ -568,6 +585,7 @@ fn recover_in(
         sled_restored_frames: 0,
         interrupted_swap_undone: None,
         interrupted_swap_moved: None,
+        snapshot_set_aside: None,
     };
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and

@@ -983,11 +983,65 @@ fn a_torn_sled_snapshot_is_not_sled_damage() {
     assert!(!dir.join("sled.broken-1").exists(), "sled was not taken for damage");
 }
 
+/// A damaged snapshot (one byte flipped in sled's own, not a torn `.generating` one) made
+/// sled unopenable, and `recover` took that for sled damage: over a journal that had lost
+/// its end it rebuilt sled from that journal, dropping acknowledged records with exit 0
+/// (outside review 162 F3). `recover` sets such a snapshot aside (kept) when sled then opens
+/// from its log: the lost end is refused by name, the damaged snapshot kept, and
+/// `--truncate-after` restores every record.
+#[test]
+fn a_damaged_snapshot_does_not_turn_a_lost_end_into_a_loss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 2);
+    trim_preallocated(&dir);
+    let before = all_entries(&dir);
+    let head = before.len() as u64 - 1;
+    let frames = journal_frames(&dir);
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    std::fs::write(segment(&dir), &bytes[..frames[frames.len() - 2].range.start]).unwrap();
+    let snapshots = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(dir.join("sled"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("snap."))
+            .collect();
+        v.sort();
+        v
+    };
+    let snapshot = snapshots(&dir).pop().expect("sled wrote a snapshot");
+    let mut damaged = std::fs::read(&snapshot).unwrap();
+    damaged[20] ^= 1;
+    std::fs::write(&snapshot, &damaged).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("lost acknowledged bytes at its end")
+            && err.contains(&format!("--truncate-after {head}`")),
+        "{err}"
+    );
+    assert!(!dir.join("sled.broken-1").exists(), "sled was not taken for damage");
+    // Put back after the refusal — or, where sled's open wrote a sound snapshot of that name,
+    // kept aside: never lost.
+    let aside = dir.join("sled").join(format!("damaged-{}", snapshot.file_name().unwrap().to_str().unwrap()));
+    assert!(
+        std::fs::read(&snapshot).is_ok_and(|b| b == damaged)
+            || std::fs::read(&aside).is_ok_and(|b| b == damaged),
+        "the damaged snapshot is kept"
+    );
+    let (code, out, err) = cli(&["recover", d, "--truncate-after", &head.to_string(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(all_entries(&dir), before, "nothing lost");
+    assert_eq!(verify_json(&dir, None).0, 0);
+}
+
 /// What sled 0.34's open reads as its newest snapshot — the greatest `snap.*` name — being a
 /// FIFO made every command wait forever inside sled's open; a directory, a dangling link or
 /// a damaged snapshot was refused without naming the file (outside review 155 F3, F4). Each
 /// is refused at once as index damage, by name, and `recover` rebuilds sled from the journal
-/// with nothing lost (the old sled moved aside).
+/// with nothing lost (the old sled moved aside) — a damaged snapshot it sets aside instead,
+/// sled opening from its log (outside review 162 F3).
 #[test]
 fn a_snapshot_sled_cannot_read_is_named_and_rebuilt() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1013,7 +1067,14 @@ fn a_snapshot_sled_cannot_read_is_named_and_rebuilt() {
         assert!(err.contains("snap.FFFFFFFFFFFFFFFF") && err.contains("ledger recover"), "{name}: {err}");
         let (code, out, err) = cli(&["recover", d]);
         assert_eq!(code, 0, "{name}: {out}{err}");
-        assert!(dir.join("sled.broken-1").exists(), "{name}: the old sled is kept");
+        if name == "damaged" {
+            // A damaged snapshot is set aside, kept, and sled opens from its log (162 F3).
+            assert!(dir.join("sled").join("damaged-snap.FFFFFFFFFFFFFFFF").exists(), "{name}: kept aside");
+            assert!(!dir.join("sled.broken-1").exists(), "{name}: sled not rebuilt");
+            assert!(out.contains("set aside"), "{name}: {out}");
+        } else {
+            assert!(dir.join("sled.broken-1").exists(), "{name}: the old sled is kept");
+        }
         assert_eq!(all_entries(&dir), before, "{name}");
         assert_eq!(verify_json(&dir, None).0, 0, "{name}");
     }

@@ -148,6 +148,46 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
     }
 }
 
+/// For `recover`: where the snapshot sled's open reads fails sled's own check and sled will
+/// not open over it, that snapshot is set aside — renamed `damaged-<name>` beside it, kept —
+/// when sled then opens from its log, whose records vouch for the journal as ever (outside
+/// review 162 F3: taken for sled damage, sled was rebuilt from a journal that had lost its
+/// end, dropping acknowledged records with exit 0). Where sled still will not open, the
+/// snapshot is put back. The pair (set aside to, from), for [`put_back_snapshot`] if the
+/// recovery is refused after all.
+pub(in crate::store) fn set_aside_damaged_snapshot(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let snapshot = newest_snapshot(path).filter(|file| {
+        std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file() && m.len() <= MAX_SNAPSHOT_CHECK_BYTES)
+            && std::fs::read(file).is_ok_and(|bytes| !snapshot_checks(&bytes))
+    })?;
+    if open_sled(path).is_ok() {
+        return None;
+    }
+    let mut aside_name = std::ffi::OsString::from("damaged-");
+    aside_name.push(snapshot.file_name()?);
+    let aside = path.join(aside_name);
+    if std::fs::symlink_metadata(&aside).is_ok() || std::fs::rename(&snapshot, &aside).is_err() {
+        return None;
+    }
+    let _ = File::open(path).and_then(|d| d.sync_all());
+    if open_sled(path).is_ok() {
+        return Some((aside, snapshot));
+    }
+    put_back_snapshot(&(aside, snapshot));
+    None
+}
+
+/// Undoes [`set_aside_damaged_snapshot`] — unless sled wrote a snapshot of that name since
+/// (sled writes one at every open), which is kept.
+pub(in crate::store) fn put_back_snapshot((aside, snapshot): &(PathBuf, PathBuf)) {
+    if std::fs::symlink_metadata(snapshot).is_err()
+        && std::fs::rename(aside, snapshot).is_ok()
+        && let Some(dir) = snapshot.parent()
+    {
+        let _ = File::open(dir).and_then(|d| d.sync_all());
+    }
+}
+
 /// The snapshot file sled 0.34's open reads: the greatest `snap.*` name in its directory,
 /// but for `.in___motion` ones (its own rule, `RunningConfig::get_snapshot_files`).
 fn newest_snapshot(path: &Path) -> Option<std::path::PathBuf> {
@@ -167,21 +207,10 @@ fn newest_snapshot(path: &Path) -> Option<std::path::PathBuf> {
 /// directory or a dangling link was refused without a name). `recover` moves sled aside
 /// whole and rebuilds it from the journal.
 fn snapshot_refused(file: &Path, why: &str) -> OpenError {
-    OpenError::Sled(sled::Error::ReportableBug(format!("its snapshot {}: {why}", path_text(file))))
-}
-
-/// `path` as text, a byte that is not UTF-8 as `\xHH` (outside review 162 F8: `snap.\x80`
-/// and `snap.\x81` both printed as `snap.\u{FFFD}`, so the file to move could not be told).
-pub(crate) fn path_text(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let mut text = String::new();
-    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
-        text.push_str(chunk.valid());
-        for byte in chunk.invalid() {
-            text.push_str(&format!("\\x{byte:02X}"));
-        }
-    }
-    text
+    OpenError::Sled(sled::Error::ReportableBug(format!(
+        "its snapshot {}: {why}",
+        crate::store::path_text::shown(file)
+    )))
 }
 
 /// The largest snapshot file [`remove_torn_snapshots`] reads to check (a bigger one is left
@@ -276,7 +305,7 @@ fn refused_file(path: &Path) -> Result<(), OpenError> {
         if opened && !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
             return Err(OpenError::Sled(sled::Error::ReportableBug(format!(
                 "its file {}: not a regular file (sled opens its files by name)",
-                path_text(file)
+                crate::store::path_text::shown(file)
             ))));
         }
     }
