@@ -518,14 +518,30 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
     // sequence's `- ` entries stand at the key's own indentation there.
     let mut collection = false;
     let mut closed = false;
+    // The keys of `metadata:`'s mapping at its first indentation, and that indentation.
+    let mut metadata_keys: BTreeSet<String> = BTreeSet::new();
+    let mut metadata_indent: Option<usize> = None;
     for line in lines.by_ref() {
         if line.trim_end() == "---" {
             closed = true;
             break;
         }
+        // Codex ends the front matter at the first line that is `---` once trimmed: an
+        // indented one inside a block would end it there, before keys this scan reads
+        // (outside review 162 F4: Codex then saw no `name` and skipped the skill).
+        if line.trim() == "---" {
+            return Err(format!(
+                "an indented `---` line, which Codex's loader reads as the end of the front matter: {line:?}"
+            ));
+        }
         let indented = line.starts_with(' ') || line.starts_with('\t');
         let indent = line.len() - line.trim_start_matches(' ').len();
         if line.trim().is_empty() {
+            // libyaml refuses a tab where it reads indentation, a blank line's too (outside
+            // review 162 F4).
+            if line.contains('\t') {
+                return Err(format!("a blank line holding a tab, which YAML does not allow there: {line:?}"));
+            }
             continue;
         }
         // A `#` line is a comment, but inside a block scalar (`>`, `|`), at the block's
@@ -547,6 +563,30 @@ pub fn parse_skill(text: &str) -> Result<SkillMetadata, String> {
             let text = line.trim();
             if key == "metadata" && (entry || text.starts_with('-') || !text.contains(':')) {
                 return Err(format!("{METADATA_MAPPING}: {line:?}"));
+            }
+            // Codex reads `metadata` into typed fields: a key twice fails its parse, and
+            // `short-description` is a string of at most 1,024 characters (outside review
+            // 162 F4: a mapping, a duplicate or a longer one passed, and Codex skipped the skill).
+            if key == "metadata" && metadata_indent.is_none_or(|m| m == indent) {
+                metadata_indent = Some(indent);
+                let (child, value) = text.split_once(':').unwrap_or((text, ""));
+                let child = child.trim().trim_matches(['"', '\'']);
+                if !metadata_keys.insert(child.to_owned()) {
+                    return Err(format!(
+                        "`metadata` holds {child:?} twice, which Codex's loader refuses: {line:?}"
+                    ));
+                }
+                let value = value.trim();
+                if child == "short-description"
+                    && (value.is_empty()
+                        || value.starts_with(['{', '[', '|', '>', '&', '*', '!'])
+                        || unquote(value).chars().count() > MAX_DESCRIPTION_CHARS)
+                {
+                    return Err(format!(
+                        "`metadata.short-description` must be one line of text of at most {MAX_DESCRIPTION_CHARS} \
+                         characters, which Codex's loader reads: {line:?}"
+                    ));
+                }
             }
             if line.trim_start_matches(' ').starts_with('\t') {
                 return Err(format!(

@@ -943,6 +943,19 @@ fn a_skill_md_codex_would_skip_is_refused_by_name() {
             "must be a mapping",
         ),
         ("metadata empty", "---\nname: m\ndescription: d\nmetadata:\n---\nbody\n", "must be a mapping"),
+        // Outside review 162 F4.
+        ("tab line", "---\nname: m\n\t\ndescription: d\n---\nbody\n", "holding a tab"),
+        ("indented ---", "---\ndescription: |\n  text\n  ---\nname: m\n---\nbody\n", "indented `---`"),
+        (
+            "short-description mapping",
+            "---\nname: m\ndescription: d\nmetadata:\n  short-description:\n    a: b\n---\nbody\n",
+            "short-description",
+        ),
+        (
+            "metadata key twice",
+            "---\nname: m\ndescription: d\nmetadata:\n  author: a\n  author: b\n---\nbody\n",
+            "twice",
+        ),
     ] {
         let s = Setup::new();
         write(&s.src.join("skills/bom/SKILL.md"), body);
