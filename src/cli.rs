@@ -363,7 +363,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 }
                 return emit(out, v);
             }
-            if let Some(aside) = &report.snapshot_set_aside {
+            for aside in &report.snapshot_set_aside {
                 emit(
                     out,
                     format!(
@@ -609,6 +609,13 @@ fn repair_note(report: &store::OpenReport, err: &mut dyn Write) {
             err,
             "ledger: note: restored {} frame(s) sled lacked from the journal",
             report.sled_restored_frames
+        );
+    }
+    for aside in &report.snapshots_set_aside {
+        let _ = writeln!(
+            err,
+            "ledger: note: sled's snapshot failed sled's own check: set aside (kept) as {}; sled opened from its log",
+            aside.display()
         );
     }
     if let Some(r) = &report.index_rebuilt {

@@ -181,28 +181,19 @@ pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Resu
     required_text("detail", &e.detail)?;
     // A failure of the frozen bytes is recorded whenever it arrives — once the goal was
     // revised past the workflow's revision, in FINAL_VERIFY, after the workflow was
-    // cancelled or rejected, after a repair moved past them — but not over an ACCEPT: it bars the failed bytes at every
-    // revision that reads as the same goal (`CandidateWork`), and refused, it was lost and
+    // cancelled or rejected, after a repair moved past them, after an ACCEPT: it bars the
+    // failed bytes at every revision that reads as the same goal (`CandidateWork`), and
+    // refused, it was lost and
     // the same bytes were then frozen, passed and ACCEPTed in another workflow (outside
     // reviews 150 F3, 156 F1). A pass or a runner error is recorded only in a live workflow's
     // EVIDENCE_BUILD.
     let failure = e.result == CheckResult::Fail;
+    // After an ACCEPT too, of the ACCEPTed bytes as of a rejected repair parent's (outside
+    // reviews 161 F1, 164 F1: refused there, the failure was lost and the same bytes were
+    // ACCEPTed again in a workflow of a reworded goal, where the same fact named through a
+    // sibling generation was kept): the verdict stands, and the record bars the bytes.
     let wf = if failure {
-        let wf = get(&state.workflows, e.workflow_id, "workflow")?;
-        // Over the ACCEPTed generation only: a failure of bytes the workflow moved past (a
-        // rejected repair parent) is recorded after the ACCEPT too (outside review 161 F1:
-        // refused there, it was lost and the parent's bytes accepted in a new workflow).
-        let accepted = wf.current_decision.and_then(|d| state.decisions.get(&d)).is_some_and(|d| {
-            d.verdict == ledger_schema::types::Verdict::Accept && d.generation_id == e.generation_id
-        });
-        ensure!(
-            !accepted,
-            Rule::WorkflowClosed,
-            "workflow {} is closed by its ACCEPT of generation {}",
-            e.workflow_id,
-            e.generation_id
-        );
-        wf
+        get(&state.workflows, e.workflow_id, "workflow")?
     } else {
         live_workflow(state, e.workflow_id)?
     };

@@ -369,6 +369,16 @@ pub enum OpenError {
     BeingRead(PathBuf),
     #[error("unexpected file in journal/: {0}")]
     UnexpectedFile(PathBuf),
+    /// Where sled opens a file by name — `db`, `conf`, a blob file, its newest snapshot —
+    /// something else stands (a FIFO, a directory, a device, a dangling link): sled would
+    /// wait forever or fail on it. Not sled's damage, so not rebuilt — sled holds records
+    /// the journal may have lost (outside review 163 F3) — but refused, named (exit 2).
+    #[error(
+        "sled's file {0} is not a regular file (a FIFO, directory, device or dangling link), which sled would wait \
+         on or fail to read: move it out of sled/ and run the command again (sled is not damaged by it, so it is \
+         not rebuilt)"
+    )]
+    NotRegularInSled(String),
     /// sled's meta names a store format newer than this build reads: a newer `ledger`
     /// wrote it. Nothing is read as damage and nothing is rebuilt (exit 2).
     #[error(

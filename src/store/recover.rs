@@ -78,10 +78,10 @@ pub struct RecoverReport {
     /// How many files that undo moved (0: every segment the marker named was in place).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted_swap_moved: Option<u64>,
-    /// sled's damaged snapshot, set aside (kept) so that sled opened from its log
-    /// ([`super::disk::open_sled_setting_aside_snapshot`]).
-    #[serde(serialize_with = "super::path_text::option", skip_serializing_if = "Option::is_none")]
-    pub snapshot_set_aside: Option<PathBuf>,
+    /// sled's damaged snapshots, set aside (kept) so that sled opened from its log
+    /// ([`super::disk::set_aside_damaged_snapshot`]), where they are now.
+    #[serde(serialize_with = "super::path_text::list", skip_serializing_if = "Vec::is_empty")]
+    pub snapshot_set_aside: Vec<PathBuf>,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -425,7 +425,15 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         .map(|report| RecoverReport {
             interrupted_swap_undone: undone.as_ref().map(|(into, _)| into.clone()),
             interrupted_swap_moved: undone.as_ref().map(|(_, moved)| *moved as u64),
-            snapshot_set_aside: set_aside.as_ref().map(|(aside, _)| aside.clone()),
+            // Where they are now: in `sled.broken-N` if sled was moved aside after all
+            // (outside review 163 F4: the report named a path that was gone).
+            snapshot_set_aside: set_aside
+                .iter()
+                .map(|(aside, _)| match (&report.moved_aside, aside.file_name()) {
+                    (Some(broken), Some(name)) => broken.join(name),
+                    _ => aside.clone(),
+                })
+                .collect(),
             ..report
         })
         .map_err(|e| hint_keeps_sled(root, e))
@@ -438,11 +446,11 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
     }
-    if result.is_err()
-        && let Some(pair) = &set_aside
-    {
+    if result.is_err() && !set_aside.is_empty() {
         let _lock = lock(root, true)?;
-        super::disk::put_back_snapshot(pair);
+        for pair in set_aside.iter().rev() {
+            super::disk::put_back_snapshot(pair);
+        }
     }
     result
 }
@@ -585,7 +593,7 @@ fn recover_in(
         sled_restored_frames: 0,
         interrupted_swap_undone: None,
         interrupted_swap_moved: None,
-        snapshot_set_aside: None,
+        snapshot_set_aside: Vec::new(),
     };
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and

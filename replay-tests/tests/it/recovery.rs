@@ -1030,6 +1030,11 @@ fn a_damaged_snapshot_does_not_turn_a_lost_end_into_a_loss() {
             || std::fs::read(&aside).is_ok_and(|b| b == damaged),
         "the damaged snapshot is kept"
     );
+    // Nor does a writer's open rebuild sled over it (outside review 163 F1: `submit` did,
+    // and its record took an acknowledged seq).
+    let opened = closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&dir);
+    assert!(opened.is_err(), "the writer refuses the lost end too");
+    assert!(!dir.join("sled.broken-1").exists(), "sled was not rebuilt by the writer");
     let (code, out, err) = cli(&["recover", d, "--truncate-after", &head.to_string(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(all_entries(&dir), before, "nothing lost");
@@ -1039,11 +1044,12 @@ fn a_damaged_snapshot_does_not_turn_a_lost_end_into_a_loss() {
 /// What sled 0.34's open reads as its newest snapshot — the greatest `snap.*` name — being a
 /// FIFO made every command wait forever inside sled's open; a directory, a dangling link or
 /// a damaged snapshot was refused without naming the file (outside review 155 F3, F4). Each
-/// is refused at once as index damage, by name, and `recover` rebuilds sled from the journal
-/// with nothing lost (the old sled moved aside) — a damaged snapshot it sets aside instead,
-/// sled opening from its log (outside review 162 F3).
+/// is refused at once, by name; a file that is not a regular one is not sled's damage, so
+/// `recover` refuses it too (outside review 163 F3: rebuilt, sled's records were dropped
+/// over a journal that had lost its end), and a damaged snapshot it sets aside, sled opening
+/// from its log (outside review 162 F3).
 #[test]
-fn a_snapshot_sled_cannot_read_is_named_and_rebuilt() {
+fn a_sled_file_it_cannot_read_is_named_and_nothing_lost() {
     let tmp = tempfile::tempdir().unwrap();
     type Damage = fn(&std::path::Path);
     let damages: [(&str, Damage); 4] = [
@@ -1064,17 +1070,21 @@ fn a_snapshot_sled_cannot_read_is_named_and_rebuilt() {
         let d = dir.to_str().unwrap();
         let (code, out, err) = cli(&["verify", d]);
         assert_eq!(code, 2, "{name}: {out}{err}");
-        assert!(err.contains("snap.FFFFFFFFFFFFFFFF") && err.contains("ledger recover"), "{name}: {err}");
+        assert!(err.contains("snap.FFFFFFFFFFFFFFFF"), "{name}: {err}");
         let (code, out, err) = cli(&["recover", d]);
-        assert_eq!(code, 0, "{name}: {out}{err}");
         if name == "damaged" {
             // A damaged snapshot is set aside, kept, and sled opens from its log (162 F3).
+            assert_eq!(code, 0, "{name}: {out}{err}");
             assert!(dir.join("sled").join("damaged-snap.FFFFFFFFFFFFFFFF").exists(), "{name}: kept aside");
-            assert!(!dir.join("sled.broken-1").exists(), "{name}: sled not rebuilt");
             assert!(out.contains("set aside"), "{name}: {out}");
         } else {
-            assert!(dir.join("sled.broken-1").exists(), "{name}: the old sled is kept");
+            // Not sled's damage: refused, named, nothing rebuilt (outside review 163 F3: a
+            // rebuild over a journal that lost its end dropped what sled held).
+            assert_eq!(code, 2, "{name}: {out}{err}");
+            assert!(err.contains("not a regular file") && err.contains("move it out"), "{name}: {err}");
+            let _ = std::fs::remove_file(&snapshot).or_else(|_| std::fs::remove_dir(&snapshot));
         }
+        assert!(!dir.join("sled.broken-1").exists(), "{name}: sled not rebuilt");
         assert_eq!(all_entries(&dir), before, "{name}");
         assert_eq!(verify_json(&dir, None).0, 0, "{name}");
     }
@@ -1085,15 +1095,19 @@ fn a_snapshot_sled_cannot_read_is_named_and_rebuilt() {
         make_ledger(&dir, 6, 2);
         let before = all_entries(&dir);
         let file = dir.join("sled").join(name);
-        std::fs::remove_file(&file).unwrap();
+        let kept = tmp.path().join(format!("{name}.kept"));
+        std::fs::rename(&file, &kept).unwrap();
         let status = std::process::Command::new("mkfifo").arg(&file).status().unwrap();
         assert!(status.success());
         let d = dir.to_str().unwrap();
-        let (code, out, err) = cli(&["verify", d]);
-        assert_eq!(code, 2, "{name}: {out}{err}");
-        assert!(err.contains(&format!("sled/{name}: not a regular file")), "{name}: {err}");
-        let (code, out, err) = cli(&["recover", d]);
-        assert_eq!(code, 0, "{name}: {out}{err}");
+        for command in ["verify", "recover"] {
+            let (code, out, err) = cli(&[command, d]);
+            assert_eq!(code, 2, "{name} {command}: {out}{err}");
+            assert!(err.contains(&format!("sled/{name} is not a regular file")), "{name}: {err}");
+        }
+        assert!(!dir.join("sled.broken-1").exists(), "{name}: sled not rebuilt");
+        std::fs::remove_file(&file).unwrap();
+        std::fs::rename(&kept, &file).unwrap();
         assert_eq!(all_entries(&dir), before, "{name}");
         assert_eq!(verify_json(&dir, None).0, 0, "{name}");
     }

@@ -350,7 +350,7 @@ fn a_failure_observed_after_a_revision_is_recorded_and_bars_the_bytes() {
 /// stale, or after the workflow was cancelled while its check ran — is recorded and bars the
 /// failed bytes (outside review 156 F1: refused there, `EvidencePhase` or `WorkflowClosed`,
 /// and the same bytes were frozen, passed and ACCEPTed in a new workflow). Over an ACCEPT it
-/// is refused: the verdict stands.
+/// is recorded too, the verdict standing (outside review 164 F1).
 #[test]
 fn a_late_failure_is_recorded_and_bars_the_bytes() {
     use ledger_schema::types::{CheckResult, Phase};
@@ -380,9 +380,9 @@ fn a_late_failure_is_recorded_and_bars_the_bytes() {
         }
         failed_bytes_stay_barred(&mut w, x, if late == "cancelled" { 1 } else { 2 });
     }
+    // Over an ACCEPT too (outside review 164 F1): the verdict stands, the bytes are barred.
     let mut w = World::at(Stage::Accepted);
-    let err = w.with(|s| s.evidence(0x9f, 0x81, CheckResult::Fail, "failed after the verdict")).unwrap_err();
-    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::WorkflowClosed), "{err}");
+    w.with(|s| s.evidence(0x9f, 0x81, CheckResult::Fail, "failed after the verdict")).unwrap();
 }
 
 /// A failure of a repair's parent bytes that arrives once the repair opened its child
@@ -439,10 +439,15 @@ fn a_failure_of_a_repairs_parent_bytes_is_recorded_after_the_repair() {
     .unwrap();
     // After the ACCEPT of the child, a failure of the parent's bytes — never accepted — is
     // recorded still (outside review 161 F1: refused as "closed by its ACCEPT", it was lost
-    // and the parent's bytes accepted in a new workflow); one of the accepted bytes is not.
+    // and the parent's bytes accepted in a new workflow), and so is one of the accepted
+    // bytes (164 F1): the verdict stands.
     w.with(|s| s.evidence(0x94, 0x80, CheckResult::Fail, "failed after the child's ACCEPT")).unwrap();
-    let err = w.with(|s| s.evidence(0x95, 0x81, CheckResult::Fail, "failed after the verdict")).unwrap_err();
-    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::WorkflowClosed), "{err}");
+    w.with(|s| s.evidence(0x95, 0x81, CheckResult::Fail, "failed after the verdict")).unwrap();
+    let wf = &w.ledger.state().workflows[&lid(WORKFLOW)];
+    let decision = &w.ledger.state().decisions[&wf.current_decision.unwrap()];
+    assert_eq!(decision.verdict, ledger_schema::types::Verdict::Accept, "the verdict stands");
+    let err = w.with(|s| s.evidence(0x96, 0x81, CheckResult::Pass, "passed after the verdict")).unwrap_err();
+    assert!(replay_tests::world::rule_of(&err).is_some(), "a pass is not recorded after it: {err}");
 }
 
 /// Bytes are judged once per goal *content* (outside review 47: bytes accepted at revision

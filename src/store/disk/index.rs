@@ -113,10 +113,7 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
         remove_torn_snapshots(path);
         let snapshot = newest_snapshot(path);
         if let Some(file) = snapshot.as_deref().filter(|file| !file.is_file()) {
-            return Err(snapshot_refused(
-                file,
-                "not a regular file (sled reads its newest snapshot at open)",
-            ));
+            return Err(OpenError::NotRegularInSled(crate::store::path_text::shown(file)));
         }
         let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
         let config = if flusher { config } else { config.flush_every_ms(None) };
@@ -148,33 +145,45 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
     }
 }
 
-/// For `recover`: where the snapshot sled's open reads fails sled's own check and sled will
-/// not open over it, that snapshot is set aside — renamed `damaged-<name>` beside it, kept —
-/// when sled then opens from its log, whose records vouch for the journal as ever (outside
-/// review 162 F3: taken for sled damage, sled was rebuilt from a journal that had lost its
-/// end, dropping acknowledged records with exit 0). Where sled still will not open, the
-/// snapshot is put back. The pair (set aside to, from), for [`put_back_snapshot`] if the
-/// recovery is refused after all.
-pub(in crate::store) fn set_aside_damaged_snapshot(path: &Path) -> Option<(PathBuf, PathBuf)> {
-    let snapshot = newest_snapshot(path).filter(|file| {
+/// For `recover` and the writer's open: where the snapshot sled's open reads fails sled's
+/// own check and sled will not open over it, that snapshot is set aside — renamed
+/// `damaged-<name>` (or `damaged-N-<name>`, a free name) beside it, kept — and so the next
+/// one while it is damaged too, until sled opens from its log, whose records vouch for the
+/// journal as ever (outside reviews 162 F3, 163 F1, F3: taken for sled damage, sled was
+/// rebuilt from a journal that had lost its end, dropping acknowledged records with exit 0).
+/// Where sled still will not open, every snapshot is put back. The pairs (set aside to,
+/// from), for [`put_back_snapshot`] if the recovery is refused after all.
+pub(in crate::store) fn set_aside_damaged_snapshot(path: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let damaged = |file: &PathBuf| {
         std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file() && m.len() <= MAX_SNAPSHOT_CHECK_BYTES)
             && std::fs::read(file).is_ok_and(|bytes| !snapshot_checks(&bytes))
-    })?;
-    if open_sled(path).is_ok() {
-        return None;
+    };
+    let mut moved = Vec::new();
+    if newest_snapshot(path).filter(damaged).is_none() || open_sled(path).is_ok() {
+        return moved;
     }
-    let mut aside_name = std::ffi::OsString::from("damaged-");
-    aside_name.push(snapshot.file_name()?);
-    let aside = path.join(aside_name);
-    if std::fs::symlink_metadata(&aside).is_ok() || std::fs::rename(&snapshot, &aside).is_err() {
-        return None;
+    while let Some(snapshot) = newest_snapshot(path).filter(damaged) {
+        let Some(name) = snapshot.file_name().map(|n| n.to_string_lossy().into_owned()) else { break };
+        let Some(aside) = (1..=64)
+            .map(|n| if n == 1 { format!("damaged-{name}") } else { format!("damaged-{n}-{name}") })
+            .map(|free| path.join(free))
+            .find(|free| std::fs::symlink_metadata(free).is_err())
+        else {
+            break;
+        };
+        if std::fs::rename(&snapshot, &aside).is_err() {
+            break;
+        }
+        moved.push((aside, snapshot));
+        let _ = File::open(path).and_then(|d| d.sync_all());
+        if open_sled(path).is_ok() {
+            return moved;
+        }
     }
-    let _ = File::open(path).and_then(|d| d.sync_all());
-    if open_sled(path).is_ok() {
-        return Some((aside, snapshot));
+    for pair in moved.iter().rev() {
+        put_back_snapshot(pair);
     }
-    put_back_snapshot(&(aside, snapshot));
-    None
+    Vec::new()
 }
 
 /// Undoes [`set_aside_damaged_snapshot`] — unless sled wrote a snapshot of that name since
@@ -303,10 +312,7 @@ fn refused_file(path: &Path) -> Result<(), OpenError> {
         let opened = file.parent() == Some(blobs.as_path())
             || file.file_name().is_some_and(|n| n == "db" || n == "conf");
         if opened && !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
-            return Err(OpenError::Sled(sled::Error::ReportableBug(format!(
-                "its file {}: not a regular file (sled opens its files by name)",
-                crate::store::path_text::shown(file)
-            ))));
+            return Err(OpenError::NotRegularInSled(crate::store::path_text::shown(file)));
         }
     }
     for file in files.iter().filter(|p| p.is_file()) {

@@ -75,6 +75,9 @@ pub struct OpenReport {
     pub sled_restored_frames: u64,
     /// sled would not open and was rebuilt from the journal.
     pub index_rebuilt: Option<IndexRebuilt>,
+    /// sled would not open over its damaged snapshots, set aside (kept) so that it opened
+    /// from its log ([`index::set_aside_damaged_snapshot`]).
+    pub snapshots_set_aside: Vec<PathBuf>,
 }
 
 /// Why the index was rebuilt on open, and where the old one went.
@@ -288,6 +291,11 @@ impl DiskStore {
         let open_first =
             |dir: &Path| if streamed { index::open_sled_for_reading(dir) } else { open_sled(dir) };
         let mut index_rebuilt = None;
+        // A damaged snapshot is sled's cache, not its records: set aside where sled then
+        // opens from its log, whose records still vouch for the journal (outside review 163
+        // F1: the writer rebuilt sled from a journal that had lost its end instead, and a
+        // new record took an acknowledged seq).
+        let set_aside = index::set_aside_damaged_snapshot(&sled_dir);
         let db = match open_first(&sled_dir) {
             Ok(db) => db,
             // The index is damaged, not the history: rebuild it from the journal (the old
@@ -422,6 +430,7 @@ impl DiskStore {
             torn_tail,
             sled_restored_frames: scan.sled_lag.len() as u64,
             index_rebuilt,
+            snapshots_set_aside: set_aside.iter().map(|(aside, _)| aside.clone()).collect(),
         };
         let store = DiskStore {
             root: root.to_path_buf(),
