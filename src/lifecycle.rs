@@ -397,9 +397,14 @@ impl<S: Store> Script<'_, S> {
     /// Repair from the exact decision (the child starts from the parent's frozen bytes),
     /// implement again, pass, ACCEPT.
     pub fn repair_and_accept(&mut self) -> Result<(), SubmitError> {
-        use WorkerEventKind as K;
         let repair = self.repair_command();
         self.run(Command::RecordRepair(repair))?;
+        self.accept_repair()
+    }
+
+    /// After the repair is recorded: implement the child again, pass, ACCEPT.
+    pub fn accept_repair(&mut self) -> Result<(), SubmitError> {
+        use WorkerEventKind as K;
         self.advance(Phase::Implement)?;
         self.start(0x66, 0x67)?;
         self.claim(lid(0x66))?;

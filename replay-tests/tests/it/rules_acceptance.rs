@@ -332,9 +332,17 @@ fn tight_budget(
 
 /// A world under `bundle` in FINAL_VERIFY over frozen generation 0x80, its check passing.
 fn accepting(bundle: ledger_schema::events::PolicyBundle) -> World {
+    accepting_after(bundle, None)
+}
+
+/// [`accepting`], with `first` recorded right after the setup.
+fn accepting_after(bundle: ledger_schema::events::PolicyBundle, first: Option<Command>) -> World {
     let mut w = World::at(Stage::Empty);
     w.with(|s| {
         s.setup_with(bundle)?;
+        if let Some(command) = first {
+            s.run(command)?;
+        }
         s.discover_and_plan()?;
         s.implement_first()?;
         s.advance(Phase::EvidenceBuild)?;
@@ -495,17 +503,7 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
     // The path's record current at the start, superseded by one recorded since and then
     // withdrawn: the start's record is no longer current (outside review 161 F2: counted
     // as recorded and withdrawn since, it cancelled out and the ACCEPT stood).
-    let mut w = World::at(Stage::Empty);
-    w.with(|s| {
-        s.setup_with(tight_budget(InputClass::ProjectMaterial, 1_000))?;
-        s.run(large_source(0x4a))?;
-        s.discover_and_plan()?;
-        s.implement_first()?;
-        s.advance(Phase::EvidenceBuild)?;
-        s.evidence(0x90, 0x80, CheckResult::Pass, "ok")?;
-        s.advance(Phase::FinalVerify).map(drop)
-    })
-    .unwrap();
+    let mut w = accepting_after(tight_budget(InputClass::ProjectMaterial, 1_000), Some(large_source(0x4a)));
     w.ok(large_source(0x4b));
     w.ok(Command::WithdrawProjectSource(WithdrawProjectSource {
         source_id: lid(0x4b),

@@ -410,33 +410,7 @@ fn a_failure_of_a_repairs_parent_bytes_is_recorded_after_the_repair() {
         "its generation is no longer the workflow's active one"
     );
     // The child goes on: its own pass and ACCEPT are not held back by its parent's record.
-    w.with(|s| {
-        use ledger_schema::events::WorkerEventKind;
-        use ledger_schema::types::{Phase, ResultKind, Verdict};
-        s.advance(Phase::Implement)?;
-        s.start(0x66, 0x67)?;
-        s.claim(lid(0x66))?;
-        let t = s.time_ms;
-        s.deliver(lid(0x66), 0x76, payload(WorkerEventKind::CompletionRequest, t, "fixed"))?;
-        s.finish(0x66, ResultKind::CompletionRequest)?;
-        s.run(Command::FreezeGeneration(FreezeGeneration {
-            generation_id: lid(0x81),
-            candidate_digest: digest_of("candidate 2"),
-            change_set_digest: digest_of("change set 2"),
-        }))?;
-        s.advance(Phase::EvidenceBuild)?;
-        s.evidence(0x91, 0x81, CheckResult::Pass, "passed")?;
-        s.advance(Phase::FinalVerify)?;
-        s.run(Command::DecideAcceptance(DecideAcceptance {
-            decision_id: lid(0xa1),
-            workflow_id: lid(WORKFLOW),
-            generation_id: lid(0x81),
-            verdict: Verdict::Accept,
-            evidence_ids: None,
-            reasons: vec!["passed".into()],
-        }))
-    })
-    .unwrap();
+    w.with(|s| s.accept_repair()).unwrap();
     // After the ACCEPT of the child, a failure of the parent's bytes — never accepted — is
     // recorded still (outside review 161 F1: refused as "closed by its ACCEPT", it was lost
     // and the parent's bytes accepted in a new workflow), and so is one of the accepted
