@@ -79,7 +79,7 @@ pub struct RecoverReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted_swap_moved: Option<u64>,
     /// sled's damaged snapshots, set aside (kept) so that sled opened from its log
-    /// ([`super::disk::set_aside_damaged_snapshot`]), where they are now.
+    /// (`set_aside_damaged_snapshot`), where they are now.
     #[serde(serialize_with = "super::path_text::list", skip_serializing_if = "Vec::is_empty")]
     pub snapshot_set_aside: Vec<PathBuf>,
 }

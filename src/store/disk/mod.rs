@@ -76,7 +76,7 @@ pub struct OpenReport {
     /// sled would not open and was rebuilt from the journal.
     pub index_rebuilt: Option<IndexRebuilt>,
     /// sled would not open over its damaged snapshots, set aside (kept) so that it opened
-    /// from its log ([`index::set_aside_damaged_snapshot`]).
+    /// from its log (`set_aside_damaged_snapshot`).
     pub snapshots_set_aside: Vec<PathBuf>,
 }
 
