@@ -932,7 +932,7 @@ fn status(dir: &Path, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
 fn failure_json(e: &OpenError) -> serde_json::Value {
     let (seq, copy, reason) = match e {
         OpenError::Corrupt { seq, replica, reason } => (Some(*seq), Some(*replica), reason.to_string()),
-        e @ (OpenError::Sled(_) | OpenError::SledMissing(_)) => {
+        e @ (OpenError::Sled(_) | OpenError::SledMissing(_) | OpenError::NotRegularInSled(_)) => {
             (None, Some(store::Replica::Sled), e.to_string())
         }
         other => (None, None, other.to_string()),

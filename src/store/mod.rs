@@ -374,9 +374,9 @@ pub enum OpenError {
     /// wait forever or fail on it. Not sled's damage, so not rebuilt — sled holds records
     /// the journal may have lost (outside review 163 F3) — but refused, named (exit 2).
     #[error(
-        "sled's file {0} is not a regular file (a FIFO, directory, device or dangling link), which sled would wait \
-         on or fail to read: move it out of sled/ and run the command again (sled is not damaged by it, so it is \
-         not rebuilt)"
+        "sled's file {0} is not a regular file (a FIFO, directory, device or dangling link; or, for blobs/, not a \
+         directory), which sled would wait on or fail to read: move it out of sled/ and run the command again \
+         (sled is not damaged by it, so it is not rebuilt)"
     )]
     NotRegularInSled(String),
     /// sled's meta names a store format newer than this build reads: a newer `ledger`

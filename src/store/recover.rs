@@ -394,8 +394,9 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         let _lock = lock(root, true)?;
         super::swap::undo_interrupted(root)?
     };
-    // A damaged snapshot set aside where sled then opens from its log (put back below if
-    // the recovery is refused: a refusal changes nothing).
+    // A damaged snapshot set aside where sled then opens from its log — kept there, as the
+    // writer keeps it, a refusal too (outside review 165 F3: put back beside the sound
+    // snapshot sled's open wrote, sled's next snapshot deleted it).
     let set_aside = {
         let _lock = lock(root, true)?;
         super::disk::set_aside_damaged_snapshot(&root.join(SLED_DIR))
@@ -445,12 +446,6 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         });
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
-    }
-    if result.is_err() && !set_aside.is_empty() {
-        let _lock = lock(root, true)?;
-        for pair in set_aside.iter().rev() {
-            super::disk::put_back_snapshot(pair);
-        }
     }
     result
 }

@@ -1022,8 +1022,8 @@ fn a_damaged_snapshot_does_not_turn_a_lost_end_into_a_loss() {
         "{err}"
     );
     assert!(!dir.join("sled.broken-1").exists(), "sled was not taken for damage");
-    // Put back after the refusal — or, where sled's open wrote a sound snapshot of that name,
-    // kept aside: never lost.
+    // Kept aside after the refusal (outside review 165 F3: put back beside the sound snapshot
+    // sled's open wrote, sled's next snapshot deleted it).
     let aside = dir.join("sled").join(format!("damaged-{}", snapshot.file_name().unwrap().to_str().unwrap()));
     assert!(
         std::fs::read(&snapshot).is_ok_and(|b| b == damaged)
@@ -1108,6 +1108,42 @@ fn a_sled_file_it_cannot_read_is_named_and_nothing_lost() {
         assert!(!dir.join("sled.broken-1").exists(), "{name}: sled not rebuilt");
         std::fs::remove_file(&file).unwrap();
         std::fs::rename(&kept, &file).unwrap();
+        assert_eq!(all_entries(&dir), before, "{name}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{name}");
+    }
+    // `blobs/` that is not a directory (outside review 165 F1: taken for sled damage), and a
+    // FIFO beside journal damage, which verify names first (165 F2: hidden behind exit 2).
+    for name in ["blobs", "journal damage"] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        make_ledger(&dir, 6, 2);
+        let before = all_entries(&dir);
+        let d = dir.to_str().unwrap();
+        let (file, kept) = (dir.join("sled").join("blobs"), tmp.path().join(format!("{name}.kept")));
+        if name == "blobs" {
+            std::fs::rename(&file, &kept).unwrap();
+            std::fs::write(&file, b"").unwrap();
+            for command in ["verify", "recover"] {
+                let (code, out, err) = cli(&[command, d]);
+                assert_eq!(code, 2, "{name} {command}: {out}{err}");
+                assert!(err.contains("sled/blobs is not a regular file"), "{name}: {err}");
+            }
+            assert!(!dir.join("sled.broken-1").exists(), "{name}: sled not rebuilt");
+            std::fs::remove_file(&file).unwrap();
+            std::fs::rename(&kept, &file).unwrap();
+        } else {
+            let stray = file.join("stray");
+            let status = std::process::Command::new("mkfifo").arg(&stray).status().unwrap();
+            assert!(status.success());
+            let mut bytes = std::fs::read(segment(&dir)).unwrap();
+            let at = journal_frames(&dir)[1].range.start + 40;
+            bytes[at] ^= 1;
+            std::fs::write(segment(&dir), &bytes).unwrap();
+            let (code, out, err) = cli(&["verify", d]);
+            assert_eq!(code, 1, "the journal's damage comes first: {out}{err}");
+            bytes[at] ^= 1;
+            std::fs::write(segment(&dir), &bytes).unwrap();
+            std::fs::remove_file(&stray).unwrap();
+        }
         assert_eq!(all_entries(&dir), before, "{name}");
         assert_eq!(verify_json(&dir, None).0, 0, "{name}");
     }

@@ -111,7 +111,9 @@ pub fn audit_with(
             Ok(db) => Ok(db),
             Err(OpenError::Locked(_)) => Err("held by a live writer".to_owned()),
             Err(e @ OpenError::NoRoom { .. }) => Err(format!("not opened: {e}")),
-            Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_))) => {
+            // (A file where sled opens one that is not a regular file too: outside review 165
+            // F2, it was reported before journal damage it then hid.)
+            Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_) | OpenError::NotRegularInSled(_))) => {
                 let reason = format!("will not open: {e}");
                 unopened = Some(e);
                 Err(reason)

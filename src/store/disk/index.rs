@@ -152,7 +152,7 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
 /// journal as ever (outside reviews 162 F3, 163 F1, F3: taken for sled damage, sled was
 /// rebuilt from a journal that had lost its end, dropping acknowledged records with exit 0).
 /// Where sled still will not open, every snapshot is put back. The pairs (set aside to,
-/// from), for [`put_back_snapshot`] if the recovery is refused after all.
+/// from).
 pub(in crate::store) fn set_aside_damaged_snapshot(path: &Path) -> Vec<(PathBuf, PathBuf)> {
     let damaged = |file: &PathBuf| {
         std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file() && m.len() <= MAX_SNAPSHOT_CHECK_BYTES)
@@ -188,7 +188,7 @@ pub(in crate::store) fn set_aside_damaged_snapshot(path: &Path) -> Vec<(PathBuf,
 
 /// Undoes [`set_aside_damaged_snapshot`] — unless sled wrote a snapshot of that name since
 /// (sled writes one at every open), which is kept.
-pub(in crate::store) fn put_back_snapshot((aside, snapshot): &(PathBuf, PathBuf)) {
+fn put_back_snapshot((aside, snapshot): &(PathBuf, PathBuf)) {
     if std::fs::symlink_metadata(snapshot).is_err()
         && std::fs::rename(aside, snapshot).is_ok()
         && let Some(dir) = snapshot.parent()
@@ -308,6 +308,11 @@ fn refused_file(path: &Path) -> Result<(), OpenError> {
     // regular file: a FIFO there made every command wait forever inside the open (outside
     // review 162 F2), as one named `snap.*` did ([`newest_snapshot`]). Index damage, named.
     let blobs = path.join("blobs");
+    // `blobs/` itself, there but not a directory (outside review 165 F1: a FIFO, a file or a
+    // dangling link there was taken for sled damage, and sled rebuilt over a lost end).
+    if std::fs::symlink_metadata(&blobs).is_ok() && !std::fs::metadata(&blobs).is_ok_and(|m| m.is_dir()) {
+        return Err(OpenError::NotRegularInSled(crate::store::path_text::shown(&blobs)));
+    }
     for file in &files {
         let opened = file.parent() == Some(blobs.as_path())
             || file.file_name().is_some_and(|n| n == "db" || n == "conf");

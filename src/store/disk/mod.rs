@@ -19,8 +19,8 @@ pub use faults::{FaultPlan, FaultPoint};
 pub use index::inside_sled;
 pub(in crate::store) use index::{
     HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, entries_of, frame_at_or_before, get_frame,
-    insert_frame, key, key_seq, meta_is_current, names_no_ledger, open_sled, parting, put_back_snapshot,
-    read_meta, refuse_newer_format, set_aside_damaged_snapshot, sled_guarded, trees, write_meta,
+    insert_frame, key, key_seq, meta_is_current, names_no_ledger, open_sled, parting, read_meta,
+    refuse_newer_format, set_aside_damaged_snapshot, sled_guarded, trees, write_meta,
 };
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
