@@ -353,6 +353,27 @@ fn accepting_after(bundle: ledger_schema::events::PolicyBundle, first: Option<Co
     w
 }
 
+/// The claim of a DISCOVERY Attempt started under `bundle`, after `late` — recorded between
+/// its start and the claim, and left out of the recompiled package by its budget — refused
+/// as stale; its error.
+fn claim_after_left_out(bundle: ledger_schema::events::PolicyBundle, late: Command) -> String {
+    use closure_ledger::runtime::current_binding;
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(bundle)?;
+        s.start(0x64, 0x65).map(drop)
+    })
+    .unwrap();
+    w.ok(late);
+    let state = w.ledger.state();
+    let binding = current_binding(state, lid(0x64)).unwrap();
+    let compiled = closure_ledger::compiler::compile(state, &binding).unwrap();
+    assert_eq!(compiled.manifest.package_digest, state.attempts[&lid(0x64)].package_digest, "left out");
+    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    err.to_string()
+}
+
 fn decision(id: u128, words: usize) -> Command {
     Command::RecordHumanDecision(RecordHumanDecision {
         decision_id: lid(id),
@@ -372,23 +393,10 @@ fn decision(id: u128, words: usize) -> Command {
 /// — only the set rule refuses.
 #[test]
 fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
-    use closure_ledger::runtime::current_binding;
     use ledger_schema::types::InputClass;
     // The claim: a decision recorded between a DISCOVERY Attempt's start and its claim, left
     // out by budget (DISCOVERY takes the class as optional).
-    let mut w = World::at(Stage::Empty);
-    w.with(|s| {
-        s.setup_with(tight_budget(InputClass::BlockersDecisions, 600))?;
-        s.start(0x64, 0x65).map(drop)
-    })
-    .unwrap();
-    w.ok(decision(0x57, 40));
-    let state = w.ledger.state();
-    let binding = current_binding(state, lid(0x64)).unwrap();
-    let compiled = closure_ledger::compiler::compile(state, &binding).unwrap();
-    assert_eq!(compiled.manifest.package_digest, state.attempts[&lid(0x64)].package_digest, "left out");
-    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
-    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    let err = claim_after_left_out(tight_budget(InputClass::BlockersDecisions, 600), decision(0x57, 40));
     assert!(
         err.to_string().contains("human decision") && err.to_string().contains("bound input set"),
         "{err}"
@@ -481,19 +489,7 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
             content: "pub fn lex(bytes: &[u8]) -> Vec<Token> { todo!() }\n".repeat(80),
         })
     };
-    let mut w = World::at(Stage::Empty);
-    w.with(|s| {
-        s.setup_with(tight_budget(InputClass::ProjectMaterial, 1_000))?;
-        s.start(0x64, 0x65).map(drop)
-    })
-    .unwrap();
-    w.ok(large_source(0x4a));
-    let state = w.ledger.state();
-    let binding = current_binding(state, lid(0x64)).unwrap();
-    let compiled = closure_ledger::compiler::compile(state, &binding).unwrap();
-    assert_eq!(compiled.manifest.package_digest, state.attempts[&lid(0x64)].package_digest, "left out");
-    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
-    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    let err = claim_after_left_out(tight_budget(InputClass::ProjectMaterial, 1_000), large_source(0x4a));
     assert!(err.to_string().contains("project source") && err.to_string().contains("lexer.rs"), "{err}");
     let mut w = accepting(tight_budget(InputClass::ProjectMaterial, 1_000));
     w.ok(large_source(0x4a));
