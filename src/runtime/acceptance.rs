@@ -267,7 +267,15 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
             );
         }
         Verdict::RejectRepairable => {
-            ensure!(any(CheckResult::Fail), Rule::Verdict, "REJECT_REPAIRABLE needs a failing check");
+            // The way out named (outside review 164 F2: bytes a failure recorded on another
+            // generation bars could be neither ACCEPTed nor, without one here, repaired).
+            ensure!(
+                any(CheckResult::Fail),
+                Rule::Verdict,
+                "REJECT_REPAIRABLE needs a failing check in this generation's Evidence Set (a failure recorded on \
+                 another generation does not carry into a repair: re-run the check here — its failure opens the \
+                 repair — or record REJECT_TERMINAL, or cancel the workflow)"
+            );
             super::evidence::repair_feedback_fits(state, wf, e.generation_id)?;
         }
         Verdict::RejectTerminal => {}
