@@ -113,6 +113,10 @@ fn open_sled_probed(path: &Path, cache_bytes: u64, flusher: bool) -> Result<sled
         remove_torn_snapshots(path);
         let snapshot = newest_snapshot(path);
         if let Some(file) = snapshot.as_deref().filter(|file| !file.is_file()) {
+            if vanished(file) {
+                // A live sled replaced it between the listing and the look: look again.
+                continue;
+            }
             return Err(OpenError::NotRegularInSled(crate::store::path_text::shown(file)));
         }
         let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
@@ -209,6 +213,21 @@ fn newest_snapshot(path: &Path) -> Option<std::path::PathBuf> {
             name.starts_with("snap.") && !name.ends_with(".in___motion")
         })
         .max()
+}
+
+/// `file`, listed a moment ago, is no longer there: a live sled (the writer's, or this
+/// process's own just dropped) removes blob files and old snapshots as it works, so a name
+/// gone between the listing and the look is not a file sled cannot open (CI, 2026-12-06: a
+/// blob removed after the engine's shutdown refused the next open as not regular). A
+/// dangling link is still there ([`std::fs::symlink_metadata`] reads the link itself).
+fn vanished(file: &Path) -> bool {
+    std::fs::symlink_metadata(file).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// `file`, listed in sled's directory, is there and is not a regular file (a dangling link
+/// included): sled would wait on it or fail to read it.
+fn not_regular(file: &Path) -> bool {
+    !std::fs::metadata(file).is_ok_and(|m| m.is_file()) && !vanished(file)
 }
 
 /// sled's snapshot `file` cannot be read, for `why`: index damage, named (outside review 155
@@ -316,7 +335,7 @@ fn refused_file(path: &Path) -> Result<(), OpenError> {
     for file in &files {
         let opened = file.parent() == Some(blobs.as_path())
             || file.file_name().is_some_and(|n| n == "db" || n == "conf");
-        if opened && !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+        if opened && not_regular(file) {
             return Err(OpenError::NotRegularInSled(crate::store::path_text::shown(file)));
         }
     }
@@ -839,6 +858,27 @@ mod tests {
     use super::*;
 
     type Item = SledItem;
+
+    /// A name listed and gone before the look is not refused (CI, 2026-12-06); a dangling
+    /// link, a directory or a FIFO is.
+    #[test]
+    fn a_listed_file_gone_since_is_not_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gone = tmp.path().join("11042879");
+        std::fs::write(&gone, b"blob").unwrap();
+        assert!(!not_regular(&gone));
+        std::fs::remove_file(&gone).unwrap();
+        assert!(vanished(&gone) && !not_regular(&gone));
+        let link = tmp.path().join("dangling");
+        std::os::unix::fs::symlink(tmp.path().join("nowhere"), &link).unwrap();
+        assert!(!vanished(&link) && not_regular(&link));
+        let dir = tmp.path().join("dir");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(not_regular(&dir));
+        let fifo = tmp.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(not_regular(&fifo));
+    }
 
     fn item(i: u64) -> Item {
         Ok((key(i).as_slice().into(), i.to_le_bytes().as_slice().into()))
