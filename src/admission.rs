@@ -696,15 +696,26 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
 /// For readers (`ledger compile --json`): why a dispatch claim of the started, undispatched
 /// Attempt `attempt` would be refused as stale over `state` (`check_current`), or why the
 /// result of the finished Attempt `attempt` — its generation's latest COMPLETION_REQUEST —
-/// can no longer be frozen or accepted (`check_result_current`); `None` when it is
+/// can no longer be frozen or accepted (`check_result_current`) — a Goal revised since the
+/// workflow began refuses both (`StaleGoalRevision`); `None` when it is
 /// current, or neither applies (outside review 128 F3: `compile --json` said nothing of a
 /// claim the ledger would refuse).
 pub fn stale_now(state: &State, attempt: ledger_schema::Id) -> Option<String> {
     use runtime::state::AttemptStatus;
     let registry = &compiler::RELEASED;
     let a = state.attempts.get(&attempt)?;
+    // A Goal revised since the workflow began refuses its claims, freezes and ACCEPTs alike
+    // (`runtime::live_workflow`; outside review 166 F1: `staleNow` was null for them).
+    let goal_revised = || {
+        runtime::live_workflow(state, a.workflow_id)
+            .err()
+            .filter(|v| v.rule == runtime::Rule::StaleGoalRevision)
+            .map(|v| Refusal::Rule(v).to_string())
+    };
     match a.status {
-        AttemptStatus::Started => check_current(registry, state, attempt).err().map(|e| e.to_string()),
+        AttemptStatus::Started => {
+            goal_revised().or_else(|| check_current(registry, state, attempt).err().map(|e| e.to_string()))
+        }
         AttemptStatus::Finished { .. } => {
             let generation = a.generation_id?;
             // A closed workflow or a decided generation takes no freeze or ACCEPT any more
@@ -713,6 +724,11 @@ pub fn stale_now(state: &State, attempt: ledger_schema::Id) -> Option<String> {
             let decided = state.generations.get(&generation).is_none_or(|g| g.decision.is_some());
             if closed || decided {
                 return None;
+            }
+            // The generation's freeze and ACCEPT are refused whichever result they name (and
+            // `result_binding` has none for a workflow on an earlier goal revision).
+            if let Some(why) = goal_revised() {
+                return Some(why);
             }
             let (latest, _, _) = runtime::result_binding(state, generation)?;
             // A frozen generation's next step is its ACCEPT, whose refusal gives its own way

@@ -11,6 +11,7 @@ pub mod command;
 pub mod dedup;
 mod evidence;
 mod goal;
+mod map;
 pub mod profile;
 mod repair;
 pub mod selection;

@@ -792,7 +792,9 @@ pub fn apply_registry(state: &mut State, e: &SourceRegistryRecorded, seq: u64) -
     );
     let cp = &mut state.context_profiles;
     cp.registry_root = e.source_root.clone();
-    cp.registries.entry(found).or_insert(seq);
+    if !cp.registries.contains_key(&found) {
+        cp.registries.insert(found, seq);
+    }
     cp.registry_digest = Some(found);
     cp.registry = Some(Arc::new(e.registry.clone()));
     cp.registry_seq = Some(seq);

@@ -200,7 +200,8 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
 /// A fact's statement as a reader compares it, conservatively — two statements that differ
 /// in anything a careful reader could mean stay two (outside review 71: a case change in an
 /// identifier, `2³` against `23`, `modern` against `modem`, a `?` are meaning): NFC, invisible
-/// characters dropped, white space collapsed and trimmed, one closing `.` dropped, and each
+/// characters dropped, white space collapsed and trimmed, one closing full stop (`.` or its
+/// full-width, half-width, small or ideographic form) dropped, and each
 /// letter outside ASCII read as the ASCII it is confusable with (UTS #39 skeleton: a Cyrillic
 /// `а`, a Greek `ο`, a full-width `ｐ` read as `a`, `o`, `p`; outside review 69). ASCII itself
 /// is never mapped, so `l`, `1` and `I` stay three characters.
@@ -208,7 +209,8 @@ fn statement_key(statement: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     let visible: String = statement.nfc().filter(|c| !super::invisible(*c)).collect();
     let collapsed = visible.split_whitespace().collect::<Vec<_>>().join(" ");
-    let trimmed = collapsed.strip_suffix('.').unwrap_or(&collapsed).trim_end();
+    // A full stop in any of its forms (outside review 166 F2: `．`, `﹒`, `。` made another fact).
+    let trimmed = collapsed.strip_suffix(['.', '．', '｡', '。', '﹒']).unwrap_or(&collapsed).trim_end();
     let mut key = String::with_capacity(trimmed.len());
     for c in trimmed.chars() {
         if c.is_ascii() || !c.is_alphabetic() {
@@ -269,7 +271,8 @@ fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
 
 /// A question as two decisions are compared: invisible characters dropped, blanks collapsed
 /// and trimmed, case folded, the sentence's own marks at its ends dropped (`?`, `!`, `.`,
-/// `…`, their full-width, half-width and Arabic forms and `‼ ⁇ ⁈ ⁉` at the end, `¿` and
+/// `…`, their full-width, half-width, small and Arabic forms, the Greek question mark and
+/// `‼ ⁇ ⁈ ⁉` at the end (outside review 166 F2: `﹖` and U+037E let a second answer stand), `¿` and
 /// `¡` at the start) and quotes, brackets or emphasis around the whole question — so a
 /// byte-order mark, a soft hyphen, a double space, a capital or a missing `?` does not make
 /// the same visible question a new one. Other punctuation at an end is a word's (`C++`,
@@ -291,7 +294,7 @@ pub fn question_key(question: &str) -> String {
     // "…enum?", "¿…?": outside review 44); a word's punctuation does ("C++?", "C?": 47).
     // Quotes, brackets or emphasis around the whole question do not either ("\"…?\"",
     // "(…?)", "*…?*": outside reviews 49, 51).
-    let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉".contains(c) || c.is_whitespace();
+    let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉﹖﹗﹒\u{37E}".contains(c) || c.is_whitespace();
     let opening = |c: char| "¿¡".contains(c) || c.is_whitespace();
     // Any opening quote or bracket with any closing one: a mismatched pair wraps as well
     // (outside review 51: `『…』`, `【…】`, `（…）`, `{…}`, `~~…~~`, `(…]` were new questions).

@@ -9,10 +9,10 @@ use ledger_schema::types::{Binding, Eligibility, Phase, ResultKind, ThreadChoice
 use ledger_schema::{Digest, DigestKind, Id, codec};
 use serde::Serialize;
 
-/// The projection's maps: persistent ordered maps (structural sharing), so a snapshot of
-/// the whole state is an O(1) clone and an update copies only one path. They iterate —
-/// and so encode — in key order, like a `BTreeMap`.
-pub type Map<K, V> = imbl::OrdMap<K, V>;
+/// The projection's maps: persistent ordered maps (structural sharing) with their values
+/// behind `Arc`, so a snapshot of the whole state is an O(1) clone and an update copies one
+/// path and one value. They iterate — and so encode — in key order, like a `BTreeMap`.
+pub use super::map::Map;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

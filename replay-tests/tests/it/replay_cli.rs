@@ -116,6 +116,44 @@ fn compile_says_when_a_finished_result_went_stale() {
     }
 }
 
+/// A Goal revised since the workflow began: the claim of its undispatched Attempt and the
+/// freeze of its finished result are refused (`StaleGoalRevision`), and `compile` says so
+/// (outside review 166 F1: `staleNow` was null for both).
+#[test]
+fn compile_says_when_the_goal_was_revised() {
+    let revise = || {
+        closure_ledger::runtime::Command::ReviseGoal(closure_ledger::runtime::command::ReviseGoal {
+            goal_id: lid(closure_ledger::lifecycle::GOAL),
+            revision: 2,
+            content: ledger_schema::events::GoalContent {
+                objective: "parse() returns a typed error".into(),
+                ..closure_ledger::lifecycle::goal_content()
+            },
+        })
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    on_ledger(&started, |s| {
+        s.setup().unwrap();
+        s.start(0x60, 0x61).unwrap();
+        s.run(revise()).unwrap();
+        assert!(s.claim(lid(0x60)).is_err(), "the claim is refused");
+    });
+    let finished = tmp.path().join("finished");
+    on_ledger(&finished, |s| {
+        s.setup().unwrap();
+        s.discover_and_plan().unwrap();
+        s.implement_first().unwrap();
+        s.run(revise()).unwrap();
+    });
+    for (dir, attempt) in [(&started, 0x60), (&finished, 0x64)] {
+        let (j, err) = compile_json(dir, attempt);
+        let why = j["staleNow"].as_str().unwrap_or_default();
+        assert!(why.contains("StaleGoalRevision") && why.contains("the goal is at 2"), "{attempt:x}: {j}");
+        assert!(err.contains("no longer current"), "{err}");
+    }
+}
+
 /// `replay --json` reports every required key, proves all four manifests, and ends on
 /// the state a live run had.
 #[test]

@@ -91,6 +91,10 @@ fn a_statement_is_one_fact_of_a_goal() {
         "{err}"
     );
     w.refused(propose(0x5e, GOAL, &format!("  {} .", stated.replace(' ', "\n"))), Rule::FactStatus);
+    // A full stop in its other forms (outside review 166 F2: each made another fact).
+    for stop in ['\u{FF0E}', '\u{FF61}', '\u{3002}', '\u{FE52}'] {
+        w.refused(propose(0x5e, GOAL, &format!("{stated}{stop}")), Rule::FactStatus);
+    }
     // Look-alikes read the same (outside review 69): a full-width letter, a Cyrillic `а`,
     // an NFD accent.
     for look_alike in [stated.replacen('p', "\u{FF50}", 1), stated.replacen('a', "\u{0430}", 1)] {
@@ -368,6 +372,11 @@ fn a_goal_has_one_decision_per_question() {
         "{May parse() allocate?}",
         "~~May parse() allocate?~~",
         "(May parse() allocate?]",
+        // Small forms and the Greek question mark (outside review 166 F2: a second answer
+        // stood beside the first).
+        "May parse() allocate\u{FE56}",
+        "May parse() allocate\u{FE57}",
+        "May parse() allocate\u{37E}",
     ] {
         w.refused(decision(0x5D, GOAL, same, "human:alice"), Rule::DecisionConflict);
     }
