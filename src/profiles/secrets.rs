@@ -15,8 +15,35 @@
 /// What secret `bytes` hold, if any: its form and the line it is on (1-based), for the
 /// refusal.
 pub fn secret_in(bytes: &[u8]) -> Option<String> {
-    find(&String::from_utf8_lossy(bytes), 0)
+    find(&String::from_utf8_lossy(bytes), 0).or_else(|| {
+        // UTF-16 text — a PDF's strings, a file PowerShell wrote — read as its ASCII, the
+        // zero bytes dropped (outside review 167 F1: a token in it was not read).
+        bytes.contains(&0).then_some(()).and_then(|()| {
+            let narrow: Vec<u8> = bytes.iter().copied().filter(|b| *b != 0).collect();
+            find(&String::from_utf8_lossy(&narrow), 0).map(|what| format!("{what}, in UTF-16"))
+        })
+    })
 }
+
+/// At most `len` bytes of `text` from `from` (less, to end on a character boundary).
+/// Every look after a match is bounded by one (outside review 167 F2: each match read to
+/// the end of the file, so a file of repeated matches took time quadratic in its size —
+/// minutes for a few hundred kilobytes, under the ledger's writer lock).
+fn window(text: &str, from: usize, len: usize) -> &str {
+    let rest = text.get(from..).unwrap_or_default();
+    let mut end = len.min(rest.len());
+    while !rest.is_char_boundary(end) {
+        end -= 1;
+    }
+    rest.get(..end).unwrap_or_default()
+}
+
+/// How far after a match a value is read: a secret, a key's value or the block holding it
+/// is shorter (an armored key's body, which can be longer, is read by [`armored`] in one pass).
+const LOOK: usize = 512;
+
+/// How far a provider token is read (PyPI's, the longest here, is about 220 characters).
+const TOKEN_LOOK: usize = 256;
 
 fn find(text: &str, depth: u8) -> Option<String> {
     let line = |at: usize| text.get(..at).map_or(0, |t| t.matches('\n').count()) + 1;
@@ -58,26 +85,38 @@ fn find(text: &str, depth: u8) -> Option<String> {
 /// characters, then `-----END` (a header quoted in a document, or built in a script, is
 /// not a key: outside review 134).
 fn armored(text: &str) -> Option<usize> {
-    text.match_indices("-----BEGIN ").map(|(at, _)| at).find(|&at| {
-        let rest = text.get(at + 11..).unwrap_or_default();
-        let Some(label_end) = rest.find("-----") else { return false };
-        let label = rest.get(..label_end).unwrap_or_default();
-        let body = rest.get(label_end + 5..).unwrap_or_default();
-        let Some(end) = body.find("-----END") else { return false };
-        // The body of this block only, closed by a private key's END (outside review 141: a
-        // header named in prose paired with a later public key's body).
-        let closing = body.get(end..).unwrap_or_default().lines().next().unwrap_or_default();
-        if body.get(..end).unwrap_or_default().contains("-----BEGIN") || !closing.contains("PRIVATE KEY") {
-            return false;
-        }
-        let base64 = body
-            .get(..end)
-            .unwrap_or_default()
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
-            .count();
-        label.contains("PRIVATE KEY") && label.len() < 64 && base64 >= 64
-    })
+    // Where each `-----END` is, found once: a block's END is the first after its BEGIN (each
+    // BEGIN searching on to the end was quadratic: outside review 167 F2).
+    let ends: Vec<usize> = text.match_indices("-----END").map(|(at, _)| at).collect();
+    let begins: Vec<usize> = text.match_indices("-----BEGIN").map(|(at, _)| at).collect();
+    let next = |list: &[usize], after: usize| list.get(list.partition_point(|&p| p < after)).copied();
+    begins.iter().copied().filter(|&at| text.get(at..).is_some_and(|t| t.starts_with("-----BEGIN "))).find(
+        |&at| {
+            let rest = window(text, at + 11, 128);
+            let Some(label_end) = rest.find("-----") else { return false };
+            let label = rest.get(..label_end).unwrap_or_default();
+            let body_at = at + 11 + label_end + 5;
+            let Some(end_at) = next(&ends, body_at) else { return false };
+            // The body of this block only, closed by a private key's END (outside review 141: a
+            // header named in prose paired with a later public key's body).
+            if next(&begins, body_at).is_some_and(|b| b < end_at) {
+                return false;
+            }
+            let body = text.get(body_at..).unwrap_or_default();
+            let end = end_at - body_at;
+            let closing = window(body, end, 128).lines().next().unwrap_or_default();
+            if !closing.contains("PRIVATE KEY") {
+                return false;
+            }
+            let base64 = body
+                .get(..end)
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+                .count();
+            label.contains("PRIVATE KEY") && label.len() < 64 && base64 >= 64
+        },
+    )
 }
 
 /// Key material by its shape: a PuTTY key's private lines, a private JWK (`"kty"` and a
@@ -99,7 +138,8 @@ fn key_material(text: &str) -> Option<(usize, String)> {
             let rest = after.trim_start_matches(['"', '\'']).trim_start();
             let Some(rest) = rest.strip_prefix([':', '=']) else { return false };
             let value = rest.trim_start().trim_start_matches(['"', '\'']);
-            value.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')).count() >= 32
+            value.chars().take(32).take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')).count()
+                >= 32
         });
         if let Some(at) = d {
             return Some((at, "a private JSON Web Key".to_owned()));
@@ -109,7 +149,7 @@ fn key_material(text: &str) -> Option<(usize, String)> {
     lower
         .match_indices("age-secret-key-1")
         .map(|(at, _)| at)
-        .find(|&at| run(lower.get(at + 16..).unwrap_or_default()) >= 40)
+        .find(|&at| run(window(&lower, at + 16, 64)) >= 40)
         .map(|at| (at, "an age secret key".to_owned()))
 }
 
@@ -118,10 +158,21 @@ fn run(rest: &str) -> usize {
     rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count()
 }
 
-/// A provider token by its prefix (at a word start) and length.
+/// A provider token by its prefix and length: at a word start, or — a prefix no word ends
+/// in, with a letter and a digit among its first characters — right after a letter or digit
+/// (outside review 167 F1: SQLite packs a row's columns back to back, `github.comghp_…`).
 fn token(text: &str) -> Option<(usize, String)> {
     let at_start = |at: usize| {
         text.get(..at).and_then(|t| t.chars().next_back()).is_none_or(|c| !c.is_ascii_alphanumeric())
+    };
+    // Prefixes that are common word endings (`task-`, `work_test_`, `pdf_`…) only at a word start.
+    const WORD_ENDINGS: &[&str] =
+        &["sk-", "AIza", "ya29.", "sk_live_", "rk_live_", "sk_test_", "rk_test_", "hf_", "npm_", "hvs."];
+    let glued = |prefix: &str, body: &str, min: usize| {
+        let first = body.get(..min).unwrap_or(body);
+        !WORD_ENDINGS.contains(&prefix)
+            && first.chars().any(|c| c.is_ascii_digit())
+            && first.chars().any(|c| c.is_ascii_alphabetic())
     };
     // (prefix, least token characters after it, whose)
     const PREFIXES: &[(&str, usize, &str)] = &[
@@ -161,7 +212,7 @@ fn token(text: &str) -> Option<(usize, String)> {
     ];
     for (prefix, min, whose) in PREFIXES {
         let found = text.match_indices(prefix).map(|(at, _)| at).find(|&at| {
-            let rest = text.get(at + prefix.len()..).unwrap_or_default();
+            let rest = window(text, at + prefix.len(), TOKEN_LOOK);
             // A webhook's path holds `/`.
             let webhook = prefix.starts_with("hooks.");
             let n = if webhook {
@@ -170,7 +221,7 @@ fn token(text: &str) -> Option<(usize, String)> {
                 run(rest)
             };
             let body = rest.get(..n).unwrap_or_default();
-            (at_start(at) || webhook) && n >= *min && !placeholder(body)
+            (at_start(at) || webhook || glued(prefix, body, *min)) && n >= *min && !placeholder(body)
         });
         if let Some(at) = found {
             let article =
@@ -180,7 +231,7 @@ fn token(text: &str) -> Option<(usize, String)> {
     }
     // SendGrid: `SG.` + 22 + `.` + 43.
     if let Some(at) = text.match_indices("SG.").map(|(at, _)| at).find(|&at| {
-        let rest = text.get(at + 3..).unwrap_or_default();
+        let rest = window(text, at + 3, TOKEN_LOOK);
         let first = run(rest);
         first >= 16
             && rest.get(first..).is_some_and(|r| r.starts_with('.') && run(r.get(1..).unwrap_or("")) >= 30)
@@ -191,9 +242,12 @@ fn token(text: &str) -> Option<(usize, String)> {
     // documentation's `…EXAMPLE` ids aside).
     for prefix in ["AKIA", "ASIA"] {
         let found = text.match_indices(prefix).map(|(at, _)| at).find(|&at| {
-            let rest = text.get(at + 4..).unwrap_or_default();
+            let rest = window(text, at + 4, 17);
             let id: String = rest.chars().take_while(char::is_ascii_alphanumeric).collect();
-            at_start(at)
+            // Glued to a lower-case letter or a digit is a packed column; to an upper-case
+            // letter, a run of capitals (a base32 or an id) more likely (outside review 167 F1).
+            let before = text.get(..at).and_then(|t| t.chars().next_back());
+            (at_start(at) || before.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
                 && id.len() == 16
                 && id.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
                 && !id.contains("EXAMPLE")
@@ -422,12 +476,12 @@ fn assigned(text: &str) -> Option<(usize, String)> {
         // `- value: …` then `name: …`: outside review 144): the pair's name, within the
         // next 200 bytes, names a secret.
         if id.eq_ignore_ascii_case("value")
-            && value_after(text.get(at..).unwrap_or_default()) == Some(true)
+            && value_after(window(text, at, LOOK)) == Some(true)
             && let Some(name) = pair_name(text, at)
         {
             return Some((from, format!("a secret assigned to `{name}`")));
         }
-        if names_secret(id) && value_after(text.get(at..).unwrap_or_default()).is_some_and(|v| v) {
+        if names_secret(id) && value_after(window(text, at, LOOK)).is_some_and(|v| v) {
             return Some((from, format!("a secret assigned to `{}`", id.trim_matches(['-', '.']))));
         }
     }
@@ -435,7 +489,7 @@ fn assigned(text: &str) -> Option<(usize, String)> {
     let lower = text.to_ascii_lowercase();
     for (marker, what) in [("identified by '", "a SQL password"), ("identified by \"", "a SQL password")] {
         if let Some(at) = lower.match_indices(marker).map(|(at, _)| at).find(|&at| {
-            let rest = text.get(at + marker.len()..).unwrap_or_default();
+            let rest = window(text, at + marker.len(), LOOK);
             rest.split(['\'', '"']).next().is_some_and(|v| looks_secret(v, 8, 20))
         }) {
             return Some((at, what.to_owned()));
@@ -443,7 +497,7 @@ fn assigned(text: &str) -> Option<(usize, String)> {
     }
     for (marker, what) in [(" -u ", "a curl password"), (" --user ", "a curl password")] {
         if let Some(at) = text.match_indices(marker).map(|(at, _)| at).find(|&at| {
-            let rest = text.get(at + marker.len()..).unwrap_or_default();
+            let rest = window(text, at + marker.len(), LOOK);
             let arg =
                 rest.trim_start_matches(['"', '\'']).split(|c: char| c.is_whitespace() || "\"'".contains(c));
             arg.take(1).any(|a| a.split_once(':').is_some_and(|(_, p)| url_secret(p)))
@@ -453,7 +507,7 @@ fn assigned(text: &str) -> Option<(usize, String)> {
     }
     if lower.contains("mysql")
         && let Some(at) = text.match_indices(" -p").map(|(at, _)| at).find(|&at| {
-            let rest = text.get(at + 3..).unwrap_or_default();
+            let rest = window(text, at + 3, LOOK);
             rest.split(|c: char| c.is_whitespace()).next().is_some_and(|v| looks_secret(v, 8, 20))
         })
     {
@@ -576,7 +630,7 @@ fn url_secret(password: &str) -> bool {
 /// A URL holding a password in its user part: `scheme://user:password@host`.
 fn url_password(text: &str) -> Option<usize> {
     text.match_indices("://").map(|(at, _)| at).find(|&at| {
-        let authority = text.get(at + 3..).unwrap_or_default();
+        let authority = window(text, at + 3, LOOK);
         let authority =
             authority.split(|c: char| c.is_whitespace() || "/?#\"'`<>".contains(c)).next().unwrap_or("");
         let Some((userinfo, _host)) = authority.rsplit_once('@') else { return false };
@@ -589,9 +643,7 @@ fn url_password(text: &str) -> Option<usize> {
 fn header(text: &str) -> Option<(usize, String)> {
     let lower = text.to_ascii_lowercase();
     for (at, _) in lower.match_indices("basic ") {
-        let value: String = text
-            .get(at + 6..)
-            .unwrap_or_default()
+        let value: String = window(text, at + 6, LOOK)
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
             .collect();
@@ -604,8 +656,7 @@ fn header(text: &str) -> Option<(usize, String)> {
         }
     }
     for (at, _) in lower.match_indices("bearer ") {
-        let value =
-            text.get(at + 7..).unwrap_or_default().split(|c: char| c.is_whitespace() || "\"'`".contains(c));
+        let value = window(text, at + 7, LOOK).split(|c: char| c.is_whitespace() || "\"'`".contains(c));
         if value.take(1).any(|v| !v.starts_with("eyJ") && looks_secret(v, 24, 24)) {
             return Some((at, "a Bearer authorization header".to_owned()));
         }
@@ -616,20 +667,40 @@ fn header(text: &str) -> Option<(usize, String)> {
 /// A signed JSON Web Token (`eyJ…` header, payload and signature, each 10 or more
 /// characters) or a JWE (five parts).
 fn jwt(text: &str) -> Option<(usize, String)> {
-    text.match_indices("eyJ").map(|(at, _)| at).find_map(|at| {
+    let token_char = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(|t| t.find("eyJ")).map(|i| from + i) {
+        // The token runs from `at` to the end of its run of token characters.
         let rest = text.get(at..).unwrap_or_default();
-        let token =
-            rest.split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c))).next().unwrap_or("");
-        let parts: Vec<&str> = token.split('.').collect();
-        let jws = parts.len() == 3
-            && parts.iter().all(|p| p.len() >= 10)
-            && parts.get(1).is_some_and(|p| p.starts_with("eyJ"));
-        let jwe = parts.len() == 5 && parts.iter().filter(|p| p.len() >= 10).count() >= 3;
-        (jws || jwe)
-            .then_some(())
-            .filter(|()| !placeholder(token))
-            .map(|()| (at, "a JSON Web Token".to_owned()))
-    })
+        let end = at + rest.find(|c: char| !token_char(c)).unwrap_or(rest.len());
+        // Read once per run, not once per `eyJ` in it (outside review 167 F2: quadratic in a
+        // run of `eyJ…` pieces): a token has three or five parts, so only the first `eyJ` of
+        // each of the run's last five parts can start one.
+        let run = text.get(at..end).unwrap_or_default();
+        let tail_at = run.rmatch_indices('.').nth(4).map_or(at, |(i, _)| at + i + 1);
+        let mut starts = vec![at];
+        let mut part_at = tail_at;
+        for part in text.get(tail_at..end).unwrap_or_default().split('.') {
+            if let Some(i) = part.find("eyJ") {
+                starts.push(part_at + i);
+            }
+            part_at += part.len() + 1;
+        }
+        starts.dedup();
+        for start in starts.into_iter().filter(|&s| s >= at) {
+            let token = text.get(start..end).unwrap_or_default();
+            let parts: Vec<&str> = token.split('.').collect();
+            let jws = parts.len() == 3
+                && parts.iter().all(|p| p.len() >= 10)
+                && parts.get(1).is_some_and(|p| p.starts_with("eyJ"));
+            let jwe = parts.len() == 5 && parts.iter().filter(|p| p.len() >= 10).count() >= 3;
+            if (jws || jwe) && !placeholder(token) {
+                return Some((start, "a JSON Web Token".to_owned()));
+            }
+        }
+        from = end.max(at + 3);
+    }
+    None
 }
 
 /// Runs of base64 in `text`, each with where it starts: pieces of 16 or more base64 or
@@ -941,8 +1012,69 @@ mod tests {
             "spec:\n  encryptedData:\n    password: AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq7Zh8Kg3pL5mN1qR9sT2uV4wX6yZ8".to_owned(),
             "Atlas: `mongodb+srv://<username>:<password>@cluster0.abcde.mongodb.net/app?retryWrites=true&w=majority`"
                 .to_owned(),
+            // Prefixes glued to a word that ends in them are not tokens (outside review 167 F1
+            // read glued tokens; these words stay words).
+            "run task-abcdefghijklmnopqrstuvwxyzabcdefghijklmnop now".to_owned(),
+            "def work_test_verifies_the_schema_and_more_stuff():".to_owned(),
+            "laughs_at_the_very_long_identifier_names_here_and_there".to_owned(),
+            "see report.pdf_abcdefghijklmnopqrstuvwxyz0123".to_owned(),
         ] {
             assert_eq!(secret_in(no.as_bytes()), None, "{no:?}");
         }
+    }
+
+    /// A token glued to the column before it, as SQLite packs a row, or written as UTF-16
+    /// (a PDF's string, a file PowerShell wrote) is read (outside review 167 F1).
+    #[test]
+    fn glued_and_utf16_tokens_are_read() {
+        const GH: &str = "ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d";
+        let mut row = b"\x0d\x00\x00\x00\x01\x00\x17!]github.com".to_vec();
+        row.extend_from_slice(GH.as_bytes());
+        for glued in [
+            row,
+            format!("id7{GH}").into_bytes(),
+            b"xAKIA2E0A8F3B244C9986".to_vec(),
+            b"xsk-ant-api03-Zk3vQ9pLx7WmB2nR8tYc4HdF6gJs1aE5uV0o".to_vec(),
+        ] {
+            assert!(secret_in(&glued).is_some(), "{:?}", String::from_utf8_lossy(&glued));
+        }
+        let text = format!("GITHUB_TOKEN={GH}\r\n");
+        let le: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let be: Vec<u8> =
+            [0xFE, 0xFF].into_iter().chain(text.encode_utf16().flat_map(u16::to_be_bytes)).collect();
+        for wide in [le, be] {
+            let found = secret_in(&wide).unwrap();
+            assert!(found.contains("GitHub token") && found.ends_with("in UTF-16"), "{found}");
+        }
+    }
+
+    /// A file of repeated matches is refused or passed as the same text without them would
+    /// be: each look after a match is bounded (outside review 167 F2 — what it cost is
+    /// measured, not asserted here: docs/performance.md), and the bound cuts no real secret.
+    #[test]
+    fn repeated_matches_are_read_in_windows() {
+        for (piece, secret) in [
+            ("-----BEGIN PRIVATE KEY-----\n", false),
+            ("eyJ", false),
+            ("ghp_", false),
+            ("sk-", false),
+            ("password=", false),
+            ("AKIA", false),
+            ("eyJhbGciOi.", true),
+        ] {
+            let text = piece.repeat(20_000);
+            assert_eq!(secret_in(text.as_bytes()).is_some(), secret, "{piece:?}");
+        }
+        // A long armored key (RSA 8192: about 6.4 KB of body) after many headers quoted in prose.
+        let body = "MIIJQgIBADANBgkqhkiG9w0BAQEFAASCCSwwggkoAgEAAoICAQ".repeat(130);
+        let prose = "Look for `-----BEGIN PRIVATE KEY-----` lines.\n".repeat(50);
+        let pem = format!("{prose}-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n");
+        assert!(secret_in(pem.as_bytes()).unwrap().starts_with("an armored private key"));
+        // A token inside a long run of `eyJ` pieces: its last three parts.
+        let jwt = format!(
+            "{}.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6y",
+            "eyJhbGciOi".repeat(500)
+        );
+        assert!(secret_in(jwt.as_bytes()).is_some());
     }
 }
