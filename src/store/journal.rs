@@ -284,9 +284,19 @@ impl JournalWriter {
         Ok(JournalWriter { dir: dir.to_path_buf(), path, file, len: 0, filled: 0 })
     }
 
-    /// Starts a new segment when the current one has reached its target size.
+    /// Starts a new segment when the current one has reached its target size. The segment
+    /// left ends exactly at its last record: zeros after it there would be damage (format.md,
+    /// v3), so any it holds — space filled before a crash, or a segment continued past the
+    /// target with zeros at its end — are cut off and the cut made durable before the next
+    /// segment exists (outside review 168 F1: a crash after a zero-fill that crossed the target
+    /// left zeros the next roll turned into damage, blamed on the next, acknowledged record).
     pub fn roll_if_full(&mut self, next_first_seq: u64) -> Result<(), IoError> {
         if self.len >= SEGMENT_TARGET_BYTES {
+            if self.filled > self.len {
+                self.file.set_len(self.len).map_err(io("truncate", &self.path))?;
+                self.file.sync_data().map_err(io("fdatasync", &self.path))?;
+                self.filled = self.len;
+            }
             *self = JournalWriter::create(&self.dir, next_first_seq)?;
         }
         Ok(())
@@ -398,6 +408,38 @@ mod tests {
         w.roll_if_full(99).unwrap();
         assert_ne!(w.path, full);
         assert_eq!((w.len, w.filled, file_len(&w)), (0, 0, 0));
+    }
+
+    /// A segment resumed with zeros past the target size after its records (a crash after
+    /// the file grew for a record that crossed it, before the record's bytes reached the
+    /// disk) is cut to its last record when the writer rolls (outside review 168 F1: the zeros
+    /// stayed in a segment that was no longer the last — damage).
+    #[test]
+    fn a_roll_cuts_zeros_left_after_the_last_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = JournalWriter::create(tmp.path(), 0).unwrap();
+        let record = vec![9u8; 1 << 20];
+        while w.len + record.len() as u64 <= SEGMENT_TARGET_BYTES - 1000 {
+            w.append(&record, false, false).unwrap();
+        }
+        w.append(&vec![9u8; usize::try_from(SEGMENT_TARGET_BYTES - 1000 - w.len).unwrap()], false, false)
+            .unwrap();
+        let (path, len) = (w.path.clone(), w.len);
+        drop(w);
+        // The crash: the file grew by 60,000 bytes that never held their record.
+        OpenOptions::new().write(true).open(&path).unwrap().set_len(len + 60_000).unwrap();
+        let mut w = JournalWriter::resume(tmp.path(), path.clone(), len, 17).unwrap();
+        w.roll_if_full(17).unwrap();
+        assert_eq!(w.path, path, "not full yet: no roll");
+        w.append(&[5u8; 2000], false, false).unwrap();
+        assert!(w.len >= SEGMENT_TARGET_BYTES && file_len(&w) == len + 60_000, "written into the zeros");
+        w.roll_if_full(18).unwrap();
+        assert_ne!(w.path, path);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            len + 2000,
+            "the rolled segment ends at its record"
+        );
     }
 
     /// A reader that saw a record half-copied by a live writer — its later bytes but not
