@@ -286,9 +286,12 @@ pub enum MetaFault {
 /// proves the damage is not the end of the journal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "damaged journal record at offset {offset} of {segment} ({fault}); the last good seq is {}{}",
+    "damaged journal record at offset {offset} of {segment} ({fault}); the last good seq is {}{}{}",
     last_good.map_or_else(|| "none".to_owned(), |s| s.to_string()),
-    next_intact.map_or_else(String::new, |(at, seq)| format!("; an intact record (seq {seq}) follows at offset {at}"))
+    next_intact.map_or_else(String::new, |(at, seq)| format!("; an intact record (seq {seq}) follows at offset {at}")),
+    next_segment.as_ref().map_or_else(String::new, |(segment, seq)| format!(
+        "; an intact record (seq {seq}) begins the next segment {segment}: written after the damaged one"
+    ))
 )]
 pub struct DamagedAt {
     pub segment: String,
@@ -297,6 +300,10 @@ pub struct DamagedAt {
     pub last_good: Option<u64>,
     /// `(offset, first seq)` of the next intact record in the same segment.
     pub next_intact: Option<(u64, u64)>,
+    /// Damage at the end of a segment that is not the last: the next segment and the first
+    /// seq of its first record, when that record is intact (outside review 168 F2: the
+    /// report named none, and its cut hint would have dropped them).
+    pub next_segment: Option<(String, u64)>,
 }
 
 /// Paths in JSON reports as text: a path that is not UTF-8 shows its bytes as U+FFFD

@@ -995,18 +995,40 @@ fn cut_hint(last: u64) -> String {
     )
 }
 
+/// The first seq of an intact record found after damaged bytes — in their segment or
+/// beginning the next — if any.
+fn written_after(reason: &Corruption) -> Option<u64> {
+    match reason {
+        Corruption::Damaged(at) => {
+            at.next_intact.map(|(_, seq)| seq).or(at.next_segment.as_ref().map(|(_, seq)| *seq))
+        }
+        _ => None,
+    }
+}
+
 /// The refusal for `damage` no copy restores; `last_good` ends the last record before it that
 /// can be kept (a frame boundary, so the hint's `--truncate-after` is one recover accepts).
 fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Option<u64>) -> OpenError {
     let OpenError::Corrupt { seq, replica, reason } = damage.corruption() else {
         return damage.corruption();
     };
+    let after = written_after(&reason);
     OpenError::Unrecoverable {
         cut: last_good,
         seq,
         replica,
         reason: Box::new(reason),
         why: match last_good {
+            // Intact records after the damage were written after it: the damaged record was
+            // committed before them, and a cut drops them too (outside review 168 F2: the
+            // hint read as if they might never have been acknowledged).
+            Some(last_good) if after.is_some() => format!(
+                "{why}; nothing was changed. Records after the damage are intact (from seq {}), so the damaged \
+                 record was committed before them: restore it from a backup of the journal if there is one; \
+                 `ledger recover --truncate-after {last_good}` keeps only the records before it (the cut bytes, \
+                 the intact records after it included, are moved aside)",
+                after.unwrap_or_default()
+            ),
             Some(last_good) => format!("{why}; nothing was changed. {}", cut_hint(last_good)),
             None => format!(
                 "{why}; nothing was changed (the damage reaches back to the genesis record: no record before it \
@@ -1158,6 +1180,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                             fault,
                             last_good: Some(h.last_seq()),
                             next_intact: None,
+                            next_segment: None,
                         },
                     )));
                 }
@@ -1170,6 +1193,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                             fault,
                             last_good: next_seq.checked_sub(1),
                             next_intact: next_intact.map(|(at, seq)| (at as u64, seq)),
+                            next_segment: None,
                         },
                     ));
                     // A damaged record whose (checked) header says it ends within sled's

@@ -1674,6 +1674,32 @@ fn a_non_last_segment_cut_at_a_record_boundary_is_refilled_from_sled() {
     assert_eq!(all_entries(&dir), before);
 }
 
+/// Damage in the last record of a segment that is not the last, with no copy to restore it:
+/// the report names the intact record beginning the next segment (written after it), and
+/// recover's refusal says the cut would drop those too (outside review 168 F2: it said "if
+/// the records after were never acknowledged", and named none).
+#[test]
+fn damage_at_a_segment_end_names_the_records_written_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 9, 2);
+    let segments = split_segments(&dir, &[4, 7]);
+    let mut first = std::fs::read(&segments[0]).unwrap();
+    let last = journal_frames_of(&first).last().unwrap().clone();
+    first[last.end - 20] ^= 0x01;
+    std::fs::write(&segments[0], &first).unwrap();
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let next_seq: u64 = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("an intact record (seq {next_seq}) begins the next segment")), "{err}");
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("Records after the damage are intact (from seq {next_seq})")), "{err}");
+    assert!(!err.contains("were never acknowledged"), "{err}");
+    assert_eq!(std::fs::read(&segments[0]).unwrap(), first, "nothing changed");
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();

@@ -44,6 +44,24 @@ pub enum DamageKind {
 }
 
 impl Damage {
+    /// The next segment and the seq its first record begins with, when this damage has no
+    /// intact record after it in its own segment, is not in the last segment, and that
+    /// record is intact (its header and payload checks verify): records written after the
+    /// damaged one, which is then no torn end of the journal. Read best effort, for the report.
+    pub(in crate::store) fn next_segment(&self) -> Option<(String, u64)> {
+        if self.is_last || self.next_intact.is_some() {
+            return None;
+        }
+        let dir = self.segment.parent()?;
+        let segments = crate::store::journal::list_segments(dir).ok()?;
+        let (_, next) = segments.iter().skip_while(|(_, p)| *p != self.segment).nth(1)?;
+        let mut reader = SegmentReader::open(next).ok()?;
+        match reader.next_record(next).ok()? {
+            Split::Record { header, .. } => Some((crate::store::path_text::shown(next), header.first_seq)),
+            _ => None,
+        }
+    }
+
     pub(in crate::store) fn corruption(&self) -> OpenError {
         match &self.kind {
             DamageKind::Record(fault) => corrupt(
@@ -55,6 +73,7 @@ impl Damage {
                     fault: *fault,
                     last_good: self.seq.checked_sub(1),
                     next_intact: self.next_intact,
+                    next_segment: self.next_segment(),
                 })),
             ),
             DamageKind::Invalid { seq, reason } => corrupt(*seq, Replica::Journal, reason.clone()),
