@@ -312,6 +312,17 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// What `recover` says it left alone: `said`, or — when it moved only zeros a roll left
+/// after a segment's last record — that no record was changed.
+fn unchanged(cut: &[std::path::PathBuf], said: &str) -> String {
+    if cut.is_empty() {
+        said.to_owned()
+    } else {
+        "no record was changed (only zeros left after a segment's last record were moved aside, above)"
+            .to_owned()
+    }
+}
+
 fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {
     writeln!(out, "{line}").map_err(|e| usage(format!("write to stdout: {e}")))
 }
@@ -430,13 +441,13 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     out,
                     format!(
                         "restored {} frame(s) sled lacked at its tail, from the journal (a lag an ordinary crash \
-                         leaves); both copies now hold {} entries in {} frames, head seq {} {}; no journal byte was \
-                         changed",
+                         leaves); both copies now hold {} entries in {} frames, head seq {} {}; {}",
                         report.sled_restored_frames,
                         report.entries,
                         report.frames,
                         report.head.seq,
-                        report.head.hash
+                        report.head.hash,
+                        unchanged(&report.cut, "no journal byte was changed")
                     ),
                 );
             }
@@ -444,9 +455,13 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 return emit(
                     out,
                     format!(
-                        "nothing to recover: both copies verified whole, {} entries in {} frames, head seq {} {}; \
-                         no record was changed",
-                        report.entries, report.frames, report.head.seq, report.head.hash
+                        "{}both copies verified whole, {} entries in {} frames, head seq {} {}; {}",
+                        if report.cut.is_empty() { "nothing to recover: " } else { "" },
+                        report.entries,
+                        report.frames,
+                        report.head.seq,
+                        report.head.hash,
+                        unchanged(&report.cut, "no record was changed")
                     ),
                 );
             }

@@ -126,6 +126,44 @@ fn move_segment_aside(segment: &Path, into: &Path) -> Result<PathBuf, OpenError>
     Ok(target)
 }
 
+/// Zeros after the last record of a segment that is not the last, where the next segment's
+/// first record is intact and carries the seq after that record: space an earlier build's
+/// writer zero-filled for a record that crossed the target size, left behind when it rolled
+/// (outside review 168 F1; the writer now cuts it before it rolls). They hold no record —
+/// the next segment continues the numbering — and every command refused the ledger over
+/// them. Moved aside (`cut/N/`, kept) so the journal reads whole; the scan that follows
+/// verifies the chain across the boundary as ever. Returns where the bytes went.
+fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<PathBuf>, OpenError> {
+    let journal = root.join(JOURNAL_DIR);
+    let segments = list_segments(&journal)?;
+    let mut cut = Vec::new();
+    for pair in segments.windows(2) {
+        let [(_, here), (_, next)] = pair else { continue };
+        let len = std::fs::metadata(here).map_err(io("stat", here))?.len();
+        if len > super::journal::MAX_SEGMENT_BYTES {
+            continue;
+        }
+        let bytes = read_segment(here)?;
+        let (mut end, mut next_seq) = (0usize, None);
+        while let Some(rest) = bytes.get(end..).filter(|rest| !rest.is_empty()) {
+            let Ok((header, _)) = check_record(rest) else { break };
+            next_seq = Some(header.last_seq() + 1);
+            end += header.record_len();
+        }
+        let zeros = bytes.get(end..).unwrap_or_default();
+        if zeros.is_empty() || zeros.iter().any(|b| *b != 0) {
+            continue;
+        }
+        let mut reader = super::journal::SegmentReader::open(next)?;
+        let continues = matches!(reader.next_record(next)?,
+            super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq);
+        if continues {
+            cut.push(move_tail_aside(root, here, end as u64)?);
+        }
+    }
+    Ok(cut)
+}
+
 /// sled's records after `head` (from genesis for `None`) that are intact and chain on (up to
 /// `until`, exclusive), in order, with their total length.
 fn sled_continuation(
@@ -572,6 +610,7 @@ fn recover_in(
         // journal read as damage.
         refuse_newer_format(read_meta(meta)?.1.as_deref())?;
     }
+    let zeros_cut = cut_zeros_left_by_a_roll(root)?;
     let mut report = RecoverReport {
         head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
         head_seq: 0,
@@ -590,6 +629,7 @@ fn recover_in(
         interrupted_swap_moved: None,
         snapshot_set_aside: Vec::new(),
     };
+    report.cut.extend(zeros_cut);
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
     // the current format, and the checkpoint, if given, holds. No journal byte changes and
     // a healthy sled is not moved aside as `sled.broken-N`. A cut after the head of such a

@@ -1700,6 +1700,53 @@ fn damage_at_a_segment_end_names_the_records_written_after_it() {
     assert_eq!(std::fs::read(&segments[0]).unwrap(), first, "nothing changed");
 }
 
+/// Zeros after the last record of a non-last segment, the next segment continuing the
+/// numbering — what an earlier build's writer left when it rolled after a crash (outside
+/// review 168 F1) — are moved aside by `recover`, with or without sled's copy, and every
+/// entry stays; zeros before a gap in the numbering stay damage.
+#[test]
+fn zeros_a_roll_left_after_a_segment_are_moved_aside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 9, 2);
+    let before = all_entries(&template);
+    let segments = split_segments(&template, &[4, 7]);
+    let original = std::fs::read(&segments[0]).unwrap();
+    let mut zeroed = original.clone();
+    zeroed.extend(vec![0u8; 60_000]);
+    for keep_sled in [true, false] {
+        let dir = tmp.path().join(format!("sled-{keep_sled}"));
+        copy_dir(&template, &dir);
+        let first = dir.join("journal").join(segments[0].file_name().unwrap());
+        std::fs::write(&first, &zeroed).unwrap();
+        if !keep_sled {
+            std::fs::remove_dir_all(dir.join("sled")).unwrap();
+        }
+        assert_eq!(verify_json(&dir, None).0, 1, "damage until recovered");
+        let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(
+            out.contains("journal bytes moved aside") && !out.contains("no journal byte was changed"),
+            "{out}"
+        );
+        assert_eq!(std::fs::read(&first).unwrap(), original);
+        assert_eq!(all_entries(&dir), before);
+        assert_eq!(verify_json(&dir, None).0, 0);
+    }
+    // A record missing between the zeros and the next segment: not a roll's leftover.
+    let dir = tmp.path().join("gap");
+    copy_dir(&template, &dir);
+    let first = dir.join("journal").join(segments[0].file_name().unwrap());
+    let last = journal_frames_of(&original).last().unwrap().clone();
+    let mut gap = original[..last.start].to_vec();
+    gap.extend(vec![0u8; 60_000]);
+    std::fs::write(&first, &gap).unwrap();
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(std::fs::read(&first).unwrap(), gap, "nothing changed");
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
