@@ -758,12 +758,47 @@ pub fn decide(state: &State, command: &Command) -> Result<Decided, Refusal> {
 /// (`runtime::dedup`), before anything is compiled.
 pub fn decide_with(registry: &Registry<'_>, state: &State, command: &Command) -> Result<Decided, Refusal> {
     runtime::decide(state, command, &|state, start| start_attempt(registry, state, start))
+        .and_then(secret_free)
+}
+
+/// New text a command would record for workers to read — a project source's content and
+/// path, a Human Decision's question and answer, a fact's statement — holds no secret by
+/// its form ([`runtime::secrets`], the reader `sources scan` uses): the ledger is
+/// append-only, so a secret recorded could never be taken back, and the compiler hands
+/// these to workers (outside review 171 F1: a project's `.env` and a token in a decision's
+/// answer reached a worker's package). Admission only, like the scan: the reader's forms
+/// are heuristics that change between builds, and what replay accepts must not; a
+/// redelivery of what is recorded is not read again. A Worker event's payload is not read:
+/// it is what the worker did, recorded as it came (and never rendered to a worker).
+fn secret_free(decided: Decided) -> Result<Decided, Refusal> {
+    let Decided::Events(events) = &decided else { return Ok(decided) };
+    for event in events {
+        let texts: Vec<(&str, &str)> = match event {
+            Event::ProjectSourceRecorded(e) => vec![("content", &e.content), ("path", &e.path)],
+            Event::HumanDecisionRecorded(e) => vec![("question", &e.question), ("answer", &e.answer)],
+            Event::FactProposed(e) => vec![("statement", &e.statement)],
+            _ => continue,
+        };
+        for (field, text) in texts {
+            if let Some(what) = runtime::secrets::secret_in(text.as_bytes()) {
+                return Err(Refusal::Rule(runtime::violation(
+                    runtime::Rule::SecretMaterial,
+                    format!(
+                        "its {field} holds a secret: {what} — the ledger is append-only and workers are given this \
+                         text; record it without the secret (docs/profiles.md lists the forms read)"
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(decided)
 }
 
 /// [`decide`] as if the command had never been submitted (a redelivery that is not the
 /// same command is decided by every rule, which refuse a step already taken).
 pub fn decide_new(state: &State, command: &Command) -> Result<Decided, Refusal> {
     runtime::decide_new(state, command, &|state, start| start_attempt(&compiler::RELEASED, state, start))
+        .and_then(secret_free)
 }
 
 /// The context a new Attempt start would record over `state`: its binding (every start

@@ -7,7 +7,8 @@
 pub mod demo;
 pub mod generation;
 pub mod scan;
-pub mod secrets;
+/// The secret reader lives in the runtime (pure text), where admission reads it too.
+pub use crate::runtime::secrets;
 pub mod select;
 
 use std::path::Path;

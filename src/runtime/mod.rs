@@ -14,6 +14,7 @@ mod goal;
 mod map;
 pub mod profile;
 mod repair;
+pub mod secrets;
 pub mod selection;
 pub mod seq_index;
 mod source;
@@ -200,6 +201,10 @@ pub enum Rule {
     ProfilePlan,
     /// A task selection is the one the state derives from its task, request and configured profile.
     Selection,
+    /// New text for workers — a project source, a Human Decision, a fact — holds no secret
+    /// by its form (`runtime::secrets`). Checked at admission only (`admission::decide`):
+    /// the reader's forms change between builds, and replay must not.
+    SecretMaterial,
 }
 
 impl std::fmt::Display for Rule {

@@ -289,9 +289,7 @@ pub enum MetaFault {
     "damaged journal record at offset {offset} of {segment} ({fault}); the last good seq is {}{}{}",
     last_good.map_or_else(|| "none".to_owned(), |s| s.to_string()),
     next_intact.map_or_else(String::new, |(at, seq)| format!("; an intact record (seq {seq}) follows at offset {at}")),
-    next_segment.as_ref().map_or_else(String::new, |(segment, seq)| format!(
-        "; an intact record (seq {seq}) begins the next segment {segment}: written after the damaged one"
-    ))
+    next_segment_note(*last_good, next_segment.as_ref())
 )]
 pub struct DamagedAt {
     pub segment: String,
@@ -304,6 +302,25 @@ pub struct DamagedAt {
     /// seq of its first record, when that record is intact (outside review 168 F2: the
     /// report named none, and its cut hint would have dropped them).
     pub next_segment: Option<(String, u64)>,
+}
+
+/// [`DamagedAt`]'s note on the next segment: records written after the damage, or — where
+/// the next segment continues the numbering right after the last good seq — bytes that hold
+/// no record at all, such as zeros an earlier build's roll left (outside review 170 F4: they
+/// were called a damaged record of the seq the next segment holds intact).
+fn next_segment_note(last_good: Option<u64>, next: Option<&(String, u64)>) -> String {
+    match next {
+        None => String::new(),
+        Some((segment, seq)) if last_good.map(|l| l + 1) == Some(*seq) => format!(
+            "; the next segment {segment} continues at seq {seq}, so these bytes hold no record of the chain (zeros \
+             an earlier build's roll left, or other bytes): `ledger recover` moves them aside, and nothing is lost"
+        ),
+        Some((segment, seq)) => {
+            format!(
+                "; an intact record (seq {seq}) begins the next segment {segment}: written after the damaged one"
+            )
+        }
+    }
 }
 
 /// Paths in JSON reports as text: a path that is not UTF-8 shows its bytes as U+FFFD

@@ -126,14 +126,15 @@ fn move_segment_aside(segment: &Path, into: &Path) -> Result<PathBuf, OpenError>
     Ok(target)
 }
 
-/// Zeros after the last record of a segment that is not the last, where the next segment's
-/// first record is intact and carries the seq after that record: space an earlier build's
-/// writer zero-filled for a record that crossed the target size, left behind when it rolled
-/// (outside review 168 F1; the writer now cuts it before it rolls). They hold no record —
-/// the next segment continues the numbering — and every command refused the ledger over
-/// them. Moved aside (`cut/N/`, kept) so the journal reads whole; the scan that follows
-/// verifies the chain across the boundary as ever. Returns where the bytes went.
-fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<PathBuf>, OpenError> {
+/// Bytes after the last record of a segment that is not the last, where the next segment's
+/// first record is intact and carries the seq after that record — typically zeros an
+/// earlier build's writer filled for a record that crossed the target size and left behind
+/// when it rolled (outside review 168 F1; the writer now cuts them before it rolls). They
+/// hold no record of the chain — the next segment continues the numbering, and the scan
+/// checks it links — and every command refused the ledger over them. Moved aside (`cut/N/`, kept) so the journal reads whole; the scan that follows
+/// verifies the chain across the boundary as ever. Returns each segment cut, where it was
+/// cut and where the bytes went.
+fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<(PathBuf, u64, PathBuf)>, OpenError> {
     let journal = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal)?;
     let mut cut = Vec::new();
@@ -150,15 +151,16 @@ fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<PathBuf>, OpenError> {
             next_seq = Some(header.last_seq() + 1);
             end += header.record_len();
         }
-        let zeros = bytes.get(end..).unwrap_or_default();
-        if zeros.is_empty() || zeros.iter().any(|b| *b != 0) {
+        // Zeros, or whatever else (outside review 170 F5: a stray byte among the zeros was
+        // restored from sled with a lagging one refused) — no record of the chain either way.
+        if bytes.len() <= end {
             continue;
         }
         let mut reader = super::journal::SegmentReader::open(next)?;
         let continues = matches!(reader.next_record(next)?,
             super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq);
         if continues {
-            cut.push(move_tail_aside(root, here, end as u64)?);
+            cut.push((here.clone(), end as u64, move_tail_aside(root, here, end as u64)?));
         }
     }
     Ok(cut)
@@ -611,6 +613,29 @@ fn recover_in(
         refuse_newer_format(read_meta(meta)?.1.as_deref())?;
     }
     let zeros_cut = cut_zeros_left_by_a_roll(root)?;
+    let moved = zeros_cut.iter().map(|(_, _, to)| to.clone()).collect();
+    let result = recover_cut(root, options, db, sled_error, trees, moved);
+    if result.is_err() {
+        // A refusal changes nothing (format.md, Recover): the zeros go back where they were
+        // (outside review 170 F3: cut, and the refusal said nothing was changed).
+        for (segment, end, to) in zeros_cut.iter().rev() {
+            let _ = put_cut_back(&journal, segment, *end, std::slice::from_ref(to));
+        }
+    }
+    result
+}
+
+/// [`recover_in`] under its lock, sled opened (or not: `sled_error`) and any zeros a roll
+/// left moved aside (`zeros_cut`).
+fn recover_cut(
+    root: &Path,
+    options: &RecoverOptions,
+    db: Option<sled::Db>,
+    sled_error: Option<OpenError>,
+    trees: Option<(sled::Tree, sled::Tree)>,
+    zeros_cut: Vec<PathBuf>,
+) -> Result<RecoverReport, OpenError> {
+    let journal = root.join(JOURNAL_DIR);
     let mut report = RecoverReport {
         head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
         head_seq: 0,
@@ -1035,6 +1060,22 @@ fn cut_hint(last: u64) -> String {
     )
 }
 
+/// The cut hint for damage `reason` after seq `last`: where intact records follow the
+/// damage they were written after it, so the damaged record was committed before them and
+/// a cut drops them too (outside reviews 168 F2, 170 F1: the hint read as if they might
+/// never have been acknowledged); else [`cut_hint`].
+fn damage_hint(last: u64, reason: &Corruption) -> String {
+    match written_after(reason) {
+        Some(from) => format!(
+            "Records after the damage are intact (from seq {from}), so the damaged record was committed before \
+             them: restore it from a backup of the journal if there is one; `ledger recover --truncate-after \
+             {last}` keeps only the records before it (the cut bytes, the intact records after it included, are \
+             moved aside)"
+        ),
+        None => cut_hint(last),
+    }
+}
+
 /// The first seq of an intact record found after damaged bytes — in their segment or
 /// beginning the next — if any.
 fn written_after(reason: &Corruption) -> Option<u64> {
@@ -1052,29 +1093,18 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
     let OpenError::Corrupt { seq, replica, reason } = damage.corruption() else {
         return damage.corruption();
     };
-    let after = written_after(&reason);
     OpenError::Unrecoverable {
         cut: last_good,
         seq,
         replica,
-        reason: Box::new(reason),
         why: match last_good {
-            // Intact records after the damage were written after it: the damaged record was
-            // committed before them, and a cut drops them too (outside review 168 F2: the
-            // hint read as if they might never have been acknowledged).
-            Some(last_good) if after.is_some() => format!(
-                "{why}; nothing was changed. Records after the damage are intact (from seq {}), so the damaged \
-                 record was committed before them: restore it from a backup of the journal if there is one; \
-                 `ledger recover --truncate-after {last_good}` keeps only the records before it (the cut bytes, \
-                 the intact records after it included, are moved aside)",
-                after.unwrap_or_default()
-            ),
-            Some(last_good) => format!("{why}; nothing was changed. {}", cut_hint(last_good)),
+            Some(last_good) => format!("{why}; nothing was changed. {}", damage_hint(last_good, &reason)),
             None => format!(
                 "{why}; nothing was changed (the damage reaches back to the genesis record: no record before it \
                  is proven, so no prefix can be kept)"
             ),
         },
+        reason: Box::new(reason),
     }
 }
 
@@ -1160,11 +1190,14 @@ fn broken_continuation(seq: u64, reason: Corruption, why: &str) -> OpenError {
         cut: Some(last),
         seq,
         replica: Replica::Journal,
+        why: match written_after(&reason) {
+            Some(_) => format!("{why}; nothing was changed. {}", damage_hint(last, &reason)),
+            None => format!(
+                "{why}; nothing was changed. If the journal's records from seq {seq} on were never acknowledged, cut \
+                 them with `ledger recover --truncate-after {last}` (the cut bytes are moved aside)"
+            ),
+        },
         reason: Box::new(reason),
-        why: format!(
-            "{why}; nothing was changed. If the journal's records from seq {seq} on were never acknowledged, cut them \
-             with `ledger recover --truncate-after {last}` (the cut bytes are moved aside)"
-        ),
     }
 }
 
@@ -1233,7 +1266,10 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                             fault,
                             last_good: next_seq.checked_sub(1),
                             next_intact: next_intact.map(|(at, seq)| (at as u64, seq)),
-                            next_segment: None,
+                            next_segment: next_intact
+                                .is_none()
+                                .then(|| super::disk::next_segment_intact(&path))
+                                .flatten(),
                         },
                     ));
                     // A damaged record whose (checked) header says it ends within sled's
@@ -1724,15 +1760,16 @@ fn rewrite_from(
         && let Some((seq, damaged)) = damage_past(journal, to)?.filter(|(seq, _)| *seq > to)
     {
         let last = seq.saturating_sub(1);
+        let reason = Corruption::Damaged(Box::new(damaged));
         return Err(OpenError::Unrecoverable {
             cut: Some(last),
             seq,
             replica: Replica::Journal,
-            reason: Box::new(Corruption::Damaged(Box::new(damaged))),
             why: format!(
                 "the journal holds damaged bytes at seq {seq}, past what sled's copy restores (its records chaining on end at seq {to}), not a torn write: no copy holds them; nothing was changed. {}",
-                cut_hint(last)
+                damage_hint(last, &reason)
             ),
+            reason: Box::new(reason),
         });
     }
     // A suspect record (intact, decoding, but breaking the chain) is replaced by sled's

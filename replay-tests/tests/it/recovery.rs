@@ -1681,23 +1681,39 @@ fn a_non_last_segment_cut_at_a_record_boundary_is_refilled_from_sled() {
 #[test]
 fn damage_at_a_segment_end_names_the_records_written_after_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("l");
-    make_ledger(&dir, 9, 2);
-    let segments = split_segments(&dir, &[4, 7]);
-    let mut first = std::fs::read(&segments[0]).unwrap();
-    let last = journal_frames_of(&first).last().unwrap().clone();
-    first[last.end - 20] ^= 0x01;
-    std::fs::write(&segments[0], &first).unwrap();
-    std::fs::remove_dir_all(dir.join("sled")).unwrap();
-    let next_seq: u64 = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
-    let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains(&format!("an intact record (seq {next_seq}) begins the next segment")), "{err}");
-    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains(&format!("Records after the damage are intact (from seq {next_seq})")), "{err}");
-    assert!(!err.contains("were never acknowledged"), "{err}");
-    assert_eq!(std::fs::read(&segments[0]).unwrap(), first, "nothing changed");
+    // Without sled's copy, and with sled lagging from the damaged record on (what a crash
+    // leaves: outside review 170 F1 — that refusal still said "never acknowledged").
+    for lagging in [false, true] {
+        let dir = tmp.path().join(format!("l-{lagging}"));
+        make_ledger(&dir, 9, 2);
+        let frames = journal_frames(&dir);
+        let segments = split_segments(&dir, &[4, 7]);
+        let mut first = std::fs::read(&segments[0]).unwrap();
+        let last = journal_frames_of(&first).last().unwrap().clone();
+        first[last.end - 20] ^= 0x01;
+        std::fs::write(&segments[0], &first).unwrap();
+        if lagging {
+            with_sled(&dir, |t| {
+                for f in &frames[3..] {
+                    t.remove(f.first_seq.to_be_bytes()).unwrap();
+                }
+            });
+        } else {
+            std::fs::remove_dir_all(dir.join("sled")).unwrap();
+        }
+        let next_seq: u64 = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
+        let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(&format!("an intact record (seq {next_seq}) begins the next segment")), "{err}");
+        let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+        assert_eq!(code, 1, "{lagging}: {err}");
+        assert!(
+            err.contains(&format!("Records after the damage are intact (from seq {next_seq})")),
+            "{lagging}: {err}"
+        );
+        assert!(!err.contains("were never acknowledged"), "{err}");
+        assert_eq!(std::fs::read(&segments[0]).unwrap(), first, "nothing changed");
+    }
 }
 
 /// Zeros after the last record of a non-last segment, the next segment continuing the
@@ -1714,15 +1730,22 @@ fn zeros_a_roll_left_after_a_segment_are_moved_aside() {
     let original = std::fs::read(&segments[0]).unwrap();
     let mut zeroed = original.clone();
     zeroed.extend(vec![0u8; 60_000]);
-    for keep_sled in [true, false] {
-        let dir = tmp.path().join(format!("sled-{keep_sled}"));
+    // A stray byte among them (outside review 170 F5: refused with a lagging sled).
+    let mut stray = zeroed.clone();
+    stray[original.len() + 30_000] = 0x41;
+    for (i, (bytes, keep_sled)) in
+        [(&zeroed, true), (&zeroed, false), (&stray, false)].into_iter().enumerate()
+    {
+        let dir = tmp.path().join(format!("case-{i}"));
         copy_dir(&template, &dir);
         let first = dir.join("journal").join(segments[0].file_name().unwrap());
-        std::fs::write(&first, &zeroed).unwrap();
+        std::fs::write(&first, bytes).unwrap();
         if !keep_sled {
             std::fs::remove_dir_all(dir.join("sled")).unwrap();
         }
-        assert_eq!(verify_json(&dir, None).0, 1, "damage until recovered");
+        let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(code, 1, "damage until recovered");
+        assert!(err.contains("continues at seq") && err.contains("nothing is lost"), "{err}");
         let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
         assert_eq!(code, 0, "{out}{err}");
         assert!(
@@ -1733,6 +1756,21 @@ fn zeros_a_roll_left_after_a_segment_are_moved_aside() {
         assert_eq!(all_entries(&dir), before);
         assert_eq!(verify_json(&dir, None).0, 0);
     }
+    // A recover that refuses puts the zeros back: nothing was changed, as it says (outside
+    // review 170 F3: they were cut, and `cut/1/` made, under a refused checkpoint).
+    let dir = tmp.path().join("refused");
+    copy_dir(&template, &dir);
+    let first = dir.join("journal").join(segments[0].file_name().unwrap());
+    std::fs::write(&first, &zeroed).unwrap();
+    let last = SealedEntry::open(before.last().unwrap()).unwrap();
+    let past = Checkpoint { seq: last.entry.seq + 5, ..Checkpoint::of(&last) };
+    let file = tmp.path().join("past.json");
+    std::fs::write(&file, past.to_json()).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--checkpoint", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(&first).unwrap(), zeroed, "the zeros are back");
+    assert!(!dir.join("cut").exists(), "no cut/ left");
     // A record missing between the zeros and the next segment: not a roll's leftover.
     let dir = tmp.path().join("gap");
     copy_dir(&template, &dir);

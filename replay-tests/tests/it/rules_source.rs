@@ -574,3 +574,60 @@ fn scenarios_obligations_and_blockers_are_stated_once() {
     w.ok(Command::ResolveBlocker(ResolveBlocker { blocker_id: lid(0x160), resolution: "fixed".into() }));
     w.ok(blocker(0x161));
 }
+
+/// Text a worker is given holds no secret by its form (outside review 171 F1: a project's
+/// `.env`, a private key, a token in a decision's answer reached a worker's package and the
+/// append-only ledger): a project source's content or path, a Human Decision's question or
+/// answer and a fact's statement holding one are refused (`SecretMaterial`); the same text
+/// without it is admitted, and nothing of the refused command is written.
+#[test]
+fn secrets_are_not_recorded_for_workers() {
+    const TOKEN: &str = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
+    let mut w = World::at(Stage::Setup);
+    let source = |id: u128, path: &str, content: &str| {
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(id),
+            goal_id: lid(GOAL),
+            path: path.into(),
+            revision: "1".into(),
+            content: content.into(),
+        })
+    };
+    let answer = |id: u128, answer: &str| {
+        Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(id),
+            goal_id: lid(GOAL),
+            question: "Which token does CI use?".into(),
+            answer: answer.into(),
+            decided_by: "human:alice".into(),
+            supersedes: None,
+        })
+    };
+    let fact = |id: u128, statement: &str| {
+        Command::ProposeFact(ProposeFact {
+            fact_id: lid(id),
+            goal_id: lid(GOAL),
+            revision: 1,
+            statement: statement.into(),
+            provenance: "worker".into(),
+        })
+    };
+    let pem =
+        format!("-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----\n", "MIIEow".repeat(20));
+    for refused in [
+        source(0x90, ".env", &format!("GITHUB_TOKEN={TOKEN}\n")),
+        source(0x90, "deploy/id_rsa", &pem),
+        source(0x90, &format!("keys/{TOKEN}.txt"), "x\n"),
+        answer(0x91, &format!("use token {TOKEN}")),
+        fact(0x92, "AWS key id AKIA2E0A8F3B244C9986 is the deploy key"),
+    ] {
+        let frames = w.ledger.store().frames().len();
+        let err = w.fails(refused);
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::SecretMaterial), "{err}");
+        assert!(err.to_string().contains("holds a secret"), "{err}");
+        assert_eq!(w.ledger.store().frames().len(), frames, "nothing written");
+    }
+    w.ok(source(0x90, ".env.example", "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"));
+    w.ok(answer(0x91, "the repository secret GITHUB_TOKEN, never a literal"));
+    w.ok(fact(0x92, "the deploy key is read from the environment"));
+}

@@ -24,7 +24,7 @@ pub(in crate::store) use index::{
 };
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
-pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, scan};
+pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, next_segment_intact, scan};
 
 use faults::Faults;
 use read::{frame_in_tree, read_frames};

@@ -52,14 +52,7 @@ impl Damage {
         if self.is_last || self.next_intact.is_some() {
             return None;
         }
-        let dir = self.segment.parent()?;
-        let segments = crate::store::journal::list_segments(dir).ok()?;
-        let (_, next) = segments.iter().skip_while(|(_, p)| *p != self.segment).nth(1)?;
-        let mut reader = SegmentReader::open(next).ok()?;
-        match reader.next_record(next).ok()? {
-            Split::Record { header, .. } => Some((crate::store::path_text::shown(next), header.first_seq)),
-            _ => None,
-        }
+        next_segment_intact(&self.segment)
     }
 
     pub(in crate::store) fn corruption(&self) -> OpenError {
@@ -78,6 +71,19 @@ impl Damage {
             ),
             DamageKind::Invalid { seq, reason } => corrupt(*seq, Replica::Journal, reason.clone()),
         }
+    }
+}
+
+/// The segment after `segment` and the seq its first record begins with, when that record
+/// is intact (its header and payload checks verify). Read best effort, for reports.
+pub(in crate::store) fn next_segment_intact(segment: &Path) -> Option<(String, u64)> {
+    let dir = segment.parent()?;
+    let segments = crate::store::journal::list_segments(dir).ok()?;
+    let (_, next) = segments.iter().skip_while(|(_, p)| p.as_path() != segment).nth(1)?;
+    let mut reader = SegmentReader::open(next).ok()?;
+    match reader.next_record(next).ok()? {
+        Split::Record { header, .. } => Some((crate::store::path_text::shown(next), header.first_seq)),
+        _ => None,
     }
 }
 
