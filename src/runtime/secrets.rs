@@ -449,7 +449,33 @@ fn names_secret(id: &str) -> bool {
     if ["pagetoken", "continuationtoken", "synctoken", "cursortoken"].iter().any(|n| joined.ends_with(n)) {
         return false;
     }
-    JOINED.iter().any(|n| joined.ends_with(n)) || w.last().is_some_and(|l| LAST.contains(&l.as_str()))
+    // `pat` only for an access token's usual names (`GITHUB_PAT`, `CR_PAT`): `HEX_PAT`,
+    // `URL_PAT` are patterns (outside review 169 F2: urllib3's `HEX_PAT` refused pip).
+    const PAT_OWNERS: &[&str] = &[
+        "github",
+        "gh",
+        "gitlab",
+        "gl",
+        "cr",
+        "ado",
+        "azure",
+        "devops",
+        "bitbucket",
+        "docker",
+        "hub",
+        "git",
+        "my",
+        "personal",
+        "access",
+        "npm",
+        "hf",
+    ];
+    let pat = w.last().is_some_and(|l| l == "pat")
+        && w.len() >= 2
+        && w.iter().rev().skip(1).all(|word| PAT_OWNERS.contains(&word.as_str()));
+    JOINED.iter().any(|n| joined.ends_with(n))
+        || pat
+        || w.last().is_some_and(|l| l != "pat" && LAST.contains(&l.as_str()))
 }
 
 /// A value assigned to a key that names a secret: the key (an identifier, quoted or not),
@@ -469,7 +495,12 @@ fn assigned(text: &str) -> Option<(usize, String)> {
         let id = text.get(from..at).unwrap_or_default();
         // A variable read (`${AUTH_TOKEN:-…}`, `$TOKEN`, `%(password)s`), not a key.
         let before = text.get(..from).unwrap_or_default();
-        if before.ends_with('$') || before.ends_with("${") || before.ends_with("%(") {
+        // `$password = '…'` (PHP, Perl) assigns (outside review 169 F1): read on.
+        let assigns = before.ends_with('$') && {
+            let after = window(text, at, 16).trim_start_matches([' ', '\t']);
+            after.starts_with('=') && !after.starts_with("==")
+        };
+        if (before.ends_with('$') && !assigns) || before.ends_with("${") || before.ends_with("%(") {
             continue;
         }
         // A name/value pair with its value first (`{"value": "…", "name": "DB_PASSWORD"}`,
@@ -545,8 +576,16 @@ fn value_after(rest: &str) -> Option<bool> {
         }));
     }
     let mut line_breaks = 0;
+    // Whether an operator, mark or quote stood between the key and the value: without one
+    // (blanks or a line break alone) the value must read as a random token, not a word or a
+    // name (outside review 169 F2: "Let pass ForX2…", a line ending "token" before
+    // `Update2FASettingsPage` were refused).
+    let mut marked = false;
     for _ in 0..12 {
         let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() && c != '\n');
+        // A string literal's prefix — Python's `b''`, `r""`, `f""`, `u''`, C#'s `@""`,
+        // `$""`, C++'s `L""`, `u8""`, `R""` (outside review 169 F1: each hid the value).
+        let trimmed = literal_prefix(trimmed).map_or(trimmed, |n| trimmed.get(n..).unwrap_or(trimmed));
         if let Some(r) = trimmed.strip_prefix('\n') {
             line_breaks += 1;
             if line_breaks > 1 {
@@ -555,13 +594,16 @@ fn value_after(rest: &str) -> Option<bool> {
             rest = r;
             continue;
         }
-        if let Some(r) = [
-            ":=", "?=", "+=", "=>", "==", "|-", "|+", ">-", ">+", "=", ":", ">", "|", "- ", ",", "]", "(",
-            "{", "**",
+        if let Some((op, r)) = [
+            ":=", "?=", "+=", "=>", "==", "<-", "|-", "|+", ">-", ">+", "=", ":", ">", "|", "- ", ",", "]",
+            "(", "{", "**",
         ]
         .iter()
-        .find_map(|op| trimmed.strip_prefix(op))
+        .find_map(|op| trimmed.strip_prefix(op).map(|r| (op, r)))
         {
+            // An assignment or a call's argument marks a value; a list or block mark alone
+            // does not (`token\n- Update2FASettingsPage` is a list item after prose).
+            marked |= [":=", "?=", "+=", "=>", "==", "<-", "=", ":", ">", "("].contains(op);
             rest = r;
             continue;
         }
@@ -577,11 +619,15 @@ fn value_after(rest: &str) -> Option<bool> {
         if let Some(r) = trimmed.strip_prefix(['"', '\'', '`']) {
             // A quoted value, whole: no blank in it (a sentence is no secret).
             let quote = trimmed.chars().next().unwrap_or('"');
+            // A triple-quoted string (Python, Kotlin: outside review 169 F1).
+            let triple: String = [quote, quote].iter().collect();
+            let r = r.strip_prefix(triple.as_str()).unwrap_or(r);
             let value = r.split(quote).next().unwrap_or_default();
             // The `"value"` key of a JSON name/value pair (outside review 141 F2).
             let after = r.get(value.len() + quote.len_utf8()..).unwrap_or_default();
             if SKIPPED_WORDS.contains(&value) && after.trim_start().starts_with([':', '=']) {
                 rest = after;
+                marked = true;
                 continue;
             }
             return Some(!value.chars().any(char::is_whitespace) && quoted_secret(value));
@@ -598,12 +644,29 @@ fn value_after(rest: &str) -> Option<bool> {
             .split(|c: char| c.is_whitespace() || "\"'`,;<>(){}[]|:".contains(c))
             .next()
             .unwrap_or_default();
+        // A call is no secret (`auth = ApiGatewayV2WSAuthorizer(…)`: outside review 169 F2).
+        let call = trimmed.get(value.len()..).is_some_and(|t| t.starts_with('('));
         return Some(
             value.chars().all(|c| c.is_ascii_alphanumeric() || "+/=_.~!@#%^&*$?-".contains(c))
+                && !call
+                && (marked || alternations(value) >= 8)
                 && looks_secret(value, 12, 20),
         );
     }
     None
+}
+
+/// The length of a string literal's prefix at the start of `text` — `b`, `r`, `u`, `f`,
+/// `br`, `rb`, `fr`, `rf` (any case), `@`, `$`, `L`, `u8`, `R` — when a quote follows it.
+fn literal_prefix(text: &str) -> Option<usize> {
+    const PREFIXES: &[&str] = &["br", "rb", "fr", "rf", "u8", "b", "r", "u", "f", "@", "$", "l"];
+    let lower = window(text, 0, 3).to_ascii_lowercase();
+    PREFIXES
+        .iter()
+        .find(|p| {
+            lower.starts_with(**p) && lower.get(p.len()..).is_some_and(|r| r.starts_with(['"', '\'', '`']))
+        })
+        .map(|p| p.len())
 }
 
 /// Words between a key and its value: a type, or the `value` of a name/value pair.
@@ -1018,6 +1081,38 @@ mod tests {
             "def work_test_verifies_the_schema_and_more_stuff():".to_owned(),
             "laughs_at_the_very_long_identifier_names_here_and_there".to_owned(),
             "see report.pdf_abcdefghijklmnopqrstuvwxyz0123".to_owned(),
+        ] {
+            assert_eq!(secret_in(no.as_bytes()), None, "{no:?}");
+        }
+    }
+
+    /// Values in string literals with a prefix or three quotes, PHP and Perl variables, R's
+    /// `<-` are read (outside review 169 F1); a regex constant named `*_PAT`, a call, a word
+    /// after a key with no operator between are not secrets (169 F2).
+    #[test]
+    fn literals_and_language_forms_are_read_and_names_are_not() {
+        const V: &str = "Xk9Lp4WzQr7Tm2VnB8cD";
+        for yes in [
+            format!("app.secret_key = b'{V}'"),
+            format!("SECRET_KEY = r\"{V}\""),
+            format!("API_TOKEN = '''{V}'''"),
+            format!("password = f\"{V}\""),
+            format!("$password = '{V}';"),
+            format!("my $PASSWORD='{V}'"),
+            format!("var password = @\"{V}\";"),
+            format!("password <- \"{V}\""),
+            format!("GITHUB_PAT={V}"),
+            format!("ENV API_TOKEN {V}"),
+        ] {
+            assert!(secret_in(yes.as_bytes()).is_some(), "{yes:?}");
+        }
+        for no in [
+            "HEX_PAT = \"[0-9A-Fa-f]{1,4}\"",
+            "auth = ApiGatewayV2WSAuthorizer(auth_name, self.api)",
+            "https://play.rust-lang.org/?code=Let+some+time+pass+for+the+thread+Worker2Thread",
+            "- Rotate the API token\n- Update2FASettingsPage in the console",
+            "Description: run update-passwd.\nExtended_description-de.utf-8: Sie",
+            "echo \"$PASSWORD\" | docker login -u x --password-stdin",
         ] {
             assert_eq!(secret_in(no.as_bytes()), None, "{no:?}");
         }
