@@ -762,7 +762,8 @@ pub fn decide_with(registry: &Registry<'_>, state: &State, command: &Command) ->
 }
 
 /// New text a command would record for workers to read — a project source's content and
-/// path, a Human Decision's question and answer, a fact's statement — holds no secret by
+/// path, a Human Decision's question and answer, a fact, the goal, an obligation, a
+/// scenario, a blocker — holds no secret by
 /// its form ([`runtime::secrets`], the reader `sources scan` uses): the ledger is
 /// append-only, so a secret recorded could never be taken back, and the compiler hands
 /// these to workers (outside review 171 F1: a project's `.env` and a token in a decision's
@@ -773,10 +774,35 @@ pub fn decide_with(registry: &Registry<'_>, state: &State, command: &Command) ->
 fn secret_free(decided: Decided) -> Result<Decided, Refusal> {
     let Decided::Events(events) = &decided else { return Ok(decided) };
     for event in events {
-        let texts: Vec<(&str, &str)> = match event {
-            Event::ProjectSourceRecorded(e) => vec![("content", &e.content), ("path", &e.path)],
-            Event::HumanDecisionRecorded(e) => vec![("question", &e.question), ("answer", &e.answer)],
-            Event::FactProposed(e) => vec![("statement", &e.statement)],
+        let goal = |c: &'_ ledger_schema::events::GoalContent| -> Vec<(&'static str, String)> {
+            let mut texts = vec![("objective", c.objective.clone())];
+            for (field, items) in [
+                ("scope", &c.scope),
+                ("nonGoals", &c.non_goals),
+                ("successCriteria", &c.success_criteria),
+                ("preservationConstraints", &c.preservation_constraints),
+            ] {
+                texts.extend(items.iter().map(|item| (field, item.clone())));
+            }
+            texts
+        };
+        // Every operator-written text the compiler renders for a worker (outside review 173
+        // F3: the goal, obligations, scenarios and blockers were not read).
+        let texts: Vec<(&str, String)> = match event {
+            Event::ProjectSourceRecorded(e) => vec![("content", e.content.clone()), ("path", e.path.clone())],
+            Event::HumanDecisionRecorded(e) => {
+                vec![("question", e.question.clone()), ("answer", e.answer.clone())]
+            }
+            Event::FactProposed(e) => {
+                vec![("statement", e.statement.clone()), ("provenance", e.provenance.clone())]
+            }
+            Event::GoalCreated(e) => goal(&e.content),
+            Event::GoalRevised(e) => goal(&e.content),
+            Event::ObligationRecorded(e) => vec![("description", e.description.clone())],
+            Event::ScenarioRecorded(e) => {
+                vec![("title", e.title.clone()), ("description", e.description.clone())]
+            }
+            Event::BlockerRaised(e) => vec![("description", e.description.clone())],
             _ => continue,
         };
         for (field, text) in texts {

@@ -201,7 +201,8 @@ pub enum Rule {
     ProfilePlan,
     /// A task selection is the one the state derives from its task, request and configured profile.
     Selection,
-    /// New text for workers — a project source, a Human Decision, a fact — holds no secret
+    /// New text for workers — a project source, a Human Decision, a fact, a goal, an
+    /// obligation, a scenario, a blocker — holds no secret
     /// by its form (`runtime::secrets`). Checked at admission only (`admission::decide`):
     /// the reader's forms change between builds, and replay must not.
     SecretMaterial,

@@ -312,8 +312,8 @@ fn next_segment_note(last_good: Option<u64>, next: Option<&(String, u64)>) -> St
     match next {
         None => String::new(),
         Some((segment, seq)) if last_good.map(|l| l + 1) == Some(*seq) => format!(
-            "; the next segment {segment} continues at seq {seq}, so these bytes hold no record of the chain (zeros \
-             an earlier build's roll left, or other bytes): `ledger recover` moves them aside, and nothing is lost"
+            "; the next segment {segment} continues at seq {seq}: if these bytes are zeros an earlier build's roll \
+             left, `ledger recover` moves them aside and loses nothing"
         ),
         Some((segment, seq)) => {
             format!(

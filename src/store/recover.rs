@@ -126,12 +126,12 @@ fn move_segment_aside(segment: &Path, into: &Path) -> Result<PathBuf, OpenError>
     Ok(target)
 }
 
-/// Bytes after the last record of a segment that is not the last, where the next segment's
-/// first record is intact and carries the seq after that record — typically zeros an
-/// earlier build's writer filled for a record that crossed the target size and left behind
-/// when it rolled (outside review 168 F1; the writer now cuts them before it rolls). They
-/// hold no record of the chain — the next segment continues the numbering, and the scan
-/// checks it links — and every command refused the ledger over them. Moved aside (`cut/N/`, kept) so the journal reads whole; the scan that follows
+/// Zeros after the last record of a segment that is not the last, where the next segment's
+/// first record is intact and carries the seq after that record: space an earlier build's
+/// writer filled for a record that crossed the target size and left behind when it rolled
+/// (outside review 168 F1; the writer now cuts it before it rolls). They hold no record —
+/// the next segment continues the numbering, and the scan checks it links — and every
+/// command refused the ledger over them. Moved aside (`cut/N/`, kept) so the journal reads whole; the scan that follows
 /// verifies the chain across the boundary as ever. Returns each segment cut, where it was
 /// cut and where the bytes went.
 fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<(PathBuf, u64, PathBuf)>, OpenError> {
@@ -151,9 +151,11 @@ fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<(PathBuf, u64, PathBuf)>,
             next_seq = Some(header.last_seq() + 1);
             end += header.record_len();
         }
-        // Zeros, or whatever else (outside review 170 F5: a stray byte among the zeros was
-        // restored from sled with a lagging one refused) — no record of the chain either way.
-        if bytes.len() <= end {
+        // Zeros only: what a writer leaves. Other bytes there may hold records (outside
+        // review 173 F1: a fork's intact records after zeros went to `cut/` with exit 0) and
+        // are damage, decided as any other.
+        let rest = bytes.get(end..).unwrap_or_default();
+        if rest.is_empty() || rest.iter().any(|b| *b != 0) {
             continue;
         }
         let mut reader = super::journal::SegmentReader::open(next)?;

@@ -620,6 +620,20 @@ fn secrets_are_not_recorded_for_workers() {
         source(0x90, &format!("keys/{TOKEN}.txt"), "x\n"),
         answer(0x91, &format!("use token {TOKEN}")),
         fact(0x92, "AWS key id AKIA2E0A8F3B244C9986 is the deploy key"),
+        // The goal, an obligation, a scenario, a blocker (outside review 173 F3).
+        Command::CreateGoal(CreateGoal {
+            goal_id: lid(0x93),
+            content: ledger_schema::events::GoalContent {
+                objective: format!("CI uses {TOKEN}"),
+                ..goal_content()
+            },
+        }),
+        Command::RecordScenario(RecordScenario {
+            scenario_id: lid(0x94),
+            goal_id: lid(GOAL),
+            title: "token".into(),
+            description: format!("the client sends {TOKEN}"),
+        }),
     ] {
         let frames = w.ledger.store().frames().len();
         let err = w.fails(refused);
