@@ -22,7 +22,7 @@ use ledger_schema::{Event, Id};
 use serde::{Serialize, Serializer};
 
 use super::command::Command;
-use super::state::{Map, State};
+use super::state::State;
 
 /// The step a command takes (the first byte of its key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -96,8 +96,10 @@ impl Serialize for Key {
     }
 }
 
-/// The receipt index: every admitted command's key → the seq of its receipt entry.
-pub type Receipts = Map<Key, u64>;
+/// The receipt index: every admitted command's key → the seq of its receipt entry. A plain
+/// persistent map, not `state::Map`: its values are one `u64` each, which an `Arc` would only
+/// cost an allocation per command (`ledger replay` −5 % measured with it).
+pub type Receipts = imbl::OrdMap<Key, u64>;
 
 /// The key an admitted entry records (for a two-entry command, its last entry's key is the
 /// command's: `recordRepair`'s child opening overwrites the repair's own seq).
