@@ -1687,8 +1687,15 @@ fn rewrite_from(
                 kept.insert(first_seq);
             } else {
                 if !replaced {
+                    // Where sled holds no record there, say so (outside review 173 F2: "not
+                    // identically" read as if sled held another version of it).
+                    let how = if theirs.is_none() {
+                        "that sled's copy does not hold (no record of sled's begins there)"
+                    } else {
+                        "that sled's copy does not hold identically"
+                    };
                     return Err(refuse(&format!(
-                        "the journal holds an intact record at seq {first_seq} that sled's copy does not hold identically"
+                        "the journal holds an intact record at seq {first_seq} {how}"
                     )));
                 }
                 // A suspect the damage names that decodes: sled's copy replaces it only with
