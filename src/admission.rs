@@ -763,61 +763,58 @@ pub fn decide_with(registry: &Registry<'_>, state: &State, command: &Command) ->
 
 /// New text a command would record for workers to read — a project source's content and
 /// path, a Human Decision's question and answer, a fact, the goal, an obligation, a
-/// scenario, a blocker — holds no secret by
-/// its form ([`runtime::secrets`], the reader `sources scan` uses): the ledger is
-/// append-only, so a secret recorded could never be taken back, and the compiler hands
-/// these to workers (outside review 171 F1: a project's `.env` and a token in a decision's
-/// answer reached a worker's package). Admission only, like the scan: the reader's forms
-/// are heuristics that change between builds, and what replay accepts must not; a
-/// redelivery of what is recorded is not read again. A Worker event's payload is not read:
-/// it is what the worker did, recorded as it came (and never rendered to a worker).
+/// scenario, a blocker — holds no secret by its form ([`runtime::secrets`], the reader
+/// `sources scan` uses): the ledger is append-only, so a secret recorded could never be
+/// taken back, and the compiler hands these to workers (outside reviews 171 F1, 173 F3: a
+/// project's `.env` and a token in a decision's answer or the goal reached a worker's
+/// package). Admission only, like the scan: the reader's forms are heuristics that change
+/// between builds, and what replay accepts must not; a redelivery of what is recorded is
+/// not read again. A Worker event's payload is not read: it is what the worker did,
+/// recorded as it came (and never rendered to a worker).
 fn secret_free(decided: Decided) -> Result<Decided, Refusal> {
     let Decided::Events(events) = &decided else { return Ok(decided) };
-    for event in events {
-        let goal = |c: &'_ ledger_schema::events::GoalContent| -> Vec<(&'static str, String)> {
-            let mut texts = vec![("objective", c.objective.clone())];
-            for (field, items) in [
-                ("scope", &c.scope),
-                ("nonGoals", &c.non_goals),
-                ("successCriteria", &c.success_criteria),
-                ("preservationConstraints", &c.preservation_constraints),
-            ] {
-                texts.extend(items.iter().map(|item| (field, item.clone())));
-            }
-            texts
-        };
-        // Every operator-written text the compiler renders for a worker (outside review 173
-        // F3: the goal, obligations, scenarios and blockers were not read).
-        let texts: Vec<(&str, String)> = match event {
-            Event::ProjectSourceRecorded(e) => vec![("content", e.content.clone()), ("path", e.path.clone())],
-            Event::HumanDecisionRecorded(e) => {
-                vec![("question", e.question.clone()), ("answer", e.answer.clone())]
-            }
-            Event::FactProposed(e) => {
-                vec![("statement", e.statement.clone()), ("provenance", e.provenance.clone())]
-            }
-            Event::GoalCreated(e) => goal(&e.content),
-            Event::GoalRevised(e) => goal(&e.content),
-            Event::ObligationRecorded(e) => vec![("description", e.description.clone())],
-            Event::ScenarioRecorded(e) => {
-                vec![("title", e.title.clone()), ("description", e.description.clone())]
-            }
-            Event::BlockerRaised(e) => vec![("description", e.description.clone())],
-            _ => continue,
-        };
-        for (field, text) in texts {
-            if let Some(what) = runtime::secrets::secret_in(text.as_bytes()) {
-                return Err(Refusal::Rule(runtime::violation(
-                    runtime::Rule::SecretMaterial,
-                    format!(
-                        "its {field} holds a secret: {what} — the ledger is append-only and workers are given this \
-                         text; record it without the secret (docs/profiles.md lists the forms read)"
-                    ),
-                )));
-            }
+    for (field, text) in events.iter().flat_map(worker_texts) {
+        if let Some(what) = runtime::secrets::secret_in(text.as_bytes()) {
+            return Err(Refusal::Rule(runtime::violation(
+                runtime::Rule::SecretMaterial,
+                format!(
+                    "its {field} holds a secret: {what} — the ledger is append-only and workers are given this \
+                     text; record it without the secret (docs/profiles.md lists the forms read)"
+                ),
+            )));
         }
     }
     Ok(decided)
+}
+
+/// A goal's texts, by field.
+fn goal_texts(c: &ledger_schema::events::GoalContent) -> Vec<(&'static str, &str)> {
+    let items = [
+        ("scope", &c.scope),
+        ("nonGoals", &c.non_goals),
+        ("successCriteria", &c.success_criteria),
+        ("preservationConstraints", &c.preservation_constraints),
+    ];
+    std::iter::once(("objective", c.objective.as_str()))
+        .chain(
+            items.into_iter().flat_map(|(field, list)| list.iter().map(move |item| (field, item.as_str()))),
+        )
+        .collect()
+}
+
+/// The operator-written texts of `event` the compiler renders for a worker, by field.
+fn worker_texts(event: &Event) -> Vec<(&'static str, &str)> {
+    match event {
+        Event::ProjectSourceRecorded(e) => vec![("content", &e.content), ("path", &e.path)],
+        Event::HumanDecisionRecorded(e) => vec![("question", &e.question), ("answer", &e.answer)],
+        Event::FactProposed(e) => vec![("statement", &e.statement), ("provenance", &e.provenance)],
+        Event::GoalCreated(e) => goal_texts(&e.content),
+        Event::GoalRevised(e) => goal_texts(&e.content),
+        Event::ObligationRecorded(e) => vec![("description", &e.description)],
+        Event::ScenarioRecorded(e) => vec![("title", &e.title), ("description", &e.description)],
+        Event::BlockerRaised(e) => vec![("description", &e.description)],
+        _ => Vec::new(),
+    }
 }
 
 /// [`decide`] as if the command had never been submitted (a redelivery that is not the
