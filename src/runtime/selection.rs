@@ -44,7 +44,23 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// five candidates for a bounded proposal" (outside review 160 F3: routing/3–5 recorded a
 /// completed `none`, so a bug report saying what does *not* work never reached a skill);
 /// the agent's own `proposedIds` still do not decide it (outside review 64).
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/6";
+///
+/// Routing/7 reads more ways of refusing ([`REFUSING_PHRASES`], "discontinue", "abstain",
+/// "postpone", "resist": outside review 172 F1 — "Please discontinue the X skill" was a
+/// directive and loaded it).
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/7";
+
+/// The sixth routing policy: routing/7 with fewer refusal words and phrases (the lexical
+/// step is not re-run on replay — the query is not recorded — so its recorded outcome is
+/// checked as routing/7's). Selections recorded under it are checked under it; its receipts
+/// are not reused under routing/7 (the binding names the policy).
+pub const ROUTING_POLICY_V6: &str = "closure-ledger-routing/6";
+
+/// Whether `policy` is routing/6 or later (a refusing query naming no skill is pending over
+/// ranking's shortlist).
+fn from_v6(policy: &str) -> bool {
+    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V6
+}
 
 /// The fifth routing policy: routing/6 whose query refusing something, citing no skill,
 /// was a completed `none` (`negated`) rather than a pending shortlist. Selections recorded
@@ -54,7 +70,7 @@ pub const ROUTING_POLICY_V5: &str = "closure-ledger-routing/5";
 /// Whether `policy` is routing/5 or later (its reasons: `several-cited`, `mentioned`,
 /// `cited-not-routed`).
 fn from_v5(policy: &str) -> bool {
-    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V5
+    from_v6(policy) || policy == ROUTING_POLICY_V5
 }
 
 /// The fourth routing policy: routing/5 without its reasons and stricter readings — a skill
@@ -435,6 +451,7 @@ pub fn refusal_in(query: &str) -> Option<String> {
         raw.to_lowercase().replace(APOSTROPHES, "'").nfkc().collect()
     };
     if let Some(phrase) = retraction_in(&query, &read, &RETRACTIONS, false)
+        .or_else(|| retraction_in(&query, &read, &REFUSING_PHRASES, false))
         .or_else(|| retraction_in(&typed, &|w: &str| w.to_owned(), &RETRACTIONS_CLOSING, true))
     {
         return Some(phrase);
@@ -468,6 +485,39 @@ const RETRACTIONS: [&str; 17] = [
     "disregard the above",
 ];
 
+/// Phrases that refuse what follows or precedes them, anywhere in the text (routing/7,
+/// outside review 172 F1: "give up on", "steer clear of", "hold off on", "it's a bad idea
+/// to", "I am against using" the X skill read as a directive). Phrases, not their words:
+/// "against" alone is "test against staging", "keep from" is "keep from breaking the build",
+/// and "rule out" ("rule out a leak") is left out.
+const REFUSING_PHRASES: [&str; 25] = [
+    "give up",
+    "giving up",
+    "gave up",
+    "steer clear",
+    "steering clear",
+    "hold off",
+    "holding off",
+    "bad idea",
+    "terrible idea",
+    "not a good idea",
+    "i am against",
+    "i'm against",
+    "we are against",
+    "we're against",
+    "against using",
+    "against the use",
+    "keep from using",
+    "too early to",
+    "too soon to",
+    "pause using",
+    "pause the use",
+    "opt out of",
+    "opting out of",
+    "leave out",
+    "leaving out",
+];
+
 /// Phrases that take back what was said only where nothing follows them in the sentence
 /// ("Scratch that." — not "cancel that flaky CI job": outside review 132 F3).
 const RETRACTIONS_CLOSING: [&str; 7] =
@@ -498,7 +548,7 @@ fn retraction_in(
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 37] = [
+const REFUSALS: [&str; 44] = [
     "skip",
     "skipping",
     "exclude",
@@ -537,6 +587,14 @@ const REFUSALS: [&str; 37] = [
     "kidding",
     "retract",
     "retracted",
+    // Routing/7 (outside review 172 F1).
+    "discontinue",
+    "discontinuing",
+    "abstain",
+    "abstaining",
+    "postpone",
+    "postponing",
+    "resist",
 ];
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
@@ -573,7 +631,9 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
 
 /// Whether a word among the (up to three) words before a citation negates it.
 fn negated(before: &[&str]) -> bool {
-    retraction_in(&before.join(" "), &|w: &str| w.to_owned(), &RETRACTIONS, false).is_some()
+    let joined = before.join(" ");
+    retraction_in(&joined, &|w: &str| w.to_owned(), &RETRACTIONS, false).is_some()
+        || retraction_in(&joined, &|w: &str| w.to_owned(), &REFUSING_PHRASES, false).is_some()
         || before.iter().any(|b| {
             NEGATIONS.contains(b)
                 || NEGATIONS_UNMARKED.contains(b)
@@ -954,7 +1014,7 @@ pub fn lexical_over(
         // is pending over ranking's shortlist, for a bounded proposal to choose. One that
         // names a skill may be refusing it ("use the X skill, just kidding": outside
         // reviews 53, 64, 120): nothing is chosen, as before.
-        if policy == ROUTING_POLICY && named.is_empty() && !ranked.is_empty() {
+        if from_v6(policy) && named.is_empty() && !ranked.is_empty() {
             return Lexical {
                 root: None,
                 pending: true,
@@ -1028,7 +1088,7 @@ fn candidates_as_ranked(e: &SelectionRecorded, routable: &[&RegistrySource]) -> 
     let cap = match e.reason.as_str() {
         REASON_RANKED => 2,
         REASON_AMBIGUOUS => MAX_SHORTLIST,
-        REASON_NEGATED if e.routing_policy == ROUTING_POLICY => MAX_SHORTLIST,
+        REASON_NEGATED if from_v6(&e.routing_policy) => MAX_SHORTLIST,
         _ => return Ok(()),
     };
     let ahead = |a: &SelectionCandidate, b: &SelectionCandidate| {
@@ -1144,7 +1204,7 @@ fn lexical_recorded(
             lex(None, true, REASON_AMBIGUOUS)
         }
         // Routing/6: pending over a ranked shortlist (none when nothing ranks).
-        REASON_NEGATED if e.routing_policy == ROUTING_POLICY && !e.candidates.is_empty() => {
+        REASON_NEGATED if from_v6(&e.routing_policy) && !e.candidates.is_empty() => {
             ensure!(e.query_digest.is_some(), Rule::Selection, "a negated query's shortlist has a query");
             lex(None, true, REASON_NEGATED)
         }
@@ -1724,6 +1784,7 @@ pub fn decide_live(
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
     let policy = [
         ROUTING_POLICY,
+        ROUTING_POLICY_V6,
         ROUTING_POLICY_V5,
         ROUTING_POLICY_V4,
         ROUTING_POLICY_V3,
@@ -1736,7 +1797,7 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
         violation(
             Rule::Selection,
             format!(
-                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
+                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
                      {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                 e.routing_policy
             ),
@@ -2010,7 +2071,8 @@ mod tests {
     /// skeleton spells `m` as `rn`: compared as written, "never mind" never matched).
     #[test]
     fn retraction_phrases_are_read_as_the_query_is() {
-        for p in super::RETRACTIONS.iter().chain(&super::RETRACTIONS_CLOSING) {
+        for p in super::RETRACTIONS.iter().chain(&super::RETRACTIONS_CLOSING).chain(&super::REFUSING_PHRASES)
+        {
             assert_eq!(super::refusal_in(&format!("Use it. {p}.")).as_deref(), Some(*p), "{p}");
             assert!(super::negates(&format!("Use it. {}.", p.to_uppercase())), "{p}");
         }

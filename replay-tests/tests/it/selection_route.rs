@@ -546,6 +546,21 @@ fn a_single_shared_word_never_routes() {
     let v3 = decide_live(ledger.state(), &t, &Request::default()).unwrap();
     assert_eq!(v3.reason, "negated");
     ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v3))], ctx).unwrap();
+    // A routing/6 record (pending over the shortlist) is admitted as ever, and one whose
+    // policy names a routing this build does not know is refused.
+    let v6 =
+        sel::decide(ledger.state(), &t, qd, &Request::default(), sel::ROUTING_POLICY_V6, &|_, routable| {
+            Ok(lexical_as(sel::ROUTING_POLICY_V6, Some(query), routable))
+        })
+        .unwrap();
+    assert_eq!(
+        (v6.decision, v6.routing_policy.as_str()),
+        (SelectionDecision::Pending, "closure-ledger-routing/6")
+    );
+    let mut unknown = v6.clone();
+    unknown.routing_policy = "closure-ledger-routing/8".to_owned();
+    assert!(ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(unknown))], ctx).is_err());
+    ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v6))], ctx).unwrap();
     drop(ledger);
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -751,6 +766,38 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     }
     let e = decide("use the kubernetes skill\nfor the rollout", &[]);
     assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])));
+    // Outside review 172 F1 (routing/7): refusal verbs and phrases outside routing/6's lists
+    // read as a directive and loaded the refused skill.
+    for q in [
+        "Please discontinue using the kubernetes skill",
+        "Give up on the kubernetes skill and use the kubernetes skill only if asked",
+        "Steer clear of the kubernetes skill; use the kubernetes skill later",
+        "Abstain from using the kubernetes skill",
+        "Hold off on using the kubernetes skill for now",
+        "It's a bad idea to use the kubernetes skill here",
+        "I am against using the kubernetes skill",
+        "I\u{2019}m against using the kubernetes skill",
+        "Postpone using the kubernetes skill until the freeze ends",
+        "Resist the urge to use the kubernetes skill",
+        "Keep from using the kubernetes skill",
+        "It is too early to use the kubernetes skill",
+        "Pause using the kubernetes skill",
+    ] {
+        let e = decide(q, &["skill:kubernetes"]);
+        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
+        assert_eq!(e.routing_policy, "closure-ledger-routing/7");
+    }
+    // The phrases, not their words: a directive that tests against something, keeps from
+    // breaking something or rules something out still decides.
+    for q in [
+        "Use the kubernetes skill to test against the staging cluster",
+        "Use the kubernetes skill to keep from breaking the rollout",
+        "Use the kubernetes skill to rule out a scheduling problem",
+        "Use the kubernetes skill early in the rollout",
+    ] {
+        let e = decide(q, &[]);
+        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
+    }
 }
 
 /// The `configured` auto ledger with `skills` (directory, name, description) added, scanned
