@@ -1040,6 +1040,15 @@ fn replay(
                 if verdicts.is_empty() { "none".to_owned() } else { verdicts.join(", ") }
             ),
         )?;
+        if report.failed_after_accept > 0 {
+            emit(
+                out,
+                format!(
+                    "  ACCEPTed bytes that failed a check since: {} decision(s) (a FAIL Evidence record after the ACCEPT; the verdict stands, the bytes are barred)",
+                    report.failed_after_accept
+                ),
+            )?;
+        }
         emit(out, format!("  head seq {} {}", report.head_seq, report.head_hash))?;
         if let Some(copies) = &report.copies {
             emit(out, format!("  copies verified: {}", copies_text(copies)))?;

@@ -92,6 +92,8 @@ pub struct ReplayReport {
     pub worker_events: WorkerEventCounts,
     /// Acceptance verdicts, by verdict.
     pub verdicts: BTreeMap<String, u64>,
+    /// ACCEPT decisions whose accepted bytes failed since ([`failed_after_accept`]).
+    pub failed_after_accept: u64,
     pub head_seq: u64,
     pub head_hash: Digest,
     pub state_digest: Digest,
@@ -184,6 +186,7 @@ impl<'r> Audit<'r> {
         }
         self.report.goals = self.state.goals.len() as u64;
         self.report.workflows = self.state.workflows.len() as u64;
+        self.report.failed_after_accept = failed_after_accept(&self.state);
         self.report.state_digest = self.state.digest();
         self.report
     }
@@ -400,6 +403,24 @@ fn goal_revised(state: &State, attempt: Id) -> bool {
         .is_some_and(|(bound, current)| bound != current)
 }
 
+/// The ACCEPT decisions whose accepted bytes (their Candidate digest) have a `FAIL` Evidence
+/// record after the decision, in any workflow. The verdict stands — it was judged on the
+/// evidence then — and the failure bars those bytes from every later freeze (docs/rules.md);
+/// a summary shows it, or an auditor reading `status` or `replay` never learns that an
+/// ACCEPTed change failed a check since (outside review 171 F2).
+pub fn failed_after_accept(state: &State) -> u64 {
+    use ledger_schema::types::{CheckResult, Verdict};
+    let mut last_fail: BTreeMap<Digest, u64> = BTreeMap::new();
+    for ev in state.evidence.values().filter(|ev| ev.record.result == CheckResult::Fail) {
+        let at = last_fail.entry(ev.record.candidate_digest).or_default();
+        *at = (*at).max(ev.seq);
+    }
+    let failed_since = |d: &&crate::runtime::state::DecisionState| {
+        last_fail.get(&d.candidate_digest).is_some_and(|at| *at > d.seq)
+    };
+    state.decisions.values().filter(|d| d.verdict == Verdict::Accept).filter(failed_since).count() as u64
+}
+
 /// Counts of a state's records by state, as `ledger status` reports them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -409,7 +430,9 @@ pub struct StateCounts {
     /// Workflows: `total`; an open one by its phase (`DISCOVERY` … `FINAL_VERIFY`); a
     /// closed one as `ACCEPT`, `REJECT_TERMINAL` or `CANCELLED`; and `staleGoalRevision`
     /// (0 shown): the open ones bound to a Goal revision since superseded, which can take
-    /// no more work (`StaleGoalRevision`) and can only be cancelled — also counted by phase.
+    /// no more work (`StaleGoalRevision`) and can only be cancelled — also counted by phase;
+    /// and `failedAfterAccept` (0 shown): the ACCEPT decisions whose accepted bytes failed a
+    /// check since ([`failed_after_accept`]), also counted as `ACCEPT`.
     pub workflows: BTreeMap<String, u64>,
     /// Attempts: `total`, and by status (`STARTED`, `DISPATCHED`, `FINISHED`, `FAILED`,
     /// `CANCELLED`, `INTERRUPTED` — cancelled after its dispatch); and `contextChanged` (0
@@ -431,6 +454,7 @@ impl StateCounts {
         let mut counts = StateCounts { goals: zero(), workflows: zero(), attempts: zero(), evidence: zero() };
         counts.goals.insert("revised".to_owned(), 0);
         counts.workflows.insert("staleGoalRevision".to_owned(), 0);
+        counts.workflows.insert("failedAfterAccept".to_owned(), failed_after_accept(state));
         counts.attempts.insert("contextChanged".to_owned(), 0);
         let add = |map: &mut BTreeMap<String, u64>, key: &str| *map.entry(key.to_owned()).or_default() += 1;
         for goal in state.goals.values() {

@@ -382,7 +382,16 @@ fn a_late_failure_is_recorded_and_bars_the_bytes() {
     }
     // Over an ACCEPT too (outside review 164 F1): the verdict stands, the bytes are barred.
     let mut w = World::at(Stage::Accepted);
+    let since = |w: &World| {
+        let counts = closure_ledger::replay::StateCounts::of(w.ledger.state());
+        (closure_ledger::replay::failed_after_accept(w.ledger.state()), counts.workflows["failedAfterAccept"])
+    };
+    assert_eq!(since(&w), (0, 0));
     w.with(|s| s.evidence(0x9f, 0x81, CheckResult::Fail, "failed after the verdict")).unwrap();
+    // And `status` and `replay` say so (outside review 171 F2: no summary showed it).
+    assert_eq!(since(&w), (1, 1));
+    w.with(|s| s.evidence(0x9e, 0x81, CheckResult::Fail, "failed again")).unwrap();
+    assert_eq!(since(&w), (1, 1), "one decision, however many failures");
 }
 
 /// A failure of a repair's parent bytes that arrives once the repair opened its child
