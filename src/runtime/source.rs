@@ -293,25 +293,111 @@ pub fn question_key(question: &str) -> String {
     // A sentence's closing or opening mark does not make another question ("…enum" and
     // "…enum?", "¿…?": outside review 44); a word's punctuation does ("C++?", "C?": 47).
     // Quotes, brackets or emphasis around the whole question do not either ("\"…?\"",
-    // "(…?)", "*…?*": outside reviews 49, 51).
-    let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉﹖﹗﹒\u{37E}".contains(c) || c.is_whitespace();
+    // "(…?)", "*…?*": outside reviews 49, 51), nor a clause's mark, the reversed or an
+    // inverted mark at its end ("…enum;", "…enum:", "…enum?¿", "…enum⸮"), a dash after its
+    // mark ("…enum?-", "…enum? — "), a quote or bracket closing nothing opened ("…enum?\"",
+    // "…enum?)"), or a label before it ("Q: …", "1. …", "- …") — outside review 174 F1: each
+    // stood beside the first as a second answer.
+    let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉﹖﹗﹒\u{37E}⸮¿¡;:；：".contains(c) || c.is_whitespace();
     let opening = |c: char| "¿¡".contains(c) || c.is_whitespace();
     // Any opening quote or bracket with any closing one: a mismatched pair wraps as well
     // (outside review 51: `『…』`, `【…】`, `（…）`, `{…}`, `~~…~~`, `(…]` were new questions).
     const OPENERS: &str = "\"'“‘«„‹<([{*_`~「『【〈《（［｛＂＇";
     const CLOSERS: &str = "\"'”’»“›>)]}*_`~」』】〉》）］｝＂＇";
+    let opener = |c: char| OPENERS.contains(c);
+    let closer = |c: char| CLOSERS.contains(c);
     let mut key = key.as_str();
     loop {
-        let trimmed = key.trim_end_matches(closing).trim_start_matches(opening);
+        let trimmed = trim_end_marks(key, &closing).trim_start_matches(opening);
         let inner = trimmed
-            .strip_prefix(|c: char| OPENERS.contains(c))
-            .and_then(|rest| rest.strip_suffix(|c: char| CLOSERS.contains(c)))
+            .strip_prefix(opener)
+            .and_then(|rest| rest.strip_suffix(closer))
+            .or_else(|| unpaired_end(trimmed))
+            .or_else(|| question_label(trimmed))
             .filter(|inner| !inner.trim().is_empty());
         match inner {
             Some(inner) => key = inner,
             None => return trimmed.to_owned(),
         }
     }
+}
+
+/// Pairs of quotes and brackets, as opened and closed.
+const PAIRS: [(char, char); 25] = [
+    ('"', '"'),
+    ('\'', '\''),
+    ('“', '”'),
+    ('‘', '’'),
+    ('«', '»'),
+    ('„', '“'),
+    ('‹', '›'),
+    ('<', '>'),
+    ('(', ')'),
+    ('[', ']'),
+    ('{', '}'),
+    ('*', '*'),
+    ('_', '_'),
+    ('`', '`'),
+    ('~', '~'),
+    ('「', '」'),
+    ('『', '』'),
+    ('【', '】'),
+    ('〈', '〉'),
+    ('《', '》'),
+    ('（', '）'),
+    ('［', '］'),
+    ('｛', '｝'),
+    ('＂', '＂'),
+    ('＇', '＇'),
+];
+
+/// `key` without a quote or bracket at its end that closes nothing opened in it, or at its
+/// start that nothing closes ("…enum?\"", "…enum?)", "\"…enum?"), if it has one.
+fn unpaired_end(key: &str) -> Option<&str> {
+    let count = |c: char| key.chars().filter(|k| *k == c).count();
+    let unpaired = |c: char, closing: bool| {
+        let mut pairs = PAIRS.iter().filter(|(o, k)| if closing { *k == c } else { *o == c }).peekable();
+        pairs.peek().is_some()
+            && pairs.all(|(o, k)| if o == k { count(c) % 2 == 1 } else { count(*o) != count(*k) })
+    };
+    let last = key.chars().next_back()?;
+    let first = key.chars().next()?;
+    if unpaired(last, true) {
+        key.strip_suffix(last)
+    } else if unpaired(first, false) {
+        key.strip_prefix(first)
+    } else {
+        None
+    }
+}
+
+/// `key` without the closing marks at its end, and without a dash there where a closing
+/// mark or a blank comes before it ("…enum?-", "…enum? —"; "C--?" keeps its dashes).
+fn trim_end_marks<'k>(key: &'k str, closing: &dyn Fn(char) -> bool) -> &'k str {
+    let mut key = key.trim_end_matches(closing);
+    while let Some(rest) = key.strip_suffix(['-', '–', '—']) {
+        let rest = rest.trim_end_matches(char::is_whitespace);
+        if !rest.ends_with(closing) && rest.len() == key.len() - 1 {
+            // A dash right after a letter or another dash is part of a word.
+            break;
+        }
+        key = rest.trim_end_matches(closing);
+    }
+    key
+}
+
+/// The question after a label that opens it (`q:`, `question:`, `q1.`, `1.`, `2)`, a list
+/// bullet), if it opens with one; `key` is lower case, its blanks single spaces.
+fn question_label(key: &str) -> Option<&str> {
+    let (first, rest) = key.split_once(' ')?;
+    let numbered = |w: &str| {
+        w.strip_suffix(['.', ')', ':'])
+            .is_some_and(|n| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let labelled = matches!(first, "q:" | "q." | "q)" | "question:" | "-" | "–" | "—" | "•" | "·" | ">")
+        || numbered(first)
+        || first.strip_prefix('q').is_some_and(numbered);
+    labelled.then_some(rest)
 }
 
 /// The prefix of a human principal (`human:alice`).

@@ -377,6 +377,23 @@ fn a_goal_has_one_decision_per_question() {
         "May parse() allocate\u{FE56}",
         "May parse() allocate\u{FE57}",
         "May parse() allocate\u{37E}",
+        // A clause's mark, a reversed or inverted mark, a dash after the mark, a quote or
+        // bracket closing nothing, a label (outside review 174 F1).
+        "May parse() allocate?\"",
+        "May parse() allocate?)",
+        "May parse() allocate;",
+        "May parse() allocate:",
+        "May parse() allocate?*",
+        "May parse() allocate\u{2E2E}",
+        "May parse() allocate?\u{BF}",
+        "May parse() allocate?-",
+        "May parse() allocate? \u{2014} ",
+        "Q: May parse() allocate?",
+        "Question: May parse() allocate?",
+        "1. May parse() allocate?",
+        "Q2) May parse() allocate?",
+        "- May parse() allocate?",
+        "> 1. \"May parse() allocate?",
     ] {
         w.refused(decision(0x5D, GOAL, same, "human:alice"), Rule::DecisionConflict);
     }
@@ -391,13 +408,16 @@ fn a_goal_has_one_decision_per_question() {
         ("Is the limit 5%?", "Is the limit 5?"),
         ("Rename parse()?", "Rename parse?"),
         ("Is 'x' the name?", "Is 'x' the name!"),
+        ("Should we port it to C--?", "Should we port it to C?"),
+        ("Is the key (a, b)?", "Is the key (a, b?"),
+        ("Is 1.5 the floor?", "Is the floor?"),
     ]
     .into_iter()
     .enumerate()
     {
         let id = 0x70 + 2 * i as u128;
         w.ok(decision(id, GOAL, first, "human:alice"));
-        if i < 4 {
+        if i != 4 {
             w.ok(decision(id + 1, GOAL, second, "human:alice"));
         } else {
             w.refused(decision(id + 1, GOAL, second, "human:alice"), Rule::DecisionConflict);
