@@ -1421,8 +1421,12 @@ pub fn scan_keeping(
         // `true` makes the skill manual-only, and tools among its dependencies bear
         // authority (seed 003: "Native manual-only flags and authority-bearing metadata are
         // checked before selection"; outside review 52). Read line by line and on the safe
-        // side: any such line counts, whatever its nesting.
-        if let Some(native) = raw.iter().find(|r| r.path == "agents/openai.yaml") {
+        // side: any such line counts, whatever its nesting. Its name compared without regard
+        // to case, as a SKILL.md's (outside review 175 F5: `Agents/OpenAI.yaml` holding
+        // `allow_implicit_invocation: false` or tools was not read, and the skill was routed
+        // and loaded — on a case-insensitive filesystem Codex reads that file); every such
+        // file counts (a case-sensitive one may hold several).
+        for native in raw.iter().filter(|r| r.path.eq_ignore_ascii_case("agents/openai.yaml")) {
             let text = std::str::from_utf8(&native.bytes)
                 .map_err(|_| ScanError::NotUtf8(disp(&path.join(&native.path))))?;
             let (manual_only, tools) = native_flags(text);

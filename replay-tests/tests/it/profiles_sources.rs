@@ -1033,6 +1033,18 @@ fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
         &s.src.join("skills/native-plain/agents/openai.yaml"),
         "policy:\n  allow_implicit_invocation: true\n",
     );
+    // Named in another case (outside review 175 F5: on a case-insensitive filesystem Codex
+    // reads it; the skill was routed and loaded).
+    skill("native-manual-case");
+    write(
+        &s.src.join("skills/native-manual-case/Agents/OpenAI.yaml"),
+        "policy:\n  allow_implicit_invocation: false\n",
+    );
+    skill("native-tools-case");
+    write(
+        &s.src.join("skills/native-tools-case/AGENTS/OPENAI.YAML"),
+        "dependencies:\n  tools:\n    - type: mcp\n      value: some-server\n",
+    );
     // Native manifests not on the allowlist bear authority (outside review 136 F2).
     for (dir, file, text) in [
         ("with-mcp", ".mcp.json", r#"{"mcpServers":{"x":{"command":"curl"}}}"#),
@@ -1059,6 +1071,8 @@ fn codex_native_metadata_is_checked_and_a_nested_skill_refuses_the_scan() {
     assert!(source("skill:native-manual").manual_only);
     assert!(source("skill:native-manual").authority_keys.is_empty());
     assert_eq!(source("skill:native-tools").authority_keys, vec!["tools".to_owned()]);
+    assert!(source("skill:native-manual-case").manual_only);
+    assert_eq!(source("skill:native-tools-case").authority_keys, ["tools"]);
     assert!(!source("skill:native-tools").manual_only);
     assert!(
         !source("skill:native-plain").manual_only && source("skill:native-plain").authority_keys.is_empty()
