@@ -63,7 +63,12 @@ fn find(text: &str, depth: u8) -> Option<String> {
         .or_else(|| if text.contains("encryptedData:") { None } else { assigned(text) })
         .or_else(|| url_password(text).map(|at| (at, "a password in a URL".to_owned())))
         .or_else(|| header(text))
-        .or_else(|| jwt(text));
+        .or_else(|| jwt(text))
+        .or_else(|| mnemonic(text).map(|at| (at, "a wallet's recovery phrase".to_owned())))
+        .or_else(|| {
+            byte_array_key(text)
+                .map(|at| (at, "a 64-byte key pair as an array (a Solana keypair's form)".to_owned()))
+        });
     if let Some((at, what)) = found {
         return Some(format!("{what} (line {})", line(at)));
     }
@@ -288,6 +293,9 @@ const KNOWN_EXAMPLES: &[&str] = &[
     // RFC 6749's Basic header, Kubernetes' documentation Secret.
     "czZCaGRSa3F0MzpnWDFmQmF0M2JW",
     "MWYyZDFlMmU2N2Rm",
+    // The UUIDs documentation uses (Wikipedia's, RFC 4122's style).
+    "123e4567-e89b-12d3-a456-426614174000",
+    "550e8400-e29b-41d4-a716-446655440000",
 ];
 
 /// Words a document uses for a stand-in value.
@@ -340,7 +348,9 @@ fn looks_secret(value: &str, mixed: usize, long: usize) -> bool {
         || value.starts_with("../")
         || FILES.iter().any(|ext| lower.ends_with(ext));
     let shape = (value.len() >= mixed && has(char::is_ascii_uppercase) && has(char::is_ascii_lowercase))
-        || (value.len() >= long && longest_run >= 16 && has(char::is_ascii_alphabetic));
+        || (value.len() >= long && longest_run >= 16 && has(char::is_ascii_alphabetic))
+        // A UUID, as npm's `_authToken` and Heroku's API key are (outside review 175 F3).
+        || (uuid(value) && has(char::is_ascii_alphabetic));
     shape
         && has(char::is_ascii_digit)
         && !value.starts_with(['$', '{', '<', '%', '#', '!', '&', '*', '@', '?', '='])
@@ -353,6 +363,88 @@ fn looks_secret(value: &str, mixed: usize, long: usize) -> bool {
         && !value.starts_with("eyJ")
         // A stand-in encoded in base64 (`Y2hhbmdlbWU=`: `changeme`).
         && !decodes_to_stand_in(value)
+}
+
+/// Whether `value` is a UUID (`8-4-4-4-12` hex digits) of at least eight distinct digits
+/// (not a pattern such as `aaaaaaaa-bbbb-…`).
+fn uuid(value: &str) -> bool {
+    let groups: Vec<&str> = value.split('-').collect();
+    let mut distinct: Vec<u8> =
+        value.bytes().filter(u8::is_ascii_hexdigit).map(|b| b.to_ascii_lowercase()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
+        && distinct.len() >= 8
+}
+
+/// A wallet's recovery phrase (BIP39) after a key that names one — `mnemonic`, `seed
+/// phrase`, `recovery phrase`, `secret phrase` in any spelling — within the next line: 12,
+/// 15, 18, 21 or 24 lower-case words of 3 to 8 letters, at least 8 of them distinct (the
+/// published all-`abandon` test phrase is not; outside review 175 F3: a mnemonic was stored).
+fn mnemonic(text: &str) -> Option<usize> {
+    const KEYS: &[&str] =
+        &["mnemonic", "seedphrase", "recoveryphrase", "secretphrase", "seedwords", "recoverywords"];
+    let lower = text.to_ascii_lowercase();
+    let squeezed = |t: &str| -> String { t.chars().filter(|c| c.is_ascii_alphanumeric()).collect() };
+    let starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret"]
+        .iter()
+        .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
+        .collect();
+    let mut starts = starts;
+    starts.sort_unstable();
+    starts.into_iter().find(|&at| {
+        let key = window(&lower, at, 20);
+        let Some(k) = KEYS.iter().find(|k| squeezed(key).starts_with(**k)) else { return false };
+        // Past the key's own letters (and the separators between its words).
+        let mut letters = 0;
+        let end = key
+            .char_indices()
+            .find(|(_, c)| {
+                letters += usize::from(c.is_ascii_alphanumeric());
+                letters == k.len()
+            })
+            .map_or(key.len(), |(i, c)| i + c.len_utf8());
+        let rest = window(&lower, at + end, LOOK);
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        let value = rest.trim_start_matches(|c: char| " \t\r\n\"'`:=>|-".contains(c));
+        let line: &str = value.split(['\n', '"', '\'', '`', ',', ';']).next().unwrap_or_default();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let mut distinct = words.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        [12, 15, 18, 21, 24].contains(&words.len())
+            && words.iter().all(|w| (3..=8).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_lowercase()))
+            && distinct.len() >= 8
+    })
+}
+
+/// A JSON array of exactly 64 integers 0–255 with at least 32 distinct values: an ed25519
+/// key pair as Solana's CLI writes it (`id.json`; outside review 175 F3). Each look stops at
+/// the first character that is not a digit, comma or blank, and the next starts past it.
+fn byte_array_key(text: &str) -> Option<usize> {
+    let mut past = 0;
+    for (at, _) in text.match_indices('[') {
+        if at < past {
+            continue;
+        }
+        let body = text.get(at + 1..).unwrap_or_default();
+        let len =
+            body.find(|c: char| !(c.is_ascii_digit() || c == ',' || c.is_whitespace())).unwrap_or(body.len());
+        past = at + 1 + len;
+        if !body.get(len..).is_some_and(|r| r.starts_with(']')) {
+            continue;
+        }
+        let values: Vec<Option<u8>> =
+            body.get(..len).unwrap_or_default().split(',').map(|v| v.trim().parse().ok()).collect();
+        let mut distinct: Vec<u8> = values.iter().flatten().copied().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if values.len() == 64 && values.iter().all(Option::is_some) && distinct.len() >= 32 {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// Whether `value` is base64 of printable text holding a stand-in word.
@@ -996,6 +1088,13 @@ mod tests {
             format!(r#"{{"environment":[{{"value":"{P}","name":"DB_PASSWORD"}}]}}"#),
             format!("env:\n  - value: \"{P}\"\n    name: DB_PASSWORD\n"),
             format!("**Password:** {P}"),
+            // Outside review 175 F3: a UUID token, a recovery phrase, a Solana keypair.
+            "//registry.npmjs.org/:_authToken=5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
+            "HEROKU_API_KEY=0b7e4f2a-9d13-46c5-8a7e-3f2d1c0b9a84".to_owned(),
+            "mnemonic: \"orbit lumber velvet crane motion ivory fabric salad census blossom tackle quiz\"".to_owned(),
+            "WALLET_SEED_PHRASE=orbit lumber velvet crane motion ivory fabric salad census blossom tackle quiz".to_owned(),
+            "Recovery phrase:\n  orbit lumber velvet crane motion ivory fabric salad census blossom tackle quiz\n".to_owned(),
+            format!("[{}]", (0..64u32).map(|i| ((i * 97 + 13) % 256).to_string()).collect::<Vec<_>>().join(",")),
         ];
         for y in &yes {
             assert!(secret_in(y.as_bytes()).is_some(), "{y:?}");
@@ -1017,6 +1116,13 @@ mod tests {
             "Look for lines such as `-----BEGIN RSA PRIVATE KEY-----` in diffs.".to_owned(),
             "PEM = '-----BEGIN ' + 'PRIVATE KEY-----'".to_owned(),
             "aws_access_key_id = AKIAIOSFODNN7EXAMPLE".to_owned(),
+            // UUIDs that are no credential, a test phrase, arrays that are no key.
+            "request_id = 5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
+            "api_key: 00000000-0000-0000-0000-000000000000".to_owned(),
+            "mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about".to_owned(),
+            "The mnemonic is twelve words; keep the recovery phrase offline and never share it with anyone ever.".to_owned(),
+            format!("[{}]", (0..64u32).map(|i| (i % 8).to_string()).collect::<Vec<_>>().join(",")),
+            format!("[{}]", (0..32u32).map(|i| ((i * 97 + 13) % 256).to_string()).collect::<Vec<_>>().join(",")),
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
             "Set GITHUB_TOKEN to a token such as ghp_xxxx (never commit it).".to_owned(),
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBpV9wTK0KTCMu4xKw8f4WqzO1Nv8FQ8yMbtV9UH3nJr deploy@ci".to_owned(),
@@ -1156,6 +1262,10 @@ mod tests {
             ("password=", false),
             ("AKIA", false),
             ("eyJhbGciOi.", true),
+            ("mnemonic: ", false),
+            ("seed phrase ", false),
+            ("[1,2,", false),
+            ("[", false),
         ] {
             let text = piece.repeat(20_000);
             assert_eq!(secret_in(text.as_bytes()).is_some(), secret, "{piece:?}");
