@@ -456,11 +456,47 @@ pub fn refusal_in(query: &str) -> Option<String> {
     {
         return Some(phrase);
     }
+    // Other languages' refusals, as typed (routing/7, outside review 175 F2: "NEIN", "Nah",
+    // "Ne déployez pas", "Não faça", "Не деплой", "不要" loaded the skill); not through the
+    // confusable skeleton, which spells the Cyrillic `не` as the English `he`.
+    if let Some(word) =
+        typed.split(|c: char| !(c.is_alphanumeric() || c == '\'')).find(|w| FOREIGN_REFUSALS.contains(w))
+    {
+        return Some(word.to_owned());
+    }
+    if let Some(phrase) = UNSPACED_REFUSALS.iter().find(|p| typed.contains(**p)) {
+        return Some((*phrase).to_owned());
+    }
     query
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .find(|w| !w.is_empty() && (listed.iter().any(|l| l == w) || w.ends_with(nt.as_str())))
         .map(str::to_owned)
 }
+
+/// Refusal words of other languages (routing/7), read as typed: German `nein`, `nie`,
+/// `niemals`; French `pas`, `jamais`; Spanish and Portuguese `nunca`, `não` (`nao`); Russian
+/// `не`, `нет`, `никогда`, `нельзя`; and `nah`. (`non` is left out: "non-blocking".)
+const FOREIGN_REFUSALS: [&str; 13] = [
+    "nein",
+    "nie",
+    "niemals",
+    "pas",
+    "jamais",
+    "nunca",
+    "não",
+    "nao",
+    "не",
+    "нет",
+    "никогда",
+    "нельзя",
+    "nah",
+];
+
+/// Refusals of languages written without spaces between words, read anywhere in the text
+/// (routing/7): Chinese `不要`, `不用`, `别用`, `别使用`, `禁止`, `请勿`, `切勿`; Japanese
+/// `ないで` (`しないで`, `使わないで`); Korean `하지 마`, `하지마`, `말고`.
+const UNSPACED_REFUSALS: [&str; 11] =
+    ["不要", "不用", "别用", "别使用", "禁止", "请勿", "切勿", "ないで", "하지 마", "하지마", "말고"];
 
 /// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
 /// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
@@ -548,7 +584,7 @@ fn retraction_in(
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 44] = [
+const REFUSALS: [&str; 45] = [
     "skip",
     "skipping",
     "exclude",
@@ -595,6 +631,8 @@ const REFUSALS: [&str; 44] = [
     "postpone",
     "postponing",
     "resist",
+    // Routing/7 (outside review 175 F1: "Bob said to use the X skill, but I disagree").
+    "disagree",
 ];
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
@@ -657,29 +695,76 @@ pub struct Citations {
     pub mentioned: Vec<String>,
 }
 
+/// Quotation marks that open a quote, each with the marks that close it (routing/7 adds
+/// all but `"`, `` ` `` and `“`; outside review 175 F1).
+const QUOTES: [(char, &[char]); 10] = [
+    ('"', &['"']),
+    ('`', &['`']),
+    ('\u{201c}', &['\u{201d}']),
+    ('\u{ab}', &['\u{bb}']),
+    ('\u{201e}', &['\u{201c}', '\u{201d}']),
+    ('\u{2039}', &['\u{203a}']),
+    ('\u{300c}', &['\u{300d}']),
+    ('\u{300e}', &['\u{300f}']),
+    ('\u{ff02}', &['\u{ff02}']),
+    ('\u{201a}', &['\u{2018}', '\u{2019}']),
+];
+
+/// `text` with every span from `open` to `close` (both included) made blanks, one per
+/// character; a span left open runs to the end.
+fn blank_spans(text: &str, open: &str, close: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(open) {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        let inner = rest.get(at + open.len()..).unwrap_or_default();
+        let end = inner.find(close).map_or(inner.len(), |e| e + close.len());
+        let span = rest.get(at..at + open.len() + end).unwrap_or_default();
+        out.extend(span.chars().map(|_| ' '));
+        rest = inner.get(end..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Words that report what someone else said (routing/7: "Bob said to use the X skill, but I
+/// disagree" — outside review 175 F1): a directive in their sentence is not the user's.
+const REPORTED: [&str; 9] =
+    ["said", "says", "told", "tells", "claimed", "claims", "suggested", "wrote", "recommended"];
+
 /// The ids of `sources` the query cites ([`Citations`]).
 pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
     use unicode_normalization::UnicodeNormalization;
     // NFKC first: an NFD accent is one letter, as a reader sees it (outside review 87: an
     // NFD `café` was not read as citing `café`).
     // (Apostrophe look-alikes first: NFKC spells `´` as a space and a combining accent.)
-    let composed: String = query.replace(APOSTROPHES, "'").nfkc().collect();
-    let lower = composed.to_lowercase().replace(APOSTROPHES, "'");
-    // Quoted text ("...", `...`, “...”) is not an instruction: blank it out.
+    // (A backtick stays one: it quotes code — routing/7; read as an apostrophe, `…` and a
+    // fenced block were never blanked: outside review 175 F1.)
+    let apostrophe = |c: char| c != '`' && APOSTROPHES.contains(&c);
+    let composed: String = query.replace(apostrophe, "'").nfkc().collect();
+    let lower = composed.to_lowercase().replace(apostrophe, "'");
+    // Quoted text ("...", `...`, “...”, «...», „...“, 「...」, ...), struck-out text (`~~...~~`)
+    // and an HTML comment are not an instruction: blank them out (routing/7, outside review
+    // 175 F1: a directive quoted so, struck out, commented out or pasted in a fenced block
+    // loaded the skill). A quote or span left open blanks the rest.
+    let lower_spans = blank_spans(&blank_spans(&lower, "<!--", "-->"), "~~", "~~");
     let mut unquoted = String::with_capacity(lower.len());
-    let mut open: Option<char> = None;
-    for c in lower.chars() {
-        match (open, c) {
-            (None, '"' | '`' | '\u{201c}') => {
-                open = Some(if c == '\u{201c}' { '\u{201d}' } else { c });
+    let mut open: Option<&[char]> = None;
+    for c in lower_spans.chars() {
+        match open {
+            None => match QUOTES.iter().find(|(o, _)| *o == c) {
+                Some((_, closers)) => {
+                    open = Some(closers);
+                    unquoted.push(' ');
+                }
+                None => unquoted.push(c),
+            },
+            Some(closers) => {
+                if closers.contains(&c) {
+                    open = None;
+                }
                 unquoted.push(' ');
             }
-            (Some(close), _) if c == close => {
-                open = None;
-                unquoted.push(' ');
-            }
-            (Some(_), _) => unquoted.push(' '),
-            (None, _) => unquoted.push(c),
         }
     }
     // A directory or name in any case, hyphens, underscores and spaces alike (outside
@@ -726,7 +811,8 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
             // Routing/4 reads a refusal anywhere in the directive's sentence, after the verb
             // too ("Using the X skill is forbidden": outside review 66).
-            if !asks && !negates(&sentence) {
+            let reported = words.iter().any(|w| REPORTED.contains(w));
+            if !asks && !reported && !negates(&sentence) {
                 for (i, w) in words.iter().enumerate() {
                     if !DIRECTIVE_VERBS.contains(w) {
                         continue;

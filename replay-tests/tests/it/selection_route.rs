@@ -787,6 +787,37 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
         assert_eq!(e.routing_policy, "closure-ledger-routing/7");
     }
+    // Outside review 175 F1, F2 (routing/7): a directive quoted in other marks, struck out,
+    // commented out, in a fenced block or reported is not the user's; other languages'
+    // refusals are read.
+    for q in [
+        "\u{ab}Use the kubernetes skill\u{bb} is what the old runbook said.",
+        "\u{201e}Use the kubernetes skill\u{201c}, stand im alten Ticket.",
+        "\u{300c}Use the kubernetes skill\u{300d}",
+        "The old CI log printed:\n```\nUse the kubernetes skill\n```",
+        "`Use the kubernetes skill`",
+        "~~Use the kubernetes skill~~",
+        "<!-- Use the kubernetes skill -->",
+        "Bob said to use the kubernetes skill for this",
+        "Use the kubernetes skill \u{2014} NEIN",
+        "Use the kubernetes skill? Nah.",
+        "Use the kubernetes skill. Ne faites pas \u{e7}a.",
+        "Use the kubernetes skill. N\u{e3}o.",
+        "Use the kubernetes skill. \u{41d}\u{435}\u{442}.",
+        "Use the kubernetes skill. \u{4e0d}\u{8981}.",
+    ] {
+        let e = decide(q, &["skill:kubernetes"]);
+        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
+    }
+    // A quote closed, then the user's own directive; `he` is no Cyrillic `не`.
+    for q in [
+        "The runbook says \u{ab}deploy by hand\u{bb}. Use the kubernetes skill.",
+        "~~old plan~~ Use the kubernetes skill.",
+        "Use the kubernetes skill; he knows the cluster.",
+    ] {
+        let e = decide(q, &[]);
+        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
+    }
     // The phrases, not their words: a directive that tests against something, keeps from
     // breaking something or rules something out still decides.
     for q in [
