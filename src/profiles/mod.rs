@@ -99,19 +99,25 @@ pub struct ScanOutcome {
     pub profiles: Vec<String>,
 }
 
-/// The resources (source id, path) the task selections of open workflows' Attempts
-/// loaded: what a rescan stores first ([`scan::scan_keeping`]).
-/// What a rescan stores first: the resources open workflows' Attempts loaded, and every
-/// resource of a source the configured generation installs (outside review 61).
-fn kept_by_the_ledger(state: &State) -> std::collections::BTreeSet<(String, String)> {
+/// What a rescan stores first ([`scan::scan_keeping`]), in two tiers: the resources (source
+/// id, path) open workflows' Attempts loaded and every resource of a source the configured
+/// generation installs (outside review 61); then every resource of a source the revision
+/// before it installed — the one `rollback` returns to (outside review 175 F4).
+fn kept_by_the_ledger(state: &State) -> [std::collections::BTreeSet<(String, String)>; 2] {
     let cp = &state.context_profiles;
-    let mut keep = loaded_by_open_workflows(state);
-    if let (Some(c), Some(registry)) = (cp.current(), cp.registry.as_ref()) {
-        for source in registry.sources.iter().filter(|s| c.plan.selected_ids.contains(&s.id)) {
-            keep.extend(source.resources.iter().map(|r| (source.id.clone(), r.path.clone())));
+    let installed = |revision: Option<&crate::runtime::profile::RevisionState>| {
+        let mut keep = std::collections::BTreeSet::new();
+        if let (Some(r), Some(registry)) = (revision, cp.registry.as_ref()) {
+            for source in registry.sources.iter().filter(|s| r.plan.selected_ids.contains(&s.id)) {
+                keep.extend(source.resources.iter().map(|res| (source.id.clone(), res.path.clone())));
+            }
         }
-    }
-    keep
+        keep
+    };
+    let mut first = loaded_by_open_workflows(state);
+    first.extend(installed(cp.current()));
+    let previous = cp.revision().checked_sub(1).and_then(|n| cp.revisions.get(&n));
+    [first, installed(previous)]
 }
 
 fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String, String)> {

@@ -1301,18 +1301,21 @@ fn codex_disables_implicit(text: &str) -> bool {
 
 /// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
 pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
-    scan_keeping(root, &std::collections::BTreeSet::new())
+    scan_keeping(root, &[])
 }
 
-/// [`scan`], storing first the bytes of the resources `keep` names (source id, path) —
-/// what the task selections of open workflows' Attempts loaded — then the rest in (id,
-/// path) order, within the entry's bounds: a rescan that adds sources does not push out
-/// the bytes an in-flight or finished Attempt stands on (outside review 52: an Attempt
-/// whose skill was unchanged was marked CONTEXT_CHANGED, its result ignored, because
-/// new skills sorting before it took the stored bytes).
+/// [`scan`], storing first the bytes of the resources `keep` names (source id, path), tier
+/// by tier — what the task selections of open workflows' Attempts loaded and the configured
+/// generation installs, then what the revision before it installed — then the rest in
+/// (id, path) order, within the entry's bounds: a rescan that adds sources does not push
+/// out the bytes an in-flight or finished Attempt stands on (outside review 52: an Attempt
+/// whose skill was unchanged was marked CONTEXT_CHANGED, its result ignored, because new
+/// skills sorting before it took the stored bytes), nor those of the configuration a
+/// rollback returns to (outside review 175 F4: stored by digest only, it could never be
+/// set again).
 pub fn scan_keeping(
     root: &Path,
-    keep: &std::collections::BTreeSet<(String, String)>,
+    keep: &[std::collections::BTreeSet<(String, String)>],
 ) -> Result<SourceRegistryRecorded, ScanError> {
     let root = no_symlink_ancestors(root)?;
     real_dir(&root)?;
@@ -1783,19 +1786,21 @@ pub fn scan_keeping(
     // `select` were refused).
     let base: BTreeSet<&str> =
         profiles.iter().flat_map(|p| p.eager.iter().chain(&p.required)).map(String::as_str).collect();
+    let tiers = keep.len();
     let pass_of = |id: &str, path: &str| {
-        if keep.contains(&(id.to_owned(), path.to_owned())) {
-            0
+        let named = (id.to_owned(), path.to_owned());
+        if let Some(tier) = keep.iter().position(|k| k.contains(&named)) {
+            tier
         } else if base.contains(id) {
-            1
+            tiers
         } else if path == "SKILL.md" {
-            2
+            tiers + 1
         } else {
-            3
+            tiers + 2
         }
     };
     let mut stored: u64 = 0;
-    for pass in 0..4 {
+    for pass in 0..tiers + 3 {
         for source in &mut sources {
             for r in &mut source.resources {
                 if pass_of(&source.id, &r.path) != pass {

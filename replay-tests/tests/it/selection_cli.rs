@@ -751,6 +751,51 @@ fn a_large_routed_skill_does_not_evict_the_base() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// A rescan keeps the bytes of what the revision before the configured one installed — the
+/// configuration `rollback` returns to — ahead of new sources (outside review 175 F4: a
+/// rescan adding large skills stored an unchanged included skill by digest only, and no
+/// `set` could ever install it again).
+#[test]
+fn a_rescan_keeps_the_previous_configurations_bytes() {
+    let s = setup("auto");
+    write(
+        &s.src.join("skills/zz-big/SKILL.md"),
+        "---\nname: zz-big\ndescription: Big reference tables for zebra zoning.\n---\n# Big\n",
+    );
+    write(&s.src.join("skills/zz-big/table.md"), &"zebra zoning table row\n".repeat(9_000));
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let state_root = root(&s);
+    let set = |extra: &[&str]| {
+        let mut args = vec!["lean", "--state-root", state_root.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        s.run(&["profile", "set"], &args)
+    };
+    let (code, _, err) = set(&["--include", "skill:zz-big"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = set(&["--clear-filters"]);
+    assert_eq!(code, 0, "{err}");
+    for (name, n) in [("aa1", 250_000), ("aa2", 250_000), ("aa3", 150_000)] {
+        write(
+            &s.src.join(format!("skills/{name}/SKILL.md")),
+            &format!("---\nname: {name}\ndescription: Filler skill {name}.\n---\n# {name}\n"),
+        );
+        write(&s.src.join(format!("skills/{name}/big.md")), &"y".repeat(n));
+    }
+    let (code, out, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let scanned: Value = serde_json::from_str(&out).unwrap();
+    let lost: Vec<&str> =
+        scanned["notLoadable"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(!lost.is_empty(), "the entry's bound is reached: {out}");
+    assert!(
+        lost.iter().all(|l| !l.starts_with("skill:zz-big")),
+        "the previous configuration's bytes stay: {lost:?}"
+    );
+    let (code, _, err) = set(&["--include", "skill:zz-big"]);
+    assert_eq!(code, 0, "the previous configuration can be set again: {err}");
+}
+
 /// A query read as refusing something chooses nothing, and the note on stderr names the
 /// word or phrase read as the refusal (outside review 132 F3: it named none).
 #[test]
