@@ -30,6 +30,7 @@ pub use disk::{
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};
+pub use journal::MAX_SEGMENT_BYTES;
 pub use memory::MemStore;
 pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};
 pub use swap::MARKER as RECOVER_MARKER;
@@ -230,7 +231,9 @@ pub enum Corruption {
         "the copies hold two histories from this seq on, each intact and chained on from the records both hold (the journal's to seq {newest}): neither is chosen"
     )]
     HistoriesPart { newest: u64 },
-    #[error("journal segment {segment} is {len} bytes, over the {max} bytes a segment may hold")]
+    #[error(
+        "journal segment {segment} is {len} bytes, over the {max} bytes a segment may hold (if the bytes past its records are zeros — preallocated space grown over the bound — `ledger recover` moves them aside and loses nothing)"
+    )]
     SegmentTooLarge { segment: String, len: u64, max: u64 },
     #[error("journal segment {segment} is empty but is not the last segment")]
     EmptySegment { segment: String },

@@ -126,25 +126,33 @@ fn move_segment_aside(segment: &Path, into: &Path) -> Result<PathBuf, OpenError>
     Ok(target)
 }
 
-/// Zeros after the last record of a segment that is not the last, where the next segment's
-/// first record is intact and carries the seq after that record: space an earlier build's
-/// writer filled for a record that crossed the target size and left behind when it rolled
-/// (outside review 168 F1; the writer now cuts it before it rolls). They hold no record —
-/// the next segment continues the numbering, and the scan checks it links — and every
-/// command refused the ledger over them. Moved aside (`cut/N/`, kept) so the journal reads whole; the scan that follows
-/// verifies the chain across the boundary as ever. Returns each segment cut, where it was
-/// cut and where the bytes went.
-fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<(PathBuf, u64, PathBuf)>, OpenError> {
+/// Zeros a segment holds after its records that no writer of this build leaves there,
+/// moved aside (`cut/N/`, kept, as a sparse file of the same zeros) so the journal reads
+/// whole: after a segment that is not the last, where the next segment's first record is
+/// intact and carries the seq after that record — space an earlier build's writer filled
+/// for a record that crossed the target size and left behind when it rolled (outside review
+/// 168 F1; the writer now cuts it before it rolls) — and past [`MAX_SEGMENT_BYTES`] in the
+/// last segment (outside review 176 F1: preallocated space grown over the bound made every
+/// command, `recover` and its `--truncate-after` included, refuse the ledger). They hold
+/// no record, and every command refused the ledger over them; the scan that follows
+/// verifies the chain across the boundary as ever.
+///
+/// [`MAX_SEGMENT_BYTES`]: super::journal::MAX_SEGMENT_BYTES
+fn cut_stray_zeros(root: &Path) -> Result<Vec<ZerosCut>, OpenError> {
     let journal = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal)?;
+    let max = super::journal::MAX_SEGMENT_BYTES;
     let mut cut = Vec::new();
-    for pair in segments.windows(2) {
-        let [(_, here), (_, next)] = pair else { continue };
+    for (i, (_, here)) in segments.iter().enumerate() {
+        let next = segments.get(i + 1).map(|(_, next)| next);
         let len = std::fs::metadata(here).map_err(io("stat", here))?.len();
-        if len > super::journal::MAX_SEGMENT_BYTES {
+        if next.is_none() && len <= max {
+            // The last segment's preallocated space, within the bound: the writer's own.
             continue;
         }
-        let bytes = read_segment(here)?;
+        // At most the bound is read; past it, zeros are checked a chunk at a time.
+        let mut bytes = Vec::new();
+        File::open(here).and_then(|f| f.take(max).read_to_end(&mut bytes)).map_err(io("read", here))?;
         let (mut end, mut next_seq) = (0usize, None);
         while let Some(rest) = bytes.get(end..).filter(|rest| !rest.is_empty()) {
             let Ok((header, _)) = check_record(rest) else { break };
@@ -155,17 +163,80 @@ fn cut_zeros_left_by_a_roll(root: &Path) -> Result<Vec<(PathBuf, u64, PathBuf)>,
         // review 173 F1: a fork's intact records after zeros went to `cut/` with exit 0) and
         // are damage, decided as any other.
         let rest = bytes.get(end..).unwrap_or_default();
-        if rest.is_empty() || rest.iter().any(|b| *b != 0) {
+        if rest.is_empty() || rest.iter().any(|b| *b != 0) || !zeros_past(here, max)? {
             continue;
         }
-        let mut reader = super::journal::SegmentReader::open(next)?;
-        let continues = matches!(reader.next_record(next)?,
-            super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq);
+        let continues = match next {
+            Some(next) => {
+                let mut reader = super::journal::SegmentReader::open(next)?;
+                matches!(reader.next_record(next)?,
+                    super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq)
+            }
+            None => true,
+        };
         if continues {
-            cut.push((here.clone(), end as u64, move_tail_aside(root, here, end as u64)?));
+            let to = move_zeros_aside(root, here, end as u64, len)?;
+            cut.push(ZerosCut { segment: here.clone(), end: end as u64, len, to });
         }
     }
     Ok(cut)
+}
+
+/// Zeros moved aside by [`cut_stray_zeros`]: `segment` cut at `end` from `len` bytes, the
+/// zeros now in `to`.
+struct ZerosCut {
+    segment: PathBuf,
+    end: u64,
+    len: u64,
+    to: PathBuf,
+}
+
+/// Whether every byte of `path` past `from` is zero (read a chunk at a time).
+fn zeros_past(path: &Path, from: u64) -> Result<bool, OpenError> {
+    let mut file = File::open(path).map_err(io("open", path))?;
+    file.seek(SeekFrom::Start(from)).map_err(io("seek", path))?;
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut chunk).map_err(io("read", path))?;
+        if n == 0 {
+            return Ok(true);
+        }
+        if chunk.get(..n).is_some_and(|c| c.iter().any(|b| *b != 0)) {
+            return Ok(false);
+        }
+    }
+}
+
+/// Moves the zeros of `segment` from `end` to `len` aside into `cut/N/` as a file of as
+/// many zeros (sparse: nothing is copied), then cuts the segment at `end`.
+fn move_zeros_aside(root: &Path, segment: &Path, end: u64, len: u64) -> Result<PathBuf, OpenError> {
+    let into = cut_dir(root)?;
+    let name = segment.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let target = into.join(format!("{name}@{end}"));
+    let dst = OpenOptions::new().write(true).create_new(true).open(&target).map_err(io("create", &target))?;
+    dst.set_len(len - end).and_then(|()| dst.sync_all()).map_err(io("write", &target))?;
+    sync_dir(&into)?;
+    let file = OpenOptions::new().write(true).open(segment).map_err(io("open", segment))?;
+    file.set_len(end).map_err(io("truncate", segment))?;
+    file.sync_all().map_err(io("fsync", segment))?;
+    Ok(target)
+}
+
+/// Undoes [`move_zeros_aside`]: the segment grown back to its length with zeros, the cut
+/// file and its emptied `cut/N/` removed.
+fn put_zeros_back(cut: &ZerosCut) -> Result<(), OpenError> {
+    let file = OpenOptions::new().write(true).open(&cut.segment).map_err(io("open", &cut.segment))?;
+    // Only onto the segment as the cut left it.
+    if file.metadata().map_err(io("stat", &cut.segment))?.len() != cut.end {
+        return Ok(());
+    }
+    file.set_len(cut.len).and_then(|()| file.sync_all()).map_err(io("grow", &cut.segment))?;
+    std::fs::remove_file(&cut.to).map_err(io("remove", &cut.to))?;
+    // `cut/N/`, then `cut/` if the cut made it: each only when empty.
+    for dir in cut.to.ancestors().skip(1).take(2) {
+        let _ = std::fs::remove_dir(dir);
+    }
+    Ok(())
 }
 
 /// sled's records after `head` (from genesis for `None`) that are intact and chain on (up to
@@ -596,7 +667,6 @@ fn recover_in(
     unreadable: Option<OpenError>,
 ) -> Result<RecoverReport, OpenError> {
     let _lock = lock(root, true)?;
-    let journal = root.join(JOURNAL_DIR);
     let opened = match unreadable {
         Some(e) => Err(e),
         None => open_sled(&root.join(SLED_DIR)),
@@ -614,14 +684,14 @@ fn recover_in(
         // journal read as damage.
         refuse_newer_format(read_meta(meta)?.1.as_deref())?;
     }
-    let zeros_cut = cut_zeros_left_by_a_roll(root)?;
-    let moved = zeros_cut.iter().map(|(_, _, to)| to.clone()).collect();
+    let zeros_cut = cut_stray_zeros(root)?;
+    let moved = zeros_cut.iter().map(|z| z.to.clone()).collect();
     let result = recover_cut(root, options, db, sled_error, trees, moved);
     if result.is_err() {
         // A refusal changes nothing (format.md, Recover): the zeros go back where they were
         // (outside review 170 F3: cut, and the refusal said nothing was changed).
-        for (segment, end, to) in zeros_cut.iter().rev() {
-            let _ = put_cut_back(&journal, segment, *end, std::slice::from_ref(to));
+        for z in zeros_cut.iter().rev() {
+            let _ = put_zeros_back(z);
         }
     }
     result

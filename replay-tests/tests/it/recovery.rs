@@ -1801,6 +1801,52 @@ fn zeros_a_roll_left_after_a_segment_are_moved_aside() {
     assert_eq!(std::fs::read(&first).unwrap(), gap, "nothing changed");
 }
 
+/// The last segment's preallocated zeros grown past the bound a segment may hold (outside
+/// review 176 F1: every command, `recover` and its `--truncate-after` included, refused the
+/// ledger, and the refusal named no way out): the refusal says `recover` moves them aside,
+/// and it does, losing nothing; a non-zero byte past the bound is damage, nothing changed.
+#[test]
+fn zeros_past_the_segment_bound_are_moved_aside() {
+    let max = closure_ledger::store::MAX_SEGMENT_BYTES;
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 6, 2);
+    let before = all_entries(&template);
+    for stray in [false, true] {
+        let dir = tmp.path().join(format!("stray-{stray}"));
+        copy_dir(&template, &dir);
+        let seg = segment(&dir);
+        // Sparse: the file grows without writing its zeros.
+        let file = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+        file.set_len(max + 1).unwrap();
+        if stray {
+            use std::io::{Seek, SeekFrom, Write};
+            let mut f = &file;
+            f.seek(SeekFrom::Start(max)).unwrap();
+            f.write_all(b"A").unwrap();
+        }
+        drop(file);
+        let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("over the") && err.contains("`ledger recover` moves them aside"), "{err}");
+        let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+        if stray {
+            assert_eq!(code, 1, "{out}{err}");
+            assert_eq!(std::fs::metadata(&seg).unwrap().len(), max + 1, "nothing changed");
+            assert!(!dir.join("cut").exists(), "no cut/ left");
+            continue;
+        }
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(std::fs::metadata(&seg).unwrap().len() <= max);
+        let cut: Vec<_> = std::fs::read_dir(dir.join("cut/1")).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(cut.len(), 1, "{cut:?}");
+        let moved = std::fs::metadata(&cut[0]).unwrap().len();
+        assert_eq!(moved + std::fs::metadata(&seg).unwrap().len(), max + 1, "every byte kept");
+        assert_eq!(all_entries(&dir), before);
+        assert_eq!(verify_json(&dir, None).0, 0);
+    }
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
