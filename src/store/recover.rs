@@ -103,7 +103,11 @@ fn cut_dir(root: &Path) -> Result<PathBuf, OpenError> {
 /// Copies `segment[offset..]` to `into/<segment name>@<offset>`, fsyncs it, then cuts the
 /// segment back to `offset`. Returns where the bytes went.
 pub(super) fn move_tail_aside(root: &Path, segment: &Path, offset: u64) -> Result<PathBuf, OpenError> {
-    let into = cut_dir(root)?;
+    move_tail_into(&cut_dir(root)?, segment, offset)
+}
+
+/// [`move_tail_aside`] into the cut directory `into`.
+fn move_tail_into(into: &Path, segment: &Path, offset: u64) -> Result<PathBuf, OpenError> {
     let name = segment.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let target = into.join(format!("{name}@{offset}"));
     let mut src = File::open(segment).map_err(io("open", segment))?;
@@ -112,7 +116,7 @@ pub(super) fn move_tail_aside(root: &Path, segment: &Path, offset: u64) -> Resul
         OpenOptions::new().write(true).create_new(true).open(&target).map_err(io("create", &target))?;
     std::io::copy(&mut src, &mut dst).map_err(io("copy", &target))?;
     dst.sync_all().map_err(io("fsync", &target))?;
-    sync_dir(&into)?;
+    sync_dir(into)?;
     let file = OpenOptions::new().write(true).open(segment).map_err(io("open", segment))?;
     file.set_len(offset).map_err(io("truncate", segment))?;
     file.sync_all().map_err(io("fsync", segment))?;
@@ -986,19 +990,22 @@ fn recover_cut(
             let last = newest_held(&found, usable)?;
             report.truncated_seqs = (last > after).then_some((after + 1, last));
             // Nothing after the cut at all, nothing moved (outside review 149 F5: an empty
-            // file was made and reported as cut). (`put_cut_back` reads the first cut as
-            // the segment's tail: with later segments to move, the tail is moved too.)
-            // Nor where only unwritten, zero-filled space of a v3 segment follows it (outside
-            // review 152 P2: preallocated zeros were moved aside and reported as cut).
+            // file was made and reported as cut), nor where only unwritten, zero-filled space
+            // of a v3 segment follows it (outside review 152 P2: preallocated zeros were moved
+            // aside and reported as cut) — that segment is then the last, and such space is
+            // its own. The tail and every later segment go to one `cut/N/` (outside review
+            // 176 F2: two, and an empty file for a tail of no bytes).
             let bytes = read_segment(&segment)?;
             let rest = bytes.get(usize::try_from(end).unwrap_or(usize::MAX)..).unwrap_or_default();
             let rest_written = !rest.is_empty()
                 && (RecordVersion::of_segment(&bytes) != RecordVersion::V3 || rest.iter().any(|b| *b != 0));
+            // (What this cut moves, apart from zeros moved aside before it.)
+            let first_cut = report.cut.len();
             if rest_written || !later.is_empty() {
-                report.cut.push(move_tail_aside(root, &segment, end)?);
-            }
-            if !later.is_empty() {
                 let into = cut_dir(root)?;
+                if rest_written {
+                    report.cut.push(move_tail_into(&into, &segment, end)?);
+                }
                 for p in later {
                     report.cut.push(move_segment_aside(&p, &into)?);
                 }
@@ -1006,7 +1013,7 @@ fn recover_cut(
             }
             if let (Some(_), Some(tree)) = (past_damage, usable) {
                 // (The restore keeps `truncate_after`: it restores nothing past the cut.)
-                let made = report.cut.clone();
+                let made = report.cut.get(first_cut..).unwrap_or_default().to_vec();
                 let restored = survey(root, Some(tree), None, options.checkpoint.as_ref())
                     .and_then(|found| restore_from_sled(root, &journal, tree, &found, options, &mut report));
                 if let Err(e) = restored {
@@ -1437,18 +1444,29 @@ fn read_segment(path: &Path) -> Result<Vec<u8>, OpenError> {
 /// to `segment` at `end`, the later segments (the rest) renamed back into `journal`, the
 /// emptied `cut/N/` directories removed.
 fn put_cut_back(journal: &Path, segment: &Path, end: u64, cut: &[PathBuf]) -> Result<(), OpenError> {
-    let Some((tail, later)) = cut.split_first() else { return Ok(()) };
-    let bytes = read_segment(tail)?;
-    let mut file = OpenOptions::new().write(true).open(segment).map_err(io("open", segment))?;
-    file.set_len(end).map_err(io("truncate", segment))?;
-    file.seek(SeekFrom::Start(end)).map_err(io("seek", segment))?;
-    file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(io("write", segment))?;
+    // The segment's tail, if one was moved: `<segment name>@<end>`, first.
+    let tail_name = format!("{}@{end}", segment.file_name().unwrap_or_default().to_string_lossy());
+    let (tail, later) = match cut.split_first() {
+        Some((first, rest)) if first.file_name().is_some_and(|n| n.to_string_lossy() == tail_name) => {
+            (Some(first), rest)
+        }
+        _ => (None, cut),
+    };
+    if let Some(tail) = tail {
+        let bytes = read_segment(tail)?;
+        let mut file = OpenOptions::new().write(true).open(segment).map_err(io("open", segment))?;
+        file.set_len(end).map_err(io("truncate", segment))?;
+        file.seek(SeekFrom::Start(end)).map_err(io("seek", segment))?;
+        file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(io("write", segment))?;
+    }
     for moved in later {
         let back = journal.join(moved.file_name().unwrap_or_default());
         std::fs::rename(moved, &back).map_err(io("rename", moved))?;
     }
     sync_dir(journal)?;
-    std::fs::remove_file(tail).map_err(io("remove", tail))?;
+    if let Some(tail) = tail {
+        std::fs::remove_file(tail).map_err(io("remove", tail))?;
+    }
     for dir in cut.iter().filter_map(|p| p.parent()) {
         let _ = std::fs::remove_dir(dir);
         if let Some(parent) = dir.parent() {

@@ -1847,6 +1847,45 @@ fn zeros_past_the_segment_bound_are_moved_aside() {
     }
 }
 
+/// A `--truncate-after` cut that reaches into later segments moves the segment's tail and
+/// every later segment into one `cut/N/`, and no file for a tail of no bytes (outside
+/// review 176 F2: two directories, and an empty file when the cut fell on a segment's end).
+#[test]
+fn a_cut_across_segments_goes_to_one_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 9, 2);
+    let segments = split_segments(&template, &[4, 7]);
+    let second_first: u64 = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    for (after, tail) in [(second_first - 1, false), (second_first - 3, true)] {
+        let dir = tmp.path().join(format!("after-{after}"));
+        copy_dir(&template, &dir);
+        let (code, out, err) =
+            cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &after.to_string()]);
+        assert_eq!(code, 0, "{out}{err}");
+        let dirs: Vec<_> =
+            std::fs::read_dir(dir.join("cut")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(dirs, ["1"], "one cut directory: {dirs:?}");
+        let mut moved: Vec<String> = std::fs::read_dir(dir.join("cut/1"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        moved.sort();
+        let mut expected: Vec<String> =
+            segments[1..].iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        if tail {
+            let first = segments[0].file_name().unwrap().to_string_lossy().into_owned();
+            let kept = std::fs::metadata(dir.join("journal").join(&first)).unwrap().len();
+            expected.insert(0, format!("{first}@{kept}"));
+        }
+        assert_eq!(moved, expected, "{out}");
+        for f in &moved {
+            assert!(std::fs::metadata(dir.join("cut/1").join(f)).unwrap().len() > 0, "{f} holds bytes");
+        }
+        assert_eq!(all_entries(&dir).len() as u64, after + 1);
+    }
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
