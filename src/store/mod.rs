@@ -289,7 +289,8 @@ pub enum MetaFault {
 /// proves the damage is not the end of the journal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "damaged journal record at offset {offset} of {segment} ({fault}); the last good seq is {}{}{}",
+    "damaged journal record at offset {offset} of {segment} ({fault}{}); the last good seq is {}{}{}",
+    stray_at.map_or_else(String::new, |at| format!(": zeros from there to offset {at}, where a byte that is neither zero nor a record's start stands")),
     last_good.map_or_else(|| "none".to_owned(), |s| s.to_string()),
     next_intact.map_or_else(String::new, |(at, seq)| format!("; an intact record (seq {seq}) follows at offset {at}")),
     next_segment_note(*last_good, next_segment.as_ref())
@@ -305,6 +306,33 @@ pub struct DamagedAt {
     /// seq of its first record, when that record is intact (outside review 168 F2: the
     /// report named none, and its cut hint would have dropped them).
     pub next_segment: Option<(String, u64)>,
+    /// Where damage that begins with zeros — unwritten space — first holds another byte
+    /// (outside review 176 F5: the report named only where the zeros began, which holds `00`).
+    pub stray_at: Option<u64>,
+}
+
+/// Where the bytes of `segment` from `offset` on, which begin with a zero, first hold a byte
+/// that is not zero (read best effort, a chunk at a time, for the report).
+pub(crate) fn stray_after_zeros(segment: &std::path::Path, offset: u64) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(segment).ok()?;
+    file.seek(SeekFrom::Start(offset)).ok()?;
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut at = offset;
+    loop {
+        let n = file.read(&mut chunk).ok()?;
+        let read = chunk.get(..n)?;
+        if n == 0 {
+            return None;
+        }
+        if at == offset && read.first() != Some(&0) {
+            return None;
+        }
+        if let Some(i) = read.iter().position(|b| *b != 0) {
+            return Some(at + i as u64);
+        }
+        at += n as u64;
+    }
 }
 
 /// [`DamagedAt`]'s note on the next segment: records written after the damage, or — where

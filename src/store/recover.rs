@@ -1333,6 +1333,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                             last_good: Some(h.last_seq()),
                             next_intact: None,
                             next_segment: None,
+                            stray_at: super::stray_after_zeros(&path, after as u64),
                         },
                     )));
                 }
@@ -1349,6 +1350,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                                 .is_none()
                                 .then(|| super::disk::next_segment_intact(&path))
                                 .flatten(),
+                            stray_at: super::stray_after_zeros(&path, offset as u64),
                         },
                     ));
                     // A damaged record whose (checked) header says it ends within sled's

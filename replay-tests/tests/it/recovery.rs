@@ -1886,6 +1886,29 @@ fn a_cut_across_segments_goes_to_one_directory() {
     }
 }
 
+/// A stray byte deep in the unwritten zeros is reported where it stands, not only where
+/// the zeros begin (outside review 176 F5: the offset named held `00`).
+#[test]
+fn a_stray_byte_in_the_zeros_is_named_where_it_stands() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 2);
+    let end = journal_end(&dir) as u64;
+    let seg = segment(&dir);
+    let len = std::fs::metadata(&seg).unwrap().len();
+    assert!(len > end + 40_001, "zero-filled space after the records");
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+        f.seek(SeekFrom::Start(end + 40_000)).unwrap();
+        f.write_all(&[0xFF]).unwrap();
+    }
+    let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("at offset {end} ")), "{err}");
+    assert!(err.contains(&format!("zeros from there to offset {}", end + 40_000)), "{err}");
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();

@@ -62,7 +62,7 @@ fn status_equals_the_live_and_the_replayed_state() {
     assert_eq!(after["counts"]["goals"], serde_json::json!({"total": 1, "revised": 0}));
     assert_eq!(
         after["counts"]["workflows"],
-        serde_json::json!({"total": 1, "ACCEPT": 1, "staleGoalRevision": 0})
+        serde_json::json!({"total": 1, "ACCEPT": 1, "staleGoalRevision": 0, "failedAfterAccept": 0})
     );
     assert_eq!(
         after["counts"]["attempts"],

@@ -67,6 +67,7 @@ impl Damage {
                     last_good: self.seq.checked_sub(1),
                     next_intact: self.next_intact,
                     next_segment: self.next_segment(),
+                    stray_at: crate::store::stray_after_zeros(&self.segment, self.offset),
                 })),
             ),
             DamageKind::Invalid { seq, reason } => corrupt(*seq, Replica::Journal, reason.clone()),
