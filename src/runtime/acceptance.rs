@@ -10,6 +10,24 @@ use super::state::{DecisionState, State};
 use super::{Rejection, Rule, RuleViolation, ensure, fresh, get, live_workflow, required_list, violation};
 
 pub fn decide(state: &State, c: &DecideAcceptance) -> Result<Event, Rejection> {
+    // A decision id already recorded: a redelivery that is not the same command (a same one
+    // is a duplicate before this). Said against the decision recorded — what it was made
+    // over — not against the state now (outside review 174 F3: after its repair the
+    // refusal said the Evidence Set had 0 records, as if the decision had stood on none).
+    if let Some(d) = state.decisions.get(&c.decision_id) {
+        return Err(violation(
+            Rule::IdReused,
+            format!(
+                "decision {} is already recorded (seq {}): {} of generation {} over the Evidence Set {:?} — a redelivery repeats that command exactly; a new decision takes a new id",
+                c.decision_id,
+                d.seq,
+                super::wire(&d.verdict),
+                d.generation_id,
+                d.evidence.iter().map(ToString::to_string).collect::<Vec<_>>()
+            ),
+        )
+        .into());
+    }
     let wf = super::open_workflow(state, c.workflow_id)?;
     let goal = get(&state.goals, wf.goal_id, "goal")?;
     let generation = get(&state.generations, c.generation_id, "generation")?;

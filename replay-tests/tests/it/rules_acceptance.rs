@@ -600,3 +600,20 @@ fn a_freeze_refused_over_an_open_blocker_names_the_way_out() {
     .unwrap();
     w.ok(decide(Verdict::Accept, &[0x90]));
 }
+
+/// A decision id already recorded, named by a command that is not the same one, is refused
+/// against the decision recorded — what it was made over — not the state now (outside review
+/// 174 F3: after its repair the refusal said the Evidence Set held 0 records).
+#[test]
+fn a_recorded_decision_resubmitted_otherwise_is_named() {
+    let mut w = verifying(&[CheckResult::Fail]);
+    w.ok(decide(Verdict::RejectRepairable, &[0x90]));
+    let redelivered = w.ok(decide(Verdict::RejectRepairable, &[0x90]));
+    assert!(redelivered.duplicate);
+    for other in [decide(Verdict::RejectRepairable, &[0x91]), decide(Verdict::RejectTerminal, &[0x90])] {
+        let err = w.fails(other);
+        assert_eq!(rule_of(&err), Some(Rule::IdReused), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("already recorded") && text.contains(&lid(0x90).to_string()), "{text}");
+    }
+}
