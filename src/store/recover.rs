@@ -147,8 +147,9 @@ fn cut_stray_zeros(root: &Path) -> Result<Vec<ZerosCut>, OpenError> {
     let segments = list_segments(&journal)?;
     let max = super::journal::MAX_SEGMENT_BYTES;
     let mut cut = Vec::new();
+    let count = segments.len();
     for (i, (_, here)) in segments.iter().enumerate() {
-        let next = segments.get(i + 1).map(|(_, next)| next);
+        let next = segments.get(i + 1);
         let len = std::fs::metadata(here).map_err(io("stat", here))?.len();
         if next.is_none() && len <= max {
             // The last segment's preallocated space, within the bound: the writer's own.
@@ -171,10 +172,15 @@ fn cut_stray_zeros(root: &Path) -> Result<Vec<ZerosCut>, OpenError> {
             continue;
         }
         let continues = match next {
-            Some(next) => {
+            Some((named, next)) => {
                 let mut reader = super::journal::SegmentReader::open(next)?;
-                matches!(reader.next_record(next)?,
-                    super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq)
+                let first_intact = matches!(reader.next_record(next)?,
+                    super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq);
+                // Or the last segment, named for the next seq and holding only zeros (or
+                // nothing): the roll happened and no record was written yet (outside review
+                // 176 F4: called damaged bytes that no copy holds).
+                let empty_last = i + 2 == count && Some(*named) == next_seq && zeros_past(next, 0)?;
+                first_intact || empty_last
             }
             None => true,
         };

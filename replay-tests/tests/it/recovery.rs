@@ -1787,6 +1787,23 @@ fn zeros_a_roll_left_after_a_segment_are_moved_aside() {
         assert_eq!(code, 1, "{name}: {out}{err}");
         assert_eq!(std::fs::read(&first).unwrap(), bytes, "{name}: nothing changed");
     }
+    // The next segment the last, named for the next seq and holding only zeros — the roll
+    // made, no record written yet (outside review 176 F4: called damaged bytes no copy
+    // holds): the zeros are moved aside too.
+    let dir = tmp.path().join("empty-next");
+    copy_dir(&template, &dir);
+    let first = dir.join("journal").join(segments[0].file_name().unwrap());
+    std::fs::write(&first, &zeroed).unwrap();
+    for later in &segments[1..] {
+        std::fs::remove_file(dir.join("journal").join(later.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(dir.join("journal").join(segments[1].file_name().unwrap()), vec![0u8; 65_536]).unwrap();
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(&first).unwrap(), original);
+    let second_first: usize = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    assert_eq!(all_entries(&dir), before[..second_first]);
     // A record missing between the zeros and the next segment: not a roll's leftover.
     let dir = tmp.path().join("gap");
     copy_dir(&template, &dir);
