@@ -1150,6 +1150,13 @@ fn cut_hint(last: u64) -> String {
 /// a cut drops them too (outside reviews 168 F2, 170 F1: the hint read as if they might
 /// never have been acknowledged); else [`cut_hint`].
 fn damage_hint(last: u64, reason: &Corruption) -> String {
+    // An intact record where the next should stand, out of order (outside review 176 F7: two
+    // swapped records, both acknowledged, got the hint for records never acknowledged).
+    if let Corruption::SeqGap { expected, found } = reason {
+        return format!(
+            "The journal holds an intact record of seq {found} where seq {expected} should stand: records are              missing or out of order, not torn — they were written, and may have been acknowledged; restore the              journal from a backup if there is one; `ledger recover --truncate-after {last}` keeps only the              records before it (the cut bytes, those intact records included, are moved aside)"
+        );
+    }
     match written_after(reason) {
         Some(from) => format!(
             "Records after the damage are intact (from seq {from}), so the damaged record was committed before \

@@ -1926,6 +1926,30 @@ fn a_stray_byte_in_the_zeros_is_named_where_it_stands() {
     assert!(err.contains(&format!("zeros from there to offset {}", end + 40_000)), "{err}");
 }
 
+/// Two intact records swapped, no copy to restore them from: the refusal says the journal
+/// holds them intact, out of order — not that they may never have been acknowledged
+/// (outside review 176 F7).
+#[test]
+fn swapped_records_are_named_intact_and_out_of_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 2);
+    trim_preallocated(&dir);
+    let frames = journal_frames(&dir);
+    let (a, b) = (frames[frames.len() - 2].clone(), frames[frames.len() - 1].clone());
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    let mut swapped = bytes[..a.range.start].to_vec();
+    swapped.extend_from_slice(&bytes[b.range.clone()]);
+    swapped.extend_from_slice(&bytes[a.range.clone()]);
+    std::fs::write(segment(&dir), &swapped).unwrap();
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("out of order, not torn") && !err.contains("never acknowledged"), "{err}");
+    assert!(err.contains(&format!("--truncate-after {}", a.first_seq - 1)), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), swapped, "nothing changed");
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
