@@ -762,8 +762,9 @@ pub fn decide_with(registry: &Registry<'_>, state: &State, command: &Command) ->
 }
 
 /// New text a command would record for workers to read — a project source's content and
-/// path, a Human Decision's question and answer, a fact, the goal, an obligation, a
-/// scenario, a blocker — holds no secret by its form ([`runtime::secrets`], the reader
+/// path and revision, a Human Decision's question and answer, a fact, the goal, an
+/// obligation, a scenario, a blocker, a policy's objectives, capabilities and invariants,
+/// an execution profile's name — holds no secret by its form ([`runtime::secrets`], the reader
 /// `sources scan` uses): the ledger is append-only, so a secret recorded could never be
 /// taken back, and the compiler hands these to workers (outside reviews 171 F1, 173 F3: a
 /// project's `.env` and a token in a decision's answer or the goal reached a worker's
@@ -805,7 +806,21 @@ fn goal_texts(c: &ledger_schema::events::GoalContent) -> Vec<(&'static str, &str
 /// The operator-written texts of `event` the compiler renders for a worker, by field.
 fn worker_texts(event: &Event) -> Vec<(&'static str, &str)> {
     match event {
-        Event::ProjectSourceRecorded(e) => vec![("content", &e.content), ("path", &e.path)],
+        Event::ProjectSourceRecorded(e) => {
+            vec![("content", &e.content), ("path", &e.path), ("revision", &e.revision)]
+        }
+        // The policy's texts reach every worker of its workflows (outside review 177 F2).
+        Event::PolicyBundleInstalled(e) => e
+            .bundle
+            .phases
+            .iter()
+            .flat_map(|p| {
+                std::iter::once(("objective", p.objective.as_str()))
+                    .chain(p.capabilities.iter().map(|c| ("capabilities", c.as_str())))
+            })
+            .chain(e.bundle.invariants.iter().map(|i| ("invariants", i.as_str())))
+            .collect(),
+        Event::ExecutionProfileInstalled(e) => vec![("name", &e.profile.name)],
         Event::HumanDecisionRecorded(e) => vec![("question", &e.question), ("answer", &e.answer)],
         Event::FactProposed(e) => vec![("statement", &e.statement), ("provenance", &e.provenance)],
         Event::GoalCreated(e) => goal_texts(&e.content),

@@ -263,6 +263,19 @@ pub enum Corruption {
     JournalV1 { segment: String },
     #[error("journal segment {segment} is named for seq {named} but begins at seq {found}")]
     SegmentName { segment: String, named: u64, found: u64 },
+    /// The last segment holds no record and is named for another seq than the next
+    /// (outside review 176 F6: it was said to "begin at" a seq it holds no record of).
+    #[error(
+        "journal segment {segment} holds no record and is named for seq {named}: as the last segment it must be named for the seq its first record would carry, {next}"
+    )]
+    EmptySegmentName { segment: String, named: u64, next: u64 },
+    /// The first segment begins past seq 0: the segments before it are missing (outside
+    /// review 176 F6: a bare "seq gap: expected seq 0").
+    #[error(
+        "the journal's first segment {segment} begins at seq {found}: the segments holding seqs 0 to {} are missing",
+        found.saturating_sub(1)
+    )]
+    JournalStartsLate { segment: String, found: u64 },
     #[error("meta tree disagrees with genesis: {0}")]
     Meta(MetaFault),
     #[error("checkpoint mismatch: expected {expected}, found {found}")]

@@ -654,6 +654,39 @@ fn secrets_are_not_recorded_for_workers() {
             title: "token".into(),
             description: format!("the client sends {TOKEN}"),
         }),
+        // A policy's objective, capability or invariant, a source's revision (outside
+        // review 177 F2: rendered verbatim to every worker).
+        Command::InstallPolicy(InstallPolicy {
+            policy_id: lid(0x95),
+            bundle: {
+                let mut b = closure_ledger::lifecycle::policy_bundle();
+                b.phases[0].objective = format!("Read the repo with {TOKEN}");
+                b
+            },
+        }),
+        Command::InstallPolicy(InstallPolicy {
+            policy_id: lid(0x95),
+            bundle: {
+                let mut b = closure_ledger::lifecycle::policy_bundle();
+                b.phases[0].capabilities.push(pem.clone());
+                b
+            },
+        }),
+        Command::InstallPolicy(InstallPolicy {
+            policy_id: lid(0x95),
+            bundle: {
+                let mut b = closure_ledger::lifecycle::policy_bundle();
+                b.invariants.push("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCY9q8Z3k2L1mN0".into());
+                b
+            },
+        }),
+        Command::RecordProjectSource(RecordProjectSource {
+            source_id: lid(0x96),
+            goal_id: lid(GOAL),
+            path: "src/lib.rs".into(),
+            revision: TOKEN.into(),
+            content: "fn main() {}\n".into(),
+        }),
     ] {
         let frames = w.ledger.store().frames().len();
         let err = w.fails(refused);

@@ -359,6 +359,12 @@ pub(super) fn scan_records(
                     entries
                 }
                 Err((seq, reason)) => {
+                    let reason = match reason {
+                        Corruption::SeqGap { expected: 0, found } if segment_idx == 0 && offset == 0 => {
+                            Corruption::JournalStartsLate { segment: segment.clone(), found }
+                        }
+                        other => other,
+                    };
                     stop(invalid(offset, seq, reason), &mut out, held.as_ref())?;
                     break 'segments;
                 }
@@ -424,7 +430,7 @@ pub(super) fn scan_records(
             let reason = if !is_last {
                 Some(Corruption::EmptySegment { segment: segment.clone() })
             } else if named_seq != next {
-                Some(Corruption::SegmentName { segment: segment.clone(), named: named_seq, found: next })
+                Some(Corruption::EmptySegmentName { segment: segment.clone(), named: named_seq, next })
             } else {
                 None
             };
