@@ -1950,6 +1950,36 @@ fn swapped_records_are_named_intact_and_out_of_order() {
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), swapped, "nothing changed");
 }
 
+/// An empty last segment under another name, and a journal whose first segments are gone,
+/// are named as what they are (outside review 176 F6: "begins at seq 304" of a segment
+/// holding no record; a bare "seq gap: expected seq 0").
+#[test]
+fn a_misnamed_empty_segment_and_lost_first_segments_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 9, 2);
+    let segments = split_segments(&template, &[4, 7]);
+    let second_first: u64 = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let dir = tmp.path().join("misnamed");
+    copy_dir(&template, &dir);
+    std::fs::write(dir.join("journal").join(format!("{:020}.clj", 99)), b"").unwrap();
+    let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("holds no record and is named for seq 99"), "{err}");
+    let dir = tmp.path().join("lost-first");
+    copy_dir(&template, &dir);
+    std::fs::remove_file(dir.join("journal").join(segments[0].file_name().unwrap())).unwrap();
+    let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "begins at seq {second_first}: the segments holding seqs 0 to {}",
+            second_first - 1
+        )),
+        "{err}"
+    );
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
