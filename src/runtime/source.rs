@@ -280,9 +280,20 @@ fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
 /// not folded: a precomposed and a decomposed accent still differ.)
 pub fn question_key(question: &str) -> String {
     let mut key = String::with_capacity(question.len());
-    for word in question.split(char::is_whitespace) {
-        let word: String =
-            word.chars().filter(|c| !super::invisible(*c)).flat_map(char::to_lowercase).collect();
+    // Markup is no part of the question (outside review 177 F1: "Keep the `Error` enum?",
+    // "<b>Keep …</b>", "Keep the \"Error\" enum?", "Keep the Error-enum?" each stood beside
+    // "Keep the Error enum?" as a second answer): inline HTML tags, backticks, and quotes or
+    // emphasis marks at a word's ends are dropped, a hyphen between two letters or digits
+    // read as a blank.
+    let untagged = without_inline_tags(question);
+    for word in untagged.split(char::is_whitespace) {
+        let word: String = word
+            .chars()
+            .filter(|c| !super::invisible(*c) && *c != '`')
+            .flat_map(char::to_lowercase)
+            .collect();
+        let word = word.trim_matches(|c: char| WORD_MARKS.contains(c));
+        let word = hyphens_as_blanks(word);
         if !word.is_empty() {
             if !key.is_empty() {
                 key.push(' ');
@@ -320,6 +331,53 @@ pub fn question_key(question: &str) -> String {
             None => return trimmed.to_owned(),
         }
     }
+}
+
+/// Quotes and emphasis marks dropped at a word's ends by [`question_key`].
+const WORD_MARKS: &str = "\"“”«»„‘’'*_~＂＇";
+
+/// `text` without inline HTML tags (`<b>`, `</code>`, …: the common inline ones, so
+/// `Vec<T>` keeps its `<T>`).
+fn without_inline_tags(text: &str) -> String {
+    const TAGS: &[&str] = &[
+        "b", "i", "u", "s", "em", "strong", "code", "del", "ins", "mark", "small", "sub", "sup", "span",
+        "kbd", "tt", "q", "p", "br", "br/",
+    ];
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('<') {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        let after = rest.get(at + 1..).unwrap_or_default();
+        let tag = after.split_once('>').map(|(inside, _)| inside);
+        match tag.filter(|t| TAGS.contains(&t.trim_start_matches('/').trim().to_ascii_lowercase().as_str())) {
+            Some(t) => {
+                out.push(' ');
+                rest = after.get(t.len() + 1..).unwrap_or_default();
+            }
+            None => {
+                out.push('<');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `word` with each hyphen between two letters or digits read as a blank (`error-enum` →
+/// `error enum`; `c--` and `-x` keep theirs).
+fn hyphens_as_blanks(word: &str) -> String {
+    let chars: Vec<char> = word.chars().collect();
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let between = i > 0
+                && chars.get(i - 1).is_some_and(|p| p.is_alphanumeric())
+                && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+            if *c == '-' && between { ' ' } else { *c }
+        })
+        .collect()
 }
 
 /// Pairs of quotes and brackets, as opened and closed.
@@ -389,15 +447,42 @@ fn trim_end_marks<'k>(key: &'k str, closing: &dyn Fn(char) -> bool) -> &'k str {
 /// The question after a label that opens it (`q:`, `question:`, `q1.`, `1.`, `2)`, a list
 /// bullet), if it opens with one; `key` is lower case, its blanks single spaces.
 fn question_label(key: &str) -> Option<&str> {
+    // A trailing answer hint or footnote mark (outside review 177 F1: "… (yes/no)", "… [1]").
+    for hint in ["(yes/no)", "(y/n)", "[y/n]", "[yes/no]", "(yes or no)"] {
+        if let Some(rest) = key.strip_suffix(hint) {
+            return Some(rest);
+        }
+    }
+    if let Some(rest) = key
+        .strip_suffix(']')
+        .and_then(|k| k.rsplit_once('['))
+        .filter(|(_, n)| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Some(rest.0);
+    }
     let (first, rest) = key.split_once(' ')?;
-    let numbered = |w: &str| {
-        w.strip_suffix(['.', ')', ':'])
-            .is_some_and(|n| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()))
-    };
-    let labelled = matches!(first, "q:" | "q." | "q)" | "question:" | "-" | "–" | "—" | "•" | "·" | ">")
-        || numbered(first)
-        || first.strip_prefix('q').is_some_and(numbered);
-    labelled.then_some(rest)
+    let digits = |n: &str| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit());
+    let roman = |n: &str| !n.is_empty() && n.len() <= 4 && n.chars().all(|c| matches!(c, 'i' | 'v' | 'x'));
+    let letter = |n: &str| n.chars().count() == 1 && n.chars().all(char::is_alphabetic);
+    let enumerator = |n: &str| digits(n) || roman(n) || letter(n);
+    // `1.`, `2)`, `a.`, `iv)`, `(a)`, `(1)`, `#1`, `q2:`, a heading's `#`s, a bullet.
+    let numbered = |w: &str| w.strip_suffix(['.', ')', ':']).is_some_and(enumerator);
+    let labelled = numbered(first)
+        || first.strip_prefix('(').and_then(|w| w.strip_suffix(')')).is_some_and(enumerator)
+        || first.strip_prefix('#').is_some_and(|n| digits(n) || n.chars().all(|c| c == '#'))
+        || first.strip_prefix('q').is_some_and(numbered)
+        || matches!(first, "-" | "–" | "—" | "•" | "·" | ">" | "q." | "q)");
+    if labelled {
+        return Some(rest);
+    }
+    // A word and a colon (`Q:`, `Question:`, `Re:`, `Decision:`, `TODO:`), or a word, a
+    // number and a colon (`Question 1:`).
+    let word = |w: &str| !w.is_empty() && w.chars().count() <= 12 && w.chars().all(char::is_alphabetic);
+    if first.strip_suffix(':').is_some_and(word) {
+        return Some(rest);
+    }
+    let (second, after) = rest.split_once(' ')?;
+    (word(first) && second.strip_suffix(':').is_some_and(enumerator)).then_some(after)
 }
 
 /// The prefix of a human principal (`human:alice`).

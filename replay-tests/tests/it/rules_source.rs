@@ -394,6 +394,21 @@ fn a_goal_has_one_decision_per_question() {
         "Q2) May parse() allocate?",
         "- May parse() allocate?",
         "> 1. \"May parse() allocate?",
+        // Other labels, enumerators, markup and hints (outside review 177 F1).
+        "Question 1: May parse() allocate?",
+        "(a) May parse() allocate?",
+        "A. May parse() allocate?",
+        "iv) May parse() allocate?",
+        "#1 May parse() allocate?",
+        "## May parse() allocate?",
+        "Re: May parse() allocate?",
+        "Decision: May parse() allocate?",
+        "May `parse()` allocate?",
+        "<b>May parse() allocate?</b>",
+        "May \"parse()\" allocate?",
+        "**May parse()** allocate?",
+        "May parse() allocate? (yes/no)",
+        "May parse() allocate? [1]",
     ] {
         w.refused(decision(0x5D, GOAL, same, "human:alice"), Rule::DecisionConflict);
     }
@@ -411,6 +426,7 @@ fn a_goal_has_one_decision_per_question() {
         ("Should we port it to C--?", "Should we port it to C?"),
         ("Is the key (a, b)?", "Is the key (a, b?"),
         ("Is 1.5 the floor?", "Is the floor?"),
+        ("Is the type Vec<T>?", "Is the type Vec?"),
     ]
     .into_iter()
     .enumerate()
