@@ -451,7 +451,6 @@ pub fn refusal_in(query: &str) -> Option<String> {
         raw.to_lowercase().replace(APOSTROPHES, "'").nfkc().collect()
     };
     if let Some(phrase) = retraction_in(&query, &read, &RETRACTIONS, false)
-        .or_else(|| retraction_in(&query, &read, &REFUSING_PHRASES, false))
         .or_else(|| retraction_in(&typed, &|w: &str| w.to_owned(), &RETRACTIONS_CLOSING, true))
     {
         return Some(phrase);
@@ -459,10 +458,15 @@ pub fn refusal_in(query: &str) -> Option<String> {
     // Other languages' refusals, as typed (routing/7, outside review 175 F2: "NEIN", "Nah",
     // "Ne déployez pas", "Não faça", "Не деплой", "不要" loaded the skill); not through the
     // confusable skeleton, which spells the Cyrillic `не` as the English `he`.
-    if let Some(word) =
-        typed.split(|c: char| !(c.is_alphanumeric() || c == '\'')).find(|w| FOREIGN_REFUSALS.contains(w))
+    let typed_words: Vec<&str> = typed.split(|c: char| !(c.is_alphanumeric() || c == '\'')).collect();
+    if let Some(word) = typed_words.iter().find(|w| FOREIGN_REFUSALS.contains(*w)) {
+        return Some((*word).to_owned());
+    }
+    // French `pas` after `ne`/`n'` (`PAS` alone is an acronym: outside review 178 F1).
+    if let Some(at) = typed_words.iter().position(|w| *w == "pas")
+        && typed_words.get(..at).is_some_and(|b| b.iter().any(|w| *w == "ne" || w.starts_with("n'")))
     {
-        return Some(word.to_owned());
+        return Some("ne … pas".to_owned());
     }
     if let Some(phrase) = UNSPACED_REFUSALS.iter().find(|p| typed.contains(**p)) {
         return Some((*phrase).to_owned());
@@ -473,24 +477,12 @@ pub fn refusal_in(query: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Refusal words of other languages (routing/7), read as typed: German `nein`, `nie`,
-/// `niemals`; French `pas`, `jamais`; Spanish and Portuguese `nunca`, `não` (`nao`); Russian
-/// `не`, `нет`, `никогда`, `нельзя`; and `nah`. (`non` is left out: "non-blocking".)
-const FOREIGN_REFUSALS: [&str; 13] = [
-    "nein",
-    "nie",
-    "niemals",
-    "pas",
-    "jamais",
-    "nunca",
-    "não",
-    "nao",
-    "не",
-    "нет",
-    "никогда",
-    "нельзя",
-    "nah",
-];
+/// Refusal words of other languages (routing/7), read as typed: German `nein`, `niemals`;
+/// French `jamais` (and `pas` after `ne`); Spanish and Portuguese `nunca`, `não`; Russian
+/// `не`, `нет`, `никогда`, `нельзя`; and `nah`. (`non` is left out — "non-blocking" — and
+/// so are `nie` and `nao`: "the nie/tak toggle", the NAO robot; outside review 178 F1.)
+const FOREIGN_REFUSALS: [&str; 10] =
+    ["nein", "niemals", "jamais", "nunca", "não", "не", "нет", "никогда", "нельзя", "nah"];
 
 /// Refusals of languages written without spaces between words, read anywhere in the text
 /// (routing/7): Chinese `不要`, `不用`, `别用`, `别使用`, `禁止`, `请勿`, `切勿`; Japanese
@@ -521,9 +513,11 @@ const RETRACTIONS: [&str; 17] = [
     "disregard the above",
 ];
 
-/// Phrases that refuse what follows or precedes them, anywhere in the text (routing/7,
-/// outside review 172 F1: "give up on", "steer clear of", "hold off on", "it's a bad idea
-/// to", "I am against using" the X skill read as a directive). Phrases, not their words:
+/// Phrases that refuse the directive after them in its sentence (routing/7, outside review
+/// 172 F1: "give up on", "steer clear of", "hold off on", "it's a bad idea to", "I am
+/// against using" the X skill read as a directive) — only before its verb: after it, or
+/// with no directive, they are the task's own words ("document how users opt out of
+/// telemetry", "check it against the use cases": outside review 178 F1). Phrases, not their words:
 /// "against" alone is "test against staging", "keep from" is "keep from breaking the build",
 /// and "rule out" ("rule out a leak") is left out.
 const REFUSING_PHRASES: [&str; 25] = [
@@ -584,7 +578,7 @@ fn retraction_in(
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 45] = [
+const REFUSALS: [&str; 38] = [
     "skip",
     "skipping",
     "exclude",
@@ -623,17 +617,17 @@ const REFUSALS: [&str; 45] = [
     "kidding",
     "retract",
     "retracted",
-    // Routing/7 (outside review 172 F1).
-    "discontinue",
-    "discontinuing",
-    "abstain",
-    "abstaining",
-    "postpone",
-    "postponing",
-    "resist",
     // Routing/7 (outside review 175 F1: "Bob said to use the X skill, but I disagree").
     "disagree",
 ];
+
+/// Routing/7's refusal verbs that count only before a directive's verb in its sentence —
+/// "Please discontinue using the X skill" (outside review 172 F1) — as
+/// [`REFUSING_PHRASES`] do: after it, or with no directive, they are the task's own words
+/// ("document how we discontinue the v1 API", "the voting module's abstain option":
+/// outside review 178 F1).
+const REFUSALS_BEFORE: [&str; 7] =
+    ["discontinue", "discontinuing", "abstain", "abstaining", "postpone", "postponing", "resist"];
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
 /// `'` (outside review 54: "don’t use …" was not a negation).
@@ -673,9 +667,12 @@ fn negated(before: &[&str]) -> bool {
     retraction_in(&joined, &|w: &str| w.to_owned(), &RETRACTIONS, false).is_some()
         || retraction_in(&joined, &|w: &str| w.to_owned(), &REFUSING_PHRASES, false).is_some()
         || before.iter().any(|b| {
+            let b = &b.trim_end_matches(':');
             NEGATIONS.contains(b)
                 || NEGATIONS_UNMARKED.contains(b)
                 || REFUSALS.contains(b)
+                || REFUSALS_BEFORE.contains(b)
+                || REPORTED.contains(b)
                 || FORBIDDING.contains(b)
                 || b.ends_with("n't")
         })
@@ -697,7 +694,7 @@ pub struct Citations {
 
 /// Quotation marks that open a quote, each with the marks that close it (routing/7 adds
 /// all but `"`, `` ` `` and `“`; outside review 175 F1).
-const QUOTES: [(char, &[char]); 10] = [
+const QUOTES: [(char, &[char]); 14] = [
     ('"', &['"']),
     ('`', &['`']),
     ('\u{201c}', &['\u{201d}']),
@@ -708,6 +705,11 @@ const QUOTES: [(char, &[char]); 10] = [
     ('\u{300e}', &['\u{300f}']),
     ('\u{ff02}', &['\u{ff02}']),
     ('\u{201a}', &['\u{2018}', '\u{2019}']),
+    // Outside review 178 F2: `»…«`, `《…》`, `〝…〟`, `〈…〉`.
+    ('\u{bb}', &['\u{ab}']),
+    ('\u{300a}', &['\u{300b}']),
+    ('\u{301d}', &['\u{301e}', '\u{301f}']),
+    ('\u{3008}', &['\u{3009}']),
 ];
 
 /// `text` with every span from `open` to `close` (both included) made blanks, one per
@@ -727,10 +729,59 @@ fn blank_spans(text: &str, open: &str, close: &str) -> String {
     out
 }
 
+/// `text` with what each closed pair of backticks holds made blanks (the backticks kept); a
+/// backtick left open is left to the quote reading.
+fn blank_code_spans(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('`') {
+        let inner = rest.get(at + 1..).unwrap_or_default();
+        let Some(end) = inner.find('`') else { break };
+        out.push_str(rest.get(..=at).unwrap_or_default());
+        out.extend(inner.get(..end).unwrap_or_default().chars().map(|_| ' '));
+        out.push('`');
+        rest = inner.get(end + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with each line indented by four blanks or a tab (a Markdown code block) made blanks.
+fn blank_indented_code(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| {
+            if line.starts_with("    ") || line.starts_with('\t') {
+                line.chars().map(|c| if c == '\n' { c } else { ' ' }).collect()
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect()
+}
+
 /// Words that report what someone else said (routing/7: "Bob said to use the X skill, but I
-/// disagree" — outside review 175 F1): a directive in their sentence is not the user's.
-const REPORTED: [&str; 9] =
-    ["said", "says", "told", "tells", "claimed", "claims", "suggested", "wrote", "recommended"];
+/// disagree" — outside review 175 F1), before a directive's verb in its sentence, a colon
+/// after them too ("Bob said: use …": outside review 178 F2): the directive is not the
+/// user's. After the verb they are the task's words ("the PR that Bob wrote").
+const REPORTED: [&str; 17] = [
+    "said",
+    "says",
+    "told",
+    "tells",
+    "claimed",
+    "claims",
+    "suggested",
+    "suggests",
+    "wrote",
+    "writes",
+    "recommended",
+    "recommends",
+    "advised",
+    "advises",
+    "according",
+    "quoted",
+    "quoting",
+];
 
 /// The ids of `sources` the query cites ([`Citations`]).
 pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
@@ -747,7 +798,10 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
     // and an HTML comment are not an instruction: blank them out (routing/7, outside review
     // 175 F1: a directive quoted so, struck out, commented out or pasted in a fenced block
     // loaded the skill). A quote or span left open blanks the rest.
-    let lower_spans = blank_spans(&blank_spans(&lower, "<!--", "-->"), "~~", "~~");
+    // Code first — in a code span or an indented code block markup is inert (outside review
+    // 178 F3: `x ~~ y` blanked the rest of the query; F2: an indented block was read).
+    let code_blanked = blank_indented_code(&blank_code_spans(&lower));
+    let lower_spans = blank_spans(&blank_spans(&code_blanked, "<!--", "-->"), "~~", "~~");
     let mut unquoted = String::with_capacity(lower.len());
     let mut open: Option<&[char]> = None;
     for c in lower_spans.chars() {
@@ -811,15 +865,15 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
             // Routing/4 reads a refusal anywhere in the directive's sentence, after the verb
             // too ("Using the X skill is forbidden": outside review 66).
-            let reported = words.iter().any(|w| REPORTED.contains(w));
-            if !asks && !reported && !negates(&sentence) {
+            if !asks && !negates(&sentence) {
                 for (i, w) in words.iter().enumerate() {
                     if !DIRECTIVE_VERBS.contains(w) {
                         continue;
                     }
                     // Any negation earlier in the sentence (outside review 64: "I do not want
                     // you to use the X skill" was a directive; routing/1–3 read three words).
-                    if negated(words.get(..i).unwrap_or_default()) {
+                    // (The verb too: routing/7's phrases end in it, "keep from using".)
+                    if negated(words.get(..=i).unwrap_or_default()) {
                         continue;
                     }
                     let mut j = i + 1;
@@ -2157,8 +2211,7 @@ mod tests {
     /// skeleton spells `m` as `rn`: compared as written, "never mind" never matched).
     #[test]
     fn retraction_phrases_are_read_as_the_query_is() {
-        for p in super::RETRACTIONS.iter().chain(&super::RETRACTIONS_CLOSING).chain(&super::REFUSING_PHRASES)
-        {
+        for p in super::RETRACTIONS.iter().chain(&super::RETRACTIONS_CLOSING) {
             assert_eq!(super::refusal_in(&format!("Use it. {p}.")).as_deref(), Some(*p), "{p}");
             assert!(super::negates(&format!("Use it. {}.", p.to_uppercase())), "{p}");
         }

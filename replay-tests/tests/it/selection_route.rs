@@ -771,7 +771,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     for q in [
         "Please discontinue using the kubernetes skill",
         "Give up on the kubernetes skill and use the kubernetes skill only if asked",
-        "Steer clear of the kubernetes skill; use the kubernetes skill later",
+        "Steer clear of using the kubernetes skill",
         "Abstain from using the kubernetes skill",
         "Hold off on using the kubernetes skill for now",
         "It's a bad idea to use the kubernetes skill here",
@@ -809,11 +809,40 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         let e = decide(q, &["skill:kubernetes"]);
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
     }
-    // A quote closed, then the user's own directive; `he` is no Cyrillic `не`.
+    // Outside review 178 F2: a reported directive after a colon, other reporting verbs,
+    // other quotes, an indented code block.
+    for q in [
+        "Bob said: use the kubernetes skill.",
+        "The old runbook recommends: use the kubernetes skill",
+        "According to Bob, use the kubernetes skill",
+        "\u{bb}Use the kubernetes skill\u{ab} stand im Ticket.",
+        "\u{300a}Use the kubernetes skill\u{300b}",
+        "\u{301d}Use the kubernetes skill\u{301e}",
+        "The log:\n\n    Use the kubernetes skill\n\nWhat went wrong?",
+    ] {
+        let e = decide(q, &["skill:kubernetes"]);
+        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
+    }
+    // A quote closed, then the user's own directive; `he` is no Cyrillic `не`; routing/7's
+    // refusal verbs and phrases and reporting words after the directive's verb are the
+    // task's own words, and so are `PAS`, `NAO`, `nie` (outside review 178 F1); markup in
+    // a code span is inert (F3).
     for q in [
         "The runbook says \u{ab}deploy by hand\u{bb}. Use the kubernetes skill.",
         "~~old plan~~ Use the kubernetes skill.",
         "Use the kubernetes skill; he knows the cluster.",
+        "Use the kubernetes skill to document how users opt out of telemetry",
+        "Use the kubernetes skill to check the rollout against the use cases in the spec",
+        "Use the kubernetes skill and explain why a shared namespace is a bad idea",
+        "Use the kubernetes skill to flag any manifest leaving out resource limits",
+        "Use the kubernetes skill with a hold off period of 30s",
+        "Use the kubernetes skill to add postpone support to the voting module's abstain option",
+        "Use the kubernetes skill to note that we discontinue the v1 API",
+        "Use the kubernetes skill on the PR that Bob wrote.",
+        "Use the kubernetes skill where the runbook says the API is sync",
+        "Use the kubernetes skill to deploy the PAS gateway",
+        "Use the kubernetes skill for the NAO robot bridge and the nie/tak toggle",
+        "Fix `x ~~ y` in the parser. Use the kubernetes skill.",
     ] {
         let e = decide(q, &[]);
         assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
