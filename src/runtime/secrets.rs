@@ -379,19 +379,29 @@ fn uuid(value: &str) -> bool {
 }
 
 /// A wallet's recovery phrase (BIP39) after a key that names one — `mnemonic`, `seed
-/// phrase`, `recovery phrase`, `secret phrase` in any spelling — within the next line: 12,
-/// 15, 18, 21 or 24 lower-case words of 3 to 8 letters, at least 8 of them distinct (the
-/// published all-`abandon` test phrase is not; outside review 175 F3: a mnemonic was stored).
+/// phrase`, `recovery phrase`, `secret phrase`, `seed words`, or `seed` itself with an
+/// operator after it, in any spelling (`fromMnemonic("…")` too) — within [`LOOK`] bytes:
+/// a run of 12, 15, 18, 21 or 24 lower-case words of 3 to 8 letters, at least 8 of them
+/// distinct, read past what separates them in any layout — blanks, line breaks, commas,
+/// quotes, brackets, list marks, numbers (outside review 178 F5: a JSON array, a YAML or a
+/// numbered list, a wrapped phrase were stored) — and no more than one of them a common
+/// English word no phrase holds (prose about a mnemonic is not one). The published
+/// all-`abandon` test phrase is not one either (outside review 175 F3).
 fn mnemonic(text: &str) -> Option<usize> {
     const KEYS: &[&str] =
-        &["mnemonic", "seedphrase", "recoveryphrase", "secretphrase", "seedwords", "recoverywords"];
+        &["mnemonic", "seedphrase", "recoveryphrase", "secretphrase", "seedwords", "recoverywords", "seed"];
+    const PROSE: &[&str] = &[
+        "the", "and", "are", "for", "that", "this", "with", "not", "from", "was", "were", "has", "have",
+        "been", "you", "your", "its", "must", "should", "will", "can", "into", "when", "then", "than",
+        "they", "them", "these", "those", "which", "what", "where", "who", "how", "why", "our", "any", "all",
+        "each", "per",
+    ];
     let lower = text.to_ascii_lowercase();
     let squeezed = |t: &str| -> String { t.chars().filter(|c| c.is_ascii_alphanumeric()).collect() };
-    let starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret"]
+    let mut starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret"]
         .iter()
         .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
         .collect();
-    let mut starts = starts;
     starts.sort_unstable();
     starts.into_iter().find(|&at| {
         let key = window(&lower, at, 20);
@@ -407,40 +417,81 @@ fn mnemonic(text: &str) -> Option<usize> {
             .map_or(key.len(), |(i, c)| i + c.len_utf8());
         let rest = window(&lower, at + end, LOOK);
         let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        let value = rest.trim_start_matches(|c: char| " \t\r\n\"'`:=>|-".contains(c));
-        let line: &str = value.split(['\n', '"', '\'', '`', ',', ';']).next().unwrap_or_default();
-        let words: Vec<&str> = line.split_whitespace().collect();
+        // `seed` alone only as a key: an operator or a quote after it (`seed: "…"`, `seed =`).
+        if *k == "seed" && !rest.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=']) {
+            return false;
+        }
+        // The words in order, past separators; a word of another shape ends the run.
+        let mut words: Vec<&str> = Vec::new();
+        for token in rest.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()) {
+            if token.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            if (3..=8).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_lowercase()) {
+                words.push(token);
+                if words.len() == 24 {
+                    break;
+                }
+            } else if words.is_empty() {
+                continue;
+            } else {
+                break;
+            }
+        }
+        // The original case: a phrase is written in lower case (a capitalised word is prose
+        // or a name).
+        let original = window(text, at + end, LOOK);
+        let capitals = words.iter().filter(|w| !original.contains(**w)).count();
         let mut distinct = words.clone();
         distinct.sort_unstable();
         distinct.dedup();
         [12, 15, 18, 21, 24].contains(&words.len())
-            && words.iter().all(|w| (3..=8).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_lowercase()))
             && distinct.len() >= 8
+            && capitals == 0
+            && words.iter().filter(|w| PROSE.contains(w)).count() <= 1
     })
 }
 
-/// A JSON array of exactly 64 integers 0–255 with at least 32 distinct values: an ed25519
-/// key pair as Solana's CLI writes it (`id.json`; outside review 175 F3). Each look stops at
-/// the first character that is not a digit, comma or blank, and the next starts past it.
+/// An ed25519 key pair's 64 bytes written as a list — `[…]`, `(…)` or `{…}` of decimal or
+/// `0x` hexadecimal bytes, as Solana's CLI writes `id.json`, a JS `Uint8Array.from([…])`, a C
+/// initialiser or a Python tuple holds them (outside reviews 175 F3, 178 F4): 64 values,
+/// 40 or more distinct and 16 or more at 128 or above, as random bytes have — a permutation
+/// of 0–63 (JPEG's zig-zag order, a Bayer matrix), a quantisation table or character codes
+/// have not. Each look stops at the first character that cannot be in such a list, and the
+/// next starts past it.
 fn byte_array_key(text: &str) -> Option<usize> {
     let mut past = 0;
-    for (at, _) in text.match_indices('[') {
+    for (at, open) in text.match_indices(['[', '(', '{']) {
         if at < past {
             continue;
         }
+        let close = match open {
+            "[" => ']',
+            "(" => ')',
+            _ => '}',
+        };
         let body = text.get(at + 1..).unwrap_or_default();
-        let len =
-            body.find(|c: char| !(c.is_ascii_digit() || c == ',' || c.is_whitespace())).unwrap_or(body.len());
+        let len = body
+            .find(|c: char| !(c.is_ascii_hexdigit() || matches!(c, ',' | 'x' | 'X') || c.is_whitespace()))
+            .unwrap_or(body.len());
         past = at + 1 + len;
-        if !body.get(len..).is_some_and(|r| r.starts_with(']')) {
+        if !body.get(len..).is_some_and(|r| r.starts_with(close)) {
             continue;
         }
-        let values: Vec<Option<u8>> =
-            body.get(..len).unwrap_or_default().split(',').map(|v| v.trim().parse().ok()).collect();
+        let byte = |v: &str| -> Option<u8> {
+            let v = v.trim();
+            match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(hex) => u8::from_str_radix(hex, 16).ok(),
+                None => v.parse().ok(),
+            }
+        };
+        let inside = body.get(..len).unwrap_or_default().trim().trim_end_matches(',');
+        let values: Vec<Option<u8>> = inside.split(',').map(byte).collect();
         let mut distinct: Vec<u8> = values.iter().flatten().copied().collect();
+        let high = distinct.iter().filter(|b| **b >= 128).count();
         distinct.sort_unstable();
         distinct.dedup();
-        if values.len() == 64 && values.iter().all(Option::is_some) && distinct.len() >= 32 {
+        if values.len() == 64 && values.iter().all(Option::is_some) && distinct.len() >= 40 && high >= 16 {
             return Some(at);
         }
     }
@@ -537,8 +588,21 @@ fn names_secret(id: &str) -> bool {
         w.pop();
     }
     let joined = w.concat();
-    // Cursors, not credentials (outside review 144: `nextPageToken`).
-    if ["pagetoken", "continuationtoken", "synctoken", "cursortoken"].iter().any(|n| joined.ends_with(n)) {
+    // Cursors and idempotency keys, not credentials (outside review 144: `nextPageToken`;
+    // 178 F6: AWS's `ClientToken`, `--client-request-token`, `nextToken`).
+    const NOT_CREDENTIALS: &[&str] = &[
+        "pagetoken",
+        "continuationtoken",
+        "synctoken",
+        "cursortoken",
+        "nexttoken",
+        "clienttoken",
+        "clientrequesttoken",
+        "requesttoken",
+        "idempotencytoken",
+        "idempotencykey",
+    ];
+    if NOT_CREDENTIALS.iter().any(|n| joined.ends_with(n)) {
         return false;
     }
     // `pat` only for an access token's usual names (`GITHUB_PAT`, `CR_PAT`): `HEX_PAT`,
@@ -733,9 +797,11 @@ fn value_after(rest: &str) -> Option<bool> {
             continue;
         }
         let value = trimmed
-            .split(|c: char| c.is_whitespace() || "\"'`,;<>(){}[]|:".contains(c))
+            .split(|c: char| c.is_whitespace() || "\"'`,;<>(){}[]|:&".contains(c))
             .next()
             .unwrap_or_default();
+        // A sentence's full stop after it (`set token=….`: outside review 178 F6).
+        let value = value.strip_suffix('.').filter(|v| uuid(v)).unwrap_or(value);
         // A call is no secret (`auth = ApiGatewayV2WSAuthorizer(…)`: outside review 169 F2).
         let call = trimmed.get(value.len()..).is_some_and(|t| t.starts_with('('));
         return Some(
@@ -1004,6 +1070,7 @@ mod tests {
     /// 132–134, 139).
     #[test]
     fn secrets_are_refused_in_every_form_read() {
+        const PHRASE: &str = "orbit lumber velvet crane motion ivory fabric salad census blossom tackle quiz";
         let pem = format!("-----BEGIN PRIVATE KEY-----\n{BODY}\n-----END PRIVATE KEY-----\n");
         let b64 = base64(pem.as_bytes());
         let wrapped: Vec<String> =
@@ -1095,6 +1162,21 @@ mod tests {
             "WALLET_SEED_PHRASE=orbit lumber velvet crane motion ivory fabric salad census blossom tackle quiz".to_owned(),
             "Recovery phrase:\n  orbit lumber velvet crane motion ivory fabric salad census blossom tackle quiz\n".to_owned(),
             format!("[{}]", (0..64u32).map(|i| ((i * 97 + 13) % 256).to_string()).collect::<Vec<_>>().join(",")),
+            // Outside review 178 F4–F6: other layouts of the same secrets.
+            format!(
+                "const k = Uint8Array.from([{}]);",
+                (0..64u32).map(|i| format!("0x{:02x}", (i * 97 + 13) % 256)).collect::<Vec<_>>().join(", ")
+            ),
+            format!("uint8_t k[64] = {{{}}};", (0..64u32).map(|i| ((i * 89 + 7) % 256).to_string()).collect::<Vec<_>>().join(", ")),
+            format!("{{\"mnemonic\": [{}]}}", PHRASE.split(' ').map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ")),
+            format!("mnemonic:\n{}", PHRASE.split(' ').map(|w| format!("  - {w}\n")).collect::<String>()),
+            format!("Recovery phrase:\n{}", PHRASE.split(' ').enumerate().map(|(i, w)| format!("{}. {w}\n", i + 1)).collect::<String>()),
+            format!("mnemonic: {}", PHRASE.replace(' ', ", ")),
+            format!("MNEMONIC=\"{}\n{}\"", &PHRASE[..37], &PHRASE[38..]),
+            format!("seed: \"{PHRASE}\""),
+            format!("const w = ethers.Wallet.fromMnemonic(\"{PHRASE}\");"),
+            "curl 'https://api.example.net/v1?api_key=5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f&format=json'".to_owned(),
+            "Then set token=5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f.".to_owned(),
         ];
         for y in &yes {
             assert!(secret_in(y.as_bytes()).is_some(), "{y:?}");
@@ -1123,6 +1205,17 @@ mod tests {
             "The mnemonic is twelve words; keep the recovery phrase offline and never share it with anyone ever.".to_owned(),
             format!("[{}]", (0..64u32).map(|i| (i % 8).to_string()).collect::<Vec<_>>().join(",")),
             format!("[{}]", (0..32u32).map(|i| ((i * 97 + 13) % 256).to_string()).collect::<Vec<_>>().join(",")),
+            // Public tables of 64 bytes, idempotency and cursor UUIDs, prose about a phrase
+            // (outside review 178 F4, F6).
+            format!("ZIGZAG = [{}]", (0..64u32).map(|i| ((i * 37) % 64).to_string()).collect::<Vec<_>>().join(", ")),
+            format!("LUMA_Q = [{}]", (0..64u32).map(|i| (16 + (i * 7) % 106).to_string()).collect::<Vec<_>>().join(", ")),
+            format!("CODES = [{}]", (0..64u32).map(|i| (43 + i).to_string()).collect::<Vec<_>>().join(", ")),
+            "aws ec2 run-instances --client-request-token 5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
+            r#"{"ClientToken": "5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f"}"#.to_owned(),
+            r#"{"nextToken": "5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f"}"#.to_owned(),
+            "idempotency_token: 5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
+            "mnemonic: the words are kept offline and must never be typed into any web page you open".to_owned(),
+            "seed: 42".to_owned(),
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
             "Set GITHUB_TOKEN to a token such as ghp_xxxx (never commit it).".to_owned(),
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBpV9wTK0KTCMu4xKw8f4WqzO1Nv8FQ8yMbtV9UH3nJr deploy@ci".to_owned(),
