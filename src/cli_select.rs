@@ -144,6 +144,13 @@ pub fn run_select_over(
              profile's exclusions change (outside review 132 F5)"
         );
     }
+    if o.event.reason == crate::runtime::selection::REASON_CITED_INSTALLED {
+        let _ = writeln!(
+            err,
+            "note: the query directs only to skills the profile installs: they are in the worker's context \
+             already, and nothing more is chosen (outside review 178 F8)"
+        );
+    }
     if a.json {
         let text = serde_json::to_string_pretty(&outcome_json(&o))
             .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("json: {e}") })?;

@@ -148,6 +148,9 @@ pub const REASON_SEVERAL_CITED: &str = "several-cited";
 /// Routing/5: the query cites only skills the profile does not route (manual-only,
 /// excluded, never selectable): nothing is chosen for it — an explicit id loads such a skill.
 pub const REASON_CITED_UNROUTED: &str = "cited-not-routed";
+/// Routing/7: the query directs only to skills the profile installs (its base): nothing
+/// more to load, and ranking adds nothing beside them (outside reviews 175 F6, 178 F8).
+pub const REASON_CITED_INSTALLED: &str = "cited-installed";
 /// Routing/5: the query names one skill without a directive (or directs to it in a query
 /// that refuses something elsewhere): pending, it first — ranking does not choose it.
 pub const REASON_MENTIONED: &str = "mentioned";
@@ -1062,7 +1065,7 @@ pub fn lexical(query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
 
 /// [`lexical`] under routing policy `policy` (its bar: [`clears_bar_as`]).
 pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource]) -> Lexical {
-    lexical_over(policy, query, routable, &[])
+    lexical_over(policy, query, routable, &[], &[])
 }
 
 /// [`lexical_as`], knowing `unrouted`: the registry's sources the plan neither routes nor
@@ -1070,11 +1073,18 @@ pub fn lexical_as(policy: &str, query: Option<&str>, routable: &[&RegistrySource
 /// cites among them is a named skill ranking cannot choose, so the choice is left open
 /// rather than ranked or directed elsewhere (outside review 106: "use the dba-manual
 /// skill …", manual-only, was recorded as a `ranked` choice of another skill).
+///
+/// `installed`: the sources the plan installs (its base). Routing/7 reads a directive at
+/// one as at an unrouted skill — the install satisfies it, and ranking must not add another
+/// skill beside it (outside reviews 175 F6, 178 F8: "Use the python-patterns skill to
+/// review code changes", python-patterns in the base, loaded code-review); a base skill only
+/// named changes nothing.
 pub fn lexical_over(
     policy: &str,
     query: Option<&str>,
     routable: &[&RegistrySource],
     unrouted: &[&RegistrySource],
+    installed: &[&RegistrySource],
 ) -> Lexical {
     let none = |reason| Lexical { root: None, pending: false, reason, candidates: Vec::new() };
     let Some(query) = query.filter(|q| !tokens(q).is_empty() || q.contains("skill:")) else {
@@ -1087,12 +1097,26 @@ pub fn lexical_over(
     let Citations { directed, mentioned } = citations(query, routable);
     // The skills the query names that the profile does not route, and those of them it
     // directs to (routing/4 left such a directive pending as one more named skill).
-    let (unroutable, unrouted_directed): (Vec<String>, Vec<String>) = if v4 && !unrouted.is_empty() {
+    let (mut unroutable, mut unrouted_directed): (Vec<String>, Vec<String>) = if v4 && !unrouted.is_empty() {
         let c = citations(query, unrouted);
         let directed = if v5 { c.directed.clone() } else { Vec::new() };
         (c.directed.into_iter().chain(c.mentioned).collect(), directed)
     } else {
         (Vec::new(), Vec::new())
+    };
+    let mut installed_directed = Vec::new();
+    if policy == ROUTING_POLICY && !installed.is_empty() {
+        installed_directed = citations(query, installed).directed;
+        unroutable.extend(installed_directed.iter().cloned());
+        unrouted_directed.extend(installed_directed.iter().cloned());
+    }
+    // Why nothing is chosen when every skill cited is one ranking cannot choose.
+    let not_routed = |ids: &[String]| {
+        if !ids.is_empty() && ids.iter().all(|id| installed_directed.contains(id)) {
+            REASON_CITED_INSTALLED
+        } else {
+            REASON_CITED_UNROUTED
+        }
     };
     let named: Vec<String> =
         mentioned.iter().chain(&unroutable).cloned().collect::<BTreeSet<_>>().into_iter().collect();
@@ -1119,13 +1143,13 @@ pub fn lexical_over(
         shortlist.extend(ranked.iter().filter(|c| !ids.contains(&c.id)).cloned());
         shortlist.truncate(MAX_SHORTLIST);
         if v5 && shortlist.is_empty() {
-            return none(REASON_CITED_UNROUTED);
+            return none(not_routed(ids));
         }
         Lexical { root: None, pending: true, reason, candidates: shortlist }
     };
     match cited.as_slice() {
         // Routing/5: the one skill directed to is one the profile does not route.
-        [one] if unroutable.contains(one) => return none(REASON_CITED_UNROUTED),
+        [one] if unroutable.contains(one) => return none(not_routed(std::slice::from_ref(one))),
         // Routing/5: a directive in a query that refuses something in another sentence
         // ("Use the X skill. Actually, don't.": outside review 120 F1; but also "Use the X
         // skill. Don't push to main.") does not decide alone: the choice is left open, the
@@ -1309,6 +1333,15 @@ fn lexical_recorded(
         REASON_MENTIONED if v5 => {
             ensure!(!e.candidates.is_empty(), Rule::Selection, "a skill only named leaves a shortlist");
             lex(None, true, REASON_MENTIONED)
+        }
+        // Routing/7: a directive at an installed skill — the plan installs one.
+        REASON_CITED_INSTALLED if e.routing_policy == ROUTING_POLICY => {
+            ensure!(
+                e.candidates.is_empty() && e.query_digest.is_some() && !plan.selected_ids.is_empty(),
+                Rule::Selection,
+                "a query citing only installed skills has a query, no candidates, and a plan that installs a source"
+            );
+            lex(None, false, REASON_CITED_INSTALLED)
         }
         REASON_CITED_UNROUTED if v5 => {
             // The plan must leave a source unrouted (manual-only, excluded, never
@@ -1737,7 +1770,9 @@ pub fn decide(
             // Routing/4: a query that refuses something is not overridden by the agent's ids
             // (outside review 64: "don't use the X skill" with proposedIds [X] selected X).
             // (Routing/6 leaves it pending, for a provider's answer from its shortlist.)
-            None if matches!(lex.reason, REASON_NEGATED | REASON_CITED_UNROUTED) && from_v4(policy) => {
+            None if matches!(lex.reason, REASON_NEGATED | REASON_CITED_UNROUTED | REASON_CITED_INSTALLED)
+                && from_v4(policy) =>
+            {
                 (Vec::new(), lex.pending, lex.reason)
             }
             // Nor does the agent pick among, or past, the skills the user's own words named
@@ -1907,15 +1942,15 @@ pub fn decide_live(
     let query = task.query.as_deref();
     let registry = state.context_profiles.registry.as_deref();
     decide(state, task, query_digest, request, ROUTING_POLICY, &|plan, routable| {
-        let unrouted: Vec<&RegistrySource> = registry
+        let (unrouted, installed): (Vec<&RegistrySource>, Vec<&RegistrySource>) = registry
             .map(|r| {
                 r.sources
                     .iter()
-                    .filter(|s| !plan.routed_ids.contains(&s.id) && !plan.selected_ids.contains(&s.id))
-                    .collect()
+                    .filter(|s| !plan.routed_ids.contains(&s.id))
+                    .partition(|s| !plan.selected_ids.contains(&s.id))
             })
             .unwrap_or_default();
-        Ok(lexical_over(ROUTING_POLICY, query, routable, &unrouted))
+        Ok(lexical_over(ROUTING_POLICY, query, routable, &unrouted, &installed))
     })
 }
 

@@ -1008,6 +1008,22 @@ fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
         decide(&format!("Keep the python-patterns skill in mind and {roll_out}.")),
         (SelectionDecision::Selected, "ranked".to_owned(), ids(&["skill:kubernetes"]))
     );
+    // Directed to, it is the user's one cited skill: nothing more is chosen — ranking added
+    // another skill beside it (routing/7; outside reviews 175 F6, 178 F8) — and the record
+    // replays.
+    let query = format!("Use the python-patterns skill to {roll_out}.");
+    let mut t = task(Some(&query));
+    t.proposed_ids = ids(&["skill:kubernetes"]);
+    let e = decide_live(&st, &t, &Request::default()).unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-installed"), "{e:?}");
+    assert!(e.selected_ids.is_empty() && e.candidates.is_empty());
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(e))], ctx).unwrap();
+    drop(ledger);
+    let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
 }
 
 /// Routing/5 (seed 003: "… an unambiguous ranked match, one cited skill name, or admitted
