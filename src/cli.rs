@@ -318,8 +318,7 @@ fn unchanged(cut: &[std::path::PathBuf], said: &str) -> String {
     if cut.is_empty() {
         said.to_owned()
     } else {
-        "no record was changed (only zeros left after a segment's last record were moved aside, above)"
-            .to_owned()
+        "no record was changed (only zeros were moved aside, above)".to_owned()
     }
 }
 

@@ -232,7 +232,7 @@ pub enum Corruption {
     )]
     HistoriesPart { newest: u64 },
     #[error(
-        "journal segment {segment} is {len} bytes, over the {max} bytes a segment may hold (if the bytes past its records are zeros — preallocated space grown over the bound — `ledger recover` moves them aside and loses nothing)"
+        "journal segment {segment} is {len} bytes, over the {max} bytes a segment may hold (if every byte past the bound is zero — preallocated space grown over it — `ledger recover` moves those aside and loses nothing; any other byte there is damage no command cuts: docs/SAFETY.md)"
     )]
     SegmentTooLarge { segment: String, len: u64, max: u64 },
     #[error("journal segment {segment} is empty but is not the last segment")]
@@ -342,7 +342,13 @@ pub(crate) fn stray_after_zeros(segment: &std::path::Path, offset: u64) -> Optio
             return None;
         }
         if let Some(i) = read.iter().position(|b| *b != 0) {
-            return Some(at + i as u64);
+            // Where a record begins (its magic) the report names that record instead
+            // (outside review 179 F5: "neither zero nor a record's start" of an intact one).
+            let mut magic = [0u8; 4];
+            file.seek(SeekFrom::Start(at + i as u64)).ok()?;
+            let starts_record = file.read_exact(&mut magic).is_ok()
+                && (magic == ledger_schema::record::RECORD_MAGIC || magic == ledger_schema::record::RECORD_MAGIC_V3);
+            return (!starts_record).then_some(at + i as u64);
         }
         at += n as u64;
     }

@@ -135,29 +135,55 @@ fn move_segment_aside(segment: &Path, into: &Path) -> Result<PathBuf, OpenError>
 /// whole: after a segment that is not the last, where the next segment's first record is
 /// intact and carries the seq after that record — space an earlier build's writer filled
 /// for a record that crossed the target size and left behind when it rolled (outside review
-/// 168 F1; the writer now cuts it before it rolls) — and past [`MAX_SEGMENT_BYTES`] in the
-/// last segment (outside review 176 F1: preallocated space grown over the bound made every
-/// command, `recover` and its `--truncate-after` included, refuse the ledger). They hold
+/// 168 F1; the writer now cuts it before it rolls) — and past [`MAX_SEGMENT_BYTES`] in any
+/// segment, cut down to the bound (outside review 176 F1: preallocated space grown over the
+/// bound made every command, `recover` and its `--truncate-after` included, refuse the
+/// ledger). They hold
 /// no record, and every command refused the ledger over them; the scan that follows
 /// verifies the chain across the boundary as ever.
 ///
 /// [`MAX_SEGMENT_BYTES`]: super::journal::MAX_SEGMENT_BYTES
 fn cut_stray_zeros(root: &Path) -> Result<Vec<ZerosCut>, OpenError> {
+    let mut cut = Vec::new();
+    match cut_stray_zeros_into(root, &mut cut) {
+        Ok(()) => Ok(cut),
+        Err(e) => {
+            // Nothing half-done: what was moved goes back.
+            for z in cut.iter().rev() {
+                let _ = put_zeros_back(z);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// [`cut_stray_zeros`], each cut pushed onto `cut` as it is made.
+fn cut_stray_zeros_into(root: &Path, cut: &mut Vec<ZerosCut>) -> Result<(), OpenError> {
     let journal = root.join(JOURNAL_DIR);
     let segments = list_segments(&journal)?;
     let max = super::journal::MAX_SEGMENT_BYTES;
-    let mut cut = Vec::new();
+    let len_of = |path: &Path| std::fs::metadata(path).map(|m| m.len()).map_err(io("stat", path));
+    // Past the bound, zeros only: moved aside down to the bound — no record reaches past it
+    // — whatever the segment holds before it (outside review 179 F1, F2: a torn write or
+    // damage before such zeros, or zeros after a rolled segment beside them, left every
+    // command refusing the ledger). Then the segment is read as any other.
+    for (_, here) in &segments {
+        let len = len_of(here)?;
+        if len > max && zeros_past(here, max)? {
+            let to = move_zeros_aside(root, here, max, len)?;
+            cut.push(ZerosCut { segment: here.clone(), end: max, len, to });
+        }
+    }
     let count = segments.len();
     for (i, (_, here)) in segments.iter().enumerate() {
-        let next = segments.get(i + 1);
-        let len = std::fs::metadata(here).map_err(io("stat", here))?.len();
-        if next.is_none() && len <= max {
-            // The last segment's preallocated space, within the bound: the writer's own.
+        // After a segment that is not the last.
+        let Some((named, next)) = segments.get(i + 1) else { continue };
+        let len = len_of(here)?;
+        if len > max || len_of(next)? > max {
+            // Other bytes past the bound: damage, decided as any other.
             continue;
         }
-        // At most the bound is read; past it, zeros are checked a chunk at a time.
-        let mut bytes = Vec::new();
-        File::open(here).and_then(|f| f.take(max).read_to_end(&mut bytes)).map_err(io("read", here))?;
+        let bytes = read_segment(here)?;
         let (mut end, mut next_seq) = (0usize, None);
         while let Some(rest) = bytes.get(end..).filter(|rest| !rest.is_empty()) {
             let Ok((header, _)) = check_record(rest) else { break };
@@ -168,28 +194,22 @@ fn cut_stray_zeros(root: &Path) -> Result<Vec<ZerosCut>, OpenError> {
         // review 173 F1: a fork's intact records after zeros went to `cut/` with exit 0) and
         // are damage, decided as any other.
         let rest = bytes.get(end..).unwrap_or_default();
-        if rest.is_empty() || rest.iter().any(|b| *b != 0) || !zeros_past(here, max)? {
+        if rest.is_empty() || rest.iter().any(|b| *b != 0) {
             continue;
         }
-        let continues = match next {
-            Some((named, next)) => {
-                let mut reader = super::journal::SegmentReader::open(next)?;
-                let first_intact = matches!(reader.next_record(next)?,
-                    super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq);
-                // Or the last segment, named for the next seq and holding only zeros (or
-                // nothing): the roll happened and no record was written yet (outside review
-                // 176 F4: called damaged bytes that no copy holds).
-                let empty_last = i + 2 == count && Some(*named) == next_seq && zeros_past(next, 0)?;
-                first_intact || empty_last
-            }
-            None => true,
-        };
-        if continues {
+        let mut reader = super::journal::SegmentReader::open(next)?;
+        let first_intact = matches!(reader.next_record(next)?,
+            super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq);
+        // Or the last segment, named for the next seq and holding only zeros (or nothing):
+        // the roll happened and no record was written yet (outside review 176 F4: called
+        // damaged bytes that no copy holds).
+        let empty_last = i + 2 == count && Some(*named) == next_seq && zeros_past(next, 0)?;
+        if first_intact || empty_last {
             let to = move_zeros_aside(root, here, end as u64, len)?;
             cut.push(ZerosCut { segment: here.clone(), end: end as u64, len, to });
         }
     }
-    Ok(cut)
+    Ok(())
 }
 
 /// Zeros moved aside by [`cut_stray_zeros`]: `segment` cut at `end` from `len` bytes, the
@@ -1009,13 +1029,25 @@ fn recover_cut(
             let first_cut = report.cut.len();
             if rest_written || !later.is_empty() {
                 let into = cut_dir(root)?;
-                if rest_written {
-                    report.cut.push(move_tail_into(&into, &segment, end)?);
+                let mut moves = || -> Result<(), OpenError> {
+                    if rest_written {
+                        report.cut.push(move_tail_into(&into, &segment, end)?);
+                    }
+                    for p in &later {
+                        report.cut.push(move_segment_aside(p, &into)?);
+                    }
+                    sync_dir(&journal)?;
+                    Ok(())
+                };
+                if let Err(e) = moves() {
+                    // Nothing half-done (outside review 179 F4: a rename that failed — `cut/`
+                    // on another filesystem, no permission — left the journal cut with a gap
+                    // and exit 2): what was moved goes back before the error is reported.
+                    let made = report.cut.get(first_cut..).unwrap_or_default().to_vec();
+                    report.cut.truncate(first_cut);
+                    put_cut_back(&journal, &segment, end, &made)?;
+                    return Err(e);
                 }
-                for p in later {
-                    report.cut.push(move_segment_aside(&p, &into)?);
-                }
-                sync_dir(&journal)?;
             }
             if let (Some(_), Some(tree)) = (past_damage, usable) {
                 // (The restore keeps `truncate_after`: it restores nothing past the cut.)

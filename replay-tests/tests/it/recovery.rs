@@ -1845,7 +1845,7 @@ fn zeros_past_the_segment_bound_are_moved_aside() {
         drop(file);
         let (code, _, err) = cli(&["verify", dir.to_str().unwrap()]);
         assert_eq!(code, 1, "{err}");
-        assert!(err.contains("over the") && err.contains("`ledger recover` moves them aside"), "{err}");
+        assert!(err.contains("over the") && err.contains("`ledger recover` moves those aside"), "{err}");
         let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
         if stray {
             assert_eq!(code, 1, "{out}{err}");
@@ -1861,6 +1861,33 @@ fn zeros_past_the_segment_bound_are_moved_aside() {
         assert_eq!(moved + std::fs::metadata(&seg).unwrap().len(), max + 1, "every byte kept");
         assert_eq!(all_entries(&dir), before);
         assert_eq!(verify_json(&dir, None).0, 0);
+    }
+    // A torn write at the records' end, or zeros after a rolled segment, beside zeros past
+    // the bound (outside review 179 F1, F2: every recover refused, or exited 2).
+    let end = journal_end(&template) as u64;
+    for case in ["torn", "rolled"] {
+        let dir = tmp.path().join(case);
+        copy_dir(&template, &dir);
+        let mut seg = segment(&dir);
+        if case == "rolled" {
+            let segments = split_segments(&dir, &[3]);
+            let first = std::fs::OpenOptions::new().write(true).open(&segments[0]).unwrap();
+            first.set_len(std::fs::metadata(&segments[0]).unwrap().len() + 60_000).unwrap();
+            seg = segments[1].clone();
+        }
+        let file = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+        file.set_len(max + 1).unwrap();
+        if case == "torn" {
+            use std::io::{Seek, SeekFrom, Write};
+            let mut f = &file;
+            f.seek(SeekFrom::Start(end)).unwrap();
+            f.write_all(b"CLJ3").unwrap();
+        }
+        drop(file);
+        let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+        assert_eq!(code, 0, "{case}: {out}{err}");
+        assert_eq!(all_entries(&dir), before, "{case}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{case}");
     }
 }
 
@@ -1978,6 +2005,34 @@ fn a_misnamed_empty_segment_and_lost_first_segments_are_named() {
         )),
         "{err}"
     );
+}
+
+/// A `--truncate-after` whose moves fail partway — `cut/` on another filesystem, where a
+/// segment cannot be renamed — puts back what it moved and changes nothing (outside review
+/// 179 F4: the journal was left cut, with a gap, and exit 2). Needs `/dev/shm` on another
+/// filesystem than the temp dir (a tmpfs, as on the development and CI machines).
+#[test]
+fn a_cut_that_fails_partway_is_put_back() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    assert_ne!(
+        std::fs::metadata(tmp.path()).unwrap().dev(),
+        std::fs::metadata(shm.path()).unwrap().dev(),
+        "the test needs /dev/shm on another filesystem"
+    );
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 9, 2);
+    let segments = split_segments(&dir, &[4, 7]);
+    let second_first: u64 = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let before: Vec<Vec<u8>> = segments.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    std::os::unix::fs::symlink(shm.path(), dir.join("cut")).unwrap();
+    let after = (second_first - 3).to_string();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &after]);
+    assert_eq!(code, 2, "{out}{err}");
+    let now: Vec<Vec<u8>> = segments.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert!(now == before, "every segment as it was");
+    assert_eq!(verify_json(&dir, None).0, 0);
 }
 
 /// The record lengths of one segment's bytes.
