@@ -1189,7 +1189,9 @@ fn damage_hint(last: u64, reason: &Corruption) -> String {
             "The journal holds an intact record of seq {found} where seq {expected} should stand: records are              missing or out of order, not torn — they were written, and may have been acknowledged; restore the              journal from a backup if there is one; `ledger recover --truncate-after {last}` keeps only the              records before it (the cut bytes, those intact records included, are moved aside)"
         );
     }
-    match written_after(reason) {
+    // (An intact record of an earlier seq after the damage — a stale copy — proves nothing
+    // was written after it: outside review 179 F5.)
+    match written_after(reason).filter(|from| *from > last) {
         Some(from) => format!(
             "Records after the damage are intact (from seq {from}), so the damaged record was committed before \
              them: restore it from a backup of the journal if there is one; `ledger recover --truncate-after \
