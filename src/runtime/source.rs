@@ -281,19 +281,19 @@ fn human_principal(field: &str, value: &str) -> Result<(), RuleViolation> {
 pub fn question_key(question: &str) -> String {
     let mut key = String::with_capacity(question.len());
     // Markup is no part of the question (outside review 177 F1: "Keep the `Error` enum?",
-    // "<b>Keep …</b>", "Keep the \"Error\" enum?", "Keep the Error-enum?" each stood beside
-    // "Keep the Error enum?" as a second answer): inline HTML tags, backticks, and quotes or
-    // emphasis marks at a word's ends are dropped, a hyphen between two letters or digits
-    // read as a blank.
-    let untagged = without_inline_tags(question);
-    for word in untagged.split(char::is_whitespace) {
+    // "Keep the \"Error\" enum?", "Keep the *Error* enum?" each stood beside "Keep the Error
+    // enum?" as a second answer): backticks, quotes at a word's ends and emphasis marks
+    // around a word are dropped, `&nbsp;` read as a blank. Only markup: a word's own `_`,
+    // `*` or `-` stays (outside review 180 F1: `_id` and `id`, `*args` and `args`,
+    // `user-name` and `user name` were refused as one question).
+    let spaced = question.replace("&nbsp;", " ");
+    for word in spaced.split(char::is_whitespace) {
         let word: String = word
             .chars()
             .filter(|c| !super::invisible(*c) && *c != '`')
             .flat_map(char::to_lowercase)
             .collect();
-        let word = word.trim_matches(|c: char| WORD_MARKS.contains(c));
-        let word = hyphens_as_blanks(word);
+        let word = without_word_marks(&word);
         if !word.is_empty() {
             if !key.is_empty() {
                 key.push(' ');
@@ -309,7 +309,7 @@ pub fn question_key(question: &str) -> String {
     // mark ("…enum?-", "…enum? — "), a quote or bracket closing nothing opened ("…enum?\"",
     // "…enum?)"), or a label before it ("Q: …", "1. …", "- …") — outside review 174 F1: each
     // stood beside the first as a second answer.
-    let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉﹖﹗﹒\u{37E}⸮¿¡;:；：".contains(c) || c.is_whitespace();
+    let closing = |c: char| "?!.…？！。．｡؟۔‼⁇⁈⁉﹖﹗﹒\u{37E}⸮¿¡;:；：‽".contains(c) || c.is_whitespace();
     let opening = |c: char| "¿¡".contains(c) || c.is_whitespace();
     // Any opening quote or bracket with any closing one: a mismatched pair wraps as well
     // (outside review 51: `『…』`, `【…】`, `（…）`, `{…}`, `~~…~~`, `(…]` were new questions).
@@ -320,9 +320,8 @@ pub fn question_key(question: &str) -> String {
     let mut key = key.as_str();
     loop {
         let trimmed = trim_end_marks(key, &closing).trim_start_matches(opening);
-        let inner = trimmed
-            .strip_prefix(opener)
-            .and_then(|rest| rest.strip_suffix(closer))
+        let inner = inline_tag_end(trimmed)
+            .or_else(|| trimmed.strip_prefix(opener).and_then(|rest| rest.strip_suffix(closer)))
             .or_else(|| unpaired_end(trimmed))
             .or_else(|| question_label(trimmed))
             .filter(|inner| !inner.trim().is_empty());
@@ -333,52 +332,51 @@ pub fn question_key(question: &str) -> String {
     }
 }
 
-/// Quotes and emphasis marks dropped at a word's ends by [`question_key`].
-const WORD_MARKS: &str = "\"“”«»„‘’'*_~＂＇";
-
-/// `text` without inline HTML tags (`<b>`, `</code>`, …: the common inline ones, so
-/// `Vec<T>` keeps its `<T>`).
-fn without_inline_tags(text: &str) -> String {
-    const TAGS: &[&str] = &[
-        "b", "i", "u", "s", "em", "strong", "code", "del", "ins", "mark", "small", "sub", "sup", "span",
-        "kbd", "tt", "q", "p", "br", "br/",
-    ];
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('<') {
-        out.push_str(rest.get(..at).unwrap_or_default());
-        let after = rest.get(at + 1..).unwrap_or_default();
-        let tag = after.split_once('>').map(|(inside, _)| inside);
-        match tag.filter(|t| TAGS.contains(&t.trim_start_matches('/').trim().to_ascii_lowercase().as_str())) {
-            Some(t) => {
-                out.push(' ');
-                rest = after.get(t.len() + 1..).unwrap_or_default();
-            }
-            None => {
-                out.push('<');
-                rest = after;
-            }
+/// `word` without the quotes at its ends and the emphasis marks around it (the same run of
+/// `*`, `_` or `~` at both ends, `*error*`, `__x__`); a word of marks alone is none.
+fn without_word_marks(word: &str) -> &str {
+    const QUOTES: &str = "\"“”«»„‘’'＂＇";
+    let mut word = word.trim_matches(|c: char| QUOTES.contains(c));
+    // A run of two or more at either end (`**`, `__`, `~~`: emphasis over several words).
+    for mark in ['*', '_', '~'] {
+        let twice: String = [mark, mark].iter().collect();
+        if word.starts_with(&twice) {
+            word = word.trim_start_matches(mark);
+        }
+        if word.ends_with(&twice) {
+            word = word.trim_end_matches(mark);
+        }
+        word = word.trim_matches(|c: char| QUOTES.contains(c));
+    }
+    loop {
+        let Some(mark) = word.chars().next().filter(|c| matches!(c, '*' | '_' | '~')) else { break };
+        if word.chars().all(|c| c == mark) {
+            return "";
+        }
+        match word.strip_prefix(mark).and_then(|w| w.strip_suffix(mark)) {
+            Some(inner) => word = inner.trim_matches(|c: char| QUOTES.contains(c)),
+            None => break,
         }
     }
-    out.push_str(rest);
-    out
+    word
 }
 
-/// `word` with each hyphen between two letters or digits read as a blank (`error-enum` →
-/// `error enum`; `c--` and `-x` keep theirs).
-fn hyphens_as_blanks(word: &str) -> String {
-    let chars: Vec<char> = word.chars().collect();
-    chars
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let between = i > 0
-                && chars.get(i - 1).is_some_and(|p| p.is_alphanumeric())
-                && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
-            if *c == '-' && between { ' ' } else { *c }
-        })
-        .collect()
+/// `key` without an inline HTML tag opening or closing it, if it has one.
+fn inline_tag_end(key: &str) -> Option<&str> {
+    let tag = |t: &str| INLINE_TAGS.contains(&t.trim().to_ascii_lowercase().as_str());
+    if let Some((t, rest)) = key.strip_prefix('<').and_then(|k| k.split_once('>'))
+        && tag(t)
+    {
+        return Some(rest);
+    }
+    key.strip_suffix('>').and_then(|k| k.rsplit_once("</")).filter(|(_, t)| tag(t)).map(|(rest, _)| rest)
 }
+
+/// Inline HTML tags a question may be wrapped in (`<b>…</b>`); only at its ends — `Replace
+/// <b> with <strong>?` keeps its words (outside review 180 F1).
+const INLINE_TAGS: &[&str] = &[
+    "b", "i", "u", "s", "em", "strong", "code", "del", "ins", "mark", "small", "span", "kbd", "tt", "q", "p",
+];
 
 /// Pairs of quotes and brackets, as opened and closed.
 const PAIRS: [(char, char); 25] = [
@@ -465,24 +463,34 @@ fn question_label(key: &str) -> Option<&str> {
     let roman = |n: &str| !n.is_empty() && n.len() <= 4 && n.chars().all(|c| matches!(c, 'i' | 'v' | 'x'));
     let letter = |n: &str| n.chars().count() == 1 && n.chars().all(char::is_alphabetic);
     let enumerator = |n: &str| digits(n) || roman(n) || letter(n);
-    // `1.`, `2)`, `a.`, `iv)`, `(a)`, `(1)`, `#1`, `q2:`, a heading's `#`s, a bullet.
-    let numbered = |w: &str| w.strip_suffix(['.', ')', ':']).is_some_and(enumerator);
+    // `1.`, `2)`, `a.`, `iv)`, `(a)`, `(1)`, `q2:`, a heading's `#`s, a bullet, a task box.
+    let numbered = |w: &str| w.strip_suffix(['.', ')', ':', '：']).is_some_and(enumerator);
     let labelled = numbered(first)
         || first.strip_prefix('(').and_then(|w| w.strip_suffix(')')).is_some_and(enumerator)
-        || first.strip_prefix('#').is_some_and(|n| digits(n) || n.chars().all(|c| c == '#'))
+        || first.chars().all(|c| c == '#')
         || first.strip_prefix('q').is_some_and(numbered)
-        || matches!(first, "-" | "–" | "—" | "•" | "·" | ">" | "q." | "q)");
+        || matches!(first, "-" | "–" | "—" | "•" | "·" | ">" | "+" | "q." | "q)" | "[x]" | "[]");
     if labelled {
         return Some(rest);
     }
-    // A word and a colon (`Q:`, `Question:`, `Re:`, `Decision:`, `TODO:`), or a word, a
-    // number and a colon (`Question 1:`).
-    let word = |w: &str| !w.is_empty() && w.chars().count() <= 12 && w.chars().all(char::is_alphabetic);
-    if first.strip_suffix(':').is_some_and(word) {
-        return Some(rest);
+    if first == "["
+        && let Some(after) = rest.strip_prefix("] ")
+    {
+        return Some(after);
+    }
+    // A label and a colon (`Q:`, `Question:`, `Re:`, `Decision:`, `TODO:`, `Open question:`),
+    // or `Question 1:` — labels, not any word: `staging:` and `production:` ask two things
+    // (outside review 180 F1, F2).
+    const LABELS: &[&str] =
+        &["q", "question", "open question", "re", "decision", "todo", "note", "ask", "query", "fyi"];
+    if let Some((head, tail)) = key.split_once([':', '：'])
+        && LABELS.contains(&head.trim())
+    {
+        return Some(tail.trim_start());
     }
     let (second, after) = rest.split_once(' ')?;
-    (word(first) && second.strip_suffix(':').is_some_and(enumerator)).then_some(after)
+    let question_word = matches!(first, "q" | "question");
+    (question_word && second.strip_suffix([':', '：', ')', '.']).is_some_and(enumerator)).then_some(after)
 }
 
 /// The prefix of a human principal (`human:alice`).

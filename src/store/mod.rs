@@ -347,7 +347,8 @@ pub(crate) fn stray_after_zeros(segment: &std::path::Path, offset: u64) -> Optio
             let mut magic = [0u8; 4];
             file.seek(SeekFrom::Start(at + i as u64)).ok()?;
             let starts_record = file.read_exact(&mut magic).is_ok()
-                && (magic == ledger_schema::record::RECORD_MAGIC || magic == ledger_schema::record::RECORD_MAGIC_V3);
+                && (magic == ledger_schema::record::RECORD_MAGIC
+                    || magic == ledger_schema::record::RECORD_MAGIC_V3);
             return (!starts_record).then_some(at + i as u64);
         }
         at += n as u64;

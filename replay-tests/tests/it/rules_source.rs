@@ -399,7 +399,14 @@ fn a_goal_has_one_decision_per_question() {
         "(a) May parse() allocate?",
         "A. May parse() allocate?",
         "iv) May parse() allocate?",
-        "#1 May parse() allocate?",
+        "- [ ] May parse() allocate?",
+        "+ May parse() allocate?",
+        "Open question: May parse() allocate?",
+        "Q\u{FF1A}May parse() allocate?",
+        "May parse() allocate\u{203D}",
+        "May&nbsp;parse() allocate?",
+        "Question 1) May parse() allocate?",
+        "*May* parse() allocate?",
         "## May parse() allocate?",
         "Re: May parse() allocate?",
         "Decision: May parse() allocate?",
@@ -427,6 +434,14 @@ fn a_goal_has_one_decision_per_question() {
         ("Is the key (a, b)?", "Is the key (a, b?"),
         ("Is 1.5 the floor?", "Is the floor?"),
         ("Is the type Vec<T>?", "Is the type Vec?"),
+        // Content, not labels or markup (outside review 180 F1: each second was refused).
+        ("staging: enable debug logging?", "production: enable debug logging?"),
+        ("Phase 1: ship the new parser?", "Phase 2: ship the new parser?"),
+        ("#123 close as duplicate?", "#456 close as duplicate?"),
+        ("Replace <b> with <strong>?", "Replace <strong> with <b>?"),
+        ("Rename the field to _id?", "Rename the field to id?"),
+        ("Accept *args?", "Accept args?"),
+        ("Name the column user-name?", "Name the column user name?"),
     ]
     .into_iter()
     .enumerate()
