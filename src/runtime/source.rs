@@ -298,7 +298,7 @@ pub fn question_key(question: &str) -> String {
             if !key.is_empty() {
                 key.push(' ');
             }
-            key.push_str(&word);
+            key.push_str(word);
         }
     }
     // A sentence's closing or opening mark does not make another question ("…enum" and
@@ -348,8 +348,7 @@ fn without_word_marks(word: &str) -> &str {
         }
         word = word.trim_matches(|c: char| QUOTES.contains(c));
     }
-    loop {
-        let Some(mark) = word.chars().next().filter(|c| matches!(c, '*' | '_' | '~')) else { break };
+    while let Some(mark) = word.chars().next().filter(|c| matches!(c, '*' | '_' | '~')) {
         if word.chars().all(|c| c == mark) {
             return "";
         }
