@@ -388,8 +388,19 @@ fn uuid(value: &str) -> bool {
 /// English word no phrase holds (prose about a mnemonic is not one). The published
 /// all-`abandon` test phrase is not one either (outside review 175 F3).
 fn mnemonic(text: &str) -> Option<usize> {
-    const KEYS: &[&str] =
-        &["mnemonic", "seedphrase", "recoveryphrase", "secretphrase", "seedwords", "recoverywords", "seed"];
+    const KEYS: &[&str] = &[
+        "mnemonic",
+        "seedphrase",
+        "recoveryphrase",
+        "secretphrase",
+        "seedwords",
+        "recoverywords",
+        "walletphrase",
+        "backupphrase",
+        "passphrase",
+        "seed",
+        "phrase",
+    ];
     const PROSE: &[&str] = &[
         "the", "and", "are", "for", "that", "this", "with", "not", "from", "was", "were", "has", "have",
         "been", "you", "your", "its", "must", "should", "will", "can", "into", "when", "then", "than",
@@ -398,10 +409,11 @@ fn mnemonic(text: &str) -> Option<usize> {
     ];
     let lower = text.to_ascii_lowercase();
     let squeezed = |t: &str| -> String { t.chars().filter(|c| c.is_ascii_alphanumeric()).collect() };
-    let mut starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret"]
-        .iter()
-        .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
-        .collect();
+    let mut starts: Vec<usize> =
+        ["mnemonic", "seed", "recovery", "secret", "wallet", "backup", "phrase", "passphrase"]
+            .iter()
+            .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
+            .collect();
     starts.sort_unstable();
     starts.into_iter().find(|&at| {
         let key = window(&lower, at, 20);
@@ -417,13 +429,27 @@ fn mnemonic(text: &str) -> Option<usize> {
             .map_or(key.len(), |(i, c)| i + c.len_utf8());
         let rest = window(&lower, at + end, LOOK);
         let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        // `seed` alone only as a key: an operator or a quote after it (`seed: "…"`, `seed =`).
-        if *k == "seed" && !rest.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=']) {
+        // `seed`, `phrase`, `passphrase` alone only as a key: an operator or a quote after it
+        // (`seed: "…"`, `seed =`).
+        let operator = rest.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=']);
+        if matches!(*k, "seed" | "phrase" | "passphrase") && !operator {
             return false;
         }
-        // The words in order, past separators; a word of another shape ends the run.
+        // The words in order, past separators; a word of another shape, or the next key (a
+        // word with `:` or `=` after it: outside review 180 F7 — `path: m/44…` after the phrase
+        // made a 13-word run, and the phrase was stored), ends the run.
         let mut words: Vec<&str> = Vec::new();
-        for token in rest.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()) {
+        let mut tokens = rest.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty());
+        let mut searched = 0;
+        while let Some(token) = tokens.next() {
+            let at = rest.get(searched..).and_then(|r| r.find(token)).map_or(rest.len(), |i| searched + i);
+            searched = at + token.len();
+            let key_after = rest
+                .get(searched..)
+                .is_some_and(|r| r.trim_start_matches([' ', '\t', '"', '\'']).starts_with([':', '=']));
+            if key_after {
+                break;
+            }
             if token.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
@@ -438,17 +464,11 @@ fn mnemonic(text: &str) -> Option<usize> {
                 break;
             }
         }
-        // The original case: a phrase is written in lower case (a capitalised word is prose
-        // or a name).
-        let original = window(text, at + end, LOOK);
-        let capitals = words.iter().filter(|w| !original.contains(**w)).count();
         let mut distinct = words.clone();
         distinct.sort_unstable();
         distinct.dedup();
-        [12, 15, 18, 21, 24].contains(&words.len())
-            && distinct.len() >= 8
-            && capitals == 0
-            && words.iter().filter(|w| PROSE.contains(w)).count() <= 1
+        // (Twelve or more: a line after the phrase may add words to its run.)
+        words.len() >= 12 && distinct.len() >= 8 && words.iter().filter(|w| PROSE.contains(w)).count() <= 1
     })
 }
 
@@ -1175,6 +1195,14 @@ mod tests {
             format!("MNEMONIC=\"{}\n{}\"", &PHRASE[..37], &PHRASE[38..]),
             format!("seed: \"{PHRASE}\""),
             format!("const w = ethers.Wallet.fromMnemonic(\"{PHRASE}\");"),
+            // A line after it (outside review 180 F7), other keys and cases.
+            format!("wallet:\n  mnemonic: \"{PHRASE}\"\n  path: m/44'/60'/0'/0\n"),
+            format!("accounts: {{ mnemonic: \"{PHRASE}\", path: \"m/44'/60'/0'/0\", count: 10 }}"),
+            format!("MNEMONIC=\"{PHRASE}\"\nexport MNEMONIC\n"),
+            format!("mnemonic = \"{PHRASE}\"\nchain = \"sepolia\"\n"),
+            format!("WALLET_PHRASE={PHRASE}"),
+            format!("backup phrase: {}", PHRASE.to_uppercase()),
+            format!("passphrase: \"{}\"", PHRASE.split(' ').map(|w| format!("{}{}", &w[..1].to_uppercase(), &w[1..])).collect::<Vec<_>>().join(" ")),
             "curl 'https://api.example.net/v1?api_key=5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f&format=json'".to_owned(),
             "Then set token=5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f.".to_owned(),
         ];
@@ -1216,6 +1244,8 @@ mod tests {
             "idempotency_token: 5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
             "mnemonic: the words are kept offline and must never be typed into any web page you open".to_owned(),
             "seed: 42".to_owned(),
+            "seed: 42\nusers:\n  - alice\n  - bobby\n  - carol\n  - david\n  - erika\n  - frank\n  - grace\n  - heidi\n  - ivan\n  - judy\n  - mallory\n  - oscar\n  - peggy\n".to_owned(),
+            "phrase: the quick brown fox jumps over the lazy dog again and again and again".to_owned(),
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
             "Set GITHUB_TOKEN to a token such as ghp_xxxx (never commit it).".to_owned(),
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBpV9wTK0KTCMu4xKw8f4WqzO1Nv8FQ8yMbtV9UH3nJr deploy@ci".to_owned(),

@@ -1000,6 +1000,13 @@ fn recover_cut(
                      ends at seq {head}; cut at a frame boundary: `ledger show` lists the entries)"
                 )));
             };
+            // A checkpoint past the cut cannot hold for what the cut leaves: refused before
+            // anything is cut (outside reviews 179 F3, 181 F1: refused after the cut, a kill
+            // during the put-back left an acknowledged record only in `cut/`).
+            if let Some(cp) = options.checkpoint.as_ref().filter(|cp| past_damage.is_some() && cp.seq > after)
+            {
+                return Err(checkpoint_refused(cp, None, after));
+            }
             // (Past damage, the journal as found does not reach the checkpoint: the restore
             // checks it on the journal it writes — outside review 142 F3.)
             if let Some(cp) = options.checkpoint.as_ref().filter(|_| past_damage.is_none()) {

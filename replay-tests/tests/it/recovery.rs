@@ -2035,6 +2035,38 @@ fn a_cut_that_fails_partway_is_put_back() {
     assert_eq!(verify_json(&dir, None).0, 0);
 }
 
+/// A `--truncate-after` past damage whose checkpoint names a seq past the cut is refused
+/// before anything is cut (outside reviews 179 F3, 181 F1: refused only after the cut and
+/// the restore, a kill while the cut was put back left an acknowledged record in `cut/`
+/// alone, and the next writer reused its seq): no swap, nothing moved.
+#[test]
+fn a_checkpoint_past_the_cut_is_refused_before_cutting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 9, 2);
+    let (code, checkpoint, err) = cli(&["checkpoint", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let file = tmp.path().join("cp.json");
+    std::fs::write(&file, checkpoint).unwrap();
+    let frames = journal_frames(&dir);
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    bytes[frames[3].range.start + 80] ^= 0x01;
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let after = frames[6].first_seq - 1;
+    let (code, out, err) = cli(&[
+        "recover",
+        dir.to_str().unwrap(),
+        "--truncate-after",
+        &after.to_string(),
+        "--checkpoint",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("before the checkpointed seq") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), bytes, "nothing cut");
+    assert!(!dir.join("cut").exists() && !dir.join("recover.epoch").exists(), "no cut, no swap");
+}
+
 /// The record lengths of one segment's bytes.
 fn journal_frames_of(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
