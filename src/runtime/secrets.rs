@@ -439,9 +439,9 @@ fn mnemonic(text: &str) -> Option<usize> {
         // word with `:` or `=` after it: outside review 180 F7 — `path: m/44…` after the phrase
         // made a 13-word run, and the phrase was stored), ends the run.
         let mut words: Vec<&str> = Vec::new();
-        let mut tokens = rest.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty());
+        let tokens = rest.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty());
         let mut searched = 0;
-        while let Some(token) = tokens.next() {
+        for token in tokens {
             let at = rest.get(searched..).and_then(|r| r.find(token)).map_or(rest.len(), |i| searched + i);
             searched = at + token.len();
             let key_after = rest
