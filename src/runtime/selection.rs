@@ -433,6 +433,21 @@ pub fn negates(query: &str) -> bool {
 /// The first word or phrase of the query that [`negates`] reads as a refusal, as read
 /// (for the note that says why nothing was chosen: outside review 132).
 pub fn refusal_in(query: &str) -> Option<String> {
+    refusal_read(query, false)
+}
+
+/// [`refusal_in`] without routing/7's words of other languages and `disagree`: what stops a
+/// directive in its own sentence. Those words stand in most sentences of their languages
+/// ("проверь что функция не падает", "the German Nein button", "确保不要泄漏内存": outside
+/// review 180 F4 — each directive was a completed `none`); elsewhere in the query they
+/// leave a directive pending (`mentioned`) and ranking deciding nothing, as any refusal does.
+fn sentence_refuses(sentence: &str) -> bool {
+    refusal_read(sentence, true).is_some()
+}
+
+/// The refusal read in `query`; `own_words_only`: without other languages' words and
+/// `disagree` ([`sentence_refuses`]).
+fn refusal_read(query: &str, own_words_only: bool) -> Option<String> {
     // Read as a reader sees it (NFKC, the confusable skeleton, invisible characters dropped:
     // outside review 66 — "n\u{AD}ot", a Cyrillic `о`, a fullwidth apostrophe), the word
     // lists read the same way.
@@ -462,17 +477,21 @@ pub fn refusal_in(query: &str) -> Option<String> {
     // "Ne déployez pas", "Não faça", "Не деплой", "不要" loaded the skill); not through the
     // confusable skeleton, which spells the Cyrillic `не` as the English `he`.
     let typed_words: Vec<&str> = typed.split(|c: char| !(c.is_alphanumeric() || c == '\'')).collect();
-    if let Some(word) = typed_words.iter().find(|w| FOREIGN_REFUSALS.contains(*w)) {
+    let foreign = if own_words_only { &[][..] } else { &FOREIGN_REFUSALS[..] };
+    if let Some(word) = typed_words.iter().find(|w| foreign.contains(*w)) {
         return Some((*word).to_owned());
     }
     // French `pas` after `ne`/`n'` (`PAS` alone is an acronym: outside review 178 F1).
-    if let Some(at) = typed_words.iter().position(|w| *w == "pas")
+    if let Some(at) = typed_words.iter().position(|w| *w == "pas").filter(|_| !own_words_only)
         && typed_words.get(..at).is_some_and(|b| b.iter().any(|w| *w == "ne" || w.starts_with("n'")))
     {
         return Some("ne … pas".to_owned());
     }
-    if let Some(phrase) = UNSPACED_REFUSALS.iter().find(|p| typed.contains(**p)) {
+    if let Some(phrase) = UNSPACED_REFUSALS.iter().find(|p| typed.contains(**p)).filter(|_| !own_words_only) {
         return Some((*phrase).to_owned());
+    }
+    if !own_words_only && typed_words.contains(&"disagree") {
+        return Some("disagree".to_owned());
     }
     query
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
@@ -581,7 +600,7 @@ fn retraction_in(
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 38] = [
+const REFUSALS: [&str; 37] = [
     "skip",
     "skipping",
     "exclude",
@@ -620,8 +639,6 @@ const REFUSALS: [&str; 38] = [
     "kidding",
     "retract",
     "retracted",
-    // Routing/7 (outside review 175 F1: "Bob said to use the X skill, but I disagree").
-    "disagree",
 ];
 
 /// Routing/7's refusal verbs that count only before a directive's verb in its sentence —
@@ -766,7 +783,7 @@ fn blank_indented_code(text: &str) -> String {
 /// disagree" — outside review 175 F1), before a directive's verb in its sentence, a colon
 /// after them too ("Bob said: use …": outside review 178 F2): the directive is not the
 /// user's. After the verb they are the task's words ("the PR that Bob wrote").
-const REPORTED: [&str; 17] = [
+const REPORTED: [&str; 26] = [
     "said",
     "says",
     "told",
@@ -784,6 +801,16 @@ const REPORTED: [&str; 17] = [
     "according",
     "quoted",
     "quoting",
+    // Outside review 180 F5.
+    "asked",
+    "wants",
+    "wanted",
+    "mentioned",
+    "proposed",
+    "per",
+    "reads",
+    "states",
+    "stated",
 ];
 
 /// The ids of `sources` the query cites ([`Citations`]).
@@ -868,7 +895,7 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
             // Routing/4 reads a refusal anywhere in the directive's sentence, after the verb
             // too ("Using the X skill is forbidden": outside review 66).
-            if !asks && !negates(&sentence) {
+            if !asks && !sentence_refuses(&sentence) {
                 for (i, w) in words.iter().enumerate() {
                     if !DIRECTIVE_VERBS.contains(w) {
                         continue;
@@ -880,6 +907,10 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
                         continue;
                     }
                     let mut j = i + 1;
+                    // "Use only the X skill" (routing/7, outside review 180 F6).
+                    if words.get(j) == Some(&"only") {
+                        j += 1;
+                    }
                     if words.get(j).is_some_and(|a| ARTICLES.contains(a)) {
                         j += 1;
                     }

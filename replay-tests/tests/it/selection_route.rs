@@ -809,12 +809,30 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         let e = decide(q, &["skill:kubernetes"]);
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
     }
+    // Outside review 180 F4: other languages' refusal words in a directive's own sentence
+    // — ordinary words of those languages — leave it pending, never a completed `none`.
+    for q in [
+        "Use the kubernetes skill to fix the German Nein button label.",
+        "Use the kubernetes skill on this PR, \u{43f}\u{440}\u{43e}\u{432}\u{435}\u{440}\u{44c} \u{447}\u{442}\u{43e} \u{43f}\u{43e}\u{434} \u{43d}\u{435} \u{43f}\u{430}\u{434}\u{430}\u{435}\u{442}.",
+        "Use the kubernetes skill and document why we disagree with the upstream RFC.",
+        "Use the kubernetes skill \u{2014} NEIN",
+    ] {
+        let e = decide(q, &["skill:kubernetes"]);
+        assert_eq!(
+            (e.decision, e.reason.as_str()),
+            (SelectionDecision::Pending, "mentioned"),
+            "{q:?}: {e:?}"
+        );
+    }
     // Outside review 178 F2: a reported directive after a colon, other reporting verbs,
     // other quotes, an indented code block.
     for q in [
         "Bob said: use the kubernetes skill.",
         "The old runbook recommends: use the kubernetes skill",
         "According to Bob, use the kubernetes skill",
+        "Bob asked us to use the kubernetes skill",
+        "Per Bob, use the kubernetes skill",
+        "The runbook states: use the kubernetes skill",
         "\u{bb}Use the kubernetes skill\u{ab} stand im Ticket.",
         "\u{300a}Use the kubernetes skill\u{300b}",
         "\u{301d}Use the kubernetes skill\u{301e}",
@@ -1016,6 +1034,12 @@ fn a_cited_skill_the_profile_does_not_route_leaves_the_choice_open() {
     t.proposed_ids = ids(&["skill:kubernetes"]);
     let e = decide_live(&st, &t, &Request::default()).unwrap();
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-installed"), "{e:?}");
+    let only = decide(&format!("Use only the python-patterns skill to {roll_out}."));
+    assert_eq!(
+        only,
+        (SelectionDecision::None, "cited-installed".to_owned(), Vec::new()),
+        "outside review 180 F6"
+    );
     assert!(e.selected_ids.is_empty() && e.candidates.is_empty());
     let (mut ledger, _) =
         closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
