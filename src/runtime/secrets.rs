@@ -492,14 +492,18 @@ fn byte_array_key(text: &str) -> Option<usize> {
         };
         let body = text.get(at + 1..).unwrap_or_default();
         let len = body
-            .find(|c: char| !(c.is_ascii_hexdigit() || matches!(c, ',' | 'x' | 'X') || c.is_whitespace()))
+            .find(|c: char| {
+                !(c.is_ascii_hexdigit() || matches!(c, ',' | 'x' | 'X' | 'u') || c.is_whitespace())
+            })
             .unwrap_or(body.len());
         past = at + 1 + len;
         if !body.get(len..).is_some_and(|r| r.starts_with(close)) {
             continue;
         }
         let byte = |v: &str| -> Option<u8> {
+            // A Rust `12u8` too (outside review 180 F9).
             let v = v.trim();
+            let v = v.strip_suffix("u8").unwrap_or(v);
             match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
                 Some(hex) => u8::from_str_radix(hex, 16).ok(),
                 None => v.parse().ok(),
@@ -507,15 +511,52 @@ fn byte_array_key(text: &str) -> Option<usize> {
         };
         let inside = body.get(..len).unwrap_or_default().trim().trim_end_matches(',');
         let values: Vec<Option<u8>> = inside.split(',').map(byte).collect();
-        let mut distinct: Vec<u8> = values.iter().flatten().copied().collect();
-        let high = distinct.iter().filter(|b| **b >= 128).count();
-        distinct.sort_unstable();
-        distinct.dedup();
-        if values.len() == 64 && values.iter().all(Option::is_some) && distinct.len() >= 40 && high >= 16 {
+        if values.len() == 64 && values.iter().all(Option::is_some) && random_bytes(&values) {
             return Some(at);
         }
     }
+    // A YAML block list of 64 bytes, one `- N` a line (outside review 180 F9).
+    let mut run: Vec<Option<u8>> = Vec::new();
+    let mut run_at = 0;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let item = line.trim().strip_prefix("- ").map(|v| v.trim().parse::<u8>().ok());
+        match item {
+            Some(Some(b)) => {
+                if run.is_empty() {
+                    run_at = offset;
+                }
+                run.push(Some(b));
+                if run.len() == 64 && random_bytes(&run) {
+                    return Some(run_at);
+                }
+            }
+            _ => run.clear(),
+        }
+        offset += line.len();
+    }
     None
+}
+
+/// Whether 64 values read as random bytes rather than a table: 40 or more distinct, 16 or
+/// more at 128 or above, no value more than four times (an RGBA palette's 255s), and 20 or
+/// more turns between rising and falling (a ramp or a gamma table has none: outside review
+/// 180 F8).
+fn random_bytes(values: &[Option<u8>]) -> bool {
+    let bytes: Vec<u8> = values.iter().flatten().copied().collect();
+    let mut sorted = bytes.clone();
+    sorted.sort_unstable();
+    let most = sorted.chunk_by(|a, b| a == b).map(<[u8]>::len).max().unwrap_or(0);
+    sorted.dedup();
+    let high = bytes.iter().filter(|b| **b >= 128).count();
+    let rising: Vec<bool> = bytes
+        .windows(2)
+        .filter_map(|w| w.first().zip(w.get(1)))
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| b > a)
+        .collect();
+    let turns = rising.windows(2).filter(|w| w.first() != w.get(1)).count();
+    bytes.len() == values.len() && sorted.len() >= 40 && high >= 16 && most <= 4 && turns >= 20
 }
 
 /// Whether `value` is base64 of printable text holding a stand-in word.
@@ -621,6 +662,10 @@ fn names_secret(id: &str) -> bool {
         "requesttoken",
         "idempotencytoken",
         "idempotencykey",
+        // Outside review 180 F8: handles, not credentials.
+        "locktoken",
+        "cancellationtoken",
+        "resumetoken",
     ];
     if NOT_CREDENTIALS.iter().any(|n| joined.ends_with(n)) {
         return false;
@@ -1205,6 +1250,9 @@ mod tests {
             format!("passphrase: \"{}\"", PHRASE.split(' ').map(|w| format!("{}{}", &w[..1].to_uppercase(), &w[1..])).collect::<Vec<_>>().join(" ")),
             "curl 'https://api.example.net/v1?api_key=5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f&format=json'".to_owned(),
             "Then set token=5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f.".to_owned(),
+            // Outside review 180 F9: a YAML block list, a Rust literal.
+            format!("keypair:\n{}", (0..64u32).map(|i| format!("  - {}\n", (i * 97 + 13) % 256)).collect::<String>()),
+            format!("let k = vec![{}];", (0..64u32).map(|i| format!("{}u8", (i * 89 + 7) % 256)).collect::<Vec<_>>().join(", ")),
         ];
         for y in &yes {
             assert!(secret_in(y.as_bytes()).is_some(), "{y:?}");
@@ -1238,6 +1286,18 @@ mod tests {
             format!("ZIGZAG = [{}]", (0..64u32).map(|i| ((i * 37) % 64).to_string()).collect::<Vec<_>>().join(", ")),
             format!("LUMA_Q = [{}]", (0..64u32).map(|i| (16 + (i * 7) % 106).to_string()).collect::<Vec<_>>().join(", ")),
             format!("CODES = [{}]", (0..64u32).map(|i| (43 + i).to_string()).collect::<Vec<_>>().join(", ")),
+            // Outside review 180 F8: a ramp, a gamma table, an RGBA palette, handles.
+            format!("RAMP = [{}]", (0..64u32).map(|i| (i * 4).to_string()).collect::<Vec<_>>().join(", ")),
+            format!(
+                "GAMMA = [{}]",
+                (0..64u32).map(|i| ((f64::from(i) / 63.0).powf(2.2) * 255.0).round().to_string()).collect::<Vec<_>>().join(", ")
+            ),
+            format!(
+                "PALETTE = [{}]",
+                (0..16u32).map(|i| format!("{}, {}, {}, 255", (i * 53) % 256, (i * 101) % 256, (i * 197) % 256)).collect::<Vec<_>>().join(", ")
+            ),
+            r#"{"lockToken": "5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f"}"#.to_owned(),
+            "cancellationToken = 5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
             "aws ec2 run-instances --client-request-token 5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
             r#"{"ClientToken": "5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f"}"#.to_owned(),
             r#"{"nextToken": "5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f"}"#.to_owned(),
