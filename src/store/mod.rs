@@ -429,6 +429,11 @@ pub struct IoError {
 pub enum OpenError {
     #[error(transparent)]
     Io(#[from] IoError),
+    /// A `--truncate-after` cut that failed partway, every move it made put back (outside
+    /// review 181 F4: only the OS error was said, and an operator could not tell whether the
+    /// journal was left half cut).
+    #[error("{0}; nothing was changed: what the cut had moved was put back")]
+    CutPutBack(IoError),
     #[error("{0} is not a ledger directory (no journal/)")]
     NotALedger(PathBuf),
     #[error("{0} already exists and is not empty")]

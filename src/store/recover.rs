@@ -1053,7 +1053,10 @@ fn recover_cut(
                     let made = report.cut.get(first_cut..).unwrap_or_default().to_vec();
                     report.cut.truncate(first_cut);
                     put_cut_back(&journal, &segment, end, &made)?;
-                    return Err(e);
+                    return Err(match e {
+                        OpenError::Io(io) => OpenError::CutPutBack(io),
+                        other => other,
+                    });
                 }
             }
             if let (Some(_), Some(tree)) = (past_damage, usable) {

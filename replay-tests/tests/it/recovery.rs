@@ -2030,6 +2030,7 @@ fn a_cut_that_fails_partway_is_put_back() {
     let after = (second_first - 3).to_string();
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &after]);
     assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("nothing was changed: what the cut had moved was put back"), "{err}");
     let now: Vec<Vec<u8>> = segments.iter().map(|p| std::fs::read(p).unwrap()).collect();
     assert!(now == before, "every segment as it was");
     assert_eq!(verify_json(&dir, None).0, 0);
