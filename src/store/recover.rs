@@ -200,10 +200,22 @@ fn cut_stray_zeros_into(root: &Path, cut: &mut Vec<ZerosCut>) -> Result<(), Open
         let mut reader = super::journal::SegmentReader::open(next)?;
         let first_intact = matches!(reader.next_record(next)?,
             super::journal::Split::Record { offset: 0, header, .. } if Some(header.first_seq) == next_seq);
-        // Or the last segment, named for the next seq and holding only zeros (or nothing):
-        // the roll happened and no record was written yet (outside review 176 F4: called
-        // damaged bytes that no copy holds).
-        let empty_last = i + 2 == count && Some(*named) == next_seq && zeros_past(next, 0)?;
+        // Or the last segment, named for the next seq and holding no record — only zeros, or
+        // a torn write of that seq and zeros (the torn-tail rule): the roll happened and no
+        // record was written yet (outside reviews 176 F4, 181 F2: called damaged bytes that
+        // no copy holds).
+        let empty_last = i + 2 == count
+            && Some(*named) == next_seq
+            && (zeros_past(next, 0)? || {
+                let tail = read_segment(next)?;
+                let version = RecordVersion::of_segment(&tail);
+                next_seq.is_some_and(|seq| {
+                    matches!(
+                        ledger_schema::record::classify_tail_as(version, &tail, seq, true),
+                        ledger_schema::record::Tail::Torn | ledger_schema::record::Tail::Unwritten
+                    )
+                })
+            });
         if first_intact || empty_last {
             let to = move_zeros_aside(root, here, end as u64, len)?;
             cut.push(ZerosCut { segment: here.clone(), end: end as u64, len, to });

@@ -1804,6 +1804,24 @@ fn zeros_a_roll_left_after_a_segment_are_moved_aside() {
     assert_eq!(std::fs::read(&first).unwrap(), original);
     let second_first: usize = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
     assert_eq!(all_entries(&dir), before[..second_first]);
+    // And with a torn write of that seq in it, sled holding every acknowledged record
+    // (outside review 181 F2: refused as damage).
+    let dir = tmp.path().join("torn-next");
+    make_ledger(&dir, 4, 2);
+    trim_preallocated(&dir);
+    let whole = all_entries(&dir);
+    let only = segment(&dir);
+    let records = std::fs::read(&only).unwrap();
+    let mut with_zeros = records.clone();
+    with_zeros.extend(vec![0u8; 60_000]);
+    std::fs::write(&only, &with_zeros).unwrap();
+    let mut torn = b"CLJ3".to_vec();
+    torn.extend(vec![0u8; 65_532]);
+    std::fs::write(dir.join("journal").join(format!("{:020}.clj", whole.len())), &torn).unwrap();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read(&only).unwrap(), records);
+    assert_eq!(all_entries(&dir), whole);
     // A record missing between the zeros and the next segment: not a roll's leftover.
     let dir = tmp.path().join("gap");
     copy_dir(&template, &dir);
