@@ -45,7 +45,7 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// completed `none`, so a bug report saying what does *not* work never reached a skill);
 /// the agent's own `proposedIds` still do not decide it (outside review 64).
 ///
-/// Routing/7 reads more ways of refusing ([`REFUSING_PHRASES`], "discontinue", "abstain",
+/// Routing/7 reads more ways of refusing (phrases such as "steer clear of", "discontinue", "abstain",
 /// "postpone", "resist": outside review 172 F1 — "Please discontinue the X skill" was a
 /// directive and loaded it).
 pub const ROUTING_POLICY: &str = "closure-ledger-routing/7";
