@@ -286,14 +286,31 @@ pub fn question_key(question: &str) -> String {
     // around a word are dropped, `&nbsp;` read as a blank. Only markup: a word's own `_`,
     // `*` or `-` stays (outside review 180 F1: `_id` and `id`, `*args` and `args`,
     // `user-name` and `user name` were refused as one question).
-    let spaced = question.replace("&nbsp;", " ");
+    let spaced = question.replace("&nbsp;", " ").replace("&#63;", "?");
+    // Emphasis runs (`**`, `~~`, and `__` over several words) that open on one word and
+    // close on another: a run that pairs with nothing is a word's own (`**kwargs`, and
+    // `__init__` alone: outside review 182 F2).
+    let words: Vec<&str> = spaced.split(char::is_whitespace).filter(|w| !w.is_empty()).collect();
+    let paired = |mark: char| {
+        let run: String = [mark, mark].iter().collect();
+        let opens = words.iter().position(|w| w.trim_start_matches(['"', '\'']).starts_with(&run));
+        let closes =
+            words.iter().rposition(|w| w.trim_end_matches(['"', '\'', '?', '.', '!']).ends_with(&run));
+        match (opens, closes) {
+            (Some(o), Some(c)) => c > o || (c == o && mark != '_'),
+            _ => false,
+        }
+    };
+    let runs = [('*', paired('*')), ('_', paired('_')), ('~', paired('~'))];
     for word in spaced.split(char::is_whitespace) {
+        // A word in backticks is code: its marks are its own.
+        let code = word.contains('`');
         let word: String = word
             .chars()
             .filter(|c| !super::invisible(*c) && *c != '`')
             .flat_map(char::to_lowercase)
             .collect();
-        let word = without_word_marks(&word);
+        let word = without_word_marks(&word, &runs, code);
         if !word.is_empty() {
             if !key.is_empty() {
                 key.push(' ');
@@ -334,11 +351,14 @@ pub fn question_key(question: &str) -> String {
 
 /// `word` without the quotes at its ends and the emphasis marks around it (the same run of
 /// `*`, `_` or `~` at both ends, `*error*`, `__x__`); a word of marks alone is none.
-fn without_word_marks(word: &str) -> &str {
+fn without_word_marks<'w>(word: &'w str, runs: &[(char, bool)], code: bool) -> &'w str {
     const QUOTES: &str = "\"“”«»„‘’'＂＇";
     let mut word = word.trim_matches(|c: char| QUOTES.contains(c));
-    // A run of two or more at either end (`**`, `__`, `~~`: emphasis over several words).
-    for mark in ['*', '_', '~'] {
+    if code {
+        return word;
+    }
+    // A run of two or more at either end, where the question pairs it ([`question_key`]).
+    for (mark, _) in runs.iter().copied().filter(|(_, paired)| *paired) {
         let twice: String = [mark, mark].iter().collect();
         if word.starts_with(&twice) {
             word = word.trim_start_matches(mark);
@@ -445,17 +465,26 @@ fn trim_end_marks<'k>(key: &'k str, closing: &dyn Fn(char) -> bool) -> &'k str {
 /// bullet), if it opens with one; `key` is lower case, its blanks single spaces.
 fn question_label(key: &str) -> Option<&str> {
     // A trailing answer hint or footnote mark (outside review 177 F1: "… (yes/no)", "… [1]").
-    for hint in ["(yes/no)", "(y/n)", "[y/n]", "[yes/no]", "(yes or no)"] {
+    for hint in ["(yes/no)", "(y/n)", "[y/n]", "[yes/no]", "(yes or no)", "(yes / no)", " y/n", " yes/no"] {
         if let Some(rest) = key.strip_suffix(hint) {
             return Some(rest);
         }
     }
+    // (A footnote stands apart: `argv[1]` is an index — outside review 182 F2.)
     if let Some(rest) = key
         .strip_suffix(']')
         .and_then(|k| k.rsplit_once('['))
         .filter(|(_, n)| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|(head, _)| head.ends_with(' ') || head.ends_with(['?', '!', '.']))
     {
         return Some(rest.0);
+    }
+    // An @-mention at either end (outside review 182 F3).
+    if let Some((head, last)) = key.rsplit_once(' ')
+        && last.len() > 1
+        && last.starts_with('@')
+    {
+        return Some(head);
     }
     let (first, rest) = key.split_once(' ')?;
     let digits = |n: &str| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit());
@@ -469,7 +498,7 @@ fn question_label(key: &str) -> Option<&str> {
         || first.chars().all(|c| c == '#')
         || first.strip_prefix('q').is_some_and(numbered)
         || matches!(first, "-" | "–" | "—" | "•" | "·" | ">" | "+" | "q." | "q)" | "[x]" | "[]");
-    if labelled {
+    if labelled || (first.len() > 1 && first.starts_with('@')) {
         return Some(rest);
     }
     if first == "["

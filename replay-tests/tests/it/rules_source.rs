@@ -407,6 +407,13 @@ fn a_goal_has_one_decision_per_question() {
         "May&nbsp;parse() allocate?",
         "Question 1) May parse() allocate?",
         "*May* parse() allocate?",
+        // Outside review 182 F3.
+        "@alice May parse() allocate?",
+        "May parse() allocate? @alice",
+        "May parse() allocate? Y/N",
+        "May parse() allocate? (yes / no)",
+        "May parse() allocate&#63;",
+        "[ ] May parse() allocate?",
         "## May parse() allocate?",
         "Re: May parse() allocate?",
         "Decision: May parse() allocate?",
@@ -442,6 +449,11 @@ fn a_goal_has_one_decision_per_question() {
         ("Rename the field to _id?", "Rename the field to id?"),
         ("Accept *args?", "Accept args?"),
         ("Name the column user-name?", "Name the column user name?"),
+        // An index is no footnote; code's own marks stay (outside review 182 F2).
+        ("Read the value from argv[1]?", "Read the value from argv[2]?"),
+        ("Use `__init__` here?", "Use init here?"),
+        ("Accept `**kwargs` here?", "Accept kwargs here?"),
+        ("Pass **opts along?", "Pass opts along?"),
     ]
     .into_iter()
     .enumerate()
