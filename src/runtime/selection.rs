@@ -433,21 +433,6 @@ pub fn negates(query: &str) -> bool {
 /// The first word or phrase of the query that [`negates`] reads as a refusal, as read
 /// (for the note that says why nothing was chosen: outside review 132).
 pub fn refusal_in(query: &str) -> Option<String> {
-    refusal_read(query, false)
-}
-
-/// [`refusal_in`] without routing/7's words of other languages and `disagree`: what stops a
-/// directive in its own sentence. Those words stand in most sentences of their languages
-/// ("проверь что функция не падает", "the German Nein button", "确保不要泄漏内存": outside
-/// review 180 F4 — each directive was a completed `none`); elsewhere in the query they
-/// leave a directive pending (`mentioned`) and ranking deciding nothing, as any refusal does.
-fn sentence_refuses(sentence: &str) -> bool {
-    refusal_read(sentence, true).is_some()
-}
-
-/// The refusal read in `query`; `own_words_only`: without other languages' words and
-/// `disagree` ([`sentence_refuses`]).
-fn refusal_read(query: &str, own_words_only: bool) -> Option<String> {
     // Read as a reader sees it (NFKC, the confusable skeleton, invisible characters dropped:
     // outside review 66 — "n\u{AD}ot", a Cyrillic `о`, a fullwidth apostrophe), the word
     // lists read the same way.
@@ -477,24 +462,26 @@ fn refusal_read(query: &str, own_words_only: bool) -> Option<String> {
     // "Ne déployez pas", "Não faça", "Не деплой", "不要" loaded the skill); not through the
     // confusable skeleton, which spells the Cyrillic `не` as the English `he`.
     let typed_words: Vec<&str> = typed.split(|c: char| !(c.is_alphanumeric() || c == '\'')).collect();
-    let foreign = if own_words_only { &[][..] } else { &FOREIGN_REFUSALS[..] };
-    if let Some(word) = typed_words.iter().find(|w| foreign.contains(*w)) {
+    if let Some(word) = typed_words.iter().find(|w| FOREIGN_REFUSALS.contains(*w)) {
         return Some((*word).to_owned());
     }
     // French `pas` after `ne`/`n'` (`PAS` alone is an acronym: outside review 178 F1).
-    if let Some(at) = typed_words.iter().position(|w| *w == "pas").filter(|_| !own_words_only)
+    if let Some(at) = typed_words.iter().position(|w| *w == "pas")
         && typed_words.get(..at).is_some_and(|b| b.iter().any(|w| *w == "ne" || w.starts_with("n'")))
     {
         return Some("ne … pas".to_owned());
     }
-    if let Some(phrase) = UNSPACED_REFUSALS.iter().find(|p| typed.contains(**p)).filter(|_| !own_words_only) {
+    if let Some(phrase) = UNSPACED_REFUSALS.iter().find(|p| typed.contains(**p)) {
         return Some((*phrase).to_owned());
     }
-    if !own_words_only && typed_words.contains(&"disagree") {
+    if typed_words.contains(&"disagree") {
         return Some("disagree".to_owned());
     }
+    // A word joined by `-` or `_` is an identifier, not the word (`no-op`, `--no-verify`,
+    // `no_std`: outside review 182 F4).
     query
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '\'' | '-' | '_')))
+        .map(|w| w.trim_matches(['-', '_']))
         .find(|w| !w.is_empty() && (listed.iter().any(|l| l == w) || w.ends_with(nt.as_str())))
         .map(str::to_owned)
 }
@@ -515,7 +502,7 @@ const UNSPACED_REFUSALS: [&str; 11] =
 /// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
 /// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
 /// "we got rid of …" selected the skill the user withdrew), anywhere in the text.
-const RETRACTIONS: [&str; 17] = [
+const RETRACTIONS: [&str; 18] = [
     "just kidding",
     "never mind",
     "wrong repo",
@@ -533,6 +520,8 @@ const RETRACTIONS: [&str; 17] = [
     "scratch the above",
     "ignore the above",
     "disregard the above",
+    // Outside review 182 F5.
+    "wrong skill",
 ];
 
 /// Phrases that refuse the directive after them in its sentence (routing/7, outside review
@@ -572,8 +561,18 @@ const REFUSING_PHRASES: [&str; 25] = [
 
 /// Phrases that take back what was said only where nothing follows them in the sentence
 /// ("Scratch that." — not "cancel that flaky CI job": outside review 132 F3).
-const RETRACTIONS_CLOSING: [&str; 7] =
-    ["scratch that", "scratch this", "strike that", "undo that", "cancel that", "belay that", "forget that"];
+const RETRACTIONS_CLOSING: [&str; 9] = [
+    "scratch that",
+    "scratch this",
+    "strike that",
+    "undo that",
+    "cancel that",
+    "belay that",
+    "forget that",
+    // Outside review 182 F5.
+    "scratch it",
+    "delete that",
+];
 
 /// The first of `phrases` in `text` (each read by `read`, as `text` was: the confusable
 /// skeleton spells `m` as `rn`) between word boundaries — where `closing`, followed by the
@@ -648,6 +647,37 @@ const REFUSALS: [&str; 37] = [
 /// outside review 178 F1).
 const REFUSALS_BEFORE: [&str; 7] =
     ["discontinue", "discontinuing", "abstain", "abstaining", "postpone", "postponing", "resist"];
+
+/// Whether `sentence` takes a request back or forbids it: a retraction phrase, a take-back
+/// word (`nevermind`, `nvm`, `jk`, `nope`, `belay`, `disregard`, `kidding`, `retract`), or a
+/// word that forbids (`forbidden`, `prohibited`, `refrain`, …) — read as [`refusal_in`] reads.
+fn takes_back(sentence: &str) -> bool {
+    const TAKE_BACK: [&str; 10] = [
+        "nevermind",
+        "nvm",
+        "jk",
+        "nope",
+        "belay",
+        "disregard",
+        "disregarding",
+        "kidding",
+        "retract",
+        "retracted",
+    ];
+    match refusal_in(sentence) {
+        None => false,
+        Some(read) => {
+            RETRACTIONS.contains(&read.as_str())
+                || RETRACTIONS_CLOSING.contains(&read.as_str())
+                || TAKE_BACK.contains(&read.as_str())
+                || FORBIDDING.contains(&read.as_str())
+                || sentence.split(|c: char| !c.is_alphanumeric()).any(|w| {
+                    let w = w.to_lowercase();
+                    TAKE_BACK.contains(&w.as_str()) || FORBIDDING.contains(&w.as_str())
+                })
+        }
+    }
+}
 
 /// Apostrophes a query may be typed with (smart punctuation, a modifier letter), read as
 /// `'` (outside review 54: "don’t use …" was not a negation).
@@ -766,11 +796,12 @@ fn blank_code_spans(text: &str) -> String {
     out
 }
 
-/// `text` with each line indented by four blanks or a tab (a Markdown code block) made blanks.
+/// `text` with each line indented by four blanks or a tab (a Markdown code block), or
+/// quoted by a leading `>` (a blockquote: outside review 182 F5), made blanks.
 fn blank_indented_code(text: &str) -> String {
     text.split_inclusive('\n')
         .map(|line| {
-            if line.starts_with("    ") || line.starts_with('\t') {
+            if line.starts_with("    ") || line.starts_with('\t') || line.trim_start().starts_with('>') {
                 line.chars().map(|c| if c == '\n' { c } else { ' ' }).collect()
             } else {
                 line.to_owned()
@@ -783,7 +814,7 @@ fn blank_indented_code(text: &str) -> String {
 /// disagree" — outside review 175 F1), before a directive's verb in its sentence, a colon
 /// after them too ("Bob said: use …": outside review 178 F2): the directive is not the
 /// user's. After the verb they are the task's words ("the PR that Bob wrote").
-const REPORTED: [&str; 26] = [
+const REPORTED: [&str; 29] = [
     "said",
     "says",
     "told",
@@ -811,6 +842,9 @@ const REPORTED: [&str; 26] = [
     "reads",
     "states",
     "stated",
+    "replied",
+    "insists",
+    "insisted",
 ];
 
 /// The ids of `sources` the query cites ([`Citations`]).
@@ -895,7 +929,13 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             let asks = question || words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
             // Routing/4 reads a refusal anywhere in the directive's sentence, after the verb
             // too ("Using the X skill is forbidden": outside review 66).
-            if !asks && !sentence_refuses(&sentence) {
+            // Routing/7: only a take-back or a prohibition anywhere in the sentence stops the
+            // directive here ("Use the X skill, just kidding", "Using the X skill is
+            // forbidden"); another refusal after the verb leaves it pending (`mentioned`, by
+            // the query's refusal) instead of a completed `none` (outside review 182 F4:
+            // "review the no-op handler", "confirm the fix doesn't break the build" recorded
+            // nothing chosen); one before the verb still stops it.
+            if !asks && !takes_back(&sentence) {
                 for (i, w) in words.iter().enumerate() {
                     if !DIRECTIVE_VERBS.contains(w) {
                         continue;

@@ -824,6 +824,28 @@ fn named_skills_negations_and_proposals_under_routing_4() {
             "{q:?}: {e:?}"
         );
     }
+    // Outside review 182 F4: a refusal after the directive's verb leaves it pending, not a
+    // completed `none`; F5: a blockquote, more reporting words and take-backs.
+    for q in [
+        "Use the kubernetes skill and confirm the fix doesn't break the build",
+        "Use the kubernetes skill to list anything that isn't covered by tests",
+    ] {
+        let e = decide(q, &["skill:kubernetes"]);
+        assert_eq!(
+            (e.decision, e.reason.as_str()),
+            (SelectionDecision::Pending, "mentioned"),
+            "{q:?}: {e:?}"
+        );
+    }
+    for q in [
+        "> Use the kubernetes skill.\nThat was the old advice.",
+        "Bob replied: use the kubernetes skill",
+        "Use the kubernetes skill. Oops, wrong skill.",
+        "Use the kubernetes skill. Scratch it.",
+    ] {
+        let e = decide(q, &["skill:kubernetes"]);
+        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
+    }
     // Outside review 178 F2: a reported directive after a colon, other reporting verbs,
     // other quotes, an indented code block.
     for q in [
@@ -861,6 +883,10 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         "Use the kubernetes skill to deploy the PAS gateway",
         "Use the kubernetes skill for the NAO robot bridge and the nie/tak toggle",
         "Fix `x ~~ y` in the parser. Use the kubernetes skill.",
+        // Identifiers are no refusal (outside review 182 F4).
+        "Use the kubernetes skill to review the no-op handler",
+        "Use the kubernetes skill to document the --no-verify flag",
+        "Use the kubernetes skill on src/no_std.rs",
     ] {
         let e = decide(q, &[]);
         assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
