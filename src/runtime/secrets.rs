@@ -431,7 +431,8 @@ fn mnemonic(text: &str) -> Option<usize> {
         let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
         // `seed`, `phrase`, `passphrase` alone only as a key: an operator or a quote after it
         // (`seed: "…"`, `seed =`).
-        let operator = rest.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=']);
+        // (Or a call: ethers v6's `Wallet.fromPhrase("…")`, outside review 182 F6.)
+        let operator = rest.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=', '(']);
         if matches!(*k, "seed" | "phrase" | "passphrase") && !operator {
             return false;
         }
@@ -468,7 +469,13 @@ fn mnemonic(text: &str) -> Option<usize> {
         distinct.sort_unstable();
         distinct.dedup();
         // (Twelve or more: a line after the phrase may add words to its run.)
-        words.len() >= 12 && distinct.len() >= 8 && words.iter().filter(|w| PROSE.contains(w)).count() <= 1
+        // Every word a word with a vowel, as every BIP39 word is (an assembler's mnemonics —
+        // `ldr str bltu` — are not: outside review 182 F7).
+        let vowels = |w: &&str| w.bytes().any(|b| b"aeiouy".contains(&b));
+        words.len() >= 12
+            && distinct.len() >= 8
+            && words.iter().all(vowels)
+            && words.iter().filter(|w| PROSE.contains(w)).count() <= 1
     })
 }
 
@@ -1240,6 +1247,7 @@ mod tests {
             format!("MNEMONIC=\"{}\n{}\"", &PHRASE[..37], &PHRASE[38..]),
             format!("seed: \"{PHRASE}\""),
             format!("const w = ethers.Wallet.fromMnemonic(\"{PHRASE}\");"),
+            format!("const w = ethers.Wallet.fromPhrase(\"{PHRASE}\");"),
             // A line after it (outside review 180 F7), other keys and cases.
             format!("wallet:\n  mnemonic: \"{PHRASE}\"\n  path: m/44'/60'/0'/0\n"),
             format!("accounts: {{ mnemonic: \"{PHRASE}\", path: \"m/44'/60'/0'/0\", count: 10 }}"),
@@ -1304,6 +1312,9 @@ mod tests {
             "idempotency_token: 5f3c9a2e-7b41-4d8e-9c06-1a2b3c4d5e6f".to_owned(),
             "mnemonic: the words are kept offline and must never be typed into any web page you open".to_owned(),
             "seed: 42".to_owned(),
+            // Assembler mnemonics (outside review 182 F7).
+            "Mnemonic: addi slli srai auipc jalr beq bne blt bge bltu bgeu lbu".to_owned(),
+            "ARM mnemonics: ldr str ldm stm push pop mov mvn add sub mul cmp".to_owned(),
             "seed: 42\nusers:\n  - alice\n  - bobby\n  - carol\n  - david\n  - erika\n  - frank\n  - grace\n  - heidi\n  - ivan\n  - judy\n  - mallory\n  - oscar\n  - peggy\n".to_owned(),
             "phrase: the quick brown fox jumps over the lazy dog again and again and again".to_owned(),
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
