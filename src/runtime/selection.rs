@@ -443,6 +443,7 @@ pub fn refusal_in(query: &str) -> Option<String> {
         .iter()
         .chain(&NEGATIONS_UNMARKED)
         .chain(&REFUSALS)
+        .chain(&TAKE_BACK)
         .chain(&FORBIDDING)
         .map(|w| read(w))
         .collect();
@@ -599,7 +600,7 @@ fn retraction_in(
 /// Verbs that tell the agent to leave something out (`skip the kubernetes rollout`, `stop
 /// using …`, `exclude …`): as negations for ranking — ranking cannot tell what they refuse
 /// (the fifteenth session left them ranking; routing/4 reads them).
-const REFUSALS: [&str; 37] = [
+const REFUSALS: [&str; 27] = [
     "skip",
     "skipping",
     "exclude",
@@ -627,7 +628,11 @@ const REFUSALS: [&str; 37] = [
     "kein",
     "keine",
     "hate",
-    // Outside reviews 129 F1, 132 F2: taking back what was said.
+];
+
+/// Words that take back what was said (outside reviews 129 F1, 132 F2): refusals too, and
+/// under routing/7 they stop a directive anywhere in its sentence ([`takes_back`]).
+const TAKE_BACK: [&str; 10] = [
     "nevermind",
     "nvm",
     "jk",
@@ -652,18 +657,6 @@ const REFUSALS_BEFORE: [&str; 7] =
 /// word (`nevermind`, `nvm`, `jk`, `nope`, `belay`, `disregard`, `kidding`, `retract`), or a
 /// word that forbids (`forbidden`, `prohibited`, `refrain`, …) — read as [`refusal_in`] reads.
 fn takes_back(sentence: &str) -> bool {
-    const TAKE_BACK: [&str; 10] = [
-        "nevermind",
-        "nvm",
-        "jk",
-        "nope",
-        "belay",
-        "disregard",
-        "disregarding",
-        "kidding",
-        "retract",
-        "retracted",
-    ];
     match refusal_in(sentence) {
         None => false,
         Some(read) => {
@@ -721,6 +714,7 @@ fn negated(before: &[&str]) -> bool {
             NEGATIONS.contains(b)
                 || NEGATIONS_UNMARKED.contains(b)
                 || REFUSALS.contains(b)
+                || TAKE_BACK.contains(b)
                 || REFUSALS_BEFORE.contains(b)
                 || REPORTED.contains(b)
                 || FORBIDDING.contains(b)

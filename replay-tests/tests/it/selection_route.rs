@@ -708,6 +708,13 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         t.proposed_ids = ids(proposed);
         decide_live(&st, &t, &Request::default()).unwrap()
     };
+    // Each query selects nothing, even with the agent proposing the skill.
+    let none_selected = |queries: &[&str]| {
+        for q in queries {
+            let e = decide(q, &["skill:kubernetes"]);
+            assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
+        }
+    };
     for (q, reason) in [
         (
             "roll out workloads to Kubernetes clusters with manifests and Helm charts, with the kubernetes skill and the docker-compose skill",
@@ -790,7 +797,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     // Outside review 175 F1, F2 (routing/7): a directive quoted in other marks, struck out,
     // commented out, in a fenced block or reported is not the user's; other languages'
     // refusals are read.
-    for q in [
+    none_selected(&[
         "\u{ab}Use the kubernetes skill\u{bb} is what the old runbook said.",
         "\u{201e}Use the kubernetes skill\u{201c}, stand im alten Ticket.",
         "\u{300c}Use the kubernetes skill\u{300d}",
@@ -805,10 +812,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         "Use the kubernetes skill. N\u{e3}o.",
         "Use the kubernetes skill. \u{41d}\u{435}\u{442}.",
         "Use the kubernetes skill. \u{4e0d}\u{8981}.",
-    ] {
-        let e = decide(q, &["skill:kubernetes"]);
-        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
-    }
+    ]);
     // Outside review 180 F4: other languages' refusal words in a directive's own sentence
     // — ordinary words of those languages — leave it pending, never a completed `none`.
     for q in [
@@ -837,18 +841,15 @@ fn named_skills_negations_and_proposals_under_routing_4() {
             "{q:?}: {e:?}"
         );
     }
-    for q in [
+    none_selected(&[
         "> Use the kubernetes skill.\nThat was the old advice.",
         "Bob replied: use the kubernetes skill",
         "Use the kubernetes skill. Oops, wrong skill.",
         "Use the kubernetes skill. Scratch it.",
-    ] {
-        let e = decide(q, &["skill:kubernetes"]);
-        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
-    }
+    ]);
     // Outside review 178 F2: a reported directive after a colon, other reporting verbs,
     // other quotes, an indented code block.
-    for q in [
+    none_selected(&[
         "Bob said: use the kubernetes skill.",
         "The old runbook recommends: use the kubernetes skill",
         "According to Bob, use the kubernetes skill",
@@ -859,10 +860,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         "\u{300a}Use the kubernetes skill\u{300b}",
         "\u{301d}Use the kubernetes skill\u{301e}",
         "The log:\n\n    Use the kubernetes skill\n\nWhat went wrong?",
-    ] {
-        let e = decide(q, &["skill:kubernetes"]);
-        assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
-    }
+    ]);
     // A quote closed, then the user's own directive; `he` is no Cyrillic `не`; routing/7's
     // refusal verbs and phrases and reporting words after the directive's verb are the
     // task's own words, and so are `PAS`, `NAO`, `nie` (outside review 178 F1); markup in
