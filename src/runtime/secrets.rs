@@ -448,6 +448,12 @@ fn mnemonic(text: &str) -> Option<usize> {
             let key_after = rest
                 .get(searched..)
                 .is_some_and(|r| r.trim_start_matches([' ', '\t', '"', '\'']).starts_with([':', '=']));
+            // The `value` or `default` of a name/value pair or a block after the key
+            // (Kubernetes `- name: MNEMONIC` / `value: …`, ECS JSON, Terraform's `default =`,
+            // .NET's `value="…"`: outside review 183 F3) is read on; any other key ends it.
+            if key_after && words.is_empty() && matches!(token, "value" | "default") {
+                continue;
+            }
             if key_after {
                 break;
             }
@@ -463,6 +469,18 @@ fn mnemonic(text: &str) -> Option<usize> {
                 continue;
             } else {
                 break;
+            }
+        }
+        // `seed`, `phrase`, `passphrase` alone are common keys (seed data, UI strings: outside
+        // review 183 F4): their value must be one quoted string of exactly a phrase's length.
+        if matches!(*k, "seed" | "phrase" | "passphrase") {
+            let quoted = rest.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '=' | '('));
+            let Some(inner) = quoted.strip_prefix(['"', '\'']).and_then(|q| q.split(['"', '\'']).next())
+            else {
+                return false;
+            };
+            if ![12, 15, 18, 21, 24].contains(&inner.split_whitespace().count()) {
+                return false;
             }
         }
         let mut distinct = words.clone();
@@ -1248,6 +1266,11 @@ mod tests {
             format!("seed: \"{PHRASE}\""),
             format!("const w = ethers.Wallet.fromMnemonic(\"{PHRASE}\");"),
             format!("const w = ethers.Wallet.fromPhrase(\"{PHRASE}\");"),
+            // Name/value layouts (outside review 183 F3).
+            format!("env:\n  - name: MNEMONIC\n    value: \"{PHRASE}\"\n"),
+            format!("{{\"name\":\"MNEMONIC\",\"value\":\"{PHRASE}\"}}"),
+            format!("variable \"mnemonic\" {{\n  default = \"{PHRASE}\"\n}}"),
+            format!("<add key=\"Mnemonic\" value=\"{PHRASE}\"/>"),
             // A line after it (outside review 180 F7), other keys and cases.
             format!("wallet:\n  mnemonic: \"{PHRASE}\"\n  path: m/44'/60'/0'/0\n"),
             format!("accounts: {{ mnemonic: \"{PHRASE}\", path: \"m/44'/60'/0'/0\", count: 10 }}"),
@@ -1314,6 +1337,9 @@ mod tests {
             "seed: 42".to_owned(),
             // Assembler mnemonics (outside review 182 F7).
             "Mnemonic: addi slli srai auipc jalr beq bne blt bge bltu bgeu lbu".to_owned(),
+            // Seed data and UI strings under generic keys (outside review 183 F4).
+            "seed: [alpha, bravo, charlie, delta, echo, foxtrot, golf, hotel, india, juliet, kilo, lima]".to_owned(),
+            "seed = [\"apple\", \"banana\", \"cherry\", \"grape\", \"lemon\", \"mango\", \"orange\", \"peach\", \"pear\", \"plum\", \"melon\", \"kiwi\"]".to_owned(),
             "ARM mnemonics: ldr str ldm stm push pop mov mvn add sub mul cmp".to_owned(),
             "seed: 42\nusers:\n  - alice\n  - bobby\n  - carol\n  - david\n  - erika\n  - frank\n  - grace\n  - heidi\n  - ivan\n  - judy\n  - mallory\n  - oscar\n  - peggy\n".to_owned(),
             "phrase: the quick brown fox jumps over the lazy dog again and again and again".to_owned(),

@@ -286,7 +286,14 @@ pub fn question_key(question: &str) -> String {
     // around a word are dropped, `&nbsp;` read as a blank. Only markup: a word's own `_`,
     // `*` or `-` stays (outside review 180 F1: `_id` and `id`, `*args` and `args`,
     // `user-name` and `user name` were refused as one question).
-    let spaced = question.replace("&nbsp;", " ").replace("&#63;", "?");
+    let spaced = markdown_link_texts(
+        &question
+            .replace("&nbsp;", " ")
+            .replace("&#63;", "?")
+            .replace("&amp;", "&")
+            .replace("<br>", " ")
+            .replace("<br/>", " "),
+    );
     // Emphasis runs (`**`, `~~`, and `__` over several words) that open on one word and
     // close on another: a run that pairs with nothing is a word's own (`**kwargs`, and
     // `__init__` alone: outside review 182 F2).
@@ -353,6 +360,11 @@ pub fn question_key(question: &str) -> String {
 /// `*`, `_` or `~` at both ends, `*error*`, `__x__`); a word of marks alone is none.
 fn without_word_marks<'w>(word: &'w str, runs: &[(char, bool)], code: bool) -> &'w str {
     const QUOTES: &str = "\"“”«»„‘’'＂＇";
+    // A word of marks alone is the question's subject ("Use the ' character?", "Use * for
+    // emphasis?": outside review 183 F1), kept whole.
+    if word.chars().all(|c| QUOTES.contains(c) || matches!(c, '*' | '_' | '~')) {
+        return word;
+    }
     let mut word = word.trim_matches(|c: char| QUOTES.contains(c));
     if code {
         return word;
@@ -370,7 +382,7 @@ fn without_word_marks<'w>(word: &'w str, runs: &[(char, bool)], code: bool) -> &
     }
     while let Some(mark) = word.chars().next().filter(|c| matches!(c, '*' | '_' | '~')) {
         if word.chars().all(|c| c == mark) {
-            return "";
+            return word;
         }
         match word.strip_prefix(mark).and_then(|w| w.strip_suffix(mark)) {
             Some(inner) => word = inner.trim_matches(|c: char| QUOTES.contains(c)),
@@ -378,6 +390,33 @@ fn without_word_marks<'w>(word: &'w str, runs: &[(char, bool)], code: bool) -> &
         }
     }
     word
+}
+
+/// `text` with each Markdown link `[text](target)` read as its text (outside review 183 F2).
+fn markdown_link_texts(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let after = rest.get(open + 1..).unwrap_or_default();
+        let link = after.split_once("](").and_then(|(label, tail)| {
+            let end = tail.find(')')?;
+            (!label.contains(['[', ']']) && !tail.get(..end)?.contains(char::is_whitespace))
+                .then_some((label, end))
+        });
+        match link {
+            Some((label, end)) => {
+                out.push_str(rest.get(..open).unwrap_or_default());
+                out.push_str(label);
+                rest = after.get(label.len() + 2 + end + 1..).unwrap_or_default();
+            }
+            None => {
+                out.push_str(rest.get(..=open).unwrap_or_default());
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `key` without an inline HTML tag opening or closing it, if it has one.
@@ -479,13 +518,8 @@ fn question_label(key: &str) -> Option<&str> {
     {
         return Some(rest.0);
     }
-    // An @-mention at either end (outside review 182 F3).
-    if let Some((head, last)) = key.rsplit_once(' ')
-        && last.len() > 1
-        && last.starts_with('@')
-    {
-        return Some(head);
-    }
+    // (An @-mention is content: "Assign the bug to @alice?" and "… @bob?" ask two things —
+    // outside review 183 F1.)
     let (first, rest) = key.split_once(' ')?;
     let digits = |n: &str| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit());
     let roman = |n: &str| !n.is_empty() && n.len() <= 4 && n.chars().all(|c| matches!(c, 'i' | 'v' | 'x'));
@@ -498,7 +532,7 @@ fn question_label(key: &str) -> Option<&str> {
         || first.chars().all(|c| c == '#')
         || first.strip_prefix('q').is_some_and(numbered)
         || matches!(first, "-" | "–" | "—" | "•" | "·" | ">" | "+" | "q." | "q)" | "[x]" | "[]");
-    if labelled || (first.len() > 1 && first.starts_with('@')) {
+    if labelled {
         return Some(rest);
     }
     if first == "["

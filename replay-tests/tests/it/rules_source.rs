@@ -408,8 +408,8 @@ fn a_goal_has_one_decision_per_question() {
         "Question 1) May parse() allocate?",
         "*May* parse() allocate?",
         // Outside review 182 F3.
-        "@alice May parse() allocate?",
-        "May parse() allocate? @alice",
+        "May parse() allocate?<br>",
+        "May [parse()](src/lib.rs) allocate?",
         "May parse() allocate? Y/N",
         "May parse() allocate? (yes / no)",
         "May parse() allocate&#63;",
@@ -454,6 +454,10 @@ fn a_goal_has_one_decision_per_question() {
         ("Use `__init__` here?", "Use init here?"),
         ("Accept `**kwargs` here?", "Accept kwargs here?"),
         ("Pass **opts along?", "Pass opts along?"),
+        // A mention or a lone mark is the subject (outside review 183 F1).
+        ("Assign the bug to @alice?", "Assign the bug to @bob?"),
+        ("Use the ' character as the CSV quote?", "Use the \" character as the CSV quote?"),
+        ("Use * for emphasis?", "Use _ for emphasis?"),
     ]
     .into_iter()
     .enumerate()
