@@ -438,7 +438,11 @@ pub fn refusal_in(query: &str) -> Option<String> {
     // lists read the same way.
     let read = |t: &str| super::goal::reading(&t.to_lowercase().replace(APOSTROPHES, "'"));
     let raw = query;
-    let query = read(query);
+    // Negations that ask for what follows are none (routing/7, outside review 183 F6).
+    let mut query = read(query);
+    for phrase in AFFIRMING {
+        query = blank_phrase(&query, &read(phrase));
+    }
     let listed: Vec<String> = NEGATIONS
         .iter()
         .chain(&NEGATIONS_UNMARKED)
@@ -478,6 +482,15 @@ pub fn refusal_in(query: &str) -> Option<String> {
     if typed_words.contains(&"disagree") {
         return Some("disagree".to_owned());
     }
+    // A sentence that is only "Undo", "Cancel" or "Revert" (outside review 183 F5; "use the
+    // git skill to undo" is no take-back).
+    if let Some(word) = typed
+        .split(['.', '!', '?', ';', '\n'])
+        .map(|s| s.trim().trim_matches(|c: char| !c.is_alphanumeric()))
+        .find(|s| matches!(*s, "undo" | "cancel" | "revert"))
+    {
+        return Some(word.to_owned());
+    }
     // A word joined by `-` or `_` is an identifier, not the word (`no-op`, `--no-verify`,
     // `no_std`: outside review 182 F4).
     query
@@ -503,7 +516,7 @@ const UNSPACED_REFUSALS: [&str; 11] =
 /// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
 /// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
 /// "we got rid of …" selected the skill the user withdrew), anywhere in the text.
-const RETRACTIONS: [&str; 18] = [
+const RETRACTIONS: [&str; 19] = [
     "just kidding",
     "never mind",
     "wrong repo",
@@ -523,6 +536,7 @@ const RETRACTIONS: [&str; 18] = [
     "disregard the above",
     // Outside review 182 F5.
     "wrong skill",
+    "wrong chat",
 ];
 
 /// Phrases that refuse the directive after them in its sentence (routing/7, outside review
@@ -562,7 +576,7 @@ const REFUSING_PHRASES: [&str; 25] = [
 
 /// Phrases that take back what was said only where nothing follows them in the sentence
 /// ("Scratch that." — not "cancel that flaky CI job": outside review 132 F3).
-const RETRACTIONS_CLOSING: [&str; 9] = [
+const RETRACTIONS_CLOSING: [&str; 10] = [
     "scratch that",
     "scratch this",
     "strike that",
@@ -573,6 +587,7 @@ const RETRACTIONS_CLOSING: [&str; 9] = [
     // Outside review 182 F5.
     "scratch it",
     "delete that",
+    "revert that",
 ];
 
 /// The first of `phrases` in `text` (each read by `read`, as `text` was: the confusable
@@ -706,10 +721,17 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
 
 /// Whether a word among the (up to three) words before a citation negates it.
 fn negated(before: &[&str]) -> bool {
-    let joined = before.join(" ");
+    // Phrases whose negation affirms ("Don't forget to use …", "No matter what, use …":
+    // routing/7, outside review 183 F6) are read as blanks.
+    let mut joined = format!(" {} ", before.join(" "));
+    for phrase in AFFIRMING {
+        joined = joined.replace(&format!(" {phrase} "), " ");
+    }
+    let words: Vec<&str> = joined.split_whitespace().collect();
+    let joined = words.join(" ");
     retraction_in(&joined, &|w: &str| w.to_owned(), &RETRACTIONS, false).is_some()
         || retraction_in(&joined, &|w: &str| w.to_owned(), &REFUSING_PHRASES, false).is_some()
-        || before.iter().any(|b| {
+        || words.iter().any(|b| {
             let b = &b.trim_end_matches(':');
             NEGATIONS.contains(b)
                 || NEGATIONS_UNMARKED.contains(b)
@@ -721,6 +743,43 @@ fn negated(before: &[&str]) -> bool {
                 || b.ends_with("n't")
         })
 }
+
+/// `text` with each `phrase` that stands between word boundaries made blanks.
+fn blank_phrase(text: &str, phrase: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut previous: Option<char> = None;
+    while let Some(at) = rest.find(phrase) {
+        let before = rest.get(..at).unwrap_or_default();
+        let prior = before.chars().next_back().or(previous);
+        let after = rest.get(at + phrase.len()..).unwrap_or_default();
+        let bounded = prior.is_none_or(|c| !c.is_alphanumeric())
+            && after.chars().next().is_none_or(|c| !c.is_alphanumeric());
+        out.push_str(before);
+        if bounded {
+            out.extend(phrase.chars().map(|_| ' '));
+        } else {
+            out.push_str(phrase);
+        }
+        previous = phrase.chars().next_back();
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Phrases with a negation that ask for what follows (routing/7, outside review 183 F6).
+const AFFIRMING: [&str; 9] = [
+    "don't forget to",
+    "do not forget to",
+    "dont forget to",
+    "no matter what",
+    "no matter",
+    "no rush but",
+    "no rush",
+    "no worries",
+    "never skip this",
+];
 
 /// Words that forbid what follows them in a sentence ("It is forbidden to use …", "Please
 /// refrain from using …": outside review 64).
@@ -808,7 +867,7 @@ fn blank_indented_code(text: &str) -> String {
 /// disagree" — outside review 175 F1), before a directive's verb in its sentence, a colon
 /// after them too ("Bob said: use …": outside review 178 F2): the directive is not the
 /// user's. After the verb they are the task's words ("the PR that Bob wrote").
-const REPORTED: [&str; 29] = [
+const REPORTED: [&str; 35] = [
     "said",
     "says",
     "told",
@@ -839,6 +898,13 @@ const REPORTED: [&str; 29] = [
     "replied",
     "insists",
     "insisted",
+    // Outside review 183 F5.
+    "example",
+    "quote",
+    "comment",
+    "message",
+    "added",
+    "wonder",
 ];
 
 /// The ids of `sources` the query cites ([`Citations`]).

@@ -847,6 +847,25 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         "Use the kubernetes skill. Oops, wrong skill.",
         "Use the kubernetes skill. Scratch it.",
     ]);
+    // Outside review 183 F5: examples, comments, deliberation, bare take-backs.
+    none_selected(&[
+        "Example query: use the kubernetes skill",
+        "Bob's comment: use the kubernetes skill",
+        "I wonder whether to use the kubernetes skill.",
+        "Use the kubernetes skill. Undo.",
+        "Use the kubernetes skill. Cancel!",
+        "Use the kubernetes skill. Revert that.",
+        "Use the kubernetes skill. Sorry, wrong chat.",
+    ]);
+    // F6: a negation that asks for what follows is no refusal.
+    for q in [
+        "Don't forget to use the kubernetes skill",
+        "No matter what, use the kubernetes skill",
+        "No rush, but use the kubernetes skill",
+    ] {
+        let e = decide(q, &[]);
+        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
+    }
     // Outside review 178 F2: a reported directive after a colon, other reporting verbs,
     // other quotes, an indented code block.
     none_selected(&[
