@@ -378,15 +378,21 @@ fn uuid(value: &str) -> bool {
         && distinct.len() >= 8
 }
 
-/// A wallet's recovery phrase (BIP39) after a key that names one — `mnemonic`, `seed
-/// phrase`, `recovery phrase`, `secret phrase`, `seed words`, or `seed` itself with an
-/// operator after it, in any spelling (`fromMnemonic("…")` too) — within [`LOOK`] bytes:
-/// a run of 12, 15, 18, 21 or 24 lower-case words of 3 to 8 letters, at least 8 of them
-/// distinct, read past what separates them in any layout — blanks, line breaks, commas,
-/// quotes, brackets, list marks, numbers (outside review 178 F5: a JSON array, a YAML or a
-/// numbered list, a wrapped phrase were stored) — and no more than one of them a common
-/// English word no phrase holds (prose about a mnemonic is not one). The published
-/// all-`abandon` test phrase is not one either (outside review 175 F3).
+/// The BIP39 English word list (2,048 words, sorted, one a line; from the `bip39` crate, CC0).
+const BIP39_ENGLISH: &str = include_str!("bip39_english.txt");
+
+/// A wallet's recovery phrase (BIP39) near a key that names one — `mnemonic`, `seed phrase`,
+/// `recovery phrase`, `secret phrase`, `seed words`, `wallet phrase`, `backup phrase` in any
+/// case or spelling, or `seed`, `phrase`, `passphrase` with `:`, `=` or a call's `(` after it
+/// (`fromMnemonic("…")`, `fromPhrase("…")`) — within [`LOOK`] bytes on either side (a value
+/// before its name, `{"value": "…", "name": "MNEMONIC"}`; a Terraform `type =` line before
+/// `default =`: outside review 184 F1): a run of 12 or more BIP39 English words, 8 or more of
+/// them distinct, read past blanks, line breaks, punctuation, quotes, brackets, list marks
+/// and numbers, in any case. The word list decides (outside reviews 175 F3 … 184 F1: the
+/// shape alone refused seed data, assembler mnemonics and UI strings, and the rules that
+/// kept those out let phrases through); the published all-`abandon` test phrase is not one
+/// (fewer than 8 distinct). The runs are found in one pass over the text, then each key
+/// looks for one near it.
 fn mnemonic(text: &str) -> Option<usize> {
     const KEYS: &[&str] = &[
         "mnemonic",
@@ -401,24 +407,64 @@ fn mnemonic(text: &str) -> Option<usize> {
         "seed",
         "phrase",
     ];
-    const PROSE: &[&str] = &[
-        "the", "and", "are", "for", "that", "this", "with", "not", "from", "was", "were", "has", "have",
-        "been", "you", "your", "its", "must", "should", "will", "can", "into", "when", "then", "than",
-        "they", "them", "these", "those", "which", "what", "where", "who", "how", "why", "our", "any", "all",
-        "each", "per",
-    ];
     let lower = text.to_ascii_lowercase();
+    let listed: Vec<&str> = BIP39_ENGLISH.lines().collect();
+    // The runs of listed words: `(start, end)` byte offsets.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let mut run_start = 0;
+    let mut run_end = 0;
+    let mut close = |run: &mut Vec<&str>, start: usize, end: usize| {
+        let mut distinct = run.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if run.len() >= 12 && distinct.len() >= 8 {
+            runs.push((start, end));
+        }
+        run.clear();
+    };
+    // Tokens: runs of ASCII letters and digits, by byte offset.
+    let bytes = lower.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes.get(i).is_some_and(u8::is_ascii_alphanumeric) {
+            let from = i;
+            while bytes.get(i).is_some_and(u8::is_ascii_alphanumeric) {
+                i += 1;
+            }
+            tokens.push((from, lower.get(from..i).unwrap_or_default()));
+        } else {
+            i += 1;
+        }
+    }
+    for (here, token) in tokens {
+        if token.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if token.len() <= 8 && listed.binary_search(&token).is_ok() {
+            if run.is_empty() {
+                run_start = here;
+            }
+            run.push(token);
+            run_end = here + token.len();
+        } else {
+            close(&mut run, run_start, run_end);
+        }
+    }
+    close(&mut run, run_start, run_end);
+    if runs.is_empty() {
+        return None;
+    }
     let squeezed = |t: &str| -> String { t.chars().filter(|c| c.is_ascii_alphanumeric()).collect() };
-    let mut starts: Vec<usize> =
-        ["mnemonic", "seed", "recovery", "secret", "wallet", "backup", "phrase", "passphrase"]
-            .iter()
-            .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
-            .collect();
+    let mut starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret", "wallet", "backup", "phrase"]
+        .iter()
+        .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
+        .collect();
     starts.sort_unstable();
     starts.into_iter().find(|&at| {
         let key = window(&lower, at, 20);
         let Some(k) = KEYS.iter().find(|k| squeezed(key).starts_with(**k)) else { return false };
-        // Past the key's own letters (and the separators between its words).
         let mut letters = 0;
         let end = key
             .char_indices()
@@ -427,73 +473,17 @@ fn mnemonic(text: &str) -> Option<usize> {
                 letters == k.len()
             })
             .map_or(key.len(), |(i, c)| i + c.len_utf8());
-        let rest = window(&lower, at + end, LOOK);
-        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        // `seed`, `phrase`, `passphrase` alone only as a key: an operator or a quote after it
-        // (`seed: "…"`, `seed =`).
-        // (Or a call: ethers v6's `Wallet.fromPhrase("…")`, outside review 182 F6.)
-        let operator = rest.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=', '(']);
+        let after = window(&lower, at + end, LOOK);
+        let after = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        // `seed`, `phrase`, `passphrase` alone only as a key: an operator, or a call.
+        let operator = after.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=', '(']);
         if matches!(*k, "seed" | "phrase" | "passphrase") && !operator {
             return false;
         }
-        // The words in order, past separators; a word of another shape, or the next key (a
-        // word with `:` or `=` after it: outside review 180 F7 — `path: m/44…` after the phrase
-        // made a 13-word run, and the phrase was stored), ends the run.
-        let mut words: Vec<&str> = Vec::new();
-        let tokens = rest.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty());
-        let mut searched = 0;
-        for token in tokens {
-            let at = rest.get(searched..).and_then(|r| r.find(token)).map_or(rest.len(), |i| searched + i);
-            searched = at + token.len();
-            let key_after = rest
-                .get(searched..)
-                .is_some_and(|r| r.trim_start_matches([' ', '\t', '"', '\'']).starts_with([':', '=']));
-            // The `value` or `default` of a name/value pair or a block after the key
-            // (Kubernetes `- name: MNEMONIC` / `value: …`, ECS JSON, Terraform's `default =`,
-            // .NET's `value="…"`: outside review 183 F3) is read on; any other key ends it.
-            if key_after && words.is_empty() && matches!(token, "value" | "default") {
-                continue;
-            }
-            if key_after {
-                break;
-            }
-            if token.bytes().all(|b| b.is_ascii_digit()) {
-                continue;
-            }
-            if (3..=8).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_lowercase()) {
-                words.push(token);
-                if words.len() == 24 {
-                    break;
-                }
-            } else if words.is_empty() {
-                continue;
-            } else {
-                break;
-            }
-        }
-        // `seed`, `phrase`, `passphrase` alone are common keys (seed data, UI strings: outside
-        // review 183 F4): their value must be one quoted string of exactly a phrase's length.
-        if matches!(*k, "seed" | "phrase" | "passphrase") {
-            let quoted = rest.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '=' | '('));
-            let Some(inner) = quoted.strip_prefix(['"', '\'']).and_then(|q| q.split(['"', '\'']).next())
-            else {
-                return false;
-            };
-            if ![12, 15, 18, 21, 24].contains(&inner.split_whitespace().count()) {
-                return false;
-            }
-        }
-        let mut distinct = words.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        // (Twelve or more: a line after the phrase may add words to its run.)
-        // Every word a word with a vowel, as every BIP39 word is (an assembler's mnemonics —
-        // `ldr str bltu` — are not: outside review 182 F7).
-        let vowels = |w: &&str| w.bytes().any(|b| b"aeiouy".contains(&b));
-        words.len() >= 12
-            && distinct.len() >= 8
-            && words.iter().all(vowels)
-            && words.iter().filter(|w| PROSE.contains(w)).count() <= 1
+        let (near_from, near_to) = (at.saturating_sub(LOOK), at + end + LOOK);
+        // The first run ending after `near_from`: near if it starts before `near_to`.
+        let i = runs.partition_point(|(_, run_end)| *run_end < near_from);
+        runs.get(i).is_some_and(|(run_start, _)| *run_start <= near_to)
     })
 }
 
@@ -1262,7 +1252,7 @@ mod tests {
             format!("mnemonic:\n{}", PHRASE.split(' ').map(|w| format!("  - {w}\n")).collect::<String>()),
             format!("Recovery phrase:\n{}", PHRASE.split(' ').enumerate().map(|(i, w)| format!("{}. {w}\n", i + 1)).collect::<String>()),
             format!("mnemonic: {}", PHRASE.replace(' ', ", ")),
-            format!("MNEMONIC=\"{}\n{}\"", &PHRASE[..37], &PHRASE[38..]),
+            format!("MNEMONIC=\"{}\n{}\"", &PHRASE[..38], &PHRASE[39..]),
             format!("seed: \"{PHRASE}\""),
             format!("const w = ethers.Wallet.fromMnemonic(\"{PHRASE}\");"),
             format!("const w = ethers.Wallet.fromPhrase(\"{PHRASE}\");"),
@@ -1271,6 +1261,12 @@ mod tests {
             format!("{{\"name\":\"MNEMONIC\",\"value\":\"{PHRASE}\"}}"),
             format!("variable \"mnemonic\" {{\n  default = \"{PHRASE}\"\n}}"),
             format!("<add key=\"Mnemonic\" value=\"{PHRASE}\"/>"),
+            // Outside review 184 F1: lines between, the value before its name, `seed:` unquoted.
+            format!("variable \"mnemonic\" {{\n  type = string\n  sensitive = true\n  default = \"{PHRASE}\"\n}}"),
+            format!("<add value=\"{PHRASE}\" key=\"Mnemonic\"/>"),
+            format!("{{\"value\": \"{PHRASE}\", \"name\": \"MNEMONIC\"}}"),
+            format!("seed: {PHRASE}"),
+            format!("seed: [{}]", PHRASE.replace(' ', ", ")),
             // A line after it (outside review 180 F7), other keys and cases.
             format!("wallet:\n  mnemonic: \"{PHRASE}\"\n  path: m/44'/60'/0'/0\n"),
             format!("accounts: {{ mnemonic: \"{PHRASE}\", path: \"m/44'/60'/0'/0\", count: 10 }}"),
@@ -1337,6 +1333,8 @@ mod tests {
             "seed: 42".to_owned(),
             // Assembler mnemonics (outside review 182 F7).
             "Mnemonic: addi slli srai auipc jalr beq bne blt bge bltu bgeu lbu".to_owned(),
+            "Mnemonic: load store move add sub jump call ret push pop halt nop".to_owned(),
+            "phrase: \"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor\"".to_owned(),
             // Seed data and UI strings under generic keys (outside review 183 F4).
             "seed: [alpha, bravo, charlie, delta, echo, foxtrot, golf, hotel, india, juliet, kilo, lima]".to_owned(),
             "seed = [\"apple\", \"banana\", \"cherry\", \"grape\", \"lemon\", \"mango\", \"orange\", \"peach\", \"pear\", \"plum\", \"melon\", \"kiwi\"]".to_owned(),
