@@ -576,7 +576,7 @@ const REFUSING_PHRASES: [&str; 25] = [
 
 /// Phrases that take back what was said only where nothing follows them in the sentence
 /// ("Scratch that." — not "cancel that flaky CI job": outside review 132 F3).
-const RETRACTIONS_CLOSING: [&str; 10] = [
+const RETRACTIONS_CLOSING: [&str; 9] = [
     "scratch that",
     "scratch this",
     "strike that",
@@ -587,7 +587,6 @@ const RETRACTIONS_CLOSING: [&str; 10] = [
     // Outside review 182 F5.
     "scratch it",
     "delete that",
-    "revert that",
 ];
 
 /// The first of `phrases` in `text` (each read by `read`, as `text` was: the confusable
@@ -674,8 +673,10 @@ const REFUSALS_BEFORE: [&str; 7] =
 fn takes_back(sentence: &str) -> bool {
     match refusal_in(sentence) {
         None => false,
+        // ("Wrong chat", "wrong repo" are a task's words as often: they leave the directive
+        // pending, as any refusal does — outside review 184 F4.)
         Some(read) => {
-            RETRACTIONS.contains(&read.as_str())
+            (RETRACTIONS.contains(&read.as_str()) && !read.starts_with("wrong "))
                 || RETRACTIONS_CLOSING.contains(&read.as_str())
                 || TAKE_BACK.contains(&read.as_str())
                 || FORBIDDING.contains(&read.as_str())
@@ -867,7 +868,7 @@ fn blank_indented_code(text: &str) -> String {
 /// disagree" — outside review 175 F1), before a directive's verb in its sentence, a colon
 /// after them too ("Bob said: use …": outside review 178 F2): the directive is not the
 /// user's. After the verb they are the task's words ("the PR that Bob wrote").
-const REPORTED: [&str; 35] = [
+const REPORTED: [&str; 30] = [
     "said",
     "says",
     "told",
@@ -898,12 +899,8 @@ const REPORTED: [&str; 35] = [
     "replied",
     "insists",
     "insisted",
-    // Outside review 183 F5.
-    "example",
-    "quote",
-    "comment",
-    "message",
-    "added",
+    // Outside review 183 F5 ("example", "comment", "added" were ordinary words too often:
+    // 184 F5).
     "wonder",
 ];
 

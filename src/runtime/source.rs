@@ -286,14 +286,12 @@ pub fn question_key(question: &str) -> String {
     // around a word are dropped, `&nbsp;` read as a blank. Only markup: a word's own `_`,
     // `*` or `-` stays (outside review 180 F1: `_id` and `id`, `*args` and `args`,
     // `user-name` and `user name` were refused as one question).
-    let spaced = markdown_link_texts(
-        &question
-            .replace("&nbsp;", " ")
-            .replace("&#63;", "?")
-            .replace("&amp;", "&")
-            .replace("<br>", " ")
-            .replace("<br/>", " "),
-    );
+    // (A Markdown link's target is content: `[the docs](v1.md)` and `(v2.md)` are two
+    // questions — outside review 184 F3.)
+    let mut spaced = question.replace("&nbsp;", " ").replace("&#63;", "?").replace("&amp;", "&");
+    for br in ["<br>", "<br/>", "<br />", "<BR>", "<BR/>", "<BR />"] {
+        spaced = spaced.replace(br, " ");
+    }
     // Emphasis runs (`**`, `~~`, and `__` over several words) that open on one word and
     // close on another: a run that pairs with nothing is a word's own (`**kwargs`, and
     // `__init__` alone: outside review 182 F2).
@@ -365,7 +363,12 @@ fn without_word_marks<'w>(word: &'w str, runs: &[(char, bool)], code: bool) -> &
     if word.chars().all(|c| QUOTES.contains(c) || matches!(c, '*' | '_' | '~')) {
         return word;
     }
-    let mut word = word.trim_matches(|c: char| QUOTES.contains(c));
+    // (A quote after a digit is a unit: `5'`, `5"` — outside review 184 F3.)
+    let mut word = word.trim_start_matches(|c: char| QUOTES.contains(c));
+    let unit = word.trim_end_matches(|c: char| QUOTES.contains(c)).ends_with(|c: char| c.is_ascii_digit());
+    if !unit {
+        word = word.trim_end_matches(|c: char| QUOTES.contains(c));
+    }
     if code {
         return word;
     }
@@ -390,33 +393,6 @@ fn without_word_marks<'w>(word: &'w str, runs: &[(char, bool)], code: bool) -> &
         }
     }
     word
-}
-
-/// `text` with each Markdown link `[text](target)` read as its text (outside review 183 F2).
-fn markdown_link_texts(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        let after = rest.get(open + 1..).unwrap_or_default();
-        let link = after.split_once("](").and_then(|(label, tail)| {
-            let end = tail.find(')')?;
-            (!label.contains(['[', ']']) && !tail.get(..end)?.contains(char::is_whitespace))
-                .then_some((label, end))
-        });
-        match link {
-            Some((label, end)) => {
-                out.push_str(rest.get(..open).unwrap_or_default());
-                out.push_str(label);
-                rest = after.get(label.len() + 2 + end + 1..).unwrap_or_default();
-            }
-            None => {
-                out.push_str(rest.get(..=open).unwrap_or_default());
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// `key` without an inline HTML tag opening or closing it, if it has one.
@@ -514,12 +490,20 @@ fn question_label(key: &str) -> Option<&str> {
         .strip_suffix(']')
         .and_then(|k| k.rsplit_once('['))
         .filter(|(_, n)| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()))
-        .filter(|(head, _)| head.ends_with(' ') || head.ends_with(['?', '!', '.']))
+        .filter(|(head, _)| head.trim_end().ends_with(['?', '!', '.']))
     {
         return Some(rest.0);
     }
-    // (An @-mention is content: "Assign the bug to @alice?" and "… @bob?" ask two things —
-    // outside review 183 F1.)
+    // An @-mention is content ("Assign the bug to @alice?" and "… @bob?" ask two things —
+    // outside review 183 F1), but one after the question's closing mark addresses someone
+    // (outside review 184 F2: "Keep the enum? @bob").
+    if let Some((head, last)) = key.rsplit_once(' ')
+        && last.len() > 1
+        && last.starts_with('@')
+        && head.trim_end().ends_with(['?', '!', '.', '？', '！'])
+    {
+        return Some(head);
+    }
     let (first, rest) = key.split_once(' ')?;
     let digits = |n: &str| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit());
     let roman = |n: &str| !n.is_empty() && n.len() <= 4 && n.chars().all(|c| matches!(c, 'i' | 'v' | 'x'));
@@ -532,7 +516,8 @@ fn question_label(key: &str) -> Option<&str> {
         || first.chars().all(|c| c == '#')
         || first.strip_prefix('q').is_some_and(numbered)
         || matches!(first, "-" | "–" | "—" | "•" | "·" | ">" | "+" | "q." | "q)" | "[x]" | "[]");
-    if labelled {
+    // An address before it: `@bob:` (outside review 184 F2).
+    if labelled || (first.len() > 2 && first.starts_with('@') && first.ends_with([':', ','])) {
         return Some(rest);
     }
     if first == "["

@@ -409,7 +409,9 @@ fn a_goal_has_one_decision_per_question() {
         "*May* parse() allocate?",
         // Outside review 182 F3.
         "May parse() allocate?<br>",
-        "May [parse()](src/lib.rs) allocate?",
+        "May parse() allocate?<BR />",
+        "May parse() allocate? @alice",
+        "@alice: May parse() allocate?",
         "May parse() allocate? Y/N",
         "May parse() allocate? (yes / no)",
         "May parse() allocate&#63;",
@@ -458,6 +460,10 @@ fn a_goal_has_one_decision_per_question() {
         ("Assign the bug to @alice?", "Assign the bug to @bob?"),
         ("Use the ' character as the CSV quote?", "Use the \" character as the CSV quote?"),
         ("Use * for emphasis?", "Use _ for emphasis?"),
+        // A link's target, a unit mark, an index standing apart are content (184 F3).
+        ("Point the README at [the docs](docs/v1.md)?", "Point the README at [the docs](docs/v2.md)?"),
+        ("Buy the 5' cable?", "Buy the 5\" cable?"),
+        ("Read column [1]?", "Read column [2]?"),
     ]
     .into_iter()
     .enumerate()

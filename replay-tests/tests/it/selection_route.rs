@@ -847,16 +847,34 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         "Use the kubernetes skill. Oops, wrong skill.",
         "Use the kubernetes skill. Scratch it.",
     ]);
-    // Outside review 183 F5: examples, comments, deliberation, bare take-backs.
+    // Outside review 183 F5: deliberation, bare take-backs.
     none_selected(&[
-        "Example query: use the kubernetes skill",
-        "Bob's comment: use the kubernetes skill",
         "I wonder whether to use the kubernetes skill.",
         "Use the kubernetes skill. Undo.",
         "Use the kubernetes skill. Cancel!",
-        "Use the kubernetes skill. Revert that.",
         "Use the kubernetes skill. Sorry, wrong chat.",
     ]);
+    // Outside review 184 F4, F5: the task's own words — "wrong chat", "revert that", "added",
+    // "comment", "example" — neither stop a directive nor report one.
+    for q in [
+        "Use the kubernetes skill to review the PR that fixes messages going to the wrong chat.",
+    ] {
+        let e = decide(q, &[]);
+        assert_eq!(
+            (e.decision, e.reason.as_str()),
+            (SelectionDecision::Pending, "mentioned"),
+            "{q:?}: {e:?}"
+        );
+    }
+    for q in [
+        "Once you have added the tests, use the kubernetes skill",
+        "Address the review comment, then use the kubernetes skill",
+        "For this example, use the kubernetes skill",
+        "Use the kubernetes skill on the diff, and if the migration fails, revert that.",
+    ] {
+        let e = decide(q, &[]);
+        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
+    }
     // F6: a negation that asks for what follows is no refusal.
     for q in [
         "Don't forget to use the kubernetes skill",
