@@ -856,16 +856,9 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     ]);
     // Outside review 184 F4, F5: the task's own words — "wrong chat", "revert that", "added",
     // "comment", "example" — neither stop a directive nor report one.
-    for q in [
-        "Use the kubernetes skill to review the PR that fixes messages going to the wrong chat.",
-    ] {
-        let e = decide(q, &[]);
-        assert_eq!(
-            (e.decision, e.reason.as_str()),
-            (SelectionDecision::Pending, "mentioned"),
-            "{q:?}: {e:?}"
-        );
-    }
+    let q = "Use the kubernetes skill to review the PR that fixes messages going to the wrong chat.";
+    let e = decide(q, &[]);
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"), "{q:?}: {e:?}");
     for q in [
         "Once you have added the tests, use the kubernetes skill",
         "Address the review comment, then use the kubernetes skill",
