@@ -408,7 +408,17 @@ fn mnemonic(text: &str) -> Option<usize> {
         "phrase",
     ];
     let lower = text.to_ascii_lowercase();
-    let listed: Vec<&str> = BIP39_ENGLISH.lines().collect();
+    let mut starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret", "wallet", "backup", "phrase"]
+        .iter()
+        .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
+        .collect();
+    // No key naming a phrase: nothing to read (the common case, decided before any word is).
+    if starts.is_empty() {
+        return None;
+    }
+    starts.sort_unstable();
+    static LISTED: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let listed = LISTED.get_or_init(|| BIP39_ENGLISH.lines().collect());
     // The runs of listed words: `(start, end)` byte offsets.
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut run: Vec<&str> = Vec::new();
@@ -457,11 +467,6 @@ fn mnemonic(text: &str) -> Option<usize> {
         return None;
     }
     let squeezed = |t: &str| -> String { t.chars().filter(|c| c.is_ascii_alphanumeric()).collect() };
-    let mut starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret", "wallet", "backup", "phrase"]
-        .iter()
-        .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
-        .collect();
-    starts.sort_unstable();
     starts.into_iter().find(|&at| {
         let key = window(&lower, at, 20);
         let Some(k) = KEYS.iter().find(|k| squeezed(key).starts_with(**k)) else { return false };
