@@ -1923,6 +1923,8 @@ fn rewrite_from(
     // write) were acknowledged and no copy holds them — refused, nothing changed (outside
     // review 89, P1: with a lagging sled they went to `cut/` with exit 0 whenever something
     // before sled's end was restored too).
+    // (`to` is where the journal and sled together reach, not sled's own end: outside review
+    // 181 F6.)
     if !boundary.give_way
         && let Some(to) = restored_to
         && let Some((seq, damaged)) = damage_past(journal, to)?.filter(|(seq, _)| *seq > to)
@@ -1934,7 +1936,7 @@ fn rewrite_from(
             seq,
             replica: Replica::Journal,
             why: format!(
-                "the journal holds damaged bytes at seq {seq}, past what sled's copy restores (its records chaining on end at seq {to}), not a torn write: no copy holds them; nothing was changed. {}",
+                "the journal holds damaged bytes at seq {seq}, past what the journal and sled's copy restore together (through seq {to}), not a torn write: no copy holds them; nothing was changed. {}",
                 damage_hint(last, &reason)
             ),
             reason: Box::new(reason),
