@@ -1259,7 +1259,7 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
 /// A refusal (exit 1, nothing changed): the journal's written records end at `end` (`None`:
 /// it holds none) before records sled holds, to `last` — acknowledged records the journal
 /// lost, and maybe more after them.
-fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64) -> OpenError {
+fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: &str) -> OpenError {
     let first = end.map_or(0, |e| e + 1);
     let mut journal_end = match end {
         Some(end) => format!("the journal's written records end at seq {end}"),
@@ -1287,8 +1287,30 @@ fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64) -> OpenErr
              bytes at its end, and any record it held past seq {last} (acknowledged while sled lagged) is lost with \
              them, with no copy to restore it or to tell; nothing was changed. To keep what sled holds, restore \
              through seq {last} with `ledger recover --truncate-after {last}` (or give your newest checkpoint, \
-             `--checkpoint FILE`: one at seq {last} or later is checked on the restored journal)"
+             `--checkpoint FILE`: one at seq {last} or later is checked on the restored journal){cut_note}"
         ),
+    }
+}
+
+/// A note naming the newest `cut/N/` beside `journal`, if any: bytes an earlier `recover`
+/// moved aside — a `--truncate-after` interrupted after its cut leaves the records it cut
+/// there, and the journal then reads as having lost its end (outside review 181 F3: the
+/// refusal said they had no copy).
+fn newest_cut(journal: &Path) -> String {
+    let Some(root) = journal.parent() else { return String::new() };
+    let newest = std::fs::read_dir(root.join(CUT_DIR))
+        .ok()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .max();
+    match newest {
+        Some(n) => format!(
+            ". `{}` holds bytes an earlier `recover` moved aside: if a `recover --truncate-after` was \
+             interrupted, the records past the journal's end may be there (this run does not read them)",
+            root.join(CUT_DIR).join(n.to_string()).display()
+        ),
+        None => String::new(),
     }
 }
 
@@ -2324,7 +2346,7 @@ fn restore_from_sled(
             && !straddles
             && options.checkpoint.as_ref().is_none_or(|cp| cp.seq < last)
         {
-            return Err(journal_lost_its_tail(found, end, last));
+            return Err(journal_lost_its_tail(found, end, last, &newest_cut(journal)));
         }
     }
     if newest_differs && let Some((segment, offset, first_seq, before)) = found.newest.clone() {

@@ -981,6 +981,19 @@ fn a_torn_sled_snapshot_is_not_sled_damage() {
     assert_eq!(code, 1, "{out}");
     assert!(err.contains("lost acknowledged bytes at its end"), "{err}");
     assert!(!dir.join("sled.broken-1").exists(), "sled was not taken for damage");
+    assert!(!err.contains("an earlier `recover` moved aside"), "no cut/ to name: {err}");
+    // With bytes an earlier recover moved aside, the refusal names where they are (outside
+    // review 181 F3: a `--truncate-after` killed after its cut left the records there, and
+    // the refusal said no copy held them).
+    std::fs::create_dir_all(dir.join("cut/1")).unwrap();
+    std::fs::write(
+        dir.join("cut/1/00000000000000000000.clj@100"),
+        &bytes[frames[frames.len() - 2].range.start..],
+    )
+    .unwrap();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("cut/1` holds bytes an earlier `recover` moved aside"), "{err}");
 }
 
 /// A damaged snapshot (one byte flipped in sled's own, not a torn `.generating` one) made
