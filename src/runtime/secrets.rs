@@ -396,6 +396,8 @@ const BIP39_ENGLISH: &str = include_str!("bip39_english.txt");
 fn mnemonic(text: &str) -> Option<usize> {
     const KEYS: &[&str] = &[
         "mnemonic",
+        "secretwords",
+        "walletsecret",
         "seedphrase",
         "recoveryphrase",
         "secretphrase",
@@ -403,15 +405,17 @@ fn mnemonic(text: &str) -> Option<usize> {
         "recoverywords",
         "walletphrase",
         "backupphrase",
+        "privatekey",
         "passphrase",
         "seed",
         "phrase",
     ];
     let lower = text.to_ascii_lowercase();
-    let mut starts: Vec<usize> = ["mnemonic", "seed", "recovery", "secret", "wallet", "backup", "phrase"]
-        .iter()
-        .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
-        .collect();
+    let mut starts: Vec<usize> =
+        ["mnemonic", "seed", "recovery", "secret", "wallet", "backup", "phrase", "private"]
+            .iter()
+            .flat_map(|k| lower.match_indices(k).map(|(at, _)| at))
+            .collect();
     // No key naming a phrase: nothing to read (the common case, decided before any word is).
     if starts.is_empty() {
         return None;
@@ -484,6 +488,21 @@ fn mnemonic(text: &str) -> Option<usize> {
         let operator = after.trim_start_matches(['"', '\'']).trim_start().starts_with([':', '=', '(']);
         if matches!(*k, "seed" | "phrase" | "passphrase") && !operator {
             return false;
+        }
+        // A common key (`seed`, `phrase`, `passphrase`) holds the phrase itself: the run
+        // begins right after it, past separators and numbers only (outside review 185 F2:
+        // `random.seed(42)` or `const seed = 1234;` followed by a list of twelve nouns was
+        // refused); a key that names a phrase may stand farther from it, on either side.
+        if matches!(*k, "seed" | "phrase" | "passphrase") {
+            let value_at = at + end;
+            let first = lower.get(value_at..).and_then(|rest| {
+                rest.char_indices()
+                    .find(|(_, c)| c.is_ascii_alphabetic())
+                    .filter(|(i, _)| rest.get(..*i).is_some_and(|gap| gap.len() <= 64))
+                    .map(|(i, _)| value_at + i)
+            });
+            // (The key may itself be a listed word the run begins with: `seed`.)
+            return first.is_some_and(|first| runs.iter().any(|(from, to)| (*from..*to).contains(&first)));
         }
         let (near_from, near_to) = (at.saturating_sub(LOOK), at + end + LOOK);
         // The first run ending after `near_from`: near if it starts before `near_to`.
@@ -1272,6 +1291,10 @@ mod tests {
             format!("{{\"value\": \"{PHRASE}\", \"name\": \"MNEMONIC\"}}"),
             format!("seed: {PHRASE}"),
             format!("seed: [{}]", PHRASE.replace(' ', ", ")),
+            // Outside review 185 F1: other keys naming it.
+            format!("SECRET_WORDS=\"{PHRASE}\""),
+            format!("WALLET_SECRET=\"{PHRASE}\""),
+            format!("PRIVATE_KEY=\"{PHRASE}\""),
             // A line after it (outside review 180 F7), other keys and cases.
             format!("wallet:\n  mnemonic: \"{PHRASE}\"\n  path: m/44'/60'/0'/0\n"),
             format!("accounts: {{ mnemonic: \"{PHRASE}\", path: \"m/44'/60'/0'/0\", count: 10 }}"),
@@ -1299,6 +1322,7 @@ mod tests {
     /// registry).
     #[test]
     fn ordinary_documentation_is_not_refused() {
+        const PHRASE: &str = "orbit lumber velvet crane motion ivory fabric salad census blossom tackle quiz";
         let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
         for no in [
             cert.to_owned(),
@@ -1339,6 +1363,9 @@ mod tests {
             // Assembler mnemonics (outside review 182 F7).
             "Mnemonic: addi slli srai auipc jalr beq bne blt bge bltu bgeu lbu".to_owned(),
             "Mnemonic: load store move add sub jump call ret push pop halt nop".to_owned(),
+            // A seeded test beside a list of nouns (outside review 185 F2).
+            format!("random.seed(42)\nanimals = [{}]", PHRASE.split(' ').map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ")),
+            format!("const seed = 1234;\nconst words = [{}];", PHRASE.split(' ').map(|w| format!("'{w}'")).collect::<Vec<_>>().join(", ")),
             "phrase: \"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor\"".to_owned(),
             // Seed data and UI strings under generic keys (outside review 183 F4).
             "seed: [alpha, bravo, charlie, delta, echo, foxtrot, golf, hotel, india, juliet, kilo, lima]".to_owned(),

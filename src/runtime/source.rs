@@ -288,7 +288,16 @@ pub fn question_key(question: &str) -> String {
     // `user-name` and `user name` were refused as one question).
     // (A Markdown link's target is content: `[the docs](v1.md)` and `(v2.md)` are two
     // questions — outside review 184 F3.)
-    let mut spaced = question.replace("&nbsp;", " ").replace("&#63;", "?").replace("&amp;", "&");
+    // (And `&#x3F;`, a Markdown escape `\?`, `\*`, an HTML comment: outside review 185 F3.)
+    let mut spaced = blank_html_comments(question)
+        .replace("&nbsp;", " ")
+        .replace("&#63;", "?")
+        .replace("&#x3F;", "?")
+        .replace("&#x3f;", "?")
+        .replace("&amp;", "&");
+    for escaped in ['?', '*', '_', '!', '.', '`', '[', ']', '(', ')', '#', '-', '\\'] {
+        spaced = spaced.replace(&format!("\\{escaped}"), &escaped.to_string());
+    }
     for br in ["<br>", "<br/>", "<br />", "<BR>", "<BR/>", "<BR />"] {
         spaced = spaced.replace(br, " ");
     }
@@ -383,16 +392,30 @@ fn without_word_marks<'w>(word: &'w str, runs: &[(char, bool)], code: bool) -> &
         }
         word = word.trim_matches(|c: char| QUOTES.contains(c));
     }
-    while let Some(mark) = word.chars().next().filter(|c| matches!(c, '*' | '_' | '~')) {
-        if word.chars().all(|c| c == mark) {
-            return word;
-        }
-        match word.strip_prefix(mark).and_then(|w| w.strip_suffix(mark)) {
-            Some(inner) => word = inner.trim_matches(|c: char| QUOTES.contains(c)),
-            None => break,
-        }
+    // One mark on each side, once (`*error*`); `__init__` is a name (outside review 185 F4).
+    if let Some(mark) = word.chars().next().filter(|c| matches!(c, '*' | '_' | '~'))
+        && let Some(inner) = word.strip_prefix(mark).and_then(|w| w.strip_suffix(mark))
+        && !inner.is_empty()
+        && !inner.starts_with(mark)
+        && !inner.ends_with(mark)
+    {
+        return inner.trim_matches(|c: char| QUOTES.contains(c));
     }
     word
+}
+
+/// `text` without its HTML comments (`<!-- … -->`; one left open runs to the end).
+fn blank_html_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("<!--") {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        out.push(' ');
+        let inner = rest.get(at + 4..).unwrap_or_default();
+        rest = inner.find("-->").and_then(|end| inner.get(end + 3..)).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `key` without an inline HTML tag opening or closing it, if it has one.
@@ -489,6 +512,7 @@ fn question_label(key: &str) -> Option<&str> {
     if let Some(rest) = key
         .strip_suffix(']')
         .and_then(|k| k.rsplit_once('['))
+        .map(|(head, n)| (head, n.strip_prefix('^').unwrap_or(n)))
         .filter(|(_, n)| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()))
         .filter(|(head, _)| head.trim_end().ends_with(['?', '!', '.']))
     {
@@ -510,7 +534,12 @@ fn question_label(key: &str) -> Option<&str> {
     let letter = |n: &str| n.chars().count() == 1 && n.chars().all(char::is_alphabetic);
     let enumerator = |n: &str| digits(n) || roman(n) || letter(n);
     // `1.`, `2)`, `a.`, `iv)`, `(a)`, `(1)`, `q2:`, a heading's `#`s, a bullet, a task box.
-    let numbered = |w: &str| w.strip_suffix(['.', ')', ':', '：']).is_some_and(enumerator);
+    // (A single letter or `i` with `.` is a person's initial as often — "J. Smith to review?"
+    // and "K. Smith …" are two questions: outside review 185 F4 — so only `)` or `:` after it.)
+    let numbered = |w: &str| match w.strip_suffix('.') {
+        Some(n) => digits(n) || (roman(n) && n.len() > 1),
+        None => w.strip_suffix([')', ':', '：']).is_some_and(enumerator),
+    };
     let labelled = numbered(first)
         || first.strip_prefix('(').and_then(|w| w.strip_suffix(')')).is_some_and(enumerator)
         || first.chars().all(|c| c == '#')

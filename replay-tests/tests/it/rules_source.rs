@@ -397,7 +397,10 @@ fn a_goal_has_one_decision_per_question() {
         // Other labels, enumerators, markup and hints (outside review 177 F1).
         "Question 1: May parse() allocate?",
         "(a) May parse() allocate?",
-        "A. May parse() allocate?",
+        "May parse() allocate&#x3F;",
+        "May parse() allocate? [^1]",
+        "May parse() allocate\\?",
+        "May parse() allocate? <!-- from standup -->",
         "iv) May parse() allocate?",
         "- [ ] May parse() allocate?",
         "+ May parse() allocate?",
@@ -464,6 +467,9 @@ fn a_goal_has_one_decision_per_question() {
         ("Point the README at [the docs](docs/v1.md)?", "Point the README at [the docs](docs/v2.md)?"),
         ("Buy the 5' cable?", "Buy the 5\" cable?"),
         ("Read column [1]?", "Read column [2]?"),
+        // An initial is no enumerator, a dunder no emphasis (outside review 185 F4).
+        ("J. Smith to review the PR?", "K. Smith to review the PR?"),
+        ("Override __init__ in Base?", "Override init in Base?"),
     ]
     .into_iter()
     .enumerate()
