@@ -715,6 +715,17 @@ fn named_skills_negations_and_proposals_under_routing_4() {
             assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
         }
     };
+    // Each query is a directive that selects the skill.
+    let directed = |queries: &[&str]| {
+        for q in queries {
+            let e = decide(q, &[]);
+            assert_eq!(
+                (e.reason.as_str(), e.selected_ids),
+                ("directive", ids(&["skill:kubernetes"])),
+                "{q:?}"
+            );
+        }
+    };
     for (q, reason) in [
         (
             "roll out workloads to Kubernetes clusters with manifests and Helm charts, with the kubernetes skill and the docker-compose skill",
@@ -859,24 +870,18 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     let q = "Use the kubernetes skill to review the PR that fixes messages going to the wrong chat.";
     let e = decide(q, &[]);
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "mentioned"), "{q:?}: {e:?}");
-    for q in [
+    directed(&[
         "Once you have added the tests, use the kubernetes skill",
         "Address the review comment, then use the kubernetes skill",
         "For this example, use the kubernetes skill",
         "Use the kubernetes skill on the diff, and if the migration fails, revert that.",
-    ] {
-        let e = decide(q, &[]);
-        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
-    }
+    ]);
     // F6: a negation that asks for what follows is no refusal.
-    for q in [
+    directed(&[
         "Don't forget to use the kubernetes skill",
         "No matter what, use the kubernetes skill",
         "No rush, but use the kubernetes skill",
-    ] {
-        let e = decide(q, &[]);
-        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
-    }
+    ]);
     // Outside review 178 F2: a reported directive after a colon, other reporting verbs,
     // other quotes, an indented code block.
     none_selected(&[
@@ -895,7 +900,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     // refusal verbs and phrases and reporting words after the directive's verb are the
     // task's own words, and so are `PAS`, `NAO`, `nie` (outside review 178 F1); markup in
     // a code span is inert (F3).
-    for q in [
+    directed(&[
         "The runbook says \u{ab}deploy by hand\u{bb}. Use the kubernetes skill.",
         "~~old plan~~ Use the kubernetes skill.",
         "Use the kubernetes skill; he knows the cluster.",
@@ -915,21 +920,15 @@ fn named_skills_negations_and_proposals_under_routing_4() {
         "Use the kubernetes skill to review the no-op handler",
         "Use the kubernetes skill to document the --no-verify flag",
         "Use the kubernetes skill on src/no_std.rs",
-    ] {
-        let e = decide(q, &[]);
-        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
-    }
+    ]);
     // The phrases, not their words: a directive that tests against something, keeps from
     // breaking something or rules something out still decides.
-    for q in [
+    directed(&[
         "Use the kubernetes skill to test against the staging cluster",
         "Use the kubernetes skill to keep from breaking the rollout",
         "Use the kubernetes skill to rule out a scheduling problem",
         "Use the kubernetes skill early in the rollout",
-    ] {
-        let e = decide(q, &[]);
-        assert_eq!((e.reason.as_str(), e.selected_ids), ("directive", ids(&["skill:kubernetes"])), "{q:?}");
-    }
+    ]);
 }
 
 /// The `configured` auto ledger with `skills` (directory, name, description) added, scanned
