@@ -401,6 +401,16 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     ),
                 )?;
             }
+            if let (Some(cut), Some(after)) = (&report.interrupted_cut_undone, report.interrupted_cut_after) {
+                emit(
+                    out,
+                    format!(
+                        "an interrupted `recover --truncate-after {after}` was undone first: what it had cut is back \
+                         in journal/ from {} (give `--truncate-after {after}` again to cut)",
+                        cut.display()
+                    ),
+                )?;
+            }
             if report.restored_from_sled > 0 {
                 let runs: Vec<String> = report
                     .restored_runs

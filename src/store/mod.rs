@@ -8,6 +8,7 @@
 
 mod chain;
 mod checkpoint;
+mod cut_mark;
 mod disk;
 mod journal;
 mod memory;
@@ -23,6 +24,7 @@ use ledger_schema::{DecodeError, Digest, Id, SealedEntry, encode_frame};
 
 pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
+pub use cut_mark::MARKER as CUT_MARKER;
 pub use disk::{
     AuditScope, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry, OpenReport, StoreReader,
     Threads, TornTail, VerifyReport, audit, audit_live, audit_with, holds_ledger, init, inside_sled,
@@ -561,6 +563,30 @@ pub enum OpenError {
         undone.display()
     )]
     AfterUndo { undone: PathBuf, source: Box<OpenError> },
+    /// A `recover --truncate-after` was cutting the journal (`recover.cut` is present):
+    /// interrupted, or running now beside this reader. sled may still hold the records cut
+    /// from the journal until `recover` puts them back (exit 1).
+    #[error(
+        "{0} is present: a `ledger recover --truncate-after` was interrupted while it cut the journal (or is running \
+         now), so sled may still hold records the journal no longer does; the cut bytes are under cut/ — run \
+         `ledger recover`, which puts them back first (then give `--truncate-after` again to cut)"
+    )]
+    CutInterrupted(PathBuf),
+    /// `recover` cannot put back the interrupted cut `recover.cut` names (exit 1).
+    #[error(
+        "{}: cannot put back the interrupted cut it names: {why}; nothing more was changed and the marker stays — \
+         no command reads the ledger until it is removed, after the bytes it names are back in journal/ from cut/N/ \
+         (docs/format.md, `recover.cut`)",
+        marker.display()
+    )]
+    CutUnresolved { marker: PathBuf, why: String },
+    /// A `recover` that first put back an interrupted cut, and then refused (exit as `source`).
+    #[error(
+        "an interrupted `recover --truncate-after {after}` was undone first (the cut bytes are back in journal/ from \
+         {}); then: {source}",
+        from.display()
+    )]
+    AfterCutUndo { after: u64, from: PathBuf, source: Box<OpenError> },
     /// An operator request that cannot be carried out as given.
     #[error("{0}")]
     Usage(String),
@@ -666,7 +692,10 @@ impl OpenError {
                 | OpenError::RecoveryInterrupted(_)
                 | OpenError::ReadRaced
                 | OpenError::SwapUnresolved { .. }
-        ) || matches!(self, OpenError::AfterUndo { source, .. } if source.is_verification_failure())
+                | OpenError::CutInterrupted(_)
+                | OpenError::CutUnresolved { .. }
+        ) || matches!(self, OpenError::AfterUndo { source, .. } | OpenError::AfterCutUndo { source, .. }
+            if source.is_verification_failure())
     }
 }
 

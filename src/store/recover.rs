@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use ledger_schema::record::{RecordVersion, check_record, open_record};
 use ledger_schema::{SealedEntry, decode_frame};
 
+use super::cut_mark;
 use super::disk::{
     Damage, DamageKind, FramePos, HOLDS_NO_LEDGER, JOURNAL_DIR, OnDamage, SLED_DIR, Scan, SledCopy,
     SledFrames, check_meta, chunk_of, corrupt, create_dir_0700, entries_of, frame_at_or_before, get_frame,
@@ -78,6 +79,14 @@ pub struct RecoverReport {
     /// How many files that undo moved (0: every segment the marker named was in place).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted_swap_moved: Option<u64>,
+    /// An earlier `recover --truncate-after N` interrupted while it cut the journal: what it
+    /// had cut was put back first from this `cut/N/` directory (`recover.cut`;
+    /// docs/SAFETY.md).
+    #[serde(serialize_with = "super::path_text::option", skip_serializing_if = "Option::is_none")]
+    pub interrupted_cut_undone: Option<PathBuf>,
+    /// The seq that interrupted cut was to keep the journal through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted_cut_after: Option<u64>,
     /// sled's damaged snapshots, set aside (kept) so that sled opened from its log
     /// (`set_aside_damaged_snapshot`), where they are now.
     #[serde(serialize_with = "super::path_text::list", skip_serializing_if = "Vec::is_empty")]
@@ -549,6 +558,15 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         let _lock = lock(root, true)?;
         super::swap::undo_interrupted(root)?
     };
+    // An operator's cut a crash interrupted: what it cut back in the journal next (a swap
+    // it ran past damage is the later step, undone above), so the ledger is as before it.
+    let cut_undone = {
+        let _lock = lock(root, true)?;
+        undo_interrupted_cut(root).map_err(|e| match &undone {
+            Some((undone, _)) => OpenError::AfterUndo { undone: undone.clone(), source: Box::new(e) },
+            None => e,
+        })?
+    };
     // A damaged snapshot set aside where sled then opens from its log — kept there, as the
     // writer keeps it, a refusal too (outside review 165 F3: put back beside the sound
     // snapshot sled's open wrote, sled's next snapshot deleted it).
@@ -581,6 +599,8 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         .map(|report| RecoverReport {
             interrupted_swap_undone: undone.as_ref().map(|(into, _)| into.clone()),
             interrupted_swap_moved: undone.as_ref().map(|(_, moved)| *moved as u64),
+            interrupted_cut_undone: cut_undone.as_ref().map(|(_, from)| from.clone()),
+            interrupted_cut_after: cut_undone.as_ref().map(|(after, _)| *after),
             // Where they are now: in `sled.broken-N` if sled was moved aside after all
             // (outside review 163 F4: the report named a path that was gone).
             snapshot_set_aside: set_aside
@@ -593,6 +613,12 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             ..report
         })
         .map_err(|e| hint_keeps_sled(root, e))
+        .map_err(|e| match &cut_undone {
+            Some((after, from)) => {
+                OpenError::AfterCutUndo { after: *after, from: from.clone(), source: Box::new(e) }
+            }
+            None => e,
+        })
         // A refusal after the undo says what the undo changed (outside review 131: "nothing
         // was changed" after it had).
         .map_err(|e| match undone {
@@ -730,6 +756,8 @@ fn recover_in(
     let moved = zeros_cut.iter().map(|z| z.to.clone()).collect();
     let result = recover_cut(root, options, db, sled_error, trees, moved);
     if result.is_err() {
+        // A cut this run began goes back whole (its marker names it), before the zeros.
+        undo_interrupted_cut(root)?;
         // A refusal changes nothing (format.md, Recover): the zeros go back where they were
         // (outside review 170 F3: cut, and the refusal said nothing was changed).
         for z in zeros_cut.iter().rev() {
@@ -766,6 +794,8 @@ fn recover_cut(
         sled_restored_frames: 0,
         interrupted_swap_undone: None,
         interrupted_swap_moved: None,
+        interrupted_cut_undone: None,
+        interrupted_cut_after: None,
         snapshot_set_aside: Vec::new(),
     };
     report.cut.extend(zeros_cut);
@@ -1048,6 +1078,15 @@ fn recover_cut(
             let first_cut = report.cut.len();
             if rest_written || !later.is_empty() {
                 let into = cut_dir(root)?;
+                // Named before anything moves, gone once sled no longer holds what it cut:
+                // a crash in between is undone by the next `recover` (outside review 181 F3).
+                let mark = cut_mark::Cut {
+                    after,
+                    cut: into.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).unwrap_or(0),
+                    segment: segment.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                    end,
+                };
+                cut_mark::write(root, &mark)?;
                 let mut moves = || -> Result<(), OpenError> {
                     if rest_written {
                         report.cut.push(move_tail_into(&into, &segment, end)?);
@@ -1156,6 +1195,8 @@ fn recover_cut(
     }
 
     let (moved_aside, rebuilt) = rebuild_index(root)?;
+    // sled holds nothing the journal lost now: an operator's cut is done.
+    cut_mark::remove(root)?;
     report.moved_aside = moved_aside;
     report.head = rebuilt.head;
     report.head_seq = rebuilt.head.seq;
@@ -1567,6 +1608,80 @@ fn put_cut_back(journal: &Path, segment: &Path, end: u64, cut: &[PathBuf]) -> Re
         }
     }
     Ok(())
+}
+
+/// `recover`'s step over an operator's cut that was interrupted, or that this run refused
+/// after it began (`recover.cut`, [`cut_mark`]): what it moved into `cut/M/` back in
+/// `journal/` — the segment's tail appended again where the segment was cut back (the tail
+/// was synced before), dropped where it was not yet (the segment still holds those bytes) —
+/// and the marker removed. Each step can be run again after a crash. Returns the seq the cut
+/// was to keep the journal through and `cut/M/`, or `None` when there is no marker.
+/// Anything it cannot account for refuses, changing nothing more (the marker stays).
+fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError> {
+    let Some((marker, cut)) = cut_mark::read(root)? else { return Ok(None) };
+    let unresolved = |why: String| OpenError::CutUnresolved { marker: marker.clone(), why };
+    let journal = root.join(JOURNAL_DIR);
+    let from = root.join(CUT_DIR).join(cut.cut.to_string());
+    let segment = journal.join(&cut.segment);
+    let len = match std::fs::symlink_metadata(&segment) {
+        Ok(meta) if meta.is_file() => meta.len(),
+        _ => return Err(unresolved(format!("{} is not there", segment.display()))),
+    };
+    if len < cut.end {
+        return Err(unresolved(format!(
+            "{} is {len} bytes, shorter than the cut's offset {}",
+            segment.display(),
+            cut.end
+        )));
+    }
+    let tail_name = format!("{}@{}", cut.segment, cut.end);
+    let (mut tail, mut later) = (None, Vec::new());
+    match std::fs::read_dir(&from) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("read directory", &from)(e).into()),
+        Ok(items) => {
+            for item in items {
+                let item = item.map_err(io("read directory", &from))?;
+                let (name, path) = (item.file_name(), item.path());
+                let name = name.to_string_lossy();
+                let is_segment = name
+                    .strip_suffix(".clj")
+                    .is_some_and(|d| d.len() == 20 && d.bytes().all(|b| b.is_ascii_digit()));
+                if name == tail_name.as_str() {
+                    tail = Some(path);
+                } else if is_segment && *name > *cut.segment {
+                    if journal.join(&*name).exists() {
+                        return Err(unresolved(format!(
+                            "journal/ holds {name} and so does {}",
+                            from.display()
+                        )));
+                    }
+                    later.push(path);
+                } else {
+                    return Err(unresolved(format!(
+                        "{} holds {}, which the cut did not move",
+                        from.display(),
+                        name
+                    )));
+                }
+            }
+        }
+    }
+    later.sort();
+    let mut moved = Vec::with_capacity(later.len() + 1);
+    match tail {
+        // Not cut back yet: the copy (maybe partial) goes, the segment holds the bytes.
+        Some(tail) if len > cut.end => std::fs::remove_file(&tail).map_err(io("remove", &tail))?,
+        Some(tail) => moved.push(tail),
+        None => {}
+    }
+    moved.extend(later);
+    put_cut_back(&journal, &segment, cut.end, &moved)?;
+    if std::fs::remove_dir(&from).is_ok() && std::fs::remove_dir(root.join(CUT_DIR)).is_ok() {
+        sync_dir(root)?;
+    }
+    cut_mark::remove(root)?;
+    Ok(Some((cut.after, from)))
 }
 
 /// The segment and end offset of the journal record whose last entry is `seq` — intact, or

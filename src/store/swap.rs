@@ -136,7 +136,14 @@ fn exists(path: &Path) -> bool {
 
 /// Refuses a ledger whose segment swap was interrupted (or is running in a `recover` that
 /// holds the lock): its journal may be incomplete until `recover` puts the originals back.
+/// An operator's cut interrupted the same way is refused too (`recover.cut`).
 pub fn refuse_interrupted(root: &Path) -> Result<(), OpenError> {
+    super::cut_mark::refuse_interrupted(root)?;
+    refuse_swap(root)
+}
+
+/// [`refuse_interrupted`] for the swap's marker alone.
+fn refuse_swap(root: &Path) -> Result<(), OpenError> {
     let marker = root.join(MARKER);
     match std::fs::symlink_metadata(&marker) {
         Ok(_) => Err(OpenError::RecoveryInterrupted(marker)),
@@ -287,7 +294,7 @@ pub(super) fn undo(root: &Path, into: &Path) -> Result<(), OpenError> {
 /// the `cut/N/` directory and how many files moved (none: the marker named segments all in
 /// place), or `None` when there was no marker.
 pub(super) fn undo_interrupted(root: &Path) -> Result<Option<(PathBuf, usize)>, OpenError> {
-    if refuse_interrupted(root).is_ok() {
+    if refuse_swap(root).is_ok() {
         // A marker never completed: the swap had not begun.
         let _ = std::fs::remove_file(root.join(format!("{MARKER}.tmp")));
         return Ok(None);

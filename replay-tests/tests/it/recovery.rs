@@ -3480,3 +3480,126 @@ fn a_swap_counter_that_is_not_a_file_refuses_before_anything_moves() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(all_entries(&dir), before);
 }
+
+/// A `--truncate-after` killed between its first move and sled's rebuild loses nothing and
+/// is not left half-done (outside review 181 F3: the journal then read as having lost
+/// acknowledged bytes at its end, sled still held the cut records, and nothing named the
+/// interrupted cut or undid it). The cut is named in `recover.cut` before anything moves;
+/// each state a crash can leave (docs/format.md, "recover.cut") is built here by hand: every
+/// reader refuses the ledger by name, `recover` puts back what the cut moved first — every
+/// entry as before, both copies whole — and the same cut given again is made whole.
+#[test]
+fn an_interrupted_cut_is_undone_before_anything_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 9, 2);
+    let segments = split_segments(&template, &[4, 7]);
+    let before = all_entries(&template);
+    let second_first: u64 = segments[1].file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let after = second_first - 3;
+    // The cut as it completes: where the first segment is cut back.
+    let done = tmp.path().join("done");
+    copy_dir(&template, &done);
+    let (code, out, err) = cli(&["recover", done.to_str().unwrap(), "--truncate-after", &after.to_string()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!done.join(closure_ledger::store::CUT_MARKER).exists(), "a finished cut leaves no marker");
+    let first = segments[0].file_name().unwrap().to_str().unwrap().to_owned();
+    let end = std::fs::metadata(done.join("journal").join(&first)).unwrap().len() as usize;
+    let original = std::fs::read(&segments[0]).unwrap();
+    assert!(end < original.len(), "the cut falls inside the first segment");
+    let marker = format!("closure-ledger recover cut 1\nafter {after}\ncut 1\nsegment {first}\nend {end}\n");
+    let tail_name = format!("{first}@{end}");
+    let states = [
+        "marked",
+        "tail partly copied",
+        "tail copied",
+        "cut back",
+        "one later moved",
+        "all moved",
+        "sled rebuilt",
+    ];
+    for state in states {
+        let dir = tmp.path().join(state.replace(' ', "-"));
+        let cut = dir.join("cut").join("1");
+        if state == "sled rebuilt" {
+            // Killed after sled was rebuilt, before the marker went.
+            copy_dir(&done, &dir);
+        } else {
+            copy_dir(&template, &dir);
+            std::fs::create_dir_all(&cut).unwrap();
+            let seg = dir.join("journal").join(&first);
+            match state {
+                "tail partly copied" => {
+                    std::fs::write(cut.join(&tail_name), &original[end..end + 10]).unwrap()
+                }
+                "marked" => {}
+                _ => std::fs::write(cut.join(&tail_name), &original[end..]).unwrap(),
+            }
+            if matches!(state, "cut back" | "one later moved" | "all moved") {
+                std::fs::write(&seg, &original[..end]).unwrap();
+            }
+            let moved = match state {
+                "one later moved" => 1,
+                "all moved" => 2,
+                _ => 0,
+            };
+            for s in &segments[1..=moved] {
+                let name = s.file_name().unwrap();
+                std::fs::rename(dir.join("journal").join(name), cut.join(name)).unwrap();
+            }
+        }
+        std::fs::write(dir.join(closure_ledger::store::CUT_MARKER), &marker).unwrap();
+        let d = dir.to_str().unwrap();
+        for reader in [&["verify", d][..], &["replay", d][..], &["status", d][..]] {
+            let (code, out, err) = cli(reader);
+            assert_eq!(code, 1, "{state} {reader:?}: {out}{err}");
+            assert!(err.contains("recover.cut is present"), "{state}: {err}");
+        }
+        let (code, out, err) = cli(&["recover", d]);
+        assert_eq!(code, 0, "{state}: {out}{err}");
+        assert!(
+            out.contains(&format!("an interrupted `recover --truncate-after {after}` was undone first")),
+            "{out}"
+        );
+        assert!(!dir.join(closure_ledger::store::CUT_MARKER).exists(), "{state}: marker removed");
+        assert!(!cut.exists(), "{state}: the emptied cut/1 goes");
+        assert_eq!(std::fs::read(dir.join("journal").join(&first)).unwrap(), original, "{state}");
+        assert_eq!(all_entries(&dir), before, "{state}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{state}");
+        // Given again, the cut is made whole.
+        let (code, out, err) = cli(&["recover", d, "--truncate-after", &after.to_string()]);
+        assert_eq!(code, 0, "{state}: {out}{err}");
+        assert_eq!(all_entries(&dir).len() as u64, after + 1, "{state}");
+        assert!(!dir.join(closure_ledger::store::CUT_MARKER).exists(), "{state}");
+        assert_eq!(verify_json(&dir, None).0, 0, "{state}");
+    }
+    // What the marker cannot account for is refused, changing nothing more: a file in the
+    // cut directory the cut did not move, a segment shorter than the cut's offset.
+    for (case, why) in
+        [("a stranger", "which the cut did not move"), ("a short segment", "shorter than the cut's offset")]
+    {
+        let dir = tmp.path().join(case.replace(' ', "-"));
+        copy_dir(&template, &dir);
+        let cut = dir.join("cut").join("1");
+        std::fs::create_dir_all(&cut).unwrap();
+        if case == "a stranger" {
+            std::fs::write(cut.join("notes.txt"), b"x").unwrap();
+        } else {
+            std::fs::write(dir.join("journal").join(&first), &original[..end - 1]).unwrap();
+        }
+        std::fs::write(dir.join(closure_ledger::store::CUT_MARKER), &marker).unwrap();
+        let journal_before: Vec<Vec<u8>> = segments
+            .iter()
+            .map(|s| std::fs::read(dir.join("journal").join(s.file_name().unwrap())).unwrap())
+            .collect();
+        let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+        assert_eq!(code, 1, "{case}: {out}{err}");
+        assert!(err.contains("cannot put back the interrupted cut") && err.contains(why), "{case}: {err}");
+        assert!(dir.join(closure_ledger::store::CUT_MARKER).exists(), "{case}: the marker stays");
+        let journal_now: Vec<Vec<u8>> = segments
+            .iter()
+            .map(|s| std::fs::read(dir.join("journal").join(s.file_name().unwrap())).unwrap())
+            .collect();
+        assert!(journal_now == journal_before, "{case}: nothing changed");
+    }
+}
