@@ -764,7 +764,8 @@ pub fn decide_with(registry: &Registry<'_>, state: &State, command: &Command) ->
 /// New text a command would record for workers to read — a project source's content and
 /// path and revision, a Human Decision's question and answer, a fact, the goal, an
 /// obligation, a scenario, a blocker, a policy's objectives, capabilities and invariants,
-/// an execution profile's name — holds no secret by its form ([`runtime::secrets`], the reader
+/// an execution profile's name, and the reasons of retirements and withdrawals (copied into
+/// every later manifest of the goal) — holds no secret by its form ([`runtime::secrets`], the reader
 /// `sources scan` uses): the ledger is append-only, so a secret recorded could never be
 /// taken back, and the compiler hands these to workers (outside reviews 171 F1, 173 F3: a
 /// project's `.env` and a token in a decision's answer or the goal reached a worker's
@@ -828,6 +829,12 @@ fn worker_texts(event: &Event) -> Vec<(&'static str, &str)> {
         Event::ObligationRecorded(e) => vec![("description", &e.description)],
         Event::ScenarioRecorded(e) => vec![("title", &e.title), ("description", &e.description)],
         Event::BlockerRaised(e) => vec![("description", &e.description)],
+        // Copied into every later Attempt manifest of the goal as an omission's reason
+        // (outside review 186 F2: a token there was recorded again in each).
+        Event::ObligationRetired(e) => vec![("reason", &e.reason)],
+        Event::ScenarioRetired(e) => vec![("reason", &e.reason)],
+        Event::ProjectSourceWithdrawn(e) => vec![("reason", &e.reason)],
+        Event::HumanDecisionWithdrawn(e) => vec![("reason", &e.reason), ("withdrawnBy", &e.withdrawn_by)],
         _ => Vec::new(),
     }
 }

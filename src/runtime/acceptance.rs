@@ -166,8 +166,16 @@ pub fn apply_decided(state: &mut State, e: &AcceptanceDecided, seq: u64) -> Resu
         Rule::EvidenceCandidate,
         "the decision names another candidate digest"
     );
+    // One decision per generation — but a REJECT_REPAIRABLE not yet repaired gives way to a
+    // new decision once a FAIL joined the generation after it (its repair would not carry
+    // that FAIL: outside review 186 F1). The new one cannot ACCEPT: the FAIL is in its set.
+    let superseded = generation.decision.and_then(|d| state.decisions.get(&d)).filter(|d| {
+        d.verdict == Verdict::RejectRepairable
+            && !d.repaired
+            && super::evidence::fail_after_decision(state, d).is_some()
+    });
     ensure!(
-        generation.decision.is_none(),
+        generation.decision.is_none() || superseded.is_some(),
         Rule::AlreadyDecided,
         "generation {} is already decided",
         e.generation_id

@@ -65,6 +65,18 @@ pub fn evidence_set(state: &State, generation: Id) -> Vec<Id> {
         .unwrap_or_default()
 }
 
+/// A current, eligible FAIL of a decision's generation that its Evidence Set does not hold —
+/// recorded after the decision (a `FAIL` of the frozen bytes is admitted whenever it
+/// arrives). A repair binds the decision, and its worker is given the decision's failures
+/// only: such a FAIL would never reach it (outside review 186 F1), so the repair is refused
+/// and the generation may be decided again.
+pub(super) fn fail_after_decision(state: &State, decision: &super::state::DecisionState) -> Option<Id> {
+    evidence_set(state, decision.generation_id).into_iter().find(|id| {
+        decision.evidence.binary_search(id).is_err()
+            && state.evidence.get(id).is_some_and(|ev| ev.record.result == CheckResult::Fail)
+    })
+}
+
 /// The feedback a repair of `generation` carries — the FAILED_CHECK item of every current
 /// FAIL record, the PARENT_CHANGE_SET item, one PRESERVATION_CONSTRAINT item per constraint
 /// of the goal (the items compilers 2 and later project, built by the same constructors) —

@@ -62,6 +62,17 @@ pub fn apply_recorded(state: &mut State, e: &RepairRecorded, seq: u64) -> Result
         super::wire(&decision.verdict)
     );
     ensure!(!decision.repaired, Rule::RepairDecision, "decision {} was already repaired", e.decision_id);
+    if let Some(late) = super::evidence::fail_after_decision(state, decision) {
+        return Err(violation(
+            Rule::RepairDecision,
+            format!(
+                "evidence {late}, a FAIL of generation {} recorded after decision {}, is not in its Evidence Set: the \
+                 repair's worker would not be given it; decide the generation again (`decideAcceptance` over the \
+                 current Evidence Set supersedes decision {}), then repair that decision",
+                decision.generation_id, e.decision_id, e.decision_id
+            ),
+        ));
+    }
     let checks = [
         ("decision digest", e.decision_digest == decision.decision_digest),
         ("input manifest digest", e.input_manifest_digest == decision.input_manifest_digest),

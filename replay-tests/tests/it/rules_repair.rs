@@ -144,3 +144,63 @@ fn a_repair_context_without_its_feedback_is_refused() {
     })
     .unwrap();
 }
+
+/// A FAIL recorded after a REJECT_REPAIRABLE decision (admitted whenever it arrives) is not
+/// in the decision's Evidence Set, and a repair's worker is given the decision's failures
+/// only: the repair is refused, naming it, and the generation may be decided again — the new
+/// decision supersedes the old, carries the FAIL, and is the one repaired (outside review
+/// 186 F1: the repair was admitted and its worker never heard of the second failure, while a
+/// new decision was refused as `AlreadyDecided`). It cannot ACCEPT, and without such a FAIL
+/// a second decision stays refused.
+#[test]
+fn a_fail_after_the_decision_is_decided_again_before_a_repair() {
+    let mut w = World::at(Stage::Rejected);
+    let decide = |id: u128, verdict: ledger_schema::types::Verdict| {
+        Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(id),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict,
+            evidence_ids: None,
+            reasons: vec!["checks failed".to_owned()],
+        })
+    };
+    use ledger_schema::types::{CheckResult, Verdict};
+    w.refused(decide(0xa2, Verdict::RejectRepairable), Rule::AlreadyDecided);
+    let stale = repair(&mut w);
+    w.with(|s| {
+        s.evidence(
+            0x92,
+            0x80,
+            CheckResult::Fail,
+            "parser::trailing failed again: TrailingBytes lost its offset",
+        )
+    })
+    .unwrap();
+    let err = w.fails(Command::RecordRepair(stale.clone()));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::RepairDecision), "{err}");
+    assert!(err.to_string().contains("recorded after decision"), "{err}");
+    // Through the admission step directly (what replay applies), too.
+    let mut other = World::at(Stage::Rejected);
+    let r = repair(&mut other);
+    other.ok(Command::RecordRepair(r));
+    let Event::RepairRecorded(forged) = other.last_event("repairRecorded") else { unreachable!() };
+    w.forged(Event::RepairRecorded(forged), Rule::RepairDecision);
+    // Decided again: never ACCEPT over the FAIL, a REJECT_REPAIRABLE supersedes.
+    w.refused(decide(0xa3, Verdict::Accept), Rule::Verdict);
+    w.ok(decide(0xa2, Verdict::RejectRepairable));
+    let s = w.ledger.state();
+    assert_eq!(s.generations[&lid(0x80)].decision, Some(lid(0xa2)));
+    assert!(s.decisions[&lid(0xa2)].evidence.contains(&lid(0x92)), "the new decision carries the late FAIL");
+    // The old decision is no longer the one a repair binds; the new one is.
+    w.refused(Command::RecordRepair(stale.clone()), Rule::RepairDecision);
+    w.refused(decide(0xa4, Verdict::RejectRepairable), Rule::AlreadyDecided);
+    let d = w.ledger.state().decisions[&lid(0xa2)].clone();
+    w.ok(Command::RecordRepair(RecordRepair {
+        decision_id: lid(0xa2),
+        decision_digest: d.decision_digest,
+        input_manifest_digest: d.input_manifest_digest,
+        evidence_set_digest: d.evidence_set_digest,
+        ..stale
+    }));
+}

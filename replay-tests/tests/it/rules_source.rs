@@ -756,4 +756,35 @@ fn secrets_are_not_recorded_for_workers() {
     w.ok(source(0x90, ".env.example", "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"));
     w.ok(answer(0x91, "the repository secret GITHUB_TOKEN, never a literal"));
     w.ok(fact(0x92, "the deploy key is read from the environment"));
+    // A withdrawal's reason (and who withdrew) is copied into every later manifest of the
+    // goal: read too (outside review 186 F2; a retirement's reason is the same list).
+    let leaked = format!("rotated: the old one was {TOKEN}");
+    for refused in [
+        Command::WithdrawProjectSource(WithdrawProjectSource {
+            source_id: lid(0x90),
+            reason: leaked.clone(),
+        }),
+        Command::WithdrawHumanDecision(WithdrawHumanDecision {
+            decision_id: lid(0x91),
+            reason: leaked.clone(),
+            withdrawn_by: "human:alice".into(),
+        }),
+        Command::WithdrawHumanDecision(WithdrawHumanDecision {
+            decision_id: lid(0x91),
+            reason: "made in error".into(),
+            withdrawn_by: format!("human:{TOKEN}"),
+        }),
+    ] {
+        let err = w.fails(refused);
+        assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::SecretMaterial), "{err}");
+    }
+    w.ok(Command::WithdrawProjectSource(WithdrawProjectSource {
+        source_id: lid(0x90),
+        reason: "the file left the repository".into(),
+    }));
+    w.ok(Command::WithdrawHumanDecision(WithdrawHumanDecision {
+        decision_id: lid(0x91),
+        reason: "made in error".into(),
+        withdrawn_by: "human:alice".into(),
+    }));
 }
