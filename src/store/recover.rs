@@ -473,13 +473,28 @@ fn checkpoint_says(cp: &Checkpoint, entries: &[SealedEntry]) -> Option<bool> {
 }
 
 /// A record whose checksums verify but whose entries a reader refuses — not a frame of the
-/// header's count, or an entry that does not strictly decode — is damage too: no writer
-/// writes one. Where sled holds the record intact, its copy replaces this one, as it
+/// header's count, its entries not the header's seqs (the reader's `HeaderMismatch`, `SeqGap`:
+/// outside review 188 F1), or an entry that does not strictly decode — is damage too: no
+/// writer writes one. Where sled holds the record intact, its copy replaces this one, as it
 /// replaces a record whose checksum fails (the original still goes to `cut/N/`).
 fn entries_open(record: &[u8]) -> bool {
     let Ok((header, payload)) = open_record(record) else { return false };
     let Ok(entries) = decode_frame(payload) else { return false };
-    entries.len() as u64 == u64::from(header.count) && entries.iter().all(|b| SealedEntry::open(b).is_ok())
+    entries.len() as u64 == u64::from(header.count)
+        && (0u64..).zip(&entries).all(|(i, b)| {
+            SealedEntry::open(b).is_ok_and(|e| Some(e.entry.seq) == header.first_seq.checked_add(i))
+        })
+}
+
+/// The last seq `record` (keyed `first_seq`) holds: its entries' own where they open, else
+/// its header's. A header re-sealed with a wrong count or first seq names entries the frame
+/// does not hold (outside review 188 F1: a newest record whose header claimed one entry more
+/// read as reaching past what sled restores, and sled's intact copy was never taken).
+fn record_last_seq(record: &[u8], first_seq: u64) -> u64 {
+    match sealed_of(record).last() {
+        Some(e) => e.entry.seq,
+        None => open_record(record).map_or(first_seq, |(h, _)| h.last_seq()),
+    }
 }
 
 /// `record` (holding `first_seq` on) holds, entry for entry, the bytes sled's `records`
@@ -1249,7 +1264,10 @@ fn damage_hint(last: u64, reason: &Corruption) -> String {
     // swapped records, both acknowledged, got the hint for records never acknowledged).
     if let Corruption::SeqGap { expected, found } = reason {
         return format!(
-            "The journal holds an intact record of seq {found} where seq {expected} should stand: records are              missing or out of order, not torn — they were written, and may have been acknowledged; restore the              journal from a backup if there is one; `ledger recover --truncate-after {last}` keeps only the              records before it (the cut bytes, those intact records included, are moved aside)"
+            "The journal holds an intact record of seq {found} where seq {expected} should stand: records are \
+             missing or out of order, not torn — they were written, and may have been acknowledged; restore the \
+             journal from a backup if there is one; `ledger recover --truncate-after {last}` keeps only the \
+             records before it (the cut bytes, those intact records included, are moved aside)"
         );
     }
     // (An intact record of an earlier seq after the damage — a stale copy — proves nothing
@@ -1695,7 +1713,11 @@ fn intact_record_ending(journal: &Path, seq: u64) -> Result<Option<(PathBuf, u64
         let bytes = read_segment(&path)?;
         walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
             match piece {
-                Piece::Record { header, offset, bytes } if header.last_seq() == seq => {
+                // (By its entries where they open: a re-sealed header's count or first seq
+                // may name others — outside review 188 F1.)
+                Piece::Record { header, offset, bytes }
+                    if record_last_seq(bytes, header.first_seq) == seq =>
+                {
                     found = Some((path.clone(), (offset + bytes.len()) as u64));
                 }
                 // A damaged record whose header still checks ends where it says: a cut after
@@ -1885,7 +1907,10 @@ fn rewrite_from(
     // The last entry of the journal's record before the one at hand (its own chain).
     let mut journal_prev: Option<(u64, ledger_schema::Digest)> = None;
     for (first_seq, record) in journal_records {
-        let last_seq = open_record(&record).map_or(first_seq, |(h, _)| h.last_seq());
+        let last_seq = record_last_seq(&record, first_seq);
+        // This record's own (another of its key may open: a damaged header names a seq its
+        // entries do not hold — outside review 188 F1).
+        let opens = entries_open(&record) && !foreign(&record);
         if boundary.give_way {
             let entries = sealed_of(&record);
             let own_prev =
@@ -1971,8 +1996,8 @@ fn rewrite_from(
             // Held by sled too (or already before the boundary): it must be the same record.
             let theirs = get_frame(tree, first_seq).map_err(OpenError::Sled)?;
             // A journal record that does not open is damage: sled's intact copy replaces it.
-            let replaced = restored_to.is_some_and(|to| last_seq <= to)
-                && (!journal_has.contains(&first_seq) || boundary.is_suspect(first_seq));
+            let replaced =
+                restored_to.is_some_and(|to| last_seq <= to) && (!opens || boundary.is_suspect(first_seq));
             if theirs.as_deref() == Some(record.as_slice()) {
                 kept.insert(first_seq);
             } else if restored_to.is_some_and(|to| last_seq <= to)
@@ -1996,7 +2021,7 @@ fn rewrite_from(
                 }
                 // A suspect the damage names that decodes: sled's copy replaces it only with
                 // proof (below). One that does not decode is plain damage.
-                if journal_has.contains(&first_seq) {
+                if opens {
                     differing.insert(first_seq);
                 }
             }
@@ -2237,36 +2262,17 @@ fn rewrite_from(
     }
     // The originals may hold acknowledged records no other copy holds: they are swapped
     // for the rewritten segments under a marker a crash leaves for the next `recover`
-    // (`swap`; outside review 130, P1). (No original left — every segment was lost — makes
-    // no `cut/N/`, and nothing only the journal held can be lost.)
-    let into = if originals.is_empty() { None } else { Some(cut_dir(root)?) };
-    match &into {
-        Some(into) => report.cut.extend(super::swap::swap(root, journal, into, &originals, &files)?),
-        None => {
-            for (name_seq, content) in &files {
-                let path = journal.join(segment_name(*name_seq));
-                let mut f = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                    .map_err(io("create", &path))?;
-                f.write_all(content).and_then(|()| f.sync_all()).map_err(io("write", &path))?;
-            }
-            sync_dir(journal)?;
-        }
-    }
+    // (`swap`; outside review 130, P1). With no original left — every segment was lost, or
+    // `journal/` itself — the segments are staged and moved in under the marker all the
+    // same: a crash while they were written left a journal that read as having lost
+    // acknowledged bytes at its end (outside review 188 F3); the undo takes them out again
+    // and the next `recover` writes them afresh. (Its `cut/N/` goes once empty.)
+    let into = cut_dir(root)?;
+    report.cut.extend(super::swap::swap(root, journal, &into, &originals, &files)?);
     if let Err(e) = journal_holds(root, checkpoint) {
         // Put the originals back: the rewrite did not verify (or does not hold the
         // checkpoint), so nothing may change — not even an empty `cut/N/`.
-        match &into {
-            Some(into) => super::swap::undo(root, into)?,
-            None => {
-                for (name_seq, _) in &files {
-                    let _ = std::fs::remove_file(journal.join(segment_name(*name_seq)));
-                }
-                sync_dir(journal)?;
-            }
-        }
+        super::swap::undo(root, &into)?;
         report.cut.clear();
         return Err(match e {
             e @ OpenError::Unrecoverable { .. } => e,
@@ -2278,12 +2284,17 @@ fn rewrite_from(
             e => refuse(&format!("the journal rebuilt from sled does not verify ({e})")),
         });
     }
-    if let Some(into) = &into {
-        super::swap::commit(root, into)?;
+    super::swap::commit(root, &into)?;
+    if originals.is_empty() && std::fs::remove_dir(&into).is_ok() {
+        if std::fs::remove_dir(root.join(CUT_DIR)).is_ok() {
+            sync_dir(root)?;
+        } else {
+            sync_dir(&root.join(CUT_DIR))?;
+        }
     }
     // The torn write went with its segment to `cut/N/`: it is there, at its offset. (Where
     // sled restored the seq it began, the restore says so instead.)
-    if let (Some((torn, seq)), Some(into)) = (torn, &into)
+    if let Some((torn, seq)) = torn
         && restored_to.is_none_or(|to| seq > to)
     {
         let moved_to = torn.segment.file_name().map(|name| into.join(name));

@@ -99,7 +99,10 @@ impl Txn {
             names.sort_unstable();
             names.windows(2).all(|w| matches!(w, [a, b] if a != b))
         };
-        (!txn.originals.is_empty() && unique(&txn.originals) && unique(&txn.new)).then_some(txn)
+        // No original where `journal/` held no segment (the journal written afresh from
+        // sled: outside review 188 F3), but never neither.
+        (!(txn.originals.is_empty() && txn.new.is_empty()) && unique(&txn.originals) && unique(&txn.new))
+            .then_some(txn)
     }
 
     fn original(&self, name: &str) -> Option<[u8; 32]> {
@@ -464,7 +467,10 @@ mod tests {
         };
         assert_eq!(Txn::parse(&txn.text()), Some(txn.clone()));
         let text = txn.text();
-        let only_new = Txn { originals: Vec::new(), ..txn.clone() }.text();
+        // The journal written afresh, no original (outside review 188 F3); never neither.
+        let only_new = Txn { originals: Vec::new(), ..txn.clone() };
+        assert_eq!(Txn::parse(&only_new.text()), Some(only_new.clone()));
+        let neither = Txn { new: Vec::new(), ..only_new }.text();
         for bad in [
             text.replace("swap 1", "swap 2"),
             text.replace("cut 3", "cut -3"),
@@ -478,7 +484,7 @@ mod tests {
             text.trim_end().to_owned(),
             format!("{text}original {} {}\n", segment_name(9), "00".repeat(32)),
             text.replace(&segment_name(1620), "../00000000000000001620.clj"),
-            only_new,
+            neither,
             String::new(),
             // An original listed twice (outside review 133).
             text.replace(&segment_name(1620), &segment_name(0)),

@@ -2004,6 +2004,8 @@ fn swapped_records_are_named_intact_and_out_of_order() {
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("out of order, not torn") && !err.contains("never acknowledged"), "{err}");
+    // One line as written, no source indentation inside it (outside review 188 F2).
+    assert!(err.contains("records are missing or out of order") && !err.contains("  "), "{err}");
     assert!(err.contains(&format!("--truncate-after {}", a.first_seq - 1)), "{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), swapped, "nothing changed");
 }
@@ -3601,5 +3603,102 @@ fn an_interrupted_cut_is_undone_before_anything_else() {
             .map(|s| std::fs::read(dir.join("journal").join(s.file_name().unwrap())).unwrap())
             .collect();
         assert!(journal_now == journal_before, "{case}: nothing changed");
+    }
+}
+
+/// A `recover` killed while it writes the journal afresh from sled (`journal/` gone) loses
+/// nothing and is not taken for a loss (outside review 188 F3: the segments were written in
+/// place, and a crash left a partial journal that the next `recover` refused as having lost
+/// acknowledged bytes at its end). They are staged and moved in under the swap's marker — no
+/// original listed — so a crash leaves the marker: every reader refuses by name, `recover`
+/// takes the written segments out (`cut/N/undone/`) and writes the journal again.
+#[test]
+fn a_journal_written_afresh_and_interrupted_is_written_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 9, 2);
+    let segments = split_segments(&dir, &[4, 7]);
+    let before = all_entries(&dir);
+    let bytes: Vec<Vec<u8>> = segments.iter().map(|s| std::fs::read(s).unwrap()).collect();
+    // The state a kill leaves after the marker, with one segment moved in.
+    std::fs::remove_dir_all(dir.join("journal")).unwrap();
+    std::fs::create_dir_all(dir.join("journal")).unwrap();
+    let staged = dir.join("cut").join("1").join("staged");
+    std::fs::create_dir_all(&staged).unwrap();
+    let mut marker = "closure-ledger recover swap 1\ncut 1\n".to_owned();
+    for (s, b) in segments.iter().zip(&bytes) {
+        let name = s.file_name().unwrap().to_str().unwrap();
+        std::fs::write(staged.join(name), b).unwrap();
+        marker.push_str(&format!("new {name} {}\n", blake3::hash(b).to_hex()));
+    }
+    std::fs::write(dir.join(closure_ledger::store::RECOVER_MARKER), marker).unwrap();
+    let first = segments[0].file_name().unwrap();
+    std::fs::rename(staged.join(first), dir.join("journal").join(first)).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = cli(&["verify", d]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("recover.txn is present"), "{err}");
+    let (code, out, err) = cli(&["recover", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("segment swap was undone first"), "{out}");
+    assert!(dir.join("cut/1/undone").join(first).exists(), "the segment it had moved in is kept aside");
+    assert_eq!(all_entries(&dir), before);
+    assert_eq!(verify_json(&dir, None).0, 0);
+    // Written afresh whole, the swap leaves no marker and no empty `cut/N/`.
+    let fresh = tmp.path().join("fresh");
+    make_ledger(&fresh, 9, 2);
+    let before = all_entries(&fresh);
+    std::fs::remove_dir_all(fresh.join("journal")).unwrap();
+    let (code, out, err) = cli(&["recover", fresh.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!fresh.join("cut").exists() && !fresh.join(closure_ledger::store::RECOVER_MARKER).exists());
+    assert_eq!(all_entries(&fresh), before);
+}
+
+/// A record whose checks verify but whose header names other entries than its frame holds
+/// — re-sealed with a count one too many, or a first seq one too far — is damage sled's
+/// intact copy replaces, at the head as in the middle (outside review 188 F1: at the head
+/// such a record read as reaching past what sled restores, and a first seq one off read as
+/// an intact record sled did not hold — refused even with `--prefer sled` or a checkpoint,
+/// the hint's cut dropping an acknowledged record).
+#[test]
+fn a_header_that_names_other_entries_is_replaced_by_sleds_copy() {
+    use ledger_schema::record::{open_record, seal_record};
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 6, 2);
+    trim_preallocated(&template);
+    let before = all_entries(&template);
+    let frames = journal_frames(&template);
+    let original = std::fs::read(segment(&template)).unwrap();
+    let n = frames.len();
+    for (case, at, seq_shift, count_shift) in [
+        ("head, count + 1", n - 1, 0, 1),
+        ("head, first seq + 1", n - 1, 1, 0),
+        ("middle, first seq + 1", n - 3, 1, 0),
+    ] {
+        for args in [&[][..], &["--prefer", "sled"][..]] {
+            let dir = tmp.path().join(format!("{}{}", case.replace([' ', ',', '+'], "-"), args.len()));
+            copy_dir(&template, &dir);
+            let f = &frames[at];
+            let record = &original[f.range.clone()];
+            let (header, payload) = open_record(record).unwrap();
+            let resealed = seal_record(header.first_seq + seq_shift, header.count + count_shift, payload);
+            assert_eq!(resealed.len(), record.len());
+            let mut bytes = original.clone();
+            bytes[f.range.clone()].copy_from_slice(&resealed);
+            std::fs::write(segment(&dir), &bytes).unwrap();
+            assert_eq!(verify_json(&dir, None).0, 1, "{case}");
+            let mut cmd = vec!["recover", dir.to_str().unwrap()];
+            cmd.extend_from_slice(args);
+            let (code, out, err) = cli(&cmd);
+            assert_eq!(code, 0, "{case} {args:?}: {out}{err}");
+            assert_eq!(all_entries(&dir), before, "{case} {args:?}");
+            assert_eq!(
+                std::fs::read(segment(&dir)).unwrap(),
+                original,
+                "{case} {args:?}: sled's copy restored"
+            );
+        }
     }
 }
