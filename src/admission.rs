@@ -491,7 +491,8 @@ fn staleness_of(
 /// and the workflow's blockers with BLOCKERS_DECISIONS, the goal's verification
 /// obligations with FACTS_SCENARIOS_OBLIGATIONS. The sets are compared as they stood at
 /// the start and stand now: a blocker raised and resolved since, or an obligation recorded
-/// and retired since, leaves its set as it was.
+/// and retired since, leaves its set as it was. The goal's confirmed Facts are one such set
+/// too (with FACTS_SCENARIOS_OBLIGATIONS): one confirmed or invalidated since the start.
 fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u64) -> Option<String> {
     use ledger_schema::types::InputClass;
     let phase =
@@ -551,6 +552,21 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
         }
     }
     if scoped(InputClass::FactsScenariosObligations) {
+        // The seed's "selected confirmed Fact revision": a fact of the goal confirmed since
+        // the start, or a confirmed one invalidated since, changes the context whether the
+        // package shows it or its budget leaves it out (outside review 189 F2: one left out
+        // passed a finish that a shown one made stale). A PROPOSED one changes nothing.
+        for (id, f) in state.facts.iter().filter(|(_, f)| f.goal_id == binding.goal_id) {
+            if let Some(at) = f
+                .confirmed_seq
+                .filter(|at| *at > started && f.status == runtime::state::FactStatus::Confirmed)
+            {
+                return Some(format!("fact {id} revision {} was confirmed at seq {at}", f.revision));
+            }
+            if let Some(at) = f.withdrawn_seq.filter(|at| *at > started) {
+                return Some(format!("fact {id} revision {} was invalidated at seq {at}", f.revision));
+            }
+        }
         for (id, o) in state.obligations.iter().filter(|(_, o)| o.goal_id == binding.goal_id) {
             if let Some(change) = member_change(o.seq, o.retired_seq, started) {
                 return Some(format!(

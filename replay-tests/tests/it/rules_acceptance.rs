@@ -509,6 +509,78 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
     assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
     assert!(err.to_string().contains("no longer current") && err.to_string().contains("lexer.rs"), "{err}");
 
+    // A confirmed fact of the goal, left out over the FACTS_SCENARIOS_OBLIGATIONS budget
+    // (outside review 189 F2: a shown one made the claim and the finish stale, one left out
+    // passed them); a PROPOSED one changes nothing.
+    let propose = |id: u128| {
+        Command::ProposeFact(ProposeFact {
+            fact_id: lid(id),
+            goal_id: lid(GOAL),
+            revision: 1,
+            statement: format!("the lexer keeps a table of {id} token kinds; ").repeat(60),
+            provenance: "docs/lexer.md".into(),
+        })
+    };
+    let confirm = |id: u128| {
+        Command::ConfirmFact(ConfirmFact {
+            fact_id: lid(id),
+            revision: 1,
+            confirmed_by: "human:alice".into(),
+        })
+    };
+    // DISCOVERY taking facts as optional: one over the budget is left out, not refused.
+    let facts_optional = || {
+        let mut bundle = tight_budget(InputClass::FactsScenariosObligations, 2_000);
+        for p in bundle.phases.iter_mut().filter(|p| p.phase == Phase::Discovery) {
+            p.required.retain(|c| *c != InputClass::FactsScenariosObligations);
+            p.optional.push(InputClass::FactsScenariosObligations);
+        }
+        bundle
+    };
+    // The claim: confirmed between a DISCOVERY Attempt's start and its claim.
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(facts_optional())?;
+        s.run(propose(0x4c))?;
+        s.start(0x64, 0x65).map(drop)
+    })
+    .unwrap();
+    w.ok(confirm(0x4c));
+    let state = w.ledger.state();
+    let binding = closure_ledger::runtime::current_binding(state, lid(0x64)).unwrap();
+    let compiled = closure_ledger::compiler::compile(state, &binding).unwrap();
+    assert_eq!(compiled.manifest.package_digest, state.attempts[&lid(0x64)].package_digest, "left out");
+    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("was confirmed"), "{err}");
+    // The ACCEPT: proposed before the IMPLEMENT result (PROPOSED changes nothing), confirmed
+    // in FINAL_VERIFY.
+    let mut w =
+        accepting_after(tight_budget(InputClass::FactsScenariosObligations, 2_000), Some(propose(0x4c)));
+    w.ok(confirm(0x4c));
+    let err = w.fails(decide(Verdict::Accept, &[0x90]));
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("fact") && err.to_string().contains("was confirmed"), "{err}");
+    // One confirmed before a DISCOVERY Attempt's start (left out there) and invalidated
+    // before its claim, likewise.
+    let mut w = World::at(Stage::Empty);
+    w.with(|s| {
+        s.setup_with(facts_optional())?;
+        s.run(propose(0x4c))?;
+        s.run(confirm(0x4c))?;
+        s.start(0x64, 0x65).map(drop)
+    })
+    .unwrap();
+    w.ok(Command::InvalidateFact(InvalidateFact {
+        fact_id: lid(0x4c),
+        revision: 1,
+        reason: "the table moved".into(),
+        invalidated_by: Some("human:alice".into()),
+    }));
+    let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
+    assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
+    assert!(err.to_string().contains("was invalidated"), "{err}");
+
     // A blocker raised and resolved since leaves the set as it was: the ACCEPT stands.
     let mut w = accepting(tight_budget(InputClass::BlockersDecisions, 600));
     w.ok(Command::RaiseBlocker(RaiseBlocker {

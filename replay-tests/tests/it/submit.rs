@@ -261,6 +261,20 @@ fn documented_examples_parse() {
         kinds.insert(c.kind());
     }
     assert_eq!(kinds.len(), 33, "every command kind is documented");
+    // "The digests in this file's examples are those of examples/lifecycle.jsonl's ledger"
+    // (outside review 189 F3: a claim's manifest digest was a stale one, refused as written).
+    let lifecycle = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/lifecycle.jsonl"),
+    )
+    .unwrap();
+    let examples: String = doc.split("```json").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    let mut digests = 0;
+    for (at, _) in examples.match_indices("\"b3:") {
+        let digest = &examples[at + 1..at + 68];
+        assert!(lifecycle.contains(digest), "{digest} is no digest of examples/lifecycle.jsonl");
+        digests += 1;
+    }
+    assert!(digests >= 10, "{digests}");
 }
 
 /// Refusals name values as they are written on the wire (`CONFIRMED`, `IMPLEMENT`), never
