@@ -564,7 +564,7 @@ fn bound_set_change(state: &State, binding: &runtime::AttemptBinding, started: u
                 return Some(format!("fact {id} revision {} was confirmed at seq {at}", f.revision));
             }
             if let Some(at) = f.withdrawn_seq.filter(|at| *at > started) {
-                return Some(format!("fact {id} revision {} was invalidated at seq {at}", f.revision));
+                return Some(format!("a confirmed revision of fact {id} was invalidated at seq {at}"));
             }
         }
         for (id, o) in state.obligations.iter().filter(|(_, o)| o.goal_id == binding.goal_id) {
@@ -793,11 +793,18 @@ fn secret_free(decided: Decided) -> Result<Decided, Refusal> {
     let Decided::Events(events) = &decided else { return Ok(decided) };
     for (field, text) in events.iter().flat_map(worker_texts) {
         if let Some(what) = runtime::secrets::secret_in(text.as_bytes()) {
+            // A retirement's or withdrawal's text is copied into manifests, not shown to a
+            // worker (outside review 191 F5: the refusal said workers are given it).
+            let readers = if matches!(field, "reason" | "withdrawnBy") {
+                "every later Attempt manifest of the goal copies this text"
+            } else {
+                "workers are given this text"
+            };
             return Err(Refusal::Rule(runtime::violation(
                 runtime::Rule::SecretMaterial,
                 format!(
-                    "its {field} holds a secret: {what} — the ledger is append-only and workers are given this \
-                     text; record it without the secret (docs/profiles.md lists the forms read)"
+                    "its {field} holds a secret: {what} — the ledger is append-only and {readers}; record it \
+                     without the secret (docs/profiles.md lists the forms read)"
                 ),
             )));
         }

@@ -222,6 +222,12 @@ where
     }
 }
 
+/// A path as one line a terminal shows as written (a line break or control character in a
+/// ledger's path escaped, as in errors: outside review 190 F5).
+fn shown(path: impl AsRef<Path>) -> String {
+    crate::runtime::escaped(&path.as_ref().display().to_string())
+}
+
 /// An error message as one line a terminal shows as written ([`crate::runtime::escaped`]).
 fn one_line(message: &str) -> String {
     crate::runtime::escaped(message)
@@ -277,7 +283,14 @@ fn usage_error_line(e: &clap::Error, args: &[std::ffi::OsString]) -> String {
     } else if head.is_empty() {
         "invalid arguments".to_owned()
     } else {
-        head.to_owned()
+        // clap's list of accepted values, on a line of its own under the message, joins it
+        // (outside review 190 F5: `… '--prefer <PREFER>'\n  [possible values: …]`).
+        match head.rsplit_once('\n') {
+            Some((message, list)) if list.trim_start().starts_with("[possible values:") => {
+                format!("{} {}", message.trim_end(), list.trim())
+            }
+            _ => head.to_owned(),
+        }
     };
     // Every hint names the subcommand's help (outside reviews 83, 86).
     match text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {
@@ -339,8 +352,8 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     code: EXIT_VERIFY_FAILED,
                     message: format!(
                         "{}: lies inside {}, a state root (it holds {}): a ledger is never made in a managed store",
-                        dir.display(),
-                        root.display(),
+                        shown(dir),
+                        shown(root),
                         crate::profiles::generation::OWNER_FILE
                     ),
                 });
@@ -351,7 +364,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             if json {
                 emit(out, json!({"ledgerId": ledger, "path": dir.to_string_lossy(), "headHash": head.hash}))
             } else {
-                emit(out, format!("initialized ledger {ledger} at {} (genesis {})", dir.display(), head.hash))
+                emit(out, format!("initialized ledger {ledger} at {} (genesis {})", shown(dir), head.hash))
             }
         }
         Command::Verify { dir, checkpoint, json } => verify(&dir, checkpoint.as_deref(), json, out),
@@ -378,7 +391,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     out,
                     format!(
                         "sled's snapshot failed sled's own check: set aside (kept) as {}; sled opened from its log",
-                        aside.display()
+                        shown(aside)
                     ),
                 )?;
             }
@@ -388,7 +401,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     format!(
                         "an interrupted recover's swap marker was found with every segment it names in place in \
                          journal/: nothing had moved ({} was not used); the marker was removed",
-                        cut.display()
+                        shown(cut)
                     ),
                 )?;
             } else if let Some(cut) = &report.interrupted_swap_undone {
@@ -397,7 +410,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     format!(
                         "an interrupted recover's segment swap was undone first: the original segments are back in \
                          journal/ from {} (rewritten ones it had put there moved to its undone/)",
-                        cut.display()
+                        shown(cut)
                     ),
                 )?;
             }
@@ -407,7 +420,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     format!(
                         "an interrupted `recover --truncate-after {after}` was undone first: what it had cut is back \
                          in journal/ from {} (give `--truncate-after {after}` again to cut)",
-                        cut.display()
+                        shown(cut)
                     ),
                 )?;
             }
@@ -431,17 +444,17 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 emit(out, format!("gave up {seqs}, past the cut (moved aside, not deleted)"))?;
             }
             for cut in &report.cut {
-                emit(out, format!("journal bytes moved aside (not deleted): {}", cut.display()))?;
+                emit(out, format!("journal bytes moved aside (not deleted): {}", shown(cut)))?;
             }
             if let Some(t) = &report.torn_tail {
-                let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", p.display()));
+                let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", shown(p)));
                 emit(
                     out,
                     format!(
                         "cut a torn record of {} bytes at offset {} of {} (a write in flight at a crash, held by no copy){to}",
                         t.bytes,
                         t.offset,
-                        t.segment.display()
+                        shown(&t.segment)
                     ),
                 )?;
             }
@@ -482,7 +495,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 ),
             )?;
             if let Some(aside) = &report.moved_aside {
-                emit(out, format!("the previous sled database was moved to {}", aside.display()))?;
+                emit(out, format!("the previous sled database was moved to {}", shown(aside)))?;
             }
             Ok(())
         }
@@ -611,7 +624,7 @@ fn partial_tail_text(t: &store::TornTail, head: u64) -> String {
          (a write in flight at a crash, or damage: `ledger verify` checks it against sled)",
         t.bytes,
         t.offset,
-        t.segment.display()
+        shown(&t.segment)
     )
 }
 
@@ -619,13 +632,13 @@ fn partial_tail_text(t: &store::TornTail, head: u64) -> String {
 /// moved aside, sled's lagging frames restored, an unopenable sled moved aside and rebuilt.
 fn repair_note(report: &store::OpenReport, err: &mut dyn Write) {
     if let Some(t) = &report.torn_tail {
-        let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", p.display()));
+        let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", shown(p)));
         let _ = writeln!(
             err,
             "ledger: note: cut a torn record of {} bytes at offset {} of {} (held by no copy: a write in flight at a crash){to}",
             t.bytes,
             t.offset,
-            t.segment.display()
+            shown(&t.segment)
         );
     }
     if report.sled_restored_frames > 0 {
@@ -639,14 +652,12 @@ fn repair_note(report: &store::OpenReport, err: &mut dyn Write) {
         let _ = writeln!(
             err,
             "ledger: note: sled's snapshot failed sled's own check: set aside (kept) as {}; sled opened from its log",
-            aside.display()
+            shown(aside)
         );
     }
     if let Some(r) = &report.index_rebuilt {
-        let aside = r
-            .moved_aside
-            .as_ref()
-            .map_or(String::new(), |p| format!("; the old one moved to {}", p.display()));
+        let aside =
+            r.moved_aside.as_ref().map_or(String::new(), |p| format!("; the old one moved to {}", shown(p)));
         let _ = writeln!(err, "ledger: note: rebuilt the sled index from the journal ({}){aside}", r.reason);
     }
 }
@@ -881,6 +892,24 @@ fn malformed(line: &[u8], e: &serde_json::Error) -> String {
     if let Some(mark) = crate::profiles::select::byte_order_mark(line) {
         return format!(
             "malformed command: the line starts with {mark}, which JSON text does not hold: save the file as UTF-8 without it"
+        );
+    }
+    // Well-formed JSON of another shape is named as such (outside review 190 F4: `[1,2]`,
+    // `null`, `{}` and two command keys were all "expected value at line 1 column 1").
+    let shape = match serde_json::from_slice::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(m)) if m.len() == 1 => None,
+        Ok(serde_json::Value::Object(m)) => Some(format!("an object with {} keys", m.len())),
+        Ok(serde_json::Value::Array(_)) => Some("an array".to_owned()),
+        Ok(serde_json::Value::String(_)) => Some("a string".to_owned()),
+        Ok(serde_json::Value::Number(_)) => Some("a number".to_owned()),
+        Ok(serde_json::Value::Bool(_)) => Some("a boolean".to_owned()),
+        Ok(serde_json::Value::Null) => Some("null".to_owned()),
+        Err(_) => None,
+    };
+    if let Some(shape) = shape {
+        return format!(
+            "malformed command: a command is a JSON object with exactly one key, the command's name \
+             ({{\"createGoal\": {{…}}}}); this line is {shape}"
         );
     }
     match lone_surrogate(line) {

@@ -354,7 +354,7 @@ fn note_source_drift(dir: &Path, err: &mut dyn Write) {
         let root = check.root.as_deref().map(profiles::scan::shown).unwrap_or_default();
         let _ = writeln!(
             err,
-            "note: the source tree {root} {}: `profile set` and `select` are refused until it is scanned again",
+            "ledger: note: the source tree {root} {}: `profile set` and `select` are refused until it is scanned again",
             check.detail
         );
     }

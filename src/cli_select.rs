@@ -124,7 +124,7 @@ pub fn run_select_over(
     .map_err(failure)?;
     // Notes on stderr (a failed write of a note fails nothing), in `--json` too.
     if let Some(why) = &o.previous_set_aside {
-        let _ = writeln!(err, "note: --previous was not reused: {why}");
+        let _ = writeln!(err, "ledger: note: --previous was not reused: {why}");
     }
     if o.event.reason == crate::runtime::selection::REASON_NEGATED {
         // The word read as a refusal, named (outside review 132 F3: the note named none).
@@ -132,14 +132,14 @@ pub fn run_select_over(
         let word = word.map(|w| format!(" (\"{}\")", crate::profiles::scan::shown(&w))).unwrap_or_default();
         let _ = writeln!(
             err,
-            "note: the query refuses something{word}, so its words choose no skill (a word list reads refusals: \
+            "ledger: note: the query refuses something{word}, so its words choose no skill (a word list reads refusals: \
              `not`, `don't`, `skip`, …): name the skill in explicitIds to load it (outside review 126)"
         );
     }
     if o.event.reason == crate::runtime::selection::REASON_CITED_UNROUTED {
         let _ = writeln!(
             err,
-            "note: the query cites only skills this profile does not route (manual-only, excluded or never \
+            "ledger: note: the query cites only skills this profile does not route (manual-only, excluded or never \
              selectable): a manual-only one loads when named in explicitIds; an excluded one only once the \
              profile's exclusions change (outside review 132 F5)"
         );
@@ -147,7 +147,7 @@ pub fn run_select_over(
     if o.event.reason == crate::runtime::selection::REASON_CITED_INSTALLED {
         let _ = writeln!(
             err,
-            "note: the query directs only to skills the profile installs: they are in the worker's context \
+            "ledger: note: the query directs only to skills the profile installs: they are in the worker's context \
              already, and nothing more is chosen (outside review 178 F8)"
         );
     }

@@ -162,6 +162,11 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
     // as decision questions are compared (case, spacing, invisible characters, a closing
     // mark) — would reach workers twice as authority (outside review 67). An invalidated
     // one is no longer stated.
+    // The window of the newest confirmed revision, kept across a re-proposal (outside review
+    // 191 F4: a confirmed revision invalidated and a new one proposed before a claim left no
+    // trace that an Attempt started over a confirmed fact no longer stands).
+    let (confirmed_seq, withdrawn_seq) =
+        state.facts.get(&e.fact_id).map_or((None, None), |f| (f.confirmed_seq, f.withdrawn_seq));
     let key = statement_key(&e.statement);
     if let Some((other, f)) = state.facts.iter().find(|(id, f)| {
         **id != e.fact_id
@@ -190,8 +195,8 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
             provenance: e.provenance.clone(),
             confirmed_by: None,
             invalidated_by: None,
-            withdrawn_seq: None,
-            confirmed_seq: None,
+            withdrawn_seq,
+            confirmed_seq,
         },
     );
     Ok(())

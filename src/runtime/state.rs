@@ -177,11 +177,13 @@ pub struct FactState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidated_by: Option<String>,
     /// The seq at which a CONFIRMED revision was invalidated (withdrawn authority: a
-    /// RESUME of a Thread that was given it is refused). Derived by the fold, not encoded.
+    /// RESUME of a Thread that was given it is refused), kept by later revisions proposed
+    /// after it. Derived by the fold, not encoded.
     #[serde(skip)]
     pub withdrawn_seq: Option<u64>,
-    /// The seq at which the current revision was confirmed (derived by the fold, not
-    /// encoded): whether an Attempt started at some seq was given it.
+    /// The seq at which the newest confirmed revision was confirmed (derived by the fold, not
+    /// encoded; kept by later revisions proposed after it): whether an Attempt started at
+    /// some seq was given it. The current revision is confirmed only while `status` says so.
     #[serde(skip)]
     pub confirmed_seq: Option<u64>,
 }

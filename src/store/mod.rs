@@ -657,6 +657,12 @@ impl OpenError {
         }
     }
 
+    /// sled refused by a read-only filesystem (its open writes): an auditor's snapshot, whose
+    /// journal is verified alone (outside review 190 F3).
+    pub(crate) fn is_read_only_filesystem(&self) -> bool {
+        matches!(self, OpenError::Sled(sled::Error::Io(io)) if io.kind() == std::io::ErrorKind::ReadOnlyFilesystem)
+    }
+
     /// Why sled could not be used, without the advice to rebuild it (for a report that it
     /// was rebuilt).
     pub(crate) fn index_reason(&self) -> String {

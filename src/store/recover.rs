@@ -1394,7 +1394,9 @@ fn journal_end_seq(journal: &Path) -> Result<Option<u64>, OpenError> {
         let bytes = read_segment(&path)?;
         walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
             match piece {
-                Piece::Record { header, .. } => end = Some(header.last_seq()),
+                // (By its entries where they open: outside review 191 F3, a re-sealed header
+                // naming the seq before made the journal read as ending one short.)
+                Piece::Record { header, bytes, .. } => end = Some(record_last_seq(bytes, header.first_seq)),
                 Piece::Damaged { offset, header: Some(h), next_seq, .. } if h.first_seq == next_seq => {
                     let written = bytes
                         .get(offset..offset.saturating_add(h.record_len()))
@@ -1686,11 +1688,43 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
         }
     }
     later.sort();
+    // What the segment holds past the cut's offset decides, read before anything moves
+    // (outside review 191 F1, F2: a partial append of an interrupted undo, or a stale marker
+    // over records written since, was taken for "the segment still holds the tail" and the
+    // copy deleted): the copy is a prefix of those bytes — the segment was not cut back yet
+    // (the copy may be partial) — and goes, as a proven duplicate; those bytes are a prefix
+    // of the copy — an undo's append cut short, or nothing appended — and the copy is
+    // appended again from the offset; past the offset only zeros (unwritten space) and no
+    // copy: nothing was cut from this segment. Anything else is not this cut's state.
+    let past = {
+        let bytes = read_segment(&segment)?;
+        bytes.get(usize::try_from(cut.end).unwrap_or(usize::MAX)..).unwrap_or_default().to_vec()
+    };
     let mut moved = Vec::with_capacity(later.len() + 1);
     match tail {
-        // Not cut back yet: the copy (maybe partial) goes, the segment holds the bytes.
-        Some(tail) if len > cut.end => std::fs::remove_file(&tail).map_err(io("remove", &tail))?,
-        Some(tail) => moved.push(tail),
+        Some(tail) => {
+            let copy = read_segment(&tail)?;
+            if past.len() >= copy.len() && past.starts_with(&copy) {
+                std::fs::remove_file(&tail).map_err(io("remove", &tail))?;
+            } else if copy.starts_with(&past) {
+                moved.push(tail);
+            } else {
+                return Err(unresolved(format!(
+                    "{} holds bytes past offset {} that are not those of {} (records written since the cut?)",
+                    segment.display(),
+                    cut.end,
+                    tail.display()
+                )));
+            }
+        }
+        None if past.iter().any(|b| *b != 0) && !later.is_empty() => {
+            return Err(unresolved(format!(
+                "{} holds records past offset {}, and the cut moved later segments (records written since the \
+                 cut?)",
+                segment.display(),
+                cut.end
+            )));
+        }
         None => {}
     }
     moved.extend(later);

@@ -3519,6 +3519,9 @@ fn an_interrupted_cut_is_undone_before_anything_else() {
         "one later moved",
         "all moved",
         "sled rebuilt",
+        // An earlier undo's append of the tail cut short (outside review 191 F1: the copy was
+        // then deleted as a duplicate, and the records past the append were in no copy).
+        "undo's append cut short",
     ];
     for state in states {
         let dir = tmp.path().join(state.replace(' ', "-"));
@@ -3539,6 +3542,9 @@ fn an_interrupted_cut_is_undone_before_anything_else() {
             }
             if matches!(state, "cut back" | "one later moved" | "all moved") {
                 std::fs::write(&seg, &original[..end]).unwrap();
+            }
+            if state == "undo's append cut short" {
+                std::fs::write(&seg, &original[..end + (original.len() - end) / 2]).unwrap();
             }
             let moved = match state {
                 "one later moved" => 1,
@@ -3577,15 +3583,25 @@ fn an_interrupted_cut_is_undone_before_anything_else() {
     }
     // What the marker cannot account for is refused, changing nothing more: a file in the
     // cut directory the cut did not move, a segment shorter than the cut's offset.
-    for (case, why) in
-        [("a stranger", "which the cut did not move"), ("a short segment", "shorter than the cut's offset")]
-    {
+    for (case, why) in [
+        ("a stranger", "which the cut did not move"),
+        ("a short segment", "shorter than the cut's offset"),
+        // A marker left over a finished cut, records written since (outside review 191 F2:
+        // the copy was deleted and the later segments moved back beside the new records).
+        ("records written since", "that are not those of"),
+    ] {
         let dir = tmp.path().join(case.replace(' ', "-"));
         copy_dir(&template, &dir);
         let cut = dir.join("cut").join("1");
         std::fs::create_dir_all(&cut).unwrap();
         if case == "a stranger" {
             std::fs::write(cut.join("notes.txt"), b"x").unwrap();
+        } else if case == "records written since" {
+            std::fs::write(cut.join(&tail_name), &original[end..]).unwrap();
+            let mut since = original[..end].to_vec();
+            since.extend_from_slice(&original[end..end + 100]);
+            since[end + 50] ^= 0xff;
+            std::fs::write(dir.join("journal").join(&first), &since).unwrap();
         } else {
             std::fs::write(dir.join("journal").join(&first), &original[..end - 1]).unwrap();
         }
@@ -3603,6 +3619,9 @@ fn an_interrupted_cut_is_undone_before_anything_else() {
             .map(|s| std::fs::read(dir.join("journal").join(s.file_name().unwrap())).unwrap())
             .collect();
         assert!(journal_now == journal_before, "{case}: nothing changed");
+        if case == "records written since" {
+            assert_eq!(std::fs::read(cut.join(&tail_name)).unwrap(), &original[end..], "the copy is kept");
+        }
     }
 }
 
@@ -3675,15 +3694,21 @@ fn a_header_that_names_other_entries_is_replaced_by_sleds_copy() {
     for (case, at, seq_shift, count_shift) in [
         ("head, count + 1", n - 1, 0, 1),
         ("head, first seq + 1", n - 1, 1, 0),
+        // (outside review 191 F3: the journal then read as ending one short, a lost end)
+        ("head, first seq - 1", n - 1, -1, 0),
         ("middle, first seq + 1", n - 3, 1, 0),
     ] {
         for args in [&[][..], &["--prefer", "sled"][..]] {
-            let dir = tmp.path().join(format!("{}{}", case.replace([' ', ',', '+'], "-"), args.len()));
+            let dir = tmp.path().join(format!("{}{}", case.replace([' ', ',', '+', '-'], "_"), args.len()));
             copy_dir(&template, &dir);
             let f = &frames[at];
             let record = &original[f.range.clone()];
             let (header, payload) = open_record(record).unwrap();
-            let resealed = seal_record(header.first_seq + seq_shift, header.count + count_shift, payload);
+            let resealed = seal_record(
+                header.first_seq.checked_add_signed(seq_shift).unwrap(),
+                header.count + count_shift,
+                payload,
+            );
             assert_eq!(resealed.len(), record.len());
             let mut bytes = original.clone();
             bytes[f.range.clone()].copy_from_slice(&resealed);

@@ -577,6 +577,15 @@ fn a_bound_set_changed_makes_the_manifest_stale_whether_shown_or_not() {
         reason: "the table moved".into(),
         invalidated_by: Some("human:alice".into()),
     }));
+    // A new revision proposed since leaves no revision confirmed: still stale (outside
+    // review 191 F4: the re-proposal erased the invalidation).
+    w.ok(Command::ProposeFact(ProposeFact {
+        fact_id: lid(0x4c),
+        goal_id: lid(GOAL),
+        revision: 2,
+        statement: "the lexer keeps its token kinds in a generated table".into(),
+        provenance: "docs/lexer.md".into(),
+    }));
     let err = w.with(|s| s.claim(lid(0x64))).unwrap_err();
     assert_eq!(rule_of(&err), Some(Rule::ManifestStale), "{err}");
     assert!(err.to_string().contains("was invalidated"), "{err}");

@@ -184,6 +184,26 @@ fn a_lone_surrogate_says_so() {
     assert_eq!(code, 1, "{out}");
     let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert!(r["rejected"].as_str().unwrap().contains("byte-order mark"), "{r}");
+    // Well-formed JSON of another shape says what a command is (outside review 190 F4:
+    // "expected value at line 1 column 1").
+    for (line, shape) in [
+        ("[1,2]", "an array"),
+        ("null", "null"),
+        ("42", "a number"),
+        ("{}", "an object with 0 keys"),
+        (r#"{"createGoal": {}, "proposeFact": {}}"#, "an object with 2 keys"),
+    ] {
+        let file = tmp.path().join("shape.jsonl");
+        std::fs::write(&file, line).unwrap();
+        let (code, out, _) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
+        assert_eq!(code, 1, "{out}");
+        let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let reason = r["rejected"].as_str().unwrap();
+        assert!(
+            reason.contains("exactly one key") && reason.ends_with(&format!("this line is {shape}")),
+            "{reason}"
+        );
+    }
     let file = tmp.path().join("ok.jsonl");
     std::fs::write(&file, goal("01JC0000000000000000000011", r"pair \ud83d\ude00, escaped \\ud800")).unwrap();
     let (code, _, err) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);

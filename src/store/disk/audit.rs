@@ -111,6 +111,13 @@ pub fn audit_with(
             Ok(db) => Ok(db),
             Err(OpenError::Locked(_)) => Err("held by a live writer".to_owned()),
             Err(e @ OpenError::NoRoom { .. }) => Err(format!("not opened: {e}")),
+            // A read-only filesystem refusing sled's open (which writes) — an auditor's
+            // snapshot — is no damage, and nothing there can be fixed: the journal is verified
+            // alone, as on a full disk (outside review 190 F3: exit 2 with the journal's
+            // verdict withheld). A permission refused is the operator's to fix (exit 2).
+            Err(e @ OpenError::Sled(_)) if e.is_read_only_filesystem() => {
+                Err(format!("not opened: {} (a read-only filesystem: sled's open writes)", e.index_reason()))
+            }
             // (A file where sled opens one that is not a regular file too: outside review 165
             // F2, it was reported before journal damage it then hid.)
             Err(e @ (OpenError::Sled(_) | OpenError::SledMissing(_) | OpenError::NotRegularInSled(_))) => {

@@ -200,13 +200,57 @@ const JOURNAL_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(
 /// ends, and a supervisor's writer should not fail because its own audit is running.
 const READERS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long closing a store waits for sled's last flush ([`flush_within`]): sled's
+/// flusher writes every half second, so little is left; after a failed journal write (the
+/// store poisoned: a full or failing disk) a shorter wait.
+const SLED_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+const SLED_CLOSE_WAIT_POISONED: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// sled's flush, run on a helper thread that holds clones of the handles, waited on for at
+/// most `wait`. sled 0.34 flushes when its last handle drops, and after a write of its own
+/// failed for want of space it can wait for that write forever (outside review 190 F1: a
+/// `submit` on a disk that filled up hung in the store's drop, holding the writer lock, its
+/// error never printed). The journal is the commit point — what sled has not written, the
+/// next open restores from it — so a flush past `wait` is left to the helper: it keeps its
+/// clones, so the caller's own handles are not sled's last and their drop does not wait
+/// again (the helper stays blocked; a process exits without it).
+fn flush_within(db: &sled::Db, entries: &sled::Tree, wait: std::time::Duration) -> Result<(), String> {
+    let (db, entries) = (db.clone(), entries.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("ledger-sled-flush".to_owned()).spawn(move || {
+        let flushed = db.flush().map(drop).map_err(|e| e.to_string());
+        drop((entries, db));
+        let _ = tx.send(flushed);
+    });
+    if let Err(e) = spawned {
+        return Err(format!("no thread to flush sled: {e}"));
+    }
+    match rx.recv_timeout(wait) {
+        Ok(flushed) => flushed,
+        Err(_) => Err(format!(
+            "sled's flush did not finish within {} s (a full or failing disk?): the index lags the journal, and \
+             the next open restores it",
+            wait.as_secs()
+        )),
+    }
+}
+
+impl Drop for DiskStore {
+    fn drop(&mut self) {
+        // Bounded: see `flush_within` (what it could not flush, the next open restores).
+        let wait = if self.poisoned { SLED_CLOSE_WAIT_POISONED } else { SLED_CLOSE_WAIT };
+        let _ = flush_within(&self.db, &self.entries, wait);
+    }
+}
+
 pub(super) fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenError {
     OpenError::Corrupt { seq, replica, reason }
 }
 
 /// Creates a new ledger at `root` holding its genesis entry.
 pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskStore, OpenError> {
-    if root.exists() {
+    let made_root = !root.exists();
+    if !made_root {
         let mut items = std::fs::read_dir(root).map_err(io("read directory", root))?;
         if items.next().is_some() {
             return Err(OpenError::AlreadyExists(root.to_path_buf()));
@@ -221,7 +265,35 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
         }
     }
     let journal_dir = root.join(JOURNAL_DIR);
+    // Ours from here (a concurrent `init` of the same directory fails to make it): nothing
+    // half-made is left behind — a failure below removes what this call made (outside
+    // review 190 F2: on a disk with too little room for sled, `init` exited 2 and left a
+    // complete genesis journal that a retry refused as not empty).
     create_dir_0700(&journal_dir)?;
+    let made = init_in(root, &journal_dir, label, ledger, time_ms);
+    if made.is_err() {
+        let _ = std::fs::remove_dir_all(root.join(SLED_DIR));
+        let _ = std::fs::remove_dir_all(&journal_dir);
+        let parent = root.parent().filter(|p| !p.as_os_str().is_empty());
+        if made_root && std::fs::remove_dir(root).is_ok() {
+            if let Some(parent) = parent {
+                let _ = sync_dir(parent);
+            }
+        } else {
+            let _ = sync_dir(root);
+        }
+    }
+    made
+}
+
+/// [`init`] once `journal/` is made.
+fn init_in(
+    root: &Path,
+    journal_dir: &Path,
+    label: &str,
+    ledger: Id,
+    time_ms: u64,
+) -> Result<DiskStore, OpenError> {
     create_dir_0700(&root.join(SLED_DIR))?;
     sync_dir(root)?;
     let lock_file = lock(root, true)?;
@@ -229,7 +301,7 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     let genesis = Event::LedgerInitialized(LedgerInitialized { catalog: 1, label: label.to_owned() });
     let sealed = chain.seal(genesis, time_ms, ledger).map_err(OpenError::Genesis)?;
     let frame = Frame::new(vec![sealed]).map_err(OpenError::GenesisFrame)?;
-    let mut writer = JournalWriter::create(&journal_dir, 0)?;
+    let mut writer = JournalWriter::create(journal_dir, 0)?;
     writer.append(frame.bytes(), false, false)?;
     let db = open_sled(&root.join(SLED_DIR))?;
     let (entries, meta) = trees(&db)?;
@@ -453,7 +525,9 @@ impl DiskStore {
     /// Flushes sled (not needed for durability — the journal is the commit point — but it
     /// makes the next open cheaper). Called on orderly shutdown.
     pub fn flush_index(&self) -> Result<(), ReadError> {
-        self.db.flush().map(|_| ()).map_err(ReadError::Sled)
+        flush_within(&self.db, &self.entries, SLED_CLOSE_WAIT).map_err(|why| {
+            ReadError::Sled(sled::Error::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, why)))
+        })
     }
 
     /// Inserts pending frames into sled, oldest first; stops at the first failure so sled
