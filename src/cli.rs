@@ -1036,6 +1036,15 @@ fn replay(
             report.entries.saturating_sub(1)
         )));
     }
+    if let (Some(to), Some(kind), true) = (to, report.to_splits, report.ok) {
+        return Err(usage(format!(
+            "--to {to} stops inside one command: seq {to} and seq {} ({kind}) were written together, and the \
+             state between them is none a command left; give --to {} or --to {}",
+            to + 1,
+            to.saturating_sub(1),
+            to + 1
+        )));
+    }
     if json {
         emit(out, serde_json::to_string(&report).unwrap_or_default())?;
     } else if report.ok {

@@ -76,6 +76,12 @@ pub struct ReplayReport {
     pub frames: u64,
     /// Entries folded into the state (all of them, or up to `--to`).
     pub folded: u64,
+    /// `--to` stopped between the two entries one command wrote (`restartAttempt`'s cancel
+    /// and replacement, `recordRepair`'s repair and child generation): the kind of the entry
+    /// after it that completes the command. Such a state no command left (outside review 193
+    /// F3); the CLI refuses it.
+    #[serde(skip)]
+    pub to_splits: Option<&'static str>,
     pub goals: u64,
     pub workflows: u64,
     pub attempts: Vec<AttemptProof>,
@@ -130,7 +136,16 @@ impl<'r> Audit<'r> {
     /// Folds one chain-verified entry; an inadmissible one is the replay's failure.
     fn fold(&mut self, sealed: &SealedEntry) -> Result<(), OpenError> {
         let seq = sealed.entry.seq;
-        if self.to.is_some_and(|to| seq > to) {
+        if let Some(to) = self.to.filter(|to| seq > *to) {
+            // The second entry of a two-entry command, right after `to`: `to` splits it.
+            let completes = match &sealed.entry.event {
+                Event::AttemptStarted(a) => a.replaces.is_some(),
+                Event::GenerationOpened(g) => g.repair_id.is_some(),
+                _ => false,
+            };
+            if seq == to + 1 && completes {
+                self.report.to_splits = Some(sealed.entry.event.kind());
+            }
             return Ok(());
         }
         let kind = sealed.entry.event.kind();
@@ -352,7 +367,9 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
                 let mut earlier: Vec<(u64, Id)> = state
                     .attempts
                     .iter()
-                    .filter(|(_, e)| e.worker_session_id == a.worker_session_id)
+                    // Only those a worker was given: one cancelled before its dispatch claim
+                    // never reached the Thread (outside review 193 F1).
+                    .filter(|(_, e)| e.worker_session_id == a.worker_session_id && e.dispatched)
                     .map(|(id, e)| (e.seq, *id))
                     .collect();
                 earlier.sort_unstable();

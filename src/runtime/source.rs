@@ -1028,7 +1028,7 @@ fn copied_reason(what: &str, reason: &str) -> Result<(), RuleViolation> {
     ensure!(
         reason.len() <= MAX_RETIREMENT_REASON,
         Rule::OutOfBounds,
-        "{what}'s reason is {} bytes, over {MAX_RETIREMENT_REASON}: it reaches every later worker of the goal as an omission's reason",
+        "{what}'s reason is {} bytes, over {MAX_RETIREMENT_REASON}: it is copied into every later Attempt manifest of the goal as an omission's reason",
         reason.len()
     );
     Ok(())

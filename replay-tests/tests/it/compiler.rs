@@ -479,7 +479,7 @@ fn a_withdrawn_decision_is_delivered_no_more() {
     // The setup recorded decision 0x52 on "Keep the existing Error enum?".
     w.refused(withdraw(0x99, "wrong goal", "human:alice"), Rule::Unknown);
     w.refused(withdraw(0x52, " ", "human:alice"), Rule::OutOfBounds);
-    // The reason reaches every later worker of the goal as an omission's: bounded as a
+    // The reason is copied into every later manifest of the goal as an omission's: bounded as a
     // retirement's (outside review 146 F1: 17 withdrawals with 64 KB reasons made every
     // later Attempt start of the goal too large to seal).
     let long = "x".repeat(closure_ledger::runtime::MAX_RETIREMENT_REASON);

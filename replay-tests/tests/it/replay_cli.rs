@@ -208,6 +208,24 @@ fn replay_json_reports_what_was_proved() {
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert_eq!(err.lines().count(), 1);
     assert!(err.contains("beyond the head"), "{err}");
+    // Between the two entries one command wrote (`recordRepair`: the repair, then its child
+    // generation) is a state no command left: refused, naming both ways out (outside review
+    // 193 F3: it was folded and its digest reported).
+    let (_, exported, _) = cli(&["export", dir.to_str().unwrap()]);
+    let repair = exported
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["event"].get("repairRecorded").is_some())
+        .map(|e| e["seq"].as_u64().unwrap())
+        .unwrap();
+    let (code, out, err) = cli(&["replay", dir.to_str().unwrap(), "--to", &repair.to_string()]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(
+        err.contains("stops inside one command") && err.contains(&format!("--to {}", repair + 1)),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["replay", dir.to_str().unwrap(), "--to", &(repair + 1).to_string()]);
+    assert_eq!(code, 0, "{err}");
 }
 
 /// `compile --attempt` re-renders every attempt's package from the ledger alone: the

@@ -1170,7 +1170,18 @@ fn a_goal_revised_while_dispatched_is_named_as_the_change() {
 /// package were all the worker had).
 #[test]
 fn compile_names_a_resumed_thread() {
+    use closure_ledger::runtime::command::CancelAttempt;
     let mut w = ran_with_a_loaded_skill();
+    // A RESUME cancelled before its dispatch claim never reached the Thread: not one of the
+    // Attempts whose Turns the worker had (outside review 193 F1: it was listed).
+    w.submit(on_session_0x61(0x63, ThreadChoice::Resume, None)).unwrap();
+    let version = w.with_ledger(|s| Ok(s.ledger.state().workflows[&lid(0x31)].version)).unwrap();
+    w.submit(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x63),
+        workflow_version: version,
+        reason: "not needed".into(),
+    }))
+    .unwrap();
     w.submit(on_session_0x61(0x62, ThreadChoice::Resume, None)).unwrap();
     let dir = w.dir().to_str().unwrap().to_owned();
     let compile = |attempt: u128| cli(&["compile", &dir, "--attempt", &lid(attempt).to_string(), "--json"]);
