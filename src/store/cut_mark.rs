@@ -13,8 +13,6 @@
 //! (`recover::undo_interrupted_cut`), as it undoes an interrupted segment swap: the ledger
 //! is then as it was before the cut, and a `--truncate-after` given again cuts again.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::journal::{io, sync_dir};
@@ -65,13 +63,7 @@ impl Cut {
 
 /// Names the cut before anything moves: written whole (a temporary file, synced, renamed).
 pub(super) fn write(root: &Path, cut: &Cut) -> Result<(), IoError> {
-    let marker = root.join(MARKER);
-    let tmp = root.join(format!("{MARKER}.tmp"));
-    let mut f =
-        OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io("create", &tmp))?;
-    f.write_all(cut.text().as_bytes()).and_then(|()| f.sync_all()).map_err(io("write", &tmp))?;
-    std::fs::rename(&tmp, &marker).map_err(io("rename", &tmp))?;
-    sync_dir(root)
+    super::swap::write_marker_file(root, MARKER, &cut.text())
 }
 
 /// The cut is done (sled rebuilt without its records) or put back: the marker goes.
@@ -100,23 +92,14 @@ pub fn refuse_interrupted(root: &Path) -> Result<(), OpenError> {
 pub(super) fn read(root: &Path) -> Result<Option<(PathBuf, Cut)>, OpenError> {
     let marker = root.join(MARKER);
     let unresolved = |why: String| OpenError::CutUnresolved { marker: marker.clone(), why };
-    // Not followed and not waited on: a symlink, a FIFO or a directory is no marker.
-    let meta = match std::fs::symlink_metadata(&marker) {
+    match std::fs::symlink_metadata(&marker) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let _ = std::fs::remove_file(root.join(format!("{MARKER}.tmp")));
             return Ok(None);
         }
         other => other.map_err(io("stat", &marker))?,
     };
-    if !meta.is_file() {
-        return Err(unresolved("it is not a regular file".to_owned()));
-    }
-    if meta.len() > MAX_MARKER_BYTES {
-        return Err(unresolved(format!("it is over {MAX_MARKER_BYTES} bytes")));
-    }
-    let file = File::open(&marker).map_err(io("open", &marker))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_MARKER_BYTES).read_to_end(&mut bytes).map_err(io("read", &marker))?;
+    let bytes = super::swap::marker_bytes(&marker, MAX_MARKER_BYTES)?.map_err(unresolved)?;
     let cut = std::str::from_utf8(&bytes)
         .ok()
         .and_then(Cut::parse)

@@ -251,13 +251,35 @@ pub(super) fn swap(
 }
 
 fn write_marker(root: &Path, txn: &Txn) -> Result<(), IoError> {
-    let marker = root.join(MARKER);
-    let tmp = root.join(format!("{MARKER}.tmp"));
+    write_marker_file(root, MARKER, &txn.text())
+}
+
+/// Writes the marker `name` in `root` whole: to `<name>.tmp`, synced, renamed, the
+/// directory synced (the swap's and the cut's, `super::cut_mark`).
+pub(super) fn write_marker_file(root: &Path, name: &str, text: &str) -> Result<(), IoError> {
+    let marker = root.join(name);
+    let tmp = root.join(format!("{name}.tmp"));
     let mut f =
         OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io("create", &tmp))?;
-    f.write_all(txn.text().as_bytes()).and_then(|()| f.sync_all()).map_err(io("write", &tmp))?;
+    f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(io("write", &tmp))?;
     std::fs::rename(&tmp, &marker).map_err(io("rename", &tmp))?;
     sync_dir(root)
+}
+
+/// A marker's bytes: a regular file (never followed nor waited on — a symlink, a FIFO or a
+/// directory is no marker) of at most `max` bytes; `Ok(Err(why))` where it is no such file.
+pub(super) fn marker_bytes(marker: &Path, max: u64) -> Result<Result<Vec<u8>, String>, IoError> {
+    let meta = std::fs::symlink_metadata(marker).map_err(io("stat", marker))?;
+    if !meta.is_file() {
+        return Ok(Err("it is not a regular file".to_owned()));
+    }
+    if meta.len() > max {
+        return Ok(Err(format!("it is over {max} bytes")));
+    }
+    let file = File::open(marker).map_err(io("open", marker))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes).map_err(io("read", marker))?;
+    Ok(Ok(bytes))
 }
 
 /// The swap into `into` verified: the marker goes, and the emptied staging directory.
@@ -314,17 +336,7 @@ pub(super) fn undo_interrupted(root: &Path) -> Result<Option<(PathBuf, usize)>, 
 fn read_marker(root: &Path) -> Result<Txn, OpenError> {
     let marker = root.join(MARKER);
     let unresolved = |why: String| OpenError::SwapUnresolved { marker: marker.clone(), why };
-    // Not followed and not waited on: a symlink, a FIFO or a directory is no marker.
-    let meta = std::fs::symlink_metadata(&marker).map_err(io("stat", &marker))?;
-    if !meta.is_file() {
-        return Err(unresolved("it is not a regular file".to_owned()));
-    }
-    if meta.len() > MAX_MARKER_BYTES {
-        return Err(unresolved(format!("it is over {MAX_MARKER_BYTES} bytes")));
-    }
-    let file = File::open(&marker).map_err(io("open", &marker))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_MARKER_BYTES).read_to_end(&mut bytes).map_err(io("read", &marker))?;
+    let bytes = marker_bytes(&marker, MAX_MARKER_BYTES)?.map_err(unresolved)?;
     std::str::from_utf8(&bytes)
         .ok()
         .and_then(Txn::parse)
