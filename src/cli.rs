@@ -897,7 +897,11 @@ fn malformed(line: &[u8], e: &serde_json::Error) -> String {
     // Well-formed JSON of another shape is named as such (outside review 190 F4: `[1,2]`,
     // `null`, `{}` and two command keys were all "expected value at line 1 column 1").
     let shape = match serde_json::from_slice::<serde_json::Value>(line) {
-        Ok(serde_json::Value::Object(m)) if m.len() == 1 => None,
+        // One key — unless given twice (the parsed value keeps one: outside review 192 F6).
+        Ok(serde_json::Value::Object(m)) if m.len() == 1 => match serde_json::from_slice::<KeyCount>(line) {
+            Ok(KeyCount(n)) if n > 1 => Some(format!("an object with {n} keys (one given twice)")),
+            _ => None,
+        },
         Ok(serde_json::Value::Object(m)) => Some(format!("an object with {} keys", m.len())),
         Ok(serde_json::Value::Array(_)) => Some("an array".to_owned()),
         Ok(serde_json::Value::String(_)) => Some("a string".to_owned()),
@@ -918,6 +922,30 @@ fn malformed(line: &[u8], e: &serde_json::Error) -> String {
             e.column()
         ),
         None => format!("malformed command: {e}"),
+    }
+}
+
+/// How many keys a JSON object has, each counted as written (a repeated key too).
+struct KeyCount(usize);
+
+impl<'de> serde::Deserialize<'de> for KeyCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KeyCount, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = KeyCount;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<KeyCount, A::Error> {
+                let mut n = 0;
+                while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    n += 1;
+                }
+                Ok(KeyCount(n))
+            }
+        }
+        d.deserialize_map(Keys)
     }
 }
 

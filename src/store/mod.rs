@@ -563,6 +563,15 @@ pub enum OpenError {
         undone.display()
     )]
     AfterUndo { undone: PathBuf, source: Box<OpenError> },
+    /// sled could not be opened on a read-only filesystem (its open writes): the journal was
+    /// verified alone, but without sled nothing shows whether it lost acknowledged records at
+    /// its end — not a pass (exit 2; outside reviews 190 F3, 192 F3).
+    #[error(
+        "{source}; the journal alone verified ({entries} entries, head seq {head}), but sled — the copy that \
+         shows whether the journal lost acknowledged records at its end — could not be read on a read-only \
+         filesystem: verify a writable copy of the ledger (`replay --journal-only` checks the journal alone)"
+    )]
+    ReadOnlySled { source: Box<OpenError>, entries: u64, head: u64 },
     /// A `recover --truncate-after` was cutting the journal (`recover.cut` is present):
     /// interrupted, or running now beside this reader. sled may still hold the records cut
     /// from the journal until `recover` puts them back (exit 1).

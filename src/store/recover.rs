@@ -1198,6 +1198,10 @@ fn recover_cut(
         return Err(OpenError::torn_unchecked(torn, next, &why));
     }
     drop(tree);
+    // Bounded: sled's close may wait forever on a disk that filled (outside review 192 F2).
+    if let Some(db) = &db {
+        let _ = super::disk::flush_within(db, super::disk::SLED_CLOSE_WAIT);
+    }
     drop(db);
 
     // The journal now verifies, apart from a torn tail, and holds the checkpoint (checked
@@ -1242,7 +1246,7 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
     };
     let rebuilt = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut insert)?;
     write_meta(&meta, rebuilt.head.ledger)?;
-    db.flush().map_err(OpenError::Sled)?;
+    super::disk::flush_bounded(&db)?;
     Ok((moved_aside, rebuilt))
 }
 
@@ -1647,11 +1651,18 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
         Ok(meta) if meta.is_file() => meta.len(),
         _ => return Err(unresolved(format!("{} is not there", segment.display()))),
     };
-    if len < cut.end {
+    // Where the record of seq `after` ends in the segment now: a restore past earlier damage
+    // that a cut made may have rewritten the segment, moving it (outside review 192 F7: the
+    // marker's offset then fell inside a record, and every later `recover` refused).
+    let end = match intact_record_ending(&journal, cut.after)? {
+        Some((at, end)) if at == segment => end,
+        _ => cut.end,
+    };
+    if len < end {
         return Err(unresolved(format!(
             "{} is {len} bytes, shorter than the cut's offset {}",
             segment.display(),
-            cut.end
+            end
         )));
     }
     let tail_name = format!("{}@{}", cut.segment, cut.end);
@@ -1698,37 +1709,51 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
     // copy: nothing was cut from this segment. Anything else is not this cut's state.
     let past = {
         let bytes = read_segment(&segment)?;
-        bytes.get(usize::try_from(cut.end).unwrap_or(usize::MAX)..).unwrap_or_default().to_vec()
+        bytes.get(usize::try_from(end).unwrap_or(usize::MAX)..).unwrap_or_default().to_vec()
     };
-    let mut moved = Vec::with_capacity(later.len() + 1);
-    match tail {
+    // (An append torn into zeros — a power loss inside it — is the copy's prefix then zeros:
+    // appended again too. Outside review 192 F4.)
+    let written = past.get(..past.iter().rposition(|b| *b != 0).map_or(0, |at| at + 1)).unwrap_or_default();
+    let append_tail = match &tail {
         Some(tail) => {
-            let copy = read_segment(&tail)?;
+            let copy = read_segment(tail)?;
             if past.len() >= copy.len() && past.starts_with(&copy) {
-                std::fs::remove_file(&tail).map_err(io("remove", &tail))?;
-            } else if copy.starts_with(&past) {
-                moved.push(tail);
+                false
+            } else if copy.starts_with(written) {
+                true
             } else {
                 return Err(unresolved(format!(
-                    "{} holds bytes past offset {} that are not those of {} (records written since the cut?)",
+                    "{} holds bytes past offset {end} that are not those of {} (records written since the cut?)",
                     segment.display(),
-                    cut.end,
                     tail.display()
                 )));
             }
         }
-        None if past.iter().any(|b| *b != 0) && !later.is_empty() => {
+        None if !written.is_empty() && !later.is_empty() => {
             return Err(unresolved(format!(
-                "{} holds records past offset {}, and the cut moved later segments (records written since the \
+                "{} holds records past offset {end}, and the cut moved later segments (records written since the \
                  cut?)",
-                segment.display(),
-                cut.end
+                segment.display()
             )));
         }
-        None => {}
+        None => false,
+    };
+    // Later segments back first, then the tail: a crash between the steps leaves the copy
+    // for the next undo to judge (outside review 192 F1: a copy dropped as a duplicate before
+    // the later segments were back left a state every later undo refused).
+    put_cut_back(&journal, &segment, end, &later)?;
+    if let Some(tail) = tail {
+        if append_tail {
+            // From the record of `after`'s end, whatever stands there (a torn append).
+            let bytes = read_segment(&tail)?;
+            let mut file = OpenOptions::new().write(true).open(&segment).map_err(io("open", &segment))?;
+            file.set_len(end).map_err(io("truncate", &segment))?;
+            file.seek(SeekFrom::Start(end)).map_err(io("seek", &segment))?;
+            file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(io("write", &segment))?;
+        }
+        std::fs::remove_file(&tail).map_err(io("remove", &tail))?;
+        sync_dir(&from)?;
     }
-    moved.extend(later);
-    put_cut_back(&journal, &segment, cut.end, &moved)?;
     if std::fs::remove_dir(&from).is_ok() && std::fs::remove_dir(root.join(CUT_DIR)).is_ok() {
         sync_dir(root)?;
     }

@@ -3522,6 +3522,11 @@ fn an_interrupted_cut_is_undone_before_anything_else() {
         // An earlier undo's append of the tail cut short (outside review 191 F1: the copy was
         // then deleted as a duplicate, and the records past the append were in no copy).
         "undo's append cut short",
+        // An undo killed after its append, before the later segments were back (outside
+        // review 192 F1: the next undo dropped the copy first, and the one after refused).
+        "undo halfway",
+        // An undo's append torn into zeros by a power loss (outside review 192 F4).
+        "append torn into zeros",
     ];
     for state in states {
         let dir = tmp.path().join(state.replace(' ', "-"));
@@ -3546,8 +3551,13 @@ fn an_interrupted_cut_is_undone_before_anything_else() {
             if state == "undo's append cut short" {
                 std::fs::write(&seg, &original[..end + (original.len() - end) / 2]).unwrap();
             }
+            if state == "append torn into zeros" {
+                let mut torn = original[..end + (original.len() - end) / 2].to_vec();
+                torn.resize(original.len(), 0);
+                std::fs::write(&seg, &torn).unwrap();
+            }
             let moved = match state {
-                "one later moved" => 1,
+                "one later moved" | "undo halfway" => 1,
                 "all moved" => 2,
                 _ => 0,
             };

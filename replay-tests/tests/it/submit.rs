@@ -192,6 +192,7 @@ fn a_lone_surrogate_says_so() {
         ("42", "a number"),
         ("{}", "an object with 0 keys"),
         (r#"{"createGoal": {}, "proposeFact": {}}"#, "an object with 2 keys"),
+        (r#"{"createGoal": {}, "createGoal": {}}"#, "an object with 2 keys (one given twice)"),
     ] {
         let file = tmp.path().join("shape.jsonl");
         std::fs::write(&file, line).unwrap();

@@ -102,6 +102,7 @@ pub fn audit_with(
     // A sled that will not open is reported after the journal is verified, so that damage
     // to the history is never hidden behind a broken index.
     let mut unopened = None;
+    let mut read_only = None;
     let db = match (scope, &lock) {
         (AuditScope::JournalOnly, _) => Err("not asked (--journal-only)".to_owned()),
         (AuditScope::Both, None) => {
@@ -112,11 +113,14 @@ pub fn audit_with(
             Err(OpenError::Locked(_)) => Err("held by a live writer".to_owned()),
             Err(e @ OpenError::NoRoom { .. }) => Err(format!("not opened: {e}")),
             // A read-only filesystem refusing sled's open (which writes) — an auditor's
-            // snapshot — is no damage, and nothing there can be fixed: the journal is verified
-            // alone, as on a full disk (outside review 190 F3: exit 2 with the journal's
-            // verdict withheld). A permission refused is the operator's to fix (exit 2).
+            // snapshot — is no damage: the journal is verified and its verdict given (outside
+            // review 190 F3: exit 2 with it withheld), but without sled that is no pass (192
+            // F3: a journal that lost its end verified, exit 0): `ReadOnlySled`, exit 2.
             Err(e @ OpenError::Sled(_)) if e.is_read_only_filesystem() => {
-                Err(format!("not opened: {} (a read-only filesystem: sled's open writes)", e.index_reason()))
+                let reason =
+                    format!("not opened: {} (a read-only filesystem: sled's open writes)", e.index_reason());
+                read_only = Some(e);
+                Err(reason)
             }
             // (A file where sled opens one that is not a regular file too: outside review 165
             // F2, it was reported before journal damage it then hid.)
@@ -181,6 +185,13 @@ pub fn audit_with(
         && !checkpoint_seen
     {
         return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
+    }
+    if let Some(e) = read_only {
+        return Err(OpenError::ReadOnlySled {
+            source: Box::new(e),
+            entries: scan.entries,
+            head: scan.head.seq,
+        });
     }
     if let Some(e) = unopened {
         return Err(match &scan.torn {

@@ -203,7 +203,7 @@ const READERS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30
 /// How long closing a store waits for sled's last flush ([`flush_within`]): sled's
 /// flusher writes every half second, so little is left; after a failed journal write (the
 /// store poisoned: a full or failing disk) a shorter wait.
-const SLED_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(in crate::store) const SLED_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 const SLED_CLOSE_WAIT_POISONED: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// sled's flush, run on a helper thread that holds clones of the handles, waited on for at
@@ -214,12 +214,13 @@ const SLED_CLOSE_WAIT_POISONED: std::time::Duration = std::time::Duration::from_
 /// next open restores from it — so a flush past `wait` is left to the helper: it keeps its
 /// clones, so the caller's own handles are not sled's last and their drop does not wait
 /// again (the helper stays blocked; a process exits without it).
-fn flush_within(db: &sled::Db, entries: &sled::Tree, wait: std::time::Duration) -> Result<(), String> {
-    let (db, entries) = (db.clone(), entries.clone());
+/// (A `Db` holds every tree it opened: its clone keeps them all from being the last.)
+pub(in crate::store) fn flush_within(db: &sled::Db, wait: std::time::Duration) -> Result<(), String> {
+    let db = db.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new().name("ledger-sled-flush".to_owned()).spawn(move || {
         let flushed = db.flush().map(drop).map_err(|e| e.to_string());
-        drop((entries, db));
+        drop(db);
         let _ = tx.send(flushed);
     });
     if let Err(e) = spawned {
@@ -235,11 +236,21 @@ fn flush_within(db: &sled::Db, entries: &sled::Tree, wait: std::time::Duration) 
     }
 }
 
+/// sled's flush where a write of the ledger's own needs it done, bounded as at a close
+/// ([`flush_within`], [`SLED_CLOSE_WAIT`]): past the wait it is the filesystem refusing (a
+/// full or failing disk: outside review 192 F2, `recover` rebuilding sled on a disk that
+/// filled hung), not damage.
+pub(in crate::store) fn flush_bounded(db: &sled::Db) -> Result<(), OpenError> {
+    flush_within(db, SLED_CLOSE_WAIT).map_err(|why| {
+        OpenError::Sled(sled::Error::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, why)))
+    })
+}
+
 impl Drop for DiskStore {
     fn drop(&mut self) {
         // Bounded: see `flush_within` (what it could not flush, the next open restores).
         let wait = if self.poisoned { SLED_CLOSE_WAIT_POISONED } else { SLED_CLOSE_WAIT };
-        let _ = flush_within(&self.db, &self.entries, wait);
+        let _ = flush_within(&self.db, wait);
     }
 }
 
@@ -250,6 +261,10 @@ pub(super) fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenErr
 /// Creates a new ledger at `root` holding its genesis entry.
 pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskStore, OpenError> {
     let made_root = !root.exists();
+    // The directories this call makes above the ledger's, nearest first (removed again if it
+    // fails: outside review 192 F5).
+    let made_above: Vec<&Path> =
+        root.ancestors().skip(1).take_while(|a| !a.as_os_str().is_empty() && !a.exists()).collect();
     if !made_root {
         let mut items = std::fs::read_dir(root).map_err(io("read directory", root))?;
         if items.next().is_some() {
@@ -276,8 +291,10 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
         let _ = std::fs::remove_dir_all(&journal_dir);
         let parent = root.parent().filter(|p| !p.as_os_str().is_empty());
         if made_root && std::fs::remove_dir(root).is_ok() {
-            if let Some(parent) = parent {
-                let _ = sync_dir(parent);
+            // (Each only while empty: nothing another process put there goes.)
+            let kept = made_above.iter().find(|a| std::fs::remove_dir(a).is_err()).copied();
+            if let Some(dir) = kept.or(made_above.last().and_then(|a| a.parent())).or(parent) {
+                let _ = sync_dir(dir);
             }
         } else {
             let _ = sync_dir(root);
@@ -308,7 +325,7 @@ fn init_in(
     write_meta(&meta, ledger)?;
     let sled_err = OpenError::Sled;
     insert_frame(&entries, 0, frame.bytes()).map_err(sled_err)?;
-    db.flush().map_err(sled_err)?;
+    flush_bounded(&db)?;
     let head = chain.head().ok_or(OpenError::Empty)?;
     Ok(DiskStore {
         root: root.to_path_buf(),
@@ -437,7 +454,7 @@ impl DiskStore {
             insert_frame(&entries_tree, lag.first_seq, &bytes).map_err(sled_err)?;
             restored += lag.len;
             if restored >= index::SLED_CURSOR_BUDGET {
-                db.flush().map_err(sled_err)?;
+                flush_bounded(&db)?;
                 drop(entries_tree);
                 drop(db);
                 db = open_sled(&sled_dir)?;
@@ -446,7 +463,7 @@ impl DiskStore {
             }
         }
         if write_meta_now || !scan.sled_lag.is_empty() {
-            db.flush().map_err(sled_err)?;
+            flush_bounded(&db)?;
         }
         // The restored tail must read back through a new handle: a sled whose own open had
         // dropped the frames past damage in its log holds them in memory and loses them at
@@ -525,7 +542,7 @@ impl DiskStore {
     /// Flushes sled (not needed for durability — the journal is the commit point — but it
     /// makes the next open cheaper). Called on orderly shutdown.
     pub fn flush_index(&self) -> Result<(), ReadError> {
-        flush_within(&self.db, &self.entries, SLED_CLOSE_WAIT).map_err(|why| {
+        flush_within(&self.db, SLED_CLOSE_WAIT).map_err(|why| {
             ReadError::Sled(sled::Error::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, why)))
         })
     }
