@@ -610,6 +610,8 @@ fn sled_reason(e: &sled::Error) -> String {
         sled::Error::Corruption { .. } => "its files hold corrupted data (sled's own checksums)".to_owned(),
         // sled's text for it asks its users to report a bug to sled; ours is one line.
         sled::Error::ReportableBug(why) => why.clone(),
+        // (sled prints its I/O error in Rust's debug form: `Os { code: 28, … }`, review 192.)
+        sled::Error::Io(io) => format!("IO error: {io}"),
         other => other.to_string(),
     }
 }

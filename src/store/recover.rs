@@ -761,6 +761,9 @@ fn recover_in(
         // journal's only witness — is not moved aside for it.
         Err(e) => return Err(e),
     };
+    // Held to the end of the recovery: sled's handles passed on below are then never its
+    // last, and this closes it within a bound however the recovery ends (review 192 F2).
+    let _close = db.as_ref().map(|db| super::disk::CloseBounded(db.clone()));
     let trees = db.as_ref().and_then(|db| trees(db).ok());
     if let Some((_, meta)) = &trees {
         // A newer build's ledger: neither its sled is rebuilt in an older format nor its
@@ -1240,6 +1243,7 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
     create_dir_0700(&sled_dir)?;
     sync_dir(root)?;
     let db = open_sled(&sled_dir)?;
+    let _close = super::disk::CloseBounded(db.clone());
     let (entries_tree, meta) = trees(&db)?;
     let mut insert = |pos: &FramePos<'_>| -> Result<(), OpenError> {
         insert_frame(&entries_tree, pos.first_seq, pos.record).map_err(OpenError::Sled)

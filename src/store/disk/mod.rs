@@ -246,6 +246,19 @@ pub(in crate::store) fn flush_bounded(db: &sled::Db) -> Result<(), OpenError> {
     })
 }
 
+/// Closes sled within [`SLED_CLOSE_WAIT`] however the scope holding it ends — an error
+/// returned half-way included (outside review 192 F2: `recover`'s rebuild failed on a disk
+/// that filled, and the drop of its handles then waited forever in sled's flush). Declare it
+/// right after the database it guards: it drops before that, and its helper's clone keeps
+/// the handles dropped after it from being sled's last.
+pub(in crate::store) struct CloseBounded(pub(in crate::store) sled::Db);
+
+impl Drop for CloseBounded {
+    fn drop(&mut self) {
+        let _ = flush_within(&self.0, SLED_CLOSE_WAIT);
+    }
+}
+
 impl Drop for DiskStore {
     fn drop(&mut self) {
         // Bounded: see `flush_within` (what it could not flush, the next open restores).
@@ -321,6 +334,7 @@ fn init_in(
     let mut writer = JournalWriter::create(journal_dir, 0)?;
     writer.append(frame.bytes(), false, false)?;
     let db = open_sled(&root.join(SLED_DIR))?;
+    let _close = CloseBounded(db.clone());
     let (entries, meta) = trees(&db)?;
     write_meta(&meta, ledger)?;
     let sled_err = OpenError::Sled;
