@@ -761,9 +761,6 @@ fn recover_in(
         // journal's only witness — is not moved aside for it.
         Err(e) => return Err(e),
     };
-    // Held to the end of the recovery: sled's handles passed on below are then never its
-    // last, and this closes it within a bound however the recovery ends (review 192 F2).
-    let _close = db.as_ref().map(|db| super::disk::CloseBounded(db.clone()));
     let trees = db.as_ref().and_then(|db| trees(db).ok());
     if let Some((_, meta)) = &trees {
         // A newer build's ledger: neither its sled is rebuilt in an older format nor its
@@ -795,6 +792,10 @@ fn recover_cut(
     trees: Option<(sled::Tree, sled::Tree)>,
     zeros_cut: Vec<PathBuf>,
 ) -> Result<RecoverReport, OpenError> {
+    // sled closed within a bound however this ends — an error half-way included (outside
+    // review 192 F2: a drop on a disk that filled waited forever in sled's flush). Dropped
+    // before `db`, and before sled is rebuilt below (it holds a handle only while flushing).
+    let close = db.as_ref().map(|db| super::disk::CloseBounded(db.clone()));
     let journal = root.join(JOURNAL_DIR);
     let mut report = RecoverReport {
         head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
@@ -1201,10 +1202,9 @@ fn recover_cut(
         return Err(OpenError::torn_unchecked(torn, next, &why));
     }
     drop(tree);
-    // Bounded: sled's close may wait forever on a disk that filled (outside review 192 F2).
-    if let Some(db) = &db {
-        let _ = super::disk::flush_within(db, super::disk::SLED_CLOSE_WAIT);
-    }
+    // sled closed before it is rebuilt (moved aside by name): the guard first, so the close
+    // is bounded and this handle, once the guard's flush is done, the last.
+    drop(close);
     drop(db);
 
     // The journal now verifies, apart from a torn tail, and holds the checkpoint (checked
