@@ -659,6 +659,7 @@ fn hint_keeps_sled(root: &Path, e: OpenError) -> OpenError {
             return None;
         }
         let db = open_sled(&dir).ok()?;
+        let _close = super::disk::CloseBounded::new(&db);
         let (entries, _) = trees(&db).ok()?;
         sled_continuation(&entries, None, None).ok()?.1.map(|h| h.seq)
     };
@@ -795,7 +796,7 @@ fn recover_cut(
     // sled closed within a bound however this ends — an error half-way included (outside
     // review 192 F2: a drop on a disk that filled waited forever in sled's flush). Dropped
     // before `db`, and before sled is rebuilt below (it holds a handle only while flushing).
-    let close = db.as_ref().map(|db| super::disk::CloseBounded(db.clone()));
+    let close = db.as_ref().map(super::disk::CloseBounded::new);
     let journal = root.join(JOURNAL_DIR);
     let mut report = RecoverReport {
         head: Head { ledger: Default::default(), seq: 0, hash: Default::default(), time_ms: 0 },
@@ -1243,14 +1244,14 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
     create_dir_0700(&sled_dir)?;
     sync_dir(root)?;
     let db = open_sled(&sled_dir)?;
-    let _close = super::disk::CloseBounded(db.clone());
+    let mut close = super::disk::CloseBounded::new(&db);
     let (entries_tree, meta) = trees(&db)?;
     let mut insert = |pos: &FramePos<'_>| -> Result<(), OpenError> {
         insert_frame(&entries_tree, pos.first_seq, pos.record).map_err(OpenError::Sled)
     };
     let rebuilt = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut insert)?;
     write_meta(&meta, rebuilt.head.ledger)?;
-    super::disk::flush_bounded(&db)?;
+    close.close()?;
     Ok((moved_aside, rebuilt))
 }
 

@@ -251,11 +251,33 @@ pub(in crate::store) fn flush_bounded(db: &sled::Db) -> Result<(), OpenError> {
 /// that filled, and the drop of its handles then waited forever in sled's flush). Declare it
 /// right after the database it guards: it drops before that, and its helper's clone keeps
 /// the handles dropped after it from being sled's last.
-pub(in crate::store) struct CloseBounded(pub(in crate::store) sled::Db);
+pub(in crate::store) struct CloseBounded(Option<sled::Db>);
+
+impl CloseBounded {
+    pub(in crate::store) fn new(db: &sled::Db) -> CloseBounded {
+        CloseBounded(Some(db.clone()))
+    }
+
+    /// sled's flush within the bound ([`flush_bounded`]), the guard then spent: the caller's
+    /// handles close after it without a flush left to wait on (or, past the bound, with the
+    /// helper's clone keeping them from being sled's last). Before a reopen of the same
+    /// directory, so the guard's clone does not hold sled's lock.
+    pub(in crate::store) fn close(&mut self) -> Result<(), OpenError> {
+        self.0.take().map_or(Ok(()), |db| flush_bounded(&db))
+    }
+
+    /// Spent without a flush: the handles go on to an owner whose own close is bounded (a
+    /// [`DiskStore`]).
+    pub(in crate::store) fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for CloseBounded {
     fn drop(&mut self) {
-        let _ = flush_within(&self.0, SLED_CLOSE_WAIT);
+        if let Some(db) = self.0.take() {
+            let _ = flush_within(&db, SLED_CLOSE_WAIT);
+        }
     }
 }
 
@@ -334,12 +356,12 @@ fn init_in(
     let mut writer = JournalWriter::create(journal_dir, 0)?;
     writer.append(frame.bytes(), false, false)?;
     let db = open_sled(&root.join(SLED_DIR))?;
-    let _close = CloseBounded(db.clone());
+    let mut close = CloseBounded::new(&db);
     let (entries, meta) = trees(&db)?;
     write_meta(&meta, ledger)?;
     let sled_err = OpenError::Sled;
     insert_frame(&entries, 0, frame.bytes()).map_err(sled_err)?;
-    flush_bounded(&db)?;
+    close.close()?;
     let head = chain.head().ok_or(OpenError::Empty)?;
     Ok(DiskStore {
         root: root.to_path_buf(),
@@ -437,6 +459,9 @@ impl DiskStore {
                 scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), on_entry)?;
             (db, scan)
         };
+        // From here the writer's handle writes: closed within the bound however this ends
+        // (a lag restored on a disk that fills: outside review 192 F2's hang, on this path).
+        let mut close = CloseBounded::new(&db);
         let (entries_tree, meta) = trees(&db)?;
         let meta_present = check_meta(&meta, &scan.head)?;
         // A sled that names no ledger cannot say whether a torn record was acknowledged.
@@ -468,16 +493,17 @@ impl DiskStore {
             insert_frame(&entries_tree, lag.first_seq, &bytes).map_err(sled_err)?;
             restored += lag.len;
             if restored >= index::SLED_CURSOR_BUDGET {
-                flush_bounded(&db)?;
+                close.close()?;
                 drop(entries_tree);
                 drop(db);
                 db = open_sled(&sled_dir)?;
+                close = CloseBounded::new(&db);
                 entries_tree = trees(&db)?.0;
                 restored = 0;
             }
         }
         if write_meta_now || !scan.sled_lag.is_empty() {
-            flush_bounded(&db)?;
+            close.close()?;
         }
         // The restored tail must read back through a new handle: a sled whose own open had
         // dropped the frames past damage in its log holds them in memory and loses them at
@@ -487,6 +513,7 @@ impl DiskStore {
             drop(entries_tree);
             drop(db);
             db = open_sled(&sled_dir)?;
+            close = CloseBounded::new(&db);
             let mut read = 0usize;
             let mut reads_back = true;
             for lag in &scan.sled_lag {
@@ -499,12 +526,15 @@ impl DiskStore {
                 read += lag.len;
                 if read >= index::SLED_CURSOR_BUDGET {
                     drop(tree);
+                    close.close()?;
                     drop(db);
                     db = open_sled(&sled_dir)?;
+                    close = CloseBounded::new(&db);
                     read = 0;
                 }
             }
             if !reads_back {
+                close.close()?;
                 drop(db);
                 let (moved, _) = crate::store::recover::rebuild_index(root)?;
                 index_rebuilt = Some(IndexRebuilt {
@@ -515,6 +545,7 @@ impl DiskStore {
                     moved_aside: moved,
                 });
                 db = open_sled(&sled_dir)?;
+                close = CloseBounded::new(&db);
             }
             entries_tree = trees(&db)?.0;
         }
@@ -527,6 +558,8 @@ impl DiskStore {
             Some((path, len)) => JournalWriter::resume(&journal_dir, path, len, scan.head.seq + 1)?,
             None => return Err(OpenError::Empty),
         };
+        // The store's own drop closes sled within the bound from here.
+        close.disarm();
         let report = OpenReport {
             frames: scan.frames,
             entries: scan.entries,
