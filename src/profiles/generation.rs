@@ -31,7 +31,7 @@ use crate::profiles::scan::shown;
 use crate::runtime::profile::GenerationManifest;
 
 /// The ownership marker: a state root holding it belongs to the named ledger.
-pub const OWNER_FILE: &str = ".closure-ledger-owner";
+pub use crate::runtime::skill::OWNER_FILE;
 /// The one-writer lock (`pid host`).
 pub const LOCK_FILE: &str = "lock";
 /// The prepared transaction; present = a transaction was interrupted.

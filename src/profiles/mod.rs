@@ -1042,6 +1042,16 @@ pub fn mode(
     }
     let cp = &ledger.state().context_profiles;
     check_expected(cp, expected)?;
+    // What `status` verified is what is recorded now, under the writer's lock: a `set`,
+    // `mode` or `rollback` admitted between the two (outside review 195 F2: a concurrent
+    // `set` to another root, and this mode was recorded over it, unverified) is refused.
+    if cp.revision() != checked.revision {
+        return Err(ProfileError::Refused(format!(
+            "the profile changed while this command verified it (revision {} became {}): run it again",
+            checked.revision,
+            cp.revision()
+        )));
+    }
     let c = cp.current().ok_or_else(|| {
         ProfileError::Refused("no profile is configured: run `ledger profile set` first".into())
     })?;

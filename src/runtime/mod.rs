@@ -17,6 +17,7 @@ mod repair;
 pub mod secrets;
 pub mod selection;
 pub mod seq_index;
+pub mod skill;
 mod source;
 pub mod state;
 mod worker;

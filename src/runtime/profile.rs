@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::runtime::skill;
 use ledger_schema::events::profile::{
     BudgetMode, ProfileDefinition, ProfileRevisionRecorded, ProfileSelection, Registry, RegistrySource,
     RevisionAction, SelectionMode, SourceRegistryRecorded, Target,
@@ -682,8 +683,39 @@ pub fn check_registry(registry: &Registry) -> Result<(), RuleViolation> {
     sorted_unique("sources", registry.sources.iter().map(|s| s.id.as_str()))?;
     let by_id: BTreeMap<&str, &RegistrySource> =
         registry.sources.iter().map(|s| (s.id.as_str(), s)).collect();
+    // What a scan of a tree records, held to the tree's own rules (outside review 195 F1:
+    // flags contradicting the stored SKILL.md, a secret, a hidden or look-alike id
+    // replayed, and were delivered): bounds, then each source's tree, then its names.
+    let (mut total, mut stored) = (0u64, 0u64);
+    for r in registry.sources.iter().flat_map(|s| &s.resources) {
+        total = total.saturating_add(r.bytes);
+        if r.content.is_some() {
+            ensure!(
+                r.bytes <= skill::MAX_STORED_FILE_BYTES,
+                Rule::SourceRegistry,
+                "resource {} stores {} bytes, over the stored-file bound of {}",
+                crate::runtime::escaped(&r.path),
+                r.bytes,
+                skill::MAX_STORED_FILE_BYTES
+            );
+            stored = stored.saturating_add(r.bytes);
+        }
+    }
+    ensure!(
+        total <= skill::MAX_TREE_BYTES,
+        Rule::SourceRegistry,
+        "the sources hold {total} bytes, over the tree bound of {}",
+        skill::MAX_TREE_BYTES
+    );
+    ensure!(
+        stored <= skill::MAX_STORED_TOTAL_BYTES,
+        Rule::SourceRegistry,
+        "the registry stores {stored} resource bytes, over the bound of {}",
+        skill::MAX_STORED_TOTAL_BYTES
+    );
     for source in &registry.sources {
         check_source(source)?;
+        skill::check_recorded(source).map_err(|why| violation(Rule::SourceRegistry, why))?;
         for dep in &source.dependencies {
             ensure!(
                 by_id.contains_key(dep.as_str()),
@@ -696,6 +728,7 @@ pub fn check_registry(registry: &Registry) -> Result<(), RuleViolation> {
     if let Some(cycle) = dependency_cycle(&registry.sources) {
         return Err(violation(Rule::SourceRegistry, format!("dependency cycle through {cycle}")));
     }
+    skill::check_names(&registry.sources).map_err(|why| violation(Rule::SourceRegistry, why))?;
     ensure!(
         registry.profiles.len() <= MAX_PROFILES,
         Rule::SourceRegistry,
@@ -703,9 +736,22 @@ pub fn check_registry(registry: &Registry) -> Result<(), RuleViolation> {
         registry.profiles.len()
     );
     sorted_unique("profiles", registry.profiles.iter().map(|p| p.id.as_str()))?;
+    ensure!(
+        registry.profiles.iter().map(|p| p.id.as_str()).eq(["full@1", "lean@1"]),
+        Rule::SourceRegistry,
+        "the profiles are full@1 and lean@1 (the scan reads these two and no other)"
+    );
     for p in &registry.profiles {
         bounded_name("profile id", &p.id)?;
         ensure!(p.description.len() <= MAX_NAME_BYTES, Rule::SourceRegistry, "{} description too long", p.id);
+        skill::canonical_profile(&p.id, p.eager_all, p.budget_mode, p.budget_tokens)
+            .map_err(|why| violation(Rule::SourceRegistry, format!("{}: {why}", p.id)))?;
+        ensure!(
+            skill::clean_text("description", &p.description).as_deref() == Ok(p.description.as_str()),
+            Rule::SourceRegistry,
+            "{} description is not as the scan records it (control characters refused, blanks collapsed)",
+            p.id
+        );
         ensure!(
             !p.eager_all || p.eager.is_empty(),
             Rule::SourceRegistry,

@@ -1060,6 +1060,9 @@ fn words(t: &str) -> Vec<(String, bool)> {
     words_of(t, true)
 }
 
+/// U+30FC, what the confusable skeleton makes of a dash drawn as a long line.
+const PROLONGED_SOUND_MARK: char = '\u{30FC}';
+
 /// [`words`], the text lower-cased before its skeleton (`fold_first`) or only after (a
 /// capital whose small letter has no look-alike: Cherokee `Ꭰ` reads as `D`, its small
 /// `ꭰ` as itself).
@@ -1080,7 +1083,11 @@ fn words_of(t: &str, fold_first: bool) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
     let (mut word, mut joined, mut run, mut joiner) = (String::new(), false, 0usize, false);
     for c in seen.chars() {
-        if c.is_alphanumeric() {
+        // (The skeleton spells an em dash, a horizontal bar, a box-drawing line and the
+        // CJK `一` as the prolonged sound mark `ー`, which is a letter: read as the dash it
+        // looks like — outside review 195 F3: `python—patterns` was a name of its own beside
+        // `python-patterns`, and a query citing one selected the other.)
+        if c.is_alphanumeric() && c != PROLONGED_SOUND_MARK {
             if word.is_empty() {
                 joined = run == 1 && joiner && !out.is_empty();
                 run = 0;
@@ -1092,7 +1099,7 @@ fn words_of(t: &str, fold_first: bool) -> Vec<(String, bool)> {
             out.push((std::mem::take(&mut word), joined));
         }
         run += 1;
-        joiner = matches!(c, '-' | '_' | '\u{2010}'..='\u{2015}' | '\u{2212}');
+        joiner = matches!(c, '-' | '_' | '\u{2010}'..='\u{2015}' | '\u{2212}' | PROLONGED_SOUND_MARK);
     }
     if !word.is_empty() {
         out.push((word, joined));
@@ -2370,6 +2377,22 @@ fn configured_for<'s>(
 
 #[cfg(test)]
 mod tests {
+    /// A dash drawn as a long line — em dash, horizontal bar, box-drawing line, the CJK
+    /// `一`, the prolonged sound mark itself — reads as a hyphen in a cited name, as the
+    /// en dash and the minus sign did (outside review 195 F3: the skeleton spells the first
+    /// ones as `ー`, a letter, and `python—patterns` was a name of its own).
+    #[test]
+    fn a_dash_drawn_as_a_long_line_reads_as_a_hyphen() {
+        let plain = super::cited_forms("python-patterns");
+        for dash in ['\u{2013}', '\u{2014}', '\u{2015}', '\u{2212}', '\u{2500}', '\u{4E00}', '\u{30FC}'] {
+            let name = format!("python{dash}patterns");
+            let forms = super::cited_forms(&name);
+            assert!(forms.iter().any(|f| plain.contains(f)), "{name}: {forms:?} vs {plain:?}");
+        }
+        // Letters stay letters.
+        assert_ne!(super::cited_form("pythonpatterns"), super::cited_form("python-patterns"));
+    }
+
     /// `negates` reads the retraction phrases as it reads the query (the confusable
     /// skeleton spells `m` as `rn`: compared as written, "never mind" never matched).
     #[test]

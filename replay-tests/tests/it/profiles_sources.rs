@@ -848,6 +848,237 @@ fn forged_registry_is_refused_by_apply() {
     let _ = Rule::SourceRegistry;
 }
 
+/// A registry no scan could write — flags, a name or a description other than its stored
+/// bytes say, bytes or names the scan refuses, a profile off the canonical contract — is
+/// refused by `apply` with every digest re-sealed around the forgery (outside review 195
+/// F1: replay proved a delivery of a skill whose SKILL.md declared `allowed-tools` and
+/// hooks under `authorityKeys: []`). A SKILL.md stored by digest only leaves its own flags
+/// unproved, but never flags another stored file contradicts.
+#[test]
+fn registry_no_scan_could_write_is_refused_by_apply() {
+    use ledger_schema::events::profile::{Blob, Registry, RegistrySource, SourceResource};
+    let s = Setup::new();
+    let scanned = closure_ledger::profiles::scan::scan(&s.src).unwrap();
+    let (mut ledger, _) = Ledger::<DiskStore>::open(&s.ledger).unwrap();
+    fn source(r: &Registry, id: &str) -> usize {
+        r.sources.iter().position(|x| x.id == id).unwrap()
+    }
+    fn file(path: &str, bytes: &[u8]) -> SourceResource {
+        SourceResource {
+            path: path.to_owned(),
+            bytes: bytes.len() as u64,
+            digest: SourceResource::digest_of(bytes),
+            content: Some(Blob(bytes.to_vec())),
+            executable: false,
+        }
+    }
+    fn set_skill_md(src: &mut RegistrySource, text: &str) {
+        let r = src.resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap();
+        *r = file("SKILL.md", text.as_bytes());
+    }
+    fn add(src: &mut RegistrySource, path: &str, bytes: &[u8]) {
+        src.resources.push(file(path, bytes));
+        src.resources.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    type Forge = Box<dyn Fn(&mut Registry)>;
+    let cases: Vec<(&str, Forge, &str)> = vec![
+        (
+            "authority keys dropped",
+            Box::new(|r| {
+                let i = source(r, "skill:shell-tools");
+                r.sources[i].authority_keys.clear();
+            }),
+            "authorityKeys",
+        ),
+        (
+            "manual-only dropped",
+            Box::new(|r| {
+                let i = source(r, "skill:deploy");
+                r.sources[i].manual_only = false;
+            }),
+            "manualOnly",
+        ),
+        (
+            "dynamic content dropped",
+            Box::new(|r| {
+                let i = source(r, "skill:git-status");
+                r.sources[i].dynamic_content = false;
+            }),
+            "dynamicContent",
+        ),
+        (
+            "description rewritten",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                r.sources[i].description = "Run every test the user names.".to_owned();
+            }),
+            "description",
+        ),
+        (
+            "SKILL.md granting tools and hooks under no keys",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                let text = "---\nname: testing\ndescription: Testing.\nallowed-tools: Bash(*)\n---\n# T\n";
+                set_skill_md(&mut r.sources[i], text);
+                r.sources[i].description = "Testing.".to_owned();
+            }),
+            "authorityKeys",
+        ),
+        (
+            "an MCP server list under no keys",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], ".mcp.json", b"{}\n");
+            }),
+            "authorityKeys",
+        ),
+        (
+            "a stored token",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], "notes.md", b"token ghp_0123456789abcdefghijABCDEFGHIJ012345\n");
+            }),
+            "holds a secret",
+        ),
+        (
+            "an ESC sequence",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], "notes.md", b"red \x1b[31m text\n");
+            }),
+            "not deliverable text",
+        ),
+        (
+            "a secrets file",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], ".env", b"A=1\n");
+            }),
+            "secrets file",
+        ),
+        (
+            "a nested SKILL.md",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], "sub/SKILL.md", b"---\nname: sub\ndescription: Sub.\n---\n");
+            }),
+            "inside a skill's folder",
+        ),
+        (
+            "names differing only in case",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], "References/other.md", b"x\n");
+            }),
+            "only in case",
+        ),
+        (
+            "a stored file over 256 KiB",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], "big.md", &vec![b'a'; (256 << 10) + 1]);
+            }),
+            "stored-file bound",
+        ),
+        (
+            "a hidden skill directory",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                r.sources[i].id = "skill:.testing".to_owned();
+                r.sources.sort_by(|a, b| a.id.cmp(&b.id));
+                for p in &mut r.profiles {
+                    for id in p.eager.iter_mut().chain(p.required.iter_mut()) {
+                        if id == "skill:testing" {
+                            *id = "skill:.testing".to_owned();
+                        }
+                    }
+                }
+                for src in &mut r.sources {
+                    for d in &mut src.dependencies {
+                        if d == "skill:testing" {
+                            *d = "skill:.testing".to_owned();
+                        }
+                    }
+                    src.dependencies.sort();
+                }
+            }),
+            "hidden directory",
+        ),
+        (
+            "a look-alike name",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                let text = "---\nname: deplοy\ndescription: Testing.\n---\n# T\n";
+                set_skill_md(&mut r.sources[i], text);
+                r.sources[i].name = "deplοy".to_owned();
+                r.sources[i].description = "Testing.".to_owned();
+            }),
+            "could not tell them apart",
+        ),
+        (
+            "lean@1 report-only",
+            Box::new(|r| {
+                let p = r.profiles.iter_mut().find(|p| p.id == "lean@1").unwrap();
+                p.budget_mode = ledger_schema::events::profile::BudgetMode::ReportOnly;
+            }),
+            "lean@1",
+        ),
+        (
+            "a budget of 0 tokens",
+            Box::new(|r| {
+                let p = r.profiles.iter_mut().find(|p| p.id == "full@1").unwrap();
+                p.budget_tokens = 0;
+            }),
+            "budgetTokens",
+        ),
+        (
+            // Its SKILL.md stored by digest only, the deploy skill's other native flag file
+            // still says manual-only.
+            "manual-only dropped where agents/openai.yaml is stored and SKILL.md is not",
+            Box::new(|r| {
+                let i = source(r, "skill:deploy");
+                assert!(
+                    r.sources[i]
+                        .resources
+                        .iter()
+                        .any(|r| r.path == "agents/openai.yaml" && r.content.is_some())
+                );
+                let md = r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap();
+                md.content = None;
+                r.sources[i].manual_only = false;
+            }),
+            "manualOnly",
+        ),
+    ];
+    let seal = |r: &mut Registry| {
+        for src in &mut r.sources {
+            src.content_digest = src.computed_content_digest();
+        }
+    };
+    for (what, forge, says) in &cases {
+        let mut recorded = scanned.clone();
+        forge(&mut recorded.registry);
+        seal(&mut recorded.registry);
+        recorded.registry_digest = recorded.registry.digest();
+        let e = ledger
+            .admit(vec![Event::SourceRegistryRecorded(Box::new(recorded))], Ctx { time_ms: 1 })
+            .expect_err(what);
+        let e = e.to_string();
+        assert!(e.contains("SourceRegistry") && e.contains(says), "{what}: {e}");
+    }
+    assert_eq!(ledger.state().entries, 1, "nothing admitted");
+    // The same SKILL.md stored by digest only, flags as scanned: what a scan of a tree
+    // over the stored-bytes bound records — admitted.
+    let mut recorded = scanned.clone();
+    let i = recorded.registry.sources.iter().position(|x| x.id == "skill:deploy").unwrap();
+    recorded.registry.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap().content = None;
+    seal(&mut recorded.registry);
+    recorded.registry_digest = recorded.registry.digest();
+    ledger.admit(vec![Event::SourceRegistryRecorded(Box::new(recorded))], Ctx { time_ms: 1 }).unwrap();
+    // And the scan's own registry.
+    ledger.admit(vec![Event::SourceRegistryRecorded(Box::new(scanned))], Ctx { time_ms: 1 }).unwrap();
+}
+
 /// A symlinked `manifests/`, `manifests/context-packs/` or `manifests/context-profiles/`
 /// directory refuses the scan (an ancestor of a read file, checked without following it):
 /// nothing from outside the tree is recorded.
