@@ -1407,9 +1407,16 @@ fn journal_end_seq(journal: &Path) -> Result<Option<u64>, OpenError> {
                 // naming the seq before made the journal read as ending one short.)
                 Piece::Record { header, bytes, .. } => end = Some(record_last_seq(bytes, header.first_seq)),
                 Piece::Damaged { offset, header: Some(h), next_seq, .. } if h.first_seq == next_seq => {
-                    let written = bytes
-                        .get(offset..offset.saturating_add(h.record_len()))
-                        .is_some_and(|r| h.version != RecordVersion::V3 || r.last().is_some_and(|b| *b != 0));
+                    // Written to its end, as the torn-tail rule reads it: a byte of its end
+                    // marker survives (outside review 196 F1: one end-marker byte set to
+                    // `00` read as a record never written to its end, and the journal as
+                    // having lost it, where one damaged byte of a whole record is damage
+                    // sled's copy replaces; an end marker all zeros is the record's end lost).
+                    let written = bytes.get(offset..offset.saturating_add(h.record_len())).is_some_and(|r| {
+                        h.version != RecordVersion::V3
+                            || r.get(r.len().saturating_sub(8)..)
+                                .is_some_and(|end| end.iter().any(|b| *b != 0))
+                    });
                     if written {
                         end = Some(h.last_seq());
                     }

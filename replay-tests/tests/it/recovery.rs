@@ -963,6 +963,44 @@ fn a_lost_journal_end_is_refused_past_damage_and_zeroed_ends() {
     }
 }
 
+/// One byte of the newest record's end marker set to `00` is one damaged byte of a whole
+/// record — damage sled's intact copy replaces, as a flipped payload byte is — not a record
+/// whose end was lost to zeros (outside review 196 F1: `verify` called it damage and
+/// `recover` refused it as a journal that lost acknowledged bytes at its end). An end marker
+/// all zeros is that lost end, refused.
+#[test]
+fn one_zeroed_end_marker_byte_of_the_newest_record_is_restored_from_sled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    make_ledger(&template, 6, 2);
+    let before = all_entries(&template);
+    let newest = journal_frames(&template).last().unwrap().range.clone();
+    let bytes = std::fs::read(segment(&template)).unwrap();
+    for k in 0..9usize {
+        let dir = tmp.path().join(format!("k{k}"));
+        copy_dir(&template, &dir);
+        let mut damaged = bytes.clone();
+        if k < 8 {
+            damaged[newest.end - 8 + k] = 0;
+        } else {
+            damaged[newest.end - 8..newest.end].fill(0);
+        }
+        std::fs::write(segment(&dir), &damaged).unwrap();
+        let d = dir.to_str().unwrap();
+        let (code, out, err) = cli(&["recover", d]);
+        if k < 8 {
+            assert_eq!(code, 0, "byte {k}: {out}{err}");
+            assert!(out.contains("restored 1 record(s)"), "byte {k}: {out}");
+            assert_eq!(all_entries(&dir), before, "byte {k}");
+            assert_eq!(verify_json(&dir, None).0, 0, "byte {k}");
+        } else {
+            assert_eq!(code, 1, "whole marker: {out}");
+            assert!(err.contains("lost acknowledged bytes at its end"), "whole marker: {err}");
+            assert_eq!(std::fs::read(segment(&dir)).unwrap(), damaged, "nothing changed");
+        }
+    }
+}
+
 /// A snapshot write of sled's own cut short by a kill — sled writes one at every open, a
 /// reader's too — leaves `sled/snap.<lsn>.generating`, which sled 0.34's open reads as its
 /// newest snapshot and refuses: the ledger took that for sled damage, and over a journal
