@@ -224,8 +224,10 @@ where
 
 /// A path as one line a terminal shows as written (a line break or control character in a
 /// ledger's path escaped, as in errors: outside review 190 F5).
+/// A byte that is not UTF-8 is written `\xHH` (outside review 198 F4: shown as U+FFFD, two
+/// different names printed alike, and a path printed so named no directory).
 fn shown(path: impl AsRef<Path>) -> String {
-    crate::runtime::escaped(&path.as_ref().display().to_string())
+    crate::profiles::scan::disp(path.as_ref())
 }
 
 /// An error message as one line a terminal shows as written ([`crate::runtime::escaped`]).
@@ -359,13 +361,26 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 });
             }
             let ledger = Id::from_ulid(ulid::Ulid::new());
-            let store = store::init(&dir, &label, ledger, now_ms())?;
-            let head = store.head();
-            if json {
-                emit(out, json!({"ledgerId": ledger, "path": dir.to_string_lossy(), "headHash": head.hash}))
-            } else {
-                emit(out, format!("initialized ledger {ledger} at {} (genesis {})", shown(dir), head.hash))
-            }
+            // The report is written, and flushed, while the new ledger is still locked: where
+            // it cannot be, the ledger is removed again (`init` makes one and says so, or
+            // leaves nothing).
+            store::init_then(&dir, &label, ledger, now_ms(), |store| {
+                let head = store.head();
+                let said = if json {
+                    emit(
+                        out,
+                        json!({"ledgerId": ledger, "path": dir.to_str().map_or_else(|| shown(&dir), str::to_owned), "headHash": head.hash}),
+                    )
+                } else {
+                    emit(
+                        out,
+                        format!("initialized ledger {ledger} at {} (genesis {})", shown(&dir), head.hash),
+                    )
+                };
+                said.and_then(|()| out.flush().map_err(|e| usage(format!("write to stdout: {e}"))))
+                    .map_err(|f| f.message)
+            })?;
+            Ok(())
         }
         Command::Verify { dir, checkpoint, json } => verify(&dir, checkpoint.as_deref(), json, out),
         Command::Recover { dir, truncate_after, prefer, checkpoint, json } => {
@@ -859,7 +874,15 @@ fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Wr
                         map.insert("duplicate".into(), json!(true));
                     }
                 }
-                emit(out, terminal_safe(receipt.to_string()))?;
+                // Committed: a receipt that cannot be written says so, and how to get it
+                // (outside review 198 F1: only the stdout error was printed).
+                emit(out, terminal_safe(receipt.to_string())).map_err(|f| {
+                    usage(format!(
+                        "{}: line {line_no} was committed (seq {}) but its receipt was not written; submitting \
+                         the same lines again gives their receipts (as duplicates)",
+                        f.message, r.seq
+                    ))
+                })?;
             }
             Err(e) if e.is_refusal() => {
                 n_rejected += 1;
@@ -1047,7 +1070,15 @@ fn replay(
         Ok(report) => report,
         Err(e) => {
             if json {
-                emit(out, failure_json(&e))?;
+                // `failure` as a fold's failure carries it, beside `verify`'s fields (outside
+                // review 198 F6: a failure before the fold had no `failure` key).
+                let mut v = failure_json(&e);
+                if let Some(map) = v.as_object_mut() {
+                    let failure = json!({"seq": map.get("seq"), "kind": "store check", "copy": map.get("copy"),
+                        "reason": map.get("reason")});
+                    map.insert("failure".into(), failure);
+                }
+                emit(out, v)?;
             }
             return Err(e.into());
         }
@@ -1141,7 +1172,13 @@ fn replay(
         None => Ok(()),
         Some(f) => Err(Failure {
             code: EXIT_VERIFY_FAILED,
-            message: format!("replay failed at seq {} ({}): {}", f.seq, f.kind, f.reason),
+            // The copy named as `verify` names it (outside review 198 F2).
+            message: match f.copy {
+                Some(copy) => {
+                    format!("replay failed at seq {} in the {copy} copy ({}): {}", f.seq, f.kind, f.reason)
+                }
+                None => format!("replay failed at seq {} ({}): {}", f.seq, f.kind, f.reason),
+            },
         }),
     }
 }

@@ -49,6 +49,43 @@ fn the_happy_path_exits_zero() {
     one_line_error(&err);
 }
 
+/// `init` whose report cannot be written (stdout full) fails whole: exit 2, one line, and
+/// nothing left behind — the ledger and the parents it made removed — so a retry makes one
+/// (outside review 198 F1: the ledger stayed, and the retry was refused as not empty). A
+/// `submit` whose receipt cannot be written names the line committed and its seq.
+#[test]
+fn a_report_that_cannot_be_written_fails_init_whole() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("new/parent/l");
+    let d = dir.to_str().unwrap();
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ledger")).args(["init", d]).stdout(full()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    one_line_error(&err);
+    assert!(err.contains("write to stdout") && err.contains("the new ledger was removed again"), "{err}");
+    assert!(!tmp.path().join("new").exists(), "nothing left behind");
+    assert_eq!(ledger(&["init", d]).0, 0, "a retry makes the ledger");
+    let commands = tmp.path().join("c.jsonl");
+    std::fs::write(
+        &commands,
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/lifecycle.jsonl")).unwrap(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args(["submit", d, commands.to_str().unwrap()])
+        .stdout(full())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    one_line_error(&err);
+    assert!(err.contains("line 1 was committed (seq 1)") && err.contains("gives their receipts"), "{err}");
+}
+
 /// Usage and I/O errors exit 2 with one line.
 #[test]
 fn usage_and_io_errors_exit_two() {
@@ -350,9 +387,10 @@ fn is_root() -> bool {
         .unwrap()
 }
 
-/// A ledger directory whose name is not UTF-8: `--json` reports show the path (its bytes
-/// as U+FFFD) instead of panicking (`init`) or printing `null` for a recovery that was
-/// made (`recover`) — outside review 83.
+/// A ledger directory whose name is not UTF-8: `--json` reports show the path (`init`: its
+/// bytes as `\xHH`, so two such names print apart — outside review 198 F4) instead of
+/// panicking (`init`) or printing `null` for a recovery that was made (`recover`) —
+/// outside review 83.
 #[test]
 fn json_reports_survive_a_path_that_is_not_utf8() {
     use std::os::unix::ffi::OsStrExt;
@@ -366,7 +404,7 @@ fn json_reports_survive_a_path_that_is_not_utf8() {
     let (code, out, err) = run(&[os("init"), dir.as_os_str(), os("--json")]);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert!(v["path"].as_str().unwrap().ends_with("bad\u{FFFD}"), "{v}");
+    assert!(v["path"].as_str().unwrap().ends_with("bad\\xFF"), "{v}");
     let (code, out, err) =
         run(&[os("recover"), dir.as_os_str(), os("--truncate-after"), os("0"), os("--json")]);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));

@@ -27,7 +27,7 @@ pub use crate::runtime::skill::{
 };
 use crate::runtime::skill::{
     STATE_ROOT_IN_TREE, SkillFault, SkillFile, canonical_profile, check_dir_name, check_name, check_names,
-    ignored, read_tree,
+    ignored, is_native_flags_file, read_tree,
 };
 
 /// Why a scan refused the tree. Nothing was recorded.
@@ -89,7 +89,7 @@ pub fn shown(text: &str) -> String {
 
 /// A path for a message, escaped by [`shown`], each byte that is not UTF-8 as `\xHH`
 /// (outside review 68: they showed as U+FFFD, so two different bad names printed alike).
-fn disp(path: &Path) -> String {
+pub fn disp(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut out = String::new();
     for chunk in path.as_os_str().as_bytes().utf8_chunks() {
@@ -631,11 +631,15 @@ pub fn scan_keeping(
     // `select` were refused).
     let base: BTreeSet<&str> =
         profiles.iter().flat_map(|p| p.eager.iter().chain(&p.required)).map(String::as_str).collect();
-    let tiers = keep.len();
+    // Each skill's native flags file first, whatever else: always stored (refused below
+    // where it cannot be), so replay reads the flags it sets (outside review 197 F1).
+    let tiers = keep.len() + 1;
     let pass_of = |id: &str, path: &str| {
         let named = (id.to_owned(), path.to_owned());
-        if let Some(tier) = keep.iter().position(|k| k.contains(&named)) {
-            tier
+        if is_native_flags_file(path) {
+            0
+        } else if let Some(tier) = keep.iter().position(|k| k.contains(&named)) {
+            tier + 1
         } else if base.contains(id) {
             tiers
         } else if path == "SKILL.md" {
@@ -661,6 +665,19 @@ pub fn scan_keeping(
         }
     }
 
+    if let Some((source, r)) = sources.iter().find_map(|s| {
+        s.resources.iter().find(|r| is_native_flags_file(&r.path) && r.content.is_none()).map(|r| (s, r))
+    }) {
+        let dir = source.id.strip_prefix("skill:").unwrap_or("");
+        return Err(meta(
+            &skills_dir.join(dir).join(&r.path),
+            format!(
+                "{} bytes: a native flags file is always stored in the registry (at most {MAX_STORED_FILE_BYTES} bytes, \
+                 {MAX_STORED_TOTAL_BYTES} stored in all), so its flags can be read again",
+                r.bytes
+            ),
+        ));
+    }
     let registry = Registry { scanner: SCANNER_VERSION.to_owned(), sources, profiles };
     check_registry(&registry).map_err(|v| ScanError::Rule(shown(&v.to_string())))?;
     let recorded = SourceRegistryRecorded {

@@ -942,19 +942,19 @@ pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
             }
         }
     }
-    // A directory or name in any case, hyphens, underscores and spaces alike (outside
-    // review 87: `code_review` for `code-review` was not read as one citation).
-    let key = |t: &str| -> String {
-        t.nfkc()
-            .flat_map(char::to_lowercase)
-            .map(|c| if c == '_' || c.is_whitespace() { '-' } else { c })
-            .collect()
-    };
+    // A directory or name as a query's citations read it (`cited_forms`: any case, NFKC,
+    // look-alike letters, and a hyphen, an underscore, a space or any dash alike — outside
+    // review 87: `code_review` for `code-review` was not read as one citation; outside
+    // review 197 F4: `python—patterns` with an em dash, or an en dash, was cited but no
+    // directive). The scan refuses two skills sharing a form, so a form names one skill.
     let resolve = |word: &str| -> Option<String> {
-        let dir = key(word.strip_prefix("skill:").unwrap_or(word));
+        let forms = cited_forms(word.strip_prefix("skill:").unwrap_or(word));
         sources
             .iter()
-            .find(|s| s.id.strip_prefix("skill:").map(key) == Some(dir.clone()) || key(&s.name) == dir)
+            .find(|s| {
+                let dir = s.id.strip_prefix("skill:").unwrap_or(&s.id);
+                [dir, s.name.as_str()].iter().any(|n| cited_forms(n).iter().any(|f| forms.contains(f)))
+            })
             .map(|s| s.id.clone())
     };
     let mut cited = BTreeSet::new();

@@ -113,8 +113,8 @@ pub struct SkillReading {
     /// The authority keys of the front matter, the native manifests' names and
     /// `agents/openai.yaml`'s tools, sorted, as far as the bytes are known.
     pub authority_keys: Vec<String>,
-    /// Whether every byte the two flags depend on was known (SKILL.md and every
-    /// `agents/openai.yaml`): then they are exactly these, else at least these.
+    /// Whether every byte the two flags depend on was known (SKILL.md; every
+    /// `agents/openai.yaml` always is): then they are exactly these, else at least these.
     pub complete: bool,
 }
 
@@ -162,6 +162,18 @@ pub fn check_name(name: &str) -> Result<(), &'static str> {
 fn check_paths(files: &[SkillFile<'_>]) -> Result<(), SkillFault> {
     use unicode_normalization::UnicodeNormalization;
     let refused = |at: &str, reason: String| SkillFault::Refused { at: at.to_owned(), reason };
+    // (A bound of the registry entry; said here by name, at the scan too: outside review
+    // 197 F3, it read as an internal rule.)
+    if files.len() > crate::runtime::profile::MAX_RESOURCES_PER_SOURCE {
+        return Err(refused(
+            "",
+            format!(
+                "{} files, over the {} one skill may hold",
+                files.len(),
+                crate::runtime::profile::MAX_RESOURCES_PER_SOURCE
+            ),
+        ));
+    }
     let mut folded: BTreeMap<String, String> = BTreeMap::new();
     for f in files {
         if f.path.split('/').count() > MAX_DEPTH + 1 {
@@ -201,6 +213,12 @@ fn check_paths(files: &[SkillFile<'_>]) -> Result<(), SkillFault> {
         }
     }
     Ok(())
+}
+
+/// Codex's own metadata file (`agents/openai.yaml`, its name in any case), whose lines
+/// set a skill's manual-only flag and authority: always stored in a registry.
+pub fn is_native_flags_file(path: &str) -> bool {
+    path.eq_ignore_ascii_case("agents/openai.yaml")
 }
 
 /// Every rule of one skill's tree (`files` sorted by path), and what the tree says of the
@@ -254,7 +272,7 @@ pub fn read_tree(files: &[SkillFile<'_>]) -> Result<SkillReading, SkillFault> {
     }
     let mut manual_only = metadata.as_ref().is_some_and(|m| m.manual_only);
     let mut authority_keys = metadata.as_ref().map(|m| m.authority_keys.clone()).unwrap_or_default();
-    let mut complete = metadata.is_some();
+    let complete = metadata.is_some();
     // Codex's own metadata (`agents/openai.yaml`): `allow_implicit_invocation` other than
     // `true` makes the skill manual-only, and tools among its dependencies bear
     // authority (seed 003: "Native manual-only flags and authority-bearing metadata are
@@ -264,10 +282,17 @@ pub fn read_tree(files: &[SkillFile<'_>]) -> Result<SkillReading, SkillFault> {
     // `allow_implicit_invocation: false` or tools was not read, and the skill was routed
     // and loaded — on a case-insensitive filesystem Codex reads that file); every such
     // file counts (a case-sensitive one may hold several).
-    for native in files.iter().filter(|f| f.path.eq_ignore_ascii_case("agents/openai.yaml")) {
+    // Every such file is stored whatever the bounds (the scan stores them first and refuses
+    // a tree where one cannot be): the flags it sets are read again on replay (outside
+    // review 197 F1: one stored by digest only let a forged registry drop its manual-only
+    // flag while the skill's SKILL.md stayed loadable).
+    for native in files.iter().filter(|f| is_native_flags_file(f.path)) {
         let Some(bytes) = native.bytes else {
-            complete = false;
-            continue;
+            return Err(refused(
+                native.path,
+                "a native flags file stored by digest only (a scan stores every one, so its flags are read again)"
+                    .to_owned(),
+            ));
         };
         let text = std::str::from_utf8(bytes).map_err(|_| SkillFault::NotUtf8(native.path.to_owned()))?;
         let (manual, tools) = native_flags(text);
@@ -419,9 +444,9 @@ pub fn check_names(sources: &[RegistrySource]) -> Result<(), String> {
 
 /// A recorded source held to the rules of the tree it was read from ([`read_tree`]): its
 /// directory name, its paths, the bytes it stores, and the name, description and flags a
-/// scan of them records — exactly, where every byte they depend on is stored; at least as
-/// restrictive, where some is stored by digest only (such a SKILL.md is never loaded or
-/// installed: its bytes are not in the ledger).
+/// scan of them records — exactly, where SKILL.md is stored (every `agents/openai.yaml`
+/// is); at least what the other files say, where SKILL.md is stored by digest only (such a
+/// SKILL.md is never loaded or installed: its bytes are not in the ledger).
 pub fn check_recorded(source: &RegistrySource) -> Result<(), String> {
     let id = crate::runtime::escaped(&source.id);
     let dir = source.id.strip_prefix("skill:").unwrap_or("");
@@ -439,6 +464,27 @@ pub fn check_recorded(source: &RegistrySource) -> Result<(), String> {
             "{id}: its recorded {field} is not what its tree says (a scan of these bytes records another)"
         ))
     };
+    if reading.metadata.is_none() {
+        // SKILL.md stored by digest only: its name and description held to what the scan
+        // records of any (outside review 197 F2: an overlong name, a blank description, a
+        // token in one replayed — and the ledger keeps it for good).
+        for (field, value, max) in [
+            ("name", &source.name, MAX_NAME_CHARS),
+            ("description", &source.description, MAX_DESCRIPTION_CHARS),
+        ] {
+            let as_scanned = !value.is_empty()
+                && value.chars().count() <= max
+                && clean_text(field, value).as_deref() == Ok(value.as_str());
+            if !as_scanned {
+                return Err(format!(
+                    "{id}: its recorded {field} is not one a scan records (blank, over {max} characters, or not clean text)"
+                ));
+            }
+            if let Some(what) = crate::runtime::secrets::secret_in(value.as_bytes()) {
+                return Err(format!("{id}: its recorded {field} holds a secret: {what}"));
+            }
+        }
+    }
     if let Some(md) = &reading.metadata {
         if md.name.as_deref() != Some(source.name.as_str()) {
             return differs("name");

@@ -27,8 +27,8 @@ pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use cut_mark::MARKER as CUT_MARKER;
 pub use disk::{
     AuditScope, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry, OpenReport, StoreReader,
-    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, holds_ledger, init, inside_sled,
-    replay_journal, verify,
+    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, holds_ledger, init, init_then,
+    inside_sled, replay_journal, verify,
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};
@@ -440,6 +440,10 @@ pub enum OpenError {
     NotALedger(PathBuf),
     #[error("{0} already exists and is not empty")]
     AlreadyExists(PathBuf),
+    /// What `init` was to do once the ledger was made (`init_then`: print its report)
+    /// failed, and the new ledger was removed again (outside review 198 F1).
+    #[error("{0}: the new ledger was removed again, nothing was made")]
+    InitUndone(String),
     #[error("the ledger is in use by another writer (lock held on {0})")]
     Locked(PathBuf),
     /// Readers (verify, replay) hold the ledger's shared lock while they read: a writer or

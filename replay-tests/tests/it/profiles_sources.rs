@@ -1032,6 +1032,45 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
             "budgetTokens",
         ),
         (
+            // Outside review 197 F1: the flags file dropped to its digest, the flag with it.
+            "a native flags file stored by digest only",
+            Box::new(|r| {
+                let i = source(r, "skill:deploy");
+                let yaml =
+                    r.sources[i].resources.iter_mut().find(|r| r.path == "agents/openai.yaml").unwrap();
+                yaml.content = None;
+                r.sources[i].manual_only = false;
+                let md = r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap();
+                let text = "---\nname: deploy\ndescription: \"Deploy the service to staging (manual only).\"\n---\n# D\n";
+                *md = file("SKILL.md", text.as_bytes());
+            }),
+            "native flags file stored by digest only",
+        ),
+        (
+            // Outside review 197 F2: SKILL.md by digest only, a token in the description.
+            "a secret in the description of a SKILL.md stored by digest only",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap().content = None;
+                r.sources[i].description = "Token ghp_0123456789abcdefghijABCDEFGHIJ012345 here.".to_owned();
+            }),
+            "holds a secret",
+        ),
+        (
+            "a blank description of a SKILL.md stored by digest only",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap().content = None;
+                r.sources[i].description = String::new();
+            }),
+            "not one a scan records",
+        ),
+        (
+            "another scanner",
+            Box::new(|r| r.scanner = "closure-ledger-scan/9".to_owned()),
+            "is not closure-ledger-scan/1",
+        ),
+        (
             // Its SKILL.md stored by digest only, the deploy skill's other native flag file
             // still says manual-only.
             "manual-only dropped where agents/openai.yaml is stored and SKILL.md is not",
@@ -1077,6 +1116,37 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
     ledger.admit(vec![Event::SourceRegistryRecorded(Box::new(recorded))], Ctx { time_ms: 1 }).unwrap();
     // And the scan's own registry.
     ledger.admit(vec![Event::SourceRegistryRecorded(Box::new(scanned))], Ctx { time_ms: 1 }).unwrap();
+}
+
+/// A native flags file (`agents/openai.yaml`) is always stored in the registry — first,
+/// before the bytes of any other file — so replay reads the flags it sets; one too large
+/// to store refuses the scan (outside review 197 F1). So does a skill of more files than a
+/// source may hold, by name (197 F3).
+#[test]
+fn native_flags_files_are_always_stored() {
+    let s = Setup::new();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let r = registry_of(&s);
+    let deploy = r.sources.iter().find(|x| x.id == "skill:deploy").unwrap();
+    assert!(deploy.resources.iter().any(|r| r.path == "agents/openai.yaml" && r.content.is_some()));
+    let yaml = s.src.join("skills/deploy/agents/openai.yaml");
+    let mut text = std::fs::read_to_string(&yaml).unwrap();
+    text.push_str(&"# padding\n".repeat(30_000));
+    std::fs::write(&yaml, text).unwrap();
+    let before = s.head();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("a native flags file is always stored"), "{err}");
+    assert_eq!(s.head(), before, "nothing recorded");
+    std::fs::remove_file(&yaml).unwrap();
+    std::fs::remove_dir(yaml.parent().unwrap()).unwrap();
+    for i in 0..300 {
+        write(&s.src.join(format!("skills/testing/many/f{i}.md")), "x\n");
+    }
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("files, over the 256 one skill may hold"), "{err}");
 }
 
 /// A symlinked `manifests/`, `manifests/context-packs/` or `manifests/context-profiles/`

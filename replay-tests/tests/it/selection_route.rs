@@ -185,6 +185,15 @@ fn directive_wording() {
     assert_eq!(d("use the Docker Compose skill"), dc);
     assert_eq!(d("use the DOCKER_COMPOSE skill"), dc);
     assert_eq!(d("use the \u{ff4b}ubernetes skill"), k, "fullwidth k, NFKC");
+    // Any dash (outside review 197 F4: an em dash, an en dash, a hyphen, a minus sign left
+    // the directive pending), and look-alike letters: the scan refuses two skills a reader
+    // could not tell apart, so a form names one.
+    for dash in
+        ['\u{2010}', '\u{2011}', '\u{2013}', '\u{2014}', '\u{2015}', '\u{2212}', '\u{FE63}', '\u{FF0D}']
+    {
+        assert_eq!(d(&format!("use the docker{dash}compose skill")), dc, "{dash:?}");
+    }
+    assert_eq!(d("use the d\u{043e}cker-compose skill"), dc, "Cyrillic o");
     assert_eq!(d("We roll out with the kubernetes manifests."), Vec::<String>::new(), "bare mention");
     assert_eq!(d("Should I use the kubernetes skill?"), Vec::<String>::new(), "question");
     assert_eq!(d("use the kubernetes skill?"), Vec::<String>::new(), "question mark");

@@ -295,6 +295,21 @@ pub(super) fn corrupt(seq: u64, replica: Replica, reason: Corruption) -> OpenErr
 
 /// Creates a new ledger at `root` holding its genesis entry.
 pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskStore, OpenError> {
+    init_then(root, label, ledger, time_ms, |_| Ok(()))
+}
+
+/// [`init`], then `then` on the new store, still locked: where it fails (the CLI's report
+/// could not be written — outside review 198 F1: `init >/dev/full` exited 2 and left a
+/// ledger a retry refused as not empty), the ledger is removed as after a failed `init`,
+/// and the error is [`OpenError::InitUndone`] — `init` either makes a ledger and says so,
+/// or leaves nothing.
+pub fn init_then(
+    root: &Path,
+    label: &str,
+    ledger: Id,
+    time_ms: u64,
+    then: impl FnOnce(&DiskStore) -> Result<(), String>,
+) -> Result<DiskStore, OpenError> {
     let made_root = !root.exists();
     // The directories this call makes above the ledger's, nearest first (removed again if it
     // fails: outside review 192 F5).
@@ -320,7 +335,9 @@ pub fn init(root: &Path, label: &str, ledger: Id, time_ms: u64) -> Result<DiskSt
     // review 190 F2: on a disk with too little room for sled, `init` exited 2 and left a
     // complete genesis journal that a retry refused as not empty).
     create_dir_0700(&journal_dir)?;
-    let made = init_in(root, &journal_dir, label, ledger, time_ms);
+    // (The store, its lock and sled, is closed before anything it made is removed.)
+    let made = init_in(root, &journal_dir, label, ledger, time_ms)
+        .and_then(|store| then(&store).map(|()| store).map_err(OpenError::InitUndone));
     if made.is_err() {
         let _ = std::fs::remove_dir_all(root.join(SLED_DIR));
         let _ = std::fs::remove_dir_all(&journal_dir);
