@@ -917,9 +917,27 @@ fn malformed(line: &[u8], e: &serde_json::Error) -> String {
             "malformed command: the line starts with {mark}, which JSON text does not hold: save the file as UTF-8 without it"
         );
     }
+    // Bytes that are not UTF-8 are named (outside review 198 F3: "expected value at line 1
+    // column 15", where `select` says "not UTF-8").
+    if let Err(bad) = std::str::from_utf8(line) {
+        return format!(
+            "malformed command: not UTF-8 (JSON text is UTF-8): an invalid byte at offset {} of the line",
+            bad.valid_up_to()
+        );
+    }
     // Well-formed JSON of another shape is named as such (outside review 190 F4: `[1,2]`,
     // `null`, `{}` and two command keys were all "expected value at line 1 column 1").
-    let shape = match serde_json::from_slice::<serde_json::Value>(line) {
+    let parsed = serde_json::from_slice::<serde_json::Value>(line);
+    // JSON that is not well formed is named by the JSON parser's own words — trailing
+    // characters, nesting past its limit (outside review 198 F3: both read as "expected
+    // value"), not by what a command expected.
+    if let Err(syntax) = &parsed
+        && (syntax.is_syntax() || syntax.is_eof())
+        && lone_surrogate(line).is_none()
+    {
+        return format!("malformed command: {syntax}");
+    }
+    let shape = match parsed {
         // One key — unless given twice (the parsed value keeps one: outside review 192 F6).
         Ok(serde_json::Value::Object(m)) if m.len() == 1 => match serde_json::from_slice::<KeyCount>(line) {
             Ok(KeyCount(n)) if n > 1 => Some(format!("an object with {n} keys (one given twice)")),

@@ -86,6 +86,29 @@ fn a_report_that_cannot_be_written_fails_init_whole() {
     assert!(err.contains("line 1 was committed (seq 1)") && err.contains("gives their receipts"), "{err}");
 }
 
+/// A line that is not well-formed JSON is refused in the JSON parser's own words —
+/// trailing characters, nesting past its limit — and one that is not UTF-8 says so
+/// (outside review 198 F3: all three read "expected value at line 1 column …").
+#[test]
+fn malformed_lines_name_what_is_wrong() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    assert_eq!(ledger(&["init", d]).0, 0);
+    let nested = format!("{}{}\n", "[".repeat(130), "]".repeat(130));
+    for (line, says) in [
+        (nested.into_bytes(), "recursion limit exceeded"),
+        (b"{} {}\n".to_vec(), "trailing characters"),
+        (b"{\"a\":\"\xff\"}\n".to_vec(), "not UTF-8"),
+    ] {
+        let file = tmp.path().join("c.jsonl");
+        std::fs::write(&file, &line).unwrap();
+        let (code, out, err) = ledger(&["submit", d, file.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(out.contains(says), "{says}: {out}");
+    }
+}
+
 /// Usage and I/O errors exit 2 with one line.
 #[test]
 fn usage_and_io_errors_exit_two() {
