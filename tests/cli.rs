@@ -109,6 +109,44 @@ fn malformed_lines_name_what_is_wrong() {
     }
 }
 
+/// Overlapping readers never lock a writer out: a writer waiting at the gate makes new
+/// readers read as beside a live writer instead of taking the shared lock, so two `verify`
+/// loops whose reads overlap leave a `submit` in (outside review 199 F1: it waited 30 s and
+/// was refused, and again at every retry).
+#[test]
+fn overlapping_readers_do_not_lock_a_writer_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap().to_owned();
+    assert_eq!(ledger(&["init", &d]).0, 0);
+    let lifecycle = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/lifecycle.jsonl");
+    assert_eq!(ledger(&["submit", &d, lifecycle.to_str().unwrap()]).0, 0);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, d) = (stop.clone(), d.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert_eq!(ledger(&["verify", &d]).0, 0);
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    // Both loops reading before the writer comes.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let goal = "{\"createGoal\":{\"goalId\":\"01JC00000000000000000009ZZ\",\"content\":{\"objective\":\"o\",\"successCriteria\":[\"c\"],\"scope\":[\"s\"],\"nonGoals\":[],\"preservationConstraints\":[]}}}\n";
+    let file = tmp.path().join("one.jsonl");
+    std::fs::write(&file, goal).unwrap();
+    let (code, out, err) = ledger(&["submit", &d, file.to_str().unwrap()]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads: u32 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(reads >= 2, "the readers read ({reads})");
+}
+
 /// Usage and I/O errors exit 2 with one line.
 #[test]
 fn usage_and_io_errors_exit_two() {

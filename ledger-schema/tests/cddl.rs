@@ -51,7 +51,8 @@ fn every_golden_package_and_manifest_matches_the_cddl() {
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
-        let golden: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let golden: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         for attempt in golden["attempts"].as_array().unwrap() {
             let name = format!("{} {}", path.display(), attempt["attemptId"]);
             let package = unhex(attempt["packageHex"].as_str().unwrap());
@@ -73,7 +74,8 @@ fn every_golden_package_and_manifest_matches_the_cddl() {
     assert!(schemas.contains(&1) && schemas.contains(&2), "{schemas:?}");
     // Not vacuous: `schemaVersion` (text "9" for the integer) breaks it.
     let golden: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/lifecycle-packages-v6.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/lifecycle-packages-v6.json")).unwrap())
+            .unwrap();
     let package = unhex(golden["attempts"][0]["packageHex"].as_str().unwrap());
     let key = b"\x6dschemaVersion";
     let at = package.windows(key.len()).position(|w| w == key).unwrap() + key.len();

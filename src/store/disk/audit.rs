@@ -56,14 +56,25 @@ pub enum AuditScope {
 
 /// Takes the shared lock if no writer holds the ledger; `None` beside a live writer (whose
 /// journal is append-only, so it can still be read up to its last complete record).
+/// A writer waiting at the gate ([`super::writer_gate`]) counts as a live writer: the
+/// shared lock is not taken past it (outside review 199 F1), so readers never hold a
+/// waiting writer off for longer than the reads already under way.
 pub(super) fn read_lock(root: &Path) -> Result<Option<File>, OpenError> {
     let dir = ledger_journal_dir(root)?;
     let file = File::open(&dir).map_err(io("open", &dir))?;
-    match file.try_lock_shared() {
+    let gate = super::writer_gate(root)?;
+    match gate.try_lock_shared() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => return Err(io("lock", root)(e).into()),
+    }
+    let locked = match file.try_lock_shared() {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => Err(io("lock", &dir)(e).into()),
-    }
+    };
+    drop(gate);
+    locked
 }
 
 /// Verifies a ledger without writing to it: every record of the journal, sled against the

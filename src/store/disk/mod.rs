@@ -107,15 +107,51 @@ pub(super) fn create_dir_0700(path: &Path) -> Result<(), IoError> {
     DirBuilder::new().mode(0o700).create(path).map_err(io("create directory", path))
 }
 
+/// The writers' gate: the ledger directory itself, locked exclusively by a writer from
+/// before it waits for the journal's lock until it holds it. A reader takes its shared lock
+/// only while no writer waits at the gate ([`audit::read_lock`]): overlapping readers could
+/// otherwise hold the shared lock between them forever, and every writer was refused after
+/// its 30 s wait (outside review 199 F1: two `verify` loops locked every `submit` out).
+pub(super) fn writer_gate(root: &Path) -> Result<File, OpenError> {
+    File::open(root).map_err(|e| io("open", root)(e).into())
+}
+
 pub(super) fn lock(root: &Path, exclusive: bool) -> Result<File, OpenError> {
     let dir = ledger_journal_dir(root)?;
     let file = File::open(&dir).map_err(io("open", &dir))?;
+    // At the gate first (a writer): readers arriving from now on read as beside a live
+    // writer instead of taking the shared lock; those reading already are waited for. The
+    // gate is held by a writer waiting here or about to take the lock, so it is waited for
+    // as long as a writer waits for readers, and once more as long as for a writer.
+    let gate = if exclusive {
+        let gate = writer_gate(root)?;
+        let since = std::time::Instant::now();
+        loop {
+            match gate.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock)
+                    if since.elapsed() < READERS_LOCK_WAIT + JOURNAL_LOCK_WAIT =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => return Err(OpenError::Locked(dir)),
+                Err(std::fs::TryLockError::Error(e)) => return Err(io("lock", root)(e).into()),
+            }
+        }
+        Some(gate)
+    } else {
+        None
+    };
     // Since when the lock has been held the way it is now (by readers, or by a writer).
     let mut held_since = (std::time::Instant::now(), None);
     loop {
         let locked = if exclusive { file.try_lock() } else { file.try_lock_shared() };
         match locked {
-            Ok(()) => return Ok(file),
+            // (The gate opens as the journal's lock is taken: `gate` drops here.)
+            Ok(()) => {
+                drop(gate);
+                return Ok(file);
+            }
             Err(std::fs::TryLockError::WouldBlock) => {
                 // Held shared (readers: an audit ends) or exclusively (a writer)? A shared
                 // probe tells; readers are waited for longer. Each kind of holder gets its
