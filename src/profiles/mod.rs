@@ -922,6 +922,48 @@ fn fs_exists(path: &Path) -> bool {
 /// never read; the ledger is read without waiting for or disturbing a writer), with its
 /// generation verified on disk.
 pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileError> {
+    // `status` reads the ledger, then the state root, holding neither's lock: a `set`,
+    // `mode`, `rollback` or `recover` committing between the two reads leaves a receipt or
+    // generation the ledger read did not know yet (outside review 199 F2: a live `set`'s
+    // receipt was reported as another ledger copy's, and the way out named was to abandon
+    // the state root). A refusal is given only when the ledger's profile revisions did not
+    // move while it was read; otherwise the whole read is made again (a few times at most).
+    let mut refused = None;
+    for _ in 0..3 {
+        let before = profile_revisions(dir)?;
+        match status_once(dir, root) {
+            Err(e @ (ProfileError::Generation(_) | ProfileError::Refused(_))) => {
+                // (A transaction publishes its receipt just before it commits its entry: a
+                // moment later, the entry is there.)
+                if profile_revisions(dir)? == before {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    if profile_revisions(dir)? == before {
+                        return Err(e);
+                    }
+                }
+                refused = Some(e);
+            }
+            other => return other,
+        }
+    }
+    Err(refused
+        .unwrap_or_else(|| ProfileError::Refused("the profile kept changing while it was read".to_owned())))
+}
+
+/// How many profile revisions the ledger's journal holds (read without the lock).
+fn profile_revisions(dir: &Path) -> Result<u64, ProfileError> {
+    let mut revisions = 0u64;
+    store::replay_journal(dir, &mut |sealed| {
+        if matches!(sealed.entry.event, Event::ProfileRevisionRecorded(_)) {
+            revisions += 1;
+        }
+        Ok(())
+    })?;
+    Ok(revisions)
+}
+
+/// [`status`], one read of the ledger and the state root.
+fn status_once(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileError> {
     // A state root given on the command line is checked as `set` checks it (a relative path
     // was an I/O error, exit 2, where `set` refuses it, exit 1).
     if let Some(root) = root {

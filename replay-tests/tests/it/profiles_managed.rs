@@ -1752,3 +1752,37 @@ fn a_trailing_slash_on_the_state_root_is_dropped() {
     let (code, _, err) = s.run(&["profile", "status"], &["--state-root", "/"]);
     assert_eq!(code, 1, "the filesystem root stays refused: {err}");
 }
+
+/// `profile status` beside a live `profile set` (no crash): the revision a transaction
+/// publishes before its entry commits, or commits between the status's two reads, is not
+/// reported as another ledger copy's (outside review 199 F2: 41–52 of some 600 reads
+/// exited 1, naming the in-flight receipt "a revision … this ledger never committed" and
+/// telling the operator to give the ledger another state root).
+#[test]
+fn status_beside_a_live_set_is_not_refused() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (reads, refusals) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for round in 0..20 {
+                let profile = if round % 2 == 0 { "full" } else { "lean" };
+                ok(set(&s, &root, &[profile]));
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let (mut reads, mut refusals) = (0u32, Vec::new());
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let (code, _, err) =
+                s.run(&["profile", "status"], &["--state-root", root.to_str().unwrap(), "--json"]);
+            reads += 1;
+            if code != 0 {
+                refusals.push(err);
+            }
+        }
+        (reads, refusals)
+    });
+    assert!(refusals.is_empty(), "{} of {reads} reads refused: {:?}", refusals.len(), refusals.first());
+    assert!(reads >= 5, "{reads} reads");
+}
