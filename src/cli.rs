@@ -522,6 +522,18 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 }
                 Ok(())
             })?;
+            // Beside a live writer the newest record read may be written but not yet made
+            // durable (its receipt waits for the fdatasync): a checkpoint of it could name a
+            // record a power loss takes back, and then read as a rewritten history (outside
+            // review 199 F3). Refused unless the seq is named — one a receipt gave is durable.
+            if report.live_writer && seq.is_none() {
+                return Err(usage(format!(
+                    "a live writer holds the ledger: its newest record (seq {}) may not be durable yet (a receipt is \
+                     printed only after its fdatasync); checkpoint a seq a receipt named (`--seq N`), or when no \
+                     writer holds the ledger",
+                    report.head.seq
+                )));
+            }
             live_note(&report, err);
             let cp = found.ok_or_else(|| {
                 usage(format!("seq {} is beyond the head (seq {})", seq.unwrap_or_default(), report.head.seq))
@@ -623,7 +635,8 @@ fn live_note(report: &store::VerifyReport, err: &mut dyn Write) {
     if report.live_writer {
         let _ = writeln!(
             err,
-            "ledger: note: a live writer holds the ledger; read up to its last complete record (seq {})",
+            "ledger: note: a live writer holds the ledger; read up to its last complete record (seq {}), which may \
+             not be durable yet (its receipt waits for the fdatasync)",
             report.head.seq
         );
     } else if let Some(t) = &report.torn_tail {

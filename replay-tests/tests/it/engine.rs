@@ -205,9 +205,11 @@ fn a_batch_over_the_frame_bound_spans_group_commits() {
 }
 
 /// Audits beside a live writer: while the engine appends, `ledger replay`, `verify`, `show`,
-/// `export` and `checkpoint` from outside run without waiting and succeed, saying a live
-/// writer held the ledger (the journal read up to its last complete record); the engine's
-/// own in-process audit compares both copies; and the writer is not disturbed.
+/// `export` and `checkpoint --seq` from outside run without waiting and succeed, saying a
+/// live writer held the ledger (the journal read up to its last complete record); a
+/// `checkpoint` of the head is refused (outside review 199 F3: the newest record read may
+/// not be durable yet); the engine's own in-process audit compares both copies; and the
+/// writer is not disturbed.
 #[test]
 fn audits_run_beside_a_live_engine() {
     let tmp = tempfile::tempdir().unwrap();
@@ -234,11 +236,16 @@ fn audits_run_beside_a_live_engine() {
                     cli(&["verify", &d, "--json"]),
                     cli(&["show", &d, "0"]),
                     cli(&["export", &d]),
-                    cli(&["checkpoint", &d]),
+                    // A seq a receipt named (here: genesis) — the head read beside a live
+                    // writer may not be durable yet, so a plain checkpoint is refused.
+                    cli(&["checkpoint", &d, "--seq", "0"]),
                 ];
-                (runs, started.elapsed())
+                (runs, started.elapsed(), cli(&["checkpoint", &d]))
             });
-            let (runs, took) = outside.await.unwrap();
+            let (runs, took, head_checkpoint) = outside.await.unwrap();
+            let (code, _, err) = head_checkpoint;
+            assert_eq!(code, 2, "{err}");
+            assert!(err.contains("may not be durable yet") && err.contains("--seq"), "{err}");
             for (code, out, err) in &runs {
                 assert_eq!(*code, 0, "{out}{err}");
             }
