@@ -1063,6 +1063,15 @@ pub fn check_receipts(
             }));
         }
         let number = name.strip_suffix(".json").and_then(|n| n.parse::<u32>().ok());
+        // The next revision's receipt while a live writer holds the state root: a transaction
+        // in flight publishes it just before its entry commits (outside review 199 F2: a
+        // `status` beside a live `set` called it another ledger copy's).
+        if number == Some(ours.1.saturating_add(1))
+            && !expected.iter().any(|r| Some(r.revision) == number)
+            && live_holder(root).is_some()
+        {
+            continue;
+        }
         let receipt = number.and_then(|n| expected.iter().find(|r| r.revision == n)).ok_or_else(|| {
             // A receipt of this ledger's id that this ledger never committed: another copy
             // of the ledger directory wrote it (outside review 129 F4: "move it out" only

@@ -929,7 +929,7 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     // the state root). A refusal is given only when the ledger's profile revisions did not
     // move while it was read; otherwise the whole read is made again (a few times at most).
     let mut refused = None;
-    for _ in 0..3 {
+    for _ in 0..5 {
         let before = profile_revisions(dir)?;
         match status_once(dir, root) {
             Err(e @ (ProfileError::Generation(_) | ProfileError::Refused(_))) => {
