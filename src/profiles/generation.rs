@@ -579,6 +579,24 @@ pub fn live_holder(root: &Path) -> Option<String> {
     held(&holder).then_some(holder)
 }
 
+/// A live lock's owner as a refusal names it: a live pid is never reclaimed, and one reused
+/// since a crash looks the same, so the text says how to tell (outside review 147 F4) —
+/// every command that finds the lock held says it alike (outside review 199 F4: only
+/// `recover` did; `select` named the pid alone).
+pub fn holder_explained(root: &Path, holder: &str) -> String {
+    let path = root.join(LOCK_FILE);
+    let (pid, host) = holder.split_once(' ').unwrap_or((holder, ""));
+    if host == hostname() {
+        format!(
+            "{holder} (process {pid} runs on this host: if it is no ledger command — a pid reused since a crash — \
+             remove {} once no ledger command runs)",
+            path.display()
+        )
+    } else {
+        format!("{holder} (another host: remove {} once no ledger command runs there)", path.display())
+    }
+}
+
 /// The one-writer lock of a state root, released on drop.
 pub struct Lock {
     path: PathBuf,
@@ -634,22 +652,10 @@ pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
                         }
                     };
                     if held(&holder) {
-                        // A live pid is never reclaimed; one reused since a crash looks the
-                        // same, so the message says how to tell (outside review 147 F4).
-                        let (pid, host) = holder.split_once(' ').unwrap_or((holder.as_str(), ""));
-                        let holder = if host == hostname() {
-                            format!(
-                                "{holder} (process {pid} runs on this host: if it is no ledger command — a pid \
-                                 reused since a crash — remove {} once no ledger command runs)",
-                                path.display()
-                            )
-                        } else {
-                            format!(
-                                "{holder} (another host: remove {} once no ledger command runs there)",
-                                path.display()
-                            )
-                        };
-                        return Err(GenerationError::Busy { path: root.display().to_string(), holder });
+                        return Err(GenerationError::Busy {
+                            path: root.display().to_string(),
+                            holder: holder_explained(root, &holder),
+                        });
                     }
                     fs::remove_file(&path).map_err(io(&path))?;
                 }

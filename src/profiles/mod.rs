@@ -569,6 +569,20 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
 
 /// Whether `root` holds a transaction no live writer holds (one a live writer holds is in
 /// flight, not interrupted: outside review 56).
+/// The refusal for a state root holding a transaction: busy while a live writer holds its
+/// lock (its owner explained), else interrupted — one verdict for every command (outside
+/// review 199 F4: `set` called a transaction interrupted that `recover` and `select` called
+/// live).
+fn transaction_there(root: &Path) -> ProfileError {
+    let shown = scan::shown(&root.display().to_string());
+    match generation::live_holder(root) {
+        Some(holder) => {
+            GenerationError::Busy { path: shown, holder: generation::holder_explained(root, &holder) }.into()
+        }
+        None => GenerationError::RecoveryRequired(shown).into(),
+    }
+}
+
 fn interrupted_txn(root: &Path) -> bool {
     root.join(generation::TXN_FILE).exists() && generation::live_holder(root).is_none()
 }
@@ -692,10 +706,7 @@ pub(crate) fn refuse_pending_transaction(dir: &Path, ledger: Id, state: &State) 
     let root = Path::new(&c.state_root);
     generation::check_root(root, ledger, generation::RootUse::Existing)?;
     if generation::read_txn(root)?.is_some() {
-        if let Some(holder) = generation::live_holder(root) {
-            return Err(GenerationError::Busy { path: scan::shown(&c.state_root), holder }.into());
-        }
-        return Err(GenerationError::RecoveryRequired(scan::shown(&c.state_root)).into());
+        return Err(transaction_there(root));
     }
     Ok(())
 }
@@ -729,6 +740,7 @@ fn transact(
     // A root holding a transaction already is refused before the note is written: a
     // refused `set` writes nothing (outside review 107: it re-wrote a note the operator had
     // removed).
+    // (Under this command's own lock: a transaction there is an interrupted one.)
     if generation::read_txn(root)?.is_some() {
         return Err(GenerationError::RecoveryRequired(shown_path(root)).into());
     }
@@ -843,7 +855,7 @@ pub fn set(
     {
         generation::check_root(root, ledger_id, generation::RootUse::Existing)?;
         if generation::read_txn(root)?.is_some() {
-            return Err(GenerationError::RecoveryRequired(state_root).into());
+            return Err(transaction_there(root));
         }
         verify_current(&ledger, root)?;
         return status_of(ledger.state(), None, "no-op");
