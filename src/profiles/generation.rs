@@ -70,7 +70,15 @@ pub enum GenerationError {
     StrayStage { root: String, stage: String },
     #[error("generation {root}: {reason}")]
     Tampered { root: String, reason: String },
-    #[error("transaction {path}: {reason}")]
+    /// A `txn.json` no transaction of this build wrote (damaged, forged): kept, and the way
+    /// out named (outside review 200 F1: `recover` refused it naming none, and moving it out
+    /// alone left its revision's receipt read as another ledger copy's).
+    #[error(
+        "transaction {path}: {reason} — no transaction this build can finish: move it out of the state root (kept \
+         for inspection), with the receipt of the revision it would have made if the ledger has not committed that \
+         revision (`receipts/N.json`, N past the revision `ledger profile status` shows), then run `ledger profile \
+         recover` again"
+    )]
     BadTransaction { path: String, reason: String },
     /// A receipt the ledger does not vouch for, or one it committed that is missing
     /// (outside review 56: receipts were never compared with the ledger).
@@ -1105,7 +1113,9 @@ pub fn check_receipts(
                 not_ours(
                     "a revision of this ledger's id that this ledger never committed: another copy of the ledger \
                      directory (copied or restored) manages this state root now — give this ledger a state root of \
-                     its own (`ledger profile set DIR … --state-root NEW`), or keep using the copy",
+                     its own (`ledger profile set DIR … --state-root NEW`), or keep using the copy — or, where no \
+                     copy uses this state root, a transaction of this ledger's that never committed left it (its \
+                     `txn.json` moved out): move the receipt out of the state root too",
                 )
             } else {
                 not_ours("the ledger committed no such revision in this state root (move it out)")

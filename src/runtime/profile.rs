@@ -720,6 +720,25 @@ pub fn check_registry(registry: &Registry) -> Result<(), RuleViolation> {
         "the registry stores {stored} resource bytes, over the bound of {}",
         skill::MAX_STORED_TOTAL_BYTES
     );
+    // A file is recorded by digest only where it did not fit when the scan came to it: over
+    // the per-file bound, or over what was left of the total — and what is stored only
+    // grows, so it does not fit beside the final total either (every build's scan fills
+    // greedily). One that would have fitted is a forger's choice (outside review 203 F1: a
+    // 129-byte SKILL.md dropped to its digest, its name, description and flags rewritten).
+    for s in &registry.sources {
+        for r in s.resources.iter().filter(|r| r.content.is_none()) {
+            ensure!(
+                r.bytes > skill::MAX_STORED_FILE_BYTES
+                    || stored.saturating_add(r.bytes) > skill::MAX_STORED_TOTAL_BYTES,
+                Rule::SourceRegistry,
+                "{} resource {} ({} bytes) is recorded by digest only though it fits the stored bounds beside the {stored} \
+                 bytes stored (a scan stores every file that fits)",
+                crate::runtime::escaped(&s.id),
+                crate::runtime::escaped(&r.path),
+                r.bytes
+            );
+        }
+    }
     for source in &registry.sources {
         check_source(source)?;
         skill::check_recorded(source).map_err(|why| violation(Rule::SourceRegistry, why))?;

@@ -175,6 +175,7 @@ fn check_paths(files: &[SkillFile<'_>]) -> Result<(), SkillFault> {
         ));
     }
     let mut folded: BTreeMap<String, String> = BTreeMap::new();
+    let (mut files_at, mut folders_at) = (BTreeSet::new(), BTreeSet::new());
     for f in files {
         if f.path.split('/').count() > MAX_DEPTH + 1 {
             return Err(refused(f.path, format!("nested deeper than {MAX_DEPTH} directories")));
@@ -189,12 +190,24 @@ fn check_paths(files: &[SkillFile<'_>]) -> Result<(), SkillFault> {
             ));
         }
         let mut prefix = String::new();
-        for part in f.path.split('/') {
+        let parts = f.path.split('/').count();
+        for (depth, part) in f.path.split('/').enumerate() {
             if !prefix.is_empty() {
                 prefix.push('/');
             }
             prefix.push_str(part);
             let key: String = prefix.nfc().flat_map(char::to_lowercase).collect();
+            // A name is a file's or a folder's, not both (outside review 203 F2: `notes.md`
+            // beside `notes.md/inner.md` replayed, and a generation failed half-written).
+            let folder = depth + 1 < parts;
+            if folder && files_at.contains(&key) || !folder && folders_at.contains(&key) {
+                return Err(refused(&prefix, "both a file and a folder of the tree".to_owned()));
+            }
+            if folder {
+                folders_at.insert(key.clone());
+            } else {
+                files_at.insert(key.clone());
+            }
             match folded.get(&key) {
                 Some(other) if *other != prefix => {
                     return Err(refused(
@@ -464,25 +477,27 @@ pub fn check_recorded(source: &RegistrySource) -> Result<(), String> {
             "{id}: its recorded {field} is not what its tree says (a scan of these bytes records another)"
         ))
     };
-    if reading.metadata.is_none() {
-        // SKILL.md stored by digest only: its name and description held to what the scan
-        // records of any (outside review 197 F2: an overlong name, a blank description, a
-        // token in one replayed — and the ledger keeps it for good).
-        for (field, value, max) in [
-            ("name", &source.name, MAX_NAME_CHARS),
-            ("description", &source.description, MAX_DESCRIPTION_CHARS),
-        ] {
-            let as_scanned = !value.is_empty()
-                && value.chars().count() <= max
-                && clean_text(field, value).as_deref() == Ok(value.as_str());
-            if !as_scanned {
-                return Err(format!(
-                    "{id}: its recorded {field} is not one a scan records (blank, over {max} characters, or not clean text)"
-                ));
-            }
-            if let Some(what) = crate::runtime::secrets::secret_in(value.as_bytes()) {
-                return Err(format!("{id}: its recorded {field} holds a secret: {what}"));
-            }
+    // A name and a description are recorded whether SKILL.md's bytes are or not: each held
+    // to what the scan records of any — not blank, within its bound, clean text, text a
+    // worker may be given (the scan reads SKILL.md whole so: no bidi override, TAG or
+    // private-use character, no hidden run — outside review 203 F5), and no secret (the
+    // scan refuses one in these texts as recorded, stored bytes or not: outside reviews 197
+    // F2, 203 F3, where one reading of the file and another of the text disagreed).
+    for (field, value, max) in
+        [("name", &source.name, MAX_NAME_CHARS), ("description", &source.description, MAX_DESCRIPTION_CHARS)]
+    {
+        let as_scanned = !value.is_empty()
+            && value.chars().count() <= max
+            && clean_text(field, value).as_deref() == Ok(value.as_str())
+            && crate::runtime::selection::deliverable_text(value.as_bytes()).is_ok();
+        if !as_scanned {
+            return Err(format!(
+                "{id}: its recorded {field} is not one a scan records (blank, over {max} characters, not clean text, \
+                 or not text a worker may be given)"
+            ));
+        }
+        if let Some(what) = crate::runtime::secrets::secret_in(value.as_bytes()) {
+            return Err(format!("{id}: its recorded {field} holds a secret: {what}"));
         }
     }
     if let Some(md) = &reading.metadata {

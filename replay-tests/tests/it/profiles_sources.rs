@@ -876,6 +876,12 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
         let r = src.resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap();
         *r = file("SKILL.md", text.as_bytes());
     }
+    /// SKILL.md recorded by digest only as a scan records one over the per-file bound.
+    fn skill_md_over_bound(src: &mut RegistrySource) {
+        let md = src.resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap();
+        md.content = None;
+        md.bytes = (256 << 10) + 1;
+    }
     fn add(src: &mut RegistrySource, path: &str, bytes: &[u8]) {
         src.resources.push(file(path, bytes));
         src.resources.sort_by(|a, b| a.path.cmp(&b.path));
@@ -1039,6 +1045,7 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
                 let yaml =
                     r.sources[i].resources.iter_mut().find(|r| r.path == "agents/openai.yaml").unwrap();
                 yaml.content = None;
+                yaml.bytes = (256 << 10) + 1;
                 r.sources[i].manual_only = false;
                 let md = r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap();
                 let text = "---\nname: deploy\ndescription: \"Deploy the service to staging (manual only).\"\n---\n# D\n";
@@ -1051,7 +1058,7 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
             "a secret in the description of a SKILL.md stored by digest only",
             Box::new(|r| {
                 let i = source(r, "skill:testing");
-                r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap().content = None;
+                skill_md_over_bound(&mut r.sources[i]);
                 r.sources[i].description = "Token ghp_0123456789abcdefghijABCDEFGHIJ012345 here.".to_owned();
             }),
             "holds a secret",
@@ -1060,7 +1067,7 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
             "a blank description of a SKILL.md stored by digest only",
             Box::new(|r| {
                 let i = source(r, "skill:testing");
-                r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap().content = None;
+                skill_md_over_bound(&mut r.sources[i]);
                 r.sources[i].description = String::new();
             }),
             "not one a scan records",
@@ -1082,11 +1089,41 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
                         .iter()
                         .any(|r| r.path == "agents/openai.yaml" && r.content.is_some())
                 );
-                let md = r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap();
-                md.content = None;
+                skill_md_over_bound(&mut r.sources[i]);
                 r.sources[i].manual_only = false;
             }),
             "manualOnly",
+        ),
+        (
+            // Outside review 203 F1: a small SKILL.md dropped to its digest, its name and
+            // flags rewritten.
+            "a SKILL.md that fits the stored bounds recorded by digest only",
+            Box::new(|r| {
+                let i = source(r, "skill:shell-tools");
+                r.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap().content = None;
+                r.sources[i].authority_keys.clear();
+            }),
+            "fits the stored bounds",
+        ),
+        (
+            // Outside review 203 F5: a bidi override in a digest-only SKILL.md's description.
+            "a bidi override in the description of a SKILL.md stored by digest only",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                skill_md_over_bound(&mut r.sources[i]);
+                r.sources[i].description = "Run the tests \u{202E}sdrawkcab".to_owned();
+            }),
+            "not text a worker may be given",
+        ),
+        (
+            // Outside review 203 F2: one name a file's and a folder's.
+            "a file and a folder of one name",
+            Box::new(|r| {
+                let i = source(r, "skill:testing");
+                add(&mut r.sources[i], "notes.md", b"x\n");
+                add(&mut r.sources[i], "notes.md/inner.md", b"y\n");
+            }),
+            "both a file and a folder",
         ),
     ];
     let seal = |r: &mut Registry| {
@@ -1110,7 +1147,7 @@ fn registry_no_scan_could_write_is_refused_by_apply() {
     // over the stored-bytes bound records — admitted.
     let mut recorded = scanned.clone();
     let i = recorded.registry.sources.iter().position(|x| x.id == "skill:deploy").unwrap();
-    recorded.registry.sources[i].resources.iter_mut().find(|r| r.path == "SKILL.md").unwrap().content = None;
+    skill_md_over_bound(&mut recorded.registry.sources[i]);
     seal(&mut recorded.registry);
     recorded.registry_digest = recorded.registry.digest();
     ledger.admit(vec![Event::SourceRegistryRecorded(Box::new(recorded))], Ctx { time_ms: 1 }).unwrap();
