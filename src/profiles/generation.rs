@@ -449,8 +449,10 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
             if prefix && bytes.len() < ours.len().saturating_sub(2) {
                 return Err(unsafe_root(
                     root,
-                    "has an ownership marker cut short before it names its ledger (a `profile set` killed while \
-                     marking it): no ledger can claim it — inspect it, remove the marker, then run the `set` again",
+                    "has an ownership marker cut short before it names its ledger (a `profile set` or `profile \
+                     recover` killed while marking it): no ledger can claim it — inspect it, remove the marker, then \
+                     run the command again (`ledger profile recover` marks the configured root again; a `set` a new \
+                     one)",
                 ));
             }
             let cut_short = prefix && alone();
@@ -459,7 +461,8 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
                 RootUse::Existing => {
                     return Err(unsafe_root(
                         root,
-                        "has an ownership marker cut short (a `profile set` killed while marking it): run the `set` again",
+                        "has an ownership marker cut short (a `profile set` or `profile recover` killed while marking \
+                         it): run that command again",
                     ));
                 }
                 // What `Create` would write.
@@ -479,7 +482,14 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
             let owner: Owner = serde_json::from_slice(&bytes)
                 .map_err(|_| unsafe_root(root, "has an unreadable ownership marker"))?;
             if owner.ledger_id != ledger {
-                return Err(unsafe_root(root, &format!("is owned by another ledger ({})", owner.ledger_id)));
+                return Err(unsafe_root(
+                    root,
+                    &format!(
+                        "is owned by another ledger ({}): use a state root of this ledger's own (`ledger profile \
+                         status` names the configured one)",
+                        owner.ledger_id
+                    ),
+                ));
             }
             true
         }
@@ -487,7 +497,12 @@ pub fn check_root(root: &Path, ledger: Id, usage: RootUse) -> Result<(), Generat
         Err(e) => return Err(GenerationError::Io { path: marker.display().to_string(), source: e }),
     };
     if !marked && fs::read_dir(&normal).map_err(io(&normal))?.next().is_some() {
-        return Err(unsafe_root(root, "is a non-empty directory this ledger does not own (left untouched)"));
+        return Err(unsafe_root(
+            root,
+            "is a non-empty directory this ledger does not own (left untouched; where it is the configured root \
+             whose ownership marker was removed, move it aside: `ledger profile recover` makes the configured root \
+             again)",
+        ));
     }
     if m.uid() != current_uid()? {
         return Err(unsafe_root(root, "is not owned by the current user"));

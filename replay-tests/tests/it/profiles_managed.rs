@@ -1639,7 +1639,7 @@ fn an_ownership_marker_cut_short_is_completed_by_the_next_set() {
     write_mark(prefix.as_bytes());
     let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("cut short") && err.contains("run the `set` again"), "{err}");
+    assert!(err.contains("cut short") && err.contains("run that command again"), "{err}");
     let st = s.json(&["profile", "status"], &["--state-root", root.to_str().unwrap(), "--json"]);
     assert!(st["note"].as_str().is_some_and(|n| n.contains("cut short")), "{st}");
     ok(set(&s, &root, &["lean", "--dry-run"]));
