@@ -167,7 +167,7 @@ fn state_root_safety() {
         ("/".into(), "filesystem root"),
         (format!("{}/a/../store", tmp.display()), "not normalised"),
         (format!("{}/store", link.display()), "is a symlink"),
-        (foreign.display().to_string(), "does not own (left untouched)"),
+        (foreign.display().to_string(), "does not own (left untouched"),
         (open.display().to_string(), "not 0700"),
     ];
     let before = s.head();
