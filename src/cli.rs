@@ -534,6 +534,10 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     report.head.seq
                 )));
             }
+            // Durable before it is handed out as a proof (outside review 202 F4).
+            if !report.live_writer {
+                store::sync_journal(&dir)?;
+            }
             live_note(&report, err);
             let cp = found.ok_or_else(|| {
                 usage(format!("seq {} is beyond the head (seq {})", seq.unwrap_or_default(), report.head.seq))
