@@ -1226,7 +1226,8 @@ fn compile(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let id: Id = attempt.parse().map_err(|e| usage(format!("--attempt: {e}")))?;
+    let id: Id =
+        attempt.parse().map_err(|e| usage(format!("--attempt: {e} (see `ledger compile --help`)")))?;
     let found = crate::replay::recompile_attempt(dir, id)?
         .ok_or_else(|| usage(format!("no attempt {id} in the ledger")))?;
     if cbor {
