@@ -940,16 +940,17 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
     // receipt was reported as another ledger copy's, and the way out named was to abandon
     // the state root). A refusal is given only when the ledger's profile revisions did not
     // move while it was read; otherwise the whole read is made again (a few times at most).
+    // (The ledger is read again only on a refusal: a status that holds costs one read.)
     let mut refused = None;
     for _ in 0..5 {
-        let before = profile_revisions(dir)?;
-        match status_once(dir, root) {
+        let mut read = 0u32;
+        match status_once(dir, root, &mut read) {
             Err(e @ (ProfileError::Generation(_) | ProfileError::Refused(_))) => {
                 // (A transaction publishes its receipt just before it commits its entry: a
                 // moment later, the entry is there.)
-                if profile_revisions(dir)? == before {
+                if profile_revisions(dir)? == read {
                     std::thread::sleep(std::time::Duration::from_millis(200));
-                    if profile_revisions(dir)? == before {
+                    if profile_revisions(dir)? == read {
                         return Err(e);
                     }
                 }
@@ -962,20 +963,22 @@ pub fn status(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileE
         .unwrap_or_else(|| ProfileError::Refused("the profile kept changing while it was read".to_owned())))
 }
 
-/// How many profile revisions the ledger's journal holds (read without the lock).
-fn profile_revisions(dir: &Path) -> Result<u64, ProfileError> {
-    let mut revisions = 0u64;
+/// The ledger's profile revision (each revision entry is the next one), read without the
+/// lock.
+fn profile_revisions(dir: &Path) -> Result<u32, ProfileError> {
+    let mut revisions = 0u32;
     store::replay_journal(dir, &mut |sealed| {
         if matches!(sealed.entry.event, Event::ProfileRevisionRecorded(_)) {
-            revisions += 1;
+            revisions = revisions.saturating_add(1);
         }
         Ok(())
     })?;
     Ok(revisions)
 }
 
-/// [`status`], one read of the ledger and the state root.
-fn status_once(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, ProfileError> {
+/// [`status`], one read of the ledger and the state root; `read` is the profile revision
+/// the ledger read holds.
+fn status_once(dir: &Path, root: Option<&Path>, read: &mut u32) -> Result<ProfileStatus, ProfileError> {
     // A state root given on the command line is checked as `set` checks it (a relative path
     // was an I/O error, exit 2, where `set` refuses it, exit 1).
     if let Some(root) = root {
@@ -994,6 +997,7 @@ fn status_once(dir: &Path, root: Option<&Path>) -> Result<ProfileStatus, Profile
     };
     store::replay_journal(dir, &mut fold)?;
     let cp = &state.context_profiles;
+    *read = cp.revision();
     // An unconfigured ledger's view of a state root is the verdict `set` would give it: a
     // root another ledger owns is refused by name, never reported as this ledger's
     // transaction to recover (outside review 87: it said "RECOVERY REQUIRED" for another

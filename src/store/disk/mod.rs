@@ -528,7 +528,9 @@ impl DiskStore {
         // What the scan read may be written but not yet durable (a writer killed before its
         // fdatasync): made durable before sled is restored from it or a receipt relies on it
         // (outside review 202 F1).
-        crate::store::journal::sync_last_segment(&root.join(JOURNAL_DIR))?;
+        if let Some((path, _)) = &scan.last_segment {
+            File::open(path).and_then(|f| f.sync_data()).map_err(io("fdatasync", path))?;
+        }
         // Everything verified: now, and only now, repair what a crash can leave behind.
         let sled_err = OpenError::Sled;
         // A v2 ledger gets v3 segments from here on: its meta says so first.
