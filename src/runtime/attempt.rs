@@ -457,13 +457,14 @@ fn withdrawn_since(state: &State, goal: Id, workflow: Id, since: u64) -> Option<
             return Some(format!("human decision {old}, superseded by {id}"));
         }
     }
-    let fact = state.facts.iter().find(|(_, f)| {
-        f.goal_id == goal
-            && f.withdrawn_seq.is_some_and(|at| at > since)
-            && f.confirmed_seq.is_some_and(|at| at < since)
+    // Any confirmed revision that stood at `since` and was invalidated after it — not only the
+    // newest (outside review 205 F1/F3: once a new revision was confirmed, the Thread's
+    // invalidated r1 was forgotten, and the message named the current revision).
+    let fact = state.facts.iter().filter(|(_, f)| f.goal_id == goal).find_map(|(id, f)| {
+        f.withdrawn.iter().find(|w| w.confirmed_seq < since && w.withdrawn_seq > since).map(|w| (id, w))
     });
-    if let Some((id, f)) = fact {
-        return Some(format!("fact {id} revision {}, invalidated", f.revision));
+    if let Some((id, w)) = fact {
+        return Some(format!("fact {id} revision {}, invalidated at seq {}", w.revision, w.withdrawn_seq));
     }
     let sources: Vec<(&Id, &super::state::SourceState)> =
         state.sources.iter().filter(|(_, s)| s.goal_id == goal).collect();

@@ -41,6 +41,14 @@ pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleV
     );
     match e.repair_id {
         None => {
+            // Said first: it is what decides (outside review 205 F4: a workflow past its first
+            // generation was sent to IMPLEMENT, where this refused it).
+            ensure!(
+                wf.active_generation.is_none(),
+                Rule::GenerationOpen,
+                "workflow {} already has a generation; further ones come from repairs",
+                e.workflow_id
+            );
             ensure!(
                 wf.phase == Phase::Implement,
                 Rule::CandidatePhase,
@@ -52,12 +60,6 @@ pub fn apply_opened(state: &mut State, e: &GenerationOpened) -> Result<(), RuleV
                 e.parent.is_none() && e.sequence == 1,
                 Rule::GenerationOpen,
                 "a generation without a repair record has sequence 1 and no parent"
-            );
-            ensure!(
-                wf.active_generation.is_none(),
-                Rule::GenerationOpen,
-                "workflow {} already has a generation; further ones come from repairs",
-                e.workflow_id
             );
         }
         Some(repair_id) => {

@@ -15,7 +15,7 @@ use super::command::{
 };
 use super::state::{
     BlockerState, FactState, FactStatus, HumanDecisionState, ObligationState, ScenarioState, SourceState,
-    State,
+    State, WithdrawnRevision,
 };
 use super::{Rule, RuleViolation, ensure, fresh, get, get_mut, live_workflow, required_text, text};
 
@@ -165,8 +165,10 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
     // The window of the newest confirmed revision, kept across a re-proposal (outside review
     // 191 F4: a confirmed revision invalidated and a new one proposed before a claim left no
     // trace that an Attempt started over a confirmed fact no longer stands).
-    let (confirmed_seq, withdrawn_seq) =
-        state.facts.get(&e.fact_id).map_or((None, None), |f| (f.confirmed_seq, f.withdrawn_seq));
+    let (confirmed_seq, withdrawn_seq, withdrawn) = state
+        .facts
+        .get(&e.fact_id)
+        .map_or((None, None, Vec::new()), |f| (f.confirmed_seq, f.withdrawn_seq, f.withdrawn.clone()));
     let key = statement_key(&e.statement);
     if let Some((other, f)) = state.facts.iter().find(|(id, f)| {
         **id != e.fact_id
@@ -197,6 +199,7 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
             invalidated_by: None,
             withdrawn_seq,
             confirmed_seq,
+            withdrawn,
         },
     );
     Ok(())
@@ -622,6 +625,10 @@ pub fn apply_fact_invalidated(state: &mut State, e: &FactInvalidated, seq: u64) 
         };
         human_principal("invalidatedBy", by)?;
         fact.withdrawn_seq = Some(seq);
+        if let Some(confirmed_seq) = fact.confirmed_seq {
+            let revision = fact.revision;
+            fact.withdrawn.push(WithdrawnRevision { revision, confirmed_seq, withdrawn_seq: seq });
+        }
     }
     fact.status = FactStatus::Invalidated;
     fact.invalidated_by.clone_from(&e.invalidated_by);

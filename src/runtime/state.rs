@@ -186,6 +186,20 @@ pub struct FactState {
     /// some seq was given it. The current revision is confirmed only while `status` says so.
     #[serde(skip)]
     pub confirmed_seq: Option<u64>,
+    /// Every CONFIRMED revision since invalidated, oldest first, kept by later revisions
+    /// (derived by the fold, not encoded): what a Thread started while one stood was given
+    /// (outside review 205 F1: the newest window alone lost r1's once r2 was confirmed, and
+    /// a RESUME of a Thread given r1 passed).
+    #[serde(skip)]
+    pub withdrawn: Vec<WithdrawnRevision>,
+}
+
+/// A CONFIRMED fact revision, and the seqs at which it was confirmed and invalidated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WithdrawnRevision {
+    pub revision: u32,
+    pub confirmed_seq: u64,
+    pub withdrawn_seq: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

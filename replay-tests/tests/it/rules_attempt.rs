@@ -546,6 +546,24 @@ fn resume_is_refused_after_authority_was_withdrawn() {
     let err = w.fails(on(0x66, 0x65, ThreadChoice::Resume, 0x31));
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
     assert!(err.to_string().contains(&format!("fact {} revision 1, invalidated", lid(0x50))), "{err}");
+    // ... and still once a new revision of the fact is proposed and confirmed: the Thread
+    // holds revision 1 (outside review 205 F1, P1: the newest revision's window alone was
+    // kept, and this RESUME passed).
+    w.ok(Command::ProposeFact(ProposeFact {
+        fact_id: lid(0x50),
+        goal_id: lid(GOAL),
+        revision: 2,
+        statement: "the lexer drops the bytes after the document".into(),
+        provenance: "re-check".into(),
+    }));
+    w.ok(Command::ConfirmFact(ConfirmFact {
+        fact_id: lid(0x50),
+        revision: 2,
+        confirmed_by: "human:bob".into(),
+    }));
+    let err = w.fails(on(0x66, 0x65, ThreadChoice::Resume, 0x31));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::ThreadPolicy), "{err}");
+    assert!(err.to_string().contains(&format!("fact {} revision 1, invalidated", lid(0x50))), "{err}");
     first(&mut w, 0x66, 0x67);
     // A fact confirmed only after the resumed Attempt started, then invalidated: that
     // Thread was never given it — RESUME stands (outside review 43).

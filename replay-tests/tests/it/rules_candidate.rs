@@ -16,18 +16,22 @@ fn freeze(id: u128) -> Command {
     })
 }
 
-/// A workflow's first generation is opened once; later ones come only from repairs.
+/// A workflow's first generation is opened once; later ones come only from repairs — said
+/// in every phase, not only IMPLEMENT (outside review 205 F4: past IMPLEMENT the refusal
+/// sent the caller to IMPLEMENT, where this one then refused it).
 #[test]
 fn generation_open_once() {
-    let mut w = World::at(Stage::Implementing);
-    w.refused(
+    let open = || {
         Command::OpenGeneration(OpenGeneration {
             generation_id: lid(0x82),
             workflow_id: lid(WORKFLOW),
             base_digest: digest_of("b"),
-        }),
-        Rule::GenerationOpen,
-    );
+        })
+    };
+    let mut w = World::at(Stage::Implementing);
+    w.refused(open(), Rule::GenerationOpen);
+    let mut w = World::at(Stage::Rejected);
+    w.refused(open(), Rule::GenerationOpen);
 }
 
 /// A generation that claims a parent without a repair record is refused.
