@@ -36,6 +36,8 @@ pub use crate::runtime::skill::OWNER_FILE;
 pub const LOCK_FILE: &str = "lock";
 /// The prepared transaction; present = a transaction was interrupted.
 pub const TXN_FILE: &str = "txn.json";
+/// Longest path a file is written at (Linux's PATH_MAX, 4,096, less its NUL).
+const MAX_PATH_BYTES: usize = 4095;
 /// Largest `txn.json` / receipt / marker read back (bytes).
 const MAX_SMALL_FILE: u64 = 2 << 20;
 
@@ -909,6 +911,21 @@ pub fn preflight(
         return Err(GenerationError::RecoveryRequired(shown(&root.display().to_string())));
     }
     let target = generation_dir(root, digest);
+    // Every file's path under the generation within what the system takes (PATH_MAX, 4,096
+    // with its NUL), checked before anything is written (outside review 206 F4: the dry run
+    // passed, and the real `set` failed mid-transaction with "File name too long").
+    let base = target.as_os_str().len();
+    if let Some(file) = manifest.files.iter().max_by_key(|f| f.path.len()) {
+        let len = base + 1 + file.path.len();
+        if len > MAX_PATH_BYTES {
+            return Err(GenerationError::UnsafeRoot(format!(
+                "{}: a generation file's path under it would be {len} bytes ({}), over the {MAX_PATH_BYTES} the \
+                 system takes: choose a shorter state root",
+                shown(&root.display().to_string()),
+                shown(&file.path)
+            )));
+        }
+    }
     if fs::symlink_metadata(&target).is_ok() {
         // An earlier generation this command would reuse, tampered: never overwritten; the
         // remedy is named (outside review 87: a bare "was modified").

@@ -624,22 +624,25 @@ pub fn scan_keeping(
     }
 
     // Store bytes within the entry's bounds, in passes, each in (id, path) order: those
-    // `keep` names; then every resource of a source a profile names eager or required (a
+    // `keep` names; then every native flags file; then every resource of a source a profile names eager or required (a
     // base); then every SKILL.md; then the rest — so a large routed-only skill sorting first
     // cannot push a base's bytes, or any skill's instructions, out of the entry (outside
     // review 61: `aaa-bigdocs` made the Lean base not loadable, and `set` and every
     // `select` were refused).
     let base: BTreeSet<&str> =
         profiles.iter().flat_map(|p| p.eager.iter().chain(&p.required)).map(String::as_str).collect();
-    // Each skill's native flags file first, whatever else: always stored (refused below
-    // where it cannot be), so replay reads the flags it sets (outside review 197 F1).
+    // Each skill's native flags file next, before anything else: always stored (refused
+    // below where it cannot be), so replay reads the flags it sets (outside review 197 F1) —
+    // after what `keep` names, which an unrelated skill's large flags file must not push out
+    // (outside review 206 F1, F3: a dispatched Attempt was marked CONTEXT_CHANGED, and the
+    // configured generation's base could no longer be set, over unchanged bytes).
     let tiers = keep.len() + 1;
     let pass_of = |id: &str, path: &str| {
         let named = (id.to_owned(), path.to_owned());
-        if is_native_flags_file(path) {
-            0
-        } else if let Some(tier) = keep.iter().position(|k| k.contains(&named)) {
-            tier + 1
+        if let Some(tier) = keep.iter().position(|k| k.contains(&named)) {
+            tier
+        } else if is_native_flags_file(path) {
+            keep.len()
         } else if base.contains(id) {
             tiers
         } else if path == "SKILL.md" {
@@ -673,7 +676,8 @@ pub fn scan_keeping(
             &skills_dir.join(dir).join(&r.path),
             format!(
                 "{} bytes: a native flags file is always stored in the registry (at most {MAX_STORED_FILE_BYTES} bytes, \
-                 {MAX_STORED_TOTAL_BYTES} stored in all), so its flags can be read again",
+                 {MAX_STORED_TOTAL_BYTES} stored in all, after the bytes open Attempts loaded and the configured \
+                 generations install), so its flags can be read again",
                 r.bytes
             ),
         ));

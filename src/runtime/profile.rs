@@ -199,6 +199,12 @@ pub enum PlanError {
     UnknownProfile(String, String),
     #[error("unknown source id {0:?}")]
     UnknownId(String),
+    /// In an include or exclude list, which may be the configured one a command kept
+    /// (outside review 206 F6: a plain `set` named an id the user never typed).
+    #[error(
+        "unknown source id {0:?} in the {1} list (the configured include and exclude lists hold unless given: `set` and `preview` take --clear-filters to start from none)"
+    )]
+    UnknownListed(String, &'static str),
     #[error(
         "{0:?} is both included and excluded (the configured include and exclude lists hold unless given: `set` and `preview` take --clear-filters to start from none; a named `resolve` never drops a configured exclusion)"
     )]
@@ -288,7 +294,7 @@ fn normalise(
     let mut set = BTreeSet::new();
     for id in ids {
         if !registry.contains_key(id.as_str()) {
-            return Err(PlanError::UnknownId(id.clone()));
+            return Err(PlanError::UnknownListed(id.clone(), flag));
         }
         if !set.insert(id.clone()) {
             return Err(PlanError::Duplicate(id.clone(), flag));

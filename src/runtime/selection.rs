@@ -48,7 +48,22 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// Routing/7 reads more ways of refusing (phrases such as "steer clear of", "discontinue", "abstain",
 /// "postpone", "resist": outside review 172 F1 — "Please discontinue the X skill" was a
 /// directive and loaded it).
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/7";
+///
+/// Routing/8 reads a manual-only skill the profile installs (Full) as unrouted, not as
+/// installed: a directive at it is `cited-not-routed`, whose note names `explicitIds`
+/// (outside review 206 F2: routing/7 recorded `cited-installed` and told the user the skill
+/// was in the worker's context, where its native flags keep the agent from loading it).
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/8";
+
+/// The seventh routing policy: routing/8 reading a directive at a manual-only skill the
+/// profile installs as at any installed skill (`cited-installed`). Selections recorded under
+/// it are checked under it; its receipts are not reused under routing/8.
+pub const ROUTING_POLICY_V7: &str = "closure-ledger-routing/7";
+
+/// Whether `policy` is routing/7 or later (`cited-installed`).
+fn from_v7(policy: &str) -> bool {
+    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V7
+}
 
 /// The sixth routing policy: routing/7 with fewer refusal words and phrases (the lexical
 /// step is not re-run on replay — the query is not recorded — so its recorded outcome is
@@ -59,7 +74,7 @@ pub const ROUTING_POLICY_V6: &str = "closure-ledger-routing/6";
 /// Whether `policy` is routing/6 or later (a refusing query naming no skill is pending over
 /// ranking's shortlist).
 fn from_v6(policy: &str) -> bool {
-    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V6
+    from_v7(policy) || policy == ROUTING_POLICY_V6
 }
 
 /// The fifth routing policy: routing/6 whose query refusing something, citing no skill,
@@ -228,9 +243,9 @@ pub enum SelectionError {
     #[error("the --previous receipt is not a selection recorded in this ledger")]
     PreviousUnknown,
     #[error(
-        "a proposal answers a pending selection: --previous must name its receipt, with the same binding (session, task, revision, phase, plan, query)"
+        "a proposal answers a pending selection: --previous must name its receipt, with the same binding (session, task, revision, phase, plan, query){0}"
     )]
-    ProposalWithoutPending,
+    ProposalWithoutPending(String),
     #[error(
         "pending selection {pending} was already answered by selection {by}: a pending proposal is answered once (one provider proposal call)"
     )]
@@ -1240,7 +1255,7 @@ pub fn lexical_over(
         (Vec::new(), Vec::new())
     };
     let mut installed_directed = Vec::new();
-    if policy == ROUTING_POLICY && !installed.is_empty() {
+    if from_v7(policy) && !installed.is_empty() {
         installed_directed = citations(query, installed).directed;
         unroutable.extend(installed_directed.iter().cloned());
         unrouted_directed.extend(installed_directed.iter().cloned());
@@ -1417,6 +1432,7 @@ fn lexical_recorded(
     e: &SelectionRecorded,
     plan: &Plan,
     sources: &[&RegistrySource],
+    installs_manual_only: bool,
 ) -> Result<Lexical, RuleViolation> {
     let routable = |id: &str| plan.routed_ids.iter().any(|r| r == id);
     ensure!(
@@ -1470,7 +1486,7 @@ fn lexical_recorded(
             lex(None, true, REASON_MENTIONED)
         }
         // Routing/7: a directive at an installed skill — the plan installs one.
-        REASON_CITED_INSTALLED if e.routing_policy == ROUTING_POLICY => {
+        REASON_CITED_INSTALLED if from_v7(&e.routing_policy) => {
             ensure!(
                 e.candidates.is_empty() && e.query_digest.is_some() && !plan.selected_ids.is_empty(),
                 Rule::Selection,
@@ -1482,8 +1498,12 @@ fn lexical_recorded(
             // The plan must leave a source unrouted (manual-only, excluded, never
             // selectable) for a query to cite one (outside review 115: relabelled over a
             // plan that routes or installs every source).
+            // Routing/8: or a manual-only source the plan installs (outside review 206 F2).
+            let manual_installed = e.routing_policy == ROUTING_POLICY && installs_manual_only;
             ensure!(
-                e.candidates.is_empty() && e.query_digest.is_some() && !plan.excluded_ids.is_empty(),
+                e.candidates.is_empty()
+                    && e.query_digest.is_some()
+                    && (!plan.excluded_ids.is_empty() || manual_installed),
                 Rule::Selection,
                 "a query citing only unrouted skills has a query, no candidates, and a plan that leaves a source unrouted"
             );
@@ -1871,9 +1891,29 @@ pub fn decide(
             }
             return Err(SelectionError::ProposalUnused(REASON_AGENT_PROPOSAL.to_owned()));
         }
-        let p = same_binding
-            .filter(|p| p.decision == SelectionDecision::Pending)
-            .ok_or(SelectionError::ProposalWithoutPending)?;
+        let p = same_binding.filter(|p| p.decision == SelectionDecision::Pending).ok_or_else(|| {
+            // Why the receipt named is not that pending selection (outside review 206 F5: a
+            // stale one was refused without the part of its binding that changed).
+            let why = previous.and_then(|p| {
+                let now = Binding {
+                    session_id: &task.session_id,
+                    task_id: &task.task_id,
+                    task_revision: task.revision,
+                    phase: &task.phase,
+                    no_workflow: task.no_workflow,
+                    query_digest,
+                    trigger_digest: trigger,
+                    routing_policy: policy,
+                    plan_digest: plan.digest(),
+                    profile_revision,
+                };
+                binding_differs(state, p, &now).or_else(|| {
+                    (p.decision != SelectionDecision::Pending)
+                        .then(|| "it is not a pending decision".to_owned())
+                })
+            });
+            SelectionError::ProposalWithoutPending(why.map(|w| format!(": {w}")).unwrap_or_default())
+        })?;
         // Answered already: only the very same answer (its receipt) may be derived again.
         answered = request.previous.zip(p.answered_by);
         candidates = p.candidates.clone();
@@ -2008,6 +2048,46 @@ pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String
     if !e.explicit_ids.is_empty() {
         return Some("the task's explicitIds decide first".to_owned());
     }
+    binding_differs(state, p, &Binding::of(e)).or_else(|| {
+        (p.decision == SelectionDecision::Pending)
+            .then(|| "it is a pending decision: only a completed one is reused".to_owned())
+    })
+}
+
+/// What a selection's binding is made of, as compared with an earlier receipt's.
+struct Binding<'a> {
+    session_id: &'a str,
+    task_id: &'a str,
+    task_revision: u32,
+    phase: &'a str,
+    no_workflow: bool,
+    query_digest: Option<Digest>,
+    trigger_digest: Digest,
+    routing_policy: &'a str,
+    plan_digest: Digest,
+    profile_revision: u32,
+}
+
+impl<'a> Binding<'a> {
+    fn of(e: &'a SelectionRecorded) -> Binding<'a> {
+        Binding {
+            session_id: &e.session_id,
+            task_id: &e.task_id,
+            task_revision: e.task_revision,
+            phase: &e.phase,
+            no_workflow: e.no_workflow,
+            query_digest: e.query_digest,
+            trigger_digest: e.trigger_digest,
+            routing_policy: &e.routing_policy,
+            plan_digest: e.plan_digest,
+            profile_revision: e.profile_revision,
+        }
+    }
+}
+
+/// Which part of the binding of `e` differs from the earlier receipt `p`'s, named (none
+/// where none does).
+fn binding_differs(state: &State, p: &SelectionState, e: &Binding<'_>) -> Option<String> {
     let mut differs: Vec<String> = Vec::new();
     let mut note = |same: bool, what: String| {
         if !same {
@@ -2060,11 +2140,7 @@ pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String
             _ => differs.push("the configured plan".to_owned()),
         }
     }
-    if !differs.is_empty() {
-        return Some(format!("its binding differs: {}", differs.join(", ")));
-    }
-    (p.decision == SelectionDecision::Pending)
-        .then(|| "it is a pending decision: only a completed one is reused".to_owned())
+    (!differs.is_empty()).then(|| format!("its binding differs: {}", differs.join(", ")))
 }
 
 /// The live decision over a task with its query.
@@ -2077,12 +2153,16 @@ pub fn decide_live(
     let query = task.query.as_deref();
     let registry = state.context_profiles.registry.as_deref();
     decide(state, task, query_digest, request, ROUTING_POLICY, &|plan, routable| {
+        // A manual-only skill the plan installs is installed behind its native flags — the
+        // worker's agent does not load it of itself — so a query citing it is read as citing
+        // an unrouted skill, whose body an explicit id loads (outside review 206 F2: under
+        // Full, "use the deploy skill" was told the skill was in the worker's context).
         let (unrouted, installed): (Vec<&RegistrySource>, Vec<&RegistrySource>) = registry
             .map(|r| {
                 r.sources
                     .iter()
                     .filter(|s| !plan.routed_ids.contains(&s.id))
-                    .partition(|s| !plan.selected_ids.contains(&s.id))
+                    .partition(|s| s.manual_only || !plan.selected_ids.contains(&s.id))
             })
             .unwrap_or_default();
         Ok(lexical_over(ROUTING_POLICY, query, routable, &unrouted, &installed))
@@ -2094,6 +2174,7 @@ pub fn decide_live(
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
     let policy = [
         ROUTING_POLICY,
+        ROUTING_POLICY_V7,
         ROUTING_POLICY_V6,
         ROUTING_POLICY_V5,
         ROUTING_POLICY_V4,
@@ -2107,7 +2188,7 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
         violation(
             Rule::Selection,
             format!(
-                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
+                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V7}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
                      {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                 e.routing_policy
             ),
@@ -2125,7 +2206,11 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
     };
     let request = Request { load: e.load, previous: e.previous, proposal: e.proposal.clone() };
     let recorded_lexical = |plan: &Plan, routable: &[&RegistrySource]| {
-        lexical_recorded(e, plan, routable).map_err(|v| SelectionError::Task(v.detail))
+        let installs_manual_only =
+            state.context_profiles.registry.as_deref().is_some_and(|r| {
+                r.sources.iter().any(|s| s.manual_only && plan.selected_ids.contains(&s.id))
+            });
+        lexical_recorded(e, plan, routable, installs_manual_only).map_err(|v| SelectionError::Task(v.detail))
     };
     let expected = decide(state, &task, e.query_digest, &request, policy, &recorded_lexical)
         .map_err(|err| violation(Rule::Selection, err.to_string()))?;

@@ -1786,3 +1786,56 @@ fn status_beside_a_live_set_is_not_refused() {
     assert!(refusals.is_empty(), "{} of {reads} reads refused: {:?}", refusals.len(), refusals.first());
     assert!(reads >= 5, "{reads} reads");
 }
+
+/// A generation whose files' paths under the state root would pass what the system takes
+/// (PATH_MAX) is refused before anything is written — the dry run gives the same verdict
+/// (outside review 206 F4, P3: `set --dry-run` passed, and the real `set` failed
+/// mid-transaction with "File name too long", leaving a transaction to recover).
+#[test]
+fn a_generation_path_over_path_max_is_refused_before_any_write() {
+    let s = Setup::scanned();
+    let mut deep = s.src.join("skills/python-patterns");
+    for i in 0..15 {
+        deep.push(format!("d{i:02}{}", "x".repeat(240)));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("f.md"), "deep\n").unwrap();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let parent = s.tmp.path().join("s".repeat(200)).join("t".repeat(200));
+    std::fs::create_dir_all(&parent).unwrap();
+    let root = parent.join("sr");
+    for dry in [true, false] {
+        let mut rest = vec!["full"];
+        if dry {
+            rest.push("--dry-run");
+        }
+        let (code, _, err) = set(&s, &root, &rest);
+        assert_eq!(code, 1, "dry run {dry}: {err}");
+        assert!(err.contains("over the 4095 the system takes"), "dry run {dry}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    assert!(!root.join("txn.json").exists(), "nothing prepared");
+    let (code, out, err) = status(&s);
+    assert!(!out.contains("RECOVERY") && !err.contains("recover"), "{code}: {out}{err}");
+    let short = s.tmp.path().join("store");
+    ok(set(&s, &short, &["full"]));
+}
+
+/// A configured include whose source left the tree is named as the configured list's, with
+/// the way out (outside review 206 F6, P3: a plain `set` said only `unknown source id`,
+/// of an id the user had not typed).
+#[test]
+fn a_configured_include_gone_from_the_tree_is_named_as_such() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean", "--include", "skill:security-review"]));
+    std::fs::remove_dir_all(s.src.join("skills/security-review")).unwrap();
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = set(&s, &root, &["lean"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("unknown source id \"skill:security-review\" in the include list"), "{err}");
+    assert!(err.contains("--clear-filters"), "{err}");
+    ok(set(&s, &root, &["lean", "--clear-filters"]));
+}

@@ -1026,6 +1026,52 @@ fn a_rescan_keeps_the_bytes_an_open_attempt_loaded() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// Nor do other skills' native flags files, which are always stored: they come after the
+/// bytes an open Attempt loaded, and a tree whose flags files do not fit beside those is
+/// refused, nothing recorded (outside review 206 F1, P2: three unrelated skills with 210 KB
+/// `agents/openai.yaml` files each, stored first, pushed the loaded skill's unchanged bytes
+/// out, and the dispatched Attempt was marked CONTEXT_CHANGED).
+#[test]
+fn other_skills_flags_files_do_not_push_out_the_bytes_an_open_attempt_loaded() {
+    let mut w = world("auto");
+    write(
+        &w.s.src.join("skills/zz-loaded/SKILL.md"),
+        &format!(
+            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
+            "loaded text. ".repeat(1_530)
+        ),
+    );
+    assert_eq!(w.s.scan().0, 0);
+    let root = w.s.tmp.path().join("store");
+    let (code, _, err) = w
+        .s
+        .run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
+    assert_eq!(code, 0, "{err}");
+    let sel = w.select(&explicit("discovery", &["skill:zz-loaded"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x60))).unwrap();
+    let registry_before = w.state().context_profiles.registry.clone();
+    for i in 0..3 {
+        let dir = format!("big-{i}");
+        write(
+            &w.s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: Big flags {i}.\n---\n\nSmall.\n"),
+        );
+        write(
+            &w.s.src.join(format!("skills/{dir}/agents/openai.yaml")),
+            &format!("policy:\n  allow_implicit_invocation: true\n{}", "# padding\n".repeat(21_500)),
+        );
+    }
+    let (code, out, err) = w.s.scan();
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("a native flags file is always stored"), "{err}");
+    let state = w.state();
+    assert_eq!(state.context_profiles.registry, registry_before, "nothing recorded");
+    assert!(!state.attempts[&lid(0x60)].context_changed, "the loaded skill did not change");
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
 /// [`world`] in auto mode with workflow 0x31 under a profile whose `attemptThread` is RESUME.
 /// Session 0x61's Attempt 0x60 started FRESH with an explicit selection that loaded
 /// `skill:api-design`, dispatched and finished — a Thread a later Attempt may RESUME.

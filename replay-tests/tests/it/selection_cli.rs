@@ -223,7 +223,7 @@ fn a_negated_bug_report_is_pending_for_a_proposal() {
         (pending["decision"].as_str(), pending["reason"].as_str()),
         (Some("pending"), Some("negated"))
     );
-    assert_eq!(pending["routingPolicy"], "closure-ledger-routing/7");
+    assert_eq!(pending["routingPolicy"], "closure-ledger-routing/8");
     let shortlisted = pending["candidates"][0]["id"].as_str().unwrap().to_owned();
     assert_eq!(shortlisted, "skill:kubernetes", "{pending}");
     let p = file(&s, "pending.json", &pending["receipt"]);
@@ -304,9 +304,11 @@ fn pending_then_proposed() {
     let r = select(&s, &proposing, &["--proposal", &chosen, "--previous", &p]);
     assert!(r.0 == 1 && r.2.contains("decided otherwise"), "{}", r.2);
     assert_eq!(s.head(), answered, "nothing written");
-    // A reworded query is another binding: the proposal is stale.
+    // A reworded query is another binding: the proposal is stale, and the refusal says which
+    // part of the binding differs (outside review 206 F5: it named none).
     let r = select(&s, &task("write something with files"), &["--proposal", &chosen, "--previous", &p]);
     assert_eq!(r.0, 1, "{}", r.2);
+    assert!(r.2.contains("its binding differs: the query"), "{}", r.2);
     // Declining answers a pending selection too (another task's).
     let mut q2 = q.clone();
     q2["taskId"] = json!("feature-2");

@@ -812,7 +812,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     ] {
         let e = decide(q, &["skill:kubernetes"]);
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
-        assert_eq!(e.routing_policy, "closure-ledger-routing/7");
+        assert_eq!(e.routing_policy, "closure-ledger-routing/8");
     }
     // Outside review 175 F1, F2 (routing/7): a directive quoted in other marks, struck out,
     // commented out, in a fenced block or reported is not the user's; other languages'
@@ -1228,6 +1228,49 @@ fn only_a_directive_chooses_a_named_skill_under_routing_5() {
     drop(ledger);
     let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// Under Full, a manual-only skill is installed behind its native flags — the worker's agent
+/// does not load it of itself — so a directive at it is `cited-not-routed` (routing/8), whose
+/// note names `explicitIds`, not `cited-installed` (outside review 206 F2, P2: the user was
+/// told the skill was in the worker's context); the record replays. A routable base skill
+/// directed to under Full is still `cited-installed`.
+#[test]
+fn a_directive_at_a_manual_only_skill_full_installs_is_not_routed() {
+    let s = Setup::new();
+    richer(&s);
+    let (code, _, err) = s.scan();
+    assert_eq!(code, 0, "{err}");
+    let root = s.tmp.path().join("store");
+    let (code, _, err) =
+        s.run(&["profile", "set"], &["full", "--state-root", root.to_str().unwrap(), "--selection", "auto"]);
+    assert_eq!(code, 0, "{err}");
+    let st = state(&s);
+    let plan = st.context_profiles.current().map(|c| c.plan.clone()).unwrap();
+    assert!(plan.selected_ids.iter().any(|id| id == "skill:deploy"), "Full installs the manual-only skill");
+    let e = decide_live(&st, &task(Some("Use the deploy skill to ship the release.")), &Request::default())
+        .unwrap();
+    assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-not-routed"), "{e:?}");
+    assert_eq!(e.routing_policy, "closure-ledger-routing/8");
+    let routable = decide_live(&st, &task(Some("Use the kubernetes skill.")), &Request::default()).unwrap();
+    assert_eq!((routable.decision, routable.reason.as_str()), (SelectionDecision::None, "cited-installed"));
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(e))], ctx).unwrap();
+    drop(ledger);
+    let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The CLI's note says how such a skill is loaded.
+    let input = s.tmp.path().join("task.json");
+    write(
+        &input,
+        r#"{"sessionId":"s","taskId":"t2","revision":1,"phase":"implement","query":"Use the deploy skill to ship the release"}"#,
+    );
+    let (code, _, err) = s.run(&["select"], &["--task-input", input.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("explicitIds"), "{err}");
+    assert!(!err.contains("context already"), "{err}");
 }
 
 /// `cited-not-routed` needs a source the plan leaves unrouted (outside review 115 F5, P2: a
