@@ -434,6 +434,7 @@ fn check_result_current(
         .find(|(_, b)| b.workflow_id == binding.workflow_id && b.resolution.is_none())
         .map(|(id, _)| *id);
     let fresh_attempt = match open_blocker {
+        _ if matches!(detail, Stale::Uncompilable(_)) => UNCOMPILABLE_WAY_OUT.to_owned(),
         Some(id) => format!(
             "resolve blocker {id} first (a result made while it is open is stale once it is resolved, and ACCEPT needs it resolved), then start a new Attempt on the generation"
         ),
@@ -700,14 +701,25 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
         Some(Stale::ThreadHistory(_)) => return Ok(()),
         Some(detail) => detail,
     };
+    let then = match detail {
+        Stale::Uncompilable(_) => ["cancel it (`cancelAttempt`); ", UNCOMPILABLE_WAY_OUT].concat(),
+        _ => "cancel it (`cancelAttempt`) and start a new Attempt, which compiles the current context"
+            .to_owned(),
+    };
     Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,
         format!(
-            "attempt {attempt}: its manifest {} is no longer current ({detail}); cancel it (`cancelAttempt`) and start a new Attempt, which compiles the current context",
+            "attempt {attempt}: its manifest {} is no longer current ({detail}); {then}",
             recorded.manifest_digest
         ),
     )))
 }
+
+/// The way out of a context that no longer compiles: a new Attempt would not compile it
+/// either (outside review 209 F2: "start a new Attempt" was refused in turn).
+const UNCOMPILABLE_WAY_OUT: &str = "no new Attempt compiles this context either: bring what the phase requires \
+     within the policy's budgets (a goal revision, then retiring what the goal no longer needs) and start the work \
+     again in a new workflow, or cancel the workflow";
 
 /// For readers (`ledger compile --json`): why a dispatch claim of the started, undispatched
 /// Attempt `attempt` would be refused as stale over `state` (`check_current`), or why the

@@ -354,8 +354,13 @@ fn note_source_drift(dir: &Path, err: &mut dyn Write) {
         let root = check.root.as_deref().map(profiles::scan::shown).unwrap_or_default();
         let _ = writeln!(
             err,
-            "ledger: note: the source tree {root} {}: `profile set` and `select` are refused until it is scanned again",
-            check.detail
+            "ledger: note: the source tree {root} {}: `profile set` and `select` are refused until it is scanned again{}",
+            check.detail,
+            if check.state == "unreadable" {
+                " (a tree the scan refuses must first be changed as its refusal says)"
+            } else {
+                ""
+            }
         );
     }
 }
@@ -404,7 +409,11 @@ fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Resu
     if let Some(source) = &st.source {
         let root = source.root.clone().unwrap_or_else(|| "-".into());
         let action = if source.blocks() {
-            "  SOURCE DRIFT: `set` and `select` are refused until it is scanned again"
+            if source.state == "unreadable" {
+                "  SOURCE DRIFT: `set` and `select` are refused until it is scanned again (a tree the scan refuses must first be changed as its refusal says)"
+            } else {
+                "  SOURCE DRIFT: `set` and `select` are refused until it is scanned again"
+            }
         } else {
             ""
         };

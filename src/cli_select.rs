@@ -139,9 +139,10 @@ pub fn run_select_over(
     if o.event.reason == crate::runtime::selection::REASON_CITED_UNROUTED {
         let _ = writeln!(
             err,
-            "ledger: note: the query cites only skills this profile does not route (manual-only, excluded or never \
-             selectable): a manual-only one loads when named in explicitIds; an excluded one only once the \
-             profile's exclusions change (outside review 132 F5)"
+            "ledger: note: the query cites only skills ranking cannot choose — ones this profile does not route \
+             (manual-only, excluded or never selectable), maybe beside ones it installs, in the worker's context \
+             already: a manual-only one loads when named in explicitIds; an excluded one only once the profile's \
+             exclusions change (outside reviews 132 F5, 207 F4)"
         );
     }
     if o.event.reason == crate::runtime::selection::REASON_CITED_INSTALLED {

@@ -920,7 +920,8 @@ pub fn preflight(
         if len > MAX_PATH_BYTES {
             return Err(GenerationError::UnsafeRoot(format!(
                 "{}: a generation file's path under it would be {len} bytes ({}), over the {MAX_PATH_BYTES} the \
-                 system takes: choose a shorter state root",
+                 system takes: choose a shorter state root (`ledger profile set` with another `--state-root`; \
+                 `rollback` and `mode` work in the configured one)",
                 shown(&root.display().to_string()),
                 shown(&file.path)
             )));

@@ -99,11 +99,14 @@ pub struct ScanOutcome {
     pub profiles: Vec<String>,
 }
 
-/// What a rescan stores first ([`scan::scan_keeping`]), in two tiers: the resources (source
-/// id, path) open workflows' Attempts loaded and every resource of a source the configured
-/// generation installs (outside review 61); then every resource of a source the revision
-/// before it installed — the one `rollback` returns to (outside review 175 F4).
-fn kept_by_the_ledger(state: &State) -> [std::collections::BTreeSet<(String, String)>; 2] {
+/// What a rescan stores first ([`scan::scan_keeping`]), in three tiers: the resources (source
+/// id, path) open workflows' Attempts loaded — first, so nothing else a tree holds pushes
+/// them out (outside review 207 F2: a configured base grown past the bound pushed out an
+/// open Attempt's unchanged skill in id order); every resource of a source the configured
+/// generation installs (outside review 61); then, after every native flags file
+/// ([`KEPT_BEFORE_FLAGS`]), every resource of a source the revision before it installed —
+/// the one `rollback` returns to (outside review 175 F4).
+fn kept_by_the_ledger(state: &State) -> [std::collections::BTreeSet<(String, String)>; 3] {
     let cp = &state.context_profiles;
     let installed = |revision: Option<&crate::runtime::profile::RevisionState>| {
         let mut keep = std::collections::BTreeSet::new();
@@ -114,11 +117,12 @@ fn kept_by_the_ledger(state: &State) -> [std::collections::BTreeSet<(String, Str
         }
         keep
     };
-    let mut first = loaded_by_open_workflows(state);
-    first.extend(installed(cp.current()));
     let previous = cp.revision().checked_sub(1).and_then(|n| cp.revisions.get(&n));
-    [first, installed(previous)]
+    [loaded_by_open_workflows(state), installed(cp.current()), installed(previous)]
 }
+
+/// The tiers of [`kept_by_the_ledger`] stored before every native flags file.
+const KEPT_BEFORE_FLAGS: usize = 2;
 
 fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String, String)> {
     state
@@ -135,7 +139,7 @@ fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String
 /// current registry is byte-identical, which is a no-op returning the existing snapshot.
 pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
-    let recorded = scan::scan_keeping(root, &kept_by_the_ledger(ledger.state()))?;
+    let recorded = scan::scan_keeping(root, &kept_by_the_ledger(ledger.state()), KEPT_BEFORE_FLAGS)?;
     let cp = &ledger.state().context_profiles;
     let existing =
         if cp.registry_digest == Some(recorded.registry_digest) && cp.registry_root == recorded.source_root {
@@ -254,8 +258,13 @@ impl SourceCheck {
     pub fn refusal(&self) -> ProfileError {
         let root = self.root.as_deref().map(scan::shown).unwrap_or_default();
         ProfileError::Refused(format!(
-            "the source tree {root} {}: scan it again (`ledger sources scan DIR ROOT`, from where it is now) before delivering from it",
-            self.detail
+            "the source tree {root} {}: scan it again (`ledger sources scan DIR ROOT`, from where it is now{}) before delivering from it",
+            self.detail,
+            if self.state == "unreadable" {
+                "; a tree the scan refuses must first be changed as its refusal says"
+            } else {
+                ""
+            }
         ))
     }
 }
@@ -276,7 +285,7 @@ pub fn check_source(state: &State) -> SourceCheck {
         };
         return SourceCheck { root: None, state: "unrecorded", detail };
     };
-    let found = match scan::scan_keeping(Path::new(&root), &kept_by_the_ledger(state)) {
+    let found = match scan::scan_keeping(Path::new(&root), &kept_by_the_ledger(state), KEPT_BEFORE_FLAGS) {
         Ok(found) => found,
         Err(e) => {
             return SourceCheck {

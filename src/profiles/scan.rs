@@ -66,7 +66,7 @@ pub enum ScanError {
     PathEscapes { path: String, reason: String },
     #[error("dependency cycle through {0}")]
     Cycle(String),
-    #[error("the registry encodes to {0} bytes, over the entry bound of {MAX_ENTRY_BYTES}")]
+    #[error("the registry's ledger entry would be {0} bytes, over the entry bound of {MAX_ENTRY_BYTES}")]
     EntryTooLarge(usize),
     #[error("the registry breaks a rule: {0}")]
     Rule(String),
@@ -352,12 +352,13 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
 
 /// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
 pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
-    scan_keeping(root, &[])
+    scan_keeping(root, &[], 0)
 }
 
 /// [`scan`], storing first the bytes of the resources `keep` names (source id, path), tier
-/// by tier — what the task selections of open workflows' Attempts loaded and the configured
-/// generation installs, then what the revision before it installed — then the rest in
+/// by tier — what the task selections of open workflows' Attempts loaded, what the
+/// configured generation installs, then what the revision before it installed — with every
+/// native flags file after the first `flags_after` tiers, then the rest in
 /// (id, path) order, within the entry's bounds: a rescan that adds sources does not push
 /// out the bytes an in-flight or finished Attempt stands on (outside review 52: an Attempt
 /// whose skill was unchanged was marked CONTEXT_CHANGED, its result ignored, because new
@@ -367,6 +368,7 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
 pub fn scan_keeping(
     root: &Path,
     keep: &[std::collections::BTreeSet<(String, String)>],
+    flags_after: usize,
 ) -> Result<SourceRegistryRecorded, ScanError> {
     let root = no_symlink_ancestors(root)?;
     real_dir(&root)?;
@@ -624,25 +626,29 @@ pub fn scan_keeping(
     }
 
     // Store bytes within the entry's bounds, in passes, each in (id, path) order: those
-    // `keep` names; then every native flags file; then every resource of a source a profile names eager or required (a
+    // `keep` names, every native flags file among them (below); then every resource of a source a profile names eager or required (a
     // base); then every SKILL.md; then the rest — so a large routed-only skill sorting first
     // cannot push a base's bytes, or any skill's instructions, out of the entry (outside
     // review 61: `aaa-bigdocs` made the Lean base not loadable, and `set` and every
     // `select` were refused).
     let base: BTreeSet<&str> =
         profiles.iter().flat_map(|p| p.eager.iter().chain(&p.required)).map(String::as_str).collect();
-    // Each skill's native flags file next, before anything else: always stored (refused
-    // below where it cannot be), so replay reads the flags it sets (outside review 197 F1) —
-    // after what `keep` names, which an unrelated skill's large flags file must not push out
-    // (outside review 206 F1, F3: a dispatched Attempt was marked CONTEXT_CHANGED, and the
-    // configured generation's base could no longer be set, over unchanged bytes).
+    // Each skill's native flags file after the first `flags_after` tiers of `keep`, before
+    // anything else: always stored (refused below where it cannot be), so replay reads the
+    // flags it sets (outside review 197 F1) — after what open Attempts loaded and the
+    // configured generation installs, which an unrelated skill's large flags file must not
+    // push out (outside review 206 F1, F3: a dispatched Attempt was marked CONTEXT_CHANGED,
+    // and the configured base could no longer be set, over unchanged bytes), and before
+    // the previous revision's, kept only for a rollback's convenience (outside review 207
+    // F1: it refused an honest tree).
+    let flags_pass = flags_after.min(keep.len());
     let tiers = keep.len() + 1;
     let pass_of = |id: &str, path: &str| {
         let named = (id.to_owned(), path.to_owned());
         if let Some(tier) = keep.iter().position(|k| k.contains(&named)) {
-            tier
+            if tier < flags_pass { tier } else { tier + 1 }
         } else if is_native_flags_file(path) {
-            keep.len()
+            flags_pass
         } else if base.contains(id) {
             tiers
         } else if path == "SKILL.md" {
@@ -689,13 +695,22 @@ pub fn scan_keeping(
         registry,
         source_root: Some(source_root),
     };
-    // The entry around it adds well under 1 KiB; keep 4 KiB of headroom.
-    let event = Event::SourceRegistryRecorded(Box::new(recorded));
-    let size = codec::encode(&event).len();
-    if size + 4096 > MAX_ENTRY_BYTES {
+    // The entry it is sealed in, at its largest (the widest seq and time): within the bound
+    // (outside review 208 F2: a 4 KiB margin refused entries that fit, in a message that
+    // named a size under the bound).
+    let entry = ledger_schema::Entry {
+        v: ledger_schema::FORMAT_VERSION,
+        seq: u64::MAX,
+        prev: ledger_schema::Digest::ZERO,
+        event: Event::SourceRegistryRecorded(Box::new(recorded)),
+        ledger: ledger_schema::Id::default(),
+        time_ms: u64::MAX,
+    };
+    let size = codec::encode(&entry).len();
+    if size > MAX_ENTRY_BYTES {
         return Err(ScanError::EntryTooLarge(size));
     }
-    match event {
+    match entry.event {
         Event::SourceRegistryRecorded(r) => Ok(*r),
         _ => Err(ScanError::Rule("internal: not a registry event".into())),
     }

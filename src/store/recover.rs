@@ -1345,6 +1345,27 @@ fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: 
             t.segment.display()
         ));
     }
+    // Damaged bytes where the next record begins (outside review 208 F1: a flipped header
+    // byte of the newest record was described as lost bytes alone): they are there, but
+    // their header does not say where the record ends, so no record is taken from them.
+    let damaged =
+        found.scan.damage.as_ref().filter(|d| d.seq == first && matches!(d.kind, DamageKind::Record(_)));
+    if let Some(d) = damaged {
+        journal_end.push_str(&format!(
+            ", and damaged bytes follow at offset {} of {} ({}): no record is read from them",
+            d.offset,
+            d.segment.display(),
+            match &d.kind {
+                DamageKind::Record(fault) => fault.to_string(),
+                DamageKind::Invalid { .. } => String::new(),
+            }
+        ));
+    }
+    let lost = if damaged.is_some() {
+        "the journal's copy of them is damaged past reading"
+    } else {
+        "the journal lost acknowledged bytes at its end"
+    };
     let (held, it) = if first == last {
         (format!("seq {first}"), "it")
     } else {
@@ -1356,8 +1377,7 @@ fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: 
         replica: Replica::Journal,
         reason: Box::new(Corruption::MissingInJournal { journal_end }),
         why: format!(
-            "sled holds {held}, written only after the journal had made {it} durable: the journal lost acknowledged \
-             bytes at its end, and any record it held past seq {last} (acknowledged while sled lagged) is lost with \
+            "sled holds {held}, written only after the journal had made {it} durable: {lost}, and any record it held past seq {last} (acknowledged while sled lagged) is lost with \
              them, with no copy to restore it or to tell; nothing was changed. To keep what sled holds, restore \
              through seq {last} with `ledger recover --truncate-after {last}` (or give your newest checkpoint, \
              `--checkpoint FILE`: one at seq {last} or later is checked on the restored journal){cut_note}"

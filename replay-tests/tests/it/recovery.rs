@@ -999,6 +999,20 @@ fn one_zeroed_end_marker_byte_of_the_newest_record_is_restored_from_sled() {
             assert_eq!(std::fs::read(segment(&dir)).unwrap(), damaged, "nothing changed");
         }
     }
+    // A flipped header byte of the newest record: its extent cannot be read, so it is
+    // refused — named as the damaged bytes it is, not as bytes the journal lost (outside
+    // review 208 F1).
+    let dir = tmp.path().join("header");
+    copy_dir(&template, &dir);
+    let mut damaged = bytes.clone();
+    damaged[newest.start + 6] ^= 0xff;
+    std::fs::write(segment(&dir), &damaged).unwrap();
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(&format!("damaged bytes follow at offset {}", newest.start)), "{err}");
+    assert!(err.contains("header check mismatch") && !err.contains("lost acknowledged bytes"), "{err}");
+    assert!(err.contains("--truncate-after"), "{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), damaged, "nothing changed");
 }
 
 /// A snapshot write of sled's own cut short by a kill — sled writes one at every open, a

@@ -1172,3 +1172,40 @@ fn a_protected_profile_binds_no_surface_the_seed_disables() {
     p.input_closure = Some(c);
     w.ok(Command::InstallProfile(InstallProfile { profile_id: lid(0x7F), profile: p }));
 }
+
+/// A claim refused because the context no longer compiles names a way out that works: a
+/// new Attempt would not compile it either (outside review 209 F2, P3: "start a new
+/// Attempt" was refused in turn, "cannot compile the context").
+#[test]
+fn an_uncompilable_context_names_a_way_out_a_new_attempt_cannot_take() {
+    let mut w = World::at(Stage::Setup);
+    w.ok(start_with(0x60, 0x61, ThreadChoice::Fresh));
+    let active = lid(0x60);
+    let claim = Command::ClaimDispatch(claim_of(&w, active));
+    // Scenarios past the required FACTS_SCENARIOS_OBLIGATIONS budget.
+    let mut id = 0x300;
+    let err = loop {
+        w.ok(Command::RecordScenario(RecordScenario {
+            scenario_id: lid(id),
+            goal_id: lid(GOAL),
+            title: format!("scenario {id}"),
+            description: "the parser keeps every byte of a long document. ".repeat(60),
+        }));
+        id += 1;
+        assert!(id < 0x400, "the budget was never reached");
+        // Refused from the first scenario on (the package differs); then as uncompilable.
+        let e = w.fails(claim.clone()).to_string();
+        if e.contains("no longer compiles") {
+            break e;
+        }
+    };
+    assert!(err.contains("no new Attempt compiles this context either"), "{err}");
+    assert!(!err.contains("start a new Attempt, which compiles"), "{err}");
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: active,
+        workflow_version: 1,
+        reason: "stale".into(),
+    }));
+    let err = w.fails(start_with(0x62, 0x63, ThreadChoice::Fresh));
+    assert!(err.to_string().contains("cannot compile the context"), "{err}");
+}

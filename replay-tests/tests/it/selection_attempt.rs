@@ -1072,6 +1072,85 @@ fn other_skills_flags_files_do_not_push_out_the_bytes_an_open_attempt_loaded() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// Nor does the configured base, grown past the bound: the bytes an open Attempt loaded are
+/// stored before the configured generation's (outside review 207 F2, P2: both in one tier,
+/// filled in id order, a base sorting first pushed the loaded skill's unchanged bytes out,
+/// and the dispatched Attempt was marked CONTEXT_CHANGED); the base is then not loadable.
+#[test]
+fn a_grown_base_does_not_push_out_the_bytes_an_open_attempt_loaded() {
+    let mut w = world("auto");
+    write(
+        &w.s.src.join("skills/zz-loaded/SKILL.md"),
+        &format!(
+            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
+            "loaded text. ".repeat(1_530)
+        ),
+    );
+    for i in 0..3 {
+        write(&w.s.src.join(format!("skills/testing/ref-{i}.md")), "reference line.\n");
+    }
+    assert_eq!(w.s.scan().0, 0);
+    let root = w.s.tmp.path().join("store");
+    let (code, _, err) = w.s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let sel = w.select(&explicit("discovery", &["skill:zz-loaded"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x60))).unwrap();
+    // The Lean base (`skill:testing`, sorting before it) grows by 645 KB in the files its
+    // generation installs, leaving less than the loaded skill's 20 KB free.
+    for (i, lines) in [15_625, 15_625, 9_062].into_iter().enumerate() {
+        write(&w.s.src.join(format!("skills/testing/ref-{i}.md")), &"reference line. ".repeat(lines));
+    }
+    let (code, out, err) = w.s.scan();
+    assert_eq!(code, 0, "{out}{err}");
+    let state = w.state();
+    assert!(!state.attempts[&lid(0x60)].context_changed, "the loaded skill did not change");
+    let registry = state.context_profiles.registry.clone().unwrap();
+    let loaded = registry.sources.iter().find(|s| s.id == "skill:zz-loaded").unwrap();
+    assert!(loaded.resources.iter().all(|r| r.content.is_some()), "its bytes stay stored");
+    let base = registry.sources.iter().find(|s| s.id == "skill:testing").unwrap();
+    assert!(base.resources.iter().any(|r| r.content.is_none()), "the grown base is what did not fit");
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// The previous revision's generation — kept only so `rollback` can return to it — is stored
+/// after every native flags file: a tree whose flags files fit beside what the configured
+/// generation needs is not refused for it (outside review 207 F1, P2: Full's bytes, kept for
+/// a rollback after `set lean`, refused a new skill's flags file, and every `select` and
+/// `set` with it).
+#[test]
+fn the_previous_generation_does_not_refuse_a_flags_file() {
+    let s = Setup::new();
+    for i in 0..3 {
+        write(
+            &s.src.join(format!("skills/big-{i}/SKILL.md")),
+            &format!(
+                "---\nname: big-{i}\ndescription: Big skill {i}.\n---\n\n{}\n",
+                "big text. ".repeat(20_000)
+            ),
+        );
+    }
+    assert_eq!(s.scan().0, 0);
+    let root = s.tmp.path().join("store");
+    for profile in ["full", "lean"] {
+        let (code, _, err) = s.run(&["profile", "set"], &[profile, "--state-root", root.to_str().unwrap()]);
+        assert_eq!(code, 0, "{profile}: {err}");
+    }
+    write(
+        &s.src.join("skills/newtool/SKILL.md"),
+        "---\nname: newtool\ndescription: A new tool.\n---\n\nNew.\n",
+    );
+    write(
+        &s.src.join("skills/newtool/agents/openai.yaml"),
+        &format!("policy:\n  allow_implicit_invocation: true\n{}", "# padding\n".repeat(6_000)),
+    );
+    let (code, out, err) = s.scan();
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// [`world`] in auto mode with workflow 0x31 under a profile whose `attemptThread` is RESUME.
 /// Session 0x61's Attempt 0x60 started FRESH with an explicit selection that loaded
 /// `skill:api-design`, dispatched and finished — a Thread a later Attempt may RESUME.
