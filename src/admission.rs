@@ -434,7 +434,7 @@ fn check_result_current(
         .find(|(_, b)| b.workflow_id == binding.workflow_id && b.resolution.is_none())
         .map(|(id, _)| *id);
     let fresh_attempt = match open_blocker {
-        _ if matches!(detail, Stale::Uncompilable(_)) => UNCOMPILABLE_WAY_OUT.to_owned(),
+        _ if detail.over_budget() => OVER_BUDGET_WAY_OUT.to_owned(),
         Some(id) => format!(
             "resolve blocker {id} first (a result made while it is open is stale once it is resolved, and ACCEPT needs it resolved), then start a new Attempt on the generation"
         ),
@@ -668,6 +668,18 @@ enum Stale {
     Uncompilable(CompileError),
 }
 
+impl Stale {
+    /// Required content of the phase over its budget: no Attempt of the workflow compiles.
+    fn over_budget(&self) -> bool {
+        matches!(
+            self,
+            Stale::Uncompilable(
+                CompileError::RequiredOverflow { .. } | CompileError::RequiredFeedback { .. }
+            )
+        )
+    }
+}
+
 impl std::fmt::Display for Stale {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -701,10 +713,10 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
         Some(Stale::ThreadHistory(_)) => return Ok(()),
         Some(detail) => detail,
     };
-    let then = match detail {
-        Stale::Uncompilable(_) => ["cancel it (`cancelAttempt`); ", UNCOMPILABLE_WAY_OUT].concat(),
-        _ => "cancel it (`cancelAttempt`) and start a new Attempt, which compiles the current context"
-            .to_owned(),
+    let then = if detail.over_budget() {
+        ["cancel it (`cancelAttempt`); ", OVER_BUDGET_WAY_OUT].concat()
+    } else {
+        "cancel it (`cancelAttempt`) and start a new Attempt, which compiles the current context".to_owned()
     };
     Err(Refusal::Rule(runtime::violation(
         runtime::Rule::ManifestStale,
@@ -715,9 +727,11 @@ fn check_current(registry: &Registry<'_>, state: &State, attempt: ledger_schema:
     )))
 }
 
-/// The way out of a context that no longer compiles: a new Attempt would not compile it
-/// either (outside review 209 F2: "start a new Attempt" was refused in turn).
-const UNCOMPILABLE_WAY_OUT: &str = "no new Attempt compiles this context either: bring what the phase requires \
+/// The way out of a context whose required content no longer fits its budget: a new Attempt
+/// would not compile it either (outside review 209 F2: "start a new Attempt" was refused in
+/// turn). Only then — a selection gone stale is left by a new Attempt (outside review 210
+/// F4: this advice was given for one too).
+const OVER_BUDGET_WAY_OUT: &str = "no new Attempt compiles this context either: bring what the phase requires \
      within the policy's budgets (a goal revision, then retiring what the goal no longer needs) and start the work \
      again in a new workflow, or cancel the workflow";
 

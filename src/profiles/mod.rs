@@ -99,20 +99,25 @@ pub struct ScanOutcome {
     pub profiles: Vec<String>,
 }
 
-/// What a rescan stores first ([`scan::scan_keeping`]), in three tiers: the resources (source
-/// id, path) open workflows' Attempts loaded — first, so nothing else a tree holds pushes
-/// them out (outside review 207 F2: a configured base grown past the bound pushed out an
-/// open Attempt's unchanged skill in id order); every resource of a source the configured
-/// generation installs (outside review 61); then, after every native flags file
-/// ([`KEPT_BEFORE_FLAGS`]), every resource of a source the revision before it installed —
-/// the one `rollback` returns to (outside review 175 F4).
-fn kept_by_the_ledger(state: &State) -> [std::collections::BTreeSet<(String, String)>; 3] {
+/// What a rescan stores first ([`scan::scan_keeping`]), in three tiers, each resource with
+/// the digest it is kept for: the resources (source id, path) open workflows' Attempts
+/// loaded — first, so nothing else a tree holds pushes them out (outside review 207 F2: a
+/// configured base grown past the bound pushed out an open Attempt's unchanged skill in id
+/// order); then, after every native flags file ([`KEPT_BEFORE_FLAGS`]: a flags file is
+/// always stored, and one that does not fit refuses the tree — outside review 210 F2: a
+/// configured Full that filled the entry refused a new skill's flags file, and no command
+/// led out), every resource of a source the configured generation installs (outside review
+/// 61); then every resource of a source the revision before it installed — the one
+/// `rollback` returns to (outside review 175 F4).
+fn kept_by_the_ledger(state: &State) -> [scan::Kept; 3] {
     let cp = &state.context_profiles;
     let installed = |revision: Option<&crate::runtime::profile::RevisionState>| {
         let mut keep = std::collections::BTreeSet::new();
         if let (Some(r), Some(registry)) = (revision, cp.registry.as_ref()) {
             for source in registry.sources.iter().filter(|s| r.plan.selected_ids.contains(&s.id)) {
-                keep.extend(source.resources.iter().map(|res| (source.id.clone(), res.path.clone())));
+                keep.extend(
+                    source.resources.iter().map(|res| (source.id.clone(), res.path.clone(), res.digest)),
+                );
             }
         }
         keep
@@ -121,17 +126,41 @@ fn kept_by_the_ledger(state: &State) -> [std::collections::BTreeSet<(String, Str
     [loaded_by_open_workflows(state), installed(cp.current()), installed(previous)]
 }
 
-/// The tiers of [`kept_by_the_ledger`] stored before every native flags file.
-const KEPT_BEFORE_FLAGS: usize = 2;
+/// Whether `new` is `current` but for which resources' bytes are stored, and `current`
+/// stores every resource the first two tiers of `kept` (open Attempts' loads, the configured
+/// generation) name with the bytes `new` has.
+fn only_storage_differs(current: &Registry, new: &Registry, kept: &[scan::Kept; 3]) -> bool {
+    let shape = |r: &Registry| -> Registry {
+        let mut r = r.clone();
+        for s in &mut r.sources {
+            for x in &mut s.resources {
+                x.content = None;
+            }
+        }
+        r
+    };
+    if shape(current) != shape(new) {
+        return false;
+    }
+    current.sources.iter().all(|s| {
+        s.resources.iter().all(|x| {
+            let named = (s.id.clone(), x.path.clone(), x.digest);
+            x.content.is_some() || !kept.iter().take(2).any(|k| k.contains(&named))
+        })
+    })
+}
 
-fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String, String)> {
+/// The tiers of [`kept_by_the_ledger`] stored before every native flags file.
+const KEPT_BEFORE_FLAGS: usize = 1;
+
+fn loaded_by_open_workflows(state: &State) -> scan::Kept {
     state
         .attempts
         .values()
         .filter(|a| state.workflows.get(&a.workflow_id).is_some_and(|w| !w.closed))
         .filter_map(|a| a.selection_receipt)
         .filter_map(|receipt| state.selections.by_receipt.get(&receipt))
-        .flat_map(|s| s.resources.iter().map(|r| (r.id.clone(), r.path.clone())))
+        .flat_map(|s| s.resources.iter().map(|r| (r.id.clone(), r.path.clone(), r.digest)))
         .collect()
 }
 
@@ -139,14 +168,26 @@ fn loaded_by_open_workflows(state: &State) -> std::collections::BTreeSet<(String
 /// current registry is byte-identical, which is a no-op returning the existing snapshot.
 pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileError> {
     let (mut ledger, _) = Ledger::<DiskStore>::open(dir)?;
-    let recorded = scan::scan_keeping(root, &kept_by_the_ledger(ledger.state()), KEPT_BEFORE_FLAGS)?;
+    let kept = kept_by_the_ledger(ledger.state());
+    let recorded = scan::scan_keeping(root, &kept, KEPT_BEFORE_FLAGS)?;
     let cp = &ledger.state().context_profiles;
-    let existing =
-        if cp.registry_digest == Some(recorded.registry_digest) && cp.registry_root == recorded.source_root {
-            cp.registry_seq
-        } else {
-            None
-        };
+    let same_root = cp.registry_root == recorded.source_root;
+    let existing = if same_root && cp.registry_digest == Some(recorded.registry_digest) {
+        cp.registry_seq
+    } else if same_root
+        && cp
+            .registry
+            .as_deref()
+            .is_some_and(|current| only_storage_differs(current, &recorded.registry, &kept))
+    {
+        // The tree is unchanged and the current snapshot stores every byte the ledger
+        // stands on: another choice of stored bytes would only be a newer snapshot, which
+        // stales every open selection (outside review 210 F3: an identical rescan after a
+        // workflow closed recorded one, and another workflow's Attempt could not be claimed).
+        cp.registry_seq
+    } else {
+        None
+    };
     let outcome = |seq: u64, written: bool, r: &SourceRegistryRecorded| ScanOutcome {
         recorded: written,
         seq,
@@ -167,7 +208,16 @@ pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileEr
         profiles: r.registry.profiles.iter().map(|p| p.id.clone()).collect(),
     };
     if let Some(seq) = existing {
-        return Ok(outcome(seq, false, &recorded));
+        // What is recorded: the current snapshot (its own digest and stored bytes).
+        let current = match (cp.registry.as_deref(), cp.registry_digest) {
+            (Some(registry), Some(registry_digest)) => SourceRegistryRecorded {
+                registry_digest,
+                registry: registry.clone(),
+                source_root: cp.registry_root.clone(),
+            },
+            _ => recorded,
+        };
+        return Ok(outcome(seq, false, &current));
     }
     let report = outcome(0, true, &recorded);
     let receipt =

@@ -350,6 +350,10 @@ fn exists(path: &Path) -> Result<bool, ScanError> {
     }
 }
 
+/// Resources a rescan stores first, as (source id, path, digest): a tier of
+/// [`scan_keeping`].
+pub type Kept = std::collections::BTreeSet<(String, String, ledger_schema::Digest)>;
+
 /// Scans `root` into a registry snapshot (checked by the same rules `apply` enforces).
 pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
     scan_keeping(root, &[], 0)
@@ -367,7 +371,7 @@ pub fn scan(root: &Path) -> Result<SourceRegistryRecorded, ScanError> {
 /// set again).
 pub fn scan_keeping(
     root: &Path,
-    keep: &[std::collections::BTreeSet<(String, String)>],
+    keep: &[Kept],
     flags_after: usize,
 ) -> Result<SourceRegistryRecorded, ScanError> {
     let root = no_symlink_ancestors(root)?;
@@ -635,16 +639,19 @@ pub fn scan_keeping(
         profiles.iter().flat_map(|p| p.eager.iter().chain(&p.required)).map(String::as_str).collect();
     // Each skill's native flags file after the first `flags_after` tiers of `keep`, before
     // anything else: always stored (refused below where it cannot be), so replay reads the
-    // flags it sets (outside review 197 F1) — after what open Attempts loaded and the
-    // configured generation installs, which an unrelated skill's large flags file must not
-    // push out (outside review 206 F1, F3: a dispatched Attempt was marked CONTEXT_CHANGED,
-    // and the configured base could no longer be set, over unchanged bytes), and before
-    // the previous revision's, kept only for a rollback's convenience (outside review 207
-    // F1: it refused an honest tree).
+    // flags it sets (outside review 197 F1) — after what open Attempts loaded, which an
+    // unrelated skill's large flags file must not push out (outside review 206 F1: a
+    // dispatched Attempt was marked CONTEXT_CHANGED over unchanged bytes), and before what
+    // the configured and previous generations install, which a plan re-derived over the new
+    // snapshot can then leave (outside reviews 207 F1, 210 F2: stored first, they refused an
+    // honest tree, and no command led out).
     let flags_pass = flags_after.min(keep.len());
     let tiers = keep.len() + 1;
-    let pass_of = |id: &str, path: &str| {
-        let named = (id.to_owned(), path.to_owned());
+    // A tier keeps a resource only with the bytes it was kept for: changed bytes are stood on
+    // by no one (outside review 210 F1, P1: the changed files an earlier Attempt had loaded
+    // went first and pushed an open Attempt's unchanged bytes out).
+    let pass_of = |id: &str, path: &str, digest: ledger_schema::Digest| {
+        let named = (id.to_owned(), path.to_owned(), digest);
         if let Some(tier) = keep.iter().position(|k| k.contains(&named)) {
             if tier < flags_pass { tier } else { tier + 1 }
         } else if is_native_flags_file(path) {
@@ -661,7 +668,7 @@ pub fn scan_keeping(
     for pass in 0..tiers + 3 {
         for source in &mut sources {
             for r in &mut source.resources {
-                if pass_of(&source.id, &r.path) != pass {
+                if pass_of(&source.id, &r.path, r.digest) != pass {
                     continue;
                 }
                 if r.bytes > MAX_STORED_FILE_BYTES || stored.saturating_add(r.bytes) > MAX_STORED_TOTAL_BYTES
@@ -682,8 +689,8 @@ pub fn scan_keeping(
             &skills_dir.join(dir).join(&r.path),
             format!(
                 "{} bytes: a native flags file is always stored in the registry (at most {MAX_STORED_FILE_BYTES} bytes, \
-                 {MAX_STORED_TOTAL_BYTES} stored in all, after the bytes open Attempts loaded and the configured \
-                 generations install), so its flags can be read again",
+                 {MAX_STORED_TOTAL_BYTES} stored in all, after the bytes open workflows' Attempts loaded), so its \
+                 flags can be read again: make it smaller, or close those workflows",
                 r.bytes
             ),
         ));

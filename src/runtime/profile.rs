@@ -500,7 +500,7 @@ impl GenerationManifest {
 /// A selected resource whose bytes the ledger does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{id} resource {path:?} is recorded by digest only (over the storage bound): it cannot be materialised"
+    "{id} resource {path:?} is recorded by digest only (over the storage bound: a scan stores first what open workflows' Attempts loaded, then every agents/openai.yaml, then what the configured and previous generations install): it cannot be materialised — close those workflows or make the tree smaller, then scan it again"
 )]
 pub struct NotLoadable {
     pub id: String,

@@ -532,6 +532,10 @@ fn a_selection_gone_stale_makes_the_manifest_stale() {
     let (rule, detail) = refused_rule(w.submit(Command::ClaimDispatch(claim)));
     assert_eq!(rule, Rule::ManifestStale, "{detail}");
     assert!(detail.contains("stale"), "names the selection: {detail}");
+    // A new Attempt leaves a stale selection: the refusal says so, not that no Attempt
+    // compiles (outside review 210 F4).
+    assert!(detail.contains("start a new Attempt, which compiles the current context"), "{detail}");
+    assert!(!detail.contains("no new Attempt compiles"), "{detail}");
 
     // Dispatched first, then the change: the Attempt is marked.
     let mut w = world("auto");
@@ -1112,6 +1116,124 @@ fn a_grown_base_does_not_push_out_the_bytes_an_open_attempt_loaded() {
     assert!(base.resources.iter().any(|r| r.content.is_none()), "the grown base is what did not fit");
     let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A resource is kept for the bytes an Attempt loaded, not for its name: files an earlier
+/// Attempt of the open workflow loaded, changed since, do not go first and push out the
+/// unchanged bytes a dispatched Attempt stands on (outside review 210 F1, P1: kept by
+/// (id, path), three grown files took the stored bytes, and the dispatched Attempt was
+/// marked CONTEXT_CHANGED).
+#[test]
+fn changed_files_an_earlier_attempt_loaded_are_not_kept_before_unchanged_ones() {
+    use closure_ledger::lifecycle::payload;
+    use ledger_schema::events::WorkerEventKind;
+    use ledger_schema::types::{Phase, ResultKind};
+    let mut w = world("auto");
+    for dir in ["aa-1", "aa-2", "aa-3"] {
+        write(
+            &w.s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: Small skill {dir}.\n---\n\nSmall.\n"),
+        );
+    }
+    write(
+        &w.s.src.join("skills/zz-loaded/SKILL.md"),
+        &format!(
+            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
+            "loaded text. ".repeat(1_530)
+        ),
+    );
+    assert_eq!(w.s.scan().0, 0);
+    let root = w.s.tmp.path().join("store");
+    let (code, _, err) = w.s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let sel = w.select(&explicit("discovery", &["skill:aa-1", "skill:aa-2", "skill:aa-3"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| {
+        s.claim(lid(0x60))?;
+        let t = s.time_ms;
+        s.deliver(lid(0x60), 0x70, payload(WorkerEventKind::Proposals, t, "the proposals"))?;
+        s.finish(0x60, ResultKind::Proposals)?;
+        s.advance(Phase::Plan)
+    })
+    .unwrap();
+    let sel = w.select(&explicit("plan", &["skill:zz-loaded"]), &["--load"]);
+    w.submit(start(0x62, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    w.with_ledger(|s| s.claim(lid(0x62))).unwrap();
+    // The first Attempt's files grow to fill the entry's stored bytes; zz-loaded is untouched.
+    for (dir, size) in [("aa-1", 262_000), ("aa-2", 262_000), ("aa-3", 125_000)] {
+        write(
+            &w.s.src.join(format!("skills/{dir}/SKILL.md")),
+            &format!("---\nname: {dir}\ndescription: Small skill {dir}.\n---\n\n{}\n", "x".repeat(size)),
+        );
+    }
+    let (code, out, err) = w.s.scan();
+    assert_eq!(code, 0, "{out}{err}");
+    let state = w.state();
+    assert!(!state.attempts[&lid(0x62)].context_changed, "the loaded skill did not change");
+    let registry = state.context_profiles.registry.clone().unwrap();
+    let loaded = registry.sources.iter().find(|s| s.id == "skill:zz-loaded").unwrap();
+    assert!(loaded.resources.iter().all(|r| r.content.is_some()), "its bytes stay stored");
+    let (code, out, err) = cli(&["replay", w.dir().to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// An unchanged tree rescanned records nothing while the current snapshot stores every byte
+/// open Attempts and the configured generation stand on — another choice of stored bytes
+/// would be a newer snapshot, staling every open selection (outside review 210 F3, P2: after
+/// a workflow closed, an identical rescan recorded one, and another workflow's Attempt could
+/// not be claimed).
+#[test]
+fn an_unchanged_tree_rescanned_records_nothing_while_nothing_needed_is_missing() {
+    use closure_ledger::runtime::command::{CancelWorkflow, StartWorkflow};
+    let mut w = world("auto");
+    let before = w.state().context_profiles.registry_seq;
+    assert_eq!(w.s.scan().0, 0);
+    assert_eq!(w.state().context_profiles.registry_seq, before, "identical: nothing recorded");
+    write(
+        &w.s.src.join("skills/zz-x/SKILL.md"),
+        &format!("---\nname: zz-x\ndescription: Notes on x.\n---\n\n{}\n", "x".repeat(30_000)),
+    );
+    assert_eq!(w.s.scan().0, 0);
+    // Workflow W1's Attempt loads zz-x; three big skills then fill the entry: zz-x is kept,
+    // the last big one is stored by digest only.
+    let sel = w.select(&explicit("discovery", &["skill:zz-x"]), &["--load"]);
+    w.submit(start(0x60, WORKFLOW, Some(receipt(&sel)))).unwrap();
+    for i in 0..3 {
+        write(
+            &w.s.src.join(format!("skills/big-{i}/SKILL.md")),
+            &format!("---\nname: big-{i}\ndescription: Big skill {i}.\n---\n\n{}\n", "y".repeat(212_000)),
+        );
+    }
+    assert_eq!(w.s.scan().0, 0);
+    let recorded = w.state().context_profiles.registry_seq;
+    // W1 ends; W2's Attempt, over a selection of unchanged, stored bytes, waits for its claim.
+    let (version, policy, profile) = {
+        let st = w.state();
+        let wf = &st.workflows[&lid(WORKFLOW)];
+        (wf.version, wf.policy.id, wf.profile.id)
+    };
+    w.submit(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(WORKFLOW),
+        workflow_version: version,
+        reason: "done".into(),
+    }))
+    .unwrap();
+    w.submit(Command::StartWorkflow(StartWorkflow {
+        workflow_id: lid(0x3F),
+        goal_id: lid(GOAL),
+        goal_revision: 1,
+        policy_id: policy,
+        profile_id: profile,
+        plan: None,
+    }))
+    .unwrap();
+    let sel = w.select(&explicit("discovery", &["skill:api-design"]), &["--load"]);
+    w.submit(start(0x62, 0x3F, Some(receipt(&sel)))).unwrap();
+    // The tree is unchanged: nothing is recorded, and the claim is admitted.
+    let (code, out, err) = w.s.scan();
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(w.state().context_profiles.registry_seq, recorded, "nothing recorded");
+    w.with_ledger(|s| s.claim(lid(0x62))).unwrap();
 }
 
 /// The previous revision's generation — kept only so `rollback` can return to it — is stored
