@@ -28,7 +28,7 @@ pub use cut_mark::MARKER as CUT_MARKER;
 pub use disk::{
     AuditScope, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry, OpenReport, StoreReader,
     Threads, TornTail, VerifyReport, audit, audit_live, audit_with, holds_ledger, init, init_then,
-    inside_sled, replay_journal, verify,
+    inside_sled, replay_journal, sled_close_failed, verify,
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};

@@ -296,6 +296,40 @@ std::thread_local! {
     static INSIDE_SLED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+std::thread_local! {
+    static SLED_CLOSE_FAILED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A store's handles into sled close: sled 0.34 syncs its log file when its last handle
+/// drops and panics if that sync fails (`Log::drop`: `sync_all().unwrap()`; outside review
+/// 212 F4: an I/O error there made a committed `submit` or `profile set` end as an internal
+/// error, exit 101). Between [`closing_begins`] and the drop of this guard — declared after
+/// every sled handle of its owner — a panic is quiet (the CLI's hook keeps it to itself) and
+/// is remembered for [`sled_close_failed`].
+#[derive(Debug)]
+pub(in crate::store) struct ClosingEnds;
+
+/// Called first in the drop of an owner of sled handles that holds a [`ClosingEnds`].
+pub(in crate::store) fn closing_begins() {
+    INSIDE_SLED.with(|depth| depth.set(depth.get().saturating_add(1)));
+}
+
+impl Drop for ClosingEnds {
+    fn drop(&mut self) {
+        INSIDE_SLED.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        if std::thread::panicking() {
+            SLED_CLOSE_FAILED.with(|failed| failed.set(true));
+        }
+    }
+}
+
+/// Whether a store's sled handles, closing on this thread, ended in a panic of sled's (its
+/// last sync failed): what the journal committed stands, and the next open restores sled
+/// from it. Reading it clears it.
+pub fn sled_close_failed() -> bool {
+    SLED_CLOSE_FAILED.with(|failed| failed.replace(false))
+}
+
 /// Whether this thread is inside a call into sled that is guarded (`sled_guarded`), where
 /// a panic is sled's answer about its files, caught and reported as sled damage (the CLI's
 /// panic hook keeps quiet about it).
@@ -858,6 +892,40 @@ mod tests {
     use super::*;
 
     type Item = SledItem;
+
+    /// A panic in the drop of a handle declared before [`ClosingEnds`] — sled's last sync
+    /// failing, as `Log::drop` does (outside review 212 F4) — is quiet while it unwinds and
+    /// remembered once: `sled_close_failed` says so, then clears; a close without one says
+    /// nothing.
+    #[test]
+    fn a_panic_while_sled_closes_is_remembered_and_quiet() {
+        struct SyncFails(bool);
+        impl Drop for SyncFails {
+            fn drop(&mut self) {
+                if self.0 {
+                    assert!(inside_sled(), "the CLI's hook keeps quiet");
+                    panic!("called `Result::unwrap()` on an `Err` value: Input/output error");
+                }
+            }
+        }
+        struct Owner {
+            _handle: SyncFails,
+            _closing: ClosingEnds,
+        }
+        impl Drop for Owner {
+            fn drop(&mut self) {
+                closing_begins();
+            }
+        }
+        for fails in [false, true] {
+            let owner = Owner { _handle: SyncFails(fails), _closing: ClosingEnds };
+            let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(owner)));
+            assert_eq!(dropped.is_err(), fails);
+            assert!(!inside_sled(), "balanced");
+            assert_eq!(sled_close_failed(), fails);
+            assert!(!sled_close_failed(), "cleared once read");
+        }
+    }
 
     /// A name listed and gone before the look is not refused (CI, 2026-12-06); a dangling
     /// link, a directory or a FIFO is.

@@ -16,12 +16,12 @@ mod scan;
 pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with, replay_journal, verify};
 #[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
-pub use index::inside_sled;
 pub(in crate::store) use index::{
     HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, entries_of, frame_at_or_before, get_frame,
     insert_frame, key, key_seq, meta_is_current, names_no_ledger, open_sled, parting, read_meta,
     refuse_newer_format, set_aside_damaged_snapshot, sled_guarded, trees, write_meta,
 };
+pub use index::{inside_sled, sled_close_failed};
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
 pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, next_segment_intact, scan};
@@ -101,6 +101,8 @@ pub struct DiskStore {
     faults: Faults,
     /// Held for the store's lifetime: one writer per ledger directory.
     _lock: File,
+    /// Last: sled's handles above close before it (`index::ClosingEnds`).
+    _closing: index::ClosingEnds,
 }
 
 pub(super) fn create_dir_0700(path: &Path) -> Result<(), IoError> {
@@ -256,7 +258,8 @@ pub(in crate::store) fn flush_within(db: &sled::Db, wait: std::time::Duration) -
     let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new().name("ledger-sled-flush".to_owned()).spawn(move || {
         let flushed = db.flush().map(drop).map_err(|e| e.to_string());
-        drop(db);
+        // Perhaps sled's last handle: its drop syncs sled's log and panics if that fails.
+        let _ = index::sled_guarded(|| drop(db));
         let _ = tx.send(flushed);
     });
     if let Err(e) = spawned {
@@ -322,6 +325,9 @@ impl Drop for DiskStore {
         // Bounded: see `flush_within` (what it could not flush, the next open restores).
         let wait = if self.poisoned { SLED_CLOSE_WAIT_POISONED } else { SLED_CLOSE_WAIT };
         let _ = flush_within(&self.db, wait);
+        // The fields drop next, sled's handles among them: a panic of sled's closing is
+        // quiet, and remembered (`index::sled_close_failed`).
+        index::closing_begins();
     }
 }
 
@@ -426,6 +432,7 @@ fn init_in(
         poisoned: false,
         faults: Faults::default(),
         _lock: lock_file,
+        _closing: index::ClosingEnds,
     })
 }
 
@@ -637,6 +644,7 @@ impl DiskStore {
             poisoned: false,
             faults: Faults { plan: faults, seen: [0; 3] },
             _lock: lock_file,
+            _closing: index::ClosingEnds,
         };
         Ok((store, report))
     }
