@@ -573,8 +573,25 @@ fn check_tree(root: &Path) -> Result<(), GenerationError> {
         Ok(true)
     };
     check(&root.join(OWNER_FILE), false)?;
+    // The directories the ledger writes in: the user's to write (outside review 212 F3: a
+    // `receipts/` at 0500 passed every check, and `set` then died half-way on "Permission
+    // denied", leaving a transaction `recover` could never finish).
+    let writable = |dir: &Path| -> Result<(), GenerationError> {
+        match fs::symlink_metadata(dir) {
+            Ok(m) if m.is_dir() && m.mode() & 0o700 != 0o700 => Err(unsafe_root(
+                root,
+                &format!(
+                    "{} has mode {:o}: the ledger writes in it — give it back its mode (chmod 700)",
+                    shown(&dir.display().to_string()),
+                    m.mode() & 0o7777
+                ),
+            )),
+            _ => Ok(()),
+        }
+    };
     for name in ["receipts", "generations", "stage"] {
         let dir = root.join(name);
+        writable(&dir)?;
         if check(&dir, true)? {
             for item in fs::read_dir(&dir).map_err(io(&dir))? {
                 check(&item.map_err(io(&dir))?.path(), name != "receipts")?;

@@ -1839,3 +1839,24 @@ fn a_configured_include_gone_from_the_tree_is_named_as_such() {
     assert!(err.contains("--clear-filters"), "{err}");
     ok(set(&s, &root, &["lean", "--clear-filters"]));
 }
+
+/// A directory of the state root the ledger writes in, narrowed so its owner cannot write
+/// (`receipts/` at 0500), is refused before anything is written — dry run alike — naming
+/// the mode, not left to fail half-way (outside review 212 F3, P2: `set` died on
+/// "Permission denied" after `txn.json`, and `recover` could never finish it).
+#[test]
+fn a_state_root_directory_its_owner_cannot_write_is_refused_before_any_write() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["full"]));
+    let receipts = root.join("receipts");
+    std::fs::set_permissions(&receipts, std::fs::Permissions::from_mode(0o500)).unwrap();
+    for rest in [&["lean", "--dry-run"][..], &["lean"]] {
+        let (code, _, err) = set(&s, &root, rest);
+        assert_eq!(code, 1, "{rest:?}: {err}");
+        assert!(err.contains("receipts has mode 500") && err.contains("chmod 700"), "{rest:?}: {err}");
+    }
+    assert!(!root.join("txn.json").exists(), "nothing prepared");
+    std::fs::set_permissions(&receipts, std::fs::Permissions::from_mode(0o700)).unwrap();
+    ok(set(&s, &root, &["lean"]));
+}
