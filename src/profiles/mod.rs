@@ -616,12 +616,42 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
     } else if root.is_dir() && generation::read_txn(root)?.is_none() {
         // Another root holds only receipts of revisions this ledger committed there
         // (outside review 127: a state root moved to a new path took its receipts along,
-        // `set` committed into it, and every later command refused those receipts).
-        generation::verify_receipts(
-            root,
-            &expected_receipts(cp, ledger.store().head().ledger, root),
-            (ledger.store().head().ledger, cp.revision()),
-        )?;
+        // `set` committed into it, and every later command refused those receipts). One
+        // missing there — the root deleted and made again — `set` republishes
+        // ([`republish_missing`]; outside review 212 F5).
+        let expected = expected_receipts(cp, ledger.store().head().ledger, root);
+        for revision in
+            generation::check_receipts(root, &expected, (ledger.store().head().ledger, cp.revision()))?
+        {
+            let path = root.join("receipts").join(format!("{revision}.json"));
+            if fs_exists(&path) {
+                return Err(GenerationError::Receipt {
+                    path: scan::shown(&path.display().to_string()),
+                    reason:
+                        "differs from the ledger's receipt of that revision: move it out of the state root"
+                            .into(),
+                }
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Publishes, into a state root `set` takes that is not the configured one, the receipts of
+/// revisions the ledger committed there earlier that it lacks — the path used before,
+/// deleted, and given again (outside review 212 F5, P2: refused for the missing receipt
+/// where it was made again empty, and where it was missing, committed into and then refused
+/// by every later command). A receipt there that differs was refused by [`verify_current`].
+fn republish_missing<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), ProfileError> {
+    let cp = &ledger.state().context_profiles;
+    if cp.current().is_some_and(|c| Path::new(&c.state_root) == root) {
+        return Ok(());
+    }
+    for receipt in expected_receipts(cp, ledger.store().head().ledger, root) {
+        if !fs_exists(&root.join("receipts").join(format!("{}.json", receipt.revision))) {
+            generation::publish_receipt(root, &receipt)?;
+        }
     }
     Ok(())
 }
@@ -949,6 +979,7 @@ pub fn set(
     generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
     verify_current(&ledger, root)?;
     generation::check_root(root, ledger_id, generation::RootUse::Create)?;
+    republish_missing(&ledger, root)?;
     transact(&mut ledger, dir, root, event, &manifest, &contents)?;
     status_of(ledger.state(), None, "set")
 }

@@ -1860,3 +1860,30 @@ fn a_state_root_directory_its_owner_cannot_write_is_refused_before_any_write() {
     std::fs::set_permissions(&receipts, std::fs::Permissions::from_mode(0o700)).unwrap();
     ok(set(&s, &root, &["lean"]));
 }
+
+/// A state-root path used before, deleted, and given to `set` again — missing or made again
+/// empty — takes the new revision, and the receipts of the revisions the ledger committed
+/// there before are republished: every later command accepts the root (outside review 212
+/// F5, P2: refused for a missing receipt where it was made again empty; where it was
+/// missing, committed into and then refused by every later command).
+#[test]
+fn a_state_root_path_used_before_and_deleted_can_be_set_again() {
+    for remake in [false, true] {
+        let s = Setup::scanned();
+        let a = s.tmp.path().join("a");
+        let b = s.tmp.path().join("b");
+        ok(set(&s, &a, &["full"]));
+        ok(set(&s, &b, &["lean"]));
+        std::fs::remove_dir_all(&a).unwrap();
+        if remake {
+            std::fs::create_dir(&a).unwrap();
+            std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        ok(set(&s, &a, &["full", "--dry-run"]));
+        ok(set(&s, &a, &["full"]));
+        assert!(a.join("receipts/1.json").exists() && a.join("receipts/3.json").exists(), "remade {remake}");
+        let (code, out, err) = status(&s);
+        assert_eq!(code, 0, "remade {remake}: {out}{err}");
+        ok(set(&s, &a, &["lean"]));
+    }
+}
