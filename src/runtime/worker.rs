@@ -234,7 +234,12 @@ fn check_delivery(
         );
         return Ok(());
     }
-    if !(inside_compaction(attempt, payload) && payload.text.is_empty()) {
+    // The empty text of a compaction turn's progress — also once its Attempt ended with the
+    // compaction open: a late one is an ignored receipt like any other (outside review 211
+    // F1: refused as blank after a cancel, fail or restart).
+    let compaction_turn = attempt.compacting
+        && matches!(payload.kind, WorkerEventKind::Progress | WorkerEventKind::ToolActivity);
+    if !(compaction_turn && payload.text.is_empty()) {
         super::payload_text("payload text", &payload.text)?;
     }
     ensure!(

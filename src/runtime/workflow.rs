@@ -275,6 +275,21 @@ pub fn apply_advanced(state: &mut State, e: &PhaseAdvanced) -> Result<(), RuleVi
             ),
         ));
     }
+    // Back to IMPLEMENT is a repair's: said so where none is open yet (outside review 211
+    // F3: the bare refusal read as if the step never exists).
+    if e.phase == Phase::Implement
+        && matches!(wf.phase, Phase::EvidenceBuild | Phase::FinalVerify)
+        && !back_to_repair
+    {
+        return Err(super::violation(
+            Rule::PhaseTransition,
+            format!(
+                "workflow {} goes back to IMPLEMENT only to implement a repair: record it first (a REJECT_REPAIRABLE \
+                 decision, then `recordRepair`, which opens the MUTABLE repair generation)",
+                e.workflow_id
+            ),
+        ));
+    }
     ensure!(
         forward || back_to_repair || back_to_evidence,
         Rule::PhaseTransition,

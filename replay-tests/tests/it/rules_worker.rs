@@ -585,6 +585,30 @@ fn compaction_events_come_in_order() {
     assert_eq!(w.ok(deliver(&w, 0x77, payload(Proposals, 6, "the proposals"))).ignored, None);
 }
 
+/// A compaction turn's progress that arrives after its Attempt ended with the compaction
+/// open is an ignored receipt, as any late delivery — not refused for its empty text
+/// (outside review 211 F1, P2: refused as blank after a cancel, fail or restart, while the
+/// same delivery after a goal revision was an ignored receipt).
+#[test]
+fn a_late_compaction_turn_progress_is_an_ignored_receipt() {
+    use WorkerEventKind::{CompactionStarted, ToolActivity};
+    let mut w = world(true);
+    w.ok(request(0x90));
+    w.ok(deliver(&w, 0x71, payload(CompactionStarted, 1, "")));
+    w.ok(deliver(&w, 0x72, progress("")));
+    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
+    w.ok(Command::CancelAttempt(CancelAttempt {
+        attempt_id: lid(0x60),
+        workflow_version: version,
+        reason: "the supervisor stopped it".into(),
+    }));
+    assert_eq!(w.ok(deliver(&w, 0x73, progress(""))).ignored, Some(IgnoredReason::AttemptEnded));
+    assert_eq!(
+        w.ok(deliver(&w, 0x74, payload(ToolActivity, 2, ""))).ignored,
+        Some(IgnoredReason::AttemptEnded)
+    );
+}
+
 /// A compaction event is a lifecycle observation (outside review 47; seed 000: CodeClosure
 /// "does not require a human-readable compaction payload", and private reasoning and opaque
 /// compaction state "MUST NOT be copied into" the Store): its text empty and no items, or

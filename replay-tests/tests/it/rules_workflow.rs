@@ -524,3 +524,18 @@ fn cancel_workflow() {
     }
     w.refused(other, Rule::WorkflowClosed);
 }
+
+/// Back to IMPLEMENT before the repair is recorded: refused, naming the step that is missing
+/// (outside review 211 F3: a bare "cannot go from FINAL_VERIFY to IMPLEMENT").
+#[test]
+fn back_to_implement_before_the_repair_names_record_repair() {
+    let mut w = World::at(Stage::Rejected);
+    let version = w.ledger.state().workflows[&lid(WORKFLOW)].version;
+    let err = w.fails(Command::AdvancePhase(AdvancePhase {
+        workflow_id: lid(WORKFLOW),
+        phase: ledger_schema::types::Phase::Implement,
+        version: version + 1,
+    }));
+    assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::PhaseTransition), "{err}");
+    assert!(err.to_string().contains("`recordRepair`"), "{err}");
+}
