@@ -130,16 +130,7 @@ fn kept_by_the_ledger(state: &State) -> [scan::Kept; 3] {
 /// stores every resource the first two tiers of `kept` (open Attempts' loads, the configured
 /// generation) name with the bytes `new` has.
 fn only_storage_differs(current: &Registry, new: &Registry, kept: &[scan::Kept; 3]) -> bool {
-    let shape = |r: &Registry| -> Registry {
-        let mut r = r.clone();
-        for s in &mut r.sources {
-            for x in &mut s.resources {
-                x.content = None;
-            }
-        }
-        r
-    };
-    if shape(current) != shape(new) {
+    if without_stored_bytes(current) != without_stored_bytes(new) {
         return false;
     }
     current.sources.iter().all(|s| {
@@ -148,6 +139,18 @@ fn only_storage_differs(current: &Registry, new: &Registry, kept: &[scan::Kept; 
             x.content.is_some() || !kept.iter().take(2).any(|k| k.contains(&named))
         })
     })
+}
+
+/// `registry` with no resource's bytes stored: what a tree's scan gives whatever the ledger
+/// keeps (which bytes a rescan stores depends on the ledger's state, not on the tree).
+fn without_stored_bytes(registry: &Registry) -> Registry {
+    let mut r = registry.clone();
+    for s in &mut r.sources {
+        for x in &mut s.resources {
+            x.content = None;
+        }
+    }
+    r
 }
 
 /// The tiers of [`kept_by_the_ledger`] stored before every native flags file.
@@ -345,16 +348,7 @@ pub fn check_source(state: &State) -> SourceCheck {
             };
         }
     };
-    let shape = |r: &Registry| -> Registry {
-        let mut r = r.clone();
-        for s in &mut r.sources {
-            for x in &mut s.resources {
-                x.content = None;
-            }
-        }
-        r
-    };
-    let (was, now) = (shape(current), shape(&found.registry));
+    let (was, now) = (without_stored_bytes(current), without_stored_bytes(&found.registry));
     if was == now {
         return SourceCheck {
             root: Some(root),
@@ -620,19 +614,28 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
         // missing there — the root deleted and made again — `set` republishes
         // ([`republish_missing`]; outside review 212 F5).
         let expected = expected_receipts(cp, ledger.store().head().ledger, root);
-        for revision in
-            generation::check_receipts(root, &expected, (ledger.store().head().ledger, cp.revision()))?
-        {
-            let path = root.join("receipts").join(format!("{revision}.json"));
-            if fs_exists(&path) {
-                return Err(GenerationError::Receipt {
-                    path: scan::shown(&path.display().to_string()),
-                    reason:
-                        "differs from the ledger's receipt of that revision: move it out of the state root"
-                            .into(),
-                }
-                .into());
+        refuse_differing(
+            root,
+            &generation::check_receipts(root, &expected, (ledger.store().head().ledger, cp.revision()))?,
+        )?;
+    }
+    Ok(())
+}
+
+/// Of the receipts `check_receipts` named (missing, or not the ledger's), the first one that
+/// is there, refused: it differs from the ledger's, and its bytes are evidence — moved out
+/// by hand, never overwritten (outside review 157). Missing ones are the caller's to
+/// republish.
+fn refuse_differing(root: &Path, revisions: &[u32]) -> Result<(), ProfileError> {
+    for revision in revisions {
+        let path = root.join("receipts").join(format!("{revision}.json"));
+        if fs_exists(&path) {
+            return Err(GenerationError::Receipt {
+                path: scan::shown(&path.display().to_string()),
+                reason: "differs from the ledger's receipt of that revision: move it out of the state root"
+                    .into(),
             }
+            .into());
         }
     }
     Ok(())
@@ -1481,18 +1484,7 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         // (What our own writes cut short left — this receipt's `N.tmp` among them — goes
         // first, as in any repair.)
         generation::remove_leftovers(root, ledger_id, &expected)?;
-        for revision in generation::check_receipts(root, &expected, (ledger_id, txn.revision))? {
-            let path = root.join("receipts").join(format!("{revision}.json"));
-            if fs_exists(&path) {
-                return Err(GenerationError::Receipt {
-                    path: scan::shown(&path.display().to_string()),
-                    reason:
-                        "differs from the ledger's receipt of that revision: move it out of the state root"
-                            .into(),
-                }
-                .into());
-            }
-        }
+        refuse_differing(root, &generation::check_receipts(root, &expected, (ledger_id, txn.revision))?)?;
         match admissible(&ledger, &event) {
             Ok(()) => {
                 generation::publish_receipt(root, &receipt)?;
