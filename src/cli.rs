@@ -221,8 +221,9 @@ where
         Ok(ran) => ran,
         Err(_) if crate::store::sled_close_failed() => Err(Failure {
             code: EXIT_USAGE_OR_IO,
-            message: "sled's copy could not be synced as the ledger closed (an I/O error): what the journal \
-                      committed stands — `ledger verify` shows it — and the next open restores sled from the \
+            message: "the command stopped: sled's copy could not be synced (an I/O error) — what the journal \
+                      committed stands (the receipts printed; a `submit`'s lines after them were not submitted: \
+                      outside review 213 F1), `ledger verify` shows it, and the next open restores sled from the \
                       journal"
                 .to_owned(),
         }),

@@ -141,6 +141,18 @@ fn only_storage_differs(current: &Registry, new: &Registry, kept: &[scan::Kept; 
     })
 }
 
+/// Whether an open workflow's Attempt started over a selection and awaits its dispatch
+/// claim, which a newer registry snapshot would make stale. Only then does a rescan of an
+/// unchanged tree keep the current choice of stored bytes (outside review 213 F2: with none
+/// waiting, a skill an earlier configuration had pushed out could never be stored again).
+fn awaiting_claim(state: &State) -> bool {
+    state.attempts.values().any(|a| {
+        a.status == crate::runtime::state::AttemptStatus::Started
+            && a.selection_receipt.is_some()
+            && state.workflows.get(&a.workflow_id).is_some_and(|w| !w.closed)
+    })
+}
+
 /// `registry` with no resource's bytes stored: what a tree's scan gives whatever the ledger
 /// keeps (which bytes a rescan stores depends on the ledger's state, not on the tree).
 fn without_stored_bytes(registry: &Registry) -> Registry {
@@ -178,6 +190,7 @@ pub fn record_registry(dir: &Path, root: &Path) -> Result<ScanOutcome, ProfileEr
     let existing = if same_root && cp.registry_digest == Some(recorded.registry_digest) {
         cp.registry_seq
     } else if same_root
+        && awaiting_claim(ledger.state())
         && cp
             .registry
             .as_deref()

@@ -1234,6 +1234,15 @@ fn an_unchanged_tree_rescanned_records_nothing_while_nothing_needed_is_missing()
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(w.state().context_profiles.registry_seq, recorded, "nothing recorded");
     w.with_ledger(|s| s.claim(lid(0x62))).unwrap();
+    // No Attempt awaits its claim now: the rescan chooses the stored bytes again, so what an
+    // earlier need pushed out can be stored (outside review 213 F2: it never could be).
+    let (code, out, err) = w.s.scan();
+    assert_eq!(code, 0, "{out}{err}");
+    let state = w.state();
+    assert_ne!(state.context_profiles.registry_seq, recorded, "the choice made again is recorded");
+    let registry = state.context_profiles.registry.clone().unwrap();
+    let big = registry.sources.iter().find(|s| s.id == "skill:big-2").unwrap();
+    assert!(big.resources.iter().all(|r| r.content.is_some()), "stored once nothing keeps zz-x first");
 }
 
 /// The previous revision's generation — kept only so `rollback` can return to it — is stored
