@@ -1337,18 +1337,9 @@ fn repair_saved_state(ledger: &Ledger<DiskStore>, root: &Path) -> Result<bool, P
     // Missing receipts are republished; one that differs is never overwritten (outside
     // review 57: its bytes are evidence) — moved out by hand, then republished.
     let expected = expected_receipts(cp, ledger.store().head().ledger, root);
-    for revision in
-        generation::check_receipts(root, &expected, (ledger.store().head().ledger, cp.revision()))?
-    {
-        let path = root.join("receipts").join(format!("{revision}.json"));
-        if fs_exists(&path) {
-            return Err(GenerationError::Receipt {
-                path: scan::shown(&path.display().to_string()),
-                reason: "differs from the ledger's receipt of that revision: move it out of the state root"
-                    .into(),
-            }
-            .into());
-        }
+    let wrong = generation::check_receipts(root, &expected, (ledger.store().head().ledger, cp.revision()))?;
+    refuse_differing(root, &wrong)?;
+    for revision in wrong {
         if let Some(receipt) = expected.iter().find(|r| r.revision == revision) {
             generation::publish_receipt(root, receipt)?;
             repaired = true;

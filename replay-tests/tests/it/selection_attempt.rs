@@ -54,6 +54,19 @@ fn world(mode: &str) -> World {
     w
 }
 
+/// A skill `dir` under `src/skills/` with a SKILL.md of `description` and `body`.
+fn skill(src: &Path, dir: &str, description: &str, body: &str) {
+    write(
+        &src.join(format!("skills/{dir}/SKILL.md")),
+        &format!("---\nname: {dir}\ndescription: {description}\n---\n\n{body}\n"),
+    );
+}
+
+/// `skill:zz-loaded`, sorting after every other, of 20,000 bytes (within a load's cap).
+fn write_zz_loaded(w: &World) {
+    skill(&w.s.src, "zz-loaded", "The loaded skill.", &"loaded text. ".repeat(1_530));
+}
+
 impl World {
     fn dir(&self) -> &Path {
         &self.s.ledger
@@ -982,13 +995,7 @@ fn a_rescan_keeps_the_bytes_an_open_attempt_loaded() {
     use ledger_schema::types::ResultKind;
     let mut w = world("auto");
     // A skill sorting after every other, of 20,000 bytes (within a load's cap).
-    write(
-        &w.s.src.join("skills/zz-loaded/SKILL.md"),
-        &format!(
-            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
-            "loaded text. ".repeat(1_530)
-        ),
-    );
+    write_zz_loaded(&w);
     assert_eq!(w.s.scan().0, 0);
     let root = w.s.tmp.path().join("store");
     let (code, _, err) = w
@@ -1038,13 +1045,7 @@ fn a_rescan_keeps_the_bytes_an_open_attempt_loaded() {
 #[test]
 fn other_skills_flags_files_do_not_push_out_the_bytes_an_open_attempt_loaded() {
     let mut w = world("auto");
-    write(
-        &w.s.src.join("skills/zz-loaded/SKILL.md"),
-        &format!(
-            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
-            "loaded text. ".repeat(1_530)
-        ),
-    );
+    write_zz_loaded(&w);
     assert_eq!(w.s.scan().0, 0);
     let root = w.s.tmp.path().join("store");
     let (code, _, err) = w
@@ -1057,10 +1058,7 @@ fn other_skills_flags_files_do_not_push_out_the_bytes_an_open_attempt_loaded() {
     let registry_before = w.state().context_profiles.registry.clone();
     for i in 0..3 {
         let dir = format!("big-{i}");
-        write(
-            &w.s.src.join(format!("skills/{dir}/SKILL.md")),
-            &format!("---\nname: {dir}\ndescription: Big flags {i}.\n---\n\nSmall.\n"),
-        );
+        skill(&w.s.src, &dir, &format!("Big flags {i}."), "Small.");
         write(
             &w.s.src.join(format!("skills/{dir}/agents/openai.yaml")),
             &format!("policy:\n  allow_implicit_invocation: true\n{}", "# padding\n".repeat(21_500)),
@@ -1083,13 +1081,7 @@ fn other_skills_flags_files_do_not_push_out_the_bytes_an_open_attempt_loaded() {
 #[test]
 fn a_grown_base_does_not_push_out_the_bytes_an_open_attempt_loaded() {
     let mut w = world("auto");
-    write(
-        &w.s.src.join("skills/zz-loaded/SKILL.md"),
-        &format!(
-            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
-            "loaded text. ".repeat(1_530)
-        ),
-    );
+    write_zz_loaded(&w);
     for i in 0..3 {
         write(&w.s.src.join(format!("skills/testing/ref-{i}.md")), "reference line.\n");
     }
@@ -1130,18 +1122,9 @@ fn changed_files_an_earlier_attempt_loaded_are_not_kept_before_unchanged_ones() 
     use ledger_schema::types::{Phase, ResultKind};
     let mut w = world("auto");
     for dir in ["aa-1", "aa-2", "aa-3"] {
-        write(
-            &w.s.src.join(format!("skills/{dir}/SKILL.md")),
-            &format!("---\nname: {dir}\ndescription: Small skill {dir}.\n---\n\nSmall.\n"),
-        );
+        skill(&w.s.src, dir, &format!("Small skill {dir}."), "Small.");
     }
-    write(
-        &w.s.src.join("skills/zz-loaded/SKILL.md"),
-        &format!(
-            "---\nname: zz-loaded\ndescription: The loaded skill.\n---\n\n{}\n",
-            "loaded text. ".repeat(1_530)
-        ),
-    );
+    write_zz_loaded(&w);
     assert_eq!(w.s.scan().0, 0);
     let root = w.s.tmp.path().join("store");
     let (code, _, err) = w.s.run(&["profile", "set"], &["lean", "--state-root", root.to_str().unwrap()]);
@@ -1161,10 +1144,7 @@ fn changed_files_an_earlier_attempt_loaded_are_not_kept_before_unchanged_ones() 
     w.with_ledger(|s| s.claim(lid(0x62))).unwrap();
     // The first Attempt's files grow to fill the entry's stored bytes; zz-loaded is untouched.
     for (dir, size) in [("aa-1", 262_000), ("aa-2", 262_000), ("aa-3", 125_000)] {
-        write(
-            &w.s.src.join(format!("skills/{dir}/SKILL.md")),
-            &format!("---\nname: {dir}\ndescription: Small skill {dir}.\n---\n\n{}\n", "x".repeat(size)),
-        );
+        skill(&w.s.src, dir, &format!("Small skill {dir}."), &"x".repeat(size));
     }
     let (code, out, err) = w.s.scan();
     assert_eq!(code, 0, "{out}{err}");
