@@ -221,10 +221,11 @@ where
         Ok(ran) => ran,
         Err(_) if crate::store::sled_close_failed() => Err(Failure {
             code: EXIT_USAGE_OR_IO,
-            message: "the command stopped: sled's copy could not be synced (an I/O error) — what the journal \
-                      committed stands (the receipts printed; a `submit`'s lines after them were not submitted: \
-                      outside review 213 F1), `ledger verify` shows it, and the next open restores sled from the \
-                      journal"
+            // (Outside review 213 F1: a `submit` stops at its first line with no receipt; 214 F3:
+            // the words are the same for every command, which may have committed its entry.)
+            message: "the command stopped: sled's copy could not be synced (an I/O error) — whatever the \
+                      journal committed stands (`ledger status` shows the head; a `submit` stopped after its last \
+                      printed receipt), and the next open restores sled from the journal"
                 .to_owned(),
         }),
         Err(panic) => std::panic::resume_unwind(panic),

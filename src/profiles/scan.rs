@@ -681,6 +681,29 @@ pub fn scan_keeping(
         }
     }
 
+    // What the first `flags_after` tiers keep — the bytes open Attempts loaded — is stored
+    // whole, or the tree is refused: pushing any of it out would mark an Attempt whose bytes
+    // did not change CONTEXT_CHANGED (outside review 214 F1: files that changed and came
+    // back took the room of a file another Attempt loaded, unchanged).
+    let must_keep = |id: &str, r: &ledger_schema::events::profile::SourceResource| {
+        let named = (id.to_owned(), r.path.clone(), r.digest);
+        keep.iter().take(flags_pass).any(|k| k.contains(&named))
+    };
+    if let Some((source, r)) = sources
+        .iter()
+        .find_map(|s| s.resources.iter().find(|r| r.content.is_none() && must_keep(&s.id, r)).map(|r| (s, r)))
+    {
+        let dir = source.id.strip_prefix("skill:").unwrap_or("");
+        return Err(meta(
+            &skills_dir.join(dir).join(&r.path),
+            format!(
+                "{} bytes an open workflow's Attempt loaded do not fit in the registry's stored bytes ({MAX_STORED_TOTAL_BYTES} \
+                 in all) beside the other bytes open Attempts loaded: finish or close some of those workflows, or \
+                 make the tree smaller",
+                r.bytes
+            ),
+        ));
+    }
     if let Some((source, r)) = sources.iter().find_map(|s| {
         s.resources.iter().find(|r| is_native_flags_file(&r.path) && r.content.is_none()).map(|r| (s, r))
     }) {

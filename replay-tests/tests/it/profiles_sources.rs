@@ -1468,3 +1468,36 @@ fn an_unread_manifest_file_is_refused() {
         assert!(err.contains(file) && err.contains("not a file this scanner reads"), "{err}");
     }
 }
+
+/// The bytes open Attempts loaded (the first tier a rescan keeps) are stored whole, or the
+/// tree is refused: none of them is pushed out by another (outside review 214 F1, P1: files
+/// that changed and came back took the room of an unchanged file another Attempt loaded,
+/// which was then marked CONTEXT_CHANGED).
+#[test]
+fn bytes_open_attempts_loaded_are_stored_whole_or_the_tree_is_refused() {
+    use closure_ledger::profiles::scan::{Kept, scan, scan_keeping};
+    let s = Setup::new();
+    for i in 0..3 {
+        write(
+            &s.src.join(format!("skills/big-{i}/SKILL.md")),
+            &format!("---\nname: big-{i}\ndescription: Big skill {i}.\n---\n\n{}\n", "z".repeat(250_000)),
+        );
+    }
+    let plain = scan(&s.src).unwrap();
+    let named = |ids: &[&str]| -> Kept {
+        plain
+            .registry
+            .sources
+            .iter()
+            .filter(|x| ids.contains(&x.id.as_str()))
+            .flat_map(|x| x.resources.iter().map(|r| (x.id.clone(), r.path.clone(), r.digest)))
+            .collect()
+    };
+    let two = scan_keeping(&s.src, &[named(&["skill:big-1", "skill:big-2"])], 1).unwrap();
+    for id in ["skill:big-1", "skill:big-2"] {
+        let source = two.registry.sources.iter().find(|x| x.id == id).unwrap();
+        assert!(source.resources.iter().all(|r| r.content.is_some()), "{id} kept");
+    }
+    let err = scan_keeping(&s.src, &[named(&["skill:big-0", "skill:big-1", "skill:big-2"])], 1).unwrap_err();
+    assert!(err.to_string().contains("an open workflow's Attempt loaded do not fit"), "{err}");
+}
