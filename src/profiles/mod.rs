@@ -39,6 +39,12 @@ pub enum ProfileError {
         "{0}; the generation and receipt are published: `ledger profile recover` commits the revision (roll forward)"
     )]
     Uncommitted(SubmitError),
+    /// The revision's entry is committed, but what follows the commit — the transaction's
+    /// end in the root, the ledger's note of it — failed (storage): the revision stands.
+    #[error(
+        "revision {revision} is committed, but finishing it failed: {source}; `ledger profile status` shows the revision, and `ledger profile recover` finishes what is left"
+    )]
+    Unfinished { revision: u32, source: generation::GenerationError },
     #[error("{0}")]
     Plan(#[from] PlanError),
     #[error("{0}")]
@@ -59,7 +65,7 @@ impl ProfileError {
             ProfileError::Open(e) => e.is_verification_failure(),
             ProfileError::Submit(e) | ProfileError::Uncommitted(e) => e.is_refusal(),
             ProfileError::Generation(e) => !e.is_io(),
-            ProfileError::Usage(_) => false,
+            ProfileError::Usage(_) | ProfileError::Unfinished { .. } => false,
             ProfileError::Plan(_) | ProfileError::StaleRevision { .. } | ProfileError::Refused(_) => true,
         }
     }
@@ -864,6 +870,7 @@ fn transact(
         }
         return Err(e.into());
     }
+    let revision = event.revision;
     if let Err(e) = ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() }) {
         if e.is_refusal() {
             // Refused at the commit point: nothing was committed, and `recover` must not
@@ -877,9 +884,11 @@ fn transact(
         return Err(ProfileError::Uncommitted(e));
     }
     generation::boundary("state");
-    generation::finish(root)?;
-    generation::clear_pending(dir, root)?;
-    Ok(())
+    // Committed: a failure from here on is said as what it is (outside review 214 F3: a
+    // failed sync of the ledger's directory read as a bare OS error, as if nothing stood).
+    generation::finish(root)
+        .and_then(|()| generation::clear_pending(dir, root))
+        .map_err(|source| ProfileError::Unfinished { revision, source })
 }
 
 fn hex_of(bytes: &[u8]) -> String {
@@ -969,6 +978,7 @@ pub fn set(
     if dry_run {
         // The same verdict as the real `set`, writing nothing.
         generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
+        generation::foreign_txn_tmp(root, ledger_id)?;
         verify_current(&ledger, root)?;
         generation::preflight(root, event.generation_digest, &manifest)?;
         let mut preview = status_of(ledger.state(), None, "dry-run")?;
@@ -993,6 +1003,7 @@ pub fn set(
     // Checked as the dry run checks it before anything is written: a refused `set` leaves
     // no ownership mark behind (outside review 91: it marked an emptied root, then refused).
     generation::check_root(root, ledger_id, generation::RootUse::Preview)?;
+    generation::foreign_txn_tmp(root, ledger_id)?;
     verify_current(&ledger, root)?;
     generation::check_root(root, ledger_id, generation::RootUse::Create)?;
     republish_missing(&ledger, root)?;
@@ -1172,6 +1183,11 @@ fn status_once(dir: &Path, root: Option<&Path>, read: &mut u32) -> Result<Profil
                 &expected_receipts(cp, ledger_id, &root),
                 (ledger_id, cp.revision()),
             )?;
+            // A `txn.tmp` not this ledger's blocks every transaction: said here too (outside
+            // review 212 F2: `status` said nothing of what `set` and `recover` refuse).
+            if let (Err(foreign), None) = (generation::foreign_txn_tmp(&root, ledger_id), &report.note) {
+                report.note = Some(format!("{foreign} (every `profile set` and `recover` there refuses it)"));
+            }
             // A stage no transaction names blocks the command that would reuse its
             // generation: said here, not first at that command (outside review 151 F4).
             if let (Err(stray), None) = (generation::stray_stage(&root), &report.note) {

@@ -88,6 +88,56 @@ impl<'de> serde::Deserialize<'de> for Members {
     }
 }
 
+/// A JSON value whose objects, at every depth, name each key once. A parsed `Value` keeps
+/// one of two equal keys, so a document read that way could mean either (outside review
+/// 206: a `--previous` receipt with a key given twice was accepted).
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<UniqueKeys, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = UniqueKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+                while seq.next_element::<UniqueKeys>()?.is_some() {}
+                Ok(UniqueKeys)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+                let mut seen = std::collections::BTreeSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key) {
+                        return Err(de::Error::custom("a key is given twice"));
+                    }
+                    map.next_value::<UniqueKeys>()?;
+                }
+                Ok(UniqueKeys)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// One UTF-8 JSON object of at most `max` bytes, no NUL, members unique and among
 /// `allowed`. Errors name the document and the rule, never its content.
 fn object(
@@ -259,6 +309,13 @@ pub fn parse_receipt(bytes: &[u8]) -> Result<Digest, SelectError> {
     }
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         SelectError::Input(format!("--previous: not JSON (line {}, column {})", e.line(), e.column()))
+    })?;
+    serde_json::from_slice::<UniqueKeys>(bytes).map_err(|e| {
+        SelectError::Input(format!(
+            "--previous: a key is given twice (line {}, column {}): not a receipt as printed",
+            e.line(),
+            e.column()
+        ))
     })?;
     let mut map = match value {
         Value::Object(m) => m,

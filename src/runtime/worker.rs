@@ -371,7 +371,8 @@ pub fn apply_compaction_requested(state: &mut State, e: &CompactionRequested) ->
         e.directive_id
     );
     let attempt = get(&state.attempts, e.attempt_id, "attempt")?;
-    let wf = super::live_workflow(state, attempt.workflow_id)?;
+    // An Attempt's own end is named first, as for every command on an Attempt that ended
+    // with its cancelled workflow (commands.md, `cancelWorkflow`; outside review 211).
     ensure!(
         attempt.status == super::state::AttemptStatus::Dispatched,
         Rule::AttemptNotActive,
@@ -393,6 +394,7 @@ pub fn apply_compaction_requested(state: &mut State, e: &CompactionRequested) ->
         "attempt {}'s context changed after its dispatch claim: its worker events are ignored receipts, so a compaction of it would be too",
         e.attempt_id
     );
+    let wf = super::live_workflow(state, attempt.workflow_id)?;
     let profile = get(&state.profiles, wf.profile.id, "profile")?;
     // A directive is the manual trigger; only a MANUAL profile selects one (outside review
     // 90: one was admitted under AUTOMATIC, which selects no trigger; seed 000: "any manual

@@ -954,6 +954,13 @@ fn recover_neither_loops_nor_commits_over_damage() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
+    // `status` names it, and the dry run refuses it as `set` does (outside review 212 F2:
+    // both passed it).
+    let st = ok(status(&s));
+    assert!(st["note"].as_str().is_some_and(|n| n.contains("txn.tmp") && n.contains("move it out")), "{st}");
+    let (code, _, err) = set(&s, &root, &["full", "--dry-run"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("txn.tmp") && err.contains("move it out"), "{err}");
     let (code, _, err) = s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
     assert_eq!(code, 1, "refused, not success over it (158 F2): {err}");
     assert!(err.contains("txn.tmp") && err.contains("move it out"), "{err}");

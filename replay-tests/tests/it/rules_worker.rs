@@ -704,6 +704,17 @@ fn a_manual_compaction_starts_only_on_a_directive() {
     assert_eq!(replay_tests::world::rule_of(&err), Some(Rule::CompactionMode), "{err}");
     assert!(err.to_string().contains("AUTOMATIC"), "{err}");
     w.ok(deliver(&w, 0x70, payload(CompactionStarted, 1, "")));
+    // A directive for an Attempt that ended with its cancelled workflow names the Attempt's
+    // end, as every command on such an Attempt does (commands.md, `cancelWorkflow`; outside
+    // review 211: it said `WorkflowClosed`).
+    let mut w = compaction_world(ledger_schema::types::CompactionMode::Manual);
+    let version = w.ledger.state().workflows[&lid(0x31)].version;
+    w.ok(Command::CancelWorkflow(CancelWorkflow {
+        workflow_id: lid(0x31),
+        workflow_version: version,
+        reason: "superseded".to_owned(),
+    }));
+    w.refused(request(0x90), Rule::AttemptNotActive);
 }
 
 /// The terminal event ends the stream: a later event of another id — progress, or a second,

@@ -206,6 +206,17 @@ fn pending_is_never_reused_none_is_and_receipts_must_recompute() {
     assert_eq!(r.0, 1, "{}", r.2);
     assert!(r.2.contains("does not recompute"));
     assert_eq!(s.head(), before);
+    // A genuine receipt with a key given twice — another value first, the recorded one
+    // last, which a parsed value keeps — is not the receipt as printed: refused as
+    // malformed (exit 2), writing nothing (outside review 206).
+    let genuine = serde_json::to_string(&none["receipt"]).unwrap();
+    let doubled = genuine.replacen('{', r#"{"selectedIds":["skill:kubernetes"],"#, 1);
+    let p = s.tmp.path().join("doubled.json");
+    std::fs::write(&p, doubled).unwrap();
+    let r = select(&s, &task("zzz qqq"), &["--previous", p.to_str().unwrap()]);
+    assert_eq!(r.0, 2, "{}", r.2);
+    assert!(r.2.contains("a key is given twice"), "{}", r.2);
+    assert_eq!(s.head(), before);
 }
 
 /// A task that says what does not work — most bug reports — names no skill and refuses
