@@ -484,8 +484,8 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 emit(
                     out,
                     format!(
-                        "cut a torn record of {} bytes at offset {} of {} (a write in flight at a crash, held by no copy){to}",
-                        t.bytes,
+                        "cut a torn record of {} at offset {} of {} (a write in flight at a crash, held by no copy){to}",
+                        t.size(),
                         t.offset,
                         shown(&t.segment)
                     ),
@@ -670,9 +670,9 @@ fn live_note(report: &store::VerifyReport, err: &mut dyn Write) {
 /// judge: `verify` (sled vouching for it or not) and the next writer's open decide.
 fn partial_tail_text(t: &store::TornTail, head: u64) -> String {
     format!(
-        "read up to the last whole record (seq {head}); a partial record of {} bytes follows at offset {} of {} \
+        "read up to the last whole record (seq {head}); a partial record of {} follows at offset {} of {} \
          (a write in flight at a crash, or damage: `ledger verify` checks it against sled)",
-        t.bytes,
+        t.size(),
         t.offset,
         shown(&t.segment)
     )
@@ -685,8 +685,8 @@ fn repair_note(report: &store::OpenReport, err: &mut dyn Write) {
         let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", shown(p)));
         let _ = writeln!(
             err,
-            "ledger: note: cut a torn record of {} bytes at offset {} of {} (held by no copy: a write in flight at a crash){to}",
-            t.bytes,
+            "ledger: note: cut a torn record of {} at offset {} of {} (held by no copy: a write in flight at a crash){to}",
+            t.size(),
             t.offset,
             shown(&t.segment)
         );
@@ -767,7 +767,7 @@ fn recoverable(
         } else {
             "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/ if sled opens to vouch for it)"
         };
-        lines.push(format!("{what}: {} bytes at offset {} of {}", t.bytes, t.offset, t.segment.display()));
+        lines.push(format!("{what}: {} at offset {} of {}", t.size(), t.offset, t.segment.display()));
     }
     if sled_lag_frames > 0 {
         // (Where a checkpoint was verified, it vouched for the journal up to it: outside

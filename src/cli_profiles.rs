@@ -217,7 +217,9 @@ pub fn run_sources(command: SourcesCommand, out: &mut dyn Write) -> Result<(), F
     match command {
         SourcesCommand::Scan { dir, root, json } => {
             let o = profiles::record_registry(&dir, &root).map_err(failure)?;
-            if json {
+            // Recorded now, whether or not the report can be written (outside review 217 F2).
+            let recorded = o.recorded.then_some((o.registry_digest, o.seq));
+            let said = if json {
                 emit_json(out, &json!(o))
             } else {
                 let what = if o.recorded { "recorded" } else { "unchanged (nothing written)" };
@@ -233,7 +235,18 @@ pub fn run_sources(command: SourcesCommand, out: &mut dyn Write) -> Result<(), F
                         o.profiles.join(", ")
                     ),
                 )
-            }
+            };
+            said.map_err(|f| match recorded {
+                Some((digest, seq)) => Failure {
+                    code: f.code,
+                    message: format!(
+                        "{}: registry {digest} is recorded (seq {seq}), but this report was not written; `ledger \
+                         profile status` names the registry",
+                        f.message
+                    ),
+                },
+                None => f,
+            })
         }
     }
 }
@@ -365,7 +378,25 @@ fn note_source_drift(dir: &Path, err: &mut dyn Write) {
     }
 }
 
+/// [`report`] of a command's outcome: where the command committed a revision, a report it
+/// cannot write says so (outside review 217 F2: a closed pipe or a full disk read as a bare
+/// I/O error, exit 2, as if nothing had been committed).
 fn report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Result<(), Failure> {
+    let committed = matches!(st.outcome.as_str(), "set" | "mode" | "rollback" | "rolled-forward");
+    print_report(out, st, json).map_err(|f| match committed {
+        true => Failure {
+            code: f.code,
+            message: format!(
+                "{}: revision {} ({}) is committed, but this report was not written; `ledger profile status` \
+                 shows it",
+                f.message, st.revision, st.outcome
+            ),
+        },
+        false => f,
+    })
+}
+
+fn print_report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -> Result<(), Failure> {
     if json {
         return emit_json(out, &json!(st));
     }

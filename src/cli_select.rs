@@ -152,8 +152,26 @@ pub fn run_select_over(
              already, and nothing more is chosen (outside review 178 F8)"
         );
     }
-    if a.json {
-        let text = serde_json::to_string_pretty(&outcome_json(&o))
+    // A selection recorded now stands whether or not its report can be written (outside
+    // review 217 F2: a closed pipe or a full disk read as a bare I/O error, as if nothing
+    // had been recorded).
+    print_outcome(&o, a.json, out).map_err(|f| match o.seq {
+        Some(seq) if !o.duplicate => Failure {
+            code: f.code,
+            message: format!(
+                "{}: the selection is recorded (seq {seq}), but this report was not written; the same `select` \
+                 again prints it (a duplicate: nothing more is written)",
+                f.message
+            ),
+        },
+        _ => f,
+    })
+}
+
+/// Prints what `select` decided (and loaded).
+fn print_outcome(o: &ps::Outcome, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+    if json {
+        let text = serde_json::to_string_pretty(&outcome_json(o))
             .map_err(|e| Failure { code: EXIT_USAGE_OR_IO, message: format!("json: {e}") })?;
         return emit(out, text);
     }

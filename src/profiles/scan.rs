@@ -10,7 +10,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
 
 use ledger_schema::codec::MAX_ENTRY_BYTES;
 use ledger_schema::events::profile::{
@@ -134,9 +139,81 @@ fn real_dir(path: &Path) -> Result<(), ScanError> {
     Ok(())
 }
 
+/// Opens `path` (absolute, normalised) one component at a time from `/`, following no
+/// symlink in any of them (`O_NOFOLLOW`; every ancestor opened as a directory), the last
+/// with `last` too. What a path check (`symlink_metadata`) saw can be swapped for a symlink
+/// before the open: a walk of descriptors cannot be led outside the tree that way (outside
+/// review 217 F1: a directory or file swapped for a symlink between the scan's check and
+/// its open was followed, and bytes from outside the tree were recorded).
+fn open_unfollowed(path: &Path, last: OFlags) -> std::io::Result<OwnedFd> {
+    let base = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let mut fd = rustix::fs::open("/", base | OFlags::DIRECTORY, Mode::empty())?;
+    let mut parts = path.components().peekable();
+    while let Some(part) = parts.next() {
+        let name = match part {
+            Component::RootDir | Component::CurDir => continue,
+            Component::Normal(name) => name,
+            Component::ParentDir | Component::Prefix(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "not a normalised absolute path",
+                ));
+            }
+        };
+        let flags = if parts.peek().is_some() { base | OFlags::DIRECTORY } else { base | last };
+        fd = rustix::fs::openat(&fd, name, flags, Mode::empty())?;
+    }
+    Ok(fd)
+}
+
+/// [`open_unfollowed`]'s failure: a symlink met on the way (`ELOOP`) is the scan's
+/// symlink refusal, as when the path check sees it.
+/// An ancestor met as a symlink (`ENOTDIR` with `O_DIRECTORY`) is named where it still is one;
+/// one swapped back meanwhile reads as the tree changing under the scan.
+fn unfollowed(path: &Path) -> impl FnOnce(std::io::Error) -> ScanError + '_ {
+    move |e| {
+        let code = e.raw_os_error();
+        if code != Some(rustix::io::Errno::LOOP.raw_os_error())
+            && code != Some(rustix::io::Errno::NOTDIR.raw_os_error())
+        {
+            return ScanError::Io { path: disp(path), source: e };
+        }
+        match path.ancestors().find(|a| fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink())) {
+            Some(link) => ScanError::Symlink(disp(link)),
+            None => meta(path, "changed while it was read (a symlink stood on its path)"),
+        }
+    }
+}
+
+/// The names in directory `dir`, read through a descriptor [`open_unfollowed`] opened
+/// (each counted against the entry bound), in no particular order.
+fn list_dir(dir: &Path, budget: &mut Budget) -> Result<Vec<String>, ScanError> {
+    let fd = open_unfollowed(dir, OFlags::DIRECTORY).map_err(unfollowed(dir))?;
+    let entries =
+        rustix::fs::Dir::read_from(&fd).map_err(|e| ScanError::Io { path: disp(dir), source: e.into() })?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| ScanError::Io { path: disp(dir), source: e.into() })?;
+        let raw = entry.file_name().to_bytes();
+        if raw == b"." || raw == b".." {
+            continue;
+        }
+        budget.entry()?;
+        let name = std::str::from_utf8(raw)
+            .map_err(|_| ScanError::NotUtf8(disp(&dir.join(std::ffi::OsStr::from_bytes(raw)))))?;
+        names.push(name.to_owned());
+    }
+    Ok(names)
+}
+
 /// Reads a regular, non-symlink file, its size bounded before reading.
 fn read_file(path: &Path, budget: &mut Budget) -> Result<Vec<u8>, ScanError> {
     let m = fs::symlink_metadata(path).map_err(io(path))?;
+    read_checked(path, &m, budget)
+}
+
+/// [`read_file`] of the file the path check `m` saw, and no other.
+fn read_checked(path: &Path, m: &fs::Metadata, budget: &mut Budget) -> Result<Vec<u8>, ScanError> {
     if m.file_type().is_symlink() {
         return Err(ScanError::Symlink(disp(path)));
     }
@@ -150,7 +227,17 @@ fn read_file(path: &Path, budget: &mut Budget) -> Result<Vec<u8>, ScanError> {
     if budget.bytes > MAX_TREE_BYTES {
         return Err(ScanError::TreeTooLarge);
     }
-    let file = fs::File::open(path).map_err(io(path))?;
+    // Opened without following a symlink anywhere on its path, and never waiting (a FIFO
+    // put in its place would block the scan while it holds the writer's lock: outside
+    // review 217 F1); then it must be the very file the check saw.
+    let file = fs::File::from(open_unfollowed(path, OFlags::NONBLOCK).map_err(unfollowed(path))?);
+    let opened = file.metadata().map_err(io(path))?;
+    if !opened.is_file() {
+        return Err(ScanError::NotRegular(disp(path)));
+    }
+    if (opened.dev(), opened.ino(), opened.len()) != (m.dev(), m.ino(), m.len()) {
+        return Err(meta(path, "changed while it was read"));
+    }
     let mut bytes = Vec::with_capacity(usize::try_from(m.len()).unwrap_or(0));
     // Read at most one byte past the bound: a file that grew meanwhile is refused too.
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io(path))?;
@@ -199,14 +286,7 @@ fn walk(
     if depth > MAX_DEPTH {
         return Err(ScanError::TooDeep(disp(dir)));
     }
-    let mut names = Vec::new();
-    for item in fs::read_dir(dir).map_err(io(dir))? {
-        let item = item.map_err(io(dir))?;
-        budget.entry()?;
-        let name = item.file_name();
-        let name = name.to_str().ok_or_else(|| ScanError::NotUtf8(disp(&item.path())))?.to_owned();
-        names.push(name);
-    }
+    let mut names = list_dir(dir, budget)?;
     names.sort();
     // Two names of one folder that differ only in case are one file on a case-insensitive
     // filesystem (macOS, Windows — both Codex platforms): a generation written there would
@@ -394,19 +474,14 @@ pub fn scan_keeping(
         return Err(ScanError::Missing(disp(&skills_dir)));
     }
     real_dir(&skills_dir)?;
-    let mut dirs = Vec::new();
-    for item in fs::read_dir(&skills_dir).map_err(io(&skills_dir))? {
-        let item = item.map_err(io(&skills_dir))?;
-        budget.entry()?;
-        let name = item.file_name();
-        let name = name.to_str().ok_or_else(|| ScanError::NotUtf8(disp(&item.path())))?.to_owned();
+    let mut dirs = list_dir(&skills_dir, &mut budget)?;
+    dirs.sort();
+    for name in &dirs {
         // A skill's folder name is its recorded id (outside review 162 F5: a token as one).
         if let Some(what) = super::secrets::secret_in(name.as_bytes()) {
-            return Err(meta(&item.path(), format!("its name holds a secret: {what}: rename it")));
+            return Err(meta(&skills_dir.join(name), format!("its name holds a secret: {what}: rename it")));
         }
-        dirs.push(name);
     }
-    dirs.sort();
     let mut sources: Vec<RegistrySource> = Vec::new();
     for dir in dirs {
         if ignored(&dir) {
@@ -743,5 +818,68 @@ pub fn scan_keeping(
     match entry.event {
         Event::SourceRegistryRecorded(r) => Ok(*r),
         _ => Err(ScanError::Rule("internal: not a registry event".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+    use super::{Budget, ScanError, list_dir, read_checked};
+
+    /// The scan reads the file its path check saw, or refuses: swapped after the check for a
+    /// symlink to a same-size file outside the tree, for another same-size file, for
+    /// a FIFO (which must not block), or with an ancestor directory swapped for a symlink —
+    /// never the outside bytes (outside review 217 F1: the open followed a symlink put
+    /// there after the check, and recorded bytes from outside the tree).
+    #[test]
+    fn a_file_swapped_after_its_check_is_never_read_through_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let tree = root.join("tree");
+        let dir = tree.join("skill");
+        std::fs::create_dir_all(&dir).unwrap();
+        let outside = root.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("SKILL.md"), b"OUTSIDE!").unwrap();
+        let file = dir.join("SKILL.md");
+        let budget = || Budget { entries: 0, bytes: 0 };
+        let fresh = || {
+            let _ = std::fs::remove_file(&file);
+            std::fs::write(&file, b"inside!!").unwrap();
+            std::fs::symlink_metadata(&file).unwrap()
+        };
+        // Unchanged: read.
+        let m = fresh();
+        assert_eq!(read_checked(&file, &m, &mut budget()).unwrap(), b"inside!!");
+        // The leaf swapped for a symlink.
+        let m = fresh();
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(outside.join("SKILL.md"), &file).unwrap();
+        assert!(matches!(read_checked(&file, &m, &mut budget()), Err(ScanError::Symlink(_))));
+        // The leaf replaced by another file of the same size (renamed over it: another inode).
+        let m = fresh();
+        std::fs::write(outside.join("copy"), b"OUTSIDE!").unwrap();
+        std::fs::rename(outside.join("copy"), &file).unwrap();
+        let err = read_checked(&file, &m, &mut budget()).unwrap_err().to_string();
+        assert!(err.contains("changed while it was read"), "{err}");
+        // A FIFO: refused at once, never waited on.
+        let m = fresh();
+        std::fs::remove_file(&file).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&file).status().unwrap().success());
+        assert!(matches!(read_checked(&file, &m, &mut budget()), Err(ScanError::NotRegular(_))));
+        // The ancestor directory swapped for a symlink to a directory outside the tree.
+        let m = fresh();
+        std::fs::rename(&dir, tree.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, &dir).unwrap();
+        let err = read_checked(&file, &m, &mut budget()).unwrap_err();
+        assert!(matches!(&err, ScanError::Symlink(at) if at.ends_with("tree/skill")), "{err}");
+        // … and its listing is refused the same way.
+        assert!(matches!(list_dir(&dir, &mut budget()), Err(ScanError::Symlink(_))));
+        std::fs::remove_file(&dir).unwrap();
+        std::fs::rename(tree.join("moved"), &dir).unwrap();
+        let mut names = list_dir(&dir, &mut budget()).unwrap();
+        names.sort();
+        assert_eq!(names, ["SKILL.md"]);
     }
 }

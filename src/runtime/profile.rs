@@ -500,7 +500,7 @@ impl GenerationManifest {
 /// A selected resource whose bytes the ledger does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{id} resource {path:?} is recorded by digest only (over the storage bound: a scan stores first what open workflows' Attempts loaded, then every agents/openai.yaml, then what the configured and previous generations install): it cannot be materialised — close those workflows or make the tree smaller, then scan it again"
+    "{id} resource {path:?} is recorded by digest only (over the storage bound: a scan stores first what open workflows' Attempts loaded, then every agents/openai.yaml, then what the configured and previous generations install): it cannot be materialised — make room, then scan the tree again: what an Attempt loaded is kept while its workflow is open (close the workflows that no longer need it), an unchanged tree's rescan records nothing while an Attempt started over a selection awaits its dispatch claim (claim or cancel it first), or make the tree smaller"
 )]
 pub struct NotLoadable {
     pub id: String,

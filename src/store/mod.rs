@@ -484,7 +484,13 @@ pub enum OpenError {
          `ledger` that wrote it (nothing was changed)"
     )]
     NewerFormat { found: u64, readable: u64 },
-    #[error("the ledger has no entries (no genesis)")]
+    /// No record at all: what an `init` killed before its genesis was durable leaves
+    /// (outside review 216 F2: no message named the way out).
+    #[error(
+        "the ledger has no entries (no genesis): an `init` cut short before its first record leaves this, with \
+         nothing acknowledged — remove the directory and run `ledger init` again (a journal emptied by other \
+         means is restored from sled's copy by `ledger recover`, where sled holds one)"
+    )]
     Empty,
     /// The sled index failed: an index problem, not a broken history (exit 2).
     #[error("the sled index failed: {reason}; {hint}", reason = sled_reason(.0), hint = sled_hint(.0))]
@@ -666,7 +672,7 @@ impl OpenError {
         OpenError::TornUnchecked {
             segment: torn.segment.clone(),
             offset: torn.offset,
-            bytes: torn.bytes,
+            bytes: torn.bytes.saturating_sub(torn.zeros),
             next,
             sled: why,
         }

@@ -196,7 +196,7 @@ fn cut_stray_zeros_into(root: &Path, cut: &mut Vec<ZerosCut>) -> Result<(), Open
         let (mut end, mut next_seq) = (0usize, None);
         while let Some(rest) = bytes.get(end..).filter(|rest| !rest.is_empty()) {
             let Ok((header, _)) = check_record(rest) else { break };
-            next_seq = Some(header.last_seq() + 1);
+            next_seq = Some(header.last_seq().saturating_add(1));
             end += header.record_len();
         }
         // Zeros only: what a writer leaves. Other bytes there may hold records (outside
@@ -508,16 +508,18 @@ fn same_entries(record: &[u8], first_seq: u64, records: &[Keyed]) -> bool {
         .get(start..)
         .unwrap_or_default()
         .iter()
-        .take_while(|(s, _)| *s < first_seq + ours.len() as u64)
+        .take_while(|(s, _)| *s < first_seq.saturating_add(ours.len() as u64))
         .filter_map(|(s, r)| Some((*s, entries_of(r)?)))
-        .flat_map(|(s, entries)| entries.into_iter().enumerate().map(move |(i, e)| (s + i as u64, e)))
+        .flat_map(|(s, entries)| {
+            entries.into_iter().enumerate().map(move |(i, e)| (s.saturating_add(i as u64), e))
+        })
         .collect();
-    ours.iter().enumerate().all(|(i, e)| theirs.get(&(first_seq + i as u64)) == Some(e))
+    ours.iter().enumerate().all(|(i, e)| theirs.get(&first_seq.saturating_add(i as u64)) == Some(e))
 }
 
 /// `e` is the entry right after the one at `to` (its seq and hash): the next seq, linked.
 fn links(e: &SealedEntry, (seq, hash): (u64, ledger_schema::Digest)) -> bool {
-    e.entry.seq == seq + 1 && e.entry.prev == hash
+    e.entry.seq == seq.saturating_add(1) && e.entry.prev == hash
 }
 
 fn sealed_of(record: &[u8]) -> Vec<SealedEntry> {
@@ -1053,7 +1055,7 @@ fn recover_cut(
                 )));
             }
             let last = newest_held(&found, usable)?;
-            report.truncated_seqs = (last > after).then_some((after + 1, last));
+            report.truncated_seqs = (last > after).then_some((after.saturating_add(1), last));
             restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
         } else {
             let past_damage = match (&found.cut_at, &found.scan.damage, usable) {
@@ -1088,7 +1090,7 @@ fn recover_cut(
                 .filter(|p| p.file_name() > segment.file_name())
                 .collect();
             let last = newest_held(&found, usable)?;
-            report.truncated_seqs = (last > after).then_some((after + 1, last));
+            report.truncated_seqs = (last > after).then_some((after.saturating_add(1), last));
             // Nothing after the cut at all, nothing moved (outside review 149 F5: an empty
             // file was made and reported as cut), nor where only unwritten, zero-filled space
             // of a v3 segment follows it (outside review 152 P2: preallocated zeros were moved
@@ -1164,7 +1166,7 @@ fn recover_cut(
     } else if let (true, Some(torn), None) = (holds_no_ledger, &found.scan.torn, &found.scan.damage) {
         // Whether the partial record was acknowledged only sled could say, and this one
         // names no ledger (outside review 78: an emptied sled counted as a witness).
-        let next = found.scan.verified.map_or(0, |h| h.seq + 1);
+        let next = found.scan.verified.map_or(0, |h| h.seq.saturating_add(1));
         return Err(OpenError::torn_unvouched(torn, next, HOLDS_NO_LEDGER.to_owned()));
     } else if let Some(tree) = tree.as_ref().filter(|_| !foreign) {
         restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
@@ -1199,7 +1201,7 @@ fn recover_cut(
         return Err(damage_without_copy(damage, &why, found.scan.verified.map(|h| h.seq)));
     } else if let Some(torn) = &found.scan.torn {
         // Whether the partial record was acknowledged only sled could say.
-        let next = found.scan.verified.map_or(0, |h| h.seq + 1);
+        let next = found.scan.verified.map_or(0, |h| h.seq.saturating_add(1));
         if foreign {
             let why = "sled holds another history (its genesis differs)".to_owned();
             return Err(OpenError::torn_unvouched(torn, next, why));
@@ -1333,7 +1335,7 @@ fn damage_without_copy(damage: &super::disk::Damage, why: &str, last_good: Optio
 /// it holds none) before records sled holds, to `last` — acknowledged records the journal
 /// lost, and maybe more after them.
 fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: &str) -> OpenError {
-    let first = end.map_or(0, |e| e + 1);
+    let first = end.map_or(0, |e| e.saturating_add(1));
     let mut journal_end = match end {
         Some(end) => format!("the journal's written records end at seq {end}"),
         None => "the journal holds no whole record".to_owned(),
@@ -1509,7 +1511,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                                     ledger_schema::record::classify_tail_as(
                                         version,
                                         rest,
-                                        h.last_seq() + 1,
+                                        h.last_seq().saturating_add(1),
                                         is_last
                                     ),
                                     ledger_schema::record::Tail::Damaged { .. }
@@ -1518,7 +1520,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                 {
                     let after = offset + h.record_len();
                     found = found.take().or(Some((
-                        h.last_seq() + 1,
+                        h.last_seq().saturating_add(1),
                         super::DamagedAt {
                             segment: path.display().to_string(),
                             offset: after as u64,
@@ -1580,7 +1582,7 @@ enum Piece<'a> {
         next_seq: u64,
     },
     /// A torn write at the end of the last segment (the walk ends after it).
-    Torn { offset: usize, bytes: usize, next_seq: u64 },
+    Torn { offset: usize, bytes: usize, zeros: u64, next_seq: u64 },
 }
 
 /// Walks a segment's `bytes` from `from`: every intact record, and every damaged region —
@@ -1600,7 +1602,7 @@ fn walk_segment(
         match check_record(rest) {
             Ok((header, _)) => {
                 let len = header.record_len();
-                *next_seq = header.last_seq() + 1;
+                *next_seq = header.last_seq().saturating_add(1);
                 on(Piece::Record { header, offset: at, bytes: rest.get(..len).unwrap_or_default() })?;
                 at += len;
             }
@@ -1619,7 +1621,12 @@ fn walk_segment(
                     }
                 }
                 ledger_schema::record::Tail::Torn => {
-                    on(Piece::Torn { offset: at, bytes: rest.len(), next_seq: *next_seq })?;
+                    on(Piece::Torn {
+                        offset: at,
+                        bytes: rest.len(),
+                        zeros: super::TornTail::trailing_zeros(rest),
+                        next_seq: *next_seq,
+                    })?;
                     break;
                 }
                 _ => break,
@@ -1902,11 +1909,12 @@ fn walk_after(journal: &Path, segment: &Path, from: u64) -> Result<(Vec<Keyed>, 
                     }
                     out.push((header.first_seq, bytes.to_vec()));
                 }
-                Piece::Torn { offset, bytes, next_seq } => {
+                Piece::Torn { offset, bytes, zeros, next_seq } => {
                     let tail = super::TornTail {
                         segment: path.clone(),
                         offset: offset as u64,
                         bytes: bytes as u64,
+                        zeros,
                         moved_to: None,
                     };
                     torn = Some((tail, next_seq));
@@ -1963,7 +1971,7 @@ fn rewrite_from(
     // Up to the operator's cut, if one was made (`--truncate-after` past damage sled's
     // copy restores: outside review 142 F2, the restore went on past the cut).
     let (sled_records, sled_head) =
-        sled_continuation(tree, boundary.head, options.truncate_after.map(|after| after + 1))?;
+        sled_continuation(tree, boundary.head, options.truncate_after.map(|after| after.saturating_add(1)))?;
     // (The torn write that ends the journal, if one does, is cut with the segments it is in:
     // reported as the torn tail a plain cut reports — outside review 137 F1: with damage
     // restored from sled too, it left without a word.)
@@ -2034,10 +2042,10 @@ fn rewrite_from(
             // A gap after the continuation is damage (a record lost or unreadable), not the
             // other history: refused as any damage no copy can restore (outside review 44,
             // P1: the records after it were moved to cut/ with exit 0).
-            if let Some((seq, _)) = tip.filter(|(seq, _)| first_seq > seq + 1) {
+            if let Some((seq, _)) = tip.filter(|(seq, _)| first_seq > seq.saturating_add(1)) {
                 return Err(broken_continuation(
-                    seq + 1,
-                    Corruption::SeqGap { expected: seq + 1, found: first_seq },
+                    seq.saturating_add(1),
+                    Corruption::SeqGap { expected: seq.saturating_add(1), found: first_seq },
                     &format!(
                         "the journal's records past sled's end (seq {seq}) are damaged, and no copy holds them"
                     ),
@@ -2214,10 +2222,9 @@ fn rewrite_from(
         // one sled's history reaches through records that replace damage (each restored
         // from sled up to it, so its link runs through sled's records to this one; the
         // rewritten journal's verification checks every link).
-        let linked = kept
-            .range(ends + 1..)
-            .next()
-            .is_some_and(|&k| k == ends + 1 || restored_to.is_some_and(|to| k <= to + 1));
+        let linked = kept.range(ends.saturating_add(1)..).next().is_some_and(|&k| {
+            k == ends.saturating_add(1) || restored_to.is_some_and(|to| k <= to.saturating_add(1))
+        });
         let vouched = checkpoint.is_some_and(|cp| cp.seq >= ends);
         if prefer == Some(Replica::Journal) || !(linked || vouched || prefer == Some(Replica::Sled)) {
             let why = if prefer == Some(Replica::Journal) {
@@ -2234,7 +2241,8 @@ fn rewrite_from(
             return Err(refuse(&why));
         }
     }
-    let next = restored_to.map_or_else(|| boundary.head.map_or(0, |h| h.seq + 1), |to| to + 1);
+    let next = restored_to
+        .map_or_else(|| boundary.head.map_or(0, |h| h.seq.saturating_add(1)), |to| to.saturating_add(1));
     if beyond.first().is_some_and(|(first, _)| *first != next) {
         return Err(refuse(&format!(
             "the records restorable (the journal's trusted ones, sled's that chain on) reach seq {}, and the \
@@ -2258,7 +2266,7 @@ fn rewrite_from(
         .map(|(first, record)| open_record(record).map_or(*first, |(h, _)| h.last_seq()))
         .or(restored_to)
         .or(boundary.head.map(|h| h.seq));
-    let past = end.map_or(0, |e| e + 1);
+    let past = end.map_or(0, |e| e.saturating_add(1));
     let frame_key = |k: &sled::Result<sled::IVec>| !matches!(k, Ok(k) if chunk_of(k).is_some());
     // An acknowledged sled entry past that end that cannot be restored stops recover.
     let acknowledged = |seq: u64, what: String| {
@@ -2409,7 +2417,7 @@ fn rewrite_from(
     for (first, record) in &lacked {
         let last = open_record(record).map_or(*first, |(h, _)| h.last_seq());
         match report.restored_runs.last_mut() {
-            Some((_, to)) if *to + 1 == *first => *to = last,
+            Some((_, to)) if to.saturating_add(1) == *first => *to = last,
             _ => report.restored_runs.push((*first, last)),
         }
     }
@@ -2431,7 +2439,7 @@ fn restore_from_sled(
         (Some(d), _, _) => {
             // An intact record that does not continue the chain is damaged even though it
             // decodes (re-sealed by hand, or written by a bug).
-            let at = head.map_or(0, |h| h.seq + 1);
+            let at = head.map_or(0, |h| h.seq.saturating_add(1));
             let suspects = if matches!(d.kind, DamageKind::Invalid { .. }) { vec![at] } else { Vec::new() };
             Boundary {
                 segment: d.segment.clone(),
@@ -2491,7 +2499,7 @@ fn restore_from_sled(
         .suspects
         .first()
         .copied()
-        .or_else(|| found.scan.damage.as_ref().map(|_| head.map_or(0, |h| h.seq + 1)));
+        .or_else(|| found.scan.damage.as_ref().map(|_| head.map_or(0, |h| h.seq.saturating_add(1))));
     if let Some(next) = next
         && let Some((segment, offset, first_seq, before)) = found.newest.clone()
         && first_seq < next
@@ -2559,7 +2567,7 @@ fn restore_from_sled(
         let end = journal_end_seq(journal)?;
         // (A sled record that begins inside the journal's records and runs past their end
         // is refused below as grouped otherwise, by name.)
-        let next = end.map_or(0, |e| e + 1);
+        let next = end.map_or(0, |e| e.saturating_add(1));
         let straddles = frame_at_or_before(tree, Some(next))
             .map_err(OpenError::Sled)?
             .and_then(|(k, v)| Some((key_seq(&k)?, open_record(&v).ok()?.0.last_seq())))

@@ -1894,3 +1894,60 @@ fn a_state_root_path_used_before_and_deleted_can_be_set_again() {
         ok(set(&s, &a, &["lean"]));
     }
 }
+
+/// Standard output that takes nothing: a full disk.
+struct Full;
+
+impl std::io::Write for Full {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::from_raw_os_error(28))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A command that committed its entry but cannot write its report says what stands — the
+/// registry, the revision, the selection — in its one error line (exit 2); one that
+/// committed nothing keeps the bare I/O error (outside review 217 F2: every one said only
+/// "write to stdout: …", and a supervisor read exit 2 as "not done").
+#[test]
+fn a_committed_command_whose_report_cannot_be_written_says_it_is_committed() {
+    let s = Setup::new();
+    let run_full = |args: &[&str]| {
+        let mut argv = vec!["ledger"];
+        argv.extend_from_slice(args);
+        let mut err = Vec::new();
+        let code = closure_ledger::cli::run_args(argv, &mut Full, &mut err);
+        (code, String::from_utf8(err).unwrap())
+    };
+    let (code, err) = run_full(&["sources", "scan", s.dir(), s.src.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("No space left") && err.contains("is recorded (seq 1)"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let root = root_of(&s);
+    let (code, err) = run_full(&["profile", "set", s.dir(), "lean", "--state-root", root.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("revision 1 (set) is committed"), "{err}");
+    assert_eq!(ok(status(&s))["revision"], 1, "it is");
+    // Nothing committed: the I/O error alone.
+    let (code, err) = run_full(&["profile", "status", s.dir()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!err.contains("committed"), "{err}");
+    let task = s.tmp.path().join("task.json");
+    std::fs::write(
+        &task,
+        br#"{"sessionId":"s","taskId":"t","revision":1,"phase":"implement","explicitIds":["skill:deploy"]}"#,
+    )
+    .unwrap();
+    let (code, err) = run_full(&["select", s.dir(), "--task-input", task.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the selection is recorded (seq"), "{err}");
+    // The same `select` again is a duplicate, as the message says — and says nothing more.
+    let (code, err) = run_full(&["select", s.dir(), "--task-input", task.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!err.contains("recorded"), "{err}");
+    let (code, out, err) = s.run(&["select"], &["--task-input", task.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"duplicate\": true"), "{out}");
+}

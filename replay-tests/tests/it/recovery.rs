@@ -3764,12 +3764,17 @@ fn a_header_that_names_other_entries_is_replaced_by_sleds_copy() {
     let frames = journal_frames(&template);
     let original = std::fs::read(segment(&template)).unwrap();
     let n = frames.len();
-    for (case, at, seq_shift, count_shift) in [
-        ("head, count + 1", n - 1, 0, 1),
-        ("head, first seq + 1", n - 1, 1, 0),
+    const MAX: Option<u64> = Some(u64::MAX);
+    for (case, at, seq_shift, count_shift, first_seq) in [
+        ("head, count + 1", n - 1, 0, 1, None),
+        ("head, first seq + 1", n - 1, 1, 0, None),
         // (outside review 191 F3: the journal then read as ending one short, a lost end)
-        ("head, first seq - 1", n - 1, -1, 0),
-        ("middle, first seq + 1", n - 3, 1, 0),
+        ("head, first seq - 1", n - 1, -1, 0, None),
+        ("middle, first seq + 1", n - 3, 1, 0, None),
+        // The largest seq: no arithmetic past it (outside review 216 F1: `recover` overflowed,
+        // and the caught panic was reported as sled's, "sled cannot be read").
+        ("middle, first seq u64 MAX", n - 3, 0, 0, MAX),
+        ("head, first seq u64 MAX", n - 1, 0, 0, MAX),
     ] {
         for args in [&[][..], &["--prefer", "sled"][..]] {
             let dir = tmp.path().join(format!("{}{}", case.replace([' ', ',', '+', '-'], "_"), args.len()));
@@ -3778,7 +3783,7 @@ fn a_header_that_names_other_entries_is_replaced_by_sleds_copy() {
             let record = &original[f.range.clone()];
             let (header, payload) = open_record(record).unwrap();
             let resealed = seal_record(
-                header.first_seq.checked_add_signed(seq_shift).unwrap(),
+                first_seq.unwrap_or_else(|| header.first_seq.checked_add_signed(seq_shift).unwrap()),
                 header.count + count_shift,
                 payload,
             );
@@ -3798,5 +3803,28 @@ fn a_header_that_names_other_entries_is_replaced_by_sleds_copy() {
                 "{case} {args:?}: sled's copy restored"
             );
         }
+    }
+}
+
+/// What an `init` killed before its genesis was durable leaves — a segment of zeros, no sled
+/// — is named as that by every command, with the way out (outside review 216 F2: "the ledger
+/// has no entries (no genesis)" alone, and `init` refuses the directory).
+#[test]
+fn an_init_cut_short_names_the_way_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = cli(&["init", d]);
+    assert_eq!(code, 0, "{err}");
+    let seg = segment(&dir);
+    let len = std::fs::metadata(&seg).unwrap().len() as usize;
+    std::fs::write(&seg, vec![0u8; len]).unwrap();
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    for cmd in [&["verify", d][..], &["status", d], &["recover", d]] {
+        let (code, _, err) = cli(cmd);
+        assert_eq!(code, 1, "{cmd:?}: {err}");
+        assert!(err.contains("no genesis") && err.contains("`init` cut short"), "{cmd:?}: {err}");
+        assert!(err.contains("remove the directory and run `ledger init` again"), "{cmd:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
 }

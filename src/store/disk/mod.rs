@@ -51,6 +51,38 @@ pub(super) const SLED_DIR: &str = "sled";
 /// accepting commits (the next open restores them).
 const MAX_SLED_LAG_FRAMES: usize = 1024;
 
+/// A torn tail's size in words: the partial record's bytes, then the unwritten zeros
+/// after it, if any.
+impl std::fmt::Display for TornSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let written = self.bytes.saturating_sub(self.zeros);
+        let unit = |n: u64| if n == 1 { "byte" } else { "bytes" };
+        write!(f, "{written} {}", unit(written))?;
+        match self.zeros {
+            0 => Ok(()),
+            zeros => write!(f, " (then {zeros} zero {} of unwritten space)", unit(zeros)),
+        }
+    }
+}
+
+/// [`TornTail`]'s size, shown ([`TornTail::size`]).
+pub struct TornSize {
+    bytes: u64,
+    zeros: u64,
+}
+
+impl TornTail {
+    /// The partial record's size and the zeros after it, for a message.
+    pub fn size(&self) -> TornSize {
+        TornSize { bytes: self.bytes, zeros: self.zeros }
+    }
+
+    /// The zero bytes at the end of `rest` (all of it, if it is all zeros).
+    pub fn trailing_zeros(rest: &[u8]) -> u64 {
+        rest.iter().rev().take_while(|b| **b == 0).count() as u64
+    }
+}
+
 /// A torn frame found (and, when opening, cut off) at the journal's tail.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -58,7 +90,12 @@ pub struct TornTail {
     #[serde(serialize_with = "crate::store::path_text::one")]
     pub segment: PathBuf,
     pub offset: u64,
+    /// Every byte from `offset` to the segment's end: what the cut moves aside.
     pub bytes: u64,
+    /// Of those, the zero bytes at the end (a v3 segment's preallocated space after the
+    /// partial record): the partial record itself is `bytes - zeros` long, up to its last
+    /// byte that is not zero (outside review 216 F5: the zeros were counted as the record).
+    pub zeros: u64,
     /// Where the cut bytes were moved (under `cut/`), once cut.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::store::path_text::option")]
     pub moved_to: Option<PathBuf>,

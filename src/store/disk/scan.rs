@@ -306,6 +306,7 @@ pub(super) fn scan_records(
                                 segment: path.clone(),
                                 offset,
                                 bytes: rest.len() as u64,
+                                zeros: TornTail::trailing_zeros(rest),
                                 moved_to: None,
                             });
                             break;
