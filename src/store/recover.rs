@@ -2233,8 +2233,8 @@ fn rewrite_from(
                 )
             } else {
                 format!(
-                    "sled holds another version of the record at seq {last_replaced}, which does not continue the \
-                     journal's chain, but no later journal record links to sled's version: neither copy is proven \
+                    "the journal's record at seq {last_replaced} does not continue its chain and sled holds another \
+                     version of it, but no later journal record links to sled's version: neither copy is proven \
                      (a --checkpoint at or after seq {ends}, or --prefer sled, decides)"
                 )
             };
