@@ -45,6 +45,12 @@ pub enum ProfileError {
         "revision {revision} is committed, but finishing it failed: {source}; `ledger profile status` shows the revision, and `ledger profile recover` finishes what is left"
     )]
     Unfinished { revision: u32, source: generation::GenerationError },
+    /// The transaction failed (storage) after its `txn.json` was written: it is left as a
+    /// crash there would leave it, for `recover` to finish or undo.
+    #[error(
+        "{source}; the transaction is left in the state root as a crash there would leave it: `ledger profile recover` finishes it (its revision is committed where its generation and receipt were published) or undoes it — until then `set`, `mode`, `rollback` and `select` refuse"
+    )]
+    LeftForRecover { source: generation::GenerationError },
     #[error("{0}")]
     Plan(#[from] PlanError),
     #[error("{0}")]
@@ -65,7 +71,9 @@ impl ProfileError {
             ProfileError::Open(e) => e.is_verification_failure(),
             ProfileError::Submit(e) | ProfileError::Uncommitted(e) => e.is_refusal(),
             ProfileError::Generation(e) => !e.is_io(),
-            ProfileError::Usage(_) | ProfileError::Unfinished { .. } => false,
+            ProfileError::Usage(_)
+            | ProfileError::Unfinished { .. }
+            | ProfileError::LeftForRecover { .. } => false,
             ProfileError::Plan(_) | ProfileError::StaleRevision { .. } | ProfileError::Refused(_) => true,
         }
     }
@@ -867,8 +875,14 @@ fn transact(
         // the note, which later blocked the ledger over a transaction that never was).
         if matches!(generation::read_txn(root), Ok(None)) {
             generation::clear_pending(dir, root)?;
+            return Err(e.into());
         }
-        return Err(e.into());
+        // Left for `recover` (an I/O failure; a refusal rolls back before it returns): said
+        // so (outside review 219 F2: a bare OS error, though `recover` may commit it).
+        return Err(match e.is_io() {
+            true => ProfileError::LeftForRecover { source: e },
+            false => e.into(),
+        });
     }
     let revision = event.revision;
     if let Err(e) = ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() }) {

@@ -245,6 +245,14 @@ pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io("fsync directory", dir))
 }
 
+/// A failed [`JournalWriter::append`]: why, and — when cutting the unsynced bytes back out
+/// failed too — why that failed (the append's outcome is then unknown).
+#[derive(Debug)]
+pub struct AppendError {
+    pub error: IoError,
+    pub cut_back: Option<IoError>,
+}
+
 /// The writable end of the journal: the last segment, format v3.
 #[derive(Debug)]
 pub struct JournalWriter {
@@ -316,10 +324,18 @@ impl JournalWriter {
     }
 
     /// Appends `bytes` and makes them durable with one `fdatasync`. `fail_write` /
-    /// `fail_sync` inject faults (a write that stops half-way; an fdatasync that fails). On
+    /// `fail_sync` / `fail_cut` inject faults (a write that stops half-way; an fdatasync that
+    /// fails; a cut back that fails). On
     /// any error the segment is cut back to the end of its previous record (preallocated
-    /// zeros included), so a later reopen sees the previous head.
-    pub fn append(&mut self, bytes: &[u8], fail_write: bool, fail_sync: bool) -> Result<(), IoError> {
+    /// zeros included), so a later reopen sees the previous head — unless that cut fails
+    /// too, which the error says ([`AppendError::cut_back`]): the bytes may then stand.
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        fail_write: bool,
+        fail_sync: bool,
+        fail_cut: bool,
+    ) -> Result<(), AppendError> {
         let before = self.len;
         let result = self.write_and_sync(bytes, fail_write, fail_sync);
         match result {
@@ -327,11 +343,17 @@ impl JournalWriter {
                 self.len = before + bytes.len() as u64;
                 Ok(())
             }
-            Err(e) => {
-                // Best effort: the caller poisons the store whatever happens here.
-                let _ = self.file.set_len(before).and_then(|()| self.file.sync_data());
+            Err(error) => {
+                // The caller poisons the store whatever happens here; a cut that fails leaves
+                // the bytes for the next open to judge, and the caller says so (outside review
+                // 219 F1: "not committed" was said over a record the next open adopted).
+                let cut = match fail_cut {
+                    true => Err(std::io::Error::other("injected fault: cut back")),
+                    false => self.file.set_len(before).and_then(|()| self.file.sync_data()),
+                };
+                let cut_back = cut.map_err(io("cut back", &self.path)).err();
                 self.filled = before;
-                Err(e)
+                Err(AppendError { error, cut_back })
             }
         }
     }
@@ -399,17 +421,17 @@ mod tests {
     fn zero_fill_grows_in_chunks_and_a_rolled_segment_has_no_zeros_after_its_records() {
         let tmp = tempfile::tempdir().unwrap();
         let mut w = JournalWriter::create(tmp.path(), 0).unwrap();
-        w.append(&[7u8; 1000], false, false).unwrap();
+        w.append(&[7u8; 1000], false, false, false).unwrap();
         assert_eq!(
             (w.len, w.filled, file_len(&w)),
             (1000, 1000 + ZERO_FILL_MIN_BYTES, 1000 + ZERO_FILL_MIN_BYTES)
         );
-        w.append(&[7u8; 1000], false, false).unwrap();
+        w.append(&[7u8; 1000], false, false, false).unwrap();
         assert_eq!(file_len(&w), 1000 + ZERO_FILL_MIN_BYTES, "written in place: the size did not change");
         let record = vec![9u8; 600_000];
         let mut last_fill = w.filled;
         while w.len < SEGMENT_TARGET_BYTES {
-            w.append(&record, false, false).unwrap();
+            w.append(&record, false, false, false).unwrap();
             assert!(w.filled >= w.len && file_len(&w) == w.filled);
             assert!(w.filled - last_fill <= ZERO_FILL_MAX_BYTES + record.len() as u64);
             last_fill = w.filled;
@@ -433,10 +455,15 @@ mod tests {
         let mut w = JournalWriter::create(tmp.path(), 0).unwrap();
         let record = vec![9u8; 1 << 20];
         while w.len + record.len() as u64 <= SEGMENT_TARGET_BYTES - 1000 {
-            w.append(&record, false, false).unwrap();
+            w.append(&record, false, false, false).unwrap();
         }
-        w.append(&vec![9u8; usize::try_from(SEGMENT_TARGET_BYTES - 1000 - w.len).unwrap()], false, false)
-            .unwrap();
+        w.append(
+            &vec![9u8; usize::try_from(SEGMENT_TARGET_BYTES - 1000 - w.len).unwrap()],
+            false,
+            false,
+            false,
+        )
+        .unwrap();
         let (path, len) = (w.path.clone(), w.len);
         drop(w);
         // The crash: the file grew by 60,000 bytes that never held their record.
@@ -444,7 +471,7 @@ mod tests {
         let mut w = JournalWriter::resume(tmp.path(), path.clone(), len, 17).unwrap();
         w.roll_if_full(17).unwrap();
         assert_eq!(w.path, path, "not full yet: no roll");
-        w.append(&[5u8; 2000], false, false).unwrap();
+        w.append(&[5u8; 2000], false, false, false).unwrap();
         assert!(w.len >= SEGMENT_TARGET_BYTES && file_len(&w) == len + 60_000, "written into the zeros");
         w.roll_if_full(18).unwrap();
         assert_ne!(w.path, path);
@@ -488,12 +515,12 @@ mod tests {
     fn a_failed_append_cuts_back_to_the_last_record() {
         let tmp = tempfile::tempdir().unwrap();
         let mut w = JournalWriter::create(tmp.path(), 0).unwrap();
-        w.append(&[7u8; 100], false, false).unwrap();
-        assert!(w.append(&[8u8; 100], true, false).is_err());
+        w.append(&[7u8; 100], false, false, false).unwrap();
+        assert!(w.append(&[8u8; 100], true, false, false).is_err());
         assert_eq!((w.len, w.filled, file_len(&w)), (100, 100, 100));
-        assert!(w.append(&[8u8; 100], false, true).is_err());
+        assert!(w.append(&[8u8; 100], false, true, false).is_err());
         assert_eq!(file_len(&w), 100);
-        w.append(&[9u8; 100], false, false).unwrap();
+        w.append(&[9u8; 100], false, false, false).unwrap();
         let bytes = std::fs::read(&w.path).unwrap();
         assert_eq!((&bytes[..100], &bytes[100..200]), (&[7u8; 100][..], &[9u8; 100][..]));
         assert!(bytes[200..].iter().all(|b| *b == 0));
@@ -516,7 +543,10 @@ mod enospc {
         }
         let tmp = tempfile::tempdir().unwrap();
         let mut w = JournalWriter::resume(tmp.path(), dev_full, 0, 0).unwrap();
-        let err = w.append(&[1u8; 100], false, false).unwrap_err();
+        let failed = w.append(&[1u8; 100], false, false, false).unwrap_err();
+        // (A device cannot be cut back — ftruncate refuses it — and the error says so.)
+        assert!(failed.cut_back.is_some());
+        let err = failed.error;
         let text = err.to_string();
         assert_eq!(err.op, "preallocate", "{text}");
         assert_eq!(err.source.raw_os_error(), Some(28), "{text}"); // ENOSPC

@@ -750,6 +750,15 @@ pub enum CommitError {
     /// refuses further commits until it is reopened.
     #[error("not committed: the journal append or fdatasync failed: {0}")]
     NotDurable(#[source] IoError),
+    /// The append or its `fdatasync` failed, and cutting the unsynced bytes back out failed
+    /// too: they may stand, and the next open adopts them if they are whole (outside review
+    /// 219 F1: "not committed" was said, and the retry was then answered as a duplicate).
+    #[error(
+        "outcome unknown: the journal append or fdatasync failed ({source}), and cutting its bytes back out \
+         failed too ({cut_back}): they may stand — the next open decides (`ledger status` shows the head; the \
+         same command again is answered as a duplicate if it stands)"
+    )]
+    OutcomeUnknown { source: IoError, cut_back: IoError },
     #[error("the store refuses commits after an earlier durability failure; reopen it")]
     Poisoned,
     #[error("the store is read-only")]

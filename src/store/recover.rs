@@ -420,21 +420,32 @@ fn holds(
 /// The strict scan of both copies, if they are whole: every record verified and the same in
 /// sled, which lags at most by a suffix (kept in `sled_lag`), no torn tail, no stray sled
 /// key, and sled's meta present and current. With the checkpoint's verdict on the journal.
+/// A checkpoint's check against the entries a scan showed: `None` when it names no seq there.
+type CheckpointVerdict = Option<Result<(), Corruption>>;
+
+/// A journal the filesystem fails to read is an error (exit 2), not a copy that is not whole:
+/// what it holds is unknown, so nothing is moved aside or rebuilt over it (outside review 219
+/// F4: one EIO reading the journal had a sound sled moved aside and rebuilt, exit 0).
 fn whole(
     root: &Path,
     entries: &sled::Tree,
     meta: &sled::Tree,
     checkpoint: Option<&Checkpoint>,
-) -> Option<(Scan, Option<Result<(), Corruption>>)> {
+) -> Result<Option<(Scan, CheckpointVerdict)>, OpenError> {
     let mut verdict = None;
     let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
         note_checkpoint(checkpoint, sealed, &mut verdict);
         Ok(())
     };
-    let checked = scan(root, SledCopy::Strict(entries), true, OnDamage::Fail, &mut check, &mut |_| Ok(()));
-    let checked = checked.ok()?;
-    let meta_whole = check_meta(meta, &checked.head).ok()? && meta_is_current(meta).ok()?;
-    (checked.torn.is_none() && meta_whole).then_some((checked, verdict))
+    let checked =
+        match scan(root, SledCopy::Strict(entries), true, OnDamage::Fail, &mut check, &mut |_| Ok(())) {
+            Ok(checked) => checked,
+            Err(e @ OpenError::Io(_)) => return Err(e),
+            Err(_) => return Ok(None),
+        };
+    let meta_whole =
+        check_meta(meta, &checked.head).is_ok_and(|ok| ok) && meta_is_current(meta).is_ok_and(|ok| ok);
+    Ok((checked.torn.is_none() && meta_whole).then_some((checked, verdict)))
 }
 
 /// Checks `checkpoint` (if any) against the journal as it now stands. Its failure, as a
@@ -832,7 +843,7 @@ fn recover_cut(
     // ledger cuts nothing: the same (outside review 83: it moved the preallocated tail and
     // rebuilt sled).
     if let Some((entries, meta)) = &trees
-        && let Some((whole, verdict)) = whole(root, entries, meta, options.checkpoint.as_ref())
+        && let Some((whole, verdict)) = whole(root, entries, meta, options.checkpoint.as_ref())?
         && options.truncate_after.is_none_or(|after| after == whole.head.seq)
     {
         holds(options.checkpoint.as_ref(), verdict, whole.head.seq)?;

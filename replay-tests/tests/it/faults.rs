@@ -131,3 +131,34 @@ fn a_failed_commit_says_not_committed_once_with_the_os_reason() {
         assert!(!message.contains("Custom {") && !message.contains("kind:"), "no Debug text: {message}");
     }
 }
+
+/// An fdatasync that fails with a cut back that fails too leaves the unsynced bytes in the
+/// journal: the commit's outcome is unknown, and the error says so — not "not committed" —
+/// because the next open adopts the record when it is whole (outside review 219 F1: "not
+/// committed" was said, and the same command again was then answered as a duplicate).
+#[test]
+fn a_failed_fdatasync_whose_cut_back_fails_is_an_unknown_outcome() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 2);
+    let plan = FaultPlan { point: FaultPoint::FdatasyncAndCutBack, after: 1 };
+    let (mut store, _) = DiskStore::open_with_faults(&dir, plan).unwrap();
+    append_frames(&mut store, 1, 2);
+    let head_before = store.head();
+    let frame = frame_of(&store, 2, 0);
+    let result = store.commit(&frame);
+    let Err(err @ CommitError::OutcomeUnknown { .. }) = result else { panic!("{result:?}") };
+    let text = err.to_string();
+    assert!(
+        text.starts_with("outcome unknown") && text.contains("cut back") && !text.contains('\n'),
+        "{text}"
+    );
+    assert_eq!(store.head(), head_before, "this store does not count it");
+    assert!(matches!(store.commit(&frame_of(&store, 1, 5)), Err(CommitError::Poisoned)));
+    drop(store);
+    // The bytes stand, whole: the next open adopts the record (what the message warns of).
+    let (store, _) = DiskStore::open(&dir).unwrap();
+    assert_eq!(store.head().seq, frame.last_seq(), "the record stood");
+    drop(store);
+    assert_eq!(verify_json(&dir, None).0, 0);
+}

@@ -1951,3 +1951,30 @@ fn a_committed_command_whose_report_cannot_be_written_says_it_is_committed() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"duplicate\": true"), "{out}");
 }
+
+/// A receipt of a revision the ledger gave up (`recover --truncate-after` cut its entry)
+/// blocks every profile command, and `profile recover` — holding the root's lock itself —
+/// refuses it by name too, never "nothing to recover" (outside review 219 F3: the lock it
+/// held read as a live writer's transaction in flight, and the receipt was passed over).
+#[test]
+fn recover_refuses_a_receipt_of_a_revision_the_ledger_gave_up() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let (before, _) = s.head();
+    ok(set(&s, &root, &["full"]));
+    let (code, _, err) = cli(&["recover", s.dir(), "--truncate-after", &before.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(root.join("receipts/2.json").exists());
+    let (code, _, err) = status(&s);
+    assert_eq!(code, 1, "{err}");
+    let (code, out, err) =
+        s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("receipts/2.json") && err.contains("gave that revision up"), "{err}");
+    // Moved out as the refusal says, every command works again.
+    std::fs::rename(root.join("receipts/2.json"), s.tmp.path().join("2.json")).unwrap();
+    let rec = ok(s.run(&["profile", "recover"], &["--state-root", root.to_str().unwrap(), "--json"]));
+    assert_eq!(rec["revision"], 1);
+    assert_eq!(ok(status(&s))["revision"], 1);
+}

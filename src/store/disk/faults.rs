@@ -10,6 +10,8 @@ pub enum FaultPoint {
     Fdatasync,
     /// The sled insert errors (after the frame is durable).
     SledInsert,
+    /// The journal's fdatasync errors, and so does cutting the unsynced bytes back out.
+    FdatasyncAndCutBack,
 }
 
 /// Fail the operation at `point` once `after` earlier operations there have succeeded.
@@ -22,7 +24,7 @@ pub struct FaultPlan {
 #[derive(Debug, Default)]
 pub(in crate::store) struct Faults {
     pub(in crate::store) plan: Option<FaultPlan>,
-    pub(in crate::store) seen: [u64; 3],
+    pub(in crate::store) seen: [u64; 4],
 }
 
 impl Faults {
@@ -32,6 +34,7 @@ impl Faults {
             FaultPoint::JournalWrite => 0,
             FaultPoint::Fdatasync => 1,
             FaultPoint::SledInsert => 2,
+            FaultPoint::FdatasyncAndCutBack => 3,
         };
         let Some(seen) = self.seen.get_mut(slot) else {
             return false;

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use ledger_schema::events::LedgerInitialized;
 use ledger_schema::{Event, Id, SealedEntry};
 
-use crate::store::journal::{JournalWriter, io, sync_dir};
+use crate::store::journal::{AppendError, JournalWriter, io, sync_dir};
 use crate::store::{
     Chain, CommitError, CommitReceipt, Corruption, Frame, Head, IoError, OpenError, ReadError, Replica,
     Store, check_next, receipt,
@@ -450,7 +450,9 @@ fn init_in(
     let sealed = chain.seal(genesis, time_ms, ledger).map_err(OpenError::Genesis)?;
     let frame = Frame::new(vec![sealed]).map_err(OpenError::GenesisFrame)?;
     let mut writer = JournalWriter::create(journal_dir, 0)?;
-    writer.append(frame.bytes(), false, false)?;
+    // (A failed genesis leaves no ledger to adopt it: `init` refuses a directory that is not
+    // empty, and the error is the append's.)
+    writer.append(frame.bytes(), false, false, false).map_err(|e| e.error)?;
     let db = open_sled(&root.join(SLED_DIR))?;
     let mut close = CloseBounded::new(&db);
     let (entries, meta) = trees(&db)?;
@@ -679,7 +681,7 @@ impl DiskStore {
             head: scan.head,
             sled_pending: Vec::new(),
             poisoned: false,
-            faults: Faults { plan: faults, seen: [0; 3] },
+            faults: Faults { plan: faults, seen: [0; 4] },
             _lock: lock_file,
             _closing: index::ClosingEnds,
         };
@@ -739,13 +741,18 @@ impl Store for DiskStore {
         check_next(self.head, frame)?;
         let fail_write = self.faults.hit(faults::FaultPoint::JournalWrite);
         let fail_sync = !fail_write && self.faults.hit(faults::FaultPoint::Fdatasync);
+        let fail_cut = !fail_write && !fail_sync && self.faults.hit(faults::FaultPoint::FdatasyncAndCutBack);
         let appended = self
             .journal
             .roll_if_full(frame.first_seq())
-            .and_then(|()| self.journal.append(frame.bytes(), fail_write, fail_sync));
-        if let Err(e) = appended {
+            .map_err(|error| AppendError { error, cut_back: None })
+            .and_then(|()| self.journal.append(frame.bytes(), fail_write, fail_sync || fail_cut, fail_cut));
+        if let Err(AppendError { error, cut_back }) = appended {
             self.poisoned = true;
-            return Err(CommitError::NotDurable(e));
+            return Err(match cut_back {
+                None => CommitError::NotDurable(error),
+                Some(cut_back) => CommitError::OutcomeUnknown { source: error, cut_back },
+            });
         }
         // Durable from here on: the commit stands whatever sled does.
         self.head = frame.head_after(self.head.ledger);
