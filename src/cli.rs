@@ -224,8 +224,9 @@ where
             // (Outside review 213 F1: a `submit` stops at its first line with no receipt; 214 F3:
             // the words are the same for every command, which may have committed its entry.)
             message: "the command stopped: sled's copy could not be synced (an I/O error) — whatever the \
-                      journal committed stands (`ledger status` shows the head; a `submit` stopped after its last \
-                      printed receipt), and the next open restores sled from the journal"
+                      journal committed stands, this command's own entry included if it reached its commit (`ledger \
+                      status` shows the head; the same command again is answered as a duplicate if it did; a `submit` \
+                      stopped after its last printed receipt), and the next open restores sled from the journal"
                 .to_owned(),
         }),
         Err(panic) => std::panic::resume_unwind(panic),
@@ -355,6 +356,143 @@ fn unchanged(cut: &[std::path::PathBuf], said: &str) -> String {
     }
 }
 
+/// What `recover` did, as it prints it (text, or `--json`).
+fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+    if json {
+        let mut v = serde_json::to_value(report).unwrap_or_default();
+        if let Some(map) = v.as_object_mut() {
+            map.insert("ok".into(), json!(true));
+            map.insert("headHash".into(), json!(report.head.hash));
+        }
+        return emit(out, v);
+    }
+    for aside in &report.snapshot_set_aside {
+        emit(
+            out,
+            format!(
+                "sled's snapshot failed sled's own check: set aside (kept) as {}; sled opened from its log",
+                shown(aside)
+            ),
+        )?;
+    }
+    if let (Some(cut), Some(0)) = (&report.interrupted_swap_undone, report.interrupted_swap_moved) {
+        emit(
+            out,
+            format!(
+                "an interrupted recover's swap marker was found with every segment it names in place in \
+                 journal/: nothing had moved ({} was not used); the marker was removed",
+                shown(cut)
+            ),
+        )?;
+    } else if let Some(cut) = &report.interrupted_swap_undone {
+        emit(
+            out,
+            format!(
+                "an interrupted recover's segment swap was undone first: the original segments are back in \
+                 journal/ from {} (rewritten ones it had put there moved to its undone/)",
+                shown(cut)
+            ),
+        )?;
+    }
+    if let (Some(cut), Some(after)) = (&report.interrupted_cut_undone, report.interrupted_cut_after) {
+        emit(
+            out,
+            format!(
+                "an interrupted `recover --truncate-after {after}` was undone first: what it had cut is back \
+                 in journal/ from {} (give `--truncate-after {after}` again to cut)",
+                shown(cut)
+            ),
+        )?;
+    }
+    if report.restored_from_sled > 0 {
+        let runs: Vec<String> = report
+            .restored_runs
+            .iter()
+            .map(|(from, to)| if from == to { format!("{from}") } else { format!("{from}..={to}") })
+            .collect();
+        emit(
+            out,
+            format!(
+                "restored {} record(s), seq {}, into the journal from sled's intact copy",
+                report.restored_from_sled,
+                runs.join(", ")
+            ),
+        )?;
+    }
+    if let Some((from, to)) = report.truncated_seqs {
+        let seqs = if from == to { format!("seq {from}") } else { format!("seqs {from}..={to}") };
+        emit(out, format!("gave up {seqs}, past the cut (moved aside, not deleted)"))?;
+    }
+    for cut in &report.cut {
+        emit(out, format!("journal bytes moved aside (not deleted): {}", shown(cut)))?;
+    }
+    if let Some(t) = &report.torn_tail {
+        let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", shown(p)));
+        emit(
+            out,
+            format!(
+                "cut a torn record of {} at offset {} of {} (a write in flight at a crash, held by no copy){to}",
+                t.size(),
+                t.offset,
+                shown(&t.segment)
+            ),
+        )?;
+    }
+    if !report.sled_rebuilt && report.sled_restored_frames > 0 {
+        return emit(
+            out,
+            format!(
+                "restored {} frame(s) sled lacked at its tail, from the journal (a lag an ordinary crash \
+                 leaves); both copies now hold {} entries in {} frames, head seq {} {}; {}",
+                report.sled_restored_frames,
+                report.entries,
+                report.frames,
+                report.head.seq,
+                report.head.hash,
+                unchanged(&report.cut, "no journal byte was changed")
+            ),
+        );
+    }
+    if !report.sled_rebuilt {
+        return emit(
+            out,
+            format!(
+                "{}both copies verified whole, {} entries in {} frames, head seq {} {}; {}",
+                if report.cut.is_empty() { "nothing to recover: " } else { "" },
+                report.entries,
+                report.frames,
+                report.head.seq,
+                report.head.hash,
+                unchanged(&report.cut, "no record was changed")
+            ),
+        );
+    }
+    emit(
+        out,
+        format!(
+            "rebuilt sled from the journal: {} entries in {} frames, head seq {} {}",
+            report.entries, report.frames, report.head.seq, report.head.hash
+        ),
+    )?;
+    if let Some(aside) = &report.moved_aside {
+        emit(out, format!("the previous sled database was moved to {}", shown(aside)))?;
+    }
+    Ok(())
+}
+
+/// Whether `recover` changed anything on disk (so a report that cannot be written must say so).
+fn recover_changed(r: &store::RecoverReport) -> bool {
+    r.sled_rebuilt
+        || r.restored_from_sled > 0
+        || r.sled_restored_frames > 0
+        || r.truncated_seqs.is_some()
+        || r.torn_tail.is_some()
+        || !r.cut.is_empty()
+        || !r.snapshot_set_aside.is_empty()
+        || r.interrupted_swap_undone.is_some()
+        || r.interrupted_cut_undone.is_some()
+}
+
 fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {
     writeln!(out, "{line}").map_err(|e| usage(format!("write to stdout: {e}")))
 }
@@ -411,126 +549,19 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                 checkpoint: checkpoint.as_deref().map(read_checkpoint).transpose()?,
             };
             let report = store::recover(&dir, &options)?;
-            if json {
-                let mut v = serde_json::to_value(&report).unwrap_or_default();
-                if let Some(map) = v.as_object_mut() {
-                    map.insert("ok".into(), json!(true));
-                    map.insert("headHash".into(), json!(report.head.hash));
-                }
-                return emit(out, v);
-            }
-            for aside in &report.snapshot_set_aside {
-                emit(
-                    out,
-                    format!(
-                        "sled's snapshot failed sled's own check: set aside (kept) as {}; sled opened from its log",
-                        shown(aside)
+            // What `recover` changed stands whether or not its report can be written (outside
+            // review 220 F2: a bare "write to stdout", read as "not done").
+            print_recover(&report, json, out).map_err(|f| match recover_changed(&report) {
+                true => Failure {
+                    code: f.code,
+                    message: format!(
+                        "{}: recover changed the ledger (head seq {} {}), but this report was not written; \
+                         `ledger verify` shows the ledger now, and what it moved aside is kept (cut/, sled.broken-N)",
+                        f.message, report.head.seq, report.head.hash
                     ),
-                )?;
-            }
-            if let (Some(cut), Some(0)) = (&report.interrupted_swap_undone, report.interrupted_swap_moved) {
-                emit(
-                    out,
-                    format!(
-                        "an interrupted recover's swap marker was found with every segment it names in place in \
-                         journal/: nothing had moved ({} was not used); the marker was removed",
-                        shown(cut)
-                    ),
-                )?;
-            } else if let Some(cut) = &report.interrupted_swap_undone {
-                emit(
-                    out,
-                    format!(
-                        "an interrupted recover's segment swap was undone first: the original segments are back in \
-                         journal/ from {} (rewritten ones it had put there moved to its undone/)",
-                        shown(cut)
-                    ),
-                )?;
-            }
-            if let (Some(cut), Some(after)) = (&report.interrupted_cut_undone, report.interrupted_cut_after) {
-                emit(
-                    out,
-                    format!(
-                        "an interrupted `recover --truncate-after {after}` was undone first: what it had cut is back \
-                         in journal/ from {} (give `--truncate-after {after}` again to cut)",
-                        shown(cut)
-                    ),
-                )?;
-            }
-            if report.restored_from_sled > 0 {
-                let runs: Vec<String> = report
-                    .restored_runs
-                    .iter()
-                    .map(|(from, to)| if from == to { format!("{from}") } else { format!("{from}..={to}") })
-                    .collect();
-                emit(
-                    out,
-                    format!(
-                        "restored {} record(s), seq {}, into the journal from sled's intact copy",
-                        report.restored_from_sled,
-                        runs.join(", ")
-                    ),
-                )?;
-            }
-            if let Some((from, to)) = report.truncated_seqs {
-                let seqs = if from == to { format!("seq {from}") } else { format!("seqs {from}..={to}") };
-                emit(out, format!("gave up {seqs}, past the cut (moved aside, not deleted)"))?;
-            }
-            for cut in &report.cut {
-                emit(out, format!("journal bytes moved aside (not deleted): {}", shown(cut)))?;
-            }
-            if let Some(t) = &report.torn_tail {
-                let to = t.moved_to.as_ref().map_or(String::new(), |p| format!(", moved to {}", shown(p)));
-                emit(
-                    out,
-                    format!(
-                        "cut a torn record of {} at offset {} of {} (a write in flight at a crash, held by no copy){to}",
-                        t.size(),
-                        t.offset,
-                        shown(&t.segment)
-                    ),
-                )?;
-            }
-            if !report.sled_rebuilt && report.sled_restored_frames > 0 {
-                return emit(
-                    out,
-                    format!(
-                        "restored {} frame(s) sled lacked at its tail, from the journal (a lag an ordinary crash \
-                         leaves); both copies now hold {} entries in {} frames, head seq {} {}; {}",
-                        report.sled_restored_frames,
-                        report.entries,
-                        report.frames,
-                        report.head.seq,
-                        report.head.hash,
-                        unchanged(&report.cut, "no journal byte was changed")
-                    ),
-                );
-            }
-            if !report.sled_rebuilt {
-                return emit(
-                    out,
-                    format!(
-                        "{}both copies verified whole, {} entries in {} frames, head seq {} {}; {}",
-                        if report.cut.is_empty() { "nothing to recover: " } else { "" },
-                        report.entries,
-                        report.frames,
-                        report.head.seq,
-                        report.head.hash,
-                        unchanged(&report.cut, "no record was changed")
-                    ),
-                );
-            }
-            emit(
-                out,
-                format!(
-                    "rebuilt sled from the journal: {} entries in {} frames, head seq {} {}",
-                    report.entries, report.frames, report.head.seq, report.head.hash
-                ),
-            )?;
-            if let Some(aside) = &report.moved_aside {
-                emit(out, format!("the previous sled database was moved to {}", shown(aside)))?;
-            }
-            Ok(())
+                },
+                false => f,
+            })
         }
         Command::Checkpoint { dir, seq } => {
             let mut found = None;

@@ -538,7 +538,9 @@ fn repair(
             kind: FeedbackKind::FailedCheck,
             content: format!(
                 "check {} of obligation {} failed: {}",
-                ev.record.check_spec_id, ev.record.obligation_id, ev.record.detail
+                ev.record.check_spec_id,
+                ev.record.obligation_id,
+                crate::runtime::shown_text(&ev.record.detail)
             ),
             source_refs: vec![format!("evidence/{ev_id}")],
             source_digests: vec![ev.record_digest],

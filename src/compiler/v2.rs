@@ -784,7 +784,7 @@ fn repair_authority(
             ev.record_digest,
             ev.record.check_spec_id,
             ev.record.obligation_id,
-            &ev.record.detail,
+            &crate::runtime::shown_text(&ev.record.detail),
         ));
         failed.push(f);
     }

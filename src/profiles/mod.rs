@@ -1523,7 +1523,10 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
             Ok(()) => {
                 generation::publish_receipt(root, &receipt)?;
                 ledger.admit(vec![Event::ProfileRevisionRecorded(event)], Ctx { time_ms: now_ms() })?;
-                generation::finish(root)?;
+                // Committed: a failure from here on says so, as `set`'s does (outside review
+                // 220 F3: a bare OS error after the roll-forward committed the revision).
+                generation::finish(root)
+                    .map_err(|source| ProfileError::Unfinished { revision: txn.revision, source })?;
                 "rolled-forward"
             }
             // The ledger moved on (a newer source registry was recorded since the crash):
@@ -1544,7 +1547,10 @@ pub fn recover(dir: &Path, root: &Path) -> Result<ProfileStatus, ProfileError> {
         generation::roll_back(root, &txn, &manifest, &contents, &receipt)?;
         "rolled-back"
     };
-    generation::clear_pending(dir, root)?;
+    generation::clear_pending(dir, root).map_err(|source| match outcome {
+        "rolled-forward" => ProfileError::Unfinished { revision: txn.revision, source },
+        _ => source.into(),
+    })?;
     // What the transaction left as it was is repaired, or refused by name, in the same run:
     // never an outcome of success over damage the next command refuses (outside review 154
     // P2-B: an altered earlier generation after `completed`, a missing current generation

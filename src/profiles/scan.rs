@@ -557,16 +557,18 @@ pub fn scan_keeping(
             continue;
         }
         let dir = root.join("manifests").join(folder);
-        for item in fs::read_dir(&dir).map_err(|e| meta(&dir, e.to_string()))? {
-            let name = item.map_err(|e| meta(&dir, e.to_string()))?.file_name();
-            let name = name.to_string_lossy();
-            if !ignored(&name) && !known.contains(&name.as_ref()) {
-                let path = dir.join(name.as_ref());
+        // Listed through a descriptor walk too (outside review 220 F4: listed by path, a
+        // folder swapped for a symlink mid-scan was listed instead).
+        let mut names = list_dir(&dir, &mut budget)?;
+        names.sort();
+        for name in names {
+            if !ignored(&name) && !known.contains(&name.as_str()) {
+                let path = dir.join(&name);
                 if fs::symlink_metadata(path.join(super::generation::OWNER_FILE)).is_ok() {
                     return Err(meta(&path, STATE_ROOT_IN_TREE));
                 }
                 return Err(meta(
-                    &dir.join(name.as_ref()),
+                    &dir.join(&name),
                     format!(
                         "not a file this scanner reads (it reads {} here): remove or rename it",
                         known.join(", ")

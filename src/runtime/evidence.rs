@@ -12,7 +12,7 @@ use ledger_schema::{Digest, Event, Id};
 
 use super::command::RecordEvidence;
 use super::state::{EvidenceState, State};
-use super::{Rule, RuleViolation, ensure, fresh, get, live_workflow, required_text};
+use super::{Rule, RuleViolation, ensure, fresh, get, live_workflow};
 
 /// The eligibility every record is recorded with.
 pub const RECORDED_ELIGIBILITY: (u32, Eligibility) = (1, Eligibility::Eligible);
@@ -108,7 +108,7 @@ pub(super) fn repair_feedback_fits(
                 ev.record_digest,
                 ev.record.check_spec_id,
                 ev.record.obligation_id,
-                &ev.record.detail,
+                &super::shown_text(&ev.record.detail),
             )
         })
         .collect();
@@ -190,7 +190,10 @@ pub(super) fn feedback_fits(
 
 pub fn apply_recorded(state: &mut State, e: &EvidenceRecorded, seq: u64) -> Result<(), RuleViolation> {
     fresh(&state.evidence, e.evidence_id, "evidence")?;
-    required_text("detail", &e.detail)?;
+    // A check's output as the runner wrote it, within the text bound alone: a failure is
+    // never refused for what its output holds — escape codes, a blank line — and is shown
+    // to a worker escaped (`shown_text`; outside review 221 F1).
+    super::bounded_text("detail", &e.detail)?;
     // A failure of the frozen bytes is recorded whenever it arrives — once the goal was
     // revised past the workflow's revision, in FINAL_VERIFY, after the workflow was
     // cancelled or rejected, after a repair moved past them, after an ACCEPT: it bars the

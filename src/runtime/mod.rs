@@ -298,6 +298,29 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
     Ok(())
 }
 
+/// `value` as a worker may be shown it: itself where it is [`text`]; otherwise every
+/// character [`text`] refuses — a control character, a bidi override, an invisible one — as
+/// a visible escape `\u{XXXX}`, the rest as written. For text recorded whatever it holds —
+/// a check's output, which is recorded as written so that no failure is ever refused
+/// (outside review 221 F1: a FAIL with a terminal colour code was refused, and a passing
+/// re-run of the same check was then accepted). Text every rule refused before it is
+/// rendered as before.
+pub(crate) fn shown_text(value: &str) -> std::borrow::Cow<'_, str> {
+    if text("", value).is_ok() {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut shown = String::with_capacity(value.len() + 16);
+    for c in value.chars() {
+        if undeliverable(c) || invisible(c) {
+            use std::fmt::Write as _;
+            let _ = write!(shown, "\\u{{{:04X}}}", u32::from(c));
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 /// Why a lone carriage return is refused.
 pub(crate) const LONE_CR: &str =
     "a carriage return not followed by a line feed, which a terminal shows as overwriting its line";

@@ -642,14 +642,32 @@ fn sled_reason(e: &sled::Error) -> String {
 /// its files are damaged?
 fn filesystem_refuses(e: &sled::Error) -> bool {
     use std::io::ErrorKind;
-    matches!(e, sled::Error::Io(io) if matches!(
-        io.kind(),
-        ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
-    ))
+    // The device failing a read or write (EIO) is the filesystem's too: what sled holds is
+    // unknown, not damaged, and rebuilding it from the journal would drop the records only
+    // sled holds when the journal lost its end (outside review 220 F1: one transient EIO
+    // reading `sled/db` had `recover` and the writer move a sound sled aside, and two
+    // acknowledged records were lost). So is a quota.
+    device_fails(e)
+        || matches!(e, sled::Error::Io(io) if matches!(
+            io.kind(),
+            ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
+        ))
+}
+
+/// sled's files failed by the device (EIO) or a quota (EDQUOT).
+fn device_fails(e: &sled::Error) -> bool {
+    let codes = [rustix::io::Errno::IO, rustix::io::Errno::DQUOT].map(|e| e.raw_os_error());
+    matches!(e, sled::Error::Io(io) if io.raw_os_error().is_some_and(|code| codes.contains(&code)))
 }
 
 fn sled_hint(e: &sled::Error) -> &'static str {
     match e {
+        e if device_fails(e) => {
+            "the index is not known to be damaged, only unread: fix the device and run the command again (nothing \
+             was moved aside; where sled can never be read again, move sled/ aside yourself: `ledger recover` then \
+             rebuilds it from the journal, and a `--checkpoint` of the last head you were given proves the journal \
+             lost nothing)"
+        }
         e if filesystem_refuses(e) => {
             "the index is not damaged: fix the filesystem or permissions and run the command again"
         }

@@ -441,6 +441,10 @@ fn whole(
         match scan(root, SledCopy::Strict(entries), true, OnDamage::Fail, &mut check, &mut |_| Ok(())) {
             Ok(checked) => checked,
             Err(e @ OpenError::Io(_)) => return Err(e),
+            // sled failed by the filesystem or the device (EIO), not damaged: the same (outside
+            // review 220 F1: one EIO reading sled had it moved aside and rebuilt over records
+            // only it held).
+            Err(e @ OpenError::Sled(_)) if !e.is_index_damage() => return Err(e),
             Err(_) => return Ok(None),
         };
     let meta_whole =

@@ -671,3 +671,54 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
     // no reference as written; written references shown as typed, not as what they name.
     assert!(text.contains("parse returns `Vec<u8>` and keeps AT&T &amp; &#x41;BC"), "{text}");
 }
+
+/// A check's output is recorded as the runner wrote it — a failure with a terminal colour
+/// code, or blank — so no failure is refused and laundered by a passing re-run (outside
+/// review 221 F1: the FAIL was refused for its ESC, a flaky PASS was then recorded and
+/// the bytes ACCEPTed). The repair's worker sees the output with each such character as a
+/// visible `\u{XXXX}` escape, never the raw character.
+#[test]
+fn a_failure_is_recorded_whatever_its_output_holds_and_shown_escaped() {
+    use ledger_schema::types::{CheckResult, Verdict};
+    let mut w = World::at(Stage::Frozen);
+    let coloured = "test parser::trailing ... \u{1b}[31mFAILED\u{1b}[0m\u{200B}\u{202E}";
+    w.with(|s| {
+        s.advance(Phase::EvidenceBuild)?;
+        s.evidence(0x90, 0x80, CheckResult::Fail, coloured)?;
+        s.evidence(0x91, 0x80, CheckResult::Pass, "passed on a re-run")?;
+        s.advance(Phase::FinalVerify).map(drop)
+    })
+    .unwrap();
+    let decide = |verdict| {
+        Command::DecideAcceptance(DecideAcceptance {
+            decision_id: lid(0xa0),
+            workflow_id: lid(WORKFLOW),
+            generation_id: lid(0x80),
+            verdict,
+            evidence_ids: None,
+            reasons: vec!["decided".into()],
+        })
+    };
+    w.refused(decide(Verdict::Accept), Rule::Verdict);
+    w.ok(decide(Verdict::RejectRepairable));
+    let r = w.with(|s| s.repair_command());
+    w.ok(Command::RecordRepair(r));
+    w.with(|s| s.advance(Phase::Implement)).unwrap();
+    let c = compile(w.ledger.state(), &binding(&w, 0x66, 0x67)).unwrap();
+    let fb = c.package.prior_attempt_feedback.as_ref().unwrap();
+    let failed = fb.items.iter().find(|i| i.kind == FeedbackKind::FailedCheck).unwrap();
+    assert!(
+        failed
+            .content
+            .ends_with(r"failed: test parser::trailing ... \u{001B}[31mFAILED\u{001B}[0m\u{200B}\u{202E}"),
+        "{}",
+        failed.content
+    );
+    let markdown = c.markdown();
+    assert!(
+        !markdown.contains('\u{1b}') && !markdown.contains('\u{202E}'),
+        "no raw character reaches the worker"
+    );
+    let replayed = closure_ledger::ledger::Ledger::from_store(w.ledger.store().clone()).unwrap();
+    assert_eq!(replayed.state().digest(), w.ledger.state().digest(), "replay agrees");
+}
