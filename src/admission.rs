@@ -106,7 +106,7 @@ pub struct ManifestMismatch {
 /// A recorded version as the error shows it: quoted and escaped (one line whatever it
 /// holds), and at most 128 characters of it.
 fn clip(version: &str) -> String {
-    const MAX_CHARS: usize = 128;
+    const MAX_CHARS: usize = 64;
     match version.char_indices().nth(MAX_CHARS) {
         Some((end, _)) => format!("{:?}… ({} bytes)", version.get(..end).unwrap_or_default(), version.len()),
         None => format!("{version:?}"),

@@ -284,10 +284,20 @@ for (name, a, raw, pkg), (_, _, raw5, _), g5, g6 in zip(v6, v5, golden5, golden6
         check(name, "compiler/6 shows a repair's digests", md5 != md6)
 check("v6", "golden has compiler/5's cases", len(v6) == len(v5))
 
+# compiler/7: compiler/6's packages; its Markdown is compiler/6's with a backslash before every
+# `$` of ledger text (so no viewer renders it as math).
+v7 = packages("lifecycle-packages-v7.json", "closure-ledger-compiler/7")
+golden7 = json.load(open(os.path.join(here, "lifecycle-packages-v7.json")))["attempts"]
+for (name, a, raw, pkg), (_, _, raw6, _), g6, g7 in zip(v7, v6, golden6, golden7):
+    check_manifest(name, a, pkg, "closure-ledger-compiler/7")
+    check(name, "compiler/7 packages as compiler/6", raw == raw6)
+    check(name, "compiler/7 renders as compiler/6 but for $ escapes", g7["markdown"].replace("\\$", "$") == g6["markdown"])
+check("v7", "golden has compiler/6's cases", len(v7) == len(v6))
+
 for f in failures:
     print("FAIL", f)
 print(", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
 if failures:
     sys.exit(1)
-print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3, {len(v4)} compiler/4, {len(v5)} compiler/5 and {len(v6)} compiler/6 golden "
+print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3, {len(v4)} compiler/4, {len(v5)} compiler/5, {len(v6)} compiler/6 and {len(v7)} compiler/7 golden "
       f"packages verified ({skills} selected skills, {superseded} superseded source)")

@@ -169,28 +169,28 @@ pub(in crate::compiler) fn name_span(text: &str) -> String {
 /// it, and none of them opens a block of the package's own ([`block_safe`]; the first line
 /// follows the item's own `- `).
 pub(in crate::compiler) fn item_lines(item: &str) -> String {
-    block_safe(item, "  ", false, false)
+    block_safe(item, "  ", false, false, false)
 }
 
 /// [`item_lines`], and with `inline` none of its text hides from a Markdown viewer
 /// ([`block_safe`]; compiler/5).
-pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool) -> String {
+pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool, math: bool) -> String {
     // Compiler/5: the first line too is kept from opening a block (outside review 121 F1:
     // `- # h` was a heading, `- ---` a rule, `- - b` a nested list); no line begins with
     // white space (`anchored`), so the item's content column is always 2.
-    block_safe(item, "  ", inline, inline)
+    block_safe(item, "  ", inline, inline, math)
 }
 
 /// [`paragraph`], and with `inline` none of its text hides from a Markdown viewer
 /// ([`block_safe`]; compiler/5).
-pub(in crate::compiler) fn paragraph_as(text: &str, inline: bool) -> String {
-    block_safe(text, "", true, inline)
+pub(in crate::compiler) fn paragraph_as(text: &str, inline: bool, math: bool) -> String {
+    block_safe(text, "", true, inline, math)
 }
 
 /// A paragraph of text (an objective) none of whose lines opens a block of the package's
 /// own ([`block_safe`]).
 pub(in crate::compiler) fn paragraph(text: &str) -> String {
-    block_safe(text, "", true, false)
+    block_safe(text, "", true, false, false)
 }
 
 /// Text from the ledger as Markdown that opens no block of the package's own, so a worker
@@ -200,8 +200,15 @@ pub(in crate::compiler) fn paragraph(text: &str) -> String {
 /// with — becomes a line feed followed by `indent`; a line (the first too if `first_line`)
 /// that would open a block is escaped by a backslash before its opening character
 /// ([`block_opener`]). With `inline` (compiler/5), nothing in the text hides from a reader
-/// of the rendered Markdown either ([`inline_safe`]).
-pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool, inline: bool) -> String {
+/// of the rendered Markdown either ([`inline_safe`]); with `math` too (compiler/7), no `$`
+/// opens a viewer's math.
+pub(in crate::compiler) fn block_safe(
+    text: &str,
+    indent: &str,
+    first_line: bool,
+    inline: bool,
+    math: bool,
+) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
     let mut first = true;
@@ -219,7 +226,7 @@ pub(in crate::compiler) fn block_safe(text: &str, indent: &str, first_line: bool
         }
         let escaped;
         let line = if inline {
-            escaped = anchored(&inline_safe(line), first && !indent.is_empty());
+            escaped = anchored(&inline_safe(line, math), first && !indent.is_empty());
             escaped.as_str()
         } else {
             line
@@ -268,8 +275,10 @@ fn anchored(line: &str, item_first_line: bool) -> String {
 /// that begins the line as a link reference definition would ([`reference_definition`]),
 /// `(` or `[` right after `]` (an inline link or image hides its destination and title,
 /// and an image fetches it), and a backslash before ASCII punctuation or at the line's end
-/// (a viewer would drop it) — outside reviews 113 F2 and 118.
-fn inline_safe(line: &str) -> String {
+/// (a viewer would drop it) — outside reviews 113 F2 and 118. With `math` (compiler/7), also
+/// every `$`: GitHub's viewer renders `$…$` and `$$…$$` as math, where `\phantom{…}` draws
+/// its text as blank space (outside review 221 F2: a constraint's clause hidden that way).
+fn inline_safe(line: &str, math: bool) -> String {
     let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
     let mut out = String::with_capacity(line.len() + 4);
     let mut prev: Option<char> = None;
@@ -293,6 +302,7 @@ fn inline_safe(line: &str) -> String {
         let hides = match c {
             '\\' => next.is_empty() || next.starts_with(|n: char| n.is_ascii_punctuation()),
             '`' | '<' | '*' | '|' | '~' => true,
+            '$' => math,
             '&' => entity(next),
             // (A GitHub task-list box, `[ ]`/`[x]`, hides its text and shows a tick:
             // outside review 124.)
@@ -428,8 +438,8 @@ mod item_tests {
             ("ahttp://x/<b>", r"ahttp://x/\<b>"),
         ];
         for (text, rendered) in cases {
-            assert_eq!(paragraph_as(text, true), rendered, "{text:?}");
-            assert_eq!(paragraph_as(text, false), paragraph(text), "{text:?}");
+            assert_eq!(paragraph_as(text, true, false), rendered, "{text:?}");
+            assert_eq!(paragraph_as(text, false, false), paragraph(text), "{text:?}");
         }
         // A list item's first line opens no block either, and later lines are indented to
         // where its content begins (outside review 121).
@@ -446,8 +456,8 @@ mod item_tests {
             ("a\n# b", "a\n  \\# b"),
         ];
         for (text, rendered) in items {
-            assert_eq!(item_lines_as(text, true), rendered, "{text:?}");
-            assert_eq!(item_lines_as(text, false), item_lines(text), "{text:?}");
+            assert_eq!(item_lines_as(text, true, false), rendered, "{text:?}");
+            assert_eq!(item_lines_as(text, false, false), item_lines(text), "{text:?}");
         }
     }
 

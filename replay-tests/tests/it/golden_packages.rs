@@ -18,8 +18,11 @@
 //! - `golden/lifecycle-packages-v5.json`: compiler/5 on the same cases (its Markdown keeps
 //!   ledger text visible to a viewer, with backslashes where needed). Frozen with
 //!   compiler/5 (compiler/6 made it an older version): never re-blessed.
-//! - `golden/lifecycle-packages-v6.json`: compiler/6, the newest, on the same cases (its
-//!   Markdown shows each repair item's digests). The newest compiler's file: a change fails until
+//! - `golden/lifecycle-packages-v6.json`: compiler/6 on the same cases (its Markdown shows
+//!   each repair item's digests). Frozen with compiler/6 (compiler/7 made it an older
+//!   version): never re-blessed.
+//! - `golden/lifecycle-packages-v7.json`: compiler/7, the newest, on the same cases (its
+//!   Markdown escapes every `$`). The newest compiler's file: a change fails until
 //!   `COMPILER_VERSION` is bumped and the goldens are re-blessed on purpose
 //!   (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which writes
 //!   only this file.
@@ -31,7 +34,7 @@
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5, v6};
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5, v6, v7};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
 use closure_ledger::runtime::command::{
@@ -504,12 +507,52 @@ fn v6_differs_from_v5_only_in_the_digests_its_markdown_cites() {
     assert!(repairs > 0, "a golden case compiles a repair");
 }
 
+/// Compiler/6's output for the golden cases is byte for byte the frozen one, also now that
+/// compiler/7 writes the ledgers they are compiled from.
+#[test]
+fn v6_packages_are_frozen() {
+    let now = now_with(&v6::V6, &cases());
+    let frozen = read_golden("lifecycle-packages-v6.json");
+    assert_eq!(frozen["compilerVersion"], v6::VERSION);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 7);
+    assert!(frozen == now, "compiler/6's output changed: compiler/6 is frozen, never re-blessed");
+}
+
+/// Compiler/7 is compiler/6 but for `compilerVersion` in every package and manifest; its
+/// Markdown is compiler/6's with a backslash before every `$` of ledger text (outside review
+/// 221 F2: GitHub's viewer renders `$…$` as math, where `\phantom{…}` hides its text).
+#[test]
+fn v7_differs_from_v6_only_in_its_dollar_escapes() {
+    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
+    let mut all = cases();
+    all.push(Case { state, attempt, binding });
+    all.push(superseded_case());
+    for c in all {
+        let six = v6::V6.compile(&c.state, &c.binding).unwrap();
+        let seven = v7::V7.compile(&c.state, &c.binding).unwrap();
+        assert_eq!(six.package_bytes, seven.package_bytes);
+        let mut renamed = six.manifest.clone();
+        renamed.compiler_version = v7::VERSION.to_owned();
+        assert_eq!(renamed, seven.manifest);
+        assert_eq!(six.markdown(), seven.markdown().replace("\\$", "$"));
+    }
+    // A `$` in ledger text: escaped by compiler/7 alone.
+    let mut c = cases().remove(0);
+    let text = "Never delete a test $\\phantom{(except this one)}$";
+    let id = *c.state.goals.keys().next().unwrap();
+    c.state.goals.get_mut(&id).unwrap().content.preservation_constraints = vec![text.to_owned()];
+    let six = v6::V6.compile(&c.state, &c.binding).unwrap();
+    let seven = v7::V7.compile(&c.state, &c.binding).unwrap();
+    assert!(six.markdown().contains("test $\\phantom"), "compiler/6 left it as written");
+    assert!(seven.markdown().contains("test \\$\\phantom{(except this one)}\\$"), "{}", seven.markdown());
+}
+
 /// The newest compiler's output for the golden ledger is byte for byte the frozen one.
 #[test]
 fn newest_packages_are_frozen() {
-    assert_eq!(COMPILER_VERSION, v6::VERSION, "the v6 golden is the newest compiler's");
+    assert_eq!(COMPILER_VERSION, v7::VERSION, "the v7 golden is the newest compiler's");
     let now = newest_now(&cases());
-    let name = "lifecycle-packages-v6.json";
+    let name = "lifecycle-packages-v7.json";
     if std::env::var_os("BLESS_GOLDEN").is_some() {
         std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }

@@ -21,7 +21,7 @@ pub fn markdown(p: &ContextPackage) -> String {
 /// viewer from hiding any of it (raw HTML, comments, entity references, link reference
 /// definitions: `render::block_safe`).
 pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
-    markdown_cited(p, inline, false)
+    markdown_cited(p, inline, false, false)
 }
 
 /// [`markdown_as`]; with `digests` (compiler/6) every repair item also shows the digests
@@ -29,11 +29,13 @@ pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
 /// source records, each failed Evidence record's record and check-specification digests
 /// and its eligibility (seed 000: "Every item MUST cite its source records and digests";
 /// outside reviews 128 F5, 146 F6: the rendering the worker reads showed the records only).
-pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool) -> String {
+///
+/// With `math` (compiler/7) no `$` in ledger text opens a viewer's math either.
+pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool, math: bool) -> String {
     let mut s = String::new();
-    let list = |s: &mut String, title: &str, items: &[String]| list(s, title, items, inline);
-    let paragraph = |text: &str| paragraph_as(text, inline);
-    let item_lines = |item: &str| item_lines_as(item, inline);
+    let list = |s: &mut String, title: &str, items: &[String]| list(s, title, items, inline, math);
+    let paragraph = |text: &str| paragraph_as(text, inline, math);
+    let item_lines = |item: &str| item_lines_as(item, inline, math);
     let id = &p.identity;
     let _ = writeln!(s, "# Context package (schema {})\n", p.schema_version);
     let _ = writeln!(s, "- goal: {} revision {}", id.goal_id, id.goal_revision);
@@ -196,13 +198,13 @@ pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool) -> String
     s
 }
 
-fn list(s: &mut String, title: &str, items: &[String], inline: bool) {
+fn list(s: &mut String, title: &str, items: &[String], inline: bool, math: bool) {
     if items.is_empty() {
         return;
     }
     let _ = writeln!(s, "### {title}\n");
     for it in items {
-        let _ = writeln!(s, "- {}", item_lines_as(it, inline));
+        let _ = writeln!(s, "- {}", item_lines_as(it, inline, math));
     }
     let _ = writeln!(s);
 }
