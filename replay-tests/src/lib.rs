@@ -312,6 +312,27 @@ pub fn recode_frame(record: &[u8], idx: usize, how: Recode) -> Vec<u8> {
     reseal(header.first_seq, &encode_frame(recoded.iter().map(Vec::as_slice)))
 }
 
+/// Standard output that takes nothing, as a full disk does (ENOSPC on every write).
+pub struct FullStdout;
+
+impl std::io::Write for FullStdout {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::from_raw_os_error(28))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs the `ledger` CLI in-process with standard output full: `(exit code, stderr)`.
+pub fn cli_to_full_stdout(args: &[&str]) -> (u8, String) {
+    let mut argv = vec!["ledger"];
+    argv.extend_from_slice(args);
+    let mut err = Vec::new();
+    let code = closure_ledger::cli::run_args(argv, &mut FullStdout, &mut err);
+    (code, String::from_utf8(err).unwrap())
+}
+
 /// Runs the `ledger` CLI in-process: `(exit code, stdout, stderr)`.
 pub fn cli(args: &[&str]) -> (u8, String, String) {
     let mut out = Vec::new();

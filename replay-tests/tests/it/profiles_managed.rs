@@ -1895,18 +1895,6 @@ fn a_state_root_path_used_before_and_deleted_can_be_set_again() {
     }
 }
 
-/// Standard output that takes nothing: a full disk.
-struct Full;
-
-impl std::io::Write for Full {
-    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-        Err(std::io::Error::from_raw_os_error(28))
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A command that committed its entry but cannot write its report says what stands — the
 /// registry, the revision, the selection — in its one error line (exit 2); one that
 /// committed nothing keeps the bare I/O error (outside review 217 F2: every one said only
@@ -1914,13 +1902,7 @@ impl std::io::Write for Full {
 #[test]
 fn a_committed_command_whose_report_cannot_be_written_says_it_is_committed() {
     let s = Setup::new();
-    let run_full = |args: &[&str]| {
-        let mut argv = vec!["ledger"];
-        argv.extend_from_slice(args);
-        let mut err = Vec::new();
-        let code = closure_ledger::cli::run_args(argv, &mut Full, &mut err);
-        (code, String::from_utf8(err).unwrap())
-    };
+    let run_full = replay_tests::cli_to_full_stdout;
     let (code, err) = run_full(&["sources", "scan", s.dir(), s.src.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("No space left") && err.contains("is recorded (seq 1)"), "{err}");

@@ -3834,25 +3834,12 @@ fn an_init_cut_short_names_the_way_out() {
 /// the bare I/O error (outside review 220 F2: "write to stdout: …" alone, read as "not done").
 #[test]
 fn a_recover_whose_report_cannot_be_written_says_it_changed_the_ledger() {
-    struct Full;
-    impl std::io::Write for Full {
-        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-            Err(std::io::Error::from_raw_os_error(28))
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("l");
     let d = dir.to_str().unwrap();
     make_ledger(&dir, 3, 2);
     std::fs::remove_dir_all(dir.join("sled")).unwrap();
-    let run = || {
-        let mut err = Vec::new();
-        let code = closure_ledger::cli::run_args(vec!["ledger", "recover", d], &mut Full, &mut err);
-        (code, String::from_utf8(err).unwrap())
-    };
+    let run = || cli_to_full_stdout(&["recover", d]);
     let (code, err) = run();
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("No space left") && err.contains("recover changed the ledger (head seq 6"), "{err}");
