@@ -298,20 +298,29 @@ pub(crate) fn text(field: &str, value: &str) -> Result<(), RuleViolation> {
     Ok(())
 }
 
-/// `value` as a worker may be shown it: itself where it is [`text`]; otherwise every
+/// What `shown_text` puts before text it escaped (a check's output shown to a worker).
+pub const ESCAPED_MARK: &str = "[shown escaped: each \\u{XXXX} is a character of the recorded text no reader would see as written, each \\\\ one backslash] ";
+
+/// `value` as a worker may be shown it: itself where it is [`text`]; otherwise, after
+/// [`ESCAPED_MARK`], each backslash doubled and every
 /// character [`text`] refuses — a control character, a bidi override, an invisible one — as
 /// a visible escape `\u{XXXX}`, the rest as written. For text recorded whatever it holds —
 /// a check's output, which is recorded as written so that no failure is ever refused
 /// (outside review 221 F1: a FAIL with a terminal colour code was refused, and a passing
-/// re-run of the same check was then accepted). Text every rule refused before it is
-/// rendered as before.
+/// re-run of the same check was then accepted). Text the rules admitted before (every
+/// [`text`]) is shown as before.
 pub(crate) fn shown_text(value: &str) -> std::borrow::Cow<'_, str> {
     if text("", value).is_ok() {
         return std::borrow::Cow::Borrowed(value);
     }
-    let mut shown = String::with_capacity(value.len() + 16);
+    // Marked as escaped, its own backslashes doubled: a character shown escaped never reads
+    // as the same escape typed as text (outside review 222 F2).
+    let mut shown = String::with_capacity(value.len() + 64);
+    shown.push_str(ESCAPED_MARK);
     for c in value.chars() {
-        if undeliverable(c) || invisible(c) {
+        if c == '\\' {
+            shown.push_str("\\\\");
+        } else if undeliverable(c) || invisible(c) {
             use std::fmt::Write as _;
             let _ = write!(shown, "\\u{{{:04X}}}", u32::from(c));
         } else {

@@ -663,10 +663,9 @@ fn device_fails(e: &sled::Error) -> bool {
 fn sled_hint(e: &sled::Error) -> &'static str {
     match e {
         e if device_fails(e) => {
-            "the index is not known to be damaged, only unread: fix the device and run the command again (nothing \
-             was moved aside; where sled can never be read again, move sled/ aside yourself: `ledger recover` then \
-             rebuilds it from the journal, and a `--checkpoint` of the last head you were given proves the journal \
-             lost nothing)"
+            "the index is not known to be damaged, only unread: fix the device and run the command again (where \
+             sled can never be read again, move sled/ aside yourself: `ledger recover` then rebuilds it from the \
+             journal, and a `--checkpoint` of the last head you were given proves the journal lost nothing)"
         }
         e if filesystem_refuses(e) => {
             "the index is not damaged: fix the filesystem or permissions and run the command again"

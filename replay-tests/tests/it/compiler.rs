@@ -681,7 +681,7 @@ fn ledger_text_stays_visible_in_a_markdown_viewer() {
 fn a_failure_is_recorded_whatever_its_output_holds_and_shown_escaped() {
     use ledger_schema::types::{CheckResult, Verdict};
     let mut w = World::at(Stage::Frozen);
-    let coloured = "test parser::trailing ... \u{1b}[31mFAILED\u{1b}[0m\u{200B}\u{202E}";
+    let coloured = "test parser::trailing ... \u{1b}[31mFAILED\u{1b}[0m\u{200B}\u{202E} \\u{001B}";
     w.with(|s| {
         s.advance(Phase::EvidenceBuild)?;
         s.evidence(0x90, 0x80, CheckResult::Fail, coloured)?;
@@ -707,13 +707,13 @@ fn a_failure_is_recorded_whatever_its_output_holds_and_shown_escaped() {
     let c = compile(w.ledger.state(), &binding(&w, 0x66, 0x67)).unwrap();
     let fb = c.package.prior_attempt_feedback.as_ref().unwrap();
     let failed = fb.items.iter().find(|i| i.kind == FeedbackKind::FailedCheck).unwrap();
-    assert!(
-        failed
-            .content
-            .ends_with(r"failed: test parser::trailing ... \u{001B}[31mFAILED\u{001B}[0m\u{200B}\u{202E}"),
-        "{}",
-        failed.content
+    // Marked as escaped, and the text's own backslash doubled: the typed `\u{001B}` at the
+    // end never reads as an escaped character (outside review 222 F2).
+    let expected = format!(
+        r"failed: {}test parser::trailing ... \u{{001B}}[31mFAILED\u{{001B}}[0m\u{{200B}}\u{{202E}} \\u{{001B}}",
+        closure_ledger::runtime::ESCAPED_MARK
     );
+    assert!(failed.content.ends_with(&expected), "{}", failed.content);
     let markdown = c.markdown();
     assert!(
         !markdown.contains('\u{1b}') && !markdown.contains('\u{202E}'),
