@@ -1286,6 +1286,9 @@ fn compile(
             out,
             json!({
                 "attemptId": id, "seq": found.seq, "phase": found.compiled.manifest.phase,
+                // Which compiler derived (and renders) it (outside review 222: only
+                // `export` showed it).
+                "compilerVersion": found.compiled.manifest.compiler_version,
                 "packageDigest": found.compiled.manifest.package_digest,
                 "manifestDigest": found.compiled.manifest_digest(),
                 "recordedManifestDigest": found.recorded_manifest_digest,

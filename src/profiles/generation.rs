@@ -1212,12 +1212,12 @@ pub fn check_receipts(
             }
             if forked {
                 not_ours(
-                    "a revision of this ledger's id that this ledger never committed: another copy of the ledger \
-                     directory (copied or restored) manages this state root now — give this ledger a state root of \
-                     its own (`ledger profile set DIR … --state-root NEW`), or keep using the copy — or, where no \
-                     copy uses this state root, the ledger gave that revision up (`ledger recover --truncate-after`, \
-                     a torn tail cut) or a transaction of this ledger's that never committed left it (its `txn.json` \
-                     moved out): move the receipt out of the state root",
+                    "a revision of this ledger's id that this ledger does not hold: the ledger gave that revision up \
+                     (`ledger recover --truncate-after`, a torn tail cut) or a transaction of its own that never \
+                     committed left it (its `txn.json` moved out) — move the receipt out of the state root; or \
+                     another copy of the ledger directory (copied or restored) manages this state root now — give \
+                     this ledger a state root of its own (`ledger profile set DIR … --state-root NEW`), or keep using \
+                     the copy",
                 )
             } else {
                 not_ours("the ledger committed no such revision in this state root (move it out)")

@@ -64,6 +64,8 @@ fn compile_says_when_no_worker_received_the_package() {
     });
     let (j, err) = compile_json(&dir, 0x60);
     assert_eq!((j["matchesRecorded"].as_bool(), j["dispatched"].as_bool()), (Some(true), Some(false)));
+    // Which compiler derived it, as its manifest records (outside review 222).
+    assert_eq!(j["compilerVersion"], closure_ledger::compiler::COMPILER_VERSION, "{j}");
     assert!(err.contains("never dispatched"), "{err}");
     assert_eq!(j["staleNow"], serde_json::Value::Null, "{j}");
     // What the compiler left out is shown as the manifest records it (outside review 135
