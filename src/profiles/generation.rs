@@ -118,8 +118,7 @@ pub fn boundary(name: &str) {
 
 /// The current user's uid (the owner of `/proc/self`).
 fn current_uid() -> Result<u32, GenerationError> {
-    let p = Path::new("/proc/self");
-    Ok(fs::metadata(p).map_err(io(p))?.uid())
+    current_ids().map(|(uid, _)| uid)
 }
 
 /// The current user and group (`/proc/self` is owned by the effective ids).
@@ -661,6 +660,11 @@ fn held(holder: &str) -> bool {
     !holder.is_empty() && (host != hostname() || alive)
 }
 
+/// What this process writes in a state root's lock: its pid and host.
+fn this_holder() -> String {
+    format!("{} {}", std::process::id(), hostname())
+}
+
 /// The owner of the state root's lock while a writer may hold it (a transaction in
 /// `txn.json` is then in flight, not interrupted: outside review 56), else `None`.
 pub fn live_holder(root: &Path) -> Option<String> {
@@ -711,7 +715,7 @@ impl Drop for Lock {
 /// `recover`), and is reclaimed.
 pub fn lock(root: &Path) -> Result<Lock, GenerationError> {
     let path = root.join(LOCK_FILE);
-    let me = format!("{} {}", std::process::id(), hostname());
+    let me = this_holder();
     let staged = root.join(format!("{LOCK_FILE}.{}", std::process::id()));
     let _ = fs::remove_file(&staged);
     let mut f =
@@ -1180,7 +1184,7 @@ pub fn check_receipts(
         // `status` beside a live `set` called it another ledger copy's).
         // (Another writer: a `recover` holding the lock itself has no transaction in flight
         // — outside review 219 F3: it passed over such a receipt as "nothing to recover".)
-        let me = format!("{} {}", std::process::id(), hostname());
+        let me = this_holder();
         if number == Some(ours.1.saturating_add(1))
             && !expected.iter().any(|r| Some(r.revision) == number)
             && live_holder(root).is_some_and(|holder| holder != me)

@@ -321,8 +321,7 @@ pub(crate) fn shown_text(value: &str) -> std::borrow::Cow<'_, str> {
         if c == '\\' {
             shown.push_str("\\\\");
         } else if undeliverable(c) || invisible(c) {
-            use std::fmt::Write as _;
-            let _ = write!(shown, "\\u{{{:04X}}}", u32::from(c));
+            push_code_point(&mut shown, c);
         } else {
             shown.push(c);
         }
@@ -401,11 +400,17 @@ pub fn escaped(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if hidden(c) => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
+            c if hidden(c) => push_code_point(&mut out, c),
             c => out.push(c),
         }
     }
     out
+}
+
+/// `c` written as the escape every message and escaped text uses: `\u{XXXX}`.
+fn push_code_point(out: &mut String, c: char) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "\\u{{{:04X}}}", u32::from(c));
 }
 
 /// A character that shows nothing: Unicode's Default_Ignorable_Code_Point set (zero-width

@@ -689,16 +689,7 @@ fn a_failure_is_recorded_whatever_its_output_holds_and_shown_escaped() {
         s.advance(Phase::FinalVerify).map(drop)
     })
     .unwrap();
-    let decide = |verdict| {
-        Command::DecideAcceptance(DecideAcceptance {
-            decision_id: lid(0xa0),
-            workflow_id: lid(WORKFLOW),
-            generation_id: lid(0x80),
-            verdict,
-            evidence_ids: None,
-            reasons: vec!["decided".into()],
-        })
-    };
+    let decide = super::rules_evidence::decide;
     w.refused(decide(Verdict::Accept), Rule::Verdict);
     w.ok(decide(Verdict::RejectRepairable));
     let r = w.with(|s| s.repair_command());

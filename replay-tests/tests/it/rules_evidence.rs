@@ -539,7 +539,7 @@ fn a_repair_whose_start_could_not_be_sealed_is_refused_at_the_decision() {
 }
 
 /// Decision 0xa0 on generation 0x80 of the reference workflow, over the computed set.
-fn decide(verdict: Verdict) -> Command {
+pub(super) fn decide(verdict: Verdict) -> Command {
     Command::DecideAcceptance(DecideAcceptance {
         decision_id: lid(0xa0),
         workflow_id: lid(WORKFLOW),
