@@ -240,12 +240,17 @@ impl<S: Store> Script<'_, S> {
 
     /// [`Script::setup`] with `bundle` as the policy.
     pub fn setup_with(&mut self, bundle: PolicyBundle) -> Result<(), SubmitError> {
+        self.setup_goal(bundle, goal_content())
+    }
+
+    /// [`Script::setup`] with `bundle` as the policy and `goal` as the Goal's content.
+    pub fn setup_goal(&mut self, bundle: PolicyBundle, goal: GoalContent) -> Result<(), SubmitError> {
         self.run(Command::InstallPolicy(InstallPolicy { policy_id: lid(POLICY), bundle }))?;
         self.run(Command::InstallProfile(InstallProfile {
             profile_id: lid(PROFILE),
             profile: profile(false),
         }))?;
-        self.run(Command::CreateGoal(CreateGoal { goal_id: lid(GOAL), content: goal_content() }))?;
+        self.run(Command::CreateGoal(CreateGoal { goal_id: lid(GOAL), content: goal }))?;
         self.run(Command::RecordObligation(RecordObligation {
             obligation_id: lid(OBLIGATION),
             goal_id: lid(GOAL),
@@ -379,7 +384,8 @@ impl<S: Store> Script<'_, S> {
 
     /// The repair command for the exact current decision `0xa0`, as a supervisor reads it.
     pub fn repair_command(&self) -> RecordRepair {
-        let d = self.ledger.state().decisions.get(&lid(0xa0)).cloned();
+        let state = self.ledger.state();
+        let d = state.decisions.get(&lid(0xa0)).cloned();
         let (decision_digest, input_manifest_digest, evidence_set_digest) = d
             .map(|d| (d.decision_digest, d.input_manifest_digest, d.evidence_set_digest))
             .unwrap_or_default();
@@ -390,7 +396,11 @@ impl<S: Store> Script<'_, S> {
             input_manifest_digest,
             evidence_set_digest,
             child_generation_id: lid(0x81),
-            constraints_to_preserve: goal_content().preservation_constraints,
+            constraints_to_preserve: state
+                .goals
+                .get(&lid(GOAL))
+                .map(|g| g.content.preservation_constraints.clone())
+                .unwrap_or_default(),
         }
     }
 

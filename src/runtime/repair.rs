@@ -26,7 +26,7 @@ pub fn decide(state: &State, c: &RecordRepair) -> Result<Vec<Event>, Rejection> 
         parent_generation_id: decision.generation_id,
         parent_candidate_digest: base_digest,
         child_generation_id: c.child_generation_id,
-        constraints_to_preserve: c.constraints_to_preserve.clone(),
+        constraints_to_preserve: in_goal_order(state, decision.workflow_id, &c.constraints_to_preserve),
         repair_digest: Default::default(),
     };
     repair.repair_digest = repair.computed_digest();
@@ -39,6 +39,25 @@ pub fn decide(state: &State, c: &RecordRepair) -> Result<Vec<Event>, Rejection> 
         repair_id: Some(c.repair_id),
     };
     Ok(vec![Event::RepairRecorded(repair), Event::GenerationOpened(child)])
+}
+
+/// `given` in the order of the Goal's preservation constraints where it is exactly that set
+/// (each once), else as given (and refused by [`apply_recorded`]). A set, recorded one way:
+/// the repair's digest, and the repair package that cites it, do not depend on how a
+/// command happened to list it (outside reviews 209 F4, 221 F3). (An entry that lists the
+/// set in another order, recorded before this, is still admitted: the rule is on the set.)
+fn in_goal_order(state: &State, workflow_id: ledger_schema::Id, given: &[String]) -> Vec<String> {
+    let goal = state.workflows.get(&workflow_id).and_then(|wf| state.goals.get(&wf.goal_id));
+    match goal.map(|g| &g.content.preservation_constraints) {
+        Some(theirs)
+            if theirs.len() == given.len()
+                && theirs.iter().all(|c| given.contains(c))
+                && given.iter().all(|c| theirs.contains(c)) =>
+        {
+            theirs.clone()
+        }
+        _ => given.to_vec(),
+    }
 }
 
 pub fn apply_recorded(state: &mut State, e: &RepairRecorded, seq: u64) -> Result<(), RuleViolation> {

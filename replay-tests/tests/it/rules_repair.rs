@@ -59,6 +59,45 @@ fn repair_constraints() {
     w.ok(Command::RecordRepair(good));
 }
 
+/// The constraints are a set, recorded in the Goal's order whatever order the command
+/// lists them in: the repair digest and the repair package that cites it are one, however a
+/// supervisor spelled the set (outside reviews 209 F4, 221 F3: each permutation recorded as
+/// listed, and compiled to another package).
+#[test]
+fn repair_constraints_are_recorded_in_the_goals_order() {
+    let constraints: Vec<String> =
+        ["keep the public API", "alpha: keep the error enum", "zeta: keep the docs"]
+            .map(str::to_owned)
+            .into();
+    let repaired = |order: &[usize]| {
+        let mut w = World::at(Stage::Empty);
+        let mut s = w.script();
+        let goal = ledger_schema::events::GoalContent {
+            preservation_constraints: constraints.clone(),
+            ..goal_content()
+        };
+        s.setup_goal(policy_bundle(), goal).unwrap();
+        s.discover_and_plan().unwrap();
+        s.implement_first().unwrap();
+        s.reject_first().unwrap();
+        let mut r = s.repair_command();
+        r.constraints_to_preserve = order.iter().map(|&i| constraints[i].clone()).collect();
+        s.run(Command::RecordRepair(r)).unwrap();
+        s.advance(ledger_schema::types::Phase::Implement).unwrap();
+        s.start(0x66, 0x67).unwrap();
+        let Event::RepairRecorded(e) = w.last_event("repairRecorded") else { unreachable!() };
+        let Event::AttemptStarted(child) = w.last_event("attemptStarted") else { unreachable!() };
+        (e, child.manifest)
+    };
+    let (goal_order, package) = repaired(&[0, 1, 2]);
+    assert_eq!(goal_order.constraints_to_preserve, constraints);
+    for order in [[2, 1, 0], [1, 0, 2], [0, 2, 1]] {
+        let (e, child) = repaired(&order);
+        assert_eq!(e, goal_order, "listed as {order:?}");
+        assert_eq!(child, package, "listed as {order:?}");
+    }
+}
+
 /// Only the current REJECT_REPAIRABLE decision, and only once; never an ACCEPT.
 #[test]
 fn repair_decision() {
