@@ -26,6 +26,10 @@ for the manifests' compilerVersion, and compiler/4's Markdown with backslashes i
 lifecycle-packages-v6.json (compiler/6): compiler/5's packages, and compiler/5's Markdown with
 each repair item's digests shown (feedback source digests; failed records' record digest,
 eligibility and check-specification digest), read from the package bytes.
+lifecycle-packages-v7.json (compiler/7): compiler/6's, its Markdown escaping every `$`.
+lifecycle-packages-v8.json (compiler/8): compiler/7's packages plus a labelled case; an omitted
+confirmed fact named with its revision; every decision and scenario line splits at the
+compiler's bold labels into exactly the package's texts, facts and blockers lead with their ids.
 Run: pip install cbor2 blake3 && python3 replay-tests/golden/crosscheck.py"""
 import json, os, re, sys
 import blake3, cbor2
@@ -294,10 +298,101 @@ for (name, a, raw, pkg), (_, _, raw6, _), g6, g7 in zip(v7, v6, golden6, golden7
     check(name, "compiler/7 renders as compiler/6 but for $ escapes", g7["markdown"].replace("\\$", "$") == g6["markdown"])
 check("v7", "golden has compiler/6's cases", len(v7) == len(v6))
 
+# compiler/8: compiler/7's packages; its manifests name an omitted confirmed Fact with its
+# revision; its Markdown leads each text item with the compiler's fields and writes each text
+# after a bold label (or, alone, a colon). Read back here: every item line splits at the
+# labels into exactly the package's texts, once the escapes are taken out.
+def ulid(b):
+    """An id's text form (docs/format.md, "Text forms"): its 128 bits in Crockford base32, 26
+    characters."""
+    n = int.from_bytes(b, "big")
+    return "".join("0123456789ABCDEFGHJKMNPQRSTVWXYZ"[(n >> (5 * k)) & 31] for k in range(25, -1, -1))
+
+
+def unescape(md):
+    """A text as compiler/5 on writes it, back to the ledger's: character references of a
+    line's first space or tab, the indentation of its later lines, and backslash escapes."""
+    md = md.replace("\n  ", "\n")
+    md = re.sub(r"^&#32;", " ", md, flags=re.M)
+    md = re.sub(r"^&#9;", "\t", md, flags=re.M)
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", md)
+
+
+def items(md, title):
+    """The items of the Markdown list under `### title`, each with its indented lines."""
+    m = re.search(r"^### " + re.escape(title) + r"\n\n((?:- .*\n(?:  .*\n)*)+)", md, re.M)
+    if not m:
+        return []
+    return [("- " + it).rstrip("\n") for it in ("\n" + m.group(1)).split("\n- ")[1:]]
+
+
+LABEL = re.compile(r"(?<!\\)\*\*(question|answer|title|description|content):\*\*")
+
+
+def labelled(line, head, labels):
+    """`line` split after `head` at its labels: the texts, or None when the labels differ."""
+    if not line.startswith(head):
+        return None
+    parts = LABEL.split(line[len(head):])
+    # ["", label, " text ", label, " text"]: each text after its label's space
+    if parts[0] != "" or parts[1::2] != labels:
+        return None
+    texts = [t[1:] if t.startswith(" ") else None for t in parts[2::2]]
+    texts = [t[:-1] if k + 1 < len(texts) and t is not None and t.endswith(" ") else t
+             for k, t in enumerate(texts)]
+    return None if None in texts else [unescape(t) for t in texts]
+
+
+v8 = packages("lifecycle-packages-v8.json", "closure-ledger-compiler/8")
+golden8 = json.load(open(os.path.join(here, "lifecycle-packages-v8.json")))["attempts"]
+fact_omitted = 0
+for k, (name, a, raw, pkg) in enumerate(v8):
+    m8 = check_manifest(name, a, pkg, "closure-ledger-compiler/8")
+    if k < len(v7):
+        _, a7, raw7, _ = v7[k]
+        check(name, "compiler/8 packages as compiler/7", raw == raw7)
+        m7 = cbor2.loads(bytes.fromhex(a7["manifestHex"]))
+        for o7, o8 in zip(m7["omissionDecisions"], m8["omissionDecisions"]):
+            if o7["sourceRef"].startswith("fact/") and "@" not in o7["sourceRef"]:
+                check(name, "an omitted confirmed fact names its revision",
+                      re.fullmatch(re.escape(o7["sourceRef"]) + r"@[1-9][0-9]*", o8["sourceRef"]), o8["sourceRef"])
+                o7 = dict(o7, sourceRef=o8["sourceRef"])
+            check(name, "compiler/8 omissions as compiler/7's", o7 == o8)
+        m7.update(compilerVersion=m8["compilerVersion"], omissionDecisions=m8["omissionDecisions"])
+        check(name, "compiler/8 manifest as compiler/7's", m7 == m8)
+    md = a["markdown"]
+    rendered = {
+        "Human decisions": [(f"- {ulid(d['decisionId'])} ", ["question", "answer"], [d["question"], d["answer"]])
+                            for d in pkg["selectedDecisions"]],
+        "Scenarios": [(f"- {ulid(x['scenarioId'])} ", ["title", "description"], [x["title"], x["description"]])
+                      for x in pkg["businessScenarios"]],
+    }
+    for title, want in rendered.items():
+        got = items(md, title)
+        check(name, "one Markdown item per " + title, len(got) == len(want), title)
+        for line, (head, labels, texts) in zip(got, want):
+            check(name, title + " split at the compiler's labels into the package's texts",
+                  labelled(line, head, labels) == texts, line)
+    for title, want in [
+        ("Confirmed facts", [(f"- {ulid(f['factId'])} r{f['revision']}: ", f["statement"]) for f in pkg["selectedFacts"]]),
+        ("Open blockers", [(f"- {ulid(b['blockerId'])}: ", b["description"]) for b in pkg["blockers"]]),
+    ]:
+        got = items(md, title)
+        check(name, "one Markdown item per " + title, len(got) == len(want), title)
+        for line, (head, text) in zip(got, want):
+            check(name, title + " lead with the compiler's fields", line.startswith(head) and
+                  unescape(line[len(head):]) == text, line)
+    for o in m8["omissionDecisions"]:
+        if o["rule"].startswith(("budget.", "phase.")) and o["sourceRef"].startswith("fact/"):
+            fact_omitted += 1
+            check(name, "an omitted confirmed fact names its revision", "@" in o["sourceRef"], o["sourceRef"])
+check("v8", "golden has compiler/7's cases and the labelled one", len(v8) == len(v7) + 1)
+check("v8", "golden leaves out a confirmed fact", fact_omitted == 1)
+
 for f in failures:
     print("FAIL", f)
 print(", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
 if failures:
     sys.exit(1)
-print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3, {len(v4)} compiler/4, {len(v5)} compiler/5, {len(v6)} compiler/6 and {len(v7)} compiler/7 golden "
+print(f"ok: {len(v1)} compiler/1, {len(v2)} compiler/2, {len(v3)} compiler/3, {len(v4)} compiler/4, {len(v5)} compiler/5, {len(v6)} compiler/6, {len(v7)} compiler/7 and {len(v8)} compiler/8 golden "
       f"packages verified ({skills} selected skills, {superseded} superseded source)")

@@ -7,7 +7,7 @@
 //! manifest names ([`for_version`]), a version this build lacks is refused by name, and a
 //! new Attempt is compiled by the newest ([`compile`], [`newest`]).
 //!
-//! Each version lives in its own frozen module (`v1.rs` … `v7.rs`); a change to
+//! Each version lives in its own frozen module (`v1.rs` … `v8.rs`); a change to
 //! what the compiler selects, orders, budgets or renders is a new module registered as the
 //! newest, never a change of a released one's output (compilers 3 to 5 reuse compiler/2's
 //! stages through `v2::pipeline`, whose compiler/2 output the golden packages pin). No clock, randomness, environment or I/O in any of them.
@@ -21,6 +21,7 @@ pub mod v4;
 pub mod v5;
 pub mod v6;
 pub mod v7;
+pub mod v8;
 
 use std::fmt;
 
@@ -38,13 +39,13 @@ pub use render::markdown;
 pub use v2::DEFAULT_CLASS_BUDGET_BYTES;
 
 /// The newest compiler's version: what a new Attempt's manifest records.
-pub const COMPILER_VERSION: &str = v7::VERSION;
+pub const COMPILER_VERSION: &str = v8::VERSION;
 
 /// Every released compiler, newest first: what this build can re-derive. Adding a
 /// version means adding its module and putting it here as `newest`, the previous newest
 /// first among `older`.
 pub static RELEASED: Registry<'static> =
-    Registry::new(&v7::V7, &[&v6::V6, &v5::V5, &v4::V4, &v3::V3, &v2::V2, &v1::V1]);
+    Registry::new(&v8::V8, &[&v7::V7, &v6::V6, &v5::V5, &v4::V4, &v3::V3, &v2::V2, &v1::V1]);
 
 /// One released compiler version.
 pub trait Compiler: Sync {

@@ -49,7 +49,7 @@ use ledger_schema::{Digest, DigestKind, Id};
 use serde::Serialize;
 
 pub use names::WireName;
-pub use render::{markdown, markdown_as, markdown_cited};
+pub use render::{markdown, markdown_as, markdown_cited, markdown_styled};
 
 use super::{CompileError, Compiled, Compiler};
 use crate::runtime::state::{FactStatus, GenerationStatus, GoalState, PolicyState, State};
@@ -103,7 +103,7 @@ pub(super) fn pipeline(
     let query = query_phase(&bound)?;
     let mut selected = filter_by_authority(state, &bound, &query)?;
     selected.items.extend(advisory);
-    let budgeted = budget(selected, &query)?;
+    let budgeted = budget(selected, &query, bound.rules)?;
     Ok(render_and_hash(&bound, query, budgeted, version))
 }
 
@@ -159,11 +159,21 @@ struct Bound<'s> {
 pub(super) struct Rules {
     pub sources: SourceRule,
     pub feedback: FeedbackRule,
+    /// Compiler/8: a confirmed Fact left out by the phase or a budget is named with its
+    /// revision, `fact/<id>@<revision>`, as an unconfirmed one is (outside review 221 F4: an
+    /// auditor could not tell which confirmed statement was left out).
+    pub omitted_fact_revision: bool,
 }
 
 impl Rules {
-    pub const V2: Rules = Rules { sources: SourceRule::Every, feedback: FeedbackRule::Optional };
-    pub const V4: Rules = Rules { sources: SourceRule::LatestPerPath, feedback: FeedbackRule::AsPolicy };
+    pub const V2: Rules =
+        Rules { sources: SourceRule::Every, feedback: FeedbackRule::Optional, omitted_fact_revision: false };
+    pub const V4: Rules = Rules {
+        sources: SourceRule::LatestPerPath,
+        feedback: FeedbackRule::AsPolicy,
+        omitted_fact_revision: false,
+    };
+    pub const V8: Rules = Rules { omitted_fact_revision: true, ..Rules::V4 };
 }
 
 /// Whether a repair child's prior-attempt feedback may lose items to the policy's feedback
@@ -891,6 +901,18 @@ fn bounded_feedback(
 // ---------------------------------------------------------------------------------------
 // Stage 4: semantic priority and per-class byte budgets.
 
+/// The `sourceRef` of an item stage 4 leaves out (the item is not needed any more, so its
+/// ref moves into the omission): a confirmed Fact's with its revision under
+/// [`Rules::omitted_fact_revision`].
+fn omitted_ref(it: &mut Item, rules: Rules) -> String {
+    let mut r = std::mem::take(&mut it.entry.source_ref);
+    if rules.omitted_fact_revision && matches!(it.place, Place::Fact(_)) {
+        r.push('@');
+        push_decimal(&mut r, it.entry.source_revision);
+    }
+    r
+}
+
 /// What survived the phase query and the budgets, in package order.
 struct Budgeted {
     kept: Vec<Item>,
@@ -903,7 +925,7 @@ struct Budgeted {
 /// kept while its class fits its budget. A class the phase does not want is an omission;
 /// required content over its budget is [`CompileError::RequiredOverflow`]; optional
 /// content over it is an omission. The feedback stays only if its entry was kept.
-fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, CompileError> {
+fn budget(selection: Selection, query: &PhaseQuery<'_>, rules: Rules) -> Result<Budgeted, CompileError> {
     let Selection { mut items, mut omissions, repair_context, mut feedback } = selection;
     // Stable by class: positions as tie-break make an in-place (allocation-free) sort
     // stable.
@@ -930,7 +952,7 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
         }
         if !query.wanted(it.class) {
             omissions.push(OmissionDecision {
-                source_ref: std::mem::take(&mut it.entry.source_ref),
+                source_ref: omitted_ref(it, rules),
                 rule: ["phase.", phase, ".excludes.", it.class.wire_name()].concat(),
                 reason: "the phase policy neither requires nor allows this input class".to_owned(),
             });
@@ -946,7 +968,7 @@ fn budget(selection: Selection, query: &PhaseQuery<'_>) -> Result<Budgeted, Comp
                 return false;
             }
             omissions.push(OmissionDecision {
-                source_ref: std::mem::take(&mut it.entry.source_ref),
+                source_ref: omitted_ref(it, rules),
                 rule: ["budget.", it.class.wire_name()].concat(),
                 reason: format!("optional content would bring the class to {total} of {limit} bytes"),
             });

@@ -1,4 +1,4 @@
-//! `closure-ledger-compiler/5`: a released Context Compiler (compiler/7 is the newest). Its packages and
+//! `closure-ledger-compiler/5`: a released Context Compiler (compiler/8 is the newest). Its packages and
 //! manifests are compiler/4's but for `compilerVersion`; its Markdown rendering
 //! (`v2::markdown_as` with `inline`) also keeps a Markdown viewer from hiding any ledger
 //! text: a backslash before `<` that opens raw HTML, a comment or an autolink, before `&`

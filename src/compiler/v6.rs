@@ -1,4 +1,4 @@
-//! `closure-ledger-compiler/6`: a released Context Compiler (compiler/7 is the newest). Its packages and
+//! `closure-ledger-compiler/6`: a released Context Compiler (compiler/8 is the newest). Its packages and
 //! manifests are compiler/5's but for `compilerVersion`; its Markdown rendering
 //! (`v2::markdown_cited`) also shows the digests the package cites for each repair item —
 //! every prior-attempt feedback item's source digests beside its source records, and each

@@ -1,4 +1,4 @@
-//! `closure-ledger-compiler/7`: the newest released Context Compiler. Its packages and
+//! `closure-ledger-compiler/7`: a released Context Compiler (compiler/8 is the newest). Its packages and
 //! manifests are compiler/6's but for `compilerVersion`; its Markdown rendering also writes
 //! every `$` in ledger text with a backslash, so a viewer that renders `$…$` and `$$…$$` as
 //! math (GitHub's) never draws any of it as something else — `\phantom{…}` draws its text

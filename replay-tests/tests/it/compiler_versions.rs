@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use closure_ledger::admission::{self, Refusal};
 use closure_ledger::compiler::{
     self, COMPILER_VERSION, CompileError, Compiled, Compiler, RELEASED, Registry, v1, v2, v3, v4, v5, v6, v7,
+    v8,
 };
 use closure_ledger::ledger::{Ledger, SubmitError};
 use closure_ledger::lifecycle::{GOAL, POLICY, PROFILE, Script, lid};
@@ -40,6 +41,7 @@ const V4: &str = "closure-ledger-compiler/4";
 const V5: &str = "closure-ledger-compiler/5";
 const V6: &str = "closure-ledger-compiler/6";
 const V7: &str = "closure-ledger-compiler/7";
+const V8: &str = "closure-ledger-compiler/8";
 /// The fixture's head: seq 50, the hash of its last entry. Frozen with the file.
 const FIXTURE_HEAD_SEQ: u64 = 50;
 const FIXTURE_HEAD_HASH: &str = "b3:4165cc3e024ff49754ef4b6cb4fb089e80e2f0bfa98664d66a1ad76213872619";
@@ -72,7 +74,8 @@ static NEXT_ONLY: Registry<'static> = Registry::new(&NextCompiler, &[]);
 /// A build from before compiler/2: v1 only.
 static V1_ONLY: Registry<'static> = Registry::new(&v1::V1, &[]);
 /// A build that dropped compiler/1.
-static WITHOUT_V1: Registry<'static> = Registry::new(&v7::V7, &[&v6::V6, &v5::V5, &v4::V4, &v3::V3, &v2::V2]);
+static WITHOUT_V1: Registry<'static> =
+    Registry::new(&v8::V8, &[&v7::V7, &v6::V6, &v5::V5, &v4::V4, &v3::V3, &v2::V2]);
 
 fn fixture_file() -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/compiler-v1/ledger.cborseq");
@@ -264,20 +267,20 @@ fn start_attempt(attempt: u128, workflow: u128) -> Command {
 }
 
 /// The released build: a ledger of compiler/1 Attempts (the frozen fixture) followed by
-/// newest-compiler (compiler/6) Attempts replays, each manifest re-derived by the version it
+/// newest-compiler (compiler/8) Attempts replays, each manifest re-derived by the version it
 /// records. A build from before compiler/2 refuses at the first new Attempt, naming
-/// compiler/6; a build without compiler/1 refuses at the first v1 Attempt, naming
+/// compiler/8; a build without compiler/1 refuses at the first v1 Attempt, naming
 /// compiler/1.
 #[test]
 fn v1_attempts_then_newest_attempts_replay() {
     let commands =
         [start_workflow(0x32), start_attempt(0x6a, 0x32), start_workflow(0x33), start_attempt(0x6c, 0x33)];
     let (all, recorded) = fixture_then(&RELEASED, &commands);
-    assert_eq!(recorded, [V7, V7], "new Attempts start on compiler/7");
+    assert_eq!(recorded, [V8, V8], "new Attempts start on compiler/8");
     let report = replay_entries(&RELEASED, all.iter().map(Vec::as_slice));
     assert!(report.ok, "{:?}", report.failure);
     let versions: Vec<&str> = report.attempts.iter().map(|a| a.compiler_version.as_str()).collect();
-    assert_eq!(versions, [V1, V1, V1, V1, V1, V7, V7]);
+    assert_eq!(versions, [V1, V1, V1, V1, V1, V8, V8]);
     assert!(report.attempts.iter().all(|a| a.proved));
     assert_eq!(report.manifests_proved, 7);
     assert_eq!(report.head_seq, FIXTURE_HEAD_SEQ + 4);
@@ -286,7 +289,7 @@ fn v1_attempts_then_newest_attempts_replay() {
     let before_v2 = replay_entries(&V1_ONLY, all.iter().map(Vec::as_slice));
     let failure = before_v2.failure.unwrap();
     assert_eq!((failure.seq, failure.kind.as_str()), (first_v2, "attemptStarted"));
-    assert!(failure.reason.contains(&format!("compiler version {V7:?}")), "{}", failure.reason);
+    assert!(failure.reason.contains(&format!("compiler version {V8:?}")), "{}", failure.reason);
     assert_eq!(before_v2.folded, first_v2);
 
     let first_v1 = sealed(&fixture_file()).iter().find(|e| attempt(e).is_some()).unwrap().entry.seq;
@@ -360,7 +363,7 @@ fn unknown_compiler_version_is_refused_by_name() {
     assert_eq!(a.manifest.compiler_version, COMPILER_VERSION);
 
     let before = (ledger.store().head(), ledger.state().digest());
-    for version in ["closure-ledger-compiler/8", "closure-ledger-compiler/0", "", &"x\n".repeat(500)] {
+    for version in ["closure-ledger-compiler/9", "closure-ledger-compiler/0", "", &"x\n".repeat(500)] {
         a.manifest.compiler_version = version.to_owned();
         a.manifest_digest = a.manifest.digest(); // a consistent manifest, but not derivable here
         let err = ledger.admit(vec![Event::AttemptStarted(a.clone())], ctx).unwrap_err();
@@ -368,7 +371,7 @@ fn unknown_compiler_version_is_refused_by_name() {
             SubmitError::Refused(Refusal::UnknownCompilerVersion { attempt, version: v, known }) => {
                 assert_eq!(*attempt, lid(0x60));
                 assert_eq!(v, version);
-                assert_eq!(known, &[V7, V6, V5, V4, V3, V2, V1]);
+                assert_eq!(known, &[V8, V7, V6, V5, V4, V3, V2, V1]);
             }
             other => panic!("{other:?}"),
         }
@@ -395,10 +398,10 @@ fn released_registry_is_keyed_by_version() {
     assert_eq!(versions.iter().collect::<BTreeSet<_>>().len(), versions.len(), "unique: {versions:?}");
     assert_eq!(
         versions,
-        [V7, V6, V5, V4, V3, V2, V1],
-        "compiler/7 is the newest; compilers 1 to 6 wrote ledgers: they are never dropped"
+        [V8, V7, V6, V5, V4, V3, V2, V1],
+        "compiler/8 is the newest; compilers 1 to 7 wrote ledgers: they are never dropped"
     );
-    assert_eq!(RELEASED.newest().version(), v7::VERSION);
+    assert_eq!(RELEASED.newest().version(), v8::VERSION);
     assert!(compiler::for_version("closure-ledger-compiler/0").is_none());
     assert!(compiler::for_version("closure-ledger-compiler/1 ").is_none());
 
@@ -531,7 +534,7 @@ fn compiler_versions_never_go_back() {
     .unwrap();
     let ctx = Ctx { time_ms: T0 + 100_000 };
     let before = (ledger.store().head(), ledger.state().digest());
-    for older in [&v6::V6 as &dyn Compiler, &v5::V5, &v4::V4, &v3::V3, &v2::V2] {
+    for older in [&v7::V7 as &dyn Compiler, &v6::V6, &v5::V5, &v4::V4, &v3::V3, &v2::V2] {
         let compiled = older.compile(ledger.state(), &binding).unwrap();
         let mut a = newest.clone();
         a.manifest_digest = compiled.manifest_digest();
@@ -541,7 +544,7 @@ fn compiler_versions_never_go_back() {
             SubmitError::Refused(Refusal::CompilerDowngrade { attempt, version, newer }) => {
                 assert_eq!(*attempt, lid(0x62));
                 assert_eq!(version, older.version());
-                assert_eq!(*newer, v7::VERSION);
+                assert_eq!(*newer, v8::VERSION);
             }
             other => panic!("{other:?}"),
         }

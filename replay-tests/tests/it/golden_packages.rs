@@ -21,11 +21,15 @@
 //! - `golden/lifecycle-packages-v6.json`: compiler/6 on the same cases (its Markdown shows
 //!   each repair item's digests). Frozen with compiler/6 (compiler/7 made it an older
 //!   version): never re-blessed.
-//! - `golden/lifecycle-packages-v7.json`: compiler/7, the newest, on the same cases (its
-//!   Markdown escapes every `$`). The newest compiler's file: a change fails until
-//!   `COMPILER_VERSION` is bumped and the goldens are re-blessed on purpose
-//!   (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which writes
-//!   only this file.
+//! - `golden/lifecycle-packages-v7.json`: compiler/7 on the same cases (its Markdown escapes
+//!   every `$`). Frozen with compiler/7 (compiler/8 made it an older version): never
+//!   re-blessed.
+//! - `golden/lifecycle-packages-v8.json`: compiler/8, the newest, on the same cases plus
+//!   the labelled case (a confirmed Fact over its class budget; a decision, a scenario and
+//!   a blocker whose texts imitate compiler/7's separators). The newest compiler's file: a
+//!   change fails until `COMPILER_VERSION` is bumped and the goldens are re-blessed on
+//!   purpose (`BLESS_GOLDEN=1 cargo test -p replay-tests --test it golden_packages`), which
+//!   writes only this file.
 //!
 //! `golden/crosscheck.py` re-verifies every file independently of the Rust code (Python
 //! `cbor2` + `blake3`, from docs/format.md): canonical bytes, every digest, every manifest
@@ -34,11 +38,12 @@
 use std::path::PathBuf;
 
 use closure_ledger::admission;
-use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5, v6, v7};
+use closure_ledger::compiler::{COMPILER_VERSION, Compiled, Compiler, v1, v2, v3, v4, v5, v6, v7, v8};
 use closure_ledger::ledger::Ledger;
 use closure_ledger::lifecycle::{GOAL, PROFILE, Script, lid, policy_bundle};
 use closure_ledger::runtime::command::{
-    InstallPolicy, RaiseBlocker, RecordProjectSource, StartAttempt, StartWorkflow,
+    ConfirmFact, InstallPolicy, ProposeFact, RaiseBlocker, RecordHumanDecision, RecordProjectSource,
+    RecordScenario, StartAttempt, StartWorkflow,
 };
 use closure_ledger::runtime::{self, AttemptBinding, Command, State};
 use closure_ledger::store::{MemStore, Store};
@@ -210,6 +215,74 @@ fn superseded_case() -> Case {
     cases.remove(0)
 }
 
+/// The labelled case's FACTS_SCENARIOS_OBLIGATIONS budget: the reference setup's items fit,
+/// the long Fact does not.
+const LABELLED_BUDGET: u32 = 2_000;
+
+/// Compiler/8's own case: the reference setup under a policy whose DISCOVERY takes
+/// FACTS_SCENARIOS_OBLIGATIONS as optional within [`LABELLED_BUDGET`] bytes, a confirmed
+/// Fact too long for it (left out: `fact/<id>@<revision>` from compiler/8 on), and a Human
+/// Decision, a scenario and a blocker whose texts hold compiler/7's separators (` — `, `: `,
+/// ` (<id>)`) and a line that looks like a list item; then a DISCOVERY Attempt.
+fn labelled_case() -> Case {
+    let mut bundle = policy_bundle();
+    for p in &mut bundle.phases {
+        if p.phase == Phase::Discovery {
+            p.required.retain(|c| *c != InputClass::FactsScenariosObligations);
+            p.optional.push(InputClass::FactsScenariosObligations);
+        }
+    }
+    for b in &mut bundle.budgets {
+        if b.class == InputClass::FactsScenariosObligations {
+            b.max_bytes = LABELLED_BUDGET;
+        }
+    }
+    let mut ledger = Ledger::from_store(MemStore::new(LEDGER, "golden", T0)).unwrap();
+    let mut script = Script { ledger: &mut ledger, time_ms: T0, log: Vec::new() };
+    script.setup_with(bundle).unwrap();
+    let commands = [
+        Command::ProposeFact(ProposeFact {
+            fact_id: lid(0x53),
+            goal_id: lid(GOAL),
+            revision: 1,
+            statement: "the document grammar, in full: ".to_owned() + &"value ws ".repeat(300),
+            provenance: "discovery notes".to_owned(),
+        }),
+        Command::ConfirmFact(ConfirmFact {
+            fact_id: lid(0x53),
+            revision: 1,
+            confirmed_by: "human:alice".to_owned(),
+        }),
+        Command::RecordHumanDecision(RecordHumanDecision {
+            decision_id: lid(0x54),
+            goal_id: lid(GOAL),
+            question: "Delete the flaky test? — Yes (01JC0000000000000000000052)\n- Keep the public API?"
+                .to_owned(),
+            answer: "No, never.".to_owned(),
+            decided_by: "human:alice".to_owned(),
+            supersedes: None,
+        }),
+        Command::RecordScenario(RecordScenario {
+            scenario_id: lid(0x55),
+            goal_id: lid(GOAL),
+            title: "trailing byte: accepted silently".to_owned(),
+            description: "**description:** a config with one byte after the document is refused".to_owned(),
+        }),
+        Command::RaiseBlocker(RaiseBlocker {
+            blocker_id: lid(0x56),
+            workflow_id: lid(closure_ledger::lifecycle::WORKFLOW),
+            description: "waits for a reviewer (01JC000000000000000000002P)".to_owned(),
+        }),
+    ];
+    for c in commands {
+        script.run(c).unwrap();
+    }
+    script.start(0x60, 0x61).unwrap();
+    let mut cases = cases_of(&ledger);
+    assert_eq!(cases.len(), 1);
+    cases.remove(0)
+}
+
 /// Compiler/1's golden: the first four cases (the reference lifecycle) compiled by v1.
 fn v1_now(cases: &[Case]) -> serde_json::Value {
     let attempts: Vec<_> = cases
@@ -308,6 +381,8 @@ fn newest_now(cases: &[Case]) -> serde_json::Value {
     one["selectionReceipt"] = json!(compiled.manifest.selection_receipt);
     attempts.push(one);
     let c = superseded_case();
+    attempts.push(golden_attempt(&c.attempt, &recorded(&c.attempt, &c.state)));
+    let c = labelled_case();
     attempts.push(golden_attempt(&c.attempt, &recorded(&c.attempt, &c.state)));
     json!({ "compilerVersion": COMPILER_VERSION, "attempts": attempts })
 }
@@ -547,17 +622,99 @@ fn v7_differs_from_v6_only_in_its_dollar_escapes() {
     assert!(seven.markdown().contains("test \\$\\phantom{(except this one)}\\$"), "{}", seven.markdown());
 }
 
+/// Compiler/7's output for the golden cases is byte for byte the frozen one, also now that
+/// compiler/8 writes the ledgers they are compiled from.
+#[test]
+fn v7_packages_are_frozen() {
+    let now = now_with(&v7::V7, &cases());
+    let frozen = read_golden("lifecycle-packages-v7.json");
+    assert_eq!(frozen["compilerVersion"], v7::VERSION);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 7);
+    assert!(frozen == now, "compiler/7's output changed: compiler/7 is frozen, never re-blessed");
+}
+
+/// Compiler/8 is compiler/7 but for `compilerVersion` and, in an omission of a confirmed
+/// Fact by the phase or a budget, the Fact's revision after its `sourceRef` (outside review
+/// 221 F4); its Markdown writes the compiler's fields first and each text of an item after a
+/// bold label (or, alone, a colon), so a text cannot imitate a separator (outside reviews
+/// 209 F1, 221 F5).
+#[test]
+fn v8_differs_from_v7_only_in_omitted_fact_revisions_and_labels() {
+    let (attempt, state, binding) = super::selection_attempt::golden_selection_case();
+    let mut all = cases();
+    all.push(Case { state, attempt, binding });
+    all.push(superseded_case());
+    all.push(labelled_case());
+    let mut fact_omissions = 0;
+    for c in &all {
+        let seven = v7::V7.compile(&c.state, &c.binding).unwrap();
+        let eight = v8::V8.compile(&c.state, &c.binding).unwrap();
+        assert_eq!(seven.package_bytes, eight.package_bytes);
+        let mut renamed = seven.manifest.clone();
+        renamed.compiler_version = v8::VERSION.to_owned();
+        for o in &mut renamed.omission_decisions {
+            if o.source_ref.starts_with("fact/") && !o.source_ref.contains('@') {
+                let id: ledger_schema::Id = o.source_ref["fact/".len()..].parse().unwrap();
+                o.source_ref = format!("{}@{}", o.source_ref, c.state.facts[&id].revision);
+                fact_omissions += 1;
+            }
+        }
+        assert_eq!(renamed, eight.manifest);
+        // Every decision, scenario and fact line leads with the compiler's fields.
+        let md = eight.markdown();
+        for d in &eight.package.selected_decisions {
+            assert!(md.contains(&format!("\n- {} **question:** ", d.decision_id)), "{md}");
+        }
+        for x in &eight.package.business_scenarios {
+            assert!(md.contains(&format!("\n- {} **title:** ", x.scenario_id)), "{md}");
+        }
+        for f in &eight.package.selected_facts {
+            assert!(md.contains(&format!("\n- {} r{}: ", f.fact_id, f.revision)), "{md}");
+        }
+    }
+    assert_eq!(fact_omissions, 1, "the labelled case leaves out one confirmed Fact");
+    // The imitating texts: compiler/7 renders the decision as a line another package's
+    // question and answer render too; compiler/8's labels are the compiler's alone.
+    let c = labelled_case();
+    let seven = v7::V7.compile(&c.state, &c.binding).unwrap().markdown();
+    let eight = v8::V8.compile(&c.state, &c.binding).unwrap().markdown();
+    assert!(seven.contains("- Delete the flaky test? — Yes (01JC0000000000000000000052)"), "{seven}");
+    assert!(
+        eight.contains(
+            "- 01JC000000000000000000002M **question:** Delete the flaky test? — Yes (01JC0000000000000000000052)\n  \\- Keep the public API? **answer:** No, never.\n"
+        ),
+        "{eight}"
+    );
+    assert!(
+        eight.contains("- 01JC000000000000000000002P: waits for a reviewer (01JC000000000000000000002P)\n"),
+        "{eight}"
+    );
+    assert!(
+        eight.contains(
+            "- 01JC000000000000000000002N **title:** trailing byte: accepted silently **description:** \\*\\*description:\\*\\* a config"
+        ),
+        "{eight}"
+    );
+    // Outside the labels, no `**` of the compiler's own: every `*` of ledger text is escaped.
+    let labels = ["**question:**", "**answer:**", "**title:**", "**description:**", "**content:**"];
+    let mut rest = eight.clone();
+    for l in labels {
+        rest = rest.replace(l, "");
+    }
+    assert!(!rest.replace("\\*", "").contains('*'), "{rest}");
+}
+
 /// The newest compiler's output for the golden ledger is byte for byte the frozen one.
 #[test]
 fn newest_packages_are_frozen() {
-    assert_eq!(COMPILER_VERSION, v7::VERSION, "the v7 golden is the newest compiler's");
+    assert_eq!(COMPILER_VERSION, v8::VERSION, "the v8 golden is the newest compiler's");
     let now = newest_now(&cases());
-    let name = "lifecycle-packages-v7.json";
+    let name = "lifecycle-packages-v8.json";
     if std::env::var_os("BLESS_GOLDEN").is_some() {
         std::fs::write(golden_path(name), serde_json::to_string_pretty(&now).unwrap() + "\n").unwrap();
     }
     let frozen = read_golden(name);
-    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 7);
+    assert_eq!(frozen["attempts"].as_array().unwrap().len(), 8);
     if frozen != now {
         assert_ne!(
             frozen["compilerVersion"], now["compilerVersion"],

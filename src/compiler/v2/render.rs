@@ -32,6 +32,23 @@ pub fn markdown_as(p: &ContextPackage, inline: bool) -> String {
 ///
 /// With `math` (compiler/7) no `$` in ledger text opens a viewer's math either.
 pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool, math: bool) -> String {
+    markdown_styled(p, inline, digests, math, false)
+}
+
+/// [`markdown_cited`]; with `labelled` (compiler/8) an item that holds ledger text beside the
+/// compiler's own fields leads with the compiler's fields and writes each text after a bold
+/// label (`**question:**`, `**answer:**`, `**title:**`, `**description:**`, `**content:**`) or,
+/// a lone text, after a colon, so no text can imitate a separator: ledger text never holds an
+/// unescaped `*` (every one is written `\*`), and its own lines are indented into the item
+/// (outside reviews 209 F1, 221 F5: a question holding ` — ` and an id, or a title holding
+/// `: `, rendered the same line as another package's question and answer).
+pub fn markdown_styled(
+    p: &ContextPackage,
+    inline: bool,
+    digests: bool,
+    math: bool,
+    labelled: bool,
+) -> String {
     let mut s = String::new();
     let list = |s: &mut String, title: &str, items: &[String]| list(s, title, items, inline, math);
     let paragraph = |text: &str| paragraph_as(text, inline, math);
@@ -58,35 +75,92 @@ pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool, math: boo
     list(&mut s, "Scope", &p.goal.scope);
     list(&mut s, "Non-goals", &p.goal.non_goals);
     list(&mut s, "Preservation constraints", &p.goal.preservation_constraints);
-    let blockers: Vec<String> =
-        p.blockers.iter().map(|b| format!("{} ({})", b.description, b.blocker_id)).collect();
-    list(&mut s, "Open blockers", &blockers);
-    let decisions: Vec<String> = p
-        .selected_decisions
-        .iter()
-        .map(|d| format!("{} — {} ({})", d.question, d.answer, d.decision_id))
-        .collect();
-    list(&mut s, "Human decisions", &decisions);
-    let facts: Vec<String> =
-        p.selected_facts.iter().map(|f| format!("{} ({} r{})", f.statement, f.fact_id, f.revision)).collect();
-    list(&mut s, "Confirmed facts", &facts);
-    let scenarios: Vec<String> = p
-        .business_scenarios
-        .iter()
-        .map(|x| format!("{}: {} ({})", x.title, x.description, x.scenario_id))
-        .collect();
-    list(&mut s, "Scenarios", &scenarios);
-    let obligations: Vec<String> = p
-        .verification_obligations
-        .iter()
-        .map(|o| {
-            format!(
-                "{} (obligation {}, check {} {})",
-                o.description, o.obligation_id, o.check_spec_id, o.check_spec_digest
-            )
-        })
-        .collect();
-    list(&mut s, "Verification obligations", &obligations);
+    if labelled {
+        // Each text escaped on its own, the compiler's fields and labels around it.
+        let text = |t: &str| item_lines(t);
+        let blockers: Vec<String> =
+            p.blockers.iter().map(|b| format!("{}: {}", b.blocker_id, text(&b.description))).collect();
+        written_list(&mut s, "Open blockers", &blockers);
+        let decisions: Vec<String> = p
+            .selected_decisions
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} **question:** {} **answer:** {}",
+                    d.decision_id,
+                    text(&d.question),
+                    text(&d.answer)
+                )
+            })
+            .collect();
+        written_list(&mut s, "Human decisions", &decisions);
+        let facts: Vec<String> = p
+            .selected_facts
+            .iter()
+            .map(|f| format!("{} r{}: {}", f.fact_id, f.revision, text(&f.statement)))
+            .collect();
+        written_list(&mut s, "Confirmed facts", &facts);
+        let scenarios: Vec<String> = p
+            .business_scenarios
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} **title:** {} **description:** {}",
+                    x.scenario_id,
+                    text(&x.title),
+                    text(&x.description)
+                )
+            })
+            .collect();
+        written_list(&mut s, "Scenarios", &scenarios);
+        let obligations: Vec<String> = p
+            .verification_obligations
+            .iter()
+            .map(|o| {
+                format!(
+                    "obligation {}, check {} {}: {}",
+                    o.obligation_id,
+                    o.check_spec_id,
+                    o.check_spec_digest,
+                    text(&o.description)
+                )
+            })
+            .collect();
+        written_list(&mut s, "Verification obligations", &obligations);
+    } else {
+        let blockers: Vec<String> =
+            p.blockers.iter().map(|b| format!("{} ({})", b.description, b.blocker_id)).collect();
+        list(&mut s, "Open blockers", &blockers);
+        let decisions: Vec<String> = p
+            .selected_decisions
+            .iter()
+            .map(|d| format!("{} — {} ({})", d.question, d.answer, d.decision_id))
+            .collect();
+        list(&mut s, "Human decisions", &decisions);
+        let facts: Vec<String> = p
+            .selected_facts
+            .iter()
+            .map(|f| format!("{} ({} r{})", f.statement, f.fact_id, f.revision))
+            .collect();
+        list(&mut s, "Confirmed facts", &facts);
+        let scenarios: Vec<String> = p
+            .business_scenarios
+            .iter()
+            .map(|x| format!("{}: {} ({})", x.title, x.description, x.scenario_id))
+            .collect();
+        list(&mut s, "Scenarios", &scenarios);
+        let obligations: Vec<String> = p
+            .verification_obligations
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} (obligation {}, check {} {})",
+                    o.description, o.obligation_id, o.check_spec_id, o.check_spec_digest
+                )
+            })
+            .collect();
+        list(&mut s, "Verification obligations", &obligations);
+    }
     for c in &p.relevant_code {
         // A fence the source's own code blocks cannot close (a Markdown file's ``` lines
         // would otherwise end it and be read as package structure).
@@ -181,6 +255,15 @@ pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool, math: boo
             } else {
                 it.source_refs.join(", ")
             };
+            if labelled {
+                let _ = writeln!(
+                    s,
+                    "- [{}] (sources: {sources}) **content:** {}",
+                    it.kind.wire_name(),
+                    item_lines(&it.content)
+                );
+                continue;
+            }
             let item = format!("[{}] {} (sources: {sources})", it.kind.wire_name(), it.content);
             let _ = writeln!(s, "- {}", item_lines(&item));
         }
@@ -196,6 +279,18 @@ pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool, math: boo
         p.response_contract.max_event_bytes
     );
     s
+}
+
+/// A list of items already written as Markdown (compiler/8's labelled items).
+fn written_list(s: &mut String, title: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "### {title}\n");
+    for it in items {
+        let _ = writeln!(s, "- {it}");
+    }
+    let _ = writeln!(s);
 }
 
 fn list(s: &mut String, title: &str, items: &[String], inline: bool, math: bool) {
