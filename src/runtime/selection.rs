@@ -53,7 +53,24 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// installed: a directive at it is `cited-not-routed`, whose note names `explicitIds`
 /// (outside review 206 F2: routing/7 recorded `cited-installed` and told the user the skill
 /// was in the worker's context, where its native flags keep the agent from loading it).
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/8";
+///
+/// Routing/9 reads the query and every source's name and description as NFKC before it
+/// cuts them into tokens, so the same words typed in another Unicode form (NFD accents, as
+/// macOS input and many copies give them; fullwidth letters) rank alike, as directives and
+/// citations are read (outside review 224 F1: "café résumé menu" in NFD matched only `menu`
+/// and was left pending where the NFC query loaded the skill).
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/9";
+
+/// The eighth routing policy: routing/9 cutting tokens from the text as typed (no NFKC).
+/// Selections recorded under it are checked under it; its receipts are not reused under
+/// routing/9.
+pub const ROUTING_POLICY_V8: &str = "closure-ledger-routing/8";
+
+/// Whether `policy` is routing/8 or later (a manual-only skill the profile installs is
+/// unrouted).
+fn from_v8(policy: &str) -> bool {
+    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V8
+}
 
 /// The seventh routing policy: routing/8 reading a directive at a manual-only skill the
 /// profile installs as at any installed skill (`cited-installed`). Selections recorded under
@@ -62,7 +79,7 @@ pub const ROUTING_POLICY_V7: &str = "closure-ledger-routing/7";
 
 /// Whether `policy` is routing/7 or later (`cited-installed`).
 fn from_v7(policy: &str) -> bool {
-    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V7
+    from_v8(policy) || policy == ROUTING_POLICY_V7
 }
 
 /// The sixth routing policy: routing/7 with fewer refusal words and phrases (the lexical
@@ -238,7 +255,7 @@ pub enum SelectionError {
     /// `id` as shown (`shown_id`).
     #[error("agent-proposed {id} is not routable ({rule})")]
     NotRoutable { id: String, rule: String },
-    #[error("the selection closes over {0} sources, over {MAX_CLOSURE}")]
+    #[error("the selection closes over {0} sources, more than {MAX_CLOSURE}")]
     ClosureTooLarge(usize),
     #[error("the --previous receipt is not a selection recorded in this ledger")]
     PreviousUnknown,
@@ -345,9 +362,16 @@ fn stem(word: &str) -> String {
     }
 }
 
-/// The routing policy's tokens of `text`.
+/// The current routing policy's tokens of `text`.
 pub fn tokens(text: &str) -> Vec<String> {
-    text.to_lowercase()
+    tokens_as(ROUTING_POLICY, text)
+}
+
+/// Routing policy `policy`'s tokens of `text`: from routing/9 its NFKC form's.
+pub fn tokens_as(policy: &str, text: &str) -> Vec<String> {
+    use unicode_normalization::UnicodeNormalization;
+    let read: String = if policy == ROUTING_POLICY { text.nfkc().collect() } else { text.to_owned() };
+    read.to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 2 && !STOP_WORDS.contains(w))
         .map(stem)
@@ -369,7 +393,12 @@ fn candidate(source: &RegistrySource, score: u32, matched: Vec<String>) -> Selec
 /// BM25 of `query` over `sources` (the routable ones): every source with a score above
 /// zero, best first, ties by id.
 pub fn rank(query: &str, sources: &[&RegistrySource]) -> Vec<SelectionCandidate> {
-    rank_terms(&tokens(query).into_iter().collect(), sources)
+    rank_as(ROUTING_POLICY, query, sources)
+}
+
+/// [`rank`] under routing policy `policy` (its tokens: [`tokens_as`]).
+pub fn rank_as(policy: &str, query: &str, sources: &[&RegistrySource]) -> Vec<SelectionCandidate> {
+    rank_terms(policy, &tokens_as(policy, query).into_iter().collect(), sources)
 }
 
 /// [`rank`] over the query's terms `q`. A source's score and `matched` words depend only
@@ -377,7 +406,7 @@ pub fn rank(query: &str, sources: &[&RegistrySource]) -> Vec<SelectionCandidate>
 /// ranking over any part of `q` that holds a candidate's matched words gives that
 /// candidate the very score and words ranking over `q` gave it (replay's check of a
 /// recorded shortlist, [`lexical_recorded`]).
-fn rank_terms(q: &BTreeSet<String>, sources: &[&RegistrySource]) -> Vec<SelectionCandidate> {
+fn rank_terms(policy: &str, q: &BTreeSet<String>, sources: &[&RegistrySource]) -> Vec<SelectionCandidate> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
     if q.is_empty() || sources.is_empty() {
@@ -386,10 +415,10 @@ fn rank_terms(q: &BTreeSet<String>, sources: &[&RegistrySource]) -> Vec<Selectio
     let docs: Vec<Vec<String>> = sources
         .iter()
         .map(|s| {
-            let name = tokens(&s.name);
+            let name = tokens_as(policy, &s.name);
             let mut doc = name.clone();
             doc.extend(name);
-            doc.extend(tokens(&s.description));
+            doc.extend(tokens_as(policy, &s.description));
             doc
         })
         .collect();
@@ -1237,13 +1266,13 @@ pub fn lexical_over(
     installed: &[&RegistrySource],
 ) -> Lexical {
     let none = |reason| Lexical { root: None, pending: false, reason, candidates: Vec::new() };
-    let Some(query) = query.filter(|q| !tokens(q).is_empty() || q.contains("skill:")) else {
+    let Some(query) = query.filter(|q| !tokens_as(policy, q).is_empty() || q.contains("skill:")) else {
         return none(REASON_NO_QUERY);
     };
     let v5 = from_v5(policy);
     let v4 = from_v4(policy);
     let several = if v5 { REASON_SEVERAL_CITED } else { REASON_SEVERAL_DIRECTIVES };
-    let ranked = rank(query, routable);
+    let ranked = rank_as(policy, query, routable);
     let Citations { directed, mentioned } = citations(query, routable);
     // The skills the query names that the profile does not route, and those of them it
     // directs to (routing/4 left such a directive pending as one more named skill).
@@ -1382,7 +1411,7 @@ pub fn lexical_over(
 /// the query could show — a word of it that no listed candidate matched — is not checked.
 fn candidates_as_ranked(e: &SelectionRecorded, routable: &[&RegistrySource]) -> Result<(), RuleViolation> {
     let terms: BTreeSet<String> = e.candidates.iter().flat_map(|c| c.matched.iter().cloned()).collect();
-    let ranked = rank_terms(&terms, routable);
+    let ranked = rank_terms(&e.routing_policy, &terms, routable);
     for c in &e.candidates {
         let Some(source) = routable.iter().find(|s| s.id == c.id) else {
             return Err(violation(Rule::Selection, format!("candidate {} is not routable", c.id)));
@@ -1499,7 +1528,7 @@ fn lexical_recorded(
             // selectable) for a query to cite one (outside review 115: relabelled over a
             // plan that routes or installs every source).
             // Routing/8: or a manual-only source the plan installs (outside review 206 F2).
-            let manual_installed = e.routing_policy == ROUTING_POLICY && installs_manual_only;
+            let manual_installed = from_v8(&e.routing_policy) && installs_manual_only;
             ensure!(
                 e.candidates.is_empty()
                     && e.query_digest.is_some()
@@ -1723,30 +1752,41 @@ pub(crate) fn closure_over(
 ) -> Result<Vec<String>, SelectionError> {
     let mut out: BTreeSet<String> = BTreeSet::new();
     let mut stack: Vec<(String, Option<String>)> = roots.iter().rev().map(|r| (r.clone(), None)).collect();
+    // Past `max` the walk goes on only to count the whole closure, so the refusal names its
+    // size (outside review 224 F2: it named the first size past the bound); it visits each
+    // source of the registry at most once.
+    let mut over = false;
     while let Some((id, of)) = stack.pop() {
         if out.contains(&id) {
             continue;
         }
-        let source = sources.get(id.as_str()).ok_or_else(|| unknown_id(&id))?;
-        if excluded(&id) {
-            return Err(match of {
-                Some(of) => SelectionError::ExcludedDependency { id, of },
-                None => SelectionError::Excluded { id },
-            });
-        }
-        if let Some(rule) = unselectable(source) {
-            return Err(SelectionError::NotSelectable { id, rule });
-        }
-        if source.manual_only && !manual_ok(&id) {
-            return Err(SelectionError::ManualOnly { id, of });
+        let source = match sources.get(id.as_str()) {
+            Some(source) => source,
+            None if over => continue,
+            None => return Err(unknown_id(&id)),
+        };
+        if !over {
+            if excluded(&id) {
+                return Err(match of {
+                    Some(of) => SelectionError::ExcludedDependency { id, of },
+                    None => SelectionError::Excluded { id },
+                });
+            }
+            if let Some(rule) = unselectable(source) {
+                return Err(SelectionError::NotSelectable { id, rule });
+            }
+            if source.manual_only && !manual_ok(&id) {
+                return Err(SelectionError::ManualOnly { id, of });
+            }
         }
         for dep in source.dependencies.iter().rev() {
             stack.push((dep.clone(), Some(id.clone())));
         }
         out.insert(id);
-        if out.len() > max {
-            return Err(SelectionError::ClosureTooLarge(out.len()));
-        }
+        over |= out.len() > max;
+    }
+    if over {
+        return Err(SelectionError::ClosureTooLarge(out.len()));
     }
     Ok(out.into_iter().collect())
 }
@@ -2174,6 +2214,7 @@ pub fn decide_live(
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
     let policy = [
         ROUTING_POLICY,
+        ROUTING_POLICY_V8,
         ROUTING_POLICY_V7,
         ROUTING_POLICY_V6,
         ROUTING_POLICY_V5,
@@ -2188,7 +2229,7 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
         violation(
             Rule::Selection,
             format!(
-                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V7}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
+                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V8}, {ROUTING_POLICY_V7}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
                      {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                 e.routing_policy
             ),

@@ -223,6 +223,42 @@ fn directive_wording() {
     assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("directive", ids(&["skill:release-notes"])));
 }
 
+/// Routing/9: the same words in any Unicode form rank alike.
+#[test]
+fn ranking_reads_every_unicode_form_of_the_same_words_alike() {
+    // Routing/9 cuts tokens from the NFKC form: an NFD accent and fullwidth letters read as
+    // typed composed or in ASCII (outside review 224 F1: the NFD query matched one word of
+    // three and was left pending where the NFC one loaded the skill).
+    assert_eq!(tokens("cafe\u{301} re\u{301}sume\u{301} menu"), tokens("caf\u{e9} r\u{e9}sum\u{e9} menu"));
+    assert_eq!(tokens("\u{ff52}\u{ff45}\u{ff56}\u{ff49}\u{ff45}\u{ff57} code"), tokens("review code"));
+    // Routing/8 cut them as typed: its records are checked that way.
+    assert_ne!(
+        sel::tokens_as(sel::ROUTING_POLICY_V8, "cafe\u{301} menu"),
+        sel::tokens_as(sel::ROUTING_POLICY_V8, "caf\u{e9} menu")
+    );
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    let typed = "Tune the slow PostgreSQL queries and add indexes";
+    let plain = decide_live(&st, &task(Some(typed)), &Request::default()).unwrap();
+    assert_eq!((plain.decision, plain.reason.as_str()), (SelectionDecision::Selected, "ranked"));
+    let wide: String =
+        typed
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphabetic() {
+                    char::from_u32(u32::from(c) - 0x21 + 0xff01).unwrap()
+                } else {
+                    c
+                }
+            })
+            .collect();
+    let e = decide_live(&st, &task(Some(&wide)), &Request::default()).unwrap();
+    assert_eq!(
+        (e.decision, &e.reason, &e.selected_ids, &e.candidates),
+        (plain.decision, &plain.reason, &plain.selected_ids, &plain.candidates)
+    );
+}
+
 #[test]
 fn ranking_is_lexical_deterministic_and_over_a_bar() {
     assert_eq!(tokens("Testing the APIs, tests & versioning"), ids(&["test", "api", "test", "version"]));
@@ -445,6 +481,10 @@ fn eligibility_exclusions_manual_only_and_closure() {
     let mut t = task(None);
     t.explicit_ids = ids(&["skill:react-components"]);
     assert_eq!(decide_live(&st2, &t, &Request::default()).unwrap_err(), SelectionError::ClosureTooLarge(9));
+    // The refusal counts the whole closure, not the first size past the bound (outside
+    // review 224 F2: "closes over 9" for 10 and 12).
+    t.explicit_ids = ids(&["skill:deploy", "skill:react-components"]);
+    assert_eq!(decide_live(&st2, &t, &Request::default()).unwrap_err(), SelectionError::ClosureTooLarge(10));
     t.explicit_ids = ids(&["skill:kubernetes"]);
     assert_eq!(decide_live(&st2, &t, &Request::default()).unwrap().selected_ids.len(), 1);
 }
@@ -567,7 +607,7 @@ fn a_single_shared_word_never_routes() {
         (SelectionDecision::Pending, "closure-ledger-routing/6")
     );
     let mut unknown = v6.clone();
-    unknown.routing_policy = "closure-ledger-routing/8".to_owned();
+    unknown.routing_policy = "closure-ledger-routing/10".to_owned();
     assert!(ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(unknown))], ctx).is_err());
     ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v6))], ctx).unwrap();
     drop(ledger);
@@ -812,7 +852,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     ] {
         let e = decide(q, &["skill:kubernetes"]);
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
-        assert_eq!(e.routing_policy, "closure-ledger-routing/8");
+        assert_eq!(e.routing_policy, "closure-ledger-routing/9");
     }
     // Outside review 175 F1, F2 (routing/7): a directive quoted in other marks, struck out,
     // commented out, in a fenced block or reported is not the user's; other languages'
@@ -1251,7 +1291,7 @@ fn a_directive_at_a_manual_only_skill_full_installs_is_not_routed() {
     let e = decide_live(&st, &task(Some("Use the deploy skill to ship the release.")), &Request::default())
         .unwrap();
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-not-routed"), "{e:?}");
-    assert_eq!(e.routing_policy, "closure-ledger-routing/8");
+    assert_eq!(e.routing_policy, "closure-ledger-routing/9");
     let routable = decide_live(&st, &task(Some("Use the kubernetes skill.")), &Request::default()).unwrap();
     assert_eq!((routable.decision, routable.reason.as_str()), (SelectionDecision::None, "cited-installed"));
     let (mut ledger, _) =
