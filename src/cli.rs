@@ -1294,6 +1294,8 @@ fn compile(
                 "recordedManifestDigest": found.recorded_manifest_digest,
                 "matchesRecorded": found.matches_recorded,
                 "dispatched": found.dispatched,
+                // STARTED, DISPATCHED, FINISHED, FAILED, CANCELLED or INTERRUPTED now.
+                "status": crate::replay::status_key(found.status),
                 "resumedThread": found.resumed,
                 "contextChangedAt": found.context_changed_at.map(|(seq, kind)| json!({"seq": seq, "kind": kind})),
                 "goalRevisedAt": found.goal_revised_at,
@@ -1309,11 +1311,19 @@ fn compile(
     }
     if !found.dispatched {
         // A package no worker received: say so, beside it (not an error: it is what was
-        // compiled, and recorded).
+        // compiled, and recorded) — and whether one still may (outside review 223 F1).
+        let ended = if found.status.is_active() {
+            String::new()
+        } else {
+            format!(
+                ", and it has ended ({}): no claim of it can be made now",
+                crate::runtime::status_name(found.status)
+            )
+        };
         let _ = writeln!(
             err,
             "ledger: note: attempt {id} was never dispatched: no dispatch claim is recorded, so no worker received \
-             this package"
+             this package{ended}"
         );
     }
     if let Some((seq, kind)) = found.context_changed_at {

@@ -323,6 +323,23 @@ pub struct Recompiled {
     /// or ACCEPT on its (finished) result, would be refused as stale now
     /// ([`admission::stale_now`]); `None` while current.
     pub stale_now: Option<String>,
+    /// Its status over the whole ledger: an Attempt that ended before any dispatch claim
+    /// (cancelled, or with its workflow) can never be claimed, whatever `stale_now` says
+    /// (outside review 223 F1: `staleNow` null read as "current").
+    pub status: crate::runtime::state::AttemptStatus,
+}
+
+/// An Attempt status as `status --json` counts it and `compile --json` shows it.
+pub fn status_key(status: crate::runtime::state::AttemptStatus) -> &'static str {
+    use crate::runtime::state::AttemptStatus;
+    match status {
+        AttemptStatus::Started => "STARTED",
+        AttemptStatus::Dispatched => "DISPATCHED",
+        AttemptStatus::Finished { .. } => "FINISHED",
+        AttemptStatus::Failed => "FAILED",
+        AttemptStatus::Cancelled { interrupted: false } => "CANCELLED",
+        AttemptStatus::Cancelled { interrupted: true } => "INTERRUPTED",
+    }
 }
 
 /// The Thread a RESUME Attempt continued.
@@ -388,12 +405,17 @@ pub fn recompile_attempt(root: &Path, attempt: Id) -> Result<Option<Recompiled>,
                 context_changed_at: None,
                 goal_revised_at: None,
                 stale_now: None,
+                status: crate::runtime::state::AttemptStatus::Started,
             });
         }
         admission::apply(&mut state, &sealed.entry).map_err(inadmissible)
     };
     store::replay_journal(root, &mut fold)?;
-    Ok(found.map(|found| Recompiled { stale_now: admission::stale_now(&state, attempt), ..found }))
+    Ok(found.map(|found| Recompiled {
+        stale_now: admission::stale_now(&state, attempt),
+        status: state.attempts.get(&attempt).map_or(found.status, |a| a.status),
+        ..found
+    }))
 }
 
 /// Whether dispatched Attempt `attempt`'s context changed: a bound input changed after its
@@ -498,19 +520,10 @@ impl StateCounts {
         }
         for (id, attempt) in state.attempts.iter() {
             add(&mut counts.attempts, "total");
-            let key = match attempt.status {
-                AttemptStatus::Started => "STARTED",
-                AttemptStatus::Dispatched if context_changed(state, *id) => {
-                    add(&mut counts.attempts, "contextChanged");
-                    "DISPATCHED"
-                }
-                AttemptStatus::Dispatched => "DISPATCHED",
-                AttemptStatus::Finished { .. } => "FINISHED",
-                AttemptStatus::Failed => "FAILED",
-                AttemptStatus::Cancelled { interrupted: false } => "CANCELLED",
-                AttemptStatus::Cancelled { interrupted: true } => "INTERRUPTED",
-            };
-            add(&mut counts.attempts, key);
+            if attempt.status == AttemptStatus::Dispatched && context_changed(state, *id) {
+                add(&mut counts.attempts, "contextChanged");
+            }
+            add(&mut counts.attempts, status_key(attempt.status));
         }
         for ev in state.evidence.values() {
             add(&mut counts.evidence, "total");

@@ -27,7 +27,7 @@ use ledger_schema::{Entry, Event, Id};
 
 pub use attempt::{
     AttemptBinding, ContextInput, attempt_binding, current_binding, in_flight, in_flight_binding, input_of,
-    mark_context_changed, result_binding, result_kind_allowed, thread_history_withdrawn,
+    mark_context_changed, result_binding, result_kind_allowed, status_name, thread_history_withdrawn,
 };
 pub use command::Command;
 pub use evidence::DEFAULT_WORKING_BUDGET_BYTES;

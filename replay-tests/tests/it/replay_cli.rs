@@ -89,6 +89,27 @@ fn compile_says_when_no_worker_received_the_package() {
     let why = j["staleNow"].as_str().unwrap_or_default();
     assert!(why.contains("ManifestStale") && why.contains("human decision"), "{j}");
     assert!(err.contains("no longer current"), "{err}");
+    assert_eq!(j["status"], "STARTED", "{j}");
+    assert!(!err.contains("has ended"), "{err}");
+    // Cancelled before any claim: it has ended and can never be claimed, and `compile` says
+    // so (outside review 223 F1: `staleNow` null and the note read as if it were current).
+    on_ledger(&dir, |s| {
+        let version = s.ledger.state().workflows[&lid(closure_ledger::lifecycle::WORKFLOW)].version;
+        s.run(closure_ledger::runtime::Command::CancelAttempt(
+            closure_ledger::runtime::command::CancelAttempt {
+                attempt_id: lid(0x60),
+                workflow_version: version,
+                reason: "the goal is being revised".to_owned(),
+            },
+        ))
+        .unwrap();
+    });
+    let (j, err) = compile_json(&dir, 0x60);
+    assert_eq!((j["status"].as_str(), j["dispatched"].as_bool()), (Some("CANCELLED"), Some(false)), "{j}");
+    assert!(
+        err.contains("never dispatched") && err.contains("has ended (cancelled before dispatch)"),
+        "{err}"
+    );
 }
 
 /// A finished IMPLEMENT result a Human Decision made stale after it: `compile` says a
