@@ -401,16 +401,24 @@ fn print_report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -
         return emit_json(out, &json!(st));
     }
     let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    // The configured include and exclude lists, where they hold anything: a later `set`
+    // keeps them, so a text reader sees why a skill is in or out (outside review 224 F4: an
+    // exclusion made under Full kept a skill from Lean and showed only in --json).
+    let filter = |name: &str, ids: &[String]| {
+        if ids.is_empty() { String::new() } else { format!(" {name} [{}]", ids.join(", ")) }
+    };
     emit(
         out,
         format!(
-            "{}: revision {} profile {} target {} mode {} selected [{}]",
+            "{}: revision {} profile {} target {} mode {} selected [{}]{}{}",
             st.outcome,
             st.revision,
             or_none(&st.profile_id),
             st.target.map(|t| crate::runtime::wire(&t)).unwrap_or_else(|| "-".into()),
             st.selection_mode.map(|m| crate::runtime::wire(&m)).unwrap_or_else(|| "-".into()),
-            st.selected_ids.join(", ")
+            st.selected_ids.join(", "),
+            filter("include", &st.include),
+            filter("exclude", &st.exclude)
         ),
     )?;
     emit(

@@ -439,15 +439,30 @@ impl PlanInput {
         let list = |given: &Option<Vec<String>>, configured: fn(&ProfileSelection) -> &Vec<String>| {
             given.clone().or_else(|| current.map(|c| configured(c).clone())).unwrap_or_default()
         };
-        rp::plan(
-            registry,
-            digest,
-            &self.profile,
-            self.target.or(current.map(|c| c.target)).unwrap_or(Target::Codex),
-            self.mode.or(current.map(|c| c.mode)).unwrap_or(SelectionMode::Manual),
-            &list(&self.include, |c| &c.include),
-            &self.exclusions(current),
-        )
+        let target = self.target.or(current.map(|c| c.target)).unwrap_or(Target::Codex);
+        let mode = self.mode.or(current.map(|c| c.mode)).unwrap_or(SelectionMode::Manual);
+        let include = list(&self.include, |c| &c.include);
+        let exclude = self.exclusions(current);
+        let plan = rp::plan(registry, digest, &self.profile, target, mode, &include, &exclude)?;
+        // An id given to --include that the plan installs without it adds nothing to the
+        // generation — only a new plan digest, which sets every earlier receipt aside
+        // (outside review 224 F3: Lean's own eager skill, or any skill under Full).
+        for id in self.include.iter().flatten() {
+            let without: Vec<String> = include.iter().filter(|x| *x != id).cloned().collect();
+            let Ok(other) = rp::plan(registry, digest, &self.profile, target, mode, &without, &exclude)
+            else {
+                continue;
+            };
+            if other.selected_ids == plan.selected_ids {
+                let reason = other.entries.iter().find(|e| e.id == *id).map(|e| e.reason.clone());
+                return Err(PlanError::IncludeAddsNothing {
+                    id: id.clone(),
+                    profile: self.profile.clone(),
+                    reason: reason.unwrap_or_default(),
+                });
+            }
+        }
+        Ok(plan)
     }
 
     fn exclusions(&self, current: Option<&ProfileSelection>) -> Vec<String> {

@@ -209,6 +209,12 @@ pub enum PlanError {
         "{0:?} is both included and excluded (the configured include and exclude lists hold unless given: `set` and `preview` take --clear-filters to start from none; a named `resolve` never drops a configured exclusion)"
     )]
     IncludedAndExcluded(String),
+    /// An id given to `--include` that the profile installs without it (outside review 224
+    /// F3: accepted, it made a new revision that set every earlier receipt aside).
+    #[error(
+        "{id:?} is installed by profile {profile:?} without --include ({reason}): including it adds nothing; drop it"
+    )]
+    IncludeAddsNothing { id: String, profile: String, reason: String },
     #[error("{0:?} is given twice in --{1}")]
     Duplicate(String, &'static str),
     #[error("too many ids in --{0}: at most {MAX_SELECTION_IDS}")]

@@ -27,6 +27,34 @@ fn status(s: &Setup) -> (u8, String, String) {
     s.run(&["profile", "status"], &["--json"])
 }
 
+/// The text of `set` and `status` shows the configured include and exclude lists, which
+/// a later `set` keeps: an exclusion made under Full keeps a skill from Lean, and the text
+/// says why (outside review 224 F4: only `--json` showed it).
+#[test]
+fn the_text_report_shows_the_configured_filters() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let text = |r: (u8, String, String)| {
+        assert_eq!(r.0, 0, "{}{}", r.1, r.2);
+        r.1.lines().next().unwrap_or_default().to_owned()
+    };
+    let root_arg = root.to_str().unwrap();
+    let first =
+        text(s.run(&["profile", "set"], &["--state-root", root_arg, "full", "--exclude", "skill:deploy"]));
+    assert!(first.ends_with("exclude [skill:deploy]"), "{first}");
+    let lean = text(s.run(&["profile", "set"], &["--state-root", root_arg, "lean"]));
+    assert!(lean.ends_with("exclude [skill:deploy]"), "{lean}");
+    let st = text(s.run(&["profile", "status"], &[]));
+    assert!(st.ends_with("exclude [skill:deploy]"), "{st}");
+    let both = text(s.run(
+        &["profile", "set"],
+        &["--state-root", root_arg, "lean", "--include", "skill:api-design", "--clear-filters"],
+    ));
+    assert!(both.ends_with("include [skill:api-design]"), "{both}");
+    let plain = text(s.run(&["profile", "set"], &["--state-root", root_arg, "lean", "--clear-filters"]));
+    assert!(!plain.contains("include") && !plain.contains("exclude"), "{plain}");
+}
+
 /// Full -> Lean -> Full, then rollback twice: each a new revision; rollback returns to the
 /// previous generation and selection, and rolling back twice toggles. Replay re-derives
 /// every recorded plan.
@@ -1331,7 +1359,7 @@ fn an_executable_file_stays_executable_in_its_generation() {
     let (code, _, err) = s.scan();
     assert_eq!(code, 0, "{err}");
     let root = root_of(&s);
-    let r = ok(set(&s, &root, &["full", "--include", "skill:api-design"]));
+    let r = ok(set(&s, &root, &["full"]));
     let generation = Path::new(r["generationRoot"].as_str().unwrap());
     let copy = generation.join(".codex/skills/api-design/scripts/lint_openapi.py");
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;

@@ -135,6 +135,17 @@ fn preview_refusals() {
         (&["lean", "--include", "skill:shell-tools"], "never selectable (authority-bearing)"),
         (&["lean", "--include", "skill:git-status"], "never selectable (dynamic-content)"),
         (&["medium"], "unknown profile"),
+        // An include the profile installs anyway adds nothing but a new plan digest (outside
+        // review 224 F3: it made a revision that set every earlier receipt aside).
+        (
+            &["lean", "--include", "skill:python-patterns"],
+            "installed by profile \"lean\" without --include (required)",
+        ),
+        (&["lean", "--include", "skill:testing"], "installed by profile \"lean\" without --include (eager)"),
+        (
+            &["full", "--include", "skill:api-design"],
+            "installed by profile \"full\" without --include (eager)",
+        ),
     ];
     for (args, expect) in cases {
         let (code, out, err) = s.run(&["profile", "preview"], args);
