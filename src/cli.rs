@@ -219,17 +219,20 @@ where
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli.command, &mut *out, &mut *err)));
     let ran = match ran {
         Ok(ran) => ran,
-        Err(_) if crate::store::sled_close_failed() => Err(Failure {
-            code: EXIT_USAGE_OR_IO,
-            // (Outside review 213 F1: a `submit` stops at its first line with no receipt; 214 F3:
-            // the words are the same for every command, which may have committed its entry.)
-            message: "the command stopped: sled's copy could not be synced (an I/O error) — whatever the \
-                      journal committed stands, this command's own entry included if it reached its commit (`ledger \
-                      status` shows the head; the same command again is answered as a duplicate if it did; a `submit` \
-                      stopped after its last printed receipt), and the next open restores sled from the journal"
-                .to_owned(),
-        }),
-        Err(panic) => std::panic::resume_unwind(panic),
+        Err(panic) => match crate::store::sled_close_failed() {
+            Some(failed) => Err(Failure {
+                code: EXIT_USAGE_OR_IO,
+                // (Outside review 213 F1: a `submit` stops at its first line with no receipt;
+                // 214 F3: the words are the same for every command, which may have committed
+                // its entry; 219 F5: the seqs this command committed, which its store knows.)
+                message: format!(
+                    "the command stopped: sled's copy could not be synced (an I/O error) — whatever the journal \
+                     committed stands, {}, and the next open restores sled from the journal",
+                    close_committed(failed.committed)
+                ),
+            }),
+            None => std::panic::resume_unwind(panic),
+        },
     };
     match ran {
         Ok(()) => EXIT_OK,
@@ -238,6 +241,29 @@ where
             let _ = writeln!(err, "ledger: {}", one_line(&f.message));
             f.code
         }
+    }
+}
+
+/// What a store whose sled failed its last sync had committed, for the one-line message.
+fn close_committed(committed: Option<crate::store::Committed>) -> String {
+    let Some(c) = committed else {
+        return "this command's own entry included if it reached its commit (`ledger status` shows the head; the \
+                same command again is answered as a duplicate if it did)"
+            .to_owned();
+    };
+    let first = c.opened_seq.map_or(0, |o| o.saturating_add(1));
+    match c.head_seq.checked_sub(first) {
+        None => format!("this command committed no entry (the head is seq {})", c.head_seq),
+        Some(0) => format!(
+            "this command's entry included: it committed seq {} (the same command again is answered as a \
+             duplicate)",
+            c.head_seq
+        ),
+        Some(_) => format!(
+            "this command's entries included: it committed seqs {first} to {} (a `submit` stopped after its last \
+             printed receipt)",
+            c.head_seq
+        ),
     }
 }
 
@@ -1381,6 +1407,23 @@ fn compile(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
     use super::*;
+
+    /// A failed last sync of sled's says what the command's store committed (outside review
+    /// 219 F5: every command got one sentence that did not say whether its entry stood).
+    #[test]
+    fn a_failed_sled_close_names_what_the_command_committed() {
+        use crate::store::Committed;
+        let said = |opened_seq, head_seq| close_committed(Some(Committed { opened_seq, head_seq }));
+        assert!(said(Some(13), 14).contains("it committed seq 14 "), "{}", said(Some(13), 14));
+        assert!(said(Some(13), 20).contains("it committed seqs 14 to 20 "), "{}", said(Some(13), 20));
+        assert!(
+            said(Some(13), 13).contains("committed no entry (the head is seq 13)"),
+            "{}",
+            said(Some(13), 13)
+        );
+        assert!(said(None, 0).contains("it committed seq 0 "), "a new ledger's genesis is its own");
+        assert!(close_committed(None).contains("if it reached its commit"));
+    }
 
     /// What `show` and `export` print is the same JSON value with every character that
     /// reads differently on a terminal escaped: a C1 control, a right-to-left override, a

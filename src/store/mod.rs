@@ -26,9 +26,9 @@ pub use chain::{Chain, Head};
 pub use checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 pub use cut_mark::MARKER as CUT_MARKER;
 pub use disk::{
-    AuditScope, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry, OpenReport, StoreReader,
-    Threads, TornTail, VerifyReport, audit, audit_live, audit_with, holds_ledger, init, init_then,
-    inside_sled, replay_journal, sled_close_failed, verify,
+    AuditScope, CloseFailed, Committed, Copies, Damage, DamageKind, DiskStore, IndexRebuilt, OnEntry,
+    OpenReport, StoreReader, Threads, TornTail, VerifyReport, audit, audit_live, audit_with, holds_ledger,
+    init, init_then, inside_sled, replay_journal, sled_close_failed, verify,
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};

@@ -297,7 +297,25 @@ std::thread_local! {
 }
 
 std::thread_local! {
-    static SLED_CLOSE_FAILED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static SLED_CLOSE_FAILED: std::cell::Cell<Option<CloseFailed>> = const { std::cell::Cell::new(None) };
+    static CLOSING: std::cell::Cell<Option<Committed>> = const { std::cell::Cell::new(None) };
+}
+
+/// What a store closing on this thread had committed: its head's seq when it opened and
+/// when it closed (the entries it committed, if any, are the seqs between).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Committed {
+    /// `None` for a ledger the store created (its genesis is its own).
+    pub opened_seq: Option<u64>,
+    pub head_seq: u64,
+}
+
+/// sled's last sync failed as a store closed ([`sled_close_failed`]), and what that store had
+/// committed, where it says (outside review 219 F5: the message did not say whether this
+/// command's entry was committed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseFailed {
+    pub committed: Option<Committed>,
 }
 
 /// A store's handles into sled close: sled 0.34 syncs its log file when its last handle
@@ -309,25 +327,28 @@ std::thread_local! {
 #[derive(Debug)]
 pub(in crate::store) struct ClosingEnds;
 
-/// Called first in the drop of an owner of sled handles that holds a [`ClosingEnds`].
-pub(in crate::store) fn closing_begins() {
+/// Called first in the drop of an owner of sled handles that holds a [`ClosingEnds`], with
+/// what the owner committed (a store: its head at open and now).
+pub(in crate::store) fn closing_begins(committed: Option<Committed>) {
     INSIDE_SLED.with(|depth| depth.set(depth.get().saturating_add(1)));
+    CLOSING.with(|closing| closing.set(committed));
 }
 
 impl Drop for ClosingEnds {
     fn drop(&mut self) {
         INSIDE_SLED.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        let committed = CLOSING.with(std::cell::Cell::take);
         if std::thread::panicking() {
-            SLED_CLOSE_FAILED.with(|failed| failed.set(true));
+            SLED_CLOSE_FAILED.with(|failed| failed.set(Some(CloseFailed { committed })));
         }
     }
 }
 
 /// Whether a store's sled handles, closing on this thread, ended in a panic of sled's (its
-/// last sync failed): what the journal committed stands, and the next open restores sled
-/// from it. Reading it clears it.
-pub fn sled_close_failed() -> bool {
-    SLED_CLOSE_FAILED.with(|failed| failed.replace(false))
+/// last sync failed), and what that store committed: what the journal committed stands, and
+/// the next open restores sled from it. Reading it clears it.
+pub fn sled_close_failed() -> Option<CloseFailed> {
+    SLED_CLOSE_FAILED.with(std::cell::Cell::take)
 }
 
 /// Whether this thread is inside a call into sled that is guarded (`sled_guarded`), where
@@ -914,7 +935,7 @@ mod tests {
         }
         impl Drop for Owner {
             fn drop(&mut self) {
-                closing_begins();
+                closing_begins(Some(Committed { opened_seq: Some(4), head_seq: 7 }));
             }
         }
         for fails in [false, true] {
@@ -922,8 +943,9 @@ mod tests {
             let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(owner)));
             assert_eq!(dropped.is_err(), fails);
             assert!(!inside_sled(), "balanced");
-            assert_eq!(sled_close_failed(), fails);
-            assert!(!sled_close_failed(), "cleared once read");
+            let committed = Some(Committed { opened_seq: Some(4), head_seq: 7 });
+            assert_eq!(sled_close_failed(), fails.then_some(CloseFailed { committed }));
+            assert_eq!(sled_close_failed(), None, "cleared once read");
         }
     }
 

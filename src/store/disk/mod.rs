@@ -16,12 +16,12 @@ mod scan;
 pub use audit::{AuditScope, Copies, VerifyReport, audit, audit_live, audit_with, replay_journal, verify};
 #[cfg(feature = "testkit")]
 pub use faults::{FaultPlan, FaultPoint};
+pub use index::{CloseFailed, Committed, inside_sled, sled_close_failed};
 pub(in crate::store) use index::{
     HOLDS_NO_LEDGER, SledFrames, check_meta, chunk_of, entries_of, frame_at_or_before, get_frame,
     insert_frame, key, key_seq, meta_is_current, names_no_ledger, open_sled, parting, read_meta,
     refuse_newer_format, set_aside_damaged_snapshot, sled_guarded, trees, write_meta,
 };
-pub use index::{inside_sled, sled_close_failed};
 pub use read::StoreReader;
 pub use scan::{Damage, DamageKind, OnEntry, Threads};
 pub(in crate::store) use scan::{FramePos, OnDamage, Scan, SledCopy, next_segment_intact, scan};
@@ -136,6 +136,9 @@ pub struct DiskStore {
     sled_pending: Vec<(u64, Vec<u8>)>,
     poisoned: bool,
     faults: Faults,
+    /// The head's seq when the store opened (what it committed is after it); `None` for a
+    /// ledger it created.
+    opened_seq: Option<u64>,
     /// Held for the store's lifetime: one writer per ledger directory.
     _lock: File,
     /// Last: sled's handles above close before it (`index::ClosingEnds`).
@@ -364,7 +367,10 @@ impl Drop for DiskStore {
         let _ = flush_within(&self.db, wait);
         // The fields drop next, sled's handles among them: a panic of sled's closing is
         // quiet, and remembered (`index::sled_close_failed`).
-        index::closing_begins();
+        index::closing_begins(Some(index::Committed {
+            opened_seq: self.opened_seq,
+            head_seq: self.head.seq,
+        }));
     }
 }
 
@@ -470,6 +476,7 @@ fn init_in(
         sled_pending: Vec::new(),
         poisoned: false,
         faults: Faults::default(),
+        opened_seq: None,
         _lock: lock_file,
         _closing: index::ClosingEnds,
     })
@@ -682,6 +689,7 @@ impl DiskStore {
             sled_pending: Vec::new(),
             poisoned: false,
             faults: Faults { plan: faults, seen: [0; 4] },
+            opened_seq: Some(scan.head.seq),
             _lock: lock_file,
             _closing: index::ClosingEnds,
         };
