@@ -2263,6 +2263,19 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
         expected.selected_ids
     );
     let receipt = e.receipt().digest();
+    // A selection is recorded once: the same `select` again is answered as a duplicate and
+    // writes nothing, so a second record of one receipt is no command's (outside review 226
+    // F1: a copy of a pending selection reopened it, and it was answered twice).
+    if let Some(earlier) = state.selections.by_receipt.get(&receipt) {
+        return Err(violation(
+            Rule::Selection,
+            format!(
+                "selection {receipt} is recorded already (seq {}): a selection is recorded once (the same `select` \
+                 again is answered as a duplicate)",
+                earlier.seq
+            ),
+        ));
+    }
     state.selections.by_receipt.insert(
         receipt,
         SelectionState {

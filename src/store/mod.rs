@@ -10,6 +10,7 @@ mod chain;
 mod checkpoint;
 mod cut_mark;
 mod disk;
+mod head_mark;
 mod journal;
 mod memory;
 mod recover;
@@ -603,6 +604,18 @@ pub enum OpenError {
          `ledger recover`, which puts them back first (then give `--truncate-after` again to cut)"
     )]
     CutInterrupted(PathBuf),
+    /// sled will not open, and `head.mark` names a head past the journal's: the journal lost
+    /// acknowledged records at its end, so sled — their only other copy — is not rebuilt
+    /// from it (outside reviews 220 F1, 222; exit 1, nothing changed).
+    #[error(
+        "{} names seq {mark_seq} ({mark_hash}) as a head this ledger reached, and the journal ends at seq \
+         {journal_seq} without it: the journal lost acknowledged records at its end, and sled — their only other copy \
+         — will not open ({sled}), so it is not rebuilt from the journal; nothing was changed. Copy the ledger \
+         directory aside first, then restore the journal (or sled) from a backup if there is one; `ledger recover \
+         --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)",
+        mark.display()
+    )]
+    LostEnd { mark: PathBuf, mark_seq: u64, mark_hash: Digest, journal_seq: u64, sled: String },
     /// `recover` cannot put back the interrupted cut `recover.cut` names (exit 1).
     #[error(
         "{}: cannot put back the interrupted cut it names: {why}; nothing more was changed and the marker stays — \
@@ -750,6 +763,7 @@ impl OpenError {
                 | OpenError::SwapUnresolved { .. }
                 | OpenError::CutInterrupted(_)
                 | OpenError::CutUnresolved { .. }
+                | OpenError::LostEnd { .. }
         ) || matches!(self, OpenError::AfterUndo { source, .. } | OpenError::AfterCutUndo { source, .. }
             if source.is_verification_failure())
     }

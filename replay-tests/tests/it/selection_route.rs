@@ -223,6 +223,31 @@ fn directive_wording() {
     assert_eq!((e.reason.as_str(), e.selected_ids.clone()), ("directive", ids(&["skill:release-notes"])));
 }
 
+/// A selection is recorded once: a second record of the same receipt — a copy of a pending
+/// selection, which would reopen it to a second answer — is refused (outside review 226 F1:
+/// replay admitted the copy, and the pending choice was answered twice).
+#[test]
+fn a_selection_is_recorded_once() {
+    let s = configured(&["--selection", "auto"]);
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    let pending = decide_live(
+        ledger.state(),
+        &task(Some("write something with files and markup")),
+        &Request::default(),
+    )
+    .unwrap();
+    assert_eq!(pending.decision, SelectionDecision::Pending);
+    ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(pending.clone()))], ctx).unwrap();
+    let head = ledger.store().head();
+    let err =
+        ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(pending))], ctx).unwrap_err();
+    assert!(err.to_string().contains("is recorded already"), "{err}");
+    use closure_ledger::store::Store;
+    assert_eq!(ledger.store().head(), head, "nothing written");
+}
+
 /// Routing/9: the same words in any Unicode form rank alike.
 #[test]
 fn ranking_reads_every_unicode_form_of_the_same_words_alike() {

@@ -1,0 +1,158 @@
+//! The head mark: a third witness of how far the journal reached, for the one decision sled
+//! cannot vouch for.
+//!
+//! sled is the journal's only witness of records the journal lost at its end; but when sled
+//! will not open, the writer (and `recover`) rebuild it from the journal as it stands — and
+//! where the journal *also* lost its end (zeroed in place: no trace in the journal itself),
+//! the records only sled held were dropped and the next commit took their seqs. sled 0.34
+//! reports some read failures inside its own open as damage to its files and rewrites its
+//! log over them, so one transient EIO made this double fault (outside reviews 220 F1, 222).
+//!
+//! So each writer store, as it closes, and the writer's open, once both copies verified,
+//! write `head.mark` in the ledger directory: the ledger id and the seq and hash of the
+//! head (written whole: a temporary file, synced, renamed, the directory synced). Before
+//! sled is rebuilt because it will not open, the journal's head is compared with it
+//! ([`refuse_lost_end`]): a journal that ends before the mark lost acknowledged records,
+//! and the rebuild is refused, changing nothing. A mark is evidence only while it is whole
+//! and names this ledger; one that is not (damaged, another ledger's) is set aside as no
+//! evidence, as before it existed. `recover`, which may cut the journal on the operator's
+//! word (`--truncate-after`), writes the head it leaves.
+//!
+//! The mark is written per store, never per commit: what a writer committed since its last
+//! mark (a writer killed before its close) has no third witness — the mark trails the head.
+//! It is no checkpoint either: it lives in the ledger directory, so it guards against
+//! accidents, not against whoever can write there.
+
+use std::path::Path;
+
+use ledger_schema::{Digest, Id};
+
+use super::OpenError;
+use super::chain::Head;
+
+/// The mark's file, in the ledger directory.
+pub const MARK: &str = "head.mark";
+/// Its first line (its format's name and version).
+const HEADER: &str = "closure-ledger head mark 1";
+/// A mark longer than this is not one this build wrote.
+const MAX_MARK_BYTES: u64 = 512;
+/// `derive_key` context of the mark's check line.
+const CHECK_CONTEXT: &str = "closure-ledger v1 head mark";
+
+/// The head a mark names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub ledger: Id,
+    pub seq: u64,
+    pub hash: Digest,
+}
+
+impl Mark {
+    pub fn of(head: &Head) -> Mark {
+        Mark { ledger: head.ledger, seq: head.seq, hash: head.hash }
+    }
+
+    fn body(&self) -> String {
+        format!("{HEADER}\nledger {}\nseq {}\nhash {}\n", self.ledger, self.seq, self.hash)
+    }
+
+    fn text(&self) -> String {
+        let body = self.body();
+        format!("{body}check {}\n", check(&body))
+    }
+
+    fn parse(text: &str) -> Option<Mark> {
+        let (body, check_line) = text.strip_suffix('\n')?.rsplit_once('\n')?;
+        let body = format!("{body}\n");
+        (check_line.strip_prefix("check ")? == check(&body)).then_some(())?;
+        let mut lines = body.strip_suffix('\n')?.split('\n');
+        (lines.next()? == HEADER).then_some(())?;
+        let mut field = |name: &str| lines.next()?.strip_prefix(name)?.strip_prefix(' ').map(str::to_owned);
+        let ledger = field("ledger")?.parse().ok()?;
+        let seq_text = field("seq")?;
+        // Decimal digits only (`u64::from_str` would also take a sign).
+        (!seq_text.is_empty() && seq_text.bytes().all(|b| b.is_ascii_digit())).then_some(())?;
+        let seq = seq_text.parse().ok()?;
+        let hash = field("hash")?.parse().ok()?;
+        let mark = Mark { ledger, seq, hash };
+        (lines.next().is_none() && mark.body() == body).then_some(mark)
+    }
+}
+
+fn check(body: &str) -> String {
+    let key = blake3::derive_key(CHECK_CONTEXT, body.as_bytes());
+    let mut out = String::with_capacity(64);
+    for b in key {
+        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
+    }
+    out
+}
+
+/// Writes the mark of `head` (whole: temporary file, synced, renamed, directory synced).
+pub(super) fn write(root: &Path, head: &Head) -> Result<(), super::IoError> {
+    super::swap::write_marker_file(root, MARK, &Mark::of(head).text())
+}
+
+/// The mark in `root`, if it is whole and names `ledger` (anything else is no evidence).
+pub(super) fn read(root: &Path, ledger: Id) -> Option<Mark> {
+    let marker = root.join(MARK);
+    let bytes = super::swap::marker_bytes(&marker, MAX_MARK_BYTES).ok()?.ok()?;
+    let mark = Mark::parse(std::str::from_utf8(&bytes).ok()?)?;
+    (mark.ledger == ledger).then_some(mark)
+}
+
+/// Before sled, which will not open (`sled`: why), is rebuilt from a journal whose head is
+/// `head`: refused where the mark names a later head — the journal lost acknowledged records
+/// at its end — or another entry at the head's seq. Nothing is changed.
+pub(super) fn refuse_lost_end(root: &Path, head: &Head, sled: &OpenError) -> Result<(), OpenError> {
+    match read(root, head.ledger) {
+        Some(mark) if mark.seq > head.seq || (mark.seq == head.seq && mark.hash != head.hash) => {
+            Err(OpenError::LostEnd {
+                mark: root.join(MARK),
+                mark_seq: mark.seq,
+                mark_hash: mark.hash,
+                journal_seq: head.seq,
+                sled: sled.index_reason(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // tests may panic
+    use super::*;
+
+    #[test]
+    fn a_mark_reads_back_and_nothing_else_parses() {
+        let mark = Mark {
+            ledger: Id::from_u128(7),
+            seq: 46,
+            hash: Digest::of_repeated(ledger_schema::DigestKind::Source, b"x"),
+        };
+        let text = mark.text();
+        assert_eq!(Mark::parse(&text), Some(mark));
+        for bad in [
+            text.replace("seq 46", "seq 47"),
+            text.replace("seq 46", "seq +46"),
+            text.replace("seq 46", "seq 046"),
+            text.replace("mark 1\n", "mark 2\n"),
+            format!("{text}extra\n"),
+            text.trim_end().to_owned(),
+            text.replace("check ", "check  "),
+        ] {
+            assert_eq!(Mark::parse(&bad), None, "{bad:?}");
+        }
+        // Every single byte changed is refused (the check covers the body; the check line
+        // itself must match).
+        for at in 0..text.len() {
+            let mut b = text.clone().into_bytes();
+            b[at] ^= 0x01;
+            if let Ok(t) = String::from_utf8(b) {
+                assert_eq!(Mark::parse(&t), None, "byte {at}");
+            }
+        }
+    }
+}
