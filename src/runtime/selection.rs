@@ -367,10 +367,18 @@ pub fn tokens(text: &str) -> Vec<String> {
     tokens_as(ROUTING_POLICY, text)
 }
 
-/// Routing policy `policy`'s tokens of `text`: from routing/9 its NFKC form's.
+/// Routing policy `policy`'s tokens of `text`. From routing/9 the text is read as a reader
+/// sees it: its NFKC form, without the invisible characters that show nothing (a soft
+/// hyphen or zero-width space inside a word), a word that mixes scripts — a Latin word with
+/// a Cyrillic `о` — as the letters it shows ([`unmixed`]; outside review 226 F3: each of
+/// those dropped a word from the match and turned a pending choice into a ranked load).
 pub fn tokens_as(policy: &str, text: &str) -> Vec<String> {
     use unicode_normalization::UnicodeNormalization;
-    let read: String = if policy == ROUTING_POLICY { text.nfkc().collect() } else { text.to_owned() };
+    let read: String = if policy == ROUTING_POLICY {
+        unmixed(&text.nfkc().filter(|c| !super::invisible(*c)).collect::<String>())
+    } else {
+        text.to_owned()
+    };
     read.to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 2 && !STOP_WORDS.contains(w))
@@ -479,8 +487,52 @@ pub fn negates(query: &str) -> bool {
 pub fn refusal_in(query: &str) -> Option<String> {
     // Read as a reader sees it (NFKC, the confusable skeleton, invisible characters dropped:
     // outside review 66 — "n\u{AD}ot", a Cyrillic `о`, a fullwidth apostrophe), the word
-    // lists read the same way.
+    // lists read the same way; from routing/9 a word that mixes scripts first as the letters
+    // it shows ([`unmixed`]).
     let read = |t: &str| super::goal::reading(&t.to_lowercase().replace(APOSTROPHES, "'"));
+    refusal_read(&unmixed(query), &read)
+}
+
+/// Routing/9: `text` with each word that mixes scripts spelled with the ASCII letters and
+/// digits its letters of other scripts look like — a Greek capital `Ν` in `Νever`, a
+/// Cyrillic `о` in `terrаform` — where one letter's confusable skeleton is one ASCII letter
+/// or digit (outside review 226 F2: lower-cased first, `Ν` became `ν`, whose look-alike is
+/// `v`, so "Νever use the X skill" loaded X; F3: ranking dropped such a word from the
+/// match). A word of one script (Greek, Cyrillic, Japanese, …) is left as written, and so
+/// is every ASCII character (the skeleton spells `I` as `l` and `m` as `rn`).
+fn unmixed(text: &str) -> String {
+    use unicode_security::MixedScript;
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.as_str().is_single_script() {
+            out.push_str(word);
+        } else {
+            for c in word.chars() {
+                let mut buf = [0u8; 4];
+                let mut seen = unicode_security::skeleton(c.encode_utf8(&mut buf));
+                match (seen.next(), seen.next()) {
+                    (Some(a), None) if !c.is_ascii() && a.is_ascii_alphanumeric() => out.push(a),
+                    _ => out.push(c),
+                }
+            }
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c) || super::invisible(c) {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// [`refusal_in`] with the query and the word lists read by `read`.
+fn refusal_read(query: &str, read: &dyn Fn(&str) -> String) -> Option<String> {
     let raw = query;
     // Negations that ask for what follows are none (routing/7, outside review 183 F6).
     let mut query = read(query);
@@ -951,6 +1003,8 @@ const REPORTED: [&str; 30] = [
 /// The ids of `sources` the query cites ([`Citations`]).
 pub fn citations(query: &str, sources: &[&RegistrySource]) -> Citations {
     use unicode_normalization::UnicodeNormalization;
+    // Routing/9: a word mixing scripts as the letters it shows (outside review 226 F2).
+    let query = &unmixed(query);
     // NFKC first: an NFD accent is one letter, as a reader sees it (outside review 87: an
     // NFD `café` was not read as citing `café`).
     // (Apostrophe look-alikes first: NFKC spells `´` as a space and a combining accent.)

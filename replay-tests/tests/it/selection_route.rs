@@ -248,6 +248,38 @@ fn a_selection_is_recorded_once() {
     assert_eq!(ledger.store().head(), head, "nothing written");
 }
 
+/// Routing/9 reads a refusal written with capitals of another script that look like the
+/// Latin ones (outside review 226 F2: a Greek `Ν` in "Νever" was read as `v`, and the
+/// skill the user refused was loaded), and ranks a word with an invisible character or a
+/// look-alike letter of another script inside it as the word it shows (226 F3).
+#[test]
+fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
+    let s = configured(&["--selection", "auto"]);
+    let st = state(&s);
+    for (shown, plain) in [
+        ("\u{39D}ever use the kubernetes skill", "Never use the kubernetes skill"),
+        ("N\u{395}VER use the kubernetes skill", "NEVER use the kubernetes skill"),
+        ("DON'\u{3A4} use the kubernetes skill", "DON'T use the kubernetes skill"),
+        ("Use the kubernetes skill. \u{39D}EVERMIND", "Use the kubernetes skill. NEVERMIND"),
+    ] {
+        let seen = decide_live(&st, &task(Some(shown)), &Request::default()).unwrap();
+        let typed = decide_live(&st, &task(Some(plain)), &Request::default()).unwrap();
+        assert_eq!((seen.decision, &seen.reason), (typed.decision, &typed.reason), "{shown}");
+        assert!(seen.selected_ids.is_empty(), "{shown}: {seen:?}");
+    }
+    for (shown, plain) in [
+        ("review the ter\u{AD}raform plan", "review the terraform plan"),
+        ("review the terra\u{200B}form plan", "review the terraform plan"),
+        ("review the terr\u{430}form plan", "review the terraform plan"),
+        ("review the terraf\u{43E}rm plan", "review the terraform plan"),
+    ] {
+        assert_eq!(tokens(shown), tokens(plain), "{shown:?}");
+    }
+    // A word of one script stays as written (Cyrillic words are not respelled).
+    assert_eq!(tokens("\u{43F}\u{43B}\u{430}\u{43D}"), vec!["\u{43F}\u{43B}\u{430}\u{43D}".to_owned()]);
+    assert_eq!(tokens("menu matches"), vec!["menu".to_owned(), "matche".to_owned()]);
+}
+
 /// Routing/9: the same words in any Unicode form rank alike.
 #[test]
 fn ranking_reads_every_unicode_form_of_the_same_words_alike() {
