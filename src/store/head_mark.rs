@@ -90,12 +90,12 @@ fn check(body: &str) -> String {
 }
 
 /// Writes the mark of `head` (whole: temporary file, synced, renamed, directory synced).
-pub(super) fn write(root: &Path, head: &Head) -> Result<(), super::IoError> {
+pub(crate) fn write(root: &Path, head: &Head) -> Result<(), super::IoError> {
     super::swap::write_marker_file(root, MARK, &Mark::of(head).text())
 }
 
 /// The mark in `root`, if it is whole and names `ledger` (anything else is no evidence).
-pub(super) fn read(root: &Path, ledger: Id) -> Option<Mark> {
+pub(crate) fn read(root: &Path, ledger: Id) -> Option<Mark> {
     let marker = root.join(MARK);
     let bytes = super::swap::marker_bytes(&marker, MAX_MARK_BYTES).ok()?.ok()?;
     let mark = Mark::parse(std::str::from_utf8(&bytes).ok()?)?;
@@ -105,7 +105,7 @@ pub(super) fn read(root: &Path, ledger: Id) -> Option<Mark> {
 /// Before sled, which will not open (`sled`: why), is rebuilt from a journal whose head is
 /// `head`: refused where the mark names a later head — the journal lost acknowledged records
 /// at its end — or another entry at the head's seq. Nothing is changed.
-pub(super) fn refuse_lost_end(root: &Path, head: &Head, sled: &OpenError) -> Result<(), OpenError> {
+pub(crate) fn refuse_lost_end(root: &Path, head: &Head, sled: &OpenError) -> Result<(), OpenError> {
     match read(root, head.ledger) {
         Some(mark) if mark.seq > head.seq || (mark.seq == head.seq && mark.hash != head.hash) => {
             Err(OpenError::LostEnd {
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn a_mark_reads_back_and_nothing_else_parses() {
         let mark = Mark {
-            ledger: Id::from_u128(7),
+            ledger: "01JC0000000000000000000010".parse().unwrap(),
             seq: 46,
             hash: Digest::of_repeated(ledger_schema::DigestKind::Source, b"x"),
         };

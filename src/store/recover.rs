@@ -660,6 +660,11 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
     }
+    // The head recover leaves is the ledger's from here (a cut on the operator's word
+    // included): the head mark says so (best effort: a mark that trails is no evidence lost).
+    if let Ok(report) = &result {
+        let _ = super::head_mark::write(root, &report.head);
+    }
     result
 }
 
@@ -872,6 +877,9 @@ fn recover_cut(
         None => false,
     };
     let tree = trees.map(|(entries, _)| entries);
+    // sled did not open: it cannot say whether the journal lost its end, and the head mark is
+    // asked before it is rebuilt (below).
+    let sled_unopened = tree.is_none();
     let found = survey(root, tree.as_ref(), options.truncate_after, options.checkpoint.as_ref())?;
     // A `--prefer` against the copy a checkpoint names is refused up front (exit 2), whichever
     // rule would decide (outside reviews 45, 46: exit 1 where only the genesis was re-sealed).
@@ -1239,6 +1247,14 @@ fn recover_cut(
         report.torn_tail = Some(super::TornTail { moved_to: Some(moved), ..torn.clone() });
     }
 
+    // sled, which did not open, is the journal's only witness: where the head mark names a
+    // head past the journal's, the journal lost acknowledged records and sled is not rebuilt
+    // over them — unless the operator named the end (`--truncate-after`; outside reviews 220
+    // F1, 222).
+    if sled_unopened && options.truncate_after.is_none() {
+        let why = sled_error.unwrap_or_else(|| OpenError::Usage("its trees will not open".to_owned()));
+        super::head_mark::refuse_lost_end(root, &checked.head, &why)?;
+    }
     let (moved_aside, rebuilt) = rebuild_index(root)?;
     // sled holds nothing the journal lost now: an operator's cut is done.
     cut_mark::remove(root)?;

@@ -1,7 +1,7 @@
 //! What a crash or a broken index leaves behind is restored from the journal with nothing
 //! lost — and only that: anything else is refused, never silently repaired.
 
-use closure_ledger::store::{Checkpoint, DiskStore, Store};
+use closure_ledger::store::{Checkpoint, DiskStore, OpenError, Store};
 use ledger_schema::SealedEntry;
 use replay_tests::*;
 
@@ -792,6 +792,66 @@ fn the_next_writer_rebuilds_an_unopenable_index() {
     let aside = dir.join("sled.broken-1");
     assert!(err.contains("rebuilt the sled index") && err.contains(aside.to_str().unwrap()), "{err}");
     assert!(aside.is_dir());
+}
+
+/// A sled that will not open over a journal that lost its last records (zeroed in place,
+/// which reads as unwritten space): the head mark the last writer left names a later head,
+/// so neither the next writer nor a plain `recover` rebuilds sled from the shorter journal
+/// — the records only sled held were dropped so, and their seqs taken by the next commit
+/// (outside reviews 220 F1, 222: one EIO inside sled's open was enough to make sled
+/// unopenable). Nothing is changed; `recover --truncate-after` on the operator's word
+/// accepts the loss, and the mark then names the head it left.
+#[test]
+fn a_journal_that_lost_its_end_is_not_the_rebuild_of_a_sled_that_will_not_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 6, 3);
+    let frames = journal_frames(&dir);
+    let kept = frames[frames.len() - 3].first_seq + frames[frames.len() - 3].n_entries - 1;
+    // The store's close wrote the mark: seq 18, the head.
+    let mark = std::fs::read_to_string(dir.join("head.mark")).unwrap();
+    assert!(mark.contains("\nseq 18\n"), "{mark}");
+    let mut bytes = std::fs::read(segment(&dir)).unwrap();
+    let lost = frames[frames.len() - 2].range.start..frames[frames.len() - 1].range.end;
+    bytes[lost].fill(0);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    break_sled_conf(&dir);
+    let listing = |dir: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = (listing(&dir), std::fs::read(segment(&dir)).unwrap());
+    let err = DiskStore::open(&dir).map(drop).unwrap_err();
+    assert!(
+        matches!(err, OpenError::LostEnd { mark_seq: 18, journal_seq, .. } if journal_seq == kept),
+        "{err}"
+    );
+    assert!(err.is_verification_failure());
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("lost acknowledged records") && err.contains(&format!("--truncate-after {kept}")),
+        "{err}"
+    );
+    assert_eq!((listing(&dir), std::fs::read(segment(&dir)).unwrap()), before, "nothing changed");
+    // The operator accepts the loss: sled moved aside (kept), rebuilt; the mark follows.
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &kept.to_string()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(dir.join("sled.broken-1").is_dir());
+    let mark = std::fs::read_to_string(dir.join("head.mark")).unwrap();
+    assert!(mark.contains(&format!("\nseq {kept}\n")), "{mark}");
+    let (store, _) = DiskStore::open(&dir).unwrap();
+    assert_eq!(store.head().seq, kept);
+    drop(store);
+    // Without the loss, a sled that will not open is rebuilt by the next writer, as ever.
+    break_sled_conf(&dir);
+    let (store, report) = DiskStore::open(&dir).unwrap();
+    assert!(report.index_rebuilt.is_some());
+    assert_eq!(store.head().seq, kept);
 }
 
 /// One damaged byte in a middle journal record: verify names the damaged record's seq, the
@@ -1875,6 +1935,10 @@ fn zeros_a_roll_left_after_a_segment_are_moved_aside() {
     }
     std::fs::write(dir.join("journal").join(segments[1].file_name().unwrap()), vec![0u8; 65_536]).unwrap();
     std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    // (The ledger this copy stands for never reached past its first segment: no head mark
+    // names a later head — the template's would, and recover would refuse the journal as
+    // having lost them.)
+    std::fs::remove_file(dir.join("head.mark")).unwrap();
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read(&first).unwrap(), original);

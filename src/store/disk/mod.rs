@@ -139,6 +139,8 @@ pub struct DiskStore {
     /// The head's seq when the store opened (what it committed is after it); `None` for a
     /// ledger it created.
     opened_seq: Option<u64>,
+    /// The seq the head mark names, as this store last wrote or read it (`head_mark`).
+    marked_seq: Option<u64>,
     /// Held for the store's lifetime: one writer per ledger directory.
     _lock: File,
     /// Last: sled's handles above close before it (`index::ClosingEnds`).
@@ -365,6 +367,11 @@ impl Drop for DiskStore {
         // Bounded: see `flush_within` (what it could not flush, the next open restores).
         let wait = if self.poisoned { SLED_CLOSE_WAIT_POISONED } else { SLED_CLOSE_WAIT };
         let _ = flush_within(&self.db, wait);
+        // The head this store leaves, as a third witness for the day sled will not open
+        // (`head_mark`; best effort: a mark that trails is evidence not yet taken).
+        if self.marked_seq != Some(self.head.seq) {
+            let _ = crate::store::head_mark::write(&self.root, &self.head);
+        }
         // The fields drop next, sled's handles among them: a panic of sled's closing is
         // quiet, and remembered (`index::sled_close_failed`).
         index::closing_begins(Some(index::Committed {
@@ -477,6 +484,9 @@ fn init_in(
         poisoned: false,
         faults: Faults::default(),
         opened_seq: None,
+        // A genesis needs no mark (no record past it can be lost), and a failed `init`
+        // leaves nothing behind.
+        marked_seq: Some(head.seq),
         _lock: lock_file,
         _closing: index::ClosingEnds,
     })
@@ -539,6 +549,9 @@ impl DiskStore {
                 if let Some(torn) = &journal.torn {
                     return Err(OpenError::torn_unchecked(torn, journal.head.seq + 1, &e));
                 }
+                // Nor is a journal that ends before the head mark: it lost acknowledged
+                // records, and sled was their only other copy (outside reviews 220 F1, 222).
+                crate::store::head_mark::refuse_lost_end(root, &journal.head, &e)?;
                 let (moved, _) = crate::store::recover::rebuild_index(root)?;
                 index_rebuilt = Some(IndexRebuilt { reason: e.index_reason(), moved_aside: moved });
                 open_first(&sled_dir)?
@@ -680,6 +693,13 @@ impl DiskStore {
             index_rebuilt,
             snapshots_set_aside: set_aside.iter().map(|(aside, _)| aside.clone()).collect(),
         };
+        // Both copies verified (or restored) through this head: the head mark names it
+        // (`head_mark`; best effort), so what earlier writers committed has a third witness
+        // even where they were killed before their close wrote one.
+        let marked_seq = match crate::store::head_mark::read(root, scan.head.ledger) {
+            Some(mark) if mark.seq == scan.head.seq && mark.hash == scan.head.hash => Some(mark.seq),
+            _ => crate::store::head_mark::write(root, &scan.head).ok().map(|()| scan.head.seq),
+        };
         let store = DiskStore {
             root: root.to_path_buf(),
             journal,
@@ -690,6 +710,7 @@ impl DiskStore {
             poisoned: false,
             faults: Faults { plan: faults, seen: [0; 4] },
             opened_seq: Some(scan.head.seq),
+            marked_seq,
             _lock: lock_file,
             _closing: index::ClosingEnds,
         };
