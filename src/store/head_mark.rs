@@ -109,9 +109,8 @@ pub(crate) fn refuse_lost_end(root: &Path, head: &Head, sled: &OpenError) -> Res
     match read(root, head.ledger) {
         Some(mark) if mark.seq > head.seq || (mark.seq == head.seq && mark.hash != head.hash) => {
             Err(OpenError::LostEnd {
-                mark: root.join(MARK),
                 mark_seq: mark.seq,
-                mark_hash: mark.hash,
+                mark_hash: Box::new(mark.hash),
                 journal_seq: head.seq,
                 sled: sled.index_reason(),
             })

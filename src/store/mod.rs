@@ -608,14 +608,13 @@ pub enum OpenError {
     /// acknowledged records at its end, so sled — their only other copy — is not rebuilt
     /// from it (outside reviews 220 F1, 222; exit 1, nothing changed).
     #[error(
-        "{} names seq {mark_seq} ({mark_hash}) as a head this ledger reached, and the journal ends at seq \
+        "the ledger's head.mark names seq {mark_seq} ({mark_hash}) as a head it reached, and the journal ends at seq \
          {journal_seq} without it: the journal lost acknowledged records at its end, and sled — their only other copy \
          — will not open ({sled}), so it is not rebuilt from the journal; nothing was changed. Copy the ledger \
          directory aside first, then restore the journal (or sled) from a backup if there is one; `ledger recover \
-         --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)",
-        mark.display()
+         --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)"
     )]
-    LostEnd { mark: PathBuf, mark_seq: u64, mark_hash: Digest, journal_seq: u64, sled: String },
+    LostEnd { mark_seq: u64, mark_hash: Box<Digest>, journal_seq: u64, sled: String },
     /// `recover` cannot put back the interrupted cut `recover.cut` names (exit 1).
     #[error(
         "{}: cannot put back the interrupted cut it names: {why}; nothing more was changed and the marker stays — \
