@@ -370,7 +370,7 @@ pub fn tokens(text: &str) -> Vec<String> {
 /// Routing policy `policy`'s tokens of `text`. From routing/9 the text is read as a reader
 /// sees it: its NFKC form, without the invisible characters that show nothing (a soft
 /// hyphen or zero-width space inside a word), a word that mixes scripts — a Latin word with
-/// a Cyrillic `о` — as the letters it shows ([`unmixed`]; outside review 226 F3: each of
+/// a Cyrillic `о` — as the letters it shows (`unmixed`; outside review 226 F3: each of
 /// those dropped a word from the match and turned a pending choice into a ranked load).
 pub fn tokens_as(policy: &str, text: &str) -> Vec<String> {
     use unicode_normalization::UnicodeNormalization;
