@@ -382,6 +382,9 @@ for k, (name, a, raw, pkg) in enumerate(v8):
         for line, (head, text) in zip(got, want):
             check(name, title + " lead with the compiler's fields", line.startswith(head) and
                   unescape(line[len(head):]) == text, line)
+    for c in pkg["relevantCode"]:
+        check(name, "a source heading names its record",
+              f" ({b3(c['digest'])}, source/{ulid(c['sourceId'])})\n\n" in md, c["path"])
     for o in m8["omissionDecisions"]:
         if o["rule"].startswith(("budget.", "phase.")) and o["sourceRef"].startswith("fact/"):
             fact_omitted += 1

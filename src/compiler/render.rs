@@ -169,12 +169,28 @@ pub(in crate::compiler) fn name_span(text: &str) -> String {
 /// it, and none of them opens a block of the package's own ([`block_safe`]; the first line
 /// follows the item's own `- `).
 pub(in crate::compiler) fn item_lines(item: &str) -> String {
-    block_safe(item, "  ", false, false, false)
+    block_safe(item, "  ", false, false, Escapes::INLINE)
 }
 
 /// [`item_lines`], and with `inline` none of its text hides from a Markdown viewer
 /// ([`block_safe`]; compiler/5).
-pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool, math: bool) -> String {
+/// What compilers 5 on escape in ledger text beyond compiler/5's inline escapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::compiler) struct Escapes {
+    /// Compiler/7: every `$` (a viewer's math).
+    pub math: bool,
+    /// Compiler/8: a self-linking run as cmark-gfm reads it (`ftp://` too; only ASCII white
+    /// space ends it).
+    pub gfm_links: bool,
+}
+
+impl Escapes {
+    /// Compilers 5 and 6 (and the plain renderings of compilers 1–4, which take no inline
+    /// escapes at all).
+    pub const INLINE: Escapes = Escapes { math: false, gfm_links: false };
+}
+
+pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool, math: Escapes) -> String {
     // Compiler/5: the first line too is kept from opening a block (outside review 121 F1:
     // `- # h` was a heading, `- ---` a rule, `- - b` a nested list); no line begins with
     // white space (`anchored`), so the item's content column is always 2.
@@ -183,14 +199,14 @@ pub(in crate::compiler) fn item_lines_as(item: &str, inline: bool, math: bool) -
 
 /// [`paragraph`], and with `inline` none of its text hides from a Markdown viewer
 /// ([`block_safe`]; compiler/5).
-pub(in crate::compiler) fn paragraph_as(text: &str, inline: bool, math: bool) -> String {
+pub(in crate::compiler) fn paragraph_as(text: &str, inline: bool, math: Escapes) -> String {
     block_safe(text, "", true, inline, math)
 }
 
 /// A paragraph of text (an objective) none of whose lines opens a block of the package's
 /// own ([`block_safe`]).
 pub(in crate::compiler) fn paragraph(text: &str) -> String {
-    block_safe(text, "", true, false, false)
+    block_safe(text, "", true, false, Escapes::INLINE)
 }
 
 /// Text from the ledger as Markdown that opens no block of the package's own, so a worker
@@ -207,7 +223,7 @@ pub(in crate::compiler) fn block_safe(
     indent: &str,
     first_line: bool,
     inline: bool,
-    math: bool,
+    math: Escapes,
 ) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
@@ -278,23 +294,31 @@ fn anchored(line: &str, item_first_line: bool) -> String {
 /// (a viewer would drop it) — outside reviews 113 F2 and 118. With `math` (compiler/7), also
 /// every `$`: GitHub's viewer renders `$…$` and `$$…$$` as math, where `\phantom{…}` draws
 /// its text as blank space (outside review 221 F2: a constraint's clause hidden that way).
-fn inline_safe(line: &str, math: bool) -> String {
+fn inline_safe(line: &str, esc: Escapes) -> String {
+    let math = esc.math;
     let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
     let mut out = String::with_capacity(line.len() + 4);
     let mut prev: Option<char> = None;
     // Inside a run a GitHub-dialect viewer links by itself (`http://`, `https://`, `www.`
     // to the next white space), a backslash would become the link's last character and
     // leave the character after it live: there it is written as a character reference,
-    // which every viewer shows as that character (outside review 125).
+    // which every viewer shows as that character (outside review 125). Compiler/8 reads the
+    // run as cmark-gfm does: `ftp://` opens one too, wherever it stands, and only ASCII white
+    // space ends it (outside review 225 F1: a no-break space ended it here and not there, so
+    // `\<!-- … -->` after it was a live comment in GitHub's view).
     let mut in_url = false;
     for (k, c) in line.char_indices() {
         let next = line.get(k + c.len_utf8()..).unwrap_or_default();
-        if c.is_whitespace() {
+        let ends_run = if esc.gfm_links { c.is_ascii_whitespace() } else { c.is_whitespace() };
+        if ends_run {
             in_url = false;
-        } else if !in_url && !prev.is_some_and(|p| p.is_alphanumeric()) {
+        } else if !in_url && (esc.gfm_links || !prev.is_some_and(|p| p.is_alphanumeric())) {
             let rest = line.get(k..).unwrap_or_default();
             let starts = |p: &str| rest.get(..p.len()).is_some_and(|r| r.eq_ignore_ascii_case(p));
-            in_url = starts("http://") || starts("https://") || starts("www.");
+            in_url = starts("http://")
+                || starts("https://")
+                || starts("www.")
+                || (esc.gfm_links && starts("ftp://"));
         }
         // (ASCII only: viewers differ on which other letters and symbols are a word's,
         // and `ⓐ_x_ⓐ` was emphasis in one: outside review 124.)
@@ -438,8 +462,32 @@ mod item_tests {
             ("ahttp://x/<b>", r"ahttp://x/\<b>"),
         ];
         for (text, rendered) in cases {
-            assert_eq!(paragraph_as(text, true, false), rendered, "{text:?}");
-            assert_eq!(paragraph_as(text, false, false), paragraph(text), "{text:?}");
+            assert_eq!(paragraph_as(text, true, Escapes::INLINE), rendered, "{text:?}");
+            assert_eq!(paragraph_as(text, false, Escapes::INLINE), paragraph(text), "{text:?}");
+        }
+        // Compiler/8 reads a self-linking run as cmark-gfm does: only ASCII white space ends
+        // it, and `ftp://` opens one, wherever it stands (outside review 225 F1: a no-break
+        // space ended it for compiler/7, whose `\<` then became the link's last character
+        // in GitHub's view, and the comment after it was live).
+        let gfm = Escapes { math: true, gfm_links: true };
+        let math = Escapes { math: true, gfm_links: false };
+        for (text, seven, eight) in [
+            (
+                "see https://x.y/p\u{a0}<!-- h --> end",
+                "see https://x.y/p\u{a0}\\<!-- h --> end",
+                "see https://x.y/p\u{a0}&#60;!-- h --> end",
+            ),
+            (
+                "at https://x.y/p\u{3000}<b>",
+                "at https://x.y/p\u{3000}\\<b>",
+                "at https://x.y/p\u{3000}&#60;b>",
+            ),
+            ("get ftp://x.y/<!-- h -->", "get ftp://x.y/\\<!-- h -->", "get ftp://x.y/&#60;!-- h -->"),
+            ("FTP://x/<b> y <c>", "FTP://x/\\<b> y \\<c>", "FTP://x/&#60;b> y \\<c>"),
+            ("ahttp://x/<b>", "ahttp://x/\\<b>", "ahttp://x/&#60;b>"),
+        ] {
+            assert_eq!(paragraph_as(text, true, math), seven, "{text:?}");
+            assert_eq!(paragraph_as(text, true, gfm), eight, "{text:?}");
         }
         // A list item's first line opens no block either, and later lines are indented to
         // where its content begins (outside review 121).
@@ -456,8 +504,8 @@ mod item_tests {
             ("a\n# b", "a\n  \\# b"),
         ];
         for (text, rendered) in items {
-            assert_eq!(item_lines_as(text, true, false), rendered, "{text:?}");
-            assert_eq!(item_lines_as(text, false, false), item_lines(text), "{text:?}");
+            assert_eq!(item_lines_as(text, true, Escapes::INLINE), rendered, "{text:?}");
+            assert_eq!(item_lines_as(text, false, Escapes::INLINE), item_lines(text), "{text:?}");
         }
     }
 

@@ -671,6 +671,10 @@ fn v8_differs_from_v7_only_in_omitted_fact_revisions_and_labels() {
         for f in &eight.package.selected_facts {
             assert!(md.contains(&format!("\n- {} r{}: ", f.fact_id, f.revision)), "{md}");
         }
+        // A project source's heading names its record (outside review 225 F2).
+        for c in &eight.package.relevant_code {
+            assert!(md.contains(&format!(" ({}, source/{})\n", c.digest, c.source_id)), "{md}");
+        }
     }
     assert_eq!(fact_omissions, 1, "the labelled case leaves out one confirmed Fact");
     // The imitating texts: compiler/7 renders the decision as a line another package's

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use ledger_schema::package::ContextPackage;
 
 use super::names::WireName;
-use crate::compiler::render::{code_span, fence_for, item_lines_as, name_span, paragraph_as};
+use crate::compiler::render::{Escapes, code_span, fence_for, item_lines_as, name_span, paragraph_as};
 
 /// Renders `p` as Markdown (compilers 2–4).
 pub fn markdown(p: &ContextPackage) -> String {
@@ -41,7 +41,10 @@ pub fn markdown_cited(p: &ContextPackage, inline: bool, digests: bool, math: boo
 /// a lone text, after a colon, so no text can imitate a separator: ledger text never holds an
 /// unescaped `*` (every one is written `\*`), and its own lines are indented into the item
 /// (outside reviews 209 F1, 221 F5: a question holding ` — ` and an id, or a title holding
-/// `: `, rendered the same line as another package's question and answer).
+/// `: `, rendered the same line as another package's question and answer); a project
+/// source's heading names its record (`source/<id>`: outside review 225 F2, two packages
+/// differing in it rendered alike); and a self-linking run in ledger text is read as
+/// cmark-gfm reads it (`render::Escapes::gfm_links`; outside review 225 F1).
 pub fn markdown_styled(
     p: &ContextPackage,
     inline: bool,
@@ -50,6 +53,7 @@ pub fn markdown_styled(
     labelled: bool,
 ) -> String {
     let mut s = String::new();
+    let math = Escapes { math, gfm_links: labelled };
     let list = |s: &mut String, title: &str, items: &[String]| list(s, title, items, inline, math);
     let paragraph = |text: &str| paragraph_as(text, inline, math);
     let item_lines = |item: &str| item_lines_as(item, inline, math);
@@ -165,9 +169,11 @@ pub fn markdown_styled(
         // A fence the source's own code blocks cannot close (a Markdown file's ``` lines
         // would otherwise end it and be read as package structure).
         let fence = fence_for(&c.content);
+        // Compiler/8: the record's id too (outside review 225 F2).
+        let record = if labelled { format!(", source/{}", c.source_id) } else { String::new() };
         let _ = writeln!(
             s,
-            "## Source {} at {} ({})\n\n{fence}\n{}\n{fence}\n",
+            "## Source {} at {} ({}{record})\n\n{fence}\n{}\n{fence}\n",
             code_span(&c.path),
             // Compiler/5: a revision that emphasis could reshape (`__init__`) is a code span
             // (outside review 118 F3).
@@ -293,7 +299,7 @@ fn written_list(s: &mut String, title: &str, items: &[String]) {
     let _ = writeln!(s);
 }
 
-fn list(s: &mut String, title: &str, items: &[String], inline: bool, math: bool) {
+fn list(s: &mut String, title: &str, items: &[String], inline: bool, math: Escapes) {
     if items.is_empty() {
         return;
     }
