@@ -234,6 +234,17 @@ where
             None => std::panic::resume_unwind(panic),
         },
     };
+    // The head mark could not be written (a full disk, an I/O error): what was committed
+    // stands, but the third witness trails it — said, not hidden (outside review 227 F4).
+    if let Some(why) = crate::store::head_mark_write_failed() {
+        let _ = out.flush();
+        let _ = writeln!(
+            err,
+            "ledger: note: head.mark could not be written ({}): the head it names trails what is committed, so a \
+             sled that will not open later cannot be checked against it until a writer writes it again",
+            one_line(&why)
+        );
+    }
     match ran {
         Ok(()) => EXIT_OK,
         Err(f) => {

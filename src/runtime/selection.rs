@@ -493,6 +493,33 @@ pub fn refusal_in(query: &str) -> Option<String> {
     refusal_read(&unmixed(query), &read)
 }
 
+/// The ASCII letter or digit non-ASCII `c` looks like, by its confusable skeleton, in its
+/// own case where one has the same skeleton (the skeleton spells a capital `I` — and the
+/// Greek `Ι`, the Cyrillic `І` and `Ӏ` — as a small `l`: outside review 228 F1 read `AVOΙD`
+/// as `avold`); `None` for an ASCII character or one whose skeleton is not one such letter.
+fn ascii_look_alike(c: char) -> Option<char> {
+    if c.is_ascii() {
+        return None;
+    }
+    let seen = |x: char| {
+        let mut buf = [0u8; 4];
+        let mut k = unicode_security::skeleton(x.encode_utf8(&mut buf));
+        match (k.next(), k.next()) {
+            (Some(a), None) => Some(a),
+            _ => None,
+        }
+    };
+    let a = seen(c).filter(char::is_ascii_alphanumeric)?;
+    let same_case = if c.is_uppercase() {
+        ('A'..='Z').find(|u| seen(*u) == Some(a))
+    } else if c.is_lowercase() {
+        ('a'..='z').find(|l| seen(*l) == Some(a))
+    } else {
+        None
+    };
+    Some(same_case.unwrap_or(a))
+}
+
 /// Routing/9: `text` with each word that mixes scripts spelled with the ASCII letters and
 /// digits its letters of other scripts look like — a Greek capital `Ν` in `Νever`, a
 /// Cyrillic `о` in `terrаform` — where one letter's confusable skeleton is one ASCII letter
@@ -508,17 +535,16 @@ fn unmixed(text: &str) -> String {
         if word.as_str().is_single_script() {
             out.push_str(word);
         } else {
-            for c in word.chars() {
-                let mut buf = [0u8; 4];
-                let mut seen = unicode_security::skeleton(c.encode_utf8(&mut buf));
-                match (seen.next(), seen.next()) {
-                    (Some(a), None) if !c.is_ascii() && a.is_ascii_alphanumeric() => out.push(a),
-                    _ => out.push(c),
-                }
-            }
+            out.extend(word.chars().map(|c| ascii_look_alike(c).unwrap_or(c)));
         }
         word.clear();
     };
+    // Interlinear annotation controls draw as nothing and are no character of a word
+    // (outside review 228 F2: `AVO\u{FFF9}ID` was not read as `AVOID`).
+    let text: String = text.chars().filter(|c| !('\u{FFF9}'..='\u{FFFB}').contains(c)).collect();
+    // A capital `İ` lower-cases to `i` and a combining dot, which split the word (outside
+    // review 228 F1: Turkish capitals hid `AVOİD`): read as the `I` it is typed for.
+    let text = text.replace('\u{130}', "I");
     for c in text.chars() {
         if c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c) || super::invisible(c) {
             word.push(c);

@@ -102,17 +102,39 @@ pub(crate) fn read(root: &Path, ledger: Id) -> Option<Mark> {
     (mark.ledger == ledger).then_some(mark)
 }
 
-/// Before sled, which will not open (`sled`: why), is rebuilt from a journal whose head is
-/// `head`: refused where the mark names a later head — the journal lost acknowledged records
-/// at its end — or another entry at the head's seq. Nothing is changed.
-pub(crate) fn refuse_lost_end(root: &Path, head: &Head, sled: &OpenError) -> Result<(), OpenError> {
+/// Writes the mark of `head` where it names an earlier head of this ledger, none, or no
+/// whole one — or, with `lower`, any other (`recover --truncate-after`: the operator named
+/// the end). A write that fails is said on stderr by the CLI ([`write_failed`]): the
+/// witness then trails (outside review 227 F4: it failed silently).
+pub(crate) fn write_best_effort(root: &Path, head: &Head, lower: bool) {
+    let keep = read(root, head.ledger)
+        .is_some_and(|m| (m.seq == head.seq && m.hash == head.hash) || (!lower && m.seq > head.seq));
+    if !keep && let Err(e) = write(root, head) {
+        WRITE_FAILED.with(|failed| failed.replace(Some(e.to_string())));
+    }
+}
+
+thread_local! {
+    static WRITE_FAILED: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
+}
+
+/// Why the last mark write on this thread failed, if one did (reading it clears it).
+pub fn write_failed() -> Option<String> {
+    WRITE_FAILED.with(std::cell::Cell::take)
+}
+
+/// Before a writer's open or `recover` goes on from a journal whose head is `head` without
+/// another copy that holds more (`sled`: why, a clause naming sled): refused where the mark
+/// names a later head — the journal lost acknowledged records at its end — or another entry
+/// at the head's seq. Nothing is changed.
+pub(crate) fn refuse_lost_end(root: &Path, head: &Head, sled: String) -> Result<(), OpenError> {
     match read(root, head.ledger) {
         Some(mark) if mark.seq > head.seq || (mark.seq == head.seq && mark.hash != head.hash) => {
             Err(OpenError::LostEnd {
                 mark_seq: mark.seq,
                 mark_hash: Box::new(mark.hash),
                 journal_seq: head.seq,
-                sled: sled.index_reason(),
+                sled,
             })
         }
         _ => Ok(()),

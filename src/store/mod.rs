@@ -33,6 +33,7 @@ pub use disk::{
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};
+pub use head_mark::write_failed as head_mark_write_failed;
 
 /// Makes the journal's newest bytes durable before a reader hands out a proof of them (a
 /// checkpoint): a writer killed between its append and its fdatasync left bytes that read
@@ -604,15 +605,14 @@ pub enum OpenError {
          `ledger recover`, which puts them back first (then give `--truncate-after` again to cut)"
     )]
     CutInterrupted(PathBuf),
-    /// sled will not open, and `head.mark` names a head past the journal's: the journal lost
-    /// acknowledged records at its end, so sled — their only other copy — is not rebuilt
-    /// from it (outside reviews 220 F1, 222; exit 1, nothing changed).
+    /// `head.mark` names a head the journal does not hold, and no other copy holds it: the
+    /// journal lost acknowledged records, so neither a writer nor a plain `recover` goes on
+    /// from it (outside reviews 220 F1, 222, 227; exit 1, nothing changed).
     #[error(
-        "the ledger's head.mark names seq {mark_seq} ({mark_hash}) as a head it reached, and the journal ends at seq \
-         {journal_seq} without it: the journal lost acknowledged records at its end, and sled — their only other copy \
-         — will not open ({sled}), so it is not rebuilt from the journal; nothing was changed. Copy the ledger \
-         directory aside first, then restore the journal (or sled) from a backup if there is one; `ledger recover \
-         --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)"
+        "the ledger's head.mark names seq {mark_seq} ({mark_hash}) as a head it reached, and the journal does not \
+         hold it (its head is seq {journal_seq}): the journal lost acknowledged records, and {sled}; nothing was \
+         changed. Copy the ledger directory aside first, then restore the journal (or sled) from a backup if there \
+         is one; `ledger recover --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)"
     )]
     LostEnd { mark_seq: u64, mark_hash: Box<Digest>, journal_seq: u64, sled: String },
     /// `recover` cannot put back the interrupted cut `recover.cut` names (exit 1).

@@ -660,10 +660,12 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     if made && result.is_err() && std::fs::remove_dir(&journal).is_ok() {
         sync_dir(root)?;
     }
-    // The head recover leaves is the ledger's from here (a cut on the operator's word
-    // included): the head mark says so (best effort: a mark that trails is no evidence lost).
+    // The head recover leaves is the ledger's from here: the head mark says so — lowered only
+    // on the operator's word (`--truncate-after`): a mark past the head recover left is the
+    // evidence the next writer's open refuses by (outside review 227 F1, F2: recover lowered
+    // it and the loss went unseen).
     if let Ok(report) = &result {
-        let _ = super::head_mark::write(root, &report.head);
+        super::head_mark::write_best_effort(root, &report.head, options.truncate_after.is_some());
     }
     result
 }
@@ -856,6 +858,13 @@ fn recover_cut(
         && options.truncate_after.is_none_or(|after| after == whole.head.seq)
     {
         holds(options.checkpoint.as_ref(), verdict, whole.head.seq)?;
+        // Both copies whole but the journal short of the head mark: sled lags by what the
+        // journal lost (a double fault; outside review 227 F2) — refused before the lag is
+        // restored, unless the operator named this end.
+        if options.truncate_after.is_none() {
+            let why = "sled — their only other copy — does not hold them either (it lags)".to_owned();
+            super::head_mark::refuse_lost_end(root, &whole.head, why)?;
+        }
         // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the
         // journal, as a writer's open restores them.
         for lag in &whole.sled_lag {
@@ -1230,6 +1239,13 @@ fn recover_cut(
             return Err(OpenError::torn_unvouched(torn, next, why));
         }
         let why = sled_error.unwrap_or_else(|| OpenError::Usage("its trees will not open".to_owned()));
+        // Where the head mark names the torn record's seq or later, it was acknowledged: the
+        // loss is said, not offered as a cut of a write never acknowledged (outside review
+        // 227 F5).
+        if let Some(head) = found.scan.verified {
+            let clause = format!("sled — their only other copy — will not open ({})", why.index_reason());
+            super::head_mark::refuse_lost_end(root, &head, clause)?;
+        }
         return Err(OpenError::torn_unchecked(torn, next, &why));
     }
     drop(tree);
@@ -1242,20 +1258,37 @@ fn recover_cut(
     // before anything is cut, or put back when a restore from sled did not hold it): cut
     // the torn tail (moved aside).
     let checked = journal_holds(root, options.checkpoint.as_ref())?;
+    // sled restored nothing to the journal — it did not open, holds another history, or
+    // holds less (emptied, lagging): where the head mark names a head the journal does not
+    // hold, the journal lost acknowledged records, and neither is its torn tail cut nor sled
+    // rebuilt over them — unless the operator decided (`--truncate-after`, `--prefer`;
+    // outside reviews 220 F1, 222, 227 F1). (A restore from sled above changed the journal
+    // already; its head is then checked by the next writer's open, and this recover does not
+    // lower the mark.)
+    // (Two histories are the operator's to decide — `--prefer`, or a checkpoint of one.)
+    let decided = options.truncate_after.is_some()
+        || options.prefer.is_some()
+        || (foreign && options.checkpoint.is_some());
+    if report.restored_from_sled == 0 && !decided {
+        let why = match &sled_error {
+            Some(e) if sled_unopened => {
+                format!("sled — their only other copy — will not open ({})", e.index_reason())
+            }
+            _ if foreign => "sled — their only other copy — does not hold them (another history)".to_owned(),
+            _ => "sled — their only other copy — does not hold them either".to_owned(),
+        };
+        super::head_mark::refuse_lost_end(root, &checked.head, why)?;
+    }
     if let Some(torn) = &checked.torn {
         let moved = move_tail_aside(root, &torn.segment, torn.offset)?;
         report.torn_tail = Some(super::TornTail { moved_to: Some(moved), ..torn.clone() });
     }
-
-    // sled, which did not open, is the journal's only witness: where the head mark names a
-    // head past the journal's, the journal lost acknowledged records and sled is not rebuilt
-    // over them — unless the operator named the end (`--truncate-after`; outside reviews 220
-    // F1, 222).
-    if sled_unopened && options.truncate_after.is_none() {
-        let why = sled_error.unwrap_or_else(|| OpenError::Usage("its trees will not open".to_owned()));
-        super::head_mark::refuse_lost_end(root, &checked.head, &why)?;
-    }
     let (moved_aside, rebuilt) = rebuild_index(root)?;
+    // The head the operator's cut left, before its marker goes (outside review 227 F5: a
+    // recover killed between the two left a mark naming the cut records).
+    if options.truncate_after.is_some() {
+        super::head_mark::write_best_effort(root, &rebuilt.head, true);
+    }
     // sled holds nothing the journal lost now: an operator's cut is done.
     cut_mark::remove(root)?;
     report.moved_aside = moved_aside;

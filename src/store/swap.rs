@@ -257,10 +257,19 @@ fn write_marker(root: &Path, txn: &Txn) -> Result<(), IoError> {
 /// Writes the marker `name` in `root` whole: to `<name>.tmp`, synced, renamed, the
 /// directory synced (the swap's and the cut's, `super::cut_mark`).
 pub(super) fn write_marker_file(root: &Path, name: &str, text: &str) -> Result<(), IoError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let marker = root.join(name);
     let tmp = root.join(format!("{name}.tmp"));
+    // A leftover of a write cut short goes first, whatever it is: created anew (`O_EXCL`), the
+    // temporary file is never one a symlink points to elsewhere, nor a FIFO that blocks the
+    // open forever (outside review 227 F3: every writer hung after its commit, holding the
+    // lock; a symlink was written through), and it is the user's alone (0600).
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("remove", &tmp)(e)),
+        _ => {}
+    }
     let mut f =
-        OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io("create", &tmp))?;
+        OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(io("create", &tmp))?;
     f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(io("write", &tmp))?;
     std::fs::rename(&tmp, &marker).map_err(io("rename", &tmp))?;
     sync_dir(root)

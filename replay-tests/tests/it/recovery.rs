@@ -402,6 +402,9 @@ fn torn_tail_unvouched(damage: fn(&std::path::Path), why: &str) {
     let bytes = std::fs::read(segment(&dir)).unwrap();
     let torn = bytes[..last.range.start + 40].to_vec();
     std::fs::write(segment(&dir), &torn).unwrap();
+    // (A write in flight at a crash, never acknowledged: no head mark names it — the
+    // template's, which does, would have the loss refused as such.)
+    std::fs::remove_file(dir.join("head.mark")).unwrap();
     damage(&dir);
     let untouched = |what: &str| {
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), torn, "{what}: the journal is untouched");
@@ -852,6 +855,100 @@ fn a_journal_that_lost_its_end_is_not_the_rebuild_of_a_sled_that_will_not_open()
     let (store, report) = DiskStore::open(&dir).unwrap();
     assert!(report.index_rebuilt.is_some());
     assert_eq!(store.head().seq, kept);
+}
+
+/// Zeroes the journal's last two records in place (what reads as unwritten space) and
+/// returns the seq the journal then ends at.
+fn lose_last_two_records(dir: &std::path::Path) -> u64 {
+    let frames = journal_frames(dir);
+    let kept = &frames[frames.len() - 3];
+    let mut bytes = std::fs::read(segment(dir)).unwrap();
+    bytes[frames[frames.len() - 2].range.start..frames[frames.len() - 1].range.end].fill(0);
+    std::fs::write(segment(dir), &bytes).unwrap();
+    kept.first_seq + kept.n_entries - 1
+}
+
+/// Every copy but the journal short of the head mark, while sled *opens*: emptied (what a
+/// power loss leaves of a sled never flushed) or lagging behind the journal's lost end (a
+/// double fault) — the writer restored the lag and committed over the lost seqs, and a plain
+/// `recover` lowered the mark (outside review 227 F1, F2). Now both refuse, changing nothing;
+/// `--truncate-after` accepts the loss.
+#[test]
+fn a_sled_that_opens_without_the_lost_records_is_no_witness_either() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Emptied: sled/ holds no file (its open makes an empty database).
+    let dir = tmp.path().join("emptied");
+    make_ledger(&dir, 6, 3);
+    let kept = lose_last_two_records(&dir);
+    for item in std::fs::read_dir(dir.join("sled")).unwrap() {
+        let path = item.unwrap().path();
+        if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) }.unwrap();
+    }
+    let mark = std::fs::read(dir.join("head.mark")).unwrap();
+    let err = DiskStore::open(&dir).map(drop).unwrap_err();
+    assert!(
+        matches!(err, OpenError::LostEnd { mark_seq: 18, journal_seq, .. } if journal_seq == kept),
+        "{err}"
+    );
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("lost acknowledged records"), "{err}");
+    assert_eq!(std::fs::read(dir.join("head.mark")).unwrap(), mark, "the mark is not lowered");
+    // Lagging: sled as it was four frames back, the journal then losing its last two.
+    let dir = tmp.path().join("lagging");
+    make_ledger(&dir, 4, 3);
+    copy_dir(&dir.join("sled"), &tmp.path().join("sled-then"));
+    let (mut store, _) = DiskStore::open(&dir).unwrap();
+    append_frames(&mut store, 4, 3);
+    let head = store.head().seq;
+    drop(store);
+    std::fs::remove_dir_all(dir.join("sled")).unwrap();
+    copy_dir(&tmp.path().join("sled-then"), &dir.join("sled"));
+    let kept = lose_last_two_records(&dir);
+    assert!(kept < head);
+    let journal = std::fs::read(segment(&dir)).unwrap();
+    let err = DiskStore::open(&dir).map(drop).unwrap_err();
+    assert!(matches!(err, OpenError::LostEnd { mark_seq, .. } if mark_seq == head), "{err}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal, "nothing changed");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &kept.to_string()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(DiskStore::open(&dir).unwrap().0.head().seq, kept);
+}
+
+/// The head mark's temporary file is made anew: a FIFO or a symlink left there neither hangs
+/// a writer nor is written through (outside review 227 F3), and a mark that cannot be
+/// written is said on stderr, the commit standing (227 F4).
+#[test]
+fn the_head_mark_is_written_safely_or_said_not_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 2, 3);
+    let outside = tmp.path().join("outside");
+    std::fs::write(&outside, b"keep").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("head.mark.tmp")).unwrap();
+    let (mut store, _) = DiskStore::open(&dir).unwrap();
+    append_frames(&mut store, 1, 3);
+    drop(store);
+    assert_eq!(std::fs::read(&outside).unwrap(), b"keep", "not written through");
+    assert!(std::fs::symlink_metadata(dir.join("head.mark")).unwrap().file_type().is_file());
+    let status = std::process::Command::new("mkfifo").arg(dir.join("head.mark.tmp")).status().unwrap();
+    assert!(status.success());
+    let (mut store, _) = DiskStore::open(&dir).unwrap();
+    append_frames(&mut store, 1, 3);
+    drop(store);
+    let mark = std::fs::read_to_string(dir.join("head.mark")).unwrap();
+    assert!(mark.contains("\nseq 12\n"), "{mark}");
+    // A directory where the mark goes: the write fails, and a writer says so.
+    let dir = tmp.path().join("cli");
+    let d = dir.to_str().unwrap();
+    assert_eq!(cli(&["init", d]).0, 0);
+    std::fs::create_dir(dir.join("head.mark")).unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/lifecycle.jsonl");
+    let (code, _, err) = cli(&["submit", d, example.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("note: head.mark could not be written"), "{err}");
 }
 
 /// One damaged byte in a middle journal record: verify names the damaged record's seq, the
@@ -1732,8 +1829,16 @@ fn regression_an_edited_head_with_sled_lagging_is_only_caught_by_a_checkpoint() 
     std::fs::write(segment(&dir), &bytes).unwrap();
     // While sled holds the original frame, the edit is found.
     assert_eq!(verify_json(&dir, None).0, 1);
-    // Without it, the altered head opens: nothing else anchors it ...
+    // Without it, the head mark names the original head (an accident's edit leaves it) ...
     with_sled(&dir, |t| t.remove(last.first_seq.to_be_bytes()).map(|_| ()).unwrap());
+    let err = DiskStore::open(&dir).map(drop).unwrap_err();
+    assert!(
+        matches!(&err, OpenError::LostEnd { mark_seq, journal_seq, .. } if mark_seq == journal_seq),
+        "{err}"
+    );
+    // ... but an editor rewrites the mark too: then the altered head opens, nothing else
+    // anchoring it ...
+    std::fs::remove_file(dir.join("head.mark")).unwrap();
     let (store, report) = DiskStore::open(&dir).unwrap();
     assert_eq!(report.sled_restored_frames, 1);
     assert_ne!(store.head().hash, checkpoint.hash);

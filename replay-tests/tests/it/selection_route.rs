@@ -261,6 +261,13 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("N\u{395}VER use the kubernetes skill", "NEVER use the kubernetes skill"),
         ("DON'\u{3A4} use the kubernetes skill", "DON'T use the kubernetes skill"),
         ("Use the kubernetes skill. \u{39D}EVERMIND", "Use the kubernetes skill. NEVERMIND"),
+        // A capital `I` look-alike (Greek, Cyrillic) or a Turkish `İ` (outside review 228 F1),
+        // an interlinear annotation control inside the word (228 F2).
+        ("AVO\u{399}D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVO\u{406}D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVO\u{130}D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVO\u{FFF9}ID using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("Use the kubernetes skill. JUST KIDD\u{399}NG", "Use the kubernetes skill. JUST KIDDING"),
     ] {
         let seen = decide_live(&st, &task(Some(shown)), &Request::default()).unwrap();
         let typed = decide_live(&st, &task(Some(plain)), &Request::default()).unwrap();
@@ -272,6 +279,8 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("review the terra\u{200B}form plan", "review the terraform plan"),
         ("review the terr\u{430}form plan", "review the terraform plan"),
         ("review the terraf\u{43E}rm plan", "review the terraform plan"),
+        ("\u{399}NFRASTRUCTURE changes", "INFRASTRUCTURE changes"),
+        ("\u{130}NFRASTRUCTURE changes", "INFRASTRUCTURE changes"),
     ] {
         assert_eq!(tokens(shown), tokens(plain), "{shown:?}");
     }

@@ -370,7 +370,7 @@ impl Drop for DiskStore {
         // The head this store leaves, as a third witness for the day sled will not open
         // (`head_mark`; best effort: a mark that trails is evidence not yet taken).
         if self.marked_seq != Some(self.head.seq) {
-            let _ = crate::store::head_mark::write(&self.root, &self.head);
+            crate::store::head_mark::write_best_effort(&self.root, &self.head, false);
         }
         // The fields drop next, sled's handles among them: a panic of sled's closing is
         // quiet, and remembered (`index::sled_close_failed`).
@@ -546,12 +546,14 @@ impl DiskStore {
                 // rebuilding sled first would throw that evidence away.
                 let journal =
                     scan(root, SledCopy::Off, false, OnDamage::Fail, &mut |_| Ok(()), &mut |_| Ok(()))?;
+                // Nor is a journal that ends before the head mark: it lost acknowledged
+                // records, and sled was their only other copy (outside reviews 220 F1, 222) —
+                // a torn tail there was acknowledged (227 F5: it was offered as a cut).
+                let why = format!("sled — their only other copy — will not open ({})", e.index_reason());
+                crate::store::head_mark::refuse_lost_end(root, &journal.head, why)?;
                 if let Some(torn) = &journal.torn {
                     return Err(OpenError::torn_unchecked(torn, journal.head.seq + 1, &e));
                 }
-                // Nor is a journal that ends before the head mark: it lost acknowledged
-                // records, and sled was their only other copy (outside reviews 220 F1, 222).
-                crate::store::head_mark::refuse_lost_end(root, &journal.head, &e)?;
                 let (moved, _) = crate::store::recover::rebuild_index(root)?;
                 index_rebuilt = Some(IndexRebuilt { reason: e.index_reason(), moved_aside: moved });
                 open_first(&sled_dir)?
@@ -578,6 +580,14 @@ impl DiskStore {
                 scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), on_entry)?;
             (db, scan)
         };
+        // Both copies read, nothing written yet: a journal short of the head mark lost
+        // acknowledged records that sled does not hold either (it lags, or is empty: outside
+        // review 227 F1, F2) — refused before any lag is restored or torn tail cut.
+        crate::store::head_mark::refuse_lost_end(
+            root,
+            &scan.head,
+            "sled — their only other copy — does not hold them either".to_owned(),
+        )?;
         // From here the writer's handle writes: closed within the bound however this ends
         // (a lag restored on a disk that fills: outside review 192 F2's hang, on this path).
         let mut close = CloseBounded::new(&db);
@@ -696,10 +706,8 @@ impl DiskStore {
         // Both copies verified (or restored) through this head: the head mark names it
         // (`head_mark`; best effort), so what earlier writers committed has a third witness
         // even where they were killed before their close wrote one.
-        let marked_seq = match crate::store::head_mark::read(root, scan.head.ledger) {
-            Some(mark) if mark.seq == scan.head.seq && mark.hash == scan.head.hash => Some(mark.seq),
-            _ => crate::store::head_mark::write(root, &scan.head).ok().map(|()| scan.head.seq),
-        };
+        crate::store::head_mark::write_best_effort(root, &scan.head, false);
+        let marked_seq = Some(scan.head.seq);
         let store = DiskStore {
             root: root.to_path_buf(),
             journal,
