@@ -661,11 +661,16 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         sync_dir(root)?;
     }
     // The head recover leaves is the ledger's from here: the head mark says so — lowered only
-    // on the operator's word (`--truncate-after`): a mark past the head recover left is the
+    // on the operator's word (`--truncate-after`, `--prefer`, a checkpoint that decided): a
+    // mark past the head recover left is the
     // evidence the next writer's open refuses by (outside review 227 F1, F2: recover lowered
     // it and the loss went unseen).
     if let Ok(report) = &result {
-        super::head_mark::write_best_effort(root, &report.head, options.truncate_after.is_some());
+        // (The operator's decision between two histories — `--prefer`, a checkpoint — names
+        // the head too: the other history's mark is not this one's evidence.)
+        let decided =
+            options.truncate_after.is_some() || options.prefer.is_some() || options.checkpoint.is_some();
+        super::head_mark::write_best_effort(root, &report.head, decided);
     }
     result
 }

@@ -2898,6 +2898,9 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     assert!(dir.join("sled.broken-1").exists(), "sled's history is kept aside whole");
     let (code, report) = verify_json(&dir, None);
     assert_eq!((code, report["headSeq"].as_u64()), (0, Some(1)), "{report}");
+    // The operator's choice names the head: the other history's head mark goes with it, and
+    // the next writer opens.
+    assert_eq!(DiskStore::open(&dir).unwrap().0.head().seq, 1);
 
     // A checkpoint of either history decides, as for a disputed newest record; a
     // `--prefer` against it is refused (exit 2) with nothing changed.
