@@ -403,6 +403,16 @@ fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write)
         }
         return emit(out, v);
     }
+    if let Some(named) = report.head_mark_lowered_from {
+        emit(
+            out,
+            format!(
+                "head.mark named seq {named} as a head this ledger reached; it now ends at seq {}: the records after it \
+                 are gone from the ledger (the operator's choice; the mark now names the new head)",
+                report.head.seq
+            ),
+        )?;
+    }
     for aside in &report.snapshot_set_aside {
         emit(
             out,

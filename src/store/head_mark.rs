@@ -128,8 +128,23 @@ pub fn write_failed() -> Option<String> {
 /// names a later head — the journal lost acknowledged records at its end — or another entry
 /// at the head's seq. Nothing is changed.
 pub(crate) fn refuse_lost_end(root: &Path, head: &Head, sled: String) -> Result<(), OpenError> {
+    refuse_lost_end_but(root, head, sled, false)
+}
+
+/// [`refuse_lost_end`]; with `fork_decided` (the operator's `--prefer` or checkpoint), a mark
+/// of another entry at the head's own seq is no refusal: it names the history the operator
+/// set aside (outside review 229 F2: a `recover --prefer` killed before it wrote the mark was
+/// refused when run again).
+pub(crate) fn refuse_lost_end_but(
+    root: &Path,
+    head: &Head,
+    sled: String,
+    fork_decided: bool,
+) -> Result<(), OpenError> {
     match read(root, head.ledger) {
-        Some(mark) if mark.seq > head.seq || (mark.seq == head.seq && mark.hash != head.hash) => {
+        Some(mark)
+            if mark.seq > head.seq || (mark.seq == head.seq && mark.hash != head.hash && !fork_decided) =>
+        {
             Err(OpenError::LostEnd {
                 mark_seq: mark.seq,
                 mark_hash: Box::new(mark.hash),

@@ -91,6 +91,15 @@ pub struct RecoverReport {
     /// (`set_aside_damaged_snapshot`), where they are now.
     #[serde(serialize_with = "super::path_text::list", skip_serializing_if = "Vec::is_empty")]
     pub snapshot_set_aside: Vec<PathBuf>,
+    /// Two histories were decided by the operator (`--prefer`, a checkpoint): the chosen
+    /// one's head is the ledger's, whatever the head mark named.
+    #[serde(skip)]
+    pub histories_decided: bool,
+    /// The head mark named this later seq, and the ledger now ends before it: the records
+    /// between are gone (outside review 229 F3: a recover that took sled's history said
+    /// nothing of them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_mark_lowered_from: Option<u64>,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -665,13 +674,21 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     // mark past the head recover left is the
     // evidence the next writer's open refuses by (outside review 227 F1, F2: recover lowered
     // it and the loss went unseen).
-    if let Ok(report) = &result {
-        // (The operator's decision between two histories — `--prefer`, a checkpoint — names
-        // the head too: the other history's mark is not this one's evidence.)
-        let decided =
-            options.truncate_after.is_some() || options.prefer.is_some() || options.checkpoint.is_some();
-        super::head_mark::write_best_effort(root, &report.head, decided);
-    }
+    let result = result.map(|mut report| {
+        // (The operator's decision between two histories names the head too: the other
+        // history's mark is not this one's evidence. So does a journal written afresh from
+        // sled — the documented way to take sled's history, outside review 229 F3 — with
+        // the records past sled's end said gone.)
+        let lower = options.truncate_after.is_some() || report.histories_decided || made;
+        if let Some(mark) = super::head_mark::read(root, report.head.ledger)
+            && mark.seq > report.head.seq
+            && lower
+        {
+            report.head_mark_lowered_from = Some(mark.seq);
+        }
+        super::head_mark::write_best_effort(root, &report.head, lower);
+        report
+    });
     result
 }
 
@@ -851,6 +868,8 @@ fn recover_cut(
         interrupted_cut_undone: None,
         interrupted_cut_after: None,
         snapshot_set_aside: Vec::new(),
+        histories_decided: false,
+        head_mark_lowered_from: None,
     };
     report.cut.extend(zeros_cut);
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
@@ -868,7 +887,8 @@ fn recover_cut(
         // restored, unless the operator named this end.
         if options.truncate_after.is_none() {
             let why = "sled — their only other copy — does not hold them either (it lags)".to_owned();
-            super::head_mark::refuse_lost_end(root, &whole.head, why)?;
+            let fork_decided = options.prefer.is_some() || options.checkpoint.is_some();
+            super::head_mark::refuse_lost_end_but(root, &whole.head, why, fork_decided)?;
         }
         // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the
         // journal, as a writer's open restores them.
@@ -1270,10 +1290,13 @@ fn recover_cut(
     // outside reviews 220 F1, 222, 227 F1). (A restore from sled above changed the journal
     // already; its head is then checked by the next writer's open, and this recover does not
     // lower the mark.)
-    // (Two histories are the operator's to decide — `--prefer`, or a checkpoint of one.)
-    let decided = options.truncate_after.is_some()
-        || options.prefer.is_some()
-        || (foreign && options.checkpoint.is_some());
+    // (Two histories are the operator's to decide — `--prefer`, or a checkpoint of one; where
+    // there are not two, `--prefer` decides nothing about a lost end: outside review 229 F1.)
+    report.histories_decided =
+        (foreign || sled_history) && (options.prefer.is_some() || options.checkpoint.is_some());
+    let decided = options.truncate_after.is_some() || report.histories_decided;
+    // (Two versions of the newest record are decided so too: the mark may name the other.)
+    let fork_decided = options.prefer.is_some() || options.checkpoint.is_some();
     if report.restored_from_sled == 0 && !decided {
         let why = match &sled_error {
             Some(e) if sled_unopened => {
@@ -1282,7 +1305,7 @@ fn recover_cut(
             _ if foreign => "sled — their only other copy — does not hold them (another history)".to_owned(),
             _ => "sled — their only other copy — does not hold them either".to_owned(),
         };
-        super::head_mark::refuse_lost_end(root, &checked.head, why)?;
+        super::head_mark::refuse_lost_end_but(root, &checked.head, why, fork_decided)?;
     }
     if let Some(torn) = &checked.torn {
         let moved = move_tail_aside(root, &torn.segment, torn.offset)?;

@@ -841,6 +841,12 @@ fn a_journal_that_lost_its_end_is_not_the_rebuild_of_a_sled_that_will_not_open()
         "{err}"
     );
     assert_eq!((listing(&dir), std::fs::read(segment(&dir)).unwrap()), before, "nothing changed");
+    // `--prefer journal` decides between two histories; there are not two here, and it
+    // accepts no loss (outside review 229 F1: exit 0, the record gone, the mark lowered).
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "journal"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("lost acknowledged records"), "{err}");
+    assert_eq!((listing(&dir), std::fs::read(segment(&dir)).unwrap()), before, "nothing changed");
     // The operator accepts the loss: sled moved aside (kept), rebuilt; the mark follows.
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &kept.to_string()]);
     assert_eq!(code, 0, "{out}{err}");
@@ -912,6 +918,16 @@ fn a_sled_that_opens_without_the_lost_records_is_no_witness_either() {
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal, "nothing changed");
+    // Taking sled's history the documented way (journal/ moved out): recover says which
+    // records the ledger no longer holds, and the mark follows (outside review 229 F3).
+    let taken = tmp.path().join("taken");
+    copy_dir(&dir, &taken);
+    std::fs::remove_dir_all(taken.join("journal")).unwrap();
+    let (code, out, err) = cli(&["recover", taken.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["headMarkLoweredFrom"].as_u64(), Some(head), "{report}");
+    assert!(DiskStore::open(&taken).is_ok(), "the next writer opens");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", &kept.to_string()]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(DiskStore::open(&dir).unwrap().0.head().seq, kept);
