@@ -674,7 +674,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
     // mark past the head recover left is the
     // evidence the next writer's open refuses by (outside review 227 F1, F2: recover lowered
     // it and the loss went unseen).
-    let result = result.map(|mut report| {
+    result.map(|mut report| {
         // (The operator's decision between two histories names the head too: the other
         // history's mark is not this one's evidence. So does a journal written afresh from
         // sled — the documented way to take sled's history, outside review 229 F3 — with
@@ -688,8 +688,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         }
         super::head_mark::write_best_effort(root, &report.head, lower);
         report
-    });
-    result
+    })
 }
 
 /// A refusal whose hint names a cut (`--truncate-after N`) behind records sled holds, intact
