@@ -375,7 +375,15 @@ pub fn tokens(text: &str) -> Vec<String> {
 pub fn tokens_as(policy: &str, text: &str) -> Vec<String> {
     use unicode_normalization::UnicodeNormalization;
     let read: String = if policy == ROUTING_POLICY {
-        unmixed(&text.nfkc().filter(|c| !super::invisible(*c)).collect::<String>())
+        // (NFKC first — an NFD accent is one letter — but a Greek lunate sigma, which NFKC
+        // spells as `σ`, as the `c` it looks like: outside review 230 F7.)
+        let lunate = |c: char| match c {
+            '\u{3F2}' => 'c',
+            '\u{3F9}' => 'C',
+            c => c,
+        };
+        let seen: String = text.chars().filter(|c| !super::invisible(*c)).map(lunate).nfkc().collect();
+        unmixed(&seen)
     } else {
         text.to_owned()
     };
@@ -490,14 +498,15 @@ pub fn refusal_in(query: &str) -> Option<String> {
     // lists read the same way; from routing/9 a word that mixes scripts first as the letters
     // it shows ([`unmixed`]).
     let read = |t: &str| super::goal::reading(&t.to_lowercase().replace(APOSTROPHES, "'"));
-    refusal_read(&unmixed(query), &read)
+    refusal_read(&unmixed(query), query, &read)
 }
 
-/// The ASCII letter or digit non-ASCII `c` looks like, by its confusable skeleton, in its
-/// own case where one has the same skeleton (the skeleton spells a capital `I` — and the
-/// Greek `Ι`, the Cyrillic `І` and `Ӏ` — as a small `l`: outside review 228 F1 read `AVOΙD`
-/// as `avold`); `None` for an ASCII character or one whose skeleton is not one such letter.
-fn ascii_look_alike(c: char) -> Option<char> {
+/// The ASCII letter or digit non-ASCII `c` looks like, by its confusable skeleton — in a word
+/// of capitals (`caps`) the capital with that skeleton (the skeleton spells `I`, and the Greek
+/// `Ι`, the Cyrillic `І` and `Ӏ`, the Lisu `ꓲ`, as a small `l`: outside reviews 228 F1, 230
+/// F1 read `AVOΙD` as `avold`); `None` for an ASCII character or one whose skeleton is not one
+/// such letter.
+fn ascii_look_alike(c: char, caps: bool) -> Option<char> {
     if c.is_ascii() {
         return None;
     }
@@ -510,14 +519,9 @@ fn ascii_look_alike(c: char) -> Option<char> {
         }
     };
     let a = seen(c).filter(char::is_ascii_alphanumeric)?;
-    let same_case = if c.is_uppercase() {
-        ('A'..='Z').find(|u| seen(*u) == Some(a))
-    } else if c.is_lowercase() {
-        ('a'..='z').find(|l| seen(*l) == Some(a))
-    } else {
-        None
-    };
-    Some(same_case.unwrap_or(a))
+    // (In a word of capitals, the capital with that skeleton: the skeleton spells `I` as `l`.)
+    let capital = if caps { ('A'..='Z').find(|u| seen(*u) == Some(a)) } else { None };
+    Some(capital.unwrap_or(a))
 }
 
 /// Routing/9: `text` with each word that mixes scripts spelled with the ASCII letters and
@@ -528,38 +532,59 @@ fn ascii_look_alike(c: char) -> Option<char> {
 /// match). A word of one script (Greek, Cyrillic, Japanese, …) is left as written, and so
 /// is every ASCII character (the skeleton spells `I` as `l` and `m` as `rn`).
 fn unmixed(text: &str) -> String {
-    use unicode_security::MixedScript;
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        if word.as_str().is_single_script() {
-            out.push_str(word);
-        } else {
-            out.extend(word.chars().map(|c| ascii_look_alike(c).unwrap_or(c)));
-        }
-        word.clear();
-    };
     // Interlinear annotation controls draw as nothing and are no character of a word
     // (outside review 228 F2: `AVO\u{FFF9}ID` was not read as `AVOID`).
     let text: String = text.chars().filter(|c| !('\u{FFF9}'..='\u{FFFB}').contains(c)).collect();
     // A capital `İ` lower-cases to `i` and a combining dot, which split the word (outside
     // review 228 F1: Turkish capitals hid `AVOİD`): read as the `I` it is typed for.
     let text = text.replace('\u{130}', "I");
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
     for c in text.chars() {
-        if c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c) || super::invisible(c) {
+        let marks = unicode_normalization::char::is_combining_mark(c);
+        if c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c) || super::invisible(c) || marks {
             word.push(c);
         } else {
-            flush(&mut word, &mut out);
+            respelled(&mut word, &mut out);
             out.push(c);
         }
     }
-    flush(&mut word, &mut out);
+    respelled(&mut word, &mut out);
     out
 }
 
-/// [`refusal_in`] with the query and the word lists read by `read`.
-fn refusal_read(query: &str, read: &dyn Fn(&str) -> String) -> Option<String> {
-    let raw = query;
+/// One word for [`unmixed`], appended to `out` (and `word` cleared): a word that mixes scripts
+/// or holds an ASCII letter is spelled with the ASCII letters its other letters look like
+/// (in a word of capitals, a letter that looks like `I` or `l` as `I`; else as the skeleton
+/// spells it — outside review 230 F3: `decΙine` is `decline`), and without the combining marks
+/// after its ASCII letters (230 F2: `N̲E̲V̲E̲R̲`, `avoi̇d`); a word of one other script stays.
+fn respelled(word: &mut String, out: &mut String) {
+    use unicode_security::MixedScript;
+    let ascii_letters = word.chars().any(|c| c.is_ascii_alphabetic());
+    if !ascii_letters && word.as_str().is_single_script() {
+        out.push_str(word);
+        word.clear();
+        return;
+    }
+    let l_like = |c: char| c == 'l' || c == 'I' || ascii_look_alike(c, false) == Some('l');
+    let letters = || word.chars().filter(|c| c.is_alphabetic() && !l_like(*c));
+    let caps = letters().count() >= 1 && letters().all(|c| !c.is_lowercase());
+    let mut after_ascii = false;
+    for c in word.chars() {
+        if unicode_normalization::char::is_combining_mark(c) && after_ascii {
+            continue;
+        }
+        let read = if caps && l_like(c) { 'I' } else { ascii_look_alike(c, caps).unwrap_or(c) };
+        after_ascii = read.is_ascii_alphanumeric();
+        out.push(read);
+    }
+    word.clear();
+}
+
+/// [`refusal_in`] with the query (`unmixed`; `typed`, as typed) and the word lists read by
+/// `read`.
+fn refusal_read(query: &str, typed: &str, read: &dyn Fn(&str) -> String) -> Option<String> {
+    let raw = typed;
     // Negations that ask for what follows are none (routing/7, outside review 183 F6).
     let mut query = read(query);
     for phrase in AFFIRMING {
@@ -589,7 +614,14 @@ fn refusal_read(query: &str, read: &dyn Fn(&str) -> String) -> Option<String> {
     // "Ne déployez pas", "Não faça", "Не деплой", "不要" loaded the skill); not through the
     // confusable skeleton, which spells the Cyrillic `не` as the English `he`.
     let typed_words: Vec<&str> = typed.split(|c: char| !(c.is_alphanumeric() || c == '\'')).collect();
-    if let Some(word) = typed_words.iter().find(|w| FOREIGN_REFUSALS.contains(*w)) {
+    // (A refusal typed with a letter of another layout — `нeт` with a Latin `e` — is the
+    // refusal it shows; outside review 230 F6. Only a word holding a letter of its script:
+    // the English `he` is not the Russian `не`.)
+    let shown = |w: &str| unicode_security::skeleton(w).collect::<String>();
+    if let Some(word) = typed_words.iter().find(|w| {
+        FOREIGN_REFUSALS.contains(*w)
+            || (!w.is_ascii() && FOREIGN_REFUSALS.iter().any(|r| shown(w) == shown(r)))
+    }) {
         return Some((*word).to_owned());
     }
     // French `pas` after `ne`/`n'` (`PAS` alone is an acronym: outside review 178 F1).
@@ -920,7 +952,7 @@ pub struct Citations {
 
 /// Quotation marks that open a quote, each with the marks that close it (routing/7 adds
 /// all but `"`, `` ` `` and `“`; outside review 175 F1).
-const QUOTES: [(char, &[char]); 14] = [
+const QUOTES: [(char, &[char]); 17] = [
     ('"', &['"']),
     ('`', &['`']),
     ('\u{201c}', &['\u{201d}']),
@@ -936,6 +968,10 @@ const QUOTES: [(char, &[char]); 14] = [
     ('\u{300a}', &['\u{300b}']),
     ('\u{301d}', &['\u{301e}', '\u{301f}']),
     ('\u{3008}', &['\u{3009}']),
+    // Outside review 230 F10: `‟…”`, the Hebrew gershayim `״…״`, the ditto mark `〃…〃`.
+    ('\u{201f}', &['\u{201d}', '\u{201c}']),
+    ('\u{5f4}', &['\u{5f4}']),
+    ('\u{3003}', &['\u{3003}']),
 ];
 
 /// `text` with every span from `open` to `close` (both included) made blanks, one per
@@ -1713,6 +1749,18 @@ pub fn check_task(task: &Task) -> Result<(), SelectionError> {
     }
     if task.query.as_ref().is_some_and(|q| q.len() > MAX_QUERY_BYTES) {
         return bad("query is over 8192 bytes");
+    }
+    // A bidirectional override or isolate shows the query in another order than it is read
+    // (outside review 230 F8: `\u{202E}gniddik tsuj\u{202C}` showed as "just kidding" and the skill
+    // loaded).
+    if task
+        .query
+        .as_ref()
+        .is_some_and(|q| q.chars().any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')))
+    {
+        return bad(
+            "query holds a bidirectional override or isolate (U+202A–U+202E, U+2066–U+2069): it would read in another order than it is",
+        );
     }
     for (field, ids) in [("explicitIds", &task.explicit_ids), ("proposedIds", &task.proposed_ids)] {
         if ids.len() > MAX_TASK_IDS {

@@ -268,6 +268,24 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("AVO\u{130}D using the kubernetes skill", "AVOID using the kubernetes skill"),
         ("AVO\u{FFF9}ID using the kubernetes skill", "AVOID using the kubernetes skill"),
         ("Use the kubernetes skill. JUST KIDD\u{399}NG", "Use the kubernetes skill. JUST KIDDING"),
+        // Outside review 230: other capital-I look-alikes (F1), in a small word the small `l`
+        // it looks like (F3), combining marks after ASCII letters (F2), Latin look-alikes
+        // (F4), a refusal typed with a letter of another layout (F6), a quotation mark
+        // look-alike (F10).
+        ("AVO\u{A4F2}D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("Use the kubernetes skill. JUST K\u{A4F2}DDING", "Use the kubernetes skill. JUST KIDDING"),
+        ("I dec\u{399}ine to use the kubernetes skill", "I decline to use the kubernetes skill"),
+        (
+            "N\u{332}E\u{332}V\u{332}E\u{332}R\u{332} use the kubernetes skill",
+            "NEVER use the kubernetes skill",
+        ),
+        ("avoi\u{307}d using the kubernetes skill", "avoid using the kubernetes skill"),
+        ("NEVE\u{1A6} use the kubernetes skill", "NEVER use the kubernetes skill"),
+        ("Use the kubernetes skill. \u{41D}e\u{442}", "Use the kubernetes skill. \u{41D}\u{435}\u{442}"),
+        (
+            "He said \u{201F}use the kubernetes skill\u{201D}",
+            "He said \u{201C}use the kubernetes skill\u{201D}",
+        ),
     ] {
         let seen = decide_live(&st, &task(Some(shown)), &Request::default()).unwrap();
         let typed = decide_live(&st, &task(Some(plain)), &Request::default()).unwrap();
@@ -281,9 +299,18 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("review the terraf\u{43E}rm plan", "review the terraform plan"),
         ("\u{399}NFRASTRUCTURE changes", "INFRASTRUCTURE changes"),
         ("\u{130}NFRASTRUCTURE changes", "INFRASTRUCTURE changes"),
+        ("INFRASTRU\u{3F9}TURE changes", "INFRASTRUCTURE changes"),
+        ("\u{A4F2}NFRASTRUCTURE changes", "INFRASTRUCTURE changes"),
     ] {
         assert_eq!(tokens(shown), tokens(plain), "{shown:?}");
     }
+    // A query that would show in another order than it is read is refused (230 F8).
+    let bidi = decide_live(
+        &st,
+        &task(Some("Use the kubernetes skill, \u{202E}gniddik tsuj\u{202C}")),
+        &Request::default(),
+    );
+    assert!(bidi.is_err(), "{bidi:?}");
     // A word of one script stays as written (Cyrillic words are not respelled).
     assert_eq!(tokens("\u{43F}\u{43B}\u{430}\u{43D}"), vec!["\u{43F}\u{43B}\u{430}\u{43D}".to_owned()]);
     assert_eq!(tokens("menu matches"), vec!["menu".to_owned(), "matche".to_owned()]);
