@@ -136,6 +136,14 @@ pub fn run_select_over(
              `not`, `don't`, `skip`, …): name the skill in explicitIds to load it (outside review 126)"
         );
     }
+    if o.event.reason == crate::runtime::selection::REASON_DISGUISED {
+        let _ = writeln!(
+            err,
+            "ledger: note: the query's words disguise letters (a word mixing scripts, a look-alike letter or a \
+             combining mark beside ASCII letters), so they choose no skill by themselves: the choice is pending — \
+             answer it with a proposal, or name the skill in explicitIds (outside review 230)"
+        );
+    }
     if o.event.reason == crate::runtime::selection::REASON_CITED_UNROUTED {
         let _ = writeln!(
             err,

@@ -187,6 +187,9 @@ pub const REASON_CITED_INSTALLED: &str = "cited-installed";
 /// that refuses something elsewhere): pending, it first — ranking does not choose it.
 pub const REASON_MENTIONED: &str = "mentioned";
 pub const REASON_AMBIGUOUS: &str = "ambiguous";
+/// Routing/9: the query's words disguise letters (`unmixed` respells them): what a directive
+/// or ranking would have chosen is left pending, it first.
+pub const REASON_DISGUISED: &str = "disguised";
 pub const REASON_NO_QUERY: &str = "no-query";
 pub const REASON_NO_MATCH: &str = "no-match";
 /// Routing/3: the query negates something, so ranking decides nothing ([`negates`]):
@@ -618,9 +621,10 @@ fn refusal_read(query: &str, typed: &str, read: &dyn Fn(&str) -> String) -> Opti
     // refusal it shows; outside review 230 F6. Only a word holding a letter of its script:
     // the English `he` is not the Russian `не`.)
     let shown = |w: &str| unicode_security::skeleton(w).collect::<String>();
+    let alike =
+        |w: &str, r: &str| shown(w) == shown(r) || shown(&w.to_uppercase()) == shown(&r.to_uppercase());
     if let Some(word) = typed_words.iter().find(|w| {
-        FOREIGN_REFUSALS.contains(*w)
-            || (!w.is_ascii() && FOREIGN_REFUSALS.iter().any(|r| shown(w) == shown(r)))
+        FOREIGN_REFUSALS.contains(*w) || (!w.is_ascii() && FOREIGN_REFUSALS.iter().any(|r| alike(w, r)))
     }) {
         return Some((*word).to_owned());
     }
@@ -834,7 +838,7 @@ fn takes_back(sentence: &str) -> bool {
                 || RETRACTIONS_CLOSING.contains(&read.as_str())
                 || TAKE_BACK.contains(&read.as_str())
                 || FORBIDDING.contains(&read.as_str())
-                || sentence.split(|c: char| !c.is_alphanumeric()).any(|w| {
+                || unmixed(sentence).split(|c: char| !c.is_alphanumeric()).any(|w| {
                     let w = w.to_lowercase();
                     TAKE_BACK.contains(&w.as_str()) || FORBIDDING.contains(&w.as_str())
                 })
@@ -1381,6 +1385,31 @@ pub fn lexical_over(
     unrouted: &[&RegistrySource],
     installed: &[&RegistrySource],
 ) -> Lexical {
+    let lexical = lexical_read(policy, query, routable, unrouted, installed);
+    // Routing/9: a query whose words disguise letters (a word mixing scripts, a look-alike or
+    // a combining mark beside ASCII letters) chooses nothing by itself — its reading may not
+    // be its reader's: the choice is left pending over what it would have chosen (outside
+    // review 230: each respelling rule closed one disguise and left the next — `saꓲd`, where
+    // `ꓲ` may be read as `I` or as `l`).
+    if policy == ROUTING_POLICY && lexical.root.is_some() && query.is_some_and(|q| unmixed(q) != q) {
+        return Lexical {
+            root: None,
+            pending: true,
+            reason: REASON_DISGUISED,
+            candidates: lexical.candidates,
+        };
+    }
+    lexical
+}
+
+/// [`lexical_over`] before its routing/9 check of a disguised query.
+fn lexical_read(
+    policy: &str,
+    query: Option<&str>,
+    routable: &[&RegistrySource],
+    unrouted: &[&RegistrySource],
+    installed: &[&RegistrySource],
+) -> Lexical {
     let none = |reason| Lexical { root: None, pending: false, reason, candidates: Vec::new() };
     let Some(query) = query.filter(|q| !tokens_as(policy, q).is_empty() || q.contains("skill:")) else {
         return none(REASON_NO_QUERY);
@@ -1667,6 +1696,10 @@ fn lexical_recorded(
                 );
                 lex(None, true, REASON_AMBIGUOUS)
             }
+        }
+        REASON_DISGUISED if e.routing_policy == ROUTING_POLICY => {
+            ensure!(!e.candidates.is_empty(), Rule::Selection, "a disguised query leaves a shortlist");
+            lex(None, true, REASON_DISGUISED)
         }
         REASON_AMBIGUOUS => {
             ensure!(
