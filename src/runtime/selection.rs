@@ -1391,7 +1391,7 @@ pub fn lexical_over(
     // be its reader's: the choice is left pending over what it would have chosen (outside
     // review 230: each respelling rule closed one disguise and left the next — `saꓲd`, where
     // `ꓲ` may be read as `I` or as `l`).
-    if policy == ROUTING_POLICY && lexical.root.is_some() && query.is_some_and(|q| unmixed(q) != q) {
+    if policy == ROUTING_POLICY && lexical.root.is_some() && query.is_some_and(disguised) {
         return Lexical {
             root: None,
             pending: true,
@@ -1400,6 +1400,21 @@ pub fn lexical_over(
         };
     }
     lexical
+}
+
+/// Whether `query` disguises letters (routing/9): [`unmixed`] respells something in it, or a
+/// word beside ASCII letters holds a letter of the Latin blocks few alphabets use, whose
+/// look-alikes the confusable tables do not list — small capitals (`ʟAST`, `jᴋ`), IPA and
+/// phonetic letters, `ĸ` (outside review 230 F4).
+fn disguised(query: &str) -> bool {
+    let exotic = |c: char| {
+        matches!(c, '\u{138}' | '\u{180}'..='\u{24F}' | '\u{250}'..='\u{2AF}' | '\u{1D00}'..='\u{1DBF}'
+            | '\u{2C60}'..='\u{2C7F}' | '\u{A720}'..='\u{A7FF}' | '\u{AB30}'..='\u{AB6F}')
+    };
+    unmixed(query) != query
+        || query
+            .split(|c: char| !(c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c)))
+            .any(|w| w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(exotic))
 }
 
 /// [`lexical_over`] before its routing/9 check of a disguised query.

@@ -307,7 +307,12 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
     // A query whose words disguise letters chooses nothing by itself: what a directive or
     // ranking would choose is left pending (outside review 230: `saꓲd` may read as `said`
     // or `sald`), and the record replays.
-    for q in ["Bob sa\u{A4F2}d to use the kubernetes skill", "Use the kubern\u{435}tes skill"] {
+    for q in [
+        "Bob sa\u{A4F2}d to use the kubernetes skill",
+        "Use the kubern\u{435}tes skill",
+        "Use the kubernetes skill, just \u{138}idding",
+        "Use the kubernetes skill ONLY AS A \u{29F}AST RESORT",
+    ] {
         let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "disguised"), "{q}");
         assert!(e.selected_ids.is_empty() && !e.candidates.is_empty(), "{q}: {e:?}");
