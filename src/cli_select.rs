@@ -139,9 +139,10 @@ pub fn run_select_over(
     if o.event.reason == crate::runtime::selection::REASON_DISGUISED {
         let _ = writeln!(
             err,
-            "ledger: note: the query's words disguise letters (a word mixing scripts, a look-alike letter or a \
-             combining mark beside ASCII letters), so they choose no skill by themselves: the choice is pending — \
-             answer it with a proposal, or name the skill in explicitIds (outside review 230)"
+            "ledger: note: the query's words disguise letters (a word mixing scripts with a letter that looks like \
+             an ASCII one, or a small capital or like letter beside ASCII letters), so they choose no skill by \
+             themselves: the choice is pending — answer it with a proposal, or name the skill in explicitIds \
+             (outside review 230)"
         );
     }
     if o.event.reason == crate::runtime::selection::REASON_CITED_UNROUTED {

@@ -1402,19 +1402,25 @@ pub fn lexical_over(
     lexical
 }
 
-/// Whether `query` disguises letters (routing/9): [`unmixed`] respells something in it, or a
-/// word beside ASCII letters holds a letter of the Latin blocks few alphabets use, whose
-/// look-alikes the confusable tables do not list — small capitals (`ʟAST`, `jᴋ`), IPA and
-/// phonetic letters, `ĸ` (outside review 230 F4).
+/// Whether `query` disguises letters (routing/9): a word that mixes scripts holds a letter
+/// of another script that looks like an ASCII one (`Νever`, `saꓲd`, `kubernеtes`), or a word
+/// beside ASCII letters holds one of the Latin letters no alphabet uses in ordinary text and
+/// the confusable tables do not respell — small capitals (`ʟAST`, `jᴋ`), `ĸ`, the click
+/// letters, `ſ`, `ɑ`, `ɡ` (outside review 230 F4). Letters of national alphabets (Turkish `ı`,
+/// Romanian `ș`, Vietnamese `ư`, Azerbaijani `ə`, Akan `ɛ` `ɔ`, Hausa `ƙ`) and combining
+/// marks are no disguise (outside review 231 F1: they left ordinary queries pending).
 fn disguised(query: &str) -> bool {
-    let exotic = |c: char| {
-        matches!(c, '\u{138}' | '\u{180}'..='\u{24F}' | '\u{250}'..='\u{2AF}' | '\u{1D00}'..='\u{1DBF}'
-            | '\u{2C60}'..='\u{2C7F}' | '\u{A720}'..='\u{A7FF}' | '\u{AB30}'..='\u{AB6F}')
+    use unicode_security::MixedScript;
+    let odd = |c: char| {
+        matches!(c, '\u{138}' | '\u{17F}' | '\u{1A6}' | '\u{1C0}'..='\u{1C3}' | '\u{251}' | '\u{261}'
+            | '\u{26A}' | '\u{274}' | '\u{280}' | '\u{28F}' | '\u{299}' | '\u{29C}' | '\u{29F}'
+            | '\u{1D00}'..='\u{1D2B}')
     };
-    unmixed(query) != query
-        || query
-            .split(|c: char| !(c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c)))
-            .any(|w| w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(exotic))
+    query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c))).any(|w| {
+        let looks_ascii = |c: char| !c.is_ascii() && ascii_look_alike(c, false).is_some();
+        (!w.is_single_script() && w.chars().any(looks_ascii))
+            || (w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(odd))
+    })
 }
 
 /// [`lexical_over`] before its routing/9 check of a disguised query.

@@ -317,6 +317,18 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "disguised"), "{q}");
         assert!(e.selected_ids.is_empty() && !e.candidates.is_empty(), "{q}: {e:?}");
     }
+    // Letters of national alphabets are no disguise: the same directive chooses (outside
+    // review 231 F1: Turkish, Romanian, Vietnamese, Azerbaijani, Akan text was left pending).
+    for q in [
+        "Use the kubernetes skill; ask Y\u{131}ld\u{131}z to review",
+        "Use the kubernetes skill; \u{218}tefan approved it",
+        "Use the kubernetes skill; R\u{259}\u{15F}ad approved it",
+        "Use the kubernetes skill for the \u{254}kwan cluster",
+        "Use the kubernetes skill, the pods are \u{111}\u{1B0}\u{1EE3}c",
+    ] {
+        let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
+    }
     // A query that would show in another order than it is read is refused (230 F8).
     let bidi = decide_live(
         &st,
