@@ -126,16 +126,10 @@ pub fn write_failed() -> Option<String> {
 /// Before a writer's open or `recover` goes on from a journal whose head is `head` without
 /// another copy that holds more (`sled`: why, a clause naming sled): refused where the mark
 /// names a later head — the journal lost acknowledged records at its end — or another entry
-/// at the head's seq. Nothing is changed.
-pub(crate) fn refuse_lost_end(root: &Path, head: &Head, sled: String) -> Result<(), OpenError> {
-    refuse_lost_end_but(root, head, sled, false)
-}
-
-/// [`refuse_lost_end`]; with `fork_decided` (the operator's `--prefer` or checkpoint), a mark
-/// of another entry at the head's own seq is no refusal: it names the history the operator
-/// set aside (outside review 229 F2: a `recover --prefer` killed before it wrote the mark was
-/// refused when run again).
-pub(crate) fn refuse_lost_end_but(
+/// at the head's seq, unless `fork_decided` (the operator's `--prefer` or checkpoint chose
+/// between two versions of that record: outside review 229 F2, a `recover --prefer` killed
+/// before it wrote the mark was refused when run again). Nothing is changed.
+pub(crate) fn refuse_lost_end(
     root: &Path,
     head: &Head,
     sled: String,

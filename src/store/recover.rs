@@ -887,7 +887,7 @@ fn recover_cut(
         if options.truncate_after.is_none() {
             let why = "sled — their only other copy — does not hold them either (it lags)".to_owned();
             let fork_decided = options.prefer.is_some() || options.checkpoint.is_some();
-            super::head_mark::refuse_lost_end_but(root, &whole.head, why, fork_decided)?;
+            super::head_mark::refuse_lost_end(root, &whole.head, why, fork_decided)?;
         }
         // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the
         // journal, as a writer's open restores them.
@@ -1268,7 +1268,7 @@ fn recover_cut(
         // 227 F5).
         if let Some(head) = found.scan.verified {
             let clause = format!("sled — their only other copy — will not open ({})", why.index_reason());
-            super::head_mark::refuse_lost_end(root, &head, clause)?;
+            super::head_mark::refuse_lost_end(root, &head, clause, false)?;
         }
         return Err(OpenError::torn_unchecked(torn, next, &why));
     }
@@ -1304,7 +1304,7 @@ fn recover_cut(
             _ if foreign => "sled — their only other copy — does not hold them (another history)".to_owned(),
             _ => "sled — their only other copy — does not hold them either".to_owned(),
         };
-        super::head_mark::refuse_lost_end_but(root, &checked.head, why, fork_decided)?;
+        super::head_mark::refuse_lost_end(root, &checked.head, why, fork_decided)?;
     }
     if let Some(torn) = &checked.torn {
         let moved = move_tail_aside(root, &torn.segment, torn.offset)?;

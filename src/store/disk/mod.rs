@@ -550,7 +550,7 @@ impl DiskStore {
                 // records, and sled was their only other copy (outside reviews 220 F1, 222) —
                 // a torn tail there was acknowledged (227 F5: it was offered as a cut).
                 let why = format!("sled — their only other copy — will not open ({})", e.index_reason());
-                crate::store::head_mark::refuse_lost_end(root, &journal.head, why)?;
+                crate::store::head_mark::refuse_lost_end(root, &journal.head, why, false)?;
                 if let Some(torn) = &journal.torn {
                     return Err(OpenError::torn_unchecked(torn, journal.head.seq + 1, &e));
                 }
@@ -587,6 +587,7 @@ impl DiskStore {
             root,
             &scan.head,
             "sled — their only other copy — does not hold them either".to_owned(),
+            false,
         )?;
         // From here the writer's handle writes: closed within the bound however this ends
         // (a lag restored on a disk that fills: outside review 192 F2's hang, on this path).
