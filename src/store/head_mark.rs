@@ -96,10 +96,13 @@ pub(crate) fn write(root: &Path, head: &Head) -> Result<(), super::IoError> {
 
 /// The mark in `root`, if it is whole and names `ledger` (anything else is no evidence).
 pub(crate) fn read(root: &Path, ledger: Id) -> Option<Mark> {
-    let marker = root.join(MARK);
-    let bytes = super::swap::marker_bytes(&marker, MAX_MARK_BYTES).ok()?.ok()?;
-    let mark = Mark::parse(std::str::from_utf8(&bytes).ok()?)?;
-    (mark.ledger == ledger).then_some(mark)
+    read_whole(root).filter(|mark| mark.ledger == ledger)
+}
+
+/// The mark in `root`, if it is whole, whatever ledger it names.
+pub(crate) fn read_whole(root: &Path) -> Option<Mark> {
+    let bytes = super::swap::marker_bytes(&root.join(MARK), MAX_MARK_BYTES).ok()?.ok()?;
+    Mark::parse(std::str::from_utf8(&bytes).ok()?)
 }
 
 /// Writes the mark of `head` where it names an earlier head of this ledger, none, or no

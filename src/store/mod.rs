@@ -238,10 +238,20 @@ pub enum Corruption {
     /// which sled's next entry linked to).
     #[error(
         "the copies hold different intact records for this frame, and sled holds later records: `ledger recover` \
-         keeps sled's version where sled's next entry links to it (the journal's record moves to cut/); to keep \
-         the journal's, give `--checkpoint FILE` or `--prefer journal`"
+         keeps sled's version where sled's next entry links to it (the journal's record moves to cut/) and \
+         head.mark does not name the journal's; to keep the journal's, give `--checkpoint FILE` or `--prefer journal`"
     )]
     CopiesDisagreeSledContinues,
+    /// As `CopiesDisagreeSledContinues`, but the head mark names the journal's version
+    /// (outside reviews 229 F4, 231 F3: `recover` kept sled's, the journal's acknowledged
+    /// record moved to cut/).
+    #[error(
+        "the copies hold different intact records for this frame; sled's later records link to sled's version, \
+         but head.mark — the head the last writer left — names the journal's version of seq {mark_seq}: neither \
+         is chosen (`ledger recover --prefer journal` keeps the journal's and gives up sled's later records, \
+         kept in the old sled moved aside; `--prefer sled` keeps sled's)"
+    )]
+    CopiesDisagreeMarkNamesJournal { mark_seq: u64 },
     #[error(
         "the copies hold two histories from this seq on, each intact and chained on from the records both hold (the journal's to seq {newest}): neither is chosen"
     )]

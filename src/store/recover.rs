@@ -349,6 +349,8 @@ struct Survey {
     parts: Option<u64>,
     /// The checkpoint's check against the journal as found (`None`: its seq was not read).
     checkpoint: Option<Result<(), Corruption>>,
+    /// The head mark, as a checkpoint, and its check against the journal as found.
+    mark: Option<(Checkpoint, CheckpointVerdict)>,
 }
 
 /// The newest seq either copy holds, as far as the survey read the journal: its verified
@@ -370,8 +372,15 @@ fn survey(
 ) -> Result<Survey, OpenError> {
     let mut newest = None;
     let mut verdict = None;
+    let mark = super::head_mark::read_whole(root).map(|m| Checkpoint {
+        ledger_id: m.ledger,
+        seq: m.seq,
+        hash: m.hash,
+    });
+    let mut mark_verdict = None;
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
         note_checkpoint(checkpoint, sealed, &mut verdict);
+        note_checkpoint(mark.as_ref(), sealed, &mut mark_verdict);
         Ok(())
     };
     let mut cut_at = None;
@@ -398,7 +407,8 @@ fn survey(
         Ok(())
     };
     let scan = scan(root, SledCopy::Off, false, OnDamage::Stop, &mut on_entry, &mut on_frame)?;
-    Ok(Survey { scan, newest, cut_at, differs, parts, checkpoint: verdict })
+    let mark = mark.map(|m| (m, mark_verdict));
+    Ok(Survey { scan, newest, cut_at, differs, parts, checkpoint: verdict, mark })
 }
 
 /// The checkpoint's check of `sealed`, kept in `verdict` when `sealed` is the checkpointed
@@ -2670,6 +2680,7 @@ fn restore_from_sled(
             return Err(journal_lost_its_tail(found, end, last, &newest_cut(journal)));
         }
     }
+    let mut sled_version_given_up = None;
     if newest_differs && let Some((segment, offset, first_seq, before)) = found.newest.clone() {
         let (sled_chain, sled_head) = sled_continuation(tree, before, None)?;
         // Evidence for sled's version is a later sled entry linking to it — past the last
@@ -2680,10 +2691,19 @@ fn restore_from_sled(
         let sled_wins_by_link = sled_head.is_some_and(|h| Some(h.seq) > journal_head);
         // (A checkpoint past sled's entries that the journal's version holds names the
         // journal's: outside review 92, refused with the advice to give a checkpoint.)
+        let sled_entries: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
         let by_checkpoint = options.checkpoint.as_ref().and_then(|cp| {
-            let ours: Vec<SealedEntry> = sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).collect();
-            checkpoint_says(cp, &ours).or_else(|| matches!(found.checkpoint, Some(Ok(()))).then_some(false))
+            checkpoint_says(cp, &sled_entries)
+                .or_else(|| matches!(found.checkpoint, Some(Ok(()))).then_some(false))
         });
+        // The head mark — the head the last writer left — naming the journal's version of an
+        // entry sled's version holds otherwise contradicts sled's later links: a double fault,
+        // and only the operator decides (outside reviews 229 F4, 231 F3: the journal's
+        // acknowledged record went to cut/, exit 0).
+        let mark_names_journal =
+            found.mark.as_ref().filter(|(_, verdict)| matches!(verdict, Some(Ok(())))).and_then(
+                |(mark, _)| (checkpoint_says(mark, &sled_entries) == Some(false)).then_some(mark.seq),
+            );
         let take_sled = match (options.prefer, by_checkpoint) {
             (Some(prefer), Some(sled_matches)) if (prefer == Replica::Sled) != sled_matches => {
                 return Err(OpenError::Usage(format!(
@@ -2696,6 +2716,14 @@ fn restore_from_sled(
             (_, Some(sled_matches)) => sled_matches,
             (Some(Replica::Sled), None) => true,
             (Some(Replica::Journal), None) => false,
+            _ if sled_wins_by_link && mark_names_journal.is_some() => {
+                let mark_seq = mark_names_journal.unwrap_or(first_seq);
+                return Err(corrupt(
+                    first_seq,
+                    Replica::Both,
+                    Corruption::CopiesDisagreeMarkNamesJournal { mark_seq },
+                ));
+            }
             _ if sled_wins_by_link => true,
             _ => {
                 if let Some(parted) = parted_before(found, first_seq) {
@@ -2718,9 +2746,34 @@ fn restore_from_sled(
         }
         // Otherwise the journal's version stands — and sled's records past it are still
         // restored where they chain on from it, or stop recover where they do not (outside
-        // review 38, P1: they were set aside with the old sled, exit 0).
+        // review 38, P1: they were set aside with the old sled, exit 0) — but for sled's
+        // records that continue sled's version, where the operator chose the journal's
+        // (`--prefer journal`, or a checkpoint naming it): they are that version's history,
+        // given up with it and kept in the old sled, moved aside, as `--truncate-after` at the
+        // journal's head gives them up (found re-running review 229 F4: `--prefer journal` refused them as
+        // acknowledged and named that cut, which refused in turn and named `--prefer journal`).
+        let chose_journal = options.prefer == Some(Replica::Journal) || by_checkpoint == Some(false);
+        if !take_sled
+            && chose_journal
+            && options.truncate_after.is_none()
+            && let (Some(head), Some(theirs)) = (found.scan.verified, sled_head)
+            && theirs.seq > head.seq
+            && !sled_entries.iter().any(|e| e.entry.seq == head.seq && e.hash == head.hash)
+            && sled_newest(tree)? == Some(theirs.seq)
+        {
+            report.truncated_seqs = Some((head.seq.saturating_add(1), theirs.seq));
+            sled_version_given_up = Some(head.seq);
+        }
     }
 
     // 4. Rewrite from the boundary with what sled holds, keeping the journal's own records.
+    let given_up;
+    let options = match sled_version_given_up {
+        Some(after) => {
+            given_up = RecoverOptions { truncate_after: Some(after), ..options.clone() };
+            &given_up
+        }
+        None => options,
+    };
     rewrite_from(root, journal, tree, &boundary, found.scan.damage.as_ref(), options, report)
 }

@@ -933,6 +933,81 @@ fn a_sled_that_opens_without_the_lost_records_is_no_witness_either() {
     assert_eq!(DiskStore::open(&dir).unwrap().0.head().seq, kept);
 }
 
+/// Sled holding a longer fork of the journal's newest record — its own version of the
+/// entry, and a later entry linking to it — where the head mark names the journal's
+/// version: a plain `recover` took sled's, the journal's acknowledged record moving to
+/// cut/, exit 0 (outside reviews 229 F4, 231 F3). Refused now, nothing changed; `--prefer
+/// journal` keeps the journal's and gives up sled's continuation of its own version (it
+/// refused it as acknowledged, and the cut it named refused in turn naming `--prefer
+/// journal`, found re-running review 229 F4); a checkpoint of the journal's record decides alike;
+/// `--prefer sled` keeps sled's.
+#[test]
+fn the_head_mark_contradicts_a_longer_fork_in_sled() {
+    use closure_ledger::store::Frame;
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    make_ledger(&base, 4, 2);
+    let fork = |name: &str, events: &[usize]| {
+        let dir = tmp.path().join(name);
+        copy_dir(&base, &dir);
+        let (mut store, _) = DiskStore::open(&dir).unwrap();
+        let mut chain = store.chain();
+        let t = store.head().time_ms;
+        for (i, &e) in events.iter().enumerate() {
+            let sealed = chain.seal(event(e), t + 1 + i as u64, LEDGER).unwrap();
+            store.commit(&Frame::new(vec![sealed]).unwrap()).unwrap();
+        }
+        let head = store.head();
+        drop(store);
+        (dir, head)
+    };
+    let (journal_side, acked) = fork("journal", &[3]);
+    let (sled_side, theirs) = fork("sled", &[5, 6]);
+    assert_eq!(theirs.seq, acked.seq + 1);
+    let led = tmp.path().join("led");
+    let build = || {
+        if led.exists() {
+            std::fs::remove_dir_all(&led).unwrap();
+        }
+        copy_dir(&journal_side, &led);
+        std::fs::remove_dir_all(led.join("sled")).unwrap();
+        copy_dir(&sled_side.join("sled"), &led.join("sled"));
+    };
+    build();
+    let mark = std::fs::read_to_string(led.join("head.mark")).unwrap();
+    assert!(mark.contains(&format!("seq {}\nhash {}", acked.seq, acked.hash)), "{mark}");
+    let journal = std::fs::read(segment(&led)).unwrap();
+    let (code, out, err) = cli(&["recover", led.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("head.mark") && err.contains("--prefer journal"), "{err}");
+    assert_eq!(std::fs::read(segment(&led)).unwrap(), journal, "nothing changed");
+    assert!(!led.join("cut").exists() && !led.join("sled.broken-1").exists());
+
+    let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "journal", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["truncatedSeqs"], serde_json::json!([theirs.seq, theirs.seq]), "{report}");
+    let head = DiskStore::open(&led).unwrap().0.head();
+    assert_eq!((head.seq, head.hash), (acked.seq, acked.hash), "the acknowledged record stands");
+    assert!(led.join("sled.broken-1").exists(), "sled's version kept aside");
+
+    build();
+    let cp = tmp.path().join("cp.json");
+    let (code, out, _) = cli(&["checkpoint", journal_side.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    std::fs::write(&cp, out).unwrap();
+    let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--checkpoint", cp.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let head = DiskStore::open(&led).unwrap().0.head();
+    assert_eq!((head.seq, head.hash), (acked.seq, acked.hash));
+
+    build();
+    let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let head = DiskStore::open(&led).unwrap().0.head();
+    assert_eq!((head.seq, head.hash), (theirs.seq, theirs.hash), "sled's history, on the operator's word");
+}
+
 /// The head mark's temporary file is made anew: a FIFO or a symlink left there neither hangs
 /// a writer nor is written through (outside review 227 F3), and a mark that cannot be
 /// written is said on stderr, the commit standing (227 F4).
