@@ -161,6 +161,16 @@ pub fn run_select_over(
              already, and nothing more is chosen (outside review 178 F8)"
         );
     }
+    if !o.installed_explicit.is_empty() {
+        let _ = writeln!(
+            err,
+            "ledger: note: explicitIds name skills the profile installs already ({}): they are in the worker's \
+             context, and {} their bodies again (the package and the load bound count them) — leave them out \
+             unless that is meant (outside review 234 F1)",
+            o.installed_explicit.join(", "),
+            if o.event.load { "this load adds" } else { "loading them adds" }
+        );
+    }
     // A selection recorded now stands whether or not its report can be written (outside
     // review 217 F2: a closed pipe or a full disk read as a bare I/O error, as if nothing
     // had been recorded).

@@ -375,6 +375,8 @@ pub struct Outcome {
     pub mode: ledger_schema::events::profile::SelectionMode,
     /// Why a `--previous` receipt was not reused, if it was not ([`sel::previous_set_aside`]).
     pub previous_set_aside: Option<String>,
+    /// Explicit ids the configured profile installs already ([`sel::installed_explicit`]).
+    pub installed_explicit: Vec<String>,
 }
 
 /// Options of `ledger select` besides the ledger and the task.
@@ -404,6 +406,7 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
     let state = ledger.state();
     let (event, resources, mode) = decide_and_load(state, task, opts)?;
     let previous_set_aside = sel::previous_set_aside(state, &event);
+    let installed_explicit = sel::installed_explicit(state, &event);
     let recorded = state.selections.by_receipt.get(&event.receipt().digest()).map(|s| s.seq);
     let (seq, duplicate) = match recorded {
         // Already recorded: a duplicate, dry run or not (outside review 87: the dry run said
@@ -418,7 +421,7 @@ pub fn select(dir: &Path, task: &Task, opts: &Options) -> Result<Outcome, Select
             (Some(receipt.seq), false)
         }
     };
-    Ok(Outcome { event, seq, duplicate, resources, mode, previous_set_aside })
+    Ok(Outcome { event, seq, duplicate, resources, mode, previous_set_aside, installed_explicit })
 }
 
 /// The decision over `state` (its configured profile) and, with `--load`, the loaded
@@ -555,7 +558,16 @@ pub fn resolve_unconfigured(
         .map_err(|e| profile(super::ProfileError::Refused(e.to_string())))?;
     let (event, resources, mode) = decide_and_load(&state, task, opts)?;
     let previous_set_aside = sel::previous_set_aside(&state, &event);
-    Ok(Outcome { event, seq: None, duplicate: false, resources, mode, previous_set_aside })
+    let installed_explicit = sel::installed_explicit(&state, &event);
+    Ok(Outcome {
+        event,
+        seq: None,
+        duplicate: false,
+        resources,
+        mode,
+        previous_set_aside,
+        installed_explicit,
+    })
 }
 
 #[cfg(test)]

@@ -2259,6 +2259,16 @@ pub fn decide(
 /// "Source, trigger content, routing-policy version, profile, mode, exclusions, session,
 /// task revision, phase, and a digest of the query invalidate stale reuse" (outside review
 /// 114: a stale receipt was set aside without a word).
+/// The explicit ids of `e` that the configured profile installs already (its base): the
+/// skill's body then reaches the worker twice — natively and in the package — and counts
+/// against the load bound (outside review 234 F1: said nowhere, where a directive at it is
+/// `cited-installed`).
+pub fn installed_explicit(state: &State, e: &SelectionRecorded) -> Vec<String> {
+    let Ok((plan, ..)) = configured(state) else { return Vec::new() };
+    let chosen = e.selected_ids.iter().filter(|id| e.explicit_ids.contains(id));
+    chosen.filter(|id| plan.selected_ids.contains(id)).cloned().collect()
+}
+
 pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String> {
     let p = state.selections.by_receipt.get(&e.previous?)?;
     if e.reused || matches!(e.reason.as_str(), REASON_PROVIDER_PROPOSAL | REASON_PROPOSAL_DECLINED) {

@@ -83,7 +83,10 @@ fn explicit_selection_is_one_entry_with_a_receipt_and_no_prose() {
     let before = s.head();
     let mut t = task("SECRET-PROSE tune postgres");
     t["explicitIds"] = json!(["skill:api-design"]);
-    let v = ok(select(&s, &t, &["--load"]));
+    let (code, out, err) = select(&s, &t, &["--load"]);
+    // The base skills it depends on load with it, as any closure's do: no note.
+    assert!(!err.contains("installs already"), "{err}");
+    let v = ok((code, out, err));
     assert_eq!(s.head().0, before.0 + 1);
     assert_eq!(v["decision"], "selected");
     assert_eq!(v["reason"], "explicit");
@@ -125,6 +128,23 @@ fn explicit_selection_is_one_entry_with_a_receipt_and_no_prose() {
     // Replay re-derives it.
     let (code, _, err) = s.run(&["replay"], &[]);
     assert_eq!(code, 0, "{err}");
+}
+
+/// An explicit id of a skill the profile installs already loads it again — the user's
+/// word — and says so, as a directive at it is `cited-installed` (outside review 234 F1:
+/// recorded and loaded without a word).
+#[test]
+fn an_explicit_id_the_profile_installs_is_named_in_a_note() {
+    let s = setup("auto");
+    let mut t = task("");
+    t.as_object_mut().unwrap().remove("query");
+    t["explicitIds"] = json!(["skill:testing"]);
+    let (code, out, err) = select(&s, &t, &["--load"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("explicitIds name skills the profile installs already (skill:testing)"), "{err}");
+    assert!(err.contains("this load adds"), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["loadedIds"], json!(["skill:python-patterns", "skill:testing"]), "still the user's word");
 }
 
 #[test]
