@@ -59,7 +59,23 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// macOS input and many copies give them; fullwidth letters) rank alike, as directives and
 /// citations are read (outside review 224 F1: "café résumé menu" in NFD matched only `menu`
 /// and was left pending where the NFC query loaded the skill).
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/9";
+///
+/// Routing/10 reads a refusal also where a digit, a bar or a like mark stands for a letter
+/// inside a word (`AV0ID`, `PROH1B1TED`, `AVO|D`, a Hebrew paseq in `AVO׀D`), and a small `l`
+/// inside a word of capitals as the `I` it shows (`AVOlD`): outside review 231 F2, each loaded
+/// the skill it refused. Its other readings, and what replay checks, are routing/9's.
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/10";
+
+/// The ninth routing policy: routing/10 without its reading of digits and marks inside a
+/// refusal word. Selections recorded under it are checked under it (as routing/10's: the
+/// query is not recorded); its receipts are not reused under routing/10.
+pub const ROUTING_POLICY_V9: &str = "closure-ledger-routing/9";
+
+/// Whether `policy` is routing/9 or later (NFKC, words of mixed scripts read as they show,
+/// `disguised`).
+fn from_v9(policy: &str) -> bool {
+    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V9
+}
 
 /// The eighth routing policy: routing/9 cutting tokens from the text as typed (no NFKC).
 /// Selections recorded under it are checked under it; its receipts are not reused under
@@ -69,7 +85,7 @@ pub const ROUTING_POLICY_V8: &str = "closure-ledger-routing/8";
 /// Whether `policy` is routing/8 or later (a manual-only skill the profile installs is
 /// unrouted).
 fn from_v8(policy: &str) -> bool {
-    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V8
+    from_v9(policy) || policy == ROUTING_POLICY_V8
 }
 
 /// The seventh routing policy: routing/8 reading a directive at a manual-only skill the
@@ -377,7 +393,7 @@ pub fn tokens(text: &str) -> Vec<String> {
 /// those dropped a word from the match and turned a pending choice into a ranked load).
 pub fn tokens_as(policy: &str, text: &str) -> Vec<String> {
     use unicode_normalization::UnicodeNormalization;
-    let read: String = if policy == ROUTING_POLICY {
+    let read: String = if from_v9(policy) {
         // (NFKC first — an NFD accent is one letter — but a Greek lunate sigma, which NFKC
         // spells as `σ`, as the `c` it looks like: outside review 230 F7.)
         let lunate = |c: char| match c {
@@ -501,7 +517,54 @@ pub fn refusal_in(query: &str) -> Option<String> {
     // lists read the same way; from routing/9 a word that mixes scripts first as the letters
     // it shows ([`unmixed`]).
     let read = |t: &str| super::goal::reading(&t.to_lowercase().replace(APOSTROPHES, "'"));
-    refusal_read(&unmixed(query), query, &read)
+    refusal_read(&unmixed(query), query, &read).or_else(|| {
+        // Routing/10: a digit or mark standing for a letter inside a word, read as `i` and
+        // then as `l` where it may be either ([`letters_inside_words`]).
+        ['i', 'l'].into_iter().find_map(|one| {
+            let spelled = letters_inside_words(query, one);
+            (spelled != query).then(|| refusal_read(&unmixed(&spelled), &spelled, &read)).flatten()
+        })
+    })
+}
+
+/// Routing/10: `text` with each character that stands for a letter between two letters
+/// spelled as that letter — a digit (`0` `o`, `1` `one`, `3` `e`, `4` `a`, `5` `s`, `7` `t`),
+/// a mark whose confusable skeleton is `l` (`|`, a Hebrew paseq `׀`, a danda `।`, `∣`, `￨`),
+/// and a small `l` between capitals (`one` there) — in the case of the letter before it. Read
+/// for refusals only, where a wrong reading leaves the choice to the user (outside review 231
+/// F2: `AV0ID`, `AVO|D` and `PROH1B1TED` loaded the skill they refused).
+fn letters_inside_words(text: &str, one: char) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (at, &c) in chars.iter().enumerate() {
+        let before = at.checked_sub(1).and_then(|b| chars.get(b)).copied().filter(|b| b.is_alphabetic());
+        let after = chars.get(at.saturating_add(1)).copied().filter(|a| a.is_alphabetic());
+        let (Some(before), Some(after)) = (before, after) else {
+            out.push(c);
+            continue;
+        };
+        let letter = match c {
+            '0' => Some('o'),
+            '1' => Some(one),
+            '3' => Some('e'),
+            '4' => Some('a'),
+            '5' => Some('s'),
+            '7' => Some('t'),
+            'l' if before.is_uppercase() && after.is_uppercase() => Some(one),
+            c if !c.is_alphanumeric() && !c.is_whitespace() => {
+                let mut buf = [0u8; 4];
+                let mut k = unicode_security::skeleton(c.encode_utf8(&mut buf));
+                matches!((k.next(), k.next()), (Some('l'), None)).then_some(one)
+            }
+            _ => None,
+        };
+        match letter {
+            Some(l) if before.is_uppercase() => out.extend(l.to_uppercase()),
+            Some(l) => out.push(l),
+            None => out.push(c),
+        }
+    }
+    out
 }
 
 /// The ASCII letter or digit non-ASCII `c` looks like, by its confusable skeleton — in a word
@@ -891,15 +954,24 @@ fn negated(before: &[&str]) -> bool {
     retraction_in(&joined, &|w: &str| w.to_owned(), &RETRACTIONS, false).is_some()
         || retraction_in(&joined, &|w: &str| w.to_owned(), &REFUSING_PHRASES, false).is_some()
         || words.iter().any(|b| {
-            let b = &b.trim_end_matches(':');
-            NEGATIONS.contains(b)
-                || NEGATIONS_UNMARKED.contains(b)
-                || REFUSALS.contains(b)
-                || TAKE_BACK.contains(b)
-                || REFUSALS_BEFORE.contains(b)
-                || REPORTED.contains(b)
-                || FORBIDDING.contains(b)
-                || b.ends_with("n't")
+            let b = b.trim_end_matches(':');
+            let refusing = |b: &str| {
+                let b = &b;
+                NEGATIONS.contains(b)
+                    || NEGATIONS_UNMARKED.contains(b)
+                    || REFUSALS.contains(b)
+                    || TAKE_BACK.contains(b)
+                    || REFUSALS_BEFORE.contains(b)
+                    || REPORTED.contains(b)
+                    || FORBIDDING.contains(b)
+                    || b.ends_with("n't")
+            };
+            // (Routing/10: a digit or mark standing for a letter inside the word, `av0id`.)
+            refusing(b)
+                || ['i', 'l'].into_iter().any(|one| {
+                    let spelled = letters_inside_words(b, one);
+                    spelled != b && refusing(&spelled)
+                })
         })
 }
 
@@ -1391,7 +1463,7 @@ pub fn lexical_over(
     // be its reader's: the choice is left pending over what it would have chosen (outside
     // review 230: each respelling rule closed one disguise and left the next — `saꓲd`, where
     // `ꓲ` may be read as `I` or as `l`).
-    if policy == ROUTING_POLICY && lexical.root.is_some() && query.is_some_and(disguised) {
+    if from_v9(policy) && lexical.root.is_some() && query.is_some_and(disguised) {
         return Lexical {
             root: None,
             pending: true,
@@ -1718,7 +1790,7 @@ fn lexical_recorded(
                 lex(None, true, REASON_AMBIGUOUS)
             }
         }
-        REASON_DISGUISED if e.routing_policy == ROUTING_POLICY => {
+        REASON_DISGUISED if from_v9(&e.routing_policy) => {
             ensure!(!e.candidates.is_empty(), Rule::Selection, "a disguised query leaves a shortlist");
             lex(None, true, REASON_DISGUISED)
         }
@@ -2406,6 +2478,7 @@ pub fn decide_live(
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
     let policy = [
         ROUTING_POLICY,
+        ROUTING_POLICY_V9,
         ROUTING_POLICY_V8,
         ROUTING_POLICY_V7,
         ROUTING_POLICY_V6,
@@ -2421,7 +2494,7 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
         violation(
             Rule::Selection,
             format!(
-                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V8}, {ROUTING_POLICY_V7}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
+                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V9}, {ROUTING_POLICY_V8}, {ROUTING_POLICY_V7}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
                      {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                 e.routing_policy
             ),

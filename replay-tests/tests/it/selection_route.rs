@@ -286,6 +286,18 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
             "He said \u{201F}use the kubernetes skill\u{201D}",
             "He said \u{201C}use the kubernetes skill\u{201D}",
         ),
+        // Routing/10 (outside review 231 F2): a digit, a bar or a like mark standing for a
+        // letter inside a refusal word, a small `l` between capitals.
+        ("AV0ID using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVO|D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVO\u{5C0}D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVO\u{964}D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVO\u{2223}D using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("AVOlD using the kubernetes skill", "AVOID using the kubernetes skill"),
+        ("PROH1B1TED to use the kubernetes skill", "PROHIBITED to use the kubernetes skill"),
+        ("N0PE, use the kubernetes skill", "NOPE, use the kubernetes skill"),
+        ("Use the kubernetes skill. JUST K\u{5C0}DDING", "Use the kubernetes skill. JUST KIDDING"),
+        ("Use the kubernetes skill. Just k1dding", "Use the kubernetes skill. Just kidding"),
     ] {
         let seen = decide_live(&st, &task(Some(shown)), &Request::default()).unwrap();
         let typed = decide_live(&st, &task(Some(plain)), &Request::default()).unwrap();
@@ -336,6 +348,37 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         &Request::default(),
     );
     assert!(bidi.is_err(), "{bidi:?}");
+    // Routing/10 reads digits inside words for refusals only: technical words choose as before.
+    for q in [
+        "Use the kubernetes skill for the k8s and k3s clusters",
+        "Use the kubernetes skill; the i18n and l10n files stay",
+        "Use the kubernetes skill on x86 for the B2B export, see c0nfig.yaml",
+        "Use the kubernetes skill for the HTML|CSS layout and the HELLO WORLD demo",
+    ] {
+        let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
+        assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
+    }
+    // A routing/9 record — a `disguised` one too — is admitted as ever, and the ledger replays.
+    let (mut ledger, _) =
+        closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
+    let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
+    for q in ["Use the kubern\u{435}tes skill", "Use the kubernetes skill"] {
+        let qd = Some(ledger_schema::Digest::of(ledger_schema::DigestKind::TaskQuery, q.as_bytes()));
+        let v9 = sel::decide(
+            ledger.state(),
+            &task(Some(q)),
+            qd,
+            &Request::default(),
+            sel::ROUTING_POLICY_V9,
+            &|_, r| Ok(sel::lexical_as(sel::ROUTING_POLICY_V9, Some(q), r)),
+        )
+        .unwrap();
+        assert_eq!(v9.routing_policy, "closure-ledger-routing/9");
+        ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v9))], ctx).unwrap();
+    }
+    drop(ledger);
+    let (code, out, err) = super::profiles_util::cli(&["replay", s.dir(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
     // A word of one script stays as written (Cyrillic words are not respelled).
     assert_eq!(tokens("\u{43F}\u{43B}\u{430}\u{43D}"), vec!["\u{43F}\u{43B}\u{430}\u{43D}".to_owned()]);
     assert_eq!(tokens("menu matches"), vec!["menu".to_owned(), "matche".to_owned()]);
@@ -725,7 +768,7 @@ fn a_single_shared_word_never_routes() {
         (SelectionDecision::Pending, "closure-ledger-routing/6")
     );
     let mut unknown = v6.clone();
-    unknown.routing_policy = "closure-ledger-routing/10".to_owned();
+    unknown.routing_policy = "closure-ledger-routing/11".to_owned();
     assert!(ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(unknown))], ctx).is_err());
     ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v6))], ctx).unwrap();
     drop(ledger);
@@ -970,7 +1013,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     ] {
         let e = decide(q, &["skill:kubernetes"]);
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
-        assert_eq!(e.routing_policy, "closure-ledger-routing/9");
+        assert_eq!(e.routing_policy, "closure-ledger-routing/10");
     }
     // Outside review 175 F1, F2 (routing/7): a directive quoted in other marks, struck out,
     // commented out, in a fenced block or reported is not the user's; other languages'
@@ -1409,7 +1452,7 @@ fn a_directive_at_a_manual_only_skill_full_installs_is_not_routed() {
     let e = decide_live(&st, &task(Some("Use the deploy skill to ship the release.")), &Request::default())
         .unwrap();
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-not-routed"), "{e:?}");
-    assert_eq!(e.routing_policy, "closure-ledger-routing/9");
+    assert_eq!(e.routing_policy, "closure-ledger-routing/10");
     let routable = decide_live(&st, &task(Some("Use the kubernetes skill.")), &Request::default()).unwrap();
     assert_eq!((routable.decision, routable.reason.as_str()), (SelectionDecision::None, "cited-installed"));
     let (mut ledger, _) =
