@@ -618,11 +618,21 @@ pub enum OpenError {
     /// `head.mark` names a head the journal does not hold, and no other copy holds it: the
     /// journal lost acknowledged records, so neither a writer nor a plain `recover` goes on
     /// from it (outside reviews 220 F1, 222, 227; exit 1, nothing changed).
+    /// (At the mark's own seq, another entry: the head was replaced — outside review 231 F4,
+    /// the message said records were lost, not that an interrupted `--prefer` completes when
+    /// run again.)
     #[error(
         "the ledger's head.mark names seq {mark_seq} ({mark_hash}) as a head it reached, and the journal does not \
-         hold it (its head is seq {journal_seq}): the journal lost acknowledged records, and {sled}; nothing was \
+         hold it (its head is seq {journal_seq}{}): {}, and {sled}; nothing was \
          changed. Copy the ledger directory aside first, then restore the journal (or sled) from a backup if there \
-         is one; `ledger recover --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)"
+         is one; `ledger recover --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)",
+        if mark_seq == journal_seq { ", another entry" } else { "" },
+        if mark_seq == journal_seq {
+            "the journal's head was replaced — altered, or chosen by a `ledger recover --prefer` or `--checkpoint` \
+             killed before it rewrote the mark (run that same `recover` again: it completes)"
+        } else {
+            "the journal lost acknowledged records"
+        }
     )]
     LostEnd { mark_seq: u64, mark_hash: Box<Digest>, journal_seq: u64, sled: String },
     /// `recover` cannot put back the interrupted cut `recover.cut` names (exit 1).

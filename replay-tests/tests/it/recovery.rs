@@ -915,6 +915,14 @@ fn a_sled_that_opens_without_the_lost_records_is_no_witness_either() {
     let journal = std::fs::read(segment(&dir)).unwrap();
     let err = DiskStore::open(&dir).map(drop).unwrap_err();
     assert!(matches!(err, OpenError::LostEnd { mark_seq, .. } if mark_seq == head), "{err}");
+    // The readers say so too (outside review 233 F1: verify, replay and status passed, exit
+    // 0, calling the lagging sled recoverable). (This ledger's sample events fold under no
+    // rules, so `replay` is shown by the CLI's own tests of the same audit.)
+    for cmd in ["verify", "checkpoint"] {
+        let (code, out, err) = cli(&[cmd, dir.to_str().unwrap()]);
+        assert_eq!(code, 1, "{cmd}: {out}{err}");
+        assert!(err.contains(&format!("head.mark names seq {head}")), "{cmd}: {err}");
+    }
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), journal, "nothing changed");
@@ -3013,7 +3021,15 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
 
     let (dir, _, forged) = build("cp-journal");
     let d = dir.to_str().unwrap();
+    // (A reader refuses the journal's history while the head mark names the other one —
+    // the journal does not hold the marked head: outside review 233 F1. The mark aside, it
+    // reads the journal's head.)
+    let (code, _, err) = cli(&["checkpoint", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("head.mark names seq"), "{err}");
+    std::fs::rename(dir.join("head.mark"), tmp.path().join("mark-aside")).unwrap();
     let (code, ours, err) = cli(&["checkpoint", d]);
+    std::fs::rename(tmp.path().join("mark-aside"), dir.join("head.mark")).unwrap();
     assert_eq!(code, 0, "{err}");
     let ours_file = tmp.path().join("ours.json");
     std::fs::write(&ours_file, ours).unwrap();

@@ -367,6 +367,28 @@ fn replay_needs_only_the_journal() {
     assert!(r["failure"]["seq"].as_u64().unwrap() > 0, "{r}");
 }
 
+/// A journal that lost its newest record, sled lagging behind it too: the head mark the last
+/// writer left names it, and the readers refuse — replay with sled or without, status,
+/// verify (outside review 233 F1: they passed, exit 0, where the writer and `recover`
+/// refused).
+#[test]
+fn readers_refuse_a_journal_short_of_its_head_mark() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = lifecycle_ledger(tmp.path());
+    let d = dir.to_str().unwrap();
+    trim_preallocated(&dir);
+    let last = journal_frames(&dir).pop().unwrap();
+    let bytes = std::fs::read(segment(&dir)).unwrap();
+    std::fs::write(segment(&dir), &bytes[..last.range.start]).unwrap();
+    with_sled(&dir, |t| t.remove(last.first_seq.to_be_bytes()).unwrap());
+    for args in [vec!["replay", d], vec!["replay", d, "--journal-only"], vec!["status", d], vec!["verify", d]]
+    {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(err.contains("head.mark names seq"), "{args:?}: {err}");
+    }
+}
+
 /// A forged manifest entry — with the manifest digest recomputed — fails replay.
 #[test]
 fn replay_refuses_a_forged_manifest() {

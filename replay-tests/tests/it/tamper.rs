@@ -246,8 +246,16 @@ fn truncation_of_both_copies_is_detected_against_a_checkpoint() {
             t.remove(f.first_seq.to_be_bytes()).unwrap();
         }
     });
+    // The head mark the last writer left names the lost head: the readers refuse too
+    // (outside review 233 F1: verify passed, exit 0). It lives beside the journal, so whoever
+    // cuts both copies can remove it: then a consistent prefix verifies, and only a
+    // checkpoint kept elsewhere tells.
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+    assert!(report["reason"].as_str().unwrap_or_default().contains("head.mark names seq"), "{report}");
+    std::fs::remove_file(dir.join("head.mark")).unwrap();
     let (code, _) = verify_json(&dir, None);
-    assert_eq!(code, 0, "a consistent prefix verifies without a checkpoint");
+    assert_eq!(code, 0, "a consistent prefix verifies without a checkpoint or mark");
     check_detected(&dir, Some(&fx.checkpoint), Replica::Journal, fx.cp.seq..=fx.cp.seq);
 }
 

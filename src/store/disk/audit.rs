@@ -197,6 +197,21 @@ pub fn audit_with(
     {
         return Err(corrupt(cp.seq, Replica::Journal, Corruption::Truncated { head: scan.head.seq }));
     }
+    // The head mark names a head the journal does not hold: it lost acknowledged records,
+    // and the auditor is told as the writer and `recover` are (outside review 233 F1: verify
+    // and replay passed, exit 0, and called a lagging sled recoverable). Only under the shared
+    // lock: beside a live writer or `recover` the mark may move while the journal is read.
+    if lock.is_some() {
+        let sled = match &copies {
+            Copies::Both => "sled — their only other copy — does not hold them either".to_owned(),
+            Copies::JournalOnly(_) => {
+                "sled — their only other copy — was not compared here (`ledger verify` \
+                                       compares it; `ledger recover` restores them if it holds them)"
+                    .to_owned()
+            }
+        };
+        crate::store::head_mark::refuse_lost_end(root, &scan.head, sled, false)?;
+    }
     if let Some(e) = read_only {
         return Err(OpenError::ReadOnlySled {
             source: Box::new(e),
