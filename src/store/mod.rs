@@ -330,7 +330,10 @@ pub enum MetaFault {
     "damaged journal record at offset {offset} of {segment} ({fault}{}); the last good seq is {}{}{}",
     stray_at.map_or_else(String::new, |at| format!(": zeros from there to offset {at}, where a byte that is neither zero nor a record's start stands")),
     last_good.map_or_else(|| "none".to_owned(), |s| s.to_string()),
-    next_intact.map_or_else(String::new, |(at, seq)| format!("; an intact record (seq {seq}) follows at offset {at}")),
+    next_intact.map_or_else(String::new, |(at, seq)| format!(
+        "; an intact record (seq {seq}) follows at offset {at}{}",
+        if last_good.is_some_and(|l| seq <= l) { ", a seq the journal holds already" } else { "" }
+    )),
     next_segment_note(*last_good, next_segment.as_ref())
 )]
 pub struct DamagedAt {
@@ -390,6 +393,13 @@ fn next_segment_note(last_good: Option<u64>, next: Option<&(String, u64)>) -> St
         Some((segment, seq)) if last_good.map(|l| l + 1) == Some(*seq) => format!(
             "; the next segment {segment} continues at seq {seq}: if these bytes are zeros an earlier build's roll \
              left, `ledger recover` moves them aside and loses nothing"
+        ),
+        // A seq the journal holds already is no record written after the damage: a stray copy
+        // of a segment, say (outside review 233 F3: it was called written after the damage).
+        Some((segment, seq)) if last_good.is_some_and(|l| *seq <= l) => format!(
+            "; the next segment {segment} begins with an intact record of seq {seq}, which the journal holds \
+             already: not written after the damaged one (a stray copy of a segment? a segment's name is the seq of \
+             its first record)"
         ),
         Some((segment, seq)) => {
             format!(

@@ -1016,6 +1016,26 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     assert_eq!((head.seq, head.hash), (theirs.seq, theirs.hash), "sled's history, on the operator's word");
 }
 
+/// A stray copy of the first segment, named for the next seq, is not records written after
+/// the bytes it makes damage (the first segment's unwritten space, no longer the last
+/// segment's): the report says its first seq is one the journal holds (outside review 233 F3:
+/// "an intact record (seq 0) begins the next segment …: written after the damaged one").
+#[test]
+fn a_stray_copy_of_a_segment_is_not_called_later_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let head = make_ledger(&dir, 3, 2).seq;
+    std::fs::copy(segment(&dir), dir.join("journal").join(format!("{:020}.clj", head + 1))).unwrap();
+    let (code, report) = verify_json(&dir, None);
+    assert_eq!(code, 1, "{report}");
+    let reason = report["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("begins with an intact record of seq 0, which the journal holds already"),
+        "{reason}"
+    );
+    assert!(!reason.contains("begins the next segment"), "{reason}");
+}
+
 /// The head mark's temporary file is made anew: a FIFO or a symlink left there neither hangs
 /// a writer nor is written through (outside review 227 F3), and a mark that cannot be
 /// written is said on stderr, the commit standing (227 F4).
