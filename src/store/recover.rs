@@ -695,6 +695,13 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             && lower
         {
             report.head_mark_lowered_from = Some(mark.seq);
+            // The operator's cut gives those seqs up: listed with what it cut (outside review
+            // 227 F5: a cut at the journal's head named none).
+            if let Some(after) = options.truncate_after.filter(|after| *after < mark.seq) {
+                let first = after.saturating_add(1);
+                let last = report.truncated_seqs.map_or(mark.seq, |(_, last)| last.max(mark.seq));
+                report.truncated_seqs = Some((first, last));
+            }
         }
         super::head_mark::write_best_effort(root, &report.head, lower);
         report
