@@ -518,53 +518,123 @@ pub fn refusal_in(query: &str) -> Option<String> {
     // it shows ([`unmixed`]).
     let read = |t: &str| super::goal::reading(&t.to_lowercase().replace(APOSTROPHES, "'"));
     refusal_read(&unmixed(query), query, &read).or_else(|| {
-        // Routing/10: a digit or mark standing for a letter inside a word, read as `i` and
-        // then as `l` where it may be either ([`letters_inside_words`]).
-        ['i', 'l'].into_iter().find_map(|one| {
-            let spelled = letters_inside_words(query, one);
-            (spelled != query).then(|| refusal_read(&unmixed(&spelled), &spelled, &read)).flatten()
-        })
+        // Routing/10: digits and marks standing for letters ([`respelled_words`]).
+        respelled_words(query).iter().find_map(|spelled| refusal_read(&unmixed(spelled), spelled, &read))
     })
 }
 
-/// Routing/10: `text` with each character that stands for a letter between two letters
-/// spelled as that letter — a digit (`0` `o`, `1` `one`, `3` `e`, `4` `a`, `5` `s`, `7` `t`),
-/// a mark whose confusable skeleton is `l` (`|`, a Hebrew paseq `׀`, a danda `।`, `∣`, `￨`),
-/// and a small `l` between capitals (`one` there) — in the case of the letter before it. Read
-/// for refusals only, where a wrong reading leaves the choice to the user (outside review 231
-/// F2: `AV0ID`, `AVO|D` and `PROH1B1TED` loaded the skill they refused).
-fn letters_inside_words(text: &str, one: char) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    for (at, &c) in chars.iter().enumerate() {
-        let before = at.checked_sub(1).and_then(|b| chars.get(b)).copied().filter(|b| b.is_alphabetic());
-        let after = chars.get(at.saturating_add(1)).copied().filter(|a| a.is_alphabetic());
-        let (Some(before), Some(after)) = (before, after) else {
-            out.push(c);
-            continue;
-        };
-        let letter = match c {
-            '0' => Some('o'),
-            '1' => Some(one),
-            '3' => Some('e'),
-            '4' => Some('a'),
-            '5' => Some('s'),
-            '7' => Some('t'),
-            'l' if before.is_uppercase() && after.is_uppercase() => Some(one),
-            c if !c.is_alphanumeric() && !c.is_whitespace() => {
-                let mut buf = [0u8; 4];
-                let mut k = unicode_security::skeleton(c.encode_utf8(&mut buf));
-                matches!((k.next(), k.next()), (Some('l'), None)).then_some(one)
-            }
-            _ => None,
-        };
-        match letter {
-            Some(l) if before.is_uppercase() => out.extend(l.to_uppercase()),
-            Some(l) => out.push(l),
-            None => out.push(c),
-        }
+/// A character that stands for a letter in a word — leetspeak's digits and signs, a bar —
+/// and the letter (`one`: `i` or `l`, for a character that may read as either).
+fn stand_in(c: char, one: char) -> Option<char> {
+    Some(match c {
+        '0' => 'o',
+        '1' => one,
+        '3' => 'e',
+        '4' | '@' => 'a',
+        '5' | '$' => 's',
+        '7' => 't',
+        '8' => 'b',
+        '9' => 'g',
+        '!' => 'i',
+        '\u{20AC}' => 'e',
+        c if is_bar(c) => one,
+        _ => return None,
+    })
+}
+
+/// A vertical bar or line that reads as `I` or `l` in a word: `|`, `¦`, box-drawing and
+/// bracket-piece lines, `∣`, `｜`, a Hebrew paseq, a danda — any mark whose confusable
+/// skeleton is `l`.
+fn is_bar(c: char) -> bool {
+    if c.is_alphanumeric() || c.is_whitespace() {
+        return false;
     }
-    out
+    matches!(
+        c,
+        '|' | '\u{A6}'
+            | '\u{2016}'
+            | '\u{2223}'
+            | '\u{2225}'
+            | '\u{2502}'
+            | '\u{2503}'
+            | '\u{2551}'
+            | '\u{239C}'
+            | '\u{239F}'
+            | '\u{23A2}'
+            | '\u{23A5}'
+            | '\u{23AA}'
+            | '\u{23B8}'
+            | '\u{23B9}'
+            | '\u{23D0}'
+            | '\u{2758}'
+            | '\u{2759}'
+            | '\u{275A}'
+            | '\u{FF5C}'
+            | '\u{FFE8}'
+            | '\u{5C0}'
+            | '\u{964}'
+            | '\u{965}'
+    ) || {
+        let mut buf = [0u8; 4];
+        let mut k = unicode_security::skeleton(c.encode_utf8(&mut buf));
+        matches!((k.next(), k.next()), (Some('l'), None))
+    }
+}
+
+/// Routing/10: `text` read three more ways for refusals — each word's stand-in characters
+/// ([`stand_in`]) as the letters they stand for, a bar-like one as `i` and then as `l`, a
+/// small `l` between capitals as `I`; and a bar between two letters as the separator it also
+/// is (`Do|not`).
+/// A word here is a run of letters, stand-ins and apostrophes of at least three characters
+/// holding a letter (`N0` is no `no`; `k8s`, `i18n`, `c0nfig` spell no refusal). Read for
+/// refusals only, where a wrong reading leaves the choice to the user (outside reviews 231
+/// F2, 236: `AV0ID`, `AVO|D`, `4VOID`, `S70P`, `D0N'7`, `H0ld off`, `AVO!D`, `Do|not` loaded
+/// the skill they refused).
+fn respelled_words(text: &str) -> [String; 3] {
+    let spell = |one: char| {
+        let chars: Vec<char> = text.chars().collect();
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        while let Some(&c) = chars.get(at) {
+            let in_word = |c: char| c.is_alphabetic() || c == '\'' || stand_in(c, one).is_some();
+            if !in_word(c) {
+                out.push(c);
+                at += 1;
+                continue;
+            }
+            let end = chars.iter().skip(at).position(|c| !in_word(*c)).map_or(chars.len(), |n| at + n);
+            let word = chars.get(at..end).unwrap_or_default();
+            let letters = word.iter().filter(|c| c.is_alphabetic()).count();
+            let caps = letters > 0 && word.iter().filter(|c| c.is_alphabetic()).all(|c| c.is_uppercase());
+            let spelled = word.len() >= 3 && letters > 0;
+            for (k, &w) in word.iter().enumerate() {
+                let between_caps = w == 'l'
+                    && k.checked_sub(1).and_then(|b| word.get(b)).is_some_and(|b| b.is_uppercase())
+                    && word.get(k + 1).is_some_and(|a| a.is_uppercase());
+                let letter = if between_caps { Some(one) } else { stand_in(w, one).filter(|_| spelled) };
+                match letter {
+                    Some(l) if caps || between_caps => out.extend(l.to_uppercase()),
+                    Some(l) => out.push(l),
+                    None => out.push(w),
+                }
+            }
+            at = end;
+        }
+        out
+    };
+    // (A bar between two letters only: `Some(x)|None` is code, not a refusal.)
+    let chars: Vec<char> = text.chars().collect();
+    let letter_at = |k: Option<usize>| k.and_then(|k| chars.get(k)).is_some_and(|c| c.is_alphabetic());
+    let separated: String = chars
+        .iter()
+        .enumerate()
+        .map(
+            |(k, &c)| {
+                if is_bar(c) && letter_at(k.checked_sub(1)) && letter_at(Some(k + 1)) { ' ' } else { c }
+            },
+        )
+        .collect();
+    [spell('i'), spell('l'), separated]
 }
 
 /// The ASCII letter or digit non-ASCII `c` looks like, by its confusable skeleton — in a word
@@ -725,14 +795,49 @@ fn refusal_read(query: &str, typed: &str, read: &dyn Fn(&str) -> String) -> Opti
 /// French `jamais` (and `pas` after `ne`); Spanish and Portuguese `nunca`, `não`; Russian
 /// `не`, `нет`, `никогда`, `нельзя`; and `nah`. (`non` is left out — "non-blocking" — and
 /// so are `nie` and `nao`: "the nie/tak toggle", the NAO robot; outside review 178 F1.)
-const FOREIGN_REFUSALS: [&str; 10] =
-    ["nein", "niemals", "jamais", "nunca", "não", "не", "нет", "никогда", "нельзя", "nah"];
+/// Routing/10 adds Ukrainian `ні`, `ніколи`, Dutch `niet`, `nooit`, Turkish `kullanma`
+/// (outside review 236 F5).
+const FOREIGN_REFUSALS: [&str; 15] = [
+    "nein",
+    "niemals",
+    "jamais",
+    "nunca",
+    "não",
+    "не",
+    "нет",
+    "никогда",
+    "нельзя",
+    "nah",
+    "ні",
+    "ніколи",
+    "niet",
+    "nooit",
+    "kullanma",
+];
 
 /// Refusals of languages written without spaces between words, read anywhere in the text
 /// (routing/7): Chinese `不要`, `不用`, `别用`, `别使用`, `禁止`, `请勿`, `切勿`; Japanese
 /// `ないで` (`しないで`, `使わないで`); Korean `하지 마`, `하지마`, `말고`.
-const UNSPACED_REFUSALS: [&str; 11] =
-    ["不要", "不用", "别用", "别使用", "禁止", "请勿", "切勿", "ないで", "하지 마", "하지마", "말고"];
+/// (Routing/10 adds `別用`, `禁用`, `不能用`, `不许用`, `不許用`, `使うな`: outside review 236 F5.)
+const UNSPACED_REFUSALS: [&str; 17] = [
+    "不要",
+    "不用",
+    "别用",
+    "别使用",
+    "禁止",
+    "请勿",
+    "切勿",
+    "ないで",
+    "하지 마",
+    "하지마",
+    "말고",
+    "別用",
+    "禁用",
+    "不能用",
+    "不许用",
+    "不許用",
+    "使うな",
+];
 
 /// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
 /// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
@@ -943,9 +1048,17 @@ pub fn directives(query: &str, sources: &[&RegistrySource]) -> Vec<String> {
 
 /// Whether a word among the (up to three) words before a citation negates it.
 fn negated(before: &[&str]) -> bool {
+    let joined = before.join(" ");
+    // (Routing/10: and as respelled — `h0ld off`, `av0id`, `do|not`.)
+    negated_in(&joined)
+        || respelled_words(&joined).iter().any(|spelled| *spelled != joined && negated_in(spelled))
+}
+
+/// [`negated`] over the words before a citation, joined by spaces.
+fn negated_in(before: &str) -> bool {
     // Phrases whose negation affirms ("Don't forget to use …", "No matter what, use …":
     // routing/7, outside review 183 F6) are read as blanks.
-    let mut joined = format!(" {} ", before.join(" "));
+    let mut joined = format!(" {before} ");
     for phrase in AFFIRMING {
         joined = joined.replace(&format!(" {phrase} "), " ");
     }
@@ -954,24 +1067,15 @@ fn negated(before: &[&str]) -> bool {
     retraction_in(&joined, &|w: &str| w.to_owned(), &RETRACTIONS, false).is_some()
         || retraction_in(&joined, &|w: &str| w.to_owned(), &REFUSING_PHRASES, false).is_some()
         || words.iter().any(|b| {
-            let b = b.trim_end_matches(':');
-            let refusing = |b: &str| {
-                let b = &b;
-                NEGATIONS.contains(b)
-                    || NEGATIONS_UNMARKED.contains(b)
-                    || REFUSALS.contains(b)
-                    || TAKE_BACK.contains(b)
-                    || REFUSALS_BEFORE.contains(b)
-                    || REPORTED.contains(b)
-                    || FORBIDDING.contains(b)
-                    || b.ends_with("n't")
-            };
-            // (Routing/10: a digit or mark standing for a letter inside the word, `av0id`.)
-            refusing(b)
-                || ['i', 'l'].into_iter().any(|one| {
-                    let spelled = letters_inside_words(b, one);
-                    spelled != b && refusing(&spelled)
-                })
+            let b = &b.trim_end_matches(':');
+            NEGATIONS.contains(b)
+                || NEGATIONS_UNMARKED.contains(b)
+                || REFUSALS.contains(b)
+                || TAKE_BACK.contains(b)
+                || REFUSALS_BEFORE.contains(b)
+                || REPORTED.contains(b)
+                || FORBIDDING.contains(b)
+                || b.ends_with("n't")
         })
 }
 

@@ -252,6 +252,13 @@ pub enum Corruption {
          kept in the old sled moved aside; `--prefer sled` keeps sled's)"
     )]
     CopiesDisagreeMarkNamesJournal { mark_seq: u64 },
+    /// As `CopiesDisagree`, naming the version the head mark names (outside review 235 F3).
+    #[error(
+        "the copies hold different intact records for this frame and no later entry decides between them; \
+         head.mark — the head the last writer left — names the {copy} copy's version of seq {mark_seq}: neither is \
+         chosen (decide with `ledger recover --prefer journal|sled` or `--checkpoint FILE`)"
+    )]
+    CopiesDisagreeMarked { mark_seq: u64, copy: Replica },
     #[error(
         "the copies hold two histories from this seq on, each intact and chained on from the records both hold (the journal's to seq {newest}): neither is chosen"
     )]

@@ -91,8 +91,10 @@ pub struct RecoverReport {
     /// (`set_aside_damaged_snapshot`), where they are now.
     #[serde(serialize_with = "super::path_text::list", skip_serializing_if = "Vec::is_empty")]
     pub snapshot_set_aside: Vec<PathBuf>,
-    /// Two histories were decided by the operator (`--prefer`, a checkpoint): the chosen
-    /// one's head is the ledger's, whatever the head mark named.
+    /// Two histories, or two versions of the newest record, were decided by the operator
+    /// (`--prefer`, a checkpoint): the chosen one's head is the ledger's, whatever the head
+    /// mark named (outside review 235 F1: `--prefer sled` left a mark naming the journal's
+    /// longer version, and every command then refused the ledger as one that lost records).
     #[serde(skip)]
     pub histories_decided: bool,
     /// The head mark named this later seq, and the ledger now ends before it: the records
@@ -1107,6 +1109,23 @@ fn recover_cut(
             && !(options.checkpoint.as_ref().is_some_and(|cp| cp.seq >= parted)
                 && matches!(found.checkpoint, Some(Ok(()))))
         {
+            // (Where they part at the journal's newest record, two versions of it: the
+            // operator's `--prefer` decides — outside review 235 F2, the refusal said neither
+            // would, and named `--prefer journal`, which named this cut.)
+            if found.newest.as_ref().is_some_and(|n| n.2 <= parted) {
+                return Err(OpenError::Unrecoverable {
+                    cut: None,
+                    seq: parted,
+                    replica: Replica::Both,
+                    reason: Box::new(Corruption::HistoriesPart { newest: found.scan.head.seq }),
+                    why: format!(
+                        "a cut at or after seq {parted} keeps the journal's version of its newest record, which \
+                         sled holds otherwise — the choice `ledger recover --prefer journal` makes (sled's records \
+                         after its own version given up, kept in the old sled moved aside); `--prefer sled` keeps \
+                         sled's; nothing was changed"
+                    ),
+                });
+            }
             return Err(histories_part(parted, found.scan.head.seq));
         }
         let usable = tree.as_ref().filter(|_| !foreign);
@@ -1308,7 +1327,7 @@ fn recover_cut(
     // lower the mark.)
     // (Two histories are the operator's to decide — `--prefer`, or a checkpoint of one; where
     // there are not two, `--prefer` decides nothing about a lost end: outside review 229 F1.)
-    report.histories_decided =
+    report.histories_decided |=
         (foreign || sled_history) && (options.prefer.is_some() || options.checkpoint.is_some());
     let decided = options.truncate_after.is_some() || report.histories_decided;
     // (Two versions of the newest record are decided so too: the mark may name the other.)
@@ -2720,9 +2739,14 @@ fn restore_from_sled(
                     options.checkpoint.map_or(first_seq, |cp| cp.seq),
                 )));
             }
-            (_, Some(sled_matches)) => sled_matches,
-            (Some(Replica::Sled), None) => true,
-            (Some(Replica::Journal), None) => false,
+            (_, Some(sled_matches)) => {
+                report.histories_decided = true;
+                sled_matches
+            }
+            (Some(prefer), None) => {
+                report.histories_decided = true;
+                prefer == Replica::Sled
+            }
             _ if sled_wins_by_link && mark_names_journal.is_some() => {
                 let mark_seq = mark_names_journal.unwrap_or(first_seq);
                 return Err(corrupt(
@@ -2736,7 +2760,18 @@ fn restore_from_sled(
                 if let Some(parted) = parted_before(found, first_seq) {
                     return Err(histories_part(parted, first_seq));
                 }
-                return Err(corrupt(first_seq, Replica::Both, Corruption::CopiesDisagree));
+                // The head mark, where it names one version, is named (outside review 235 F3:
+                // the refusal said nothing of it), not obeyed: the operator decides.
+                let sled_named = found
+                    .mark
+                    .as_ref()
+                    .filter(|(mark, _)| checkpoint_says(mark, &sled_entries) == Some(true))
+                    .map(|(mark, _)| (mark.seq, Replica::Sled));
+                let reason = match mark_names_journal.map(|seq| (seq, Replica::Journal)).or(sled_named) {
+                    Some((mark_seq, copy)) => Corruption::CopiesDisagreeMarked { mark_seq, copy },
+                    None => Corruption::CopiesDisagree,
+                };
+                return Err(corrupt(first_seq, Replica::Both, reason));
             }
         };
         if take_sled && !sled_chain.is_empty() {

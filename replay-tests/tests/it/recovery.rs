@@ -960,22 +960,24 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("base");
     make_ledger(&base, 4, 2);
-    let fork = |name: &str, events: &[usize]| {
+    // (Each inner list one record.)
+    let fork = |name: &str, records: &[&[usize]]| {
         let dir = tmp.path().join(name);
         copy_dir(&base, &dir);
         let (mut store, _) = DiskStore::open(&dir).unwrap();
         let mut chain = store.chain();
         let t = store.head().time_ms;
-        for (i, &e) in events.iter().enumerate() {
-            let sealed = chain.seal(event(e), t + 1 + i as u64, LEDGER).unwrap();
-            store.commit(&Frame::new(vec![sealed]).unwrap()).unwrap();
+        for (i, events) in records.iter().enumerate() {
+            let sealed =
+                events.iter().map(|&e| chain.seal(event(e), t + 1 + i as u64, LEDGER).unwrap()).collect();
+            store.commit(&Frame::new(sealed).unwrap()).unwrap();
         }
         let head = store.head();
         drop(store);
         (dir, head)
     };
-    let (journal_side, acked) = fork("journal", &[3]);
-    let (sled_side, theirs) = fork("sled", &[5, 6]);
+    let (journal_side, acked) = fork("journal", &[&[3]]);
+    let (sled_side, theirs) = fork("sled", &[&[5], &[6]]);
     assert_eq!(theirs.seq, acked.seq + 1);
     let led = tmp.path().join("led");
     let build = || {
@@ -1019,6 +1021,45 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     assert_eq!(code, 0, "{out}{err}");
     let head = DiskStore::open(&led).unwrap().0.head();
     assert_eq!((head.seq, head.hash), (theirs.seq, theirs.hash), "sled's history, on the operator's word");
+
+    // The mark naming sled's head instead (outside review 235 F2): `--prefer journal` keeps
+    // the journal's, lowering the mark and saying so (it refused as a lost end, naming a cut
+    // that named `--prefer journal`); that cut's refusal names `--prefer`.
+    build();
+    std::fs::copy(sled_side.join("head.mark"), led.join("head.mark")).unwrap();
+    let (code, _, err) = cli(&["recover", led.to_str().unwrap(), "--truncate-after", &acked.seq.to_string()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--prefer journal") && !err.contains("cannot take sled's there"), "{err}");
+    let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "journal", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["headMarkLoweredFrom"].as_u64(), Some(theirs.seq), "{report}");
+    let head = DiskStore::open(&led).unwrap().0.head();
+    assert_eq!((head.seq, head.hash), (acked.seq, acked.hash));
+
+    // The journal's version the longer, the mark naming its head, sled's chosen (outside
+    // review 235 F1: the mark stayed, and every command then refused the ledger as one that
+    // lost records).
+    let (longer, _) = fork("journal-longer", &[&[3, 4]]);
+    std::fs::remove_dir_all(&led).unwrap();
+    copy_dir(&longer, &led);
+    std::fs::remove_dir_all(led.join("sled")).unwrap();
+    let (shorter, shorter_head) = fork("sled-shorter", &[&[5]]);
+    copy_dir(&shorter.join("sled"), &led.join("sled"));
+    let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let head = DiskStore::open(&led).unwrap().0.head();
+    assert_eq!((head.seq, head.hash), (shorter_head.seq, shorter_head.hash));
+
+    // Two versions and nothing later: the refusal names the version the mark names (235 F3).
+    std::fs::remove_dir_all(&led).unwrap();
+    copy_dir(&journal_side, &led);
+    std::fs::remove_dir_all(led.join("sled")).unwrap();
+    copy_dir(&shorter.join("sled"), &led.join("sled"));
+    std::fs::copy(shorter.join("head.mark"), led.join("head.mark")).unwrap();
+    let (code, _, err) = cli(&["recover", led.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("names the sled copy's version"), "{err}");
 }
 
 /// A stray copy of the first segment, named for the next seq, is not records written after
