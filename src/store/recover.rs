@@ -1094,7 +1094,16 @@ fn recover_cut(
             Some(e) => format!("sled cannot be read ({})", e.index_reason()),
             None => "sled will not open".to_owned(),
         };
-        return Err(OpenError::Usage(format!("--prefer sled: {why}; nothing was changed")));
+        // (A `recover` killed after it wrote the journal from sled and moved sled aside left
+        // this: a plain `recover` completes it — outside review 235 F4, the refusal did not
+        // say so.)
+        let earlier = if !root.join(SLED_DIR).exists() && root.join("sled.broken-1").exists() {
+            "; if an earlier `ledger recover` moved sled aside (sled.broken-N) after writing the journal from it, \
+             a plain `ledger recover` completes that"
+        } else {
+            ""
+        };
+        return Err(OpenError::Usage(format!("--prefer sled: {why}; nothing was changed{earlier}")));
     }
     if let Some(after) = options.truncate_after {
         // The operator's cut: everything after `after` moves aside, and sled's later

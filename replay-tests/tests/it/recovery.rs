@@ -1062,6 +1062,23 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     assert!(err.contains("names the sled copy's version"), "{err}");
 }
 
+/// `--prefer sled` run again after a `recover` killed between moving sled aside and making
+/// the new one says that a plain `recover` completes it (outside review 235 F4: it said only
+/// that sled could not be read), and a plain `recover` does.
+#[test]
+fn prefer_sled_after_sled_was_moved_aside_names_the_way_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    make_ledger(&dir, 3, 2);
+    std::fs::rename(dir.join("sled"), dir.join("sled.broken-1")).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a plain `ledger recover` completes that"), "{err}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(verify_json(&dir, None).0, 0);
+}
+
 /// A stray copy of the first segment, named for the next seq, is not records written after
 /// the bytes it makes damage (the first segment's unwritten space, no longer the last
 /// segment's): the report says its first seq is one the journal holds (outside review 233 F3:
