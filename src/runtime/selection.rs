@@ -583,10 +583,10 @@ fn is_bar(c: char) -> bool {
 
 /// Routing/10: `text` read three more ways for refusals — each word's stand-in characters
 /// ([`stand_in`]) as the letters they stand for, a bar-like one as `i` and then as `l`, a
-/// small `l` between capitals as `I`; and a bar between two letters as the separator it also
-/// is (`Do|not`).
-/// A word here is a run of letters, stand-ins and apostrophes of at least three characters
-/// holding a letter (`N0` is no `no`; `k8s`, `i18n`, `c0nfig` spell no refusal). Read for
+/// small `l` between capitals as `I`; and a bar at a word's outer edge as the separator it is
+/// there (`kidding|`). A word here is a run of letters, stand-ins and apostrophes of at least
+/// three characters that begins and ends with a letter (`N0`, `$top`, `4way` are names; `k8s`,
+/// `c0nfig` spell no refusal). Read for
 /// refusals only, where a wrong reading leaves the choice to the user (outside reviews 231
 /// F2, 236: `AV0ID`, `AVO|D`, `4VOID`, `S70P`, `D0N'7`, `H0ld off`, `AVO!D`, `Do|not` loaded
 /// the skill they refused).
@@ -606,7 +606,11 @@ fn respelled_words(text: &str) -> [String; 3] {
             let word = chars.get(at..end).unwrap_or_default();
             let letters = word.iter().filter(|c| c.is_alphabetic()).count();
             let caps = letters > 0 && word.iter().filter(|c| c.is_alphabetic()).all(|c| c.is_uppercase());
-            let spelled = word.len() >= 3 && letters > 0;
+            // (Inside a word only — it begins and ends with a letter: `$top`, `4way`, `x86` are
+            // names, not disguised `stop`, `away`: outside review 238 F2.)
+            let spelled = word.len() >= 3
+                && word.first().is_some_and(|c| c.is_alphabetic())
+                && word.last().is_some_and(|c| c.is_alphabetic());
             for (k, &w) in word.iter().enumerate() {
                 let between_caps = w == 'l'
                     && k.checked_sub(1).and_then(|b| word.get(b)).is_some_and(|b| b.is_uppercase())
@@ -622,17 +626,24 @@ fn respelled_words(text: &str) -> [String; 3] {
         }
         out
     };
-    // (A bar between two letters only: `Some(x)|None` is code, not a refusal.)
+    // A bar at a word's outer edge — after white space before a letter, or after a letter
+    // before white space, sentence punctuation or the end — as the separator it is there
+    // (`kidding|`, `|Nope`: outside review 238 F1). Not between two letters (`Always|Never`,
+    // `(yes|no)` are alternatives, not refusals: 238 F3) nor after a bracket (`Some(x)|None`).
     let chars: Vec<char> = text.chars().collect();
-    let letter_at = |k: Option<usize>| k.and_then(|k| chars.get(k)).is_some_and(|c| c.is_alphabetic());
+    let at = |k: Option<usize>| k.and_then(|k| chars.get(k)).copied();
+    let open = |c: Option<char>| {
+        c.is_none_or(|c| c.is_whitespace() || matches!(c, '.' | ',' | ';' | ':' | '!' | '?'))
+    };
+    let letter = |c: Option<char>| c.is_some_and(char::is_alphabetic);
     let separated: String = chars
         .iter()
         .enumerate()
-        .map(
-            |(k, &c)| {
-                if is_bar(c) && letter_at(k.checked_sub(1)) && letter_at(Some(k + 1)) { ' ' } else { c }
-            },
-        )
+        .map(|(k, &c)| {
+            let (before, after) = (at(k.checked_sub(1)), at(Some(k + 1)));
+            let edge = (open(before) && letter(after)) || (letter(before) && open(after));
+            if is_bar(c) && edge { ' ' } else { c }
+        })
         .collect();
     [spell('i'), spell('l'), separated]
 }
@@ -795,9 +806,10 @@ fn refusal_read(query: &str, typed: &str, read: &dyn Fn(&str) -> String) -> Opti
 /// French `jamais` (and `pas` after `ne`); Spanish and Portuguese `nunca`, `não`; Russian
 /// `не`, `нет`, `никогда`, `нельзя`; and `nah`. (`non` is left out — "non-blocking" — and
 /// so are `nie` and `nao`: "the nie/tak toggle", the NAO robot; outside review 178 F1.)
-/// Routing/10 adds Ukrainian `ні`, `ніколи`, Dutch `niet`, `nooit`, Turkish `kullanma`
-/// (outside review 236 F5).
-const FOREIGN_REFUSALS: [&str; 15] = [
+/// Routing/10 adds Ukrainian `ні`, `ніколи`, Dutch `nooit`, Turkish `kullanma` (outside
+/// review 236 F5; not Dutch `niet`, which is German `nicht`: any Dutch string holds it —
+/// 238 F4).
+const FOREIGN_REFUSALS: [&str; 14] = [
     "nein",
     "niemals",
     "jamais",
@@ -810,7 +822,6 @@ const FOREIGN_REFUSALS: [&str; 15] = [
     "nah",
     "ні",
     "ніколи",
-    "niet",
     "nooit",
     "kullanma",
 ];
@@ -818,8 +829,9 @@ const FOREIGN_REFUSALS: [&str; 15] = [
 /// Refusals of languages written without spaces between words, read anywhere in the text
 /// (routing/7): Chinese `不要`, `不用`, `别用`, `别使用`, `禁止`, `请勿`, `切勿`; Japanese
 /// `ないで` (`しないで`, `使わないで`); Korean `하지 마`, `하지마`, `말고`.
-/// (Routing/10 adds `別用`, `禁用`, `不能用`, `不许用`, `不許用`, `使うな`: outside review 236 F5.)
-const UNSPACED_REFUSALS: [&str; 17] = [
+/// (Routing/10 adds `別用`, `不能用`, `不许用`, `不許用`, `使うな`: outside review 236 F5; not
+/// `禁用`, a UI's "Disable": 238 F4.)
+const UNSPACED_REFUSALS: [&str; 16] = [
     "不要",
     "不用",
     "别用",
@@ -832,7 +844,6 @@ const UNSPACED_REFUSALS: [&str; 17] = [
     "하지마",
     "말고",
     "別用",
-    "禁用",
     "不能用",
     "不许用",
     "不許用",

@@ -126,29 +126,57 @@ pub fn write_failed() -> Option<String> {
     WRITE_FAILED.with(std::cell::Cell::take)
 }
 
+/// The journal's entry at the mark's seq, noted as a scan passes it: a mark below the head
+/// names an entry the journal must still hold (outside review 237 F5: both copies holding
+/// another history from the mark's seq on passed every command, and the next writer
+/// overwrote the mark).
+#[derive(Debug, Default)]
+pub(crate) struct AtMark {
+    seq: Option<u64>,
+    /// The hash of the journal's entry at the mark's seq, once the scan passed it.
+    pub held: Option<Digest>,
+}
+
+impl AtMark {
+    pub(crate) fn new(root: &Path) -> AtMark {
+        AtMark { seq: read_whole(root).map(|m| m.seq), held: None }
+    }
+
+    pub(crate) fn note(&mut self, sealed: &ledger_schema::SealedEntry) {
+        if self.seq == Some(sealed.entry.seq) {
+            self.held = Some(sealed.hash);
+        }
+    }
+}
+
 /// Before a writer's open or `recover` goes on from a journal whose head is `head` without
 /// another copy that holds more (`sled`: why, a clause naming sled): refused where the mark
 /// names a later head — the journal lost acknowledged records at its end — or another entry
 /// at the head's seq, unless `fork_decided` (the operator's `--prefer` or checkpoint chose
 /// between two versions of that record: outside review 229 F2, a `recover --prefer` killed
 /// before it wrote the mark was refused when run again). Nothing is changed.
+///
+/// `at_mark`: the journal's entry at the mark's seq, where the scan passed it ([`AtMark`]) —
+/// another entry there, below the head, is refused the same way (its history was replaced).
 pub(crate) fn refuse_lost_end(
     root: &Path,
     head: &Head,
+    at_mark: Option<Digest>,
     sled: String,
     fork_decided: bool,
 ) -> Result<(), OpenError> {
+    let replaced = |mark: &Mark| {
+        !fork_decided
+            && ((mark.seq == head.seq && mark.hash != head.hash)
+                || (mark.seq < head.seq && at_mark.is_some_and(|held| held != mark.hash)))
+    };
     match read(root, head.ledger) {
-        Some(mark)
-            if mark.seq > head.seq || (mark.seq == head.seq && mark.hash != head.hash && !fork_decided) =>
-        {
-            Err(OpenError::LostEnd {
-                mark_seq: mark.seq,
-                mark_hash: Box::new(mark.hash),
-                journal_seq: head.seq,
-                sled,
-            })
-        }
+        Some(mark) if mark.seq > head.seq || replaced(&mark) => Err(OpenError::LostEnd {
+            mark_seq: mark.seq,
+            mark_hash: Box::new(mark.hash),
+            journal_seq: head.seq,
+            sled,
+        }),
         _ => Ok(()),
     }
 }

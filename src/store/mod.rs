@@ -643,10 +643,10 @@ pub enum OpenError {
          hold it (its head is seq {journal_seq}{}): {}, and {sled}; nothing was \
          changed. Copy the ledger directory aside first, then restore the journal (or sled) from a backup if there \
          is one; `ledger recover --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)",
-        if mark_seq == journal_seq { ", another entry" } else { "" },
-        if mark_seq == journal_seq {
-            "the journal's head was replaced — altered, or chosen by a `ledger recover --prefer` or `--checkpoint` \
-             killed before it rewrote the mark (run that same `recover` again: it completes)"
+        if mark_seq <= journal_seq { format!(", another entry at seq {mark_seq}") } else { String::new() },
+        if mark_seq <= journal_seq {
+            "the journal's entry there was replaced — altered, or chosen by a `ledger recover --prefer` or \
+             `--checkpoint` killed before it rewrote the mark (run that same `recover` again: it completes)"
         } else {
             "the journal lost acknowledged records"
         }

@@ -452,10 +452,12 @@ fn whole(
     entries: &sled::Tree,
     meta: &sled::Tree,
     checkpoint: Option<&Checkpoint>,
-) -> Result<Option<(Scan, CheckpointVerdict)>, OpenError> {
+) -> Result<Option<(Scan, CheckpointVerdict, Option<ledger_schema::Digest>)>, OpenError> {
     let mut verdict = None;
+    let mut at_mark = super::head_mark::AtMark::new(root);
     let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
         note_checkpoint(checkpoint, sealed, &mut verdict);
+        at_mark.note(sealed);
         Ok(())
     };
     let checked =
@@ -470,20 +472,26 @@ fn whole(
         };
     let meta_whole =
         check_meta(meta, &checked.head).is_ok_and(|ok| ok) && meta_is_current(meta).is_ok_and(|ok| ok);
-    Ok((checked.torn.is_none() && meta_whole).then_some((checked, verdict)))
+    Ok((checked.torn.is_none() && meta_whole).then_some((checked, verdict, at_mark.held)))
 }
 
 /// Checks `checkpoint` (if any) against the journal as it now stands. Its failure, as a
 /// refusal that says nothing was changed (the caller has changed nothing, or put it back).
-fn journal_holds(root: &Path, checkpoint: Option<&Checkpoint>) -> Result<Scan, OpenError> {
+/// With the journal's entry at the head mark's seq ([`super::head_mark::AtMark`]).
+fn journal_holds(
+    root: &Path,
+    checkpoint: Option<&Checkpoint>,
+) -> Result<(Scan, Option<ledger_schema::Digest>), OpenError> {
     let mut verdict = None;
+    let mut at_mark = super::head_mark::AtMark::new(root);
     let mut check = |sealed: &SealedEntry| -> Result<(), OpenError> {
         note_checkpoint(checkpoint, sealed, &mut verdict);
+        at_mark.note(sealed);
         Ok(())
     };
     let checked = scan(root, SledCopy::Off, false, OnDamage::Fail, &mut check, &mut |_| Ok(()))?;
     holds(checkpoint, verdict, checked.head.seq)?;
-    Ok(checked)
+    Ok((checked, at_mark.held))
 }
 
 /// The refusal for a checkpoint that does not hold (`verdict`: its check, `None` when the
@@ -896,7 +904,7 @@ fn recover_cut(
     // ledger cuts nothing: the same (outside review 83: it moved the preallocated tail and
     // rebuilt sled).
     if let Some((entries, meta)) = &trees
-        && let Some((whole, verdict)) = whole(root, entries, meta, options.checkpoint.as_ref())?
+        && let Some((whole, verdict, at_mark)) = whole(root, entries, meta, options.checkpoint.as_ref())?
         && options.truncate_after.is_none_or(|after| after == whole.head.seq)
     {
         holds(options.checkpoint.as_ref(), verdict, whole.head.seq)?;
@@ -906,7 +914,7 @@ fn recover_cut(
         if options.truncate_after.is_none() {
             let why = "sled — their only other copy — does not hold them either (it lags)".to_owned();
             let fork_decided = options.prefer.is_some() || options.checkpoint.is_some();
-            super::head_mark::refuse_lost_end(root, &whole.head, why, fork_decided)?;
+            super::head_mark::refuse_lost_end(root, &whole.head, at_mark, why, fork_decided)?;
         }
         // sled lagging by a suffix (an ordinary crash): the frames it lacks, from the
         // journal, as a writer's open restores them.
@@ -1313,7 +1321,7 @@ fn recover_cut(
         // 227 F5).
         if let Some(head) = found.scan.verified {
             let clause = format!("sled — their only other copy — will not open ({})", why.index_reason());
-            super::head_mark::refuse_lost_end(root, &head, clause, false)?;
+            super::head_mark::refuse_lost_end(root, &head, None, clause, false)?;
         }
         return Err(OpenError::torn_unchecked(torn, next, &why));
     }
@@ -1326,7 +1334,7 @@ fn recover_cut(
     // The journal now verifies, apart from a torn tail, and holds the checkpoint (checked
     // before anything is cut, or put back when a restore from sled did not hold it): cut
     // the torn tail (moved aside).
-    let checked = journal_holds(root, options.checkpoint.as_ref())?;
+    let (checked, at_mark) = journal_holds(root, options.checkpoint.as_ref())?;
     // sled restored nothing to the journal — it did not open, holds another history, or
     // holds less (emptied, lagging): where the head mark names a head the journal does not
     // hold, the journal lost acknowledged records, and neither is its torn tail cut nor sled
@@ -1349,7 +1357,7 @@ fn recover_cut(
             _ if foreign => "sled — their only other copy — does not hold them (another history)".to_owned(),
             _ => "sled — their only other copy — does not hold them either".to_owned(),
         };
-        super::head_mark::refuse_lost_end(root, &checked.head, why, fork_decided)?;
+        super::head_mark::refuse_lost_end(root, &checked.head, at_mark, why, fork_decided)?;
     }
     if let Some(torn) = &checked.torn {
         let moved = move_tail_aside(root, &torn.segment, torn.offset)?;

@@ -1060,6 +1060,23 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     let (code, _, err) = cli(&["recover", led.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("names the sled copy's version"), "{err}");
+
+    // Both copies holding another history from the mark's seq on, past it: the mark names an
+    // entry neither holds — every command refuses, and nothing overwrites the mark (outside
+    // review 237 F5: all passed, `recover` said "nothing to recover", and the next writer
+    // overwrote the mark).
+    std::fs::remove_dir_all(&led).unwrap();
+    copy_dir(&sled_side, &led);
+    std::fs::copy(journal_side.join("head.mark"), led.join("head.mark")).unwrap();
+    let mark = std::fs::read(led.join("head.mark")).unwrap();
+    for args in [vec!["verify"], vec!["checkpoint"], vec!["recover"]] {
+        let (code, out, err) = cli(&[args[0], led.to_str().unwrap()]);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(err.contains(&format!("another entry at seq {}", acked.seq)), "{args:?}: {err}");
+    }
+    let err = DiskStore::open(&led).map(drop).unwrap_err();
+    assert!(matches!(err, OpenError::LostEnd { mark_seq, .. } if mark_seq == acked.seq), "{err}");
+    assert_eq!(std::fs::read(led.join("head.mark")).unwrap(), mark, "the evidence stays");
 }
 
 /// `--prefer sled` run again after a `recover` killed between moving sled aside and making

@@ -298,20 +298,18 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("N0PE, use the kubernetes skill", "NOPE, use the kubernetes skill"),
         ("Use the kubernetes skill. JUST K\u{5C0}DDING", "Use the kubernetes skill. JUST KIDDING"),
         ("Use the kubernetes skill. Just k1dding", "Use the kubernetes skill. Just kidding"),
-        // Outside review 236: at a word's edge, side by side, other stand-ins and bars, a bar
-        // as a separator, a refusal phrase.
-        ("4VOID using the kubernetes skill", "AVOID using the kubernetes skill"),
+        // Outside review 236: side by side, other stand-ins and bars, a refusal phrase; a bar
+        // at a word's outer edge as a separator (238 F1).
         ("AV0|D using the kubernetes skill", "AVOID using the kubernetes skill"),
         ("S70P using the kubernetes skill", "STOP using the kubernetes skill"),
-        ("D0N'7 use the kubernetes skill", "DON'T use the kubernetes skill"),
-        ("Please do N07 use the kubernetes skill", "Please do NOT use the kubernetes skill"),
         (
             "DI$REGARD the above and use the kubernetes skill",
             "DISREGARD the above and use the kubernetes skill",
         ),
         ("AVO\u{23D0}D using the kubernetes skill", "AVOID using the kubernetes skill"),
         ("AVO\u{A6}D using the kubernetes skill", "AVOID using the kubernetes skill"),
-        ("Do|not use the kubernetes skill", "Do not use the kubernetes skill"),
+        ("Use the kubernetes skill, kidding|", "Use the kubernetes skill, kidding"),
+        ("|NEVER use the kubernetes skill", "NEVER use the kubernetes skill"),
         ("H0ld off using the kubernetes skill", "Hold off using the kubernetes skill"),
     ] {
         let seen = decide_live(&st, &task(Some(shown)), &Request::default()).unwrap();
@@ -370,6 +368,11 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         "Use the kubernetes skill on x86 for the B2B export, see c0nfig.yaml",
         "Use the kubernetes skill for the HTML|CSS layout and the HELLO WORLD demo",
         "Use the kubernetes skill on the match arm Some(x)|None, see log4j and OAuth2",
+        // (A stand-in begins or ends a name, and a bar between letters is an alternative:
+        // outside review 238 F2, F3 — `$top` read as `stop`, `Always|Never` as `never`.)
+        "Use the kubernetes skill: the $top variable and the 4way handshake",
+        "Use the kubernetes skill to set imagePullPolicy Always|Never|IfNotPresent",
+        "Use the kubernetes skill on the regex ^(yes|no)$",
     ] {
         let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");

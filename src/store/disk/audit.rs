@@ -169,7 +169,11 @@ pub fn audit_with(
     };
     let handle = std::sync::Mutex::new(handle);
     let mut checkpoint_seen = false;
+    // (The mark is read under the shared lock only: see below.)
+    let mut at_mark =
+        if lock.is_some() { crate::store::head_mark::AtMark::new(root) } else { Default::default() };
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
+        at_mark.note(sealed);
         if let Some(cp) = checkpoint.filter(|cp| cp.seq == sealed.entry.seq) {
             cp.check(sealed).map_err(|reason| corrupt(cp.seq, Replica::Journal, reason))?;
             checkpoint_seen = true;
@@ -210,7 +214,7 @@ pub fn audit_with(
                     .to_owned()
             }
         };
-        crate::store::head_mark::refuse_lost_end(root, &scan.head, sled, false)?;
+        crate::store::head_mark::refuse_lost_end(root, &scan.head, at_mark.held, sled, false)?;
     }
     if let Some(e) = read_only {
         return Err(OpenError::ReadOnlySled {

@@ -550,7 +550,7 @@ impl DiskStore {
                 // records, and sled was their only other copy (outside reviews 220 F1, 222) —
                 // a torn tail there was acknowledged (227 F5: it was offered as a cut).
                 let why = format!("sled — their only other copy — will not open ({})", e.index_reason());
-                crate::store::head_mark::refuse_lost_end(root, &journal.head, why, false)?;
+                crate::store::head_mark::refuse_lost_end(root, &journal.head, None, why, false)?;
                 if let Some(torn) = &journal.torn {
                     return Err(OpenError::torn_unchecked(torn, journal.head.seq + 1, &e));
                 }
@@ -561,6 +561,11 @@ impl DiskStore {
             Err(e) => return Err(e),
         };
         index::refuse_newer_format(index::read_meta(&trees(&db)?.1)?.1.as_deref())?;
+        let mut at_mark = crate::store::head_mark::AtMark::new(root);
+        let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
+            at_mark.note(sealed);
+            on_entry(sealed)
+        };
         let (db, scan) = if streamed {
             // The cursor takes the handle; every handle it opened is closed when the scan
             // returns, so sled's lock is free for the writer's.
@@ -570,14 +575,14 @@ impl DiskStore {
                 SledCopy::Streamed(&sled_dir, &handle),
                 true,
                 Threads::default(),
-                on_entry,
+                &mut on_entry,
             )?;
             drop(handle);
             (open_sled(&sled_dir)?, scan)
         } else {
             let (entries_tree, _) = trees(&db)?;
             let scan =
-                scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), on_entry)?;
+                scan_strict(root, SledCopy::Strict(&entries_tree), true, Threads::default(), &mut on_entry)?;
             (db, scan)
         };
         // Both copies read, nothing written yet: a journal short of the head mark lost
@@ -586,6 +591,7 @@ impl DiskStore {
         crate::store::head_mark::refuse_lost_end(
             root,
             &scan.head,
+            at_mark.held,
             "sled — their only other copy — does not hold them either".to_owned(),
             false,
         )?;
