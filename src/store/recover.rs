@@ -1107,7 +1107,8 @@ fn recover_cut(
         // say so.)
         let earlier = if !root.join(SLED_DIR).exists() && root.join("sled.broken-1").exists() {
             "; if an earlier `ledger recover` moved sled aside (sled.broken-N) after writing the journal from it, \
-             a plain `ledger recover` completes that"
+             `ledger recover --prefer journal` completes that (the journal holds the version it chose; a plain \
+             `recover` may refuse while head.mark still names the other: outside review 239 F1)"
         } else {
             ""
         };

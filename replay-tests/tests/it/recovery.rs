@@ -1080,8 +1080,9 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
 }
 
 /// `--prefer sled` run again after a `recover` killed between moving sled aside and making
-/// the new one says that a plain `recover` completes it (outside review 235 F4: it said only
-/// that sled could not be read), and a plain `recover` does.
+/// the new one names what completes it (outside review 235 F4: it said only that sled could
+/// not be read; 239 F1: it named a plain `recover`, which the head mark then refused, naming
+/// the same `--prefer` again), and `--prefer journal` does.
 #[test]
 fn prefer_sled_after_sled_was_moved_aside_names_the_way_on() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1090,8 +1091,8 @@ fn prefer_sled_after_sled_was_moved_aside_names_the_way_on() {
     std::fs::rename(dir.join("sled"), dir.join("sled.broken-1")).unwrap();
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("a plain `ledger recover` completes that"), "{err}");
-    let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert!(err.contains("`ledger recover --prefer journal` completes that"), "{err}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "journal"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(verify_json(&dir, None).0, 0);
 }
