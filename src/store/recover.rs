@@ -351,8 +351,10 @@ struct Survey {
     parts: Option<u64>,
     /// The checkpoint's check against the journal as found (`None`: its seq was not read).
     checkpoint: Option<Result<(), Corruption>>,
-    /// The head mark, as a checkpoint, and its check against the journal as found.
-    mark: Option<(Checkpoint, CheckpointVerdict)>,
+    /// The head mark, as a checkpoint (to ask sled's records which version it names), and
+    /// the journal's entry at its seq as found ([`super::head_mark::AtMark`]).
+    mark: Option<Checkpoint>,
+    at_mark: Option<ledger_schema::Digest>,
 }
 
 /// The newest seq either copy holds, as far as the survey read the journal: its verified
@@ -379,10 +381,10 @@ fn survey(
         seq: m.seq,
         hash: m.hash,
     });
-    let mut mark_verdict = None;
+    let mut at_mark = super::head_mark::AtMark::new(root);
     let mut on_entry = |sealed: &SealedEntry| -> Result<(), OpenError> {
         note_checkpoint(checkpoint, sealed, &mut verdict);
-        note_checkpoint(mark.as_ref(), sealed, &mut mark_verdict);
+        at_mark.note(sealed);
         Ok(())
     };
     let mut cut_at = None;
@@ -409,8 +411,7 @@ fn survey(
         Ok(())
     };
     let scan = scan(root, SledCopy::Off, false, OnDamage::Stop, &mut on_entry, &mut on_frame)?;
-    let mark = mark.map(|m| (m, mark_verdict));
-    Ok(Survey { scan, newest, cut_at, differs, parts, checkpoint: verdict, mark })
+    Ok(Survey { scan, newest, cut_at, differs, parts, checkpoint: verdict, mark, at_mark: at_mark.held })
 }
 
 /// The checkpoint's check of `sealed`, kept in `verdict` when `sealed` is the checkpointed
@@ -2744,10 +2745,11 @@ fn restore_from_sled(
         // entry sled's version holds otherwise contradicts sled's later links: a double fault,
         // and only the operator decides (outside reviews 229 F4, 231 F3: the journal's
         // acknowledged record went to cut/, exit 0).
-        let mark_names_journal =
-            found.mark.as_ref().filter(|(_, verdict)| matches!(verdict, Some(Ok(())))).and_then(
-                |(mark, _)| (checkpoint_says(mark, &sled_entries) == Some(false)).then_some(mark.seq),
-            );
+        let mark_names_journal = found
+            .mark
+            .as_ref()
+            .filter(|mark| found.at_mark == Some(mark.hash))
+            .and_then(|mark| (checkpoint_says(mark, &sled_entries) == Some(false)).then_some(mark.seq));
         let take_sled = match (options.prefer, by_checkpoint) {
             (Some(prefer), Some(sled_matches)) if (prefer == Replica::Sled) != sled_matches => {
                 return Err(OpenError::Usage(format!(
@@ -2783,8 +2785,8 @@ fn restore_from_sled(
                 let sled_named = found
                     .mark
                     .as_ref()
-                    .filter(|(mark, _)| checkpoint_says(mark, &sled_entries) == Some(true))
-                    .map(|(mark, _)| (mark.seq, Replica::Sled));
+                    .filter(|mark| checkpoint_says(mark, &sled_entries) == Some(true))
+                    .map(|mark| (mark.seq, Replica::Sled));
                 let reason = match mark_names_journal.map(|seq| (seq, Replica::Journal)).or(sled_named) {
                     Some((mark_seq, copy)) => Corruption::CopiesDisagreeMarked { mark_seq, copy },
                     None => Corruption::CopiesDisagree,
