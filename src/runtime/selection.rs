@@ -64,7 +64,23 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// inside a word (`AV0ID`, `PROH1B1TED`, `AVO|D`, a Hebrew paseq in `AVO׀D`), and a small `l`
 /// inside a word of capitals as the `I` it shows (`AVOlD`): outside review 231 F2, each loaded
 /// the skill it refused. Its other readings, and what replay checks, are routing/9's.
-pub const ROUTING_POLICY: &str = "closure-ledger-routing/10";
+///
+/// Routing/11 reads those words as they show — without invisible characters, in NFKC, without
+/// a combining mark after a digit — a `!` after such a word as the end of the sentence, a bar
+/// before a closing bracket or quote as a separator, and a word of ASCII letters holding a
+/// digit of another script as a disguise (outside review 240: `AV0ID!`, `NEV\u{AD}3R`,
+/// `AV0̲ID`, `(just kidding|)`, `NEV٣R` loaded the skill they refused).
+pub const ROUTING_POLICY: &str = "closure-ledger-routing/11";
+
+/// The tenth routing policy: routing/11 reading stand-ins only in the text as typed, and no
+/// digit of another script as a disguise. Selections recorded under it are checked under it
+/// (as routing/11's: the query is not recorded); its receipts are not reused under routing/11.
+pub const ROUTING_POLICY_V10: &str = "closure-ledger-routing/10";
+
+/// Whether `policy` is routing/11 (a foreign digit in an ASCII word is a disguise).
+fn from_v11(policy: &str) -> bool {
+    policy == ROUTING_POLICY
+}
 
 /// The ninth routing policy: routing/10 without its reading of digits and marks inside a
 /// refusal word. Selections recorded under it are checked under it (as routing/10's: the
@@ -74,7 +90,7 @@ pub const ROUTING_POLICY_V9: &str = "closure-ledger-routing/9";
 /// Whether `policy` is routing/9 or later (NFKC, words of mixed scripts read as they show,
 /// `disguised`).
 fn from_v9(policy: &str) -> bool {
-    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V9
+    from_v11(policy) || policy == ROUTING_POLICY_V10 || policy == ROUTING_POLICY_V9
 }
 
 /// The eighth routing policy: routing/9 cutting tokens from the text as typed (no NFKC).
@@ -591,6 +607,12 @@ fn is_bar(c: char) -> bool {
 /// F2, 236: `AV0ID`, `AVO|D`, `4VOID`, `S70P`, `D0N'7`, `H0ld off`, `AVO!D`, `Do|not` loaded
 /// the skill they refused).
 fn respelled_words(text: &str) -> [String; 3] {
+    // Routing/11: read as the text shows — without its invisible characters, in NFKC (a
+    // superscript or fullwidth digit is the digit), without a combining mark after an ASCII
+    // letter, digit or stand-in (outside review 240: `NEV\u{AD}3R`, `NEV\u{200D}3R`, `AV0̲ID`,
+    // `kidding|\u{200B}` were not read).
+    let shown = as_shown(text);
+    let text = shown.as_str();
     let spell = |one: char| {
         let chars: Vec<char> = text.chars().collect();
         let mut out = String::with_capacity(text.len());
@@ -602,7 +624,10 @@ fn respelled_words(text: &str) -> [String; 3] {
                 at += 1;
                 continue;
             }
-            let end = chars.iter().skip(at).position(|c| !in_word(*c)).map_or(chars.len(), |n| at + n);
+            let run_end = chars.iter().skip(at).position(|c| !in_word(*c)).map_or(chars.len(), |n| at + n);
+            // Routing/11: a `!` after the run's last other character ends the sentence, not the
+            // word (outside review 240: `AV0ID!`, `N3VER!` were read as ending in a stand-in).
+            let end = (at..run_end).rev().find(|&k| chars.get(k) != Some(&'!')).map_or(run_end, |k| k + 1);
             let word = chars.get(at..end).unwrap_or_default();
             let letters = word.iter().filter(|c| c.is_alphabetic()).count();
             let caps = letters > 0 && word.iter().filter(|c| c.is_alphabetic()).all(|c| c.is_uppercase());
@@ -632,20 +657,43 @@ fn respelled_words(text: &str) -> [String; 3] {
     // `(yes|no)` are alternatives, not refusals: 238 F3) nor after a bracket (`Some(x)|None`).
     let chars: Vec<char> = text.chars().collect();
     let at = |k: Option<usize>| k.and_then(|k| chars.get(k)).copied();
-    let open = |c: Option<char>| {
-        c.is_none_or(|c| c.is_whitespace() || matches!(c, '.' | ',' | ';' | ':' | '!' | '?'))
+    // (Routing/11: and a bar before a closing bracket, quote or emphasis mark, or after an
+    // opening one — outside review 240: `(just kidding|)`.)
+    let open = |c: Option<char>, quotes: &[char]| {
+        c.is_none_or(|c| {
+            c.is_whitespace() || matches!(c, '.' | ',' | ';' | ':' | '!' | '?') || quotes.contains(&c)
+        })
     };
+    let opening = ['(', '[', '{', '"', '\u{201C}', '\u{2018}', '\u{AB}', '*', '_', '`'];
+    let closing = [')', ']', '}', '"', '\'', '\u{201D}', '\u{2019}', '\u{BB}', '*', '_', '`'];
     let letter = |c: Option<char>| c.is_some_and(char::is_alphabetic);
     let separated: String = chars
         .iter()
         .enumerate()
         .map(|(k, &c)| {
             let (before, after) = (at(k.checked_sub(1)), at(Some(k + 1)));
-            let edge = (open(before) && letter(after)) || (letter(before) && open(after));
+            let edge = (open(before, &opening) && letter(after)) || (letter(before) && open(after, &closing));
             if is_bar(c) && edge { ' ' } else { c }
         })
         .collect();
     [spell('i'), spell('l'), separated]
+}
+
+/// `text` as [`respelled_words`] reads it: without invisible characters, in NFKC, and without
+/// the combining marks after an ASCII letter or digit or a stand-in.
+fn as_shown(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut out = String::with_capacity(text.len());
+    let mut last: Option<char> = None;
+    for c in text.chars().filter(|c| !super::invisible(*c)).nfkc() {
+        let plain = |p: char| p.is_ascii_alphanumeric() || stand_in(p, 'i').is_some();
+        if unicode_normalization::char::is_combining_mark(c) && last.is_some_and(plain) {
+            continue;
+        }
+        out.push(c);
+        last = Some(c);
+    }
+    out
 }
 
 /// The ASCII letter or digit non-ASCII `c` looks like, by its confusable skeleton — in a word
@@ -1578,6 +1626,7 @@ pub fn lexical_over(
     // be its reader's: the choice is left pending over what it would have chosen (outside
     // review 230: each respelling rule closed one disguise and left the next — `saꓲd`, where
     // `ꓲ` may be read as `I` or as `l`).
+    let disguised = |q: &str| disguised(q) || (from_v11(policy) && foreign_digit_in(q));
     if from_v9(policy) && lexical.root.is_some() && query.is_some_and(disguised) {
         return Lexical {
             root: None,
@@ -1608,6 +1657,18 @@ fn disguised(query: &str) -> bool {
         (!w.is_single_script() && w.chars().any(looks_ascii))
             || (w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(odd))
     })
+}
+
+/// Whether a word of `query` holding ASCII letters holds a digit of another script too — one
+/// whose NFKC form is no ASCII digit (Arabic-Indic `٣` in `NEV٣R`; a superscript or fullwidth
+/// digit is read as the digit it is): routing/11's disguise (outside review 240).
+fn foreign_digit_in(query: &str) -> bool {
+    use unicode_normalization::UnicodeNormalization;
+    let foreign =
+        |c: char| c.is_numeric() && !c.is_ascii() && !std::iter::once(c).nfkc().any(|d| d.is_ascii_digit());
+    query
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c)))
+        .any(|w| w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(foreign))
 }
 
 /// [`lexical_over`] before its routing/9 check of a disguised query.
@@ -2593,6 +2654,7 @@ pub fn decide_live(
 pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Result<(), RuleViolation> {
     let policy = [
         ROUTING_POLICY,
+        ROUTING_POLICY_V10,
         ROUTING_POLICY_V9,
         ROUTING_POLICY_V8,
         ROUTING_POLICY_V7,
@@ -2609,7 +2671,7 @@ pub fn apply_selection(state: &mut State, e: &SelectionRecorded, seq: u64) -> Re
         violation(
             Rule::Selection,
             format!(
-                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V9}, {ROUTING_POLICY_V8}, {ROUTING_POLICY_V7}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
+                "routing policy {:?} is not {ROUTING_POLICY}, {ROUTING_POLICY_V10}, {ROUTING_POLICY_V9}, {ROUTING_POLICY_V8}, {ROUTING_POLICY_V7}, {ROUTING_POLICY_V6}, {ROUTING_POLICY_V5}, {ROUTING_POLICY_V4}, \
                      {ROUTING_POLICY_V3}, {ROUTING_POLICY_V2} or {ROUTING_POLICY_V1}",
                 e.routing_policy
             ),

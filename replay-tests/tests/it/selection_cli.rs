@@ -254,7 +254,7 @@ fn a_negated_bug_report_is_pending_for_a_proposal() {
         (pending["decision"].as_str(), pending["reason"].as_str()),
         (Some("pending"), Some("negated"))
     );
-    assert_eq!(pending["routingPolicy"], "closure-ledger-routing/10");
+    assert_eq!(pending["routingPolicy"], "closure-ledger-routing/11");
     let shortlisted = pending["candidates"][0]["id"].as_str().unwrap().to_owned();
     assert_eq!(shortlisted, "skill:kubernetes", "{pending}");
     let p = file(&s, "pending.json", &pending["receipt"]);

@@ -311,6 +311,23 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("Use the kubernetes skill, kidding|", "Use the kubernetes skill, kidding"),
         ("|NEVER use the kubernetes skill", "NEVER use the kubernetes skill"),
         ("H0ld off using the kubernetes skill", "Hold off using the kubernetes skill"),
+        // Routing/11 (outside review 240): a `!` after the word, invisible characters and a
+        // combining mark inside it, a superscript or fullwidth digit, a bar before a closing
+        // bracket or quote.
+        ("Use the kubernetes skill. AV0ID!", "Use the kubernetes skill. AVOID!"),
+        ("N3VER! Use the kubernetes skill", "NEVER! Use the kubernetes skill"),
+        ("Use the kubernetes skill. St0p!!", "Use the kubernetes skill. Stop!!"),
+        ("NEV\u{AD}3R use the kubernetes skill", "NEVER use the kubernetes skill"),
+        ("NEV\u{200D}3R use the kubernetes skill", "NEVER use the kubernetes skill"),
+        ("Use the kubernetes skill. AV0\u{332}ID", "Use the kubernetes skill. AVOID"),
+        ("NEV\u{B3}R use the kubernetes skill", "NEVER use the kubernetes skill"),
+        (
+            "\u{FF2E}\u{FF25}\u{FF36}\u{FF13}\u{FF32} use the kubernetes skill",
+            "NEVER use the kubernetes skill",
+        ),
+        ("Use the kubernetes skill (just kidding|)", "Use the kubernetes skill (just kidding)"),
+        ("Use the kubernetes skill, \"just kidding|\"", "Use the kubernetes skill, \"just kidding\""),
+        ("Use the kubernetes skill, just kidding|\u{200B}", "Use the kubernetes skill, just kidding"),
     ] {
         let seen = decide_live(&st, &task(Some(shown)), &Request::default()).unwrap();
         let typed = decide_live(&st, &task(Some(plain)), &Request::default()).unwrap();
@@ -337,6 +354,8 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         "Use the kubern\u{435}tes skill",
         "Use the kubernetes skill, just \u{138}idding",
         "Use the kubernetes skill ONLY AS A \u{29F}AST RESORT",
+        // Routing/11: a digit of another script inside an ASCII word (outside review 240).
+        "NEV\u{663}R use the kubernetes skill",
     ] {
         let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "disguised"), "{q}");
@@ -373,26 +392,32 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         "Use the kubernetes skill: the $top variable and the 4way handshake",
         "Use the kubernetes skill to set imagePullPolicy Always|Never|IfNotPresent",
         "Use the kubernetes skill on the regex ^(yes|no)$",
+        // (Routing/11: a `!` after a name, digits of another script standing alone,
+        // superscripts and subscripts in formulas, an empty alternative.)
+        "Use the kubernetes skill! Roll the pods out now!",
+        "Use the kubernetes skill for page \u{661}\u{662}\u{663} of the Arabic manual",
+        "Use the kubernetes skill to fit x\u{B2} + y\u{B2} over the H\u{2082}O samples",
+        "Use the kubernetes skill; match the pods with ^(web|)$ and (api|)",
     ] {
         let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
     }
-    // A routing/9 record — a `disguised` one too — is admitted as ever, and the ledger replays.
+    // A routing/9 record — a `disguised` one too — and a routing/10 one are admitted as ever,
+    // and the ledger replays.
     let (mut ledger, _) =
         closure_ledger::ledger::Ledger::<closure_ledger::store::DiskStore>::open(&s.ledger).unwrap();
     let ctx = closure_ledger::runtime::Ctx { time_ms: 4_000_000_000_000 };
-    for q in ["Use the kubern\u{435}tes skill", "Use the kubernetes skill"] {
+    for (q, policy) in [
+        ("Use the kubern\u{435}tes skill", sel::ROUTING_POLICY_V9),
+        ("Use the kubernetes skill", sel::ROUTING_POLICY_V9),
+        ("Use the kubernetes skill. AV0ID!", sel::ROUTING_POLICY_V10),
+    ] {
         let qd = Some(ledger_schema::Digest::of(ledger_schema::DigestKind::TaskQuery, q.as_bytes()));
-        let v9 = sel::decide(
-            ledger.state(),
-            &task(Some(q)),
-            qd,
-            &Request::default(),
-            sel::ROUTING_POLICY_V9,
-            &|_, r| Ok(sel::lexical_as(sel::ROUTING_POLICY_V9, Some(q), r)),
-        )
+        let v9 = sel::decide(ledger.state(), &task(Some(q)), qd, &Request::default(), policy, &|_, r| {
+            Ok(sel::lexical_as(policy, Some(q), r))
+        })
         .unwrap();
-        assert_eq!(v9.routing_policy, "closure-ledger-routing/9");
+        assert_eq!(v9.routing_policy, policy);
         ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v9))], ctx).unwrap();
     }
     drop(ledger);
@@ -787,7 +812,7 @@ fn a_single_shared_word_never_routes() {
         (SelectionDecision::Pending, "closure-ledger-routing/6")
     );
     let mut unknown = v6.clone();
-    unknown.routing_policy = "closure-ledger-routing/11".to_owned();
+    unknown.routing_policy = "closure-ledger-routing/12".to_owned();
     assert!(ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(unknown))], ctx).is_err());
     ledger.admit(vec![ledger_schema::Event::SelectionRecorded(Box::new(v6))], ctx).unwrap();
     drop(ledger);
@@ -1032,7 +1057,7 @@ fn named_skills_negations_and_proposals_under_routing_4() {
     ] {
         let e = decide(q, &["skill:kubernetes"]);
         assert!(e.selected_ids.is_empty(), "{q:?}: {e:?}");
-        assert_eq!(e.routing_policy, "closure-ledger-routing/10");
+        assert_eq!(e.routing_policy, "closure-ledger-routing/11");
     }
     // Outside review 175 F1, F2 (routing/7): a directive quoted in other marks, struck out,
     // commented out, in a fenced block or reported is not the user's; other languages'
@@ -1471,7 +1496,7 @@ fn a_directive_at_a_manual_only_skill_full_installs_is_not_routed() {
     let e = decide_live(&st, &task(Some("Use the deploy skill to ship the release.")), &Request::default())
         .unwrap();
     assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::None, "cited-not-routed"), "{e:?}");
-    assert_eq!(e.routing_policy, "closure-ledger-routing/10");
+    assert_eq!(e.routing_policy, "closure-ledger-routing/11");
     let routable = decide_live(&st, &task(Some("Use the kubernetes skill.")), &Request::default()).unwrap();
     assert_eq!((routable.decision, routable.reason.as_str()), (SelectionDecision::None, "cited-installed"));
     let (mut ledger, _) =
