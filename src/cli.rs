@@ -413,6 +413,25 @@ fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write)
             ),
         )?;
     }
+    if let Some(named) = &report.head_mark_replaced {
+        let by = if report.preference_chose_nothing {
+            "by an interrupted `recover --prefer` or `--checkpoint`, completed now — the `--prefer` or checkpoint \
+             given this time chose nothing: both copies held the same records"
+        } else if report.histories_decided {
+            "by the operator's choice"
+        } else {
+            "by an interrupted `recover --prefer` or `--checkpoint`, completed now"
+        };
+        emit(
+            out,
+            format!(
+                "head.mark named another version of seq {} ({named}), which the ledger no longer holds: given up {by}; \
+                 what was given up is moved aside, not deleted (the journal's bytes under cut/, a replaced sled as \
+                 sled.broken-N); the mark now names {}",
+                report.head.seq, report.head.hash
+            ),
+        )?;
+    }
     for aside in &report.snapshot_set_aside {
         emit(
             out,
@@ -505,7 +524,11 @@ fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write)
             out,
             format!(
                 "{}both copies verified whole, {} entries in {} frames, head seq {} {}; {}",
-                if report.cut.is_empty() { "nothing to recover: " } else { "" },
+                if report.cut.is_empty() && report.head_mark_replaced.is_none() {
+                    "nothing to recover: "
+                } else {
+                    ""
+                },
                 report.entries,
                 report.frames,
                 report.head.seq,
@@ -538,6 +561,7 @@ fn recover_changed(r: &store::RecoverReport) -> bool {
         || !r.snapshot_set_aside.is_empty()
         || r.interrupted_swap_undone.is_some()
         || r.interrupted_cut_undone.is_some()
+        || r.head_mark_replaced.is_some()
 }
 
 fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<(), Failure> {

@@ -102,6 +102,17 @@ pub struct RecoverReport {
     /// nothing of them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head_mark_lowered_from: Option<u64>,
+    /// The head mark named another version of the head's own record, which the ledger no
+    /// longer holds — given up by this `--prefer` or checkpoint, or by an interrupted one this
+    /// recover completed — and now names the head: the hash it named (outside reviews 235 F5,
+    /// 237 F2: the mark moved off the version it named with "no record was changed" alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_mark_replaced: Option<ledger_schema::Digest>,
+    /// A `--prefer` or checkpoint was given where both copies held the same records: it chose
+    /// nothing (the version it may have meant was given up before — by an interrupted
+    /// recover — and is kept aside).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub preference_chose_nothing: bool,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -714,6 +725,14 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
                 report.truncated_seqs = Some((first, last));
             }
         }
+        if let Some(mark) = super::head_mark::read(root, report.head.ledger)
+            && mark.seq == report.head.seq
+            && mark.hash != report.head.hash
+        {
+            report.head_mark_replaced = Some(mark.hash);
+            report.preference_chose_nothing =
+                (options.prefer.is_some() || options.checkpoint.is_some()) && !report.histories_decided;
+        }
         super::head_mark::write_best_effort(root, &report.head, lower);
         report
     })
@@ -897,6 +916,8 @@ fn recover_cut(
         snapshot_set_aside: Vec::new(),
         histories_decided: false,
         head_mark_lowered_from: None,
+        head_mark_replaced: None,
+        preference_chose_nothing: false,
     };
     report.cut.extend(zeros_cut);
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in

@@ -1077,6 +1077,52 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     let err = DiskStore::open(&led).map(drop).unwrap_err();
     assert!(matches!(err, OpenError::LostEnd { mark_seq, .. } if mark_seq == acked.seq), "{err}");
     assert_eq!(std::fs::read(led.join("head.mark")).unwrap(), mark, "the evidence stays");
+
+    // Two versions of the newest record and nothing later, the operator keeping the journal's
+    // where the mark names sled's: the report names the version the mark named.
+    std::fs::remove_dir_all(&led).unwrap();
+    copy_dir(&journal_side, &led);
+    std::fs::remove_dir_all(led.join("sled")).unwrap();
+    copy_dir(&shorter.join("sled"), &led.join("sled"));
+    std::fs::copy(shorter.join("head.mark"), led.join("head.mark")).unwrap();
+    let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "journal", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["headMarkReplaced"], serde_json::json!(shorter_head.hash), "{report}");
+    assert!(report.get("preferenceChoseNothing").is_none(), "{report}");
+
+    // A `recover --prefer sled` killed once both copies held sled's version, before it moved
+    // the mark (the journal's version in cut/): a `--prefer journal` then cannot have what it
+    // asks for — it completes the interrupted choice and says so, and that it chose nothing
+    // (outside reviews 235 F5, 237 F2: "nothing to recover … no record was changed", exit 0,
+    // the mark moved silently off the version it named).
+    for json in [true, false] {
+        std::fs::remove_dir_all(&led).unwrap();
+        copy_dir(&shorter, &led);
+        std::fs::copy(journal_side.join("head.mark"), led.join("head.mark")).unwrap();
+        let mut args = vec!["recover", led.to_str().unwrap(), "--prefer", "journal"];
+        if json {
+            args.push("--json");
+        }
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 0, "{out}{err}");
+        if json {
+            let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+            assert_eq!(report["headMarkReplaced"], serde_json::json!(acked.hash), "{report}");
+            assert_eq!(report["preferenceChoseNothing"], true, "{report}");
+        } else {
+            assert!(!out.contains("nothing to recover"), "{out}");
+            assert!(
+                out.contains(&format!(
+                    "head.mark named another version of seq {} ({})",
+                    acked.seq, acked.hash
+                )) && out.contains("chose nothing"),
+                "{out}"
+            );
+        }
+        let head = DiskStore::open(&led).unwrap().0.head();
+        assert_eq!((head.seq, head.hash), (shorter_head.seq, shorter_head.hash));
+    }
 }
 
 /// `--prefer sled` run again after a `recover` killed between moving sled aside and making
