@@ -65,11 +65,12 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// inside a word of capitals as the `I` it shows (`AVOlD`): outside review 231 F2, each loaded
 /// the skill it refused. Its other readings, and what replay checks, are routing/9's.
 ///
-/// Routing/11 reads those words as they show — without invisible characters, in NFKC, without
-/// a combining mark after a digit — a `!` after such a word as the end of the sentence, a bar
-/// before a closing bracket or quote as a separator, and a word of ASCII letters holding a
-/// digit of another script as a disguise (outside review 240: `AV0ID!`, `NEV\u{AD}3R`,
-/// `AV0̲ID`, `(just kidding|)`, `NEV٣R` loaded the skill they refused).
+/// Routing/11 reads those words as they show — without invisible characters or annotations,
+/// in NFKC, without a combining mark after a digit, a longer word's accented Latin letters
+/// bare — a `!` or a bar after such a word as its end, a bar before a closing bracket or
+/// quote as a separator, and a digit of another script between ASCII letters as a disguise (outside reviews 240, 241:
+/// `AV0ID!`, `N3VER!!1`, `AV0ID|`, `NEV\u{AD}3R`, `AV0̲ID`, `Névér`, `(just kidding|)`, `NEV٣R`
+/// loaded the skill they refused).
 pub const ROUTING_POLICY: &str = "closure-ledger-routing/11";
 
 /// The tenth routing policy: routing/11 reading stand-ins only in the text as typed, and no
@@ -597,16 +598,32 @@ fn is_bar(c: char) -> bool {
     }
 }
 
+/// Brackets, quotes and emphasis marks that open a phrase, before which a bar at a word's edge
+/// is a separator ([`respelled_words`]).
+const EDGE_OPENING: [char; 10] = ['(', '[', '{', '"', '\u{201C}', '\u{2018}', '\u{AB}', '*', '_', '`'];
+/// … and those that close one, after which it is.
+const EDGE_CLOSING: [char; 11] = [')', ']', '}', '"', '\'', '\u{201D}', '\u{2019}', '\u{BB}', '*', '_', '`'];
+
 /// Routing/10: `text` read three more ways for refusals — each word's stand-in characters
 /// ([`stand_in`]) as the letters they stand for, a bar-like one as `i` and then as `l`, a
 /// small `l` between capitals as `I`; and a bar at a word's outer edge as the separator it is
-/// there (`kidding|`). A word here is a run of letters, stand-ins and apostrophes of at least
-/// three characters that begins and ends with a letter (`N0`, `$top`, `4way` are names; `k8s`,
-/// `c0nfig` spell no refusal). Read for
+/// there (`kidding|`). A word here is a run of letters, stand-ins and apostrophes from its
+/// first letter to its last, of at least three characters (`N0`, `$top`, `4way` are names;
+/// `k8s`, `c0nfig` spell no refusal); routing/11 reads the text as it shows first
+/// ([`as_shown`]). Read for
 /// refusals only, where a wrong reading leaves the choice to the user (outside reviews 231
 /// F2, 236: `AV0ID`, `AVO|D`, `4VOID`, `S70P`, `D0N'7`, `H0ld off`, `AVO!D`, `Do|not` loaded
 /// the skill they refused).
 fn respelled_words(text: &str) -> [String; 3] {
+    // Where a bar at a word's edge is a separator: beside white space, sentence punctuation,
+    // the text's end, or an opening (before the word) or closing (after it) bracket, quote or
+    // emphasis mark — not after a closing bracket (`Some(x)|None`) nor before a dash
+    // (`--no|--yes`): outside reviews 238 F3, 240.
+    let open = |c: Option<char>, quotes: &[char]| {
+        c.is_none_or(|c| {
+            c.is_whitespace() || matches!(c, '.' | ',' | ';' | ':' | '!' | '?') || quotes.contains(&c)
+        })
+    };
     // Routing/11: read as the text shows — without its invisible characters, in NFKC (a
     // superscript or fullwidth digit is the digit), without a combining mark after an ASCII
     // letter, digit or stand-in (outside review 240: `NEV\u{AD}3R`, `NEV\u{200D}3R`, `AV0̲ID`,
@@ -625,21 +642,33 @@ fn respelled_words(text: &str) -> [String; 3] {
                 continue;
             }
             let run_end = chars.iter().skip(at).position(|c| !in_word(*c)).map_or(chars.len(), |n| at + n);
-            // Routing/11: a `!` after the run's last other character ends the sentence, not the
-            // word (outside review 240: `AV0ID!`, `N3VER!` were read as ending in a stand-in).
-            let end = (at..run_end).rev().find(|&k| chars.get(k) != Some(&'!')).map_or(run_end, |k| k + 1);
-            let word = chars.get(at..end).unwrap_or_default();
-            let letters = word.iter().filter(|c| c.is_alphabetic()).count();
-            let caps = letters > 0 && word.iter().filter(|c| c.is_alphabetic()).all(|c| c.is_uppercase());
-            // (Inside a word only — it begins and ends with a letter: `$top`, `4way`, `x86` are
-            // names, not disguised `stop`, `away`: outside review 238 F2.)
-            let spelled = word.len() >= 3
-                && word.first().is_some_and(|c| c.is_alphabetic())
-                && word.last().is_some_and(|c| c.is_alphabetic());
+            // The word is the run from its first letter to its last: a stand-in before or after
+            // them is a name's or the sentence's, kept as typed — `$top`, `4way`, `x86` are
+            // names, not disguised `stop`, `away` (outside review 238 F2); routing/11: a `!`,
+            // `!!1` or a bar after the word ends it (outside reviews 240, 241 F1, F2: `AV0ID!`,
+            // `N3VER!!1`, `AV0ID|` were read as words ending in a stand-in).
+            let letter_at = |k: &usize| chars.get(*k).is_some_and(|c| c.is_alphabetic());
+            let (first, last) = match ((at..run_end).find(letter_at), (at..run_end).rev().find(letter_at)) {
+                (Some(first), Some(last)) => (first, last + 1),
+                _ => (run_end, run_end),
+            };
+            // (A bar there separates where it stands at the edge of the text's words too:
+            // `AV0ID|`, `|AV0ID` — outside review 241 F2.)
+            let edge = |separates: bool| move |c: &char| if separates && is_bar(*c) { ' ' } else { *c };
+            let before = at.checked_sub(1).and_then(|k| chars.get(k)).copied();
+            let leading = edge(open(before, &EDGE_OPENING));
+            out.extend(chars.get(at..first).unwrap_or_default().iter().map(leading));
+            let word = chars.get(first..last).unwrap_or_default();
+            // (Its letters capitals but a small `l`, which may stand for `I`: `AV0lD`.)
+            let caps = word.iter().any(|c| c.is_uppercase())
+                && word.iter().filter(|c| c.is_alphabetic() && **c != 'l').all(|c| c.is_uppercase());
+            let spelled = word.len() >= 3;
             for (k, &w) in word.iter().enumerate() {
+                // (Or beside a stand-in in a word of capitals: `AV0lD`, outside review 241 F6.)
+                let capital = |c: &char| c.is_uppercase() || (caps && stand_in(*c, one).is_some());
                 let between_caps = w == 'l'
-                    && k.checked_sub(1).and_then(|b| word.get(b)).is_some_and(|b| b.is_uppercase())
-                    && word.get(k + 1).is_some_and(|a| a.is_uppercase());
+                    && k.checked_sub(1).and_then(|b| word.get(b)).is_some_and(capital)
+                    && word.get(k + 1).is_some_and(capital);
                 let letter = if between_caps { Some(one) } else { stand_in(w, one).filter(|_| spelled) };
                 match letter {
                     Some(l) if caps || between_caps => out.extend(l.to_uppercase()),
@@ -647,7 +676,9 @@ fn respelled_words(text: &str) -> [String; 3] {
                     None => out.push(w),
                 }
             }
-            at = end;
+            let trailing = edge(open(chars.get(run_end).copied(), &EDGE_CLOSING));
+            out.extend(chars.get(last..run_end).unwrap_or_default().iter().map(trailing));
+            at = run_end;
         }
         out
     };
@@ -659,39 +690,59 @@ fn respelled_words(text: &str) -> [String; 3] {
     let at = |k: Option<usize>| k.and_then(|k| chars.get(k)).copied();
     // (Routing/11: and a bar before a closing bracket, quote or emphasis mark, or after an
     // opening one — outside review 240: `(just kidding|)`.)
-    let open = |c: Option<char>, quotes: &[char]| {
-        c.is_none_or(|c| {
-            c.is_whitespace() || matches!(c, '.' | ',' | ';' | ':' | '!' | '?') || quotes.contains(&c)
-        })
-    };
-    let opening = ['(', '[', '{', '"', '\u{201C}', '\u{2018}', '\u{AB}', '*', '_', '`'];
-    let closing = [')', ']', '}', '"', '\'', '\u{201D}', '\u{2019}', '\u{BB}', '*', '_', '`'];
     let letter = |c: Option<char>| c.is_some_and(char::is_alphabetic);
     let separated: String = chars
         .iter()
         .enumerate()
         .map(|(k, &c)| {
             let (before, after) = (at(k.checked_sub(1)), at(Some(k + 1)));
-            let edge = (open(before, &opening) && letter(after)) || (letter(before) && open(after, &closing));
+            let edge = (open(before, &EDGE_OPENING) && letter(after))
+                || (letter(before) && open(after, &EDGE_CLOSING));
             if is_bar(c) && edge { ' ' } else { c }
         })
         .collect();
     [spell('i'), spell('l'), separated]
 }
 
-/// `text` as [`respelled_words`] reads it: without invisible characters, in NFKC, and without
-/// the combining marks after an ASCII letter or digit or a stand-in.
+/// `text` as [`respelled_words`] reads it: without invisible characters and interlinear
+/// annotations, in NFKC, without the combining marks after an ASCII letter or digit or a
+/// stand-in, and in a word of at least four letters with each accented Latin letter bare.
 fn as_shown(text: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    let mut out = String::with_capacity(text.len());
-    let mut last: Option<char> = None;
-    for c in text.chars().filter(|c| !super::invisible(*c)).nfkc() {
-        let plain = |p: char| p.is_ascii_alphanumeric() || stand_in(p, 'i').is_some();
-        if unicode_normalization::char::is_combining_mark(c) && last.is_some_and(plain) {
-            continue;
+    // (Interlinear annotation controls too, as `unmixed` drops them, and an annotation they
+    // close — `AV0ID` annotated `hidden` is `AV0ID`: outside review 241 F4.)
+    let mut annotated = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\u{FFFA}') {
+        annotated.push_str(rest.get(..at).unwrap_or_default());
+        let after = rest.get(at + '\u{FFFA}'.len_utf8()..).unwrap_or_default();
+        rest = after.find('\u{FFFB}').and_then(|end| after.get(end..)).unwrap_or(after);
+    }
+    annotated.push_str(rest);
+    let shown = |c: &char| !super::invisible(*c) && !('\u{FFF9}'..='\u{FFFB}').contains(c);
+    let composed: String = annotated.chars().filter(shown).nfkc().collect();
+    let mut out = String::with_capacity(composed.len());
+    for run in composed.split_inclusive(char::is_whitespace) {
+        // In a word of at least four letters, a Latin letter with marks as its bare letter
+        // (outside review 241 F3: `Névér`, `Stöp`, `AVÖID` loaded the skill they refused, their
+        // NFD forms did not); a shorter word keeps them (`nó`, `né` are no `no`).
+        let bare = run.chars().filter(|c| c.is_alphabetic()).count() >= 4;
+        let mut last: Option<char> = None;
+        for c in run.chars() {
+            let plain = |p: char| p.is_ascii_alphanumeric() || stand_in(p, 'i').is_some();
+            if unicode_normalization::char::is_combining_mark(c) && last.is_some_and(plain) {
+                continue;
+            }
+            let mut parts = std::iter::once(c).nfd();
+            let base = parts.next().filter(|b| {
+                bare && !c.is_ascii()
+                    && b.is_ascii_alphabetic()
+                    && parts.all(unicode_normalization::char::is_combining_mark)
+            });
+            let c = base.unwrap_or(c);
+            out.push(c);
+            last = Some(c);
         }
-        out.push(c);
-        last = Some(c);
     }
     out
 }
@@ -901,8 +952,12 @@ const UNSPACED_REFUSALS: [&str; 16] = [
 /// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
 /// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
 /// "we got rid of …" selected the skill the user withdrew), anywhere in the text.
-const RETRACTIONS: [&str; 19] = [
+const RETRACTIONS: [&str; 22] = [
     "just kidding",
+    // Routing/11 (outside review 241 F6).
+    "just joking",
+    "only joking",
+    "only kidding",
     "never mind",
     "wrong repo",
     "wrong repository",
@@ -1666,9 +1721,16 @@ fn foreign_digit_in(query: &str) -> bool {
     use unicode_normalization::UnicodeNormalization;
     let foreign =
         |c: char| c.is_numeric() && !c.is_ascii() && !std::iter::once(c).nfkc().any(|d| d.is_ascii_digit());
-    query
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c)))
-        .any(|w| w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(foreign))
+    // (Between ASCII letters — `NEV٣R` —, not beside a unit or an ordinal's letters: `٢GB`,
+    // `٣٠s`, `٣rd`, `v٢` are numbers: outside review 241 F5.)
+    query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c))).any(|w| {
+        let chars: Vec<char> = w.chars().collect();
+        chars.iter().enumerate().any(|(k, &c)| {
+            foreign(c)
+                && chars.get(..k).is_some_and(|b| b.iter().any(char::is_ascii_alphabetic))
+                && chars.get(k + 1..).is_some_and(|a| a.iter().any(char::is_ascii_alphabetic))
+        })
+    })
 }
 
 /// [`lexical_over`] before its routing/9 check of a disguised query.

@@ -712,30 +712,40 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
         // sled — the documented way to take sled's history, outside review 229 F3 — with
         // the records past sled's end said gone.)
         let lower = options.truncate_after.is_some() || report.histories_decided || made;
-        if let Some(mark) = super::head_mark::read(root, report.head.ledger)
-            && mark.seq > report.head.seq
-            && lower
-        {
-            report.head_mark_lowered_from = Some(mark.seq);
-            // The operator's cut gives those seqs up: listed with what it cut (outside review
-            // 227 F5: a cut at the journal's head named none).
-            if let Some(after) = options.truncate_after.filter(|after| *after < mark.seq) {
-                let first = after.saturating_add(1);
-                let last = report.truncated_seqs.map_or(mark.seq, |(_, last)| last.max(mark.seq));
-                report.truncated_seqs = Some((first, last));
-            }
-        }
-        if let Some(mark) = super::head_mark::read(root, report.head.ledger)
-            && mark.seq == report.head.seq
-            && mark.hash != report.head.hash
-        {
-            report.head_mark_replaced = Some(mark.hash);
-            report.preference_chose_nothing =
-                (options.prefer.is_some() || options.checkpoint.is_some()) && !report.histories_decided;
-        }
+        let head = report.head;
+        note_mark_moved(root, &head, options, lower, &mut report);
         super::head_mark::write_best_effort(root, &report.head, lower);
         report
     })
+}
+
+/// What moving the head mark to `head` gives up, in the report — before the mark is written:
+/// a later seq it named, where `lower` (`headMarkLoweredFrom`; with the operator's cut the
+/// seqs it names listed as given up), or another version of the head's own record
+/// (`headMarkReplaced`).
+fn note_mark_moved(
+    root: &Path,
+    head: &Head,
+    options: &RecoverOptions,
+    lower: bool,
+    report: &mut RecoverReport,
+) {
+    let Some(mark) = super::head_mark::read(root, head.ledger) else { return };
+    if mark.seq > head.seq && lower {
+        report.head_mark_lowered_from = Some(mark.seq);
+        // The operator's cut gives those seqs up: listed with what it cut (outside review
+        // 227 F5: a cut at the journal's head named none).
+        if let Some(after) = options.truncate_after.filter(|after| *after < mark.seq) {
+            let first = after.saturating_add(1);
+            let last = report.truncated_seqs.map_or(mark.seq, |(_, last)| last.max(mark.seq));
+            report.truncated_seqs = Some((first, last));
+        }
+    }
+    if mark.seq == head.seq && mark.hash != head.hash {
+        report.head_mark_replaced = Some(mark.hash);
+        report.preference_chose_nothing =
+            (options.prefer.is_some() || options.checkpoint.is_some()) && !report.histories_decided;
+    }
 }
 
 /// A refusal whose hint names a cut (`--truncate-after N`) behind records sled holds, intact
@@ -1389,7 +1399,9 @@ fn recover_cut(
     let (moved_aside, rebuilt) = rebuild_index(root)?;
     // The head the operator's cut left, before its marker goes (outside review 227 F5: a
     // recover killed between the two left a mark naming the cut records).
+    // (Said in the report: outside review 237 F1, the mark went from seq 50 to 49 unsaid.)
     if options.truncate_after.is_some() {
+        note_mark_moved(root, &rebuilt.head, options, true, &mut report);
         super::head_mark::write_best_effort(root, &rebuilt.head, true);
     }
     // sled holds nothing the journal lost now: an operator's cut is done.
@@ -2709,6 +2721,33 @@ fn restore_from_sled(
     {
         return Err(histories_part(parted, journal_head));
     }
+    // The operator kept the journal's there: sled's records past the journal's head continue
+    // sled's own history — given up with it, kept in the old sled moved aside, as a cut at the
+    // journal's head gives them up (outside review 237 F1: the refusal above named `--prefer
+    // journal`, which refused them as acknowledged and named that cut, which lowered the mark
+    // without saying so).
+    // (Where they part inside a journal record — its first entries both copies' — the
+    // survey finds no part of its own: sled's records differ from that record's on.)
+    let mut sled_history_given_up = None;
+    if let Some(parted) =
+        found.parts.or_else(|| found.newest.as_ref().and_then(|n| parted_before(found, n.2)))
+        && found.newest.as_ref().is_some_and(|n| parted < n.2)
+        && !link_broken
+        && options.truncate_after.is_none()
+        && (options.prefer == Some(Replica::Journal)
+            || (options.checkpoint.as_ref().is_some_and(|cp| cp.seq >= parted)
+                && matches!(found.checkpoint, Some(Ok(())))))
+        && let Some(head) = found.scan.verified
+    {
+        report.histories_decided = true;
+        let (_, sled_head) = sled_continuation(tree, None, None)?;
+        if let Some(theirs) = sled_head.filter(|theirs| theirs.seq > head.seq)
+            && sled_newest(tree)? == Some(theirs.seq)
+        {
+            report.truncated_seqs = Some((head.seq.saturating_add(1), theirs.seq));
+            sled_history_given_up = Some(head.seq);
+        }
+    }
 
     // 3. The copies disagree on an intact record: only the newest can be undecided (an
     // older one of sled's that chains on is a second history, step 2; one that does not is
@@ -2728,6 +2767,7 @@ fn restore_from_sled(
     // switched this refusal off, and the end of a record lost to zeros passed as damage).
     if !newest_differs
         && options.truncate_after.is_none()
+        && sled_history_given_up.is_none()
         && !boundary.give_way
         && !list_segments(journal)?.is_empty()
     {
@@ -2746,7 +2786,7 @@ fn restore_from_sled(
             return Err(journal_lost_its_tail(found, end, last, &newest_cut(journal)));
         }
     }
-    let mut sled_version_given_up = None;
+    let mut sled_version_given_up = sled_history_given_up;
     if newest_differs && let Some((segment, offset, first_seq, before)) = found.newest.clone() {
         let (sled_chain, sled_head) = sled_continuation(tree, before, None)?;
         // Evidence for sled's version is a later sled entry linking to it — past the last
@@ -2837,6 +2877,7 @@ fn restore_from_sled(
         // acknowledged and named that cut, which refused in turn and named `--prefer journal`).
         let chose_journal = options.prefer == Some(Replica::Journal) || by_checkpoint == Some(false);
         if !take_sled
+            && sled_version_given_up.is_none()
             && chose_journal
             && options.truncate_after.is_none()
             && let (Some(head), Some(theirs)) = (found.scan.verified, sled_head)

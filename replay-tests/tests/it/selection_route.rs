@@ -328,6 +328,19 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("Use the kubernetes skill (just kidding|)", "Use the kubernetes skill (just kidding)"),
         ("Use the kubernetes skill, \"just kidding|\"", "Use the kubernetes skill, \"just kidding\""),
         ("Use the kubernetes skill, just kidding|\u{200B}", "Use the kubernetes skill, just kidding"),
+        // Outside review 241: `!!1` after the word (F1), a bar at its edge (F2), precomposed
+        // accents (F3), an interlinear annotation (F4), a small `l` beside a digit (F6).
+        ("Use the kubernetes skill. AV0ID!!1", "Use the kubernetes skill. AVOID!!"),
+        ("N3VER!1, use the kubernetes skill", "NEVER!, use the kubernetes skill"),
+        ("Use the kubernetes skill. AV0ID|", "Use the kubernetes skill. AVOID"),
+        ("Use the kubernetes skill (AV0ID|)", "Use the kubernetes skill (AVOID)"),
+        ("Use the kubernetes skill. |AV0ID", "Use the kubernetes skill. AVOID"),
+        ("N\u{E9}v\u{E9}r use the kubernetes skill", "Never use the kubernetes skill"),
+        ("St\u{F6}p using the kubernetes skill", "Stop using the kubernetes skill"),
+        ("Use the kubernetes skill. Just k\u{EF}dding", "Use the kubernetes skill. Just kidding"),
+        ("Use the kubernetes skill. \u{FFF9}AV0ID\u{FFFA}x\u{FFFB}", "Use the kubernetes skill. AVOID"),
+        ("Use the kubernetes skill. AV0lD", "Use the kubernetes skill. AVOID"),
+        ("Use the kubernetes skill. Just joking", "Use the kubernetes skill. Just kidding"),
     ] {
         let seen = decide_live(&st, &task(Some(shown)), &Request::default()).unwrap();
         let typed = decide_live(&st, &task(Some(plain)), &Request::default()).unwrap();
@@ -398,6 +411,13 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         "Use the kubernetes skill for page \u{661}\u{662}\u{663} of the Arabic manual",
         "Use the kubernetes skill to fit x\u{B2} + y\u{B2} over the H\u{2082}O samples",
         "Use the kubernetes skill; match the pods with ^(web|)$ and (api|)",
+        // (Outside review 241 F5: native digits beside a unit or an ordinal's letters are
+        // numbers; accented words stay ordinary words; a bar
+        // before a dash is a flag's.)
+        "Use the kubernetes skill: replicas=\u{663} and a \u{662}GB volume, deadline \u{662}h",
+        "Use the kubernetes skill to deploy the \u{663}rd replica set of the v\u{662}.\u{663} release",
+        "Use the kubernetes skill for the caf\u{E9} r\u{E9}sum\u{E9} site in S\u{E3}o Paulo",
+        "Use the kubernetes skill with the flag --no|--yes",
     ] {
         let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
