@@ -1072,7 +1072,7 @@ fn malformed(line: &[u8], e: &serde_json::Error) -> String {
         && (syntax.is_syntax() || syntax.is_eof())
         && lone_surrogate(line).is_none()
     {
-        return format!("malformed command: {syntax}");
+        return format!("malformed command: {}", in_line(syntax));
     }
     let shape = match parsed {
         // One key — unless given twice (the parsed value keeps one: outside review 192 F6).
@@ -1096,10 +1096,24 @@ fn malformed(line: &[u8], e: &serde_json::Error) -> String {
     }
     match lone_surrogate(line) {
         Some(escape) => format!(
-            "malformed command: a lone UTF-16 surrogate {escape} (a string must be Unicode text: a high surrogate \\uD800-\\uDBFF must be followed by a low one \\uDC00-\\uDFFF) at line 1 column {}",
+            "malformed command: a lone UTF-16 surrogate {escape} (a string must be Unicode text: a high surrogate \\uD800-\\uDBFF must be followed by a low one \\uDC00-\\uDFFF) at column {} of the line",
             e.column()
         ),
-        None => format!("malformed command: {e}"),
+        None => format!("malformed command: {}", in_line(e)),
+    }
+}
+
+/// The JSON parser's words for a command line, its position given within the line: each
+/// command is one line, so the parser's "line 1" is not the receipt's `line` (outside review
+/// 243 F3: `{"line":2,"rejected":"… at line 1 column 29"}`).
+fn in_line(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&at) {
+        // (Past the line's last character: the parser counts its end as the next line.)
+        Some(said) if e.line() > 1 => format!("{said} at the end of the line"),
+        Some(said) => format!("{said} at column {} of the line", e.column()),
+        None => text,
     }
 }
 

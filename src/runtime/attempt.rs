@@ -859,7 +859,16 @@ pub fn apply_dispatch(state: &mut State, e: &DispatchClaimed) -> Result<(), Rule
         ("plan pair", e.plan == wf.plan),
     ];
     for (what, ok) in checks {
-        ensure!(ok, Rule::DispatchClaim, "dispatch claim for {}: the {what} does not match", e.attempt_id);
+        // (A plan pair missing or not bound is said so: outside review 243 F3, "does not
+        // match" for a claim that carried none.)
+        let how = match (what, &e.plan, &wf.plan) {
+            ("plan pair", None, Some(_)) => "is missing (the workflow's protected profile binds one)",
+            ("plan pair", Some(_), None) => {
+                "is one the workflow does not bind (its profile is not protected)"
+            }
+            _ => "does not match",
+        };
+        ensure!(ok, Rule::DispatchClaim, "dispatch claim for {}: the {what} {how}", e.attempt_id);
     }
     let bound = get(&state.profiles, wf.profile.id, "profile")?.profile.input_closure.as_ref();
     input_closure_holds(e.attempt_id, bound, e.reported_inputs.as_ref())?;

@@ -147,7 +147,9 @@ fn dispatch_claim_revalidates() {
     w.refused(Command::ClaimDispatch(c), Rule::DispatchClaim);
     let mut c = good.clone();
     c.plan = Some(plan_pair());
-    w.refused(Command::ClaimDispatch(c), Rule::DispatchClaim);
+    // (Said as what it is, not "does not match": outside review 243 F3.)
+    let err = w.fails(Command::ClaimDispatch(c)).to_string();
+    assert!(err.contains("the plan pair is one the workflow does not bind"), "{err}");
     let mut c = good.clone();
     c.workflow_version = 2;
     w.refused(Command::ClaimDispatch(c), Rule::StaleWorkflowVersion);

@@ -205,6 +205,21 @@ fn a_lone_surrogate_says_so() {
             "{reason}"
         );
     }
+    // The parser's position is given within the line, not as its "line 1" beside the
+    // receipt's own `line` (outside review 243 F3).
+    let file = tmp.path().join("pos.jsonl");
+    std::fs::write(&file, "{\"createGoal\": {\"goalId\": \"x\"}}\n{\"createGoal\": {\n").unwrap();
+    let (code, out, _) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    let reasons: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["rejected"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(reasons[0].ends_with("at column 29 of the line"), "{reasons:?}");
+    assert!(reasons[1].ends_with("at the end of the line"), "{reasons:?}");
+    assert!(reasons.iter().all(|r| !r.contains("line 1")), "{reasons:?}");
     let file = tmp.path().join("ok.jsonl");
     std::fs::write(&file, goal("01JC0000000000000000000011", r"pair \ud83d\ude00, escaped \\ud800")).unwrap();
     let (code, _, err) = cli(&["submit", dir.to_str().unwrap(), file.to_str().unwrap()]);
