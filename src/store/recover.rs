@@ -944,7 +944,17 @@ fn recover_cut(
         // journal lost (a double fault; outside review 227 F2) — refused before the lag is
         // restored, unless the operator named this end.
         if options.truncate_after.is_none() {
-            let why = "sled — their only other copy — does not hold them either (it lags)".to_owned();
+            // (Where the mark names an entry at or below the head, sled holds the journal's
+            // entry there, not a lag: outside review 235 F5.)
+            let why = match super::head_mark::read(root, whole.head.ledger) {
+                Some(mark) if mark.seq <= whole.head.seq => {
+                    format!(
+                        "sled — their only other copy — holds the journal's entry at seq {} too",
+                        mark.seq
+                    )
+                }
+                _ => "sled — their only other copy — does not hold them either (it lags)".to_owned(),
+            };
             let fork_decided = options.prefer.is_some() || options.checkpoint.is_some();
             super::head_mark::refuse_lost_end(root, &whole.head, at_mark, why, fork_decided)?;
         }

@@ -1100,6 +1100,14 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
         std::fs::remove_dir_all(&led).unwrap();
         copy_dir(&shorter, &led);
         std::fs::copy(journal_side.join("head.mark"), led.join("head.mark")).unwrap();
+        // (A plain `recover` refuses, saying sled holds the same entry — not that it lags.)
+        let (code, _, err) = cli(&["recover", led.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains(&format!("holds the journal's entry at seq {} too", acked.seq))
+                && !err.contains("lags"),
+            "{err}"
+        );
         let mut args = vec!["recover", led.to_str().unwrap(), "--prefer", "journal"];
         if json {
             args.push("--json");
