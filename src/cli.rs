@@ -414,21 +414,13 @@ fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write)
         )?;
     }
     if let Some(named) = &report.head_mark_replaced {
-        let by = if report.preference_chose_nothing {
-            "by an interrupted `recover --prefer` or `--checkpoint`, completed now — the `--prefer` or checkpoint \
-             given this time chose nothing: both copies held the same records"
-        } else if report.histories_decided {
-            "by the operator's choice"
-        } else {
-            "by an interrupted `recover --prefer` or `--checkpoint`, completed now"
-        };
         emit(
             out,
             format!(
-                "head.mark named another version of seq {} ({named}), which the ledger no longer holds: given up {by}; \
-                 what was given up is moved aside, not deleted (the journal's bytes under cut/, a replaced sled as \
-                 sled.broken-N); the mark now names {}",
-                report.head.seq, report.head.hash
+                "head.mark named another version of seq {} ({}), which the ledger no longer holds: given up {}; \
+                 what recover gives up is moved aside, not deleted (the journal's bytes under cut/, a replaced sled \
+                 as sled.broken-N); the mark now names seq {} {}",
+                named.seq, named.hash, named.by, report.head.seq, report.head.hash
             ),
         )?;
     }

@@ -47,7 +47,7 @@ pub fn sync_journal(root: &std::path::Path) -> Result<(), OpenError> {
 }
 pub use journal::MAX_SEGMENT_BYTES;
 pub use memory::MemStore;
-pub use recover::{CUT_DIR, RecoverOptions, RecoverReport, recover};
+pub use recover::{CUT_DIR, MarkReplaced, RecoverOptions, RecoverReport, recover};
 pub use swap::MARKER as RECOVER_MARKER;
 
 /// The size a journal segment reaches before a new one is started (bounds replay memory

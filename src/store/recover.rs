@@ -102,17 +102,29 @@ pub struct RecoverReport {
     /// nothing of them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head_mark_lowered_from: Option<u64>,
-    /// The head mark named another version of the head's own record, which the ledger no
-    /// longer holds — given up by this `--prefer` or checkpoint, or by an interrupted one this
-    /// recover completed — and now names the head: the hash it named (outside reviews 235 F5,
-    /// 237 F2: the mark moved off the version it named with "no record was changed" alone).
+    /// The head mark named an entry the ledger no longer holds at its seq — the head's own
+    /// record or one before it: another version, given up by this `--prefer`, checkpoint or
+    /// cut, or by an interrupted one this recover completed — and now names the head (outside
+    /// reviews 235 F5, 237 F2, 242 F1/F2: the mark moved off the entry it named with "no
+    /// record was changed" alone).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub head_mark_replaced: Option<ledger_schema::Digest>,
+    pub head_mark_replaced: Option<MarkReplaced>,
     /// A `--prefer` or checkpoint was given where both copies held the same records: it chose
     /// nothing (the version it may have meant was given up before — by an interrupted
     /// recover — and is kept aside).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub preference_chose_nothing: bool,
+}
+
+/// The entry a head mark named, which the ledger no longer holds at its seq
+/// ([`RecoverReport::head_mark_replaced`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MarkReplaced {
+    pub seq: u64,
+    pub hash: ledger_schema::Digest,
+    /// Who gave it up, as the report says it.
+    #[serde(skip)]
+    pub by: &'static str,
 }
 
 /// A fresh numbered directory under `root/cut/`.
@@ -741,10 +753,34 @@ fn note_mark_moved(
             report.truncated_seqs = Some((first, last));
         }
     }
-    if mark.seq == head.seq && mark.hash != head.hash {
-        report.head_mark_replaced = Some(mark.hash);
-        report.preference_chose_nothing =
-            (options.prefer.is_some() || options.checkpoint.is_some()) && !report.histories_decided;
+    // The entry at the mark's seq the ledger now holds: the head's, or — below it — the
+    // journal's, read again (once per recover that moves a mark, never per entry).
+    let held = if mark.seq == head.seq {
+        Some(head.hash)
+    } else if mark.seq < head.seq {
+        let mut at = super::head_mark::AtMark::new(root);
+        let mut note = |sealed: &SealedEntry| -> Result<(), OpenError> {
+            at.note(sealed);
+            Ok(())
+        };
+        scan(root, SledCopy::Off, false, OnDamage::Fail, &mut note, &mut |_| Ok(())).ok().and(at.held)
+    } else {
+        None
+    };
+    if held.is_some_and(|held| held != mark.hash) {
+        let chose = options.prefer.is_some() || options.checkpoint.is_some();
+        report.preference_chose_nothing = chose && !report.histories_decided;
+        let by = if report.histories_decided {
+            "by the operator's choice (`--prefer` or a checkpoint)"
+        } else if options.truncate_after.is_some() {
+            "by the operator's cut (`--truncate-after`), which accepts it"
+        } else if report.preference_chose_nothing {
+            "by an interrupted `recover --prefer` or `--checkpoint` (completed now) or altered — the `--prefer` or \
+             checkpoint given this time chose nothing: both copies held the same records"
+        } else {
+            "by an interrupted `recover --prefer` or `--checkpoint` (completed now) or altered"
+        };
+        report.head_mark_replaced = Some(MarkReplaced { seq: mark.seq, hash: mark.hash, by });
     }
 }
 
@@ -953,6 +989,15 @@ fn recover_cut(
                         mark.seq
                     )
                 }
+                // (A sled moved aside by a recover interrupted before it lowered the mark may
+                // hold them: outside review 242 F3 — the refusal sent the operator to backups.)
+                _ if root.join("sled.broken-1").exists() => format!(
+                    "sled — their only other copy — does not hold them either (it lags); an earlier recover moved \
+                     a sled aside (sled.broken-N): if that was an interrupted `recover --prefer journal` or \
+                     `--checkpoint`, which gives up sled's records after seq {}, `ledger recover \
+                     --truncate-after {}` completes it",
+                    whole.head.seq, whole.head.seq
+                ),
                 _ => "sled — their only other copy — does not hold them either (it lags)".to_owned(),
             };
             let fork_decided = options.prefer.is_some() || options.checkpoint.is_some();

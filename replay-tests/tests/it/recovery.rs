@@ -1077,6 +1077,28 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     let err = DiskStore::open(&led).map(drop).unwrap_err();
     assert!(matches!(err, OpenError::LostEnd { mark_seq, .. } if mark_seq == acked.seq), "{err}");
     assert_eq!(std::fs::read(led.join("head.mark")).unwrap(), mark, "the evidence stays");
+    // What completes or accepts it says the mark moves off the entry it named, below the
+    // head (outside review 242 F1, F2: "nothing to recover … no record was changed", exit 0,
+    // the mark moved silently): a `--prefer` that chose nothing, and a cut at the head.
+    let named = serde_json::json!({"seq": acked.seq, "hash": acked.hash});
+    for args in [vec!["--prefer", "journal"], vec!["--truncate-after", &*theirs.seq.to_string()]] {
+        std::fs::remove_dir_all(&led).unwrap();
+        copy_dir(&sled_side, &led);
+        std::fs::copy(journal_side.join("head.mark"), led.join("head.mark")).unwrap();
+        let mut argv = vec!["recover", led.to_str().unwrap(), "--json"];
+        argv.extend(args.iter().copied());
+        let (code, out, err) = cli(&argv);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(report["headMarkReplaced"], named, "{args:?}: {report}");
+        assert_eq!(
+            report["preferenceChoseNothing"].as_bool(),
+            Some(true).filter(|_| args[0] == "--prefer"),
+            "{report}"
+        );
+        let head = DiskStore::open(&led).unwrap().0.head();
+        assert_eq!((head.seq, head.hash), (theirs.seq, theirs.hash), "{args:?}");
+    }
 
     // Two versions of the newest record and nothing later, the operator keeping the journal's
     // where the mark names sled's: the report names the version the mark named.
@@ -1088,7 +1110,11 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "journal", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
     let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(report["headMarkReplaced"], serde_json::json!(shorter_head.hash), "{report}");
+    assert_eq!(
+        report["headMarkReplaced"],
+        serde_json::json!({"seq": shorter_head.seq, "hash": shorter_head.hash}),
+        "{report}"
+    );
     assert!(report.get("preferenceChoseNothing").is_none(), "{report}");
 
     // A `recover --prefer sled` killed once both copies held sled's version, before it moved
@@ -1116,7 +1142,11 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
         assert_eq!(code, 0, "{out}{err}");
         if json {
             let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-            assert_eq!(report["headMarkReplaced"], serde_json::json!(acked.hash), "{report}");
+            assert_eq!(
+                report["headMarkReplaced"],
+                serde_json::json!({"seq": acked.seq, "hash": acked.hash}),
+                "{report}"
+            );
             assert_eq!(report["preferenceChoseNothing"], true, "{report}");
         } else {
             assert!(!out.contains("nothing to recover"), "{out}");
