@@ -424,6 +424,15 @@ fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write)
             ),
         )?;
     }
+    if let Some(from) = report.sled_history_given_up_from {
+        emit(
+            out,
+            format!(
+                "the copies held two histories from the record at seq {from} on: the journal's is kept; sled's own \
+                 versions of those records are given up with its history (kept in the old sled, moved aside)"
+            ),
+        )?;
+    }
     for aside in &report.snapshot_set_aside {
         emit(
             out,

@@ -114,6 +114,12 @@ pub struct RecoverReport {
     /// recover — and is kept aside).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub preference_chose_nothing: bool,
+    /// Two histories that part at this seq, the journal's kept on the operator's word: sled's
+    /// own versions of the records from here on are given up with its history — kept in the
+    /// old sled moved aside (outside review 242 F4: only the seqs past the journal's head were
+    /// listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sled_history_given_up_from: Option<u64>,
 }
 
 /// The entry a head mark named, which the ledger no longer holds at its seq
@@ -964,6 +970,7 @@ fn recover_cut(
         head_mark_lowered_from: None,
         head_mark_replaced: None,
         preference_chose_nothing: false,
+        sled_history_given_up_from: None,
     };
     report.cut.extend(zeros_cut);
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
@@ -2795,6 +2802,7 @@ fn restore_from_sled(
         && let Some(head) = found.scan.verified
     {
         report.histories_decided = true;
+        report.sled_history_given_up_from = Some(parted);
         let (_, sled_head) = sled_continuation(tree, None, None)?;
         if let Some(theirs) = sled_head.filter(|theirs| theirs.seq > head.seq)
             && sled_newest(tree)? == Some(theirs.seq)

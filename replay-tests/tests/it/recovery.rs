@@ -4326,6 +4326,7 @@ fn prefer_journal_gives_up_the_longer_history_that_parts_before_its_newest_recor
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("base");
     make_ledger(&base, 4, 2);
+    let base_head = DiskStore::open(&base).unwrap().0.head().seq;
     let fork = |name: &str, records: &[&[usize]]| {
         let dir = tmp.path().join(name);
         copy_dir(&base, &dir);
@@ -4375,6 +4376,9 @@ fn prefer_journal_gives_up_the_longer_history_that_parts_before_its_newest_recor
             "{case}: {report}"
         );
         assert_eq!(report["headMarkLoweredFrom"].as_u64(), Some(theirs.seq), "{case}: {report}");
+        // (Sled's own versions from the first record they part in are said given up too:
+        // outside review 242 F4.)
+        assert_eq!(report["sledHistoryGivenUpFrom"].as_u64(), Some(base_head + 1), "{case}: {report}");
         let head = DiskStore::open(&led).unwrap().0.head();
         assert_eq!((head.seq, head.hash), (ours.seq, ours.hash), "{case}");
         assert!(led.join("sled.broken-1").exists(), "{case}: sled's history kept aside");
