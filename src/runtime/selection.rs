@@ -66,22 +66,17 @@ use super::{Rule, RuleViolation, State, ensure, violation};
 /// the skill it refused. Its other readings, and what replay checks, are routing/9's.
 ///
 /// Routing/11 reads those words as they show — without invisible characters or annotations,
-/// in NFKC, without a combining mark after a digit, a longer word's accented Latin letters
-/// bare — a `!` or a bar after such a word as its end, a bar before a closing bracket or
-/// quote as a separator, and a digit of another script between ASCII letters as a disguise (outside reviews 240, 241:
-/// `AV0ID!`, `N3VER!!1`, `AV0ID|`, `NEV\u{AD}3R`, `AV0̲ID`, `Névér`, `(just kidding|)`, `NEV٣R`
+/// in NFKC, a digit of another script as the digit, without a combining mark after a digit,
+/// an em dash as a space — and a `!` or a bar after such a word as its end, a bar before a
+/// closing bracket or quote as a separator (outside reviews 240, 241, 244: `AV0ID!`,
+/// `N3VER!!1`, `AV0ID|`, `NEV\u{AD}3R`, `AV0̲ID`, `NEV٣R`, `Just kidding—`, `(just kidding|)`
 /// loaded the skill they refused).
 pub const ROUTING_POLICY: &str = "closure-ledger-routing/11";
 
-/// The tenth routing policy: routing/11 reading stand-ins only in the text as typed, and no
-/// digit of another script as a disguise. Selections recorded under it are checked under it
+/// The tenth routing policy: routing/11 reading stand-ins only in the text as typed.
+/// Selections recorded under it are checked under it
 /// (as routing/11's: the query is not recorded); its receipts are not reused under routing/11.
 pub const ROUTING_POLICY_V10: &str = "closure-ledger-routing/10";
-
-/// Whether `policy` is routing/11 (a foreign digit in an ASCII word is a disguise).
-fn from_v11(policy: &str) -> bool {
-    policy == ROUTING_POLICY
-}
 
 /// The ninth routing policy: routing/10 without its reading of digits and marks inside a
 /// refusal word. Selections recorded under it are checked under it (as routing/10's: the
@@ -91,7 +86,7 @@ pub const ROUTING_POLICY_V9: &str = "closure-ledger-routing/9";
 /// Whether `policy` is routing/9 or later (NFKC, words of mixed scripts read as they show,
 /// `disguised`).
 fn from_v9(policy: &str) -> bool {
-    from_v11(policy) || policy == ROUTING_POLICY_V10 || policy == ROUTING_POLICY_V9
+    policy == ROUTING_POLICY || policy == ROUTING_POLICY_V10 || policy == ROUTING_POLICY_V9
 }
 
 /// The eighth routing policy: routing/9 cutting tokens from the text as typed (no NFKC).
@@ -705,8 +700,8 @@ fn respelled_words(text: &str) -> [String; 3] {
 }
 
 /// `text` as [`respelled_words`] reads it: without invisible characters and interlinear
-/// annotations, in NFKC, without the combining marks after an ASCII letter or digit or a
-/// stand-in, and in a word of at least four letters with each accented Latin letter bare.
+/// annotations, in NFKC, each decimal digit of another script as its ASCII digit, without the
+/// combining marks after an ASCII letter or digit or a stand-in, and an em dash as a space.
 fn as_shown(text: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     // (Interlinear annotation controls too, as `unmixed` drops them, and an annotation they
@@ -722,29 +717,38 @@ fn as_shown(text: &str) -> String {
     let shown = |c: &char| !super::invisible(*c) && !('\u{FFF9}'..='\u{FFFB}').contains(c);
     let composed: String = annotated.chars().filter(shown).nfkc().collect();
     let mut out = String::with_capacity(composed.len());
-    for run in composed.split_inclusive(char::is_whitespace) {
-        // In a word of at least four letters, a Latin letter with marks as its bare letter
-        // (outside review 241 F3: `Névér`, `Stöp`, `AVÖID` loaded the skill they refused, their
-        // NFD forms did not); a shorter word keeps them (`nó`, `né` are no `no`).
-        let bare = run.chars().filter(|c| c.is_alphabetic()).count() >= 4;
-        let mut last: Option<char> = None;
-        for c in run.chars() {
-            let plain = |p: char| p.is_ascii_alphanumeric() || stand_in(p, 'i').is_some();
-            if unicode_normalization::char::is_combining_mark(c) && last.is_some_and(plain) {
-                continue;
-            }
-            let mut parts = std::iter::once(c).nfd();
-            let base = parts.next().filter(|b| {
-                bare && !c.is_ascii()
-                    && b.is_ascii_alphabetic()
-                    && parts.all(unicode_normalization::char::is_combining_mark)
-            });
-            let c = base.unwrap_or(c);
-            out.push(c);
-            last = Some(c);
+    // (A precomposed accented letter keeps its accent: read bare, `décliné` and `hâte` were
+    // `decline` and `hate` — outside review 244 F3, the first cut's cost.)
+    let mut last: Option<char> = None;
+    for c in composed.chars() {
+        let plain = |p: char| p.is_ascii_alphanumeric() || stand_in(p, 'i').is_some();
+        if unicode_normalization::char::is_combining_mark(c) && last.is_some_and(plain) {
+            continue;
         }
+        // A digit of another script is the digit it is (`NEV٣R` is `NEV3R`: outside reviews
+        // 240, 244 F4 — read as a disguise, it left `B٢B`, `H٢O` pending).
+        let c = decimal_digit(c).unwrap_or(c);
+        // A dash is no letter of the word before it (outside review 244 F1: `kidding—`).
+        let c =
+            if matches!(c, '\u{2014}' | '\u{2015}' | '\u{FE58}' | '\u{2E3A}' | '\u{2E3B}') { ' ' } else { c };
+        out.push(c);
+        last = Some(c);
     }
     out
+}
+
+/// The ASCII digit a decimal digit of another script stands for (Arabic-Indic, Persian, NKo,
+/// the Indic scripts, Thai, Lao, Tibetan, Myanmar, Khmer, Mongolian, …): `None` for any other
+/// character (a fullwidth or mathematical digit is one already in NFKC).
+fn decimal_digit(c: char) -> Option<char> {
+    const ZEROS: [u32; 36] = [
+        0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50,
+        0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+        0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+    ];
+    let code = u32::from(c);
+    let value = ZEROS.iter().find_map(|zero| code.checked_sub(*zero).filter(|v| *v <= 9))?;
+    c.is_numeric().then(|| char::from_digit(value, 10)).flatten()
 }
 
 /// The ASCII letter or digit non-ASCII `c` looks like, by its confusable skeleton — in a word
@@ -952,12 +956,15 @@ const UNSPACED_REFUSALS: [&str; 16] = [
 /// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
 /// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
 /// "we got rid of …" selected the skill the user withdrew), anywhere in the text.
-const RETRACTIONS: [&str; 22] = [
+const RETRACTIONS: [&str; 25] = [
     "just kidding",
-    // Routing/11 (outside review 241 F6).
+    // Routing/11 (outside reviews 241 F6, 244 F6; `joking` alone is not: "joking aside").
     "just joking",
     "only joking",
     "only kidding",
+    "i'm joking",
+    "i am joking",
+    "i was joking",
     "never mind",
     "wrong repo",
     "wrong repository",
@@ -1681,7 +1688,6 @@ pub fn lexical_over(
     // be its reader's: the choice is left pending over what it would have chosen (outside
     // review 230: each respelling rule closed one disguise and left the next — `saꓲd`, where
     // `ꓲ` may be read as `I` or as `l`).
-    let disguised = |q: &str| disguised(q) || (from_v11(policy) && foreign_digit_in(q));
     if from_v9(policy) && lexical.root.is_some() && query.is_some_and(disguised) {
         return Lexical {
             root: None,
@@ -1711,25 +1717,6 @@ fn disguised(query: &str) -> bool {
         let looks_ascii = |c: char| !c.is_ascii() && ascii_look_alike(c, false).is_some();
         (!w.is_single_script() && w.chars().any(looks_ascii))
             || (w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(odd))
-    })
-}
-
-/// Whether a word of `query` holding ASCII letters holds a digit of another script too — one
-/// whose NFKC form is no ASCII digit (Arabic-Indic `٣` in `NEV٣R`; a superscript or fullwidth
-/// digit is read as the digit it is): routing/11's disguise (outside review 240).
-fn foreign_digit_in(query: &str) -> bool {
-    use unicode_normalization::UnicodeNormalization;
-    let foreign =
-        |c: char| c.is_numeric() && !c.is_ascii() && !std::iter::once(c).nfkc().any(|d| d.is_ascii_digit());
-    // (Between ASCII letters — `NEV٣R` —, not beside a unit or an ordinal's letters: `٢GB`,
-    // `٣٠s`, `٣rd`, `v٢` are numbers: outside review 241 F5.)
-    query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || APOSTROPHES.contains(&c))).any(|w| {
-        let chars: Vec<char> = w.chars().collect();
-        chars.iter().enumerate().any(|(k, &c)| {
-            foreign(c)
-                && chars.get(..k).is_some_and(|b| b.iter().any(char::is_ascii_alphabetic))
-                && chars.get(k + 1..).is_some_and(|a| a.iter().any(char::is_ascii_alphabetic))
-        })
     })
 }
 

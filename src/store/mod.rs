@@ -642,7 +642,7 @@ pub enum OpenError {
         "the ledger's head.mark names seq {mark_seq} ({mark_hash}) as a head it reached, and the journal does not \
          hold it (its head is seq {journal_seq}{}): {}, and {sled}; nothing was \
          changed. Copy the ledger directory aside first, then restore the journal (or sled) from a backup if there \
-         is one; `ledger recover --truncate-after {journal_seq}` accepts the loss (sled is moved aside, kept)",
+         is one; `ledger recover --truncate-after {journal_seq}` accepts the loss (what it cuts or replaces is moved aside, kept)",
         if mark_seq <= journal_seq { format!(", another entry at seq {mark_seq}") } else { String::new() },
         if mark_seq <= journal_seq {
             "the journal's entry there was replaced — altered, or chosen by a `ledger recover --prefer` or \

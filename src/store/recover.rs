@@ -998,13 +998,15 @@ fn recover_cut(
                 }
                 // (A sled moved aside by a recover interrupted before it lowered the mark may
                 // hold them: outside review 242 F3 — the refusal sent the operator to backups.)
-                _ if root.join("sled.broken-1").exists() => format!(
-                    "sled — their only other copy — does not hold them either (it lags); an earlier recover moved \
-                     a sled aside (sled.broken-N): if that was an interrupted `recover --prefer journal` or \
-                     `--checkpoint`, which gives up sled's records after seq {}, `ledger recover \
-                     --truncate-after {}` completes it",
-                    whole.head.seq, whole.head.seq
-                ),
+                Some(super::head_mark::Mark { seq: mark_seq, .. }) if root.join("sled.broken-1").exists() => {
+                    format!(
+                        "sled — their only other copy — does not hold them either (it lags); a sled was moved aside \
+                     (sled.broken-N) — by a writer's rebuild or a recover: only if it was an interrupted `recover \
+                     --prefer journal` or `--checkpoint` (which gives up sled's history, kept there — check that it \
+                     holds seq {}) does `ledger recover --truncate-after {}` complete it rather than accept a loss",
+                        mark_seq, whole.head.seq
+                    )
+                }
                 _ => "sled — their only other copy — does not hold them either (it lags)".to_owned(),
             };
             let fork_decided = options.prefer.is_some() || options.checkpoint.is_some();

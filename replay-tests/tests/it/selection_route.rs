@@ -328,16 +328,23 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("Use the kubernetes skill (just kidding|)", "Use the kubernetes skill (just kidding)"),
         ("Use the kubernetes skill, \"just kidding|\"", "Use the kubernetes skill, \"just kidding\""),
         ("Use the kubernetes skill, just kidding|\u{200B}", "Use the kubernetes skill, just kidding"),
-        // Outside review 241: `!!1` after the word (F1), a bar at its edge (F2), precomposed
-        // accents (F3), an interlinear annotation (F4), a small `l` beside a digit (F6).
+        // Outside review 241: `!!1` after the word (F1), a bar at its edge (F2), an interlinear
+        // annotation (F4), a small `l` beside a digit (F6).
         ("Use the kubernetes skill. AV0ID!!1", "Use the kubernetes skill. AVOID!!"),
         ("N3VER!1, use the kubernetes skill", "NEVER!, use the kubernetes skill"),
         ("Use the kubernetes skill. AV0ID|", "Use the kubernetes skill. AVOID"),
         ("Use the kubernetes skill (AV0ID|)", "Use the kubernetes skill (AVOID)"),
         ("Use the kubernetes skill. |AV0ID", "Use the kubernetes skill. AVOID"),
-        ("N\u{E9}v\u{E9}r use the kubernetes skill", "Never use the kubernetes skill"),
-        ("St\u{F6}p using the kubernetes skill", "Stop using the kubernetes skill"),
-        ("Use the kubernetes skill. Just k\u{EF}dding", "Use the kubernetes skill. Just kidding"),
+        // (Outside review 244: an em dash after the word, `I'm joking`.)
+        ("Use the kubernetes skill. Just kidding\u{2014}", "Use the kubernetes skill. Just kidding"),
+        ("Use the kubernetes skill. AV0ID\u{2014}", "Use the kubernetes skill. AVOID"),
+        ("Use the kubernetes skill. I'm joking.", "Use the kubernetes skill. Just kidding."),
+        // (A digit of another script is the digit it is — outside reviews 240, 244 F2: also
+        // beside an invisible character or a mark.)
+        ("NEV\u{663}R use the kubernetes skill", "NEVER use the kubernetes skill"),
+        ("NEV\u{663}\u{200B}R use the kubernetes skill", "NEVER use the kubernetes skill"),
+        ("NEV\u{663}\u{301}R use the kubernetes skill", "NEVER use the kubernetes skill"),
+        ("AV\u{966}ID using the kubernetes skill", "AVOID using the kubernetes skill"),
         ("Use the kubernetes skill. \u{FFF9}AV0ID\u{FFFA}x\u{FFFB}", "Use the kubernetes skill. AVOID"),
         ("Use the kubernetes skill. AV0lD", "Use the kubernetes skill. AVOID"),
         ("Use the kubernetes skill. Just joking", "Use the kubernetes skill. Just kidding"),
@@ -367,8 +374,6 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         "Use the kubern\u{435}tes skill",
         "Use the kubernetes skill, just \u{138}idding",
         "Use the kubernetes skill ONLY AS A \u{29F}AST RESORT",
-        // Routing/11: a digit of another script inside an ASCII word (outside review 240).
-        "NEV\u{663}R use the kubernetes skill",
     ] {
         let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Pending, "disguised"), "{q}");
@@ -418,6 +423,12 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         "Use the kubernetes skill to deploy the \u{663}rd replica set of the v\u{662}.\u{663} release",
         "Use the kubernetes skill for the caf\u{E9} r\u{E9}sum\u{E9} site in S\u{E3}o Paulo",
         "Use the kubernetes skill with the flag --no|--yes",
+        // (Outside review 244 F3: accented words keep their accents — `décliné` is no
+        // `decline`, `hâte` no `hate`.)
+        "Use the kubernetes skill to fix the message \"Paiement d\u{E9}clin\u{E9} par la banque\"",
+        "Use the kubernetes skill to add \"J'ai h\u{E2}te de vous revoir\"",
+        // (Outside review 244 F4: digits of another script between letters are digits.)
+        "Use the kubernetes skill for the B\u{662}B checkout and the \"H\u{662}O\" labels",
     ] {
         let e = decide_live(&st, &task(Some(q)), &Request::default()).unwrap();
         assert_eq!((e.decision, e.reason.as_str()), (SelectionDecision::Selected, "directive"), "{q}");
