@@ -946,6 +946,28 @@ fn a_sled_that_opens_without_the_lost_records_is_no_witness_either() {
     assert_eq!(DiskStore::open(&dir).unwrap().0.head().seq, kept);
 }
 
+/// A copy of the ledger at `base` in `dir` with `records` committed after its head (each
+/// inner list one record; the same lists give the same entries), and its head.
+fn forked(
+    base: &std::path::Path,
+    dir: &std::path::Path,
+    records: &[&[usize]],
+) -> (std::path::PathBuf, closure_ledger::store::Head) {
+    use closure_ledger::store::Frame;
+    copy_dir(base, dir);
+    let (mut store, _) = DiskStore::open(dir).unwrap();
+    let mut chain = store.chain();
+    let t = store.head().time_ms;
+    for (i, events) in records.iter().enumerate() {
+        let sealed =
+            events.iter().map(|&e| chain.seal(event(e), t + 1 + i as u64, LEDGER).unwrap()).collect();
+        store.commit(&Frame::new(sealed).unwrap()).unwrap();
+    }
+    let head = store.head();
+    drop(store);
+    (dir.to_path_buf(), head)
+}
+
 /// Sled holding a longer fork of the journal's newest record — its own version of the
 /// entry, and a later entry linking to it — where the head mark names the journal's
 /// version: a plain `recover` took sled's, the journal's acknowledged record moving to
@@ -956,26 +978,11 @@ fn a_sled_that_opens_without_the_lost_records_is_no_witness_either() {
 /// `--prefer sled` keeps sled's.
 #[test]
 fn the_head_mark_contradicts_a_longer_fork_in_sled() {
-    use closure_ledger::store::Frame;
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("base");
     make_ledger(&base, 4, 2);
     // (Each inner list one record.)
-    let fork = |name: &str, records: &[&[usize]]| {
-        let dir = tmp.path().join(name);
-        copy_dir(&base, &dir);
-        let (mut store, _) = DiskStore::open(&dir).unwrap();
-        let mut chain = store.chain();
-        let t = store.head().time_ms;
-        for (i, events) in records.iter().enumerate() {
-            let sealed =
-                events.iter().map(|&e| chain.seal(event(e), t + 1 + i as u64, LEDGER).unwrap()).collect();
-            store.commit(&Frame::new(sealed).unwrap()).unwrap();
-        }
-        let head = store.head();
-        drop(store);
-        (dir, head)
-    };
+    let fork = |name: &str, records: &[&[usize]]| forked(&base, &tmp.path().join(name), records);
     let (journal_side, acked) = fork("journal", &[&[3]]);
     let (sled_side, theirs) = fork("sled", &[&[5], &[6]]);
     assert_eq!(theirs.seq, acked.seq + 1);
@@ -4322,26 +4329,11 @@ fn a_recover_whose_report_cannot_be_written_says_it_changed_the_ledger() {
 /// review 237 F1). That cut, given, says so too.
 #[test]
 fn prefer_journal_gives_up_the_longer_history_that_parts_before_its_newest_record() {
-    use closure_ledger::store::Frame;
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("base");
     make_ledger(&base, 4, 2);
     let base_head = DiskStore::open(&base).unwrap().0.head().seq;
-    let fork = |name: &str, records: &[&[usize]]| {
-        let dir = tmp.path().join(name);
-        copy_dir(&base, &dir);
-        let (mut store, _) = DiskStore::open(&dir).unwrap();
-        let mut chain = store.chain();
-        let t = store.head().time_ms;
-        for (i, events) in records.iter().enumerate() {
-            let sealed =
-                events.iter().map(|&e| chain.seal(event(e), t + 1 + i as u64, LEDGER).unwrap()).collect();
-            store.commit(&Frame::new(sealed).unwrap()).unwrap();
-        }
-        let head = store.head();
-        drop(store);
-        (dir, head)
-    };
+    let fork = |name: &str, records: &[&[usize]]| forked(&base, &tmp.path().join(name), records);
     let led = tmp.path().join("led");
     type Records<'a> = &'a [&'a [usize]];
     let cases: [(&str, Records<'_>, Records<'_>); 2] = [
