@@ -720,7 +720,8 @@ fn as_shown(text: &str) -> String {
     // (A precomposed accented letter keeps its accent: read bare, `décliné` and `hâte` were
     // `decline` and `hate` — outside review 244 F3, the first cut's cost.)
     let mut last: Option<char> = None;
-    for c in composed.chars() {
+    let mut chars = composed.chars().peekable();
+    while let Some(c) = chars.next() {
         let plain = |p: char| p.is_ascii_alphanumeric() || stand_in(p, 'i').is_some();
         if unicode_normalization::char::is_combining_mark(c) && last.is_some_and(plain) {
             continue;
@@ -728,9 +729,11 @@ fn as_shown(text: &str) -> String {
         // A digit of another script is the digit it is (`NEV٣R` is `NEV3R`: outside reviews
         // 240, 244 F4 — read as a disguise, it left `B٢B`, `H٢O` pending).
         let c = decimal_digit(c).unwrap_or(c);
-        // A dash is no letter of the word before it (outside review 244 F1: `kidding—`).
-        let c =
-            if matches!(c, '\u{2014}' | '\u{2015}' | '\u{FE58}' | '\u{2E3A}' | '\u{2E3B}') { ' ' } else { c };
+        // A dash ending a word is no letter of it (outside review 244 F1: `kidding—`); between
+        // two words it joins them as typed (review 246 F1: read as a space, "the chart—no
+        // downtime" left its directive pending).
+        let dash = matches!(c, '\u{2014}' | '\u{2015}' | '\u{FE58}' | '\u{2E3A}' | '\u{2E3B}');
+        let c = if dash && chars.peek().is_none_or(|n| !n.is_alphanumeric()) { ' ' } else { c };
         out.push(c);
         last = Some(c);
     }
@@ -956,15 +959,13 @@ const UNSPACED_REFUSALS: [&str; 16] = [
 /// Phrases that take back or set aside what was said (outside review 129 F1: "Use the X
 /// skill. Wait, scratch that", "just kidding", "oops, wrong repo", "only as a last resort",
 /// "we got rid of …" selected the skill the user withdrew), anywhere in the text.
-const RETRACTIONS: [&str; 25] = [
+const RETRACTIONS: [&str; 22] = [
     "just kidding",
-    // Routing/11 (outside reviews 241 F6, 244 F6; `joking` alone is not: "joking aside").
+    // Routing/11 (outside review 241 F6; `joking` alone is not — "joking aside" — nor `I'm
+    // joking`: read anywhere, "users say I was joking" dropped a directive, review 246 F3).
     "just joking",
     "only joking",
     "only kidding",
-    "i'm joking",
-    "i am joking",
-    "i was joking",
     "never mind",
     "wrong repo",
     "wrong repository",

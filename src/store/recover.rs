@@ -827,6 +827,32 @@ fn parted_before(found: &Survey, newest: u64) -> Option<u64> {
     found.differs.first().copied().filter(|&first| first < newest)
 }
 
+/// Where the copies' intact histories part before the journal's newest record: the survey's
+/// part, or — inside a journal record whose first entries both copies hold, which the survey,
+/// record by record, does not name — the first record that differs, where sled's own chain
+/// is intact from genesis through it (sled's damage is no history). Outside reviews 237 F1,
+/// 247 F1: there a cut at the journal's head was taken, giving sled's history up unnamed.
+fn history_part(found: &Survey, journal: &Path, tree: &sled::Tree) -> Result<Option<u64>, OpenError> {
+    if found.parts.is_some() {
+        return Ok(found.parts);
+    }
+    // (At the journal's newest record too: inside it, where its first entries are both
+    // copies' — review 247 F1, a cut there gave sled's version up unnamed.)
+    let newest = found.newest.as_ref().map(|n| n.2);
+    let Some(parted) = found.differs.first().copied().filter(|&f| newest.is_some_and(|n| f <= n)) else {
+        return Ok(None);
+    };
+    // (An entry that differs, not the same entries grouped otherwise.)
+    let (sled_chain, _) = sled_continuation(tree, None, None)?;
+    let theirs: std::collections::BTreeMap<u64, ledger_schema::Digest> =
+        sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).map(|e| (e.entry.seq, e.hash)).collect();
+    let differs = every_intact_record(journal)?
+        .iter()
+        .flat_map(|(_, r)| sealed_of(r))
+        .any(|e| e.entry.seq >= parted && theirs.get(&e.entry.seq).is_some_and(|h| *h != e.hash));
+    Ok(differs.then_some(parted))
+}
+
 /// The refusal for two intact histories that part at seq `parted`, before the disputed
 /// newest record at `newest` (outside review 48: recover said a `--checkpoint` or
 /// `--prefer` would decide, and neither did). recover decides a disputed newest record and
@@ -1219,7 +1245,11 @@ fn recover_cut(
         // A cut at or after the seq where sled's history parts from the journal's would keep
         // the journal's and set sled's aside — the decision `--prefer journal` (or a
         // checkpoint of the journal's history) makes, not a cut (outside review 145 P2).
-        if let Some(parted) = found.parts.filter(|parted| *parted <= after)
+        let parts = match tree.as_ref().filter(|_| !foreign) {
+            Some(t) => history_part(&found, &journal, t)?,
+            None => found.parts,
+        };
+        if let Some(parted) = parts.filter(|parted| *parted <= after)
             && !(options.checkpoint.as_ref().is_some_and(|cp| cp.seq >= parted)
                 && matches!(found.checkpoint, Some(Ok(()))))
         {
@@ -2775,7 +2805,8 @@ fn restore_from_sled(
         &found.scan.damage,
         Some(Damage { kind: DamageKind::Invalid { reason: Corruption::LinkBroken { .. }, .. }, .. })
     );
-    if let Some(parted) = found.parts
+    let parts = history_part(found, journal, tree)?;
+    if let Some(parted) = parts
         && found.newest.as_ref().is_some_and(|n| parted < n.2)
         && let Some(journal_head) = head.map(|h| h.seq)
         && !link_broken
@@ -2793,8 +2824,7 @@ fn restore_from_sled(
     // (Where they part inside a journal record — its first entries both copies' — the
     // survey finds no part of its own: sled's records differ from that record's on.)
     let mut sled_history_given_up = None;
-    if let Some(parted) =
-        found.parts.or_else(|| found.newest.as_ref().and_then(|n| parted_before(found, n.2)))
+    if let Some(parted) = parts
         && found.newest.as_ref().is_some_and(|n| parted < n.2)
         && !link_broken
         && options.truncate_after.is_none()
@@ -2941,6 +2971,11 @@ fn restore_from_sled(
         // journal's head gives them up (found re-running review 229 F4: `--prefer journal` refused them as
         // acknowledged and named that cut, which refused in turn and named `--prefer journal`).
         let chose_journal = options.prefer == Some(Replica::Journal) || by_checkpoint == Some(false);
+        // Sled's own version of the disputed record is given up on the operator's word, and
+        // said so (outside review 247 F2: only its records past the journal's head were).
+        if !take_sled && chose_journal && report.sled_history_given_up_from.is_none() {
+            report.sled_history_given_up_from = Some(first_seq);
+        }
         if !take_sled
             && sled_version_given_up.is_none()
             && chose_journal

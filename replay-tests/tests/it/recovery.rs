@@ -1009,6 +1009,8 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     assert_eq!(code, 0, "{out}{err}");
     let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(report["truncatedSeqs"], serde_json::json!([theirs.seq, theirs.seq]), "{report}");
+    // Sled's own version of the disputed record is named given up (outside review 247 F2).
+    assert_eq!(report["sledHistoryGivenUpFrom"].as_u64(), Some(acked.seq), "{report}");
     let head = DiskStore::open(&led).unwrap().0.head();
     assert_eq!((head.seq, head.hash), (acked.seq, acked.hash), "the acknowledged record stands");
     assert!(led.join("sled.broken-1").exists(), "sled's version kept aside");
@@ -4377,19 +4379,20 @@ fn prefer_journal_gives_up_the_longer_history_that_parts_before_its_newest_recor
         let (code, out, err) = cli(&["verify", led.to_str().unwrap()]);
         assert_eq!(code, 0, "{case}: {out}{err}");
 
-        // (At a record boundary the histories' refusal stands against a cut too; inside a
-        // record a cut at the journal's head is taken — review 237 F1 reached it from the old
-        // advice — and says what it lowers.)
-        if case != "inside" {
-            continue;
-        }
+        // A cut at the journal's head keeps the journal's history as `--prefer journal` does —
+        // the operator's choice between histories, not a cut's — and is refused, nothing
+        // changed, at a record boundary and inside a record alike (outside review 247 F1:
+        // inside one it was taken, exit 0, naming only the seqs past the journal's head).
         build();
-        let (code, out, err) =
-            cli(&["recover", led.to_str().unwrap(), "--truncate-after", &ours.seq.to_string(), "--json"]);
-        assert_eq!(code, 0, "{case}: {out}{err}");
-        let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-        assert_eq!(report["headMarkLoweredFrom"].as_u64(), Some(theirs.seq), "{case}: {report}");
-        let head = DiskStore::open(&led).unwrap().0.head();
-        assert_eq!((head.seq, head.hash), (ours.seq, ours.hash), "{case}");
+        let journal = std::fs::read(segment(&led)).unwrap();
+        let (code, _, err) =
+            cli(&["recover", led.to_str().unwrap(), "--truncate-after", &ours.seq.to_string()]);
+        assert_eq!(code, 1, "{case}: {err}");
+        assert!(err.contains("--prefer journal"), "{case}: {err}");
+        assert_eq!(std::fs::read(segment(&led)).unwrap(), journal, "{case}: nothing changed");
+        // So is `--prefer sled`, which cannot take sled's history there.
+        let (code, _, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "sled"]);
+        assert_eq!(code, 1, "{case}: {err}");
+        assert!(err.contains("histories") && !err.contains("--truncate-after"), "{case}: {err}");
     }
 }

@@ -335,10 +335,9 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         ("Use the kubernetes skill. AV0ID|", "Use the kubernetes skill. AVOID"),
         ("Use the kubernetes skill (AV0ID|)", "Use the kubernetes skill (AVOID)"),
         ("Use the kubernetes skill. |AV0ID", "Use the kubernetes skill. AVOID"),
-        // (Outside review 244: an em dash after the word, `I'm joking`.)
+        // (Outside review 244: an em dash after the word.)
         ("Use the kubernetes skill. Just kidding\u{2014}", "Use the kubernetes skill. Just kidding"),
         ("Use the kubernetes skill. AV0ID\u{2014}", "Use the kubernetes skill. AVOID"),
-        ("Use the kubernetes skill. I'm joking.", "Use the kubernetes skill. Just kidding."),
         // (A digit of another script is the digit it is — outside reviews 240, 244 F2: also
         // beside an invisible character or a mark.)
         ("NEV\u{663}R use the kubernetes skill", "NEVER use the kubernetes skill"),
@@ -423,6 +422,8 @@ fn look_alike_capitals_and_invisible_characters_read_as_they_show() {
         "Use the kubernetes skill to deploy the \u{663}rd replica set of the v\u{662}.\u{663} release",
         "Use the kubernetes skill for the caf\u{E9} r\u{E9}sum\u{E9} site in S\u{E3}o Paulo",
         "Use the kubernetes skill with the flag --no|--yes",
+        // (Outside review 246 F1: an em dash between words joins them as typed.)
+        "Use the kubernetes skill to roll the chart\u{2014}no downtime allowed",
         // (Outside review 244 F3: accented words keep their accents — `décliné` is no
         // `decline`, `hâte` no `hate`.)
         "Use the kubernetes skill to fix the message \"Paiement d\u{E9}clin\u{E9} par la banque\"",
