@@ -833,24 +833,29 @@ fn parted_before(found: &Survey, newest: u64) -> Option<u64> {
 /// is intact from genesis through it (sled's damage is no history). Outside reviews 237 F1,
 /// 247 F1: there a cut at the journal's head was taken, giving sled's history up unnamed.
 fn history_part(found: &Survey, journal: &Path, tree: &sled::Tree) -> Result<Option<u64>, OpenError> {
-    if found.parts.is_some() {
-        return Ok(found.parts);
-    }
     // (At the journal's newest record too: inside it, where its first entries are both
     // copies' — review 247 F1, a cut there gave sled's version up unnamed.)
     let newest = found.newest.as_ref().map(|n| n.2);
-    let Some(parted) = found.differs.first().copied().filter(|&f| newest.is_some_and(|n| f <= n)) else {
+    let Some(parted) =
+        found.parts.or_else(|| found.differs.first().copied().filter(|&f| newest.is_some_and(|n| f <= n)))
+    else {
         return Ok(None);
     };
-    // (An entry that differs, not the same entries grouped otherwise.)
+    // (An entry that differs, not the same entries grouped otherwise: outside review 248 F1.)
+    Ok(entries_differ(journal, tree, parted)?.then_some(parted))
+}
+
+/// Whether an entry of the journal's intact records at or after `from` differs from sled's
+/// entry at its seq, in sled's intact chain from genesis — two versions of an entry, not the
+/// same entries grouped otherwise (format.md, Recover rule 1).
+fn entries_differ(journal: &Path, tree: &sled::Tree, from: u64) -> Result<bool, OpenError> {
     let (sled_chain, _) = sled_continuation(tree, None, None)?;
     let theirs: std::collections::BTreeMap<u64, ledger_schema::Digest> =
         sled_chain.iter().flat_map(|(_, r)| sealed_of(r)).map(|e| (e.entry.seq, e.hash)).collect();
-    let differs = every_intact_record(journal)?
+    Ok(every_intact_record(journal)?
         .iter()
         .flat_map(|(_, r)| sealed_of(r))
-        .any(|e| e.entry.seq >= parted && theirs.get(&e.entry.seq).is_some_and(|h| *h != e.hash));
-    Ok(differs.then_some(parted))
+        .any(|e| e.entry.seq >= from && theirs.get(&e.entry.seq).is_some_and(|h| *h != e.hash)))
 }
 
 /// The refusal for two intact histories that part at seq `parted`, before the disputed
@@ -2973,7 +2978,11 @@ fn restore_from_sled(
         let chose_journal = options.prefer == Some(Replica::Journal) || by_checkpoint == Some(false);
         // Sled's own version of the disputed record is given up on the operator's word, and
         // said so (outside review 247 F2: only its records past the journal's head were).
-        if !take_sled && chose_journal && report.sled_history_given_up_from.is_none() {
+        if !take_sled
+            && chose_journal
+            && report.sled_history_given_up_from.is_none()
+            && entries_differ(journal, tree, first_seq)?
+        {
             report.sled_history_given_up_from = Some(first_seq);
         }
         if !take_sled
