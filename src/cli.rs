@@ -394,7 +394,13 @@ fn unchanged(cut: &[std::path::PathBuf], said: &str) -> String {
 }
 
 /// What `recover` did, as it prints it (text, or `--json`).
-fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write) -> Result<(), Failure> {
+/// `named_cut`: the operator gave `--truncate-after`.
+fn print_recover(
+    report: &store::RecoverReport,
+    named_cut: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
     if json {
         let mut v = serde_json::to_value(report).unwrap_or_default();
         if let Some(map) = v.as_object_mut() {
@@ -475,20 +481,32 @@ fn print_recover(report: &store::RecoverReport, json: bool, out: &mut dyn Write)
         let runs: Vec<String> = report
             .restored_runs
             .iter()
-            .map(|(from, to)| if from == to { format!("{from}") } else { format!("{from}..={to}") })
+            .map(|(from, to)| if from == to { format!("{from}") } else { format!("{from} to {to}") })
             .collect();
+        let seqs = match report.restored_runs.as_slice() {
+            [(from, to)] if from == to => "seq",
+            _ => "seqs",
+        };
         emit(
             out,
             format!(
-                "restored {} record(s), seq {}, into the journal from sled's intact copy",
+                "restored {} record(s), {seqs} {}, into the journal from sled's intact copy",
                 report.restored_from_sled,
                 runs.join(", ")
             ),
         )?;
     }
     if let Some((from, to)) = report.truncated_seqs {
-        let seqs = if from == to { format!("seq {from}") } else { format!("seqs {from}..={to}") };
-        emit(out, format!("gave up {seqs}, past the cut (moved aside, not deleted)"))?;
+        let seqs = if from == to { format!("seq {from}") } else { format!("seqs {from} to {to}") };
+        // Past a cut the operator named, or sled's records past the journal's head, given up
+        // with the history `--prefer journal` or a checkpoint did not choose (outside review
+        // 247 F4: "past the cut" where no cut was named).
+        let why = if named_cut {
+            "past the cut (moved aside, not deleted)"
+        } else {
+            "sled's records past the journal's head, not chosen (kept in the old sled, moved aside)"
+        };
+        emit(out, format!("gave up {seqs}, {why}"))?;
     }
     for cut in &report.cut {
         emit(out, format!("journal bytes moved aside (not deleted): {}", shown(cut)))?;
@@ -623,7 +641,7 @@ fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             let report = store::recover(&dir, &options)?;
             // What `recover` changed stands whether or not its report can be written (outside
             // review 220 F2: a bare "write to stdout", read as "not done").
-            print_recover(&report, json, out).map_err(|f| match recover_changed(&report) {
+            print_recover(&report, truncate_after.is_some(), json, out).map_err(|f| match recover_changed(&report) {
                 true => Failure {
                     code: f.code,
                     message: format!(

@@ -626,7 +626,7 @@ fn a_cut_names_the_seqs_it_gives_up() {
     assert_eq!(v["headSeq"], 20, "{v}");
     let (code, out, err) = ledger(&["recover", b.to_str().unwrap(), "--truncate-after", "20"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains(&format!("gave up seqs 21..={head}, past the cut")), "{out}");
+    assert!(out.contains(&format!("gave up seqs 21 to {head}, past the cut")), "{out}");
     // Nothing past the cut: nothing named.
     let (code, out, err) = ledger(&["recover", b.to_str().unwrap(), "--truncate-after", "20", "--json"]);
     assert_eq!(code, 0, "{err}");

@@ -811,7 +811,7 @@ fn hint_keeps_sled(root: &Path, e: OpenError) -> OpenError {
         && let Some(held) = super::disk::sled_guarded(sled_head).ok().flatten().filter(|held| *held > n)
     {
         why.push_str(&format!(
-            " — but sled holds an intact history up to seq {held}: that cut would drop seqs {}..={held}, which sled holds; \
+            " — but sled holds an intact history up to seq {held}: that cut would drop seqs {} to {held}, which sled holds; \
              to keep them, move journal/ out of the ledger directory and run `ledger recover`, which writes the journal \
              from sled's copy (journal records past seq {held}, if any, then stay only in the moved directory)",
             n + 1
@@ -1649,7 +1649,7 @@ fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: 
     let (held, it) = if first == last {
         (format!("seq {first}"), "it")
     } else {
-        (format!("seqs {first}..={last}"), "them")
+        (format!("seqs {first} to {last}"), "them")
     };
     OpenError::Unrecoverable {
         cut: Some(last),

@@ -1350,7 +1350,7 @@ fn a_lost_journal_tail_is_restored_from_sled() {
     assert!(err.contains("no record ends at seq"), "{err}");
     let (code, out, err) = cut(head - 2);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(&format!("gave up seqs {}..={head}, past the cut", head - 1)), "{out}");
+    assert!(out.contains(&format!("gave up seqs {} to {head}, past the cut", head - 1)), "{out}");
     assert_eq!(all_entries(&short), before[..head - 1].to_vec());
     // Past sled's newest: refused, nothing changed.
     let (code, _, err) =
@@ -2877,7 +2877,7 @@ fn a_resealed_record_whose_entry_does_not_decode_is_restored_from_sled() {
     let (code, out, err) = cli(&["recover", d]);
     assert_eq!(code, 0, "{out}{err}");
     let first = last.first_seq;
-    assert!(out.contains(&format!("restored 1 record(s), seq {first}..=")), "{out}");
+    assert!(out.contains(&format!("restored 1 record(s), seqs {first} to ")), "{out}");
     let now = std::fs::read(segment(&dir)).unwrap();
     assert_eq!(&now[last.range.clone()], &original[..], "sled's copy is back");
     let cut = std::fs::read_dir(dir.join("cut").join("1")).unwrap().next().unwrap().unwrap().path();
@@ -2942,7 +2942,10 @@ fn a_resealed_record_that_breaks_the_chain_is_restored_from_sled() {
         assert!(report["reason"].as_str().unwrap().contains("does not link"), "{case}: {report}");
         let (code, out, err) = cli(&["recover", d]);
         assert_eq!(code, 0, "{case}: {out}{err}");
-        assert!(out.contains(&format!("restored 1 record(s), seq {}..=", target.first_seq)), "{case}: {out}");
+        assert!(
+            out.contains(&format!("restored 1 record(s), seqs {} to ", target.first_seq)),
+            "{case}: {out}"
+        );
         assert_eq!(std::fs::read(segment(&dir)).unwrap(), original_bytes, "{case}: sled's copy is back");
         let cut = std::fs::read_dir(dir.join("cut").join("1")).unwrap().next().unwrap().unwrap().path();
         assert_eq!(std::fs::read(cut).unwrap(), bytes, "{case}: the forgery is kept in cut/");
@@ -2967,7 +2970,7 @@ fn a_deleted_only_segment_is_restored_from_sled() {
     assert_eq!(verify_json(&dir, None).0, 1);
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("restored 6 record(s), seq 0..=10"), "{out}"); // genesis and 5 frames
+    assert!(out.contains("restored 6 record(s), seqs 0 to 10"), "{out}"); // genesis and 5 frames
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "the same bytes, from sled");
     assert!(!dir.join("cut").exists(), "nothing was cut: no empty cut/N/ (outside review 32, P3)");
     assert_eq!(verify_json(&dir, None).0, 0);
@@ -3256,7 +3259,7 @@ fn two_histories_from_genesis_are_decided_by_the_operator() {
     let (dir, original, _) = build("cp-early");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--checkpoint", early.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("restored 7 record(s), seq 0..=18"), "{out}");
+    assert!(out.contains("restored 7 record(s), seqs 0 to 18"), "{out}");
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), original, "sled's history, byte for byte");
 
     let (dir, original, forged) = build("sled-shorter");
@@ -3862,7 +3865,7 @@ fn a_refusals_cut_does_not_keep_a_disputed_record() {
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("--truncate-after 3") && err.contains("that cut would drop seqs 4..=5"),
+        err.contains("--truncate-after 3") && err.contains("that cut would drop seqs 4 to 5"),
         "the cut keeps A0..A3 and names what sled holds past it: {err}"
     );
     assert_eq!(std::fs::read(segment(&dir)).unwrap(), edited, "nothing changed");
@@ -4382,6 +4385,17 @@ fn prefer_journal_gives_up_the_longer_history_that_parts_before_its_newest_recor
         assert!(led.join("sled.broken-1").exists(), "{case}: sled's history kept aside");
         let (code, out, err) = cli(&["verify", led.to_str().unwrap()]);
         assert_eq!(code, 0, "{case}: {out}{err}");
+        // The text names them as sled's records not chosen, not as past a cut no one named
+        // (outside review 247 F4).
+        build();
+        let (code, out, err) = cli(&["recover", led.to_str().unwrap(), "--prefer", "journal"]);
+        assert_eq!(code, 0, "{case}: {out}{err}");
+        let seqs = match ours.seq + 1 {
+            first if first == theirs.seq => format!("seq {first}"),
+            first => format!("seqs {first} to {}", theirs.seq),
+        };
+        let gave_up = format!("gave up {seqs}, sled's records past the journal's head, not chosen");
+        assert!(out.contains(&gave_up) && !out.contains("past the cut"), "{case}: {out}");
 
         // A cut at the journal's head keeps the journal's history as `--prefer journal` does —
         // the operator's choice between histories, not a cut's — and is refused, nothing
