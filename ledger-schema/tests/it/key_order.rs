@@ -107,3 +107,40 @@ fn fast_writer_matches_serde_cbor() {
         [("a".to_owned(), (true, 'é', ())), ("b".repeat(300), (false, 'x', ()))].into_iter().collect();
     assert_eq!(encode(&map), reference(&|out| encode_into_serde_cbor(&map, out)));
 }
+
+/// format.md ("Details a verifier must match", *Depth*): the deepest container of a valid v1
+/// entry is at depth 7 — a source registry's resource map (outside review 252 F1: the doc said
+/// 6, a phase policy's `capabilities`, and every registry entry the binary writes nests one
+/// deeper). Measured over every kind, optional groups present and absent.
+#[test]
+fn the_deepest_container_is_a_registry_resource_at_depth_7() {
+    fn depth(v: &serde_cbor::Value, at: u32) -> u32 {
+        match v {
+            serde_cbor::Value::Array(items) => {
+                items.iter().map(|x| depth(x, at + 1)).max().unwrap_or(at).max(at)
+            }
+            serde_cbor::Value::Map(map) => map.values().map(|x| depth(x, at + 1)).max().unwrap_or(at).max(at),
+            _ => at.saturating_sub(1),
+        }
+    }
+    let mut deepest: std::collections::BTreeMap<u32, std::collections::BTreeSet<&str>> = Default::default();
+    for seed in 0..20_000u64 {
+        let raw = bytes(seed, 4096);
+        let mut u = Unstructured::new(&raw);
+        let Ok(entry) = Entry::arbitrary(&mut u) else {
+            continue;
+        };
+        let value: serde_cbor::Value = serde_cbor::from_slice(&entry.encode()).unwrap();
+        deepest.entry(depth(&value, 0)).or_default().insert(entry.event.kind());
+    }
+    for (_, sealed) in ledger_schema::samples::chain() {
+        let value: serde_cbor::Value = serde_cbor::from_slice(&sealed.bytes).unwrap();
+        deepest.entry(depth(&value, 0)).or_default().insert(sealed.entry.event.kind());
+    }
+    let (max, kinds) = deepest.iter().next_back().unwrap();
+    assert_eq!(
+        (*max, kinds.iter().copied().collect::<Vec<_>>()),
+        (7, vec!["sourceRegistryRecorded"]),
+        "{deepest:?}"
+    );
+}
