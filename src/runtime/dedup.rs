@@ -273,7 +273,7 @@ pub fn same_command(state: &State, command: &Command, originals: &[Event]) -> bo
                     && r.input_manifest_digest == c.input_manifest_digest
                     && r.evidence_set_digest == c.evidence_set_digest
                     && r.child_generation_id == c.child_generation_id
-                    && r.constraints_to_preserve == c.constraints_to_preserve
+                    && same_set(&r.constraints_to_preserve, &c.constraints_to_preserve)
                     && g.generation_id == c.child_generation_id
                     && g.repair_id == Some(c.repair_id)
             }
@@ -283,4 +283,17 @@ pub fn same_command(state: &State, command: &Command, originals: &[Event]) -> bo
         // conflict, not a new command); every other command was compared above.
         _ => false,
     }
+}
+
+/// The same strings in any order: a repair records its constraints in the Goal's order
+/// whatever order the command listed them in (`repair::in_goal_order`), so the same command
+/// sent again is a redelivery in that order too (outside review 250 F1: it was refused as
+/// `IdReused`).
+fn same_set(recorded: &[String], given: &[String]) -> bool {
+    fn sorted(v: &[String]) -> Vec<&String> {
+        let mut v: Vec<&String> = v.iter().collect();
+        v.sort_unstable();
+        v
+    }
+    sorted(recorded) == sorted(given)
 }

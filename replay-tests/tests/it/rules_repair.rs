@@ -82,7 +82,11 @@ fn repair_constraints_are_recorded_in_the_goals_order() {
         s.reject_first().unwrap();
         let mut r = s.repair_command();
         r.constraints_to_preserve = order.iter().map(|&i| constraints[i].clone()).collect();
-        s.run(Command::RecordRepair(r)).unwrap();
+        let first = s.run(Command::RecordRepair(r.clone())).unwrap();
+        // The same command sent again is its redelivery, in whatever order it listed the set
+        // (outside review 250 F1: listed otherwise than the Goal, it was refused as IdReused).
+        let again = s.run(Command::RecordRepair(r)).unwrap();
+        assert!(again.duplicate && again.seq == first.seq, "listed as {order:?}");
         s.advance(ledger_schema::types::Phase::Implement).unwrap();
         s.start(0x66, 0x67).unwrap();
         let Event::RepairRecorded(e) = w.last_event("repairRecorded") else { unreachable!() };
