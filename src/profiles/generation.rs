@@ -1168,7 +1168,7 @@ pub fn check_receipts(
         // "a revision the ledger never committed").
         if let Some(r) = name
             .strip_suffix(".tmp")
-            .and_then(|n| n.parse::<u32>().ok())
+            .and_then(revision_named)
             .and_then(|n| expected.iter().find(|r| r.revision == n))
         {
             let cut_short = read_small(&path).is_ok_and(|b| receipt_bytes(r).starts_with(&b));
@@ -1178,7 +1178,7 @@ pub fn check_receipts(
                 "not the ledger's receipt of that revision: move it out of the state root"
             }));
         }
-        let number = name.strip_suffix(".json").and_then(|n| n.parse::<u32>().ok());
+        let number = name.strip_suffix(".json").and_then(revision_named);
         // The next revision's receipt while a live writer holds the state root: a transaction
         // in flight publishes it just before its entry commits (outside review 199 F2: a
         // `status` beside a live `set` called it another ledger copy's).
@@ -1236,6 +1236,14 @@ pub fn check_receipts(
     wrong.extend(expected.iter().map(|r| r.revision).filter(|r| !seen.contains(r)));
     wrong.sort_unstable();
     Ok(wrong)
+}
+
+/// The revision a receipt's file name gives, written as the ledger writes it: decimal digits,
+/// no sign, no leading zero (outside review 251 F2: `01.json` was read as revision 1's second
+/// receipt — passing as an exact copy, and, altered, blamed on the intact `1.json`).
+fn revision_named(stem: &str) -> Option<u32> {
+    let n = stem.parse::<u32>().ok()?;
+    (n.to_string() == stem).then_some(n)
 }
 
 /// [`check_receipts`], refusing the first receipt missing or differing from the ledger's.

@@ -1054,6 +1054,31 @@ fn an_altered_earlier_generation_refuses_set_as_status_does() {
     ok(status(&s));
 }
 
+/// A receipt's file name is the revision as the ledger writes it: `01.json` is no receipt of
+/// revision 1 — an exact copy there is a second file for one revision, and an altered one is
+/// named itself, not the intact `1.json` (outside review 251 F2: the copy passed, and the
+/// altered one was blamed on `1.json`, whose republishing by `recover` changed nothing).
+#[test]
+fn a_receipt_name_with_a_leading_zero_is_not_the_revisions_receipt() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    ok(set(&s, &root, &["lean"]));
+    let receipt = std::fs::read(root.join("receipts/1.json")).unwrap();
+    for (name, bytes) in
+        [("01.json", receipt.clone()), ("01.json", [&receipt[..], b" "].concat()), ("+1.json", receipt)]
+    {
+        let path = root.join("receipts").join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (code, _, err) = status(&s);
+        assert_eq!(code, 1, "{name}: {err}");
+        assert!(err.contains(name) && err.contains("move it out"), "{name}: {err}");
+        std::fs::remove_file(&path).unwrap();
+    }
+    ok(status(&s));
+}
+
 /// `set --dry-run` gives the real `set`'s verdict without writing: an empty 0700 state root
 /// is accepted (and left empty), and a tampered target generation is refused by both.
 #[test]
