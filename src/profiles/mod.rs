@@ -600,21 +600,25 @@ fn remedied(e: GenerationError, remedy: &str) -> GenerationError {
     }
 }
 
-/// Every earlier generation the configured state root `root` still holds, checked as the
-/// current one is: a rollback would install it (outside review 136 F4: an older generation,
-/// altered, passed `status` and every audit until a rollback to it refused; outside review
-/// 139 F7: `set` committed over one, and `status` refused right after). A missing one is no
-/// damage — `rollback` rebuilds it from the ledger. `registry` finds a registry by digest.
+/// Every earlier generation the state root `root` still holds — the configured one, or one
+/// `set` is about to configure — checked as the current one is: a rollback would install it
+/// (outside review 136 F4: an older generation, altered, passed `status` and every audit
+/// until a rollback to it refused; outside review 139 F7: `set` committed over one, and
+/// `status` refused right after; outside review 251 F1: so it did into another root than the
+/// configured one). A missing one is no damage — `rollback` rebuilds it from the ledger.
+/// `registry` finds a registry by digest.
 fn verify_past(
     cp: &ContextProfiles,
     root: &Path,
     registry: &dyn Fn(Digest) -> Result<Arc<Registry>, ProfileError>,
 ) -> Result<(), ProfileError> {
     let Some(c) = cp.current() else { return Ok(()) };
-    let mut checked = std::collections::BTreeSet::from([c.generation_digest]);
+    // (The current generation, where it is in `root`, is verified by the caller.)
+    let mut checked: std::collections::BTreeSet<Digest> =
+        (Path::new(&c.state_root) == root).then_some(c.generation_digest).into_iter().collect();
     for (number, past) in cp.revisions.iter().rev() {
         let dir = generation::generation_dir(root, past.generation_digest);
-        if past.state_root != c.state_root || !checked.insert(past.generation_digest) || !dir.exists() {
+        if Path::new(&past.state_root) != root || !checked.insert(past.generation_digest) || !dir.exists() {
             continue;
         }
         let (manifest, _) = manifest_of(&*registry(past.registry_digest)?, &past.plan)?;
@@ -660,6 +664,10 @@ fn verify_current<S: Store>(ledger: &Ledger<S>, root: &Path) -> Result<(), Profi
             root,
             &generation::check_receipts(root, &expected, (ledger.store().head().ledger, cp.revision()))?,
         )?;
+        // And the generations this ledger committed there, which `status` checks once `set`
+        // configures the root (outside review 251 F1: `set` committed over an altered one,
+        // and every later command refused the store).
+        verify_past(cp, root, &|digest| registry_by_digest(ledger, digest))?;
     }
     Ok(())
 }

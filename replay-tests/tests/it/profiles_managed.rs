@@ -1054,6 +1054,43 @@ fn an_altered_earlier_generation_refuses_set_as_status_does() {
     ok(status(&s));
 }
 
+/// A `set` into another state root than the configured one checks the earlier generations
+/// this ledger committed there as `status` will once it is configured: an altered one
+/// refuses `set` and its dry run, naming the revision (outside review 251 F1: `set` committed
+/// over it, and every later command refused the store).
+#[test]
+fn an_altered_generation_in_another_root_refuses_set_there() {
+    let s = Setup::scanned();
+    let first = root_of(&s);
+    let lean = ok(set(&s, &first, &["lean"]));
+    ok(set(&s, &s.tmp.path().join("other"), &["full", "--expected-revision", "1"]));
+    let file = Path::new(lean["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
+    let file = if file.exists() {
+        file
+    } else {
+        let dir = Path::new(lean["generationRoot"].as_str().unwrap()).join(".codex/skills");
+        let skill = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+        skill.join("SKILL.md")
+    };
+    let original = std::fs::read(&file).unwrap();
+    std::fs::write(&file, b"altered\n").unwrap();
+    let head = s.head();
+    for dry in [true, false] {
+        let mut args = vec!["full", "--exclude", "skill:deploy", "--expected-revision", "2"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let (code, _, err) = set(&s, &first, &args);
+        assert_eq!(code, 1, "dry run {dry}: {err}");
+        assert!(err.contains("the generation of revision 1"), "dry run {dry}: {err}");
+    }
+    assert_eq!(s.head(), head, "nothing committed");
+    std::fs::write(&file, &original).unwrap();
+    let third = ok(set(&s, &first, &["full", "--exclude", "skill:deploy", "--expected-revision", "2"]));
+    assert_eq!(third["revision"], 3);
+    ok(status(&s));
+}
+
 /// A receipt's file name is the revision as the ledger writes it: `01.json` is no receipt of
 /// revision 1 — an exact copy there is a second file for one revision, and an altered one is
 /// named itself, not the intact `1.json` (outside review 251 F2: the copy passed, and the
