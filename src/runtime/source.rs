@@ -211,8 +211,12 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
 /// characters dropped, white space collapsed and trimmed, one closing full stop (`.` or its
 /// full-width, half-width, small or ideographic form) dropped, and each
 /// letter outside ASCII read as the ASCII it is confusable with (UTS #39 skeleton: a Cyrillic
-/// `а`, a Greek `ο`, a full-width `ｐ` read as `a`, `o`, `p`; outside review 69). ASCII itself
-/// is never mapped, so `l`, `1` and `I` stay three characters.
+/// `а`, a Greek `ο`, a full-width `ｐ` read as `a`, `o`, `p`; outside review 69) — or, where
+/// its compatibility form (NFKC) is ASCII letters, as those: a full-width, mathematical or
+/// circled letter is the letter it is a form of (outside review 250 F3: the skeleton reads a
+/// full-width `ｍ` as `rn`, and `ⓔ` as itself, so "Keep the ｅｎｕｍ?" stood beside "Keep the
+/// enum?" with the opposite answer). ASCII itself is never mapped, so `l`, `1` and `I` stay
+/// three characters, and no superscript digit is (a digit is no letter: `2³` is not `23`).
 fn statement_key(statement: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     let visible: String = statement.nfc().filter(|c| !super::invisible(*c)).collect();
@@ -223,6 +227,11 @@ fn statement_key(statement: &str) -> String {
     for c in trimmed.chars() {
         if c.is_ascii() || !c.is_alphabetic() {
             key.push(c);
+            continue;
+        }
+        let form: String = std::iter::once(c).nfkc().collect();
+        if !form.is_empty() && form.bytes().all(|b| b.is_ascii_alphabetic()) {
+            key.push_str(&form);
         } else {
             let mut one = [0u8; 4];
             key.extend(unicode_security::skeleton(c.encode_utf8(&mut one)));

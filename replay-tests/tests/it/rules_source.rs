@@ -97,7 +97,18 @@ fn a_statement_is_one_fact_of_a_goal() {
     }
     // Look-alikes read the same (outside review 69): a full-width letter, a Cyrillic `а`,
     // an NFD accent.
-    for look_alike in [stated.replacen('p', "\u{FF50}", 1), stated.replacen('a', "\u{0430}", 1)] {
+    // A full-width `ｍ`, a mathematical bold and a circled letter are the letters they are
+    // forms of (outside review 250 F3: the confusable skeleton read `ｍ` as `rn`, `ⓔ` as
+    // itself, and a second fact stood).
+    let forms = |from: char, to: &str| stated.replacen(from, to, 1);
+    for look_alike in [
+        stated.replacen('p', "\u{FF50}", 1),
+        stated.replacen('a', "\u{0430}", 1),
+        forms('m', "\u{FF4D}"),
+        forms('m', "\u{1D426}"),
+        forms('e', "\u{24D4}"),
+        stated.replace('m', "\u{FF4D}").replace('e', "\u{FF45}"),
+    ] {
         assert_ne!(look_alike, stated);
         w.refused(propose(0x5e, GOAL, &look_alike), Rule::FactStatus);
     }
@@ -586,9 +597,16 @@ fn a_human_decision_is_changed_by_naming_the_one_it_replaces() {
     assert!(err.to_string().contains("reads as decision"), "{err}");
     // Nor a capital that looks like a Latin one only before case folding (outside review 138
     // F1: a Cyrillic `В`, `Н`, `М`, `Т`, `К` stood beside `B`, `H`, `M`, `T`, `K`).
-    for (id, look_alike) in
-        [(0x70, "Keep the existing \u{0415}rror enum?"), (0x71, "\u{041A}eep the existing Error enum?")]
-    {
+    // Nor a full-width, mathematical or circled form of a letter (outside review 250 F3: a
+    // full-width or bold `m` read as `rn`, a circled `ⓔ` as itself, and the second answer
+    // stood beside the first).
+    for (id, look_alike) in [
+        (0x70, "Keep the existing \u{0415}rror enum?"),
+        (0x71, "\u{041A}eep the existing Error enum?"),
+        (0x72, "Keep the existing Error \u{FF45}\u{FF4E}\u{FF55}\u{FF4D}?"),
+        (0x73, "Keep the existing Error \u{1D41E}\u{1D427}\u{1D42E}\u{1D426}?"),
+        (0x74, "Keep the existing Error \u{24D4}num?"),
+    ] {
         let err = w.fails(Command::RecordHumanDecision(RecordHumanDecision {
             decision_id: lid(id),
             goal_id: lid(GOAL),
