@@ -194,6 +194,13 @@ fn evidence_set_is_computed() {
     w.refused(decide(Verdict::Accept, &[0x90]), Rule::EvidenceSet);
     w.refused(decide(Verdict::RejectRepairable, &[0x91]), Rule::EvidenceSet);
     w.refused(decide(Verdict::RejectRepairable, &[0x90, 0x91, 0x92]), Rule::EvidenceSet);
+    // The refusal names what differs (outside review 250, P3).
+    let err = w.fails(decide(Verdict::RejectRepairable, &[0x90, 0x92])).to_string();
+    assert!(
+        err.contains(&format!("not in it: {}", lid(0x92)))
+            && err.contains(&format!("left out: {}", lid(0x91))),
+        "{err}"
+    );
     w.refused(decide(Verdict::RejectRepairable, &[0x90, 0x91, 0x91]), Rule::EvidenceSet);
     // The computed set holds the failing record: no ACCEPT.
     w.refused(decide_computed(Verdict::Accept), Rule::Verdict);
