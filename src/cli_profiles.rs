@@ -429,11 +429,16 @@ fn print_report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -
             or_none(&st.generation_root),
             // Drift needs a configured generation to drift from.
             if st.registry_current || st.generation_digest.is_none() {
-                ""
+                String::new()
+            } else if let Some(why) = &st.no_plan {
+                format!(
+                    "  STALE: the saved selection has no plan over the current sources ({why}): every select is \
+                     refused until `ledger profile set` a selection that plans over them"
+                )
             } else if st.generation_stale {
-                "  STALE: the sources changed since (source drift): every select is refused until `ledger profile set` a selection that plans over them"
+                "  STALE: the sources changed since (source drift): every select is refused until `ledger profile set` a selection that plans over them".to_owned()
             } else {
-                "  (a newer registry was recorded since: drift in routed sources only; selections route over it)"
+                "  (a newer registry was recorded since: drift in routed sources only; selections route over it)".to_owned()
             },
             match (st.recovery_required, &st.note) {
                 (false, _) => "",

@@ -292,6 +292,12 @@ pub struct ProfileStatus {
     /// source generations" are rejected). False when the drift touched only routed sources
     /// (selections route over the newest registry) or there is none.
     pub generation_stale: bool,
+    /// Where the drift left the configured selection no plan at all (a blocking budget it no
+    /// longer fits, an excluded id the registry no longer holds) — the generation itself may be
+    /// unchanged — why (outside review 251 F3: `status` said the sources changed the
+    /// generation). `generationStale` is true then too: every `select` is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_plan: Option<String>,
     pub generation_digest: Option<Digest>,
     pub generation_root: Option<String>,
     pub state_root: Option<String>,
@@ -498,6 +504,7 @@ fn status_of(
             registry_digest: None,
             registry_current: cp.registry_digest.is_some(),
             generation_stale: false,
+            no_plan: None,
             generation_digest: None,
             generation_root: None,
             state_root: None,
@@ -525,6 +532,7 @@ fn status_of(
         registry_digest: Some(c.registry_digest),
         registry_current: cp.registry_digest == Some(c.registry_digest),
         generation_stale: crate::runtime::selection::stale_generation(state).is_some(),
+        no_plan: crate::runtime::selection::no_plan(state),
         generation_digest: Some(c.generation_digest),
         generation_root: Some(
             generation::generation_dir(&generation_root, c.generation_digest).display().to_string(),

@@ -2158,6 +2158,16 @@ fn configured(state: &State) -> Result<(Cow<'_, Plan>, &Registry, u32, Digest), 
 /// The newest registry's digest when the configured generation is stale against it — what
 /// every selection then refuses ([`SelectionError::StaleSource`]); `None` when selections
 /// route (no drift, or drift in routed sources only) or nothing is configured.
+/// Why the configured selection cannot route though its generation may be unchanged: the
+/// drift left it no plan ([`SelectionError::NoPlan`]'s reason; outside review 251 F3: `status`
+/// called that "the sources changed since" the generation, which had not changed).
+pub fn no_plan(state: &State) -> Option<String> {
+    match configured(state) {
+        Err(SelectionError::NoPlan { why, .. }) => Some(why),
+        _ => None,
+    }
+}
+
 pub fn stale_generation(state: &State) -> Option<Digest> {
     match configured(state) {
         Err(SelectionError::StaleSource { current } | SelectionError::NoPlan { current, .. }) => {

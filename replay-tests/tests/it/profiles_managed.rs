@@ -1466,6 +1466,29 @@ fn a_setgid_state_root_is_refused_before_anything_is_written() {
     assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0, "nothing written");
 }
 
+/// Drift that leaves the saved selection no plan — an excluded skill gone from the tree —
+/// while the generation it installs is unchanged: `status` says the selection has no plan and
+/// why (`noPlan`), not that the sources changed the generation (outside review 251 F3).
+#[test]
+fn status_names_a_selection_left_without_a_plan() {
+    let s = Setup::scanned();
+    let root = root_of(&s);
+    let r1 = ok(set(&s, &root, &["lean", "--exclude", "skill:shell-tools"]));
+    assert!(r1.get("noPlan").is_none(), "{r1}");
+    std::fs::remove_dir_all(s.src.join("skills/shell-tools")).unwrap();
+    let (code, out, err) = s.scan();
+    assert_eq!(code, 0, "{out}{err}");
+    let st = ok(status(&s));
+    assert_eq!(st["generationStale"], true, "every select is refused: {st}");
+    assert_eq!(st["generationDigest"], r1["generationDigest"]);
+    assert!(st["noPlan"].as_str().is_some_and(|why| why.contains("skill:shell-tools")), "{st}");
+    let (_, text, _) = s.run(&["profile", "status"], &[]);
+    assert!(
+        text.contains("has no plan over the current sources") && !text.contains("the sources changed since"),
+        "{text}"
+    );
+}
+
 /// Source drift as `status` reports it (outside review 68): `generationStale` says whether
 /// the drift changes the configured generation (every `select` is then refused) or touched
 /// only routed sources (selections route over the newest registry); `set` with the same
