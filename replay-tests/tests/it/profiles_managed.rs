@@ -1035,23 +1035,7 @@ fn recover_neither_loops_nor_commits_over_damage() {
 #[test]
 fn an_altered_earlier_generation_refuses_set_as_status_does() {
     let (s, root, file) = full_then_lean();
-    let original = std::fs::read(&file).unwrap();
-    std::fs::write(&file, b"altered\n").unwrap();
-    let before = s.head();
-    for dry in [true, false] {
-        let mut args = vec!["full", "--exclude", "skill:deploy", "--expected-revision", "2"];
-        if dry {
-            args.push("--dry-run");
-        }
-        let (code, _, err) = set(&s, &root, &args);
-        assert_eq!(code, 1, "dry run {dry}: {err}");
-        assert!(err.contains("the generation of revision 1"), "{err}");
-    }
-    assert_eq!(s.head(), before, "nothing committed");
-    std::fs::write(&file, &original).unwrap();
-    let third = ok(set(&s, &root, &["full", "--exclude", "skill:deploy", "--expected-revision", "2"]));
-    assert_eq!(third["revision"], 3);
-    ok(status(&s));
+    refused_until_restored(&s, &root, &file);
 }
 
 /// A `set` into another state root than the configured one checks the earlier generations
@@ -1064,31 +1048,31 @@ fn an_altered_generation_in_another_root_refuses_set_there() {
     let first = root_of(&s);
     let lean = ok(set(&s, &first, &["lean"]));
     ok(set(&s, &s.tmp.path().join("other"), &["full", "--expected-revision", "1"]));
-    let file = Path::new(lean["generationRoot"].as_str().unwrap()).join(".codex/skills/deploy/SKILL.md");
-    let file = if file.exists() {
-        file
-    } else {
-        let dir = Path::new(lean["generationRoot"].as_str().unwrap()).join(".codex/skills");
-        let skill = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
-        skill.join("SKILL.md")
-    };
-    let original = std::fs::read(&file).unwrap();
-    std::fs::write(&file, b"altered\n").unwrap();
-    let head = s.head();
+    let skills = Path::new(lean["generationRoot"].as_str().unwrap()).join(".codex/skills");
+    let skill = std::fs::read_dir(&skills).unwrap().next().unwrap().unwrap().path();
+    refused_until_restored(&s, &first, &skill.join("SKILL.md"));
+}
+
+/// With `file` of revision 1's generation in `root` altered, `set` into `root` (and its dry
+/// run) is refused naming that revision, committing nothing; restored, it commits revision 3.
+fn refused_until_restored(s: &Setup, root: &Path, file: &Path) {
+    let original = std::fs::read(file).unwrap();
+    std::fs::write(file, b"altered\n").unwrap();
+    let before = s.head();
     for dry in [true, false] {
         let mut args = vec!["full", "--exclude", "skill:deploy", "--expected-revision", "2"];
         if dry {
             args.push("--dry-run");
         }
-        let (code, _, err) = set(&s, &first, &args);
+        let (code, _, err) = set(s, root, &args);
         assert_eq!(code, 1, "dry run {dry}: {err}");
         assert!(err.contains("the generation of revision 1"), "dry run {dry}: {err}");
     }
-    assert_eq!(s.head(), head, "nothing committed");
-    std::fs::write(&file, &original).unwrap();
-    let third = ok(set(&s, &first, &["full", "--exclude", "skill:deploy", "--expected-revision", "2"]));
+    assert_eq!(s.head(), before, "nothing committed");
+    std::fs::write(file, &original).unwrap();
+    let third = ok(set(s, root, &["full", "--exclude", "skill:deploy", "--expected-revision", "2"]));
     assert_eq!(third["revision"], 3);
-    ok(status(&s));
+    ok(status(s));
 }
 
 /// A receipt's file name is the revision as the ledger writes it: `01.json` is no receipt of
