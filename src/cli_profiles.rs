@@ -468,11 +468,18 @@ fn print_report(out: &mut dyn Write, st: &profiles::ProfileStatus, json: bool) -
         Some(e) => emit(
             out,
             format!(
-                "  estimate {} metadata tokens (estimated: name and description bytes / 4) against a {} budget of {}{}",
+                "  estimate {} metadata tokens (estimated: name and description bytes / 4) against a {} budget of {}{}{}",
                 e.tokens,
                 crate::runtime::wire(&e.budget_mode),
                 e.budget_tokens,
-                if e.over_budget { ": OVER BUDGET" } else { "" }
+                if e.over_budget { ": OVER BUDGET" } else { "" },
+                // The configured revision's plan, which drift does not rewrite (outside review
+                // 254 F2: beside a `noPlan` over a lowered budget it read as the current one).
+                if st.registry_current {
+                    ""
+                } else {
+                    " (the configured revision's plan, over the registry it was made over)"
+                }
             ),
         ),
         None => Ok(()),

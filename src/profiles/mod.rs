@@ -1339,6 +1339,12 @@ pub fn rollback(dir: &Path, root: &Path, expected: u32) -> Result<ProfileStatus,
     let mut after = ledger.state().clone();
     rp::apply_revision(&mut after, &event, ledger.store().head().seq + 1)
         .map_err(|v| ProfileError::Refused(v.to_string()))?;
+    if let Some(why) = crate::runtime::selection::no_plan(&after) {
+        return Err(ProfileError::Refused(format!(
+            "revision {to}'s saved selection has no plan over the sources recorded since ({why}), so every select \
+             would refuse it — run `ledger profile set` with the selection you want over the current sources instead"
+        )));
+    }
     if let Some(newest) = crate::runtime::selection::stale_generation(&after) {
         return Err(ProfileError::Refused(format!(
             "revision {to}'s generation was planned over registry {}, and the sources changed since: it is \

@@ -986,11 +986,24 @@ pub fn apply_revision(state: &mut State, e: &ProfileRevisionRecorded, seq: u64) 
             // A stale generation takes no new revision: `rollback` would then return to it
             // rather than to the revision before it (outside review 101: after drift, a
             // mode change left Lean out of rollback's reach). `select` refuses it too.
-            ensure!(
-                super::selection::stale_generation(state).is_none(),
-                Rule::ProfileRevision,
-                "the configured generation is stale against the sources recorded since: `set` the profile over the current sources (or `rollback`, where the previous revision is not stale as well) before changing its mode"
-            );
+            // (Where the drift left the saved selection no plan at all, that is said, with why:
+            // its generation may be unchanged — outside review 254 F2.)
+            if super::selection::stale_generation(state).is_some() {
+                let what = match super::selection::no_plan(state) {
+                    Some(why) => {
+                        format!("the saved selection has no plan over the sources recorded since ({why})")
+                    }
+                    None => {
+                        "the configured generation is stale against the sources recorded since".to_owned()
+                    }
+                };
+                return Err(violation(
+                    Rule::ProfileRevision,
+                    format!(
+                        "{what}: `set` the profile over the current sources (or `rollback`, where the previous revision is not stale as well) before changing its mode"
+                    ),
+                ));
+            }
             let expected = ProfileSelection { mode: e.selection.mode, ..c.selection.clone() };
             ensure!(
                 expected == e.selection

@@ -2570,11 +2570,19 @@ pub fn decide(
 /// The explicit ids of `e` that the configured profile installs already (its base): the
 /// skill's body then reaches the worker twice — natively and in the package — and counts
 /// against the load bound (outside review 234 F1: said nowhere, where a directive at it is
-/// `cited-installed`).
+/// `cited-installed`). Not a manual-only one: Full installs it behind its native flags, so
+/// the worker's agent does not load it of itself, and naming it is the way to load it
+/// (outside review 254 F1: the note said it was in the worker's context already, the
+/// routing note said to name it — a circle).
 pub fn installed_explicit(state: &State, e: &SelectionRecorded) -> Vec<String> {
-    let Ok((plan, ..)) = configured(state) else { return Vec::new() };
+    let Ok((plan, registry, ..)) = configured(state) else { return Vec::new() };
+    let sources = by_id(registry);
     let chosen = e.selected_ids.iter().filter(|id| e.explicit_ids.contains(id));
-    chosen.filter(|id| plan.selected_ids.contains(id)).cloned().collect()
+    chosen
+        .filter(|id| plan.selected_ids.contains(id))
+        .filter(|id| sources.get(id.as_str()).is_some_and(|s| !s.manual_only))
+        .cloned()
+        .collect()
 }
 
 pub fn previous_set_aside(state: &State, e: &SelectionRecorded) -> Option<String> {

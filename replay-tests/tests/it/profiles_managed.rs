@@ -1471,6 +1471,15 @@ fn status_names_a_selection_left_without_a_plan() {
         text.contains("has no plan over the current sources") && !text.contains("the sources changed since"),
         "{text}"
     );
+    assert!(text.contains("the configured revision's plan"), "whose estimate: {text}");
+    // A mode change is refused for the same reason, said so (outside review 254 F2: it
+    // blamed a generation that had not changed).
+    let (code, _, err) = s.run(&["profile", "mode"], &["suggest"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("has no plan over the sources recorded since") && err.contains("skill:shell-tools"),
+        "{err}"
+    );
 }
 
 /// Source drift as `status` reports it (outside review 68): `generationStale` says whether

@@ -145,6 +145,18 @@ fn an_explicit_id_the_profile_installs_is_named_in_a_note() {
     assert!(err.contains("this load adds"), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["loadedIds"], json!(["skill:python-patterns", "skill:testing"]), "still the user's word");
+    // Not a manual-only skill Full installs behind its native flags: the worker's agent does
+    // not load it of itself, and naming it is how it loads (outside review 254 F1: the note
+    // said it was in the worker's context already, the routing note said to name it).
+    let r = root(&s);
+    let (code, _, err) = s.run(&["profile", "set"], &["full", "--state-root", r.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    t["explicitIds"] = json!(["skill:deploy"]);
+    let (code, out, err) = select(&s, &t, &["--load"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["loadedIds"].as_array().unwrap().contains(&json!("skill:deploy")), "{v}");
+    assert!(!err.contains("installs already"), "{err}");
 }
 
 #[test]
