@@ -861,16 +861,16 @@ fn stream_entries(
 }
 
 fn read_checkpoint(path: &Path) -> Result<Checkpoint, Failure> {
-    let meta = std::fs::metadata(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path).map_err(|e| usage(format!("checkpoint {}: {e}", shown(path))))?;
     if meta.len() > store::MAX_CHECKPOINT_BYTES as u64 {
         return Err(usage(format!(
             "checkpoint {} is larger than {} bytes",
-            path.display(),
+            shown(path),
             store::MAX_CHECKPOINT_BYTES
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))?;
-    Checkpoint::parse(&bytes).map_err(|e| usage(format!("checkpoint {}: {e}", path.display())))
+    let bytes = std::fs::read(path).map_err(|e| usage(format!("checkpoint {}: {e}", shown(path))))?;
+    Checkpoint::parse(&bytes).map_err(|e| usage(format!("checkpoint {}: {e}", shown(path))))
 }
 
 /// What a verification found that the next open repairs (or a live writer's write in
@@ -888,7 +888,7 @@ fn recoverable(
         } else {
             "recoverable: a torn record (a write in flight at a crash; the next open moves it to cut/ if sled opens to vouch for it)"
         };
-        lines.push(format!("{what}: {} at offset {} of {}", t.size(), t.offset, t.segment.display()));
+        lines.push(format!("{what}: {} at offset {} of {}", t.size(), t.offset, shown(&t.segment)));
     }
     if sled_lag_frames > 0 {
         // (Where a checkpoint was verified, it vouched for the journal up to it: outside
@@ -972,14 +972,14 @@ fn verify(dir: &Path, checkpoint: Option<&Path>, json: bool, out: &mut dyn Write
 fn submit(dir: &Path, file: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     use std::io::BufRead;
     let source = match file {
-        Some(p) if p.as_os_str() != "-" => p.display().to_string(),
+        Some(p) if p.as_os_str() != "-" => shown(p),
         _ => "stdin".to_owned(),
     };
     let mut input: Box<dyn BufRead> = match file {
         None => Box::new(std::io::stdin().lock()),
         Some(p) if p.as_os_str() == "-" => Box::new(std::io::stdin().lock()),
         Some(p) => Box::new(std::io::BufReader::new(
-            std::fs::File::open(p).map_err(|e| usage(format!("{}: {e}", p.display())))?,
+            std::fs::File::open(p).map_err(|e| usage(format!("{}: {e}", shown(p))))?,
         )),
     };
     let (mut ledger, opened) = crate::ledger::Ledger::open(dir)?;

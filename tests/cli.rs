@@ -471,6 +471,27 @@ fn json_reports_survive_a_path_that_is_not_utf8() {
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v.is_object() && v["headSeq"] == 0, "{v}");
+    // Error lines name such a path with its bytes escaped too, so two names print apart
+    // (outside review 255 F5: `verify`, `init`'s refusal and `submit`'s file error printed
+    // U+FFFD for each byte).
+    let (code, _, err) = run(&[os("init"), dir.as_os_str()]);
+    assert_eq!(code, 2);
+    assert!(
+        String::from_utf8_lossy(&err).contains("bad\\xFF already exists"),
+        "{}",
+        String::from_utf8_lossy(&err)
+    );
+    let other = tmp.path().join(std::ffi::OsStr::from_bytes(b"other\xfe"));
+    let (code, _, err) = run(&[os("verify"), other.as_os_str()]);
+    assert_eq!(code, 2);
+    assert!(
+        String::from_utf8_lossy(&err).contains("other\\xFE is not a ledger directory"),
+        "{}",
+        String::from_utf8_lossy(&err)
+    );
+    let (code, _, err) = run(&[os("submit"), dir.as_os_str(), other.as_os_str()]);
+    assert_eq!(code, 2);
+    assert!(String::from_utf8_lossy(&err).contains("other\\xFE: "), "{}", String::from_utf8_lossy(&err));
 }
 
 /// A command group without its subcommand lists that group's commands, not the top

@@ -457,7 +457,7 @@ pub(crate) mod path_text {
 
 /// An I/O failure, with the path it happened on.
 #[derive(Debug, thiserror::Error)]
-#[error("{op} {path}: {source}")]
+#[error("{op} {}: {source}", path_text::shown(.path))]
 pub struct IoError {
     pub op: &'static str,
     pub path: PathBuf,
@@ -476,25 +476,24 @@ pub enum OpenError {
     /// journal was left half cut).
     #[error("{0}; nothing was changed: what the cut had moved was put back")]
     CutPutBack(IoError),
-    #[error("{0} is not a ledger directory (no journal/)")]
+    #[error("{} is not a ledger directory (no journal/)", path_text::shown(.0))]
     NotALedger(PathBuf),
-    #[error("{0} already exists and is not empty")]
+    #[error("{} already exists and is not empty", path_text::shown(.0))]
     AlreadyExists(PathBuf),
     /// What `init` was to do once the ledger was made (`init_then`: print its report)
     /// failed, and the new ledger was removed again (outside review 198 F1).
     #[error("{0}: the new ledger was removed again, nothing was made")]
     InitUndone(String),
-    #[error("the ledger is in use by another writer (lock held on {0})")]
+    #[error("the ledger is in use by another writer (lock held on {})", path_text::shown(.0))]
     Locked(PathBuf),
     /// Readers (verify, replay) hold the ledger's shared lock while they read: a writer or
     /// `recover` waits up to 30 s for them, then gives up with this (exit 2).
     #[error(
         "the ledger is being read (a reader — verify, replay, status, show, export, checkpoint or compile — holds \
-         a shared lock on {0} while it reads, and `show`/`export` while their output is consumed); run this again \
-         when they finish"
-    )]
+         a shared lock on {} while it reads, and `show`/`export` while their output is consumed); run this again \
+         when they finish", path_text::shown(.0))]
     BeingRead(PathBuf),
-    #[error("unexpected file in journal/: {0}")]
+    #[error("unexpected file in journal/: {}", path_text::shown(.0))]
     UnexpectedFile(PathBuf),
     /// Where sled opens a file by name — `db`, `conf`, a blob file, its newest snapshot —
     /// something else stands (a FIFO, a directory, a device, a dangling link): sled would
@@ -524,9 +523,9 @@ pub enum OpenError {
     /// The sled index failed: an index problem, not a broken history (exit 2).
     #[error("the sled index failed: {reason}; {hint}", reason = sled_reason(.0), hint = sled_hint(.0))]
     Sled(#[source] sled::Error),
-    #[error("the sled index {0} is missing; rebuild it from the journal with `ledger recover`")]
+    #[error("the sled index {} is missing; rebuild it from the journal with `ledger recover`", path_text::shown(.0))]
     SledMissing(PathBuf),
-    #[error("no free name to move {0} aside")]
+    #[error("no free name to move {} aside", path_text::shown(.0))]
     NoFreeName(PathBuf),
     #[error(
         "more than {max} bytes to restore from sled in one run; restore in steps with `--truncate-after`"
@@ -587,10 +586,9 @@ pub enum OpenError {
     /// or running now beside this reader. The journal may be incomplete until `recover`
     /// puts the originals back (exit 1).
     #[error(
-        "{0} is present: a `ledger recover` was interrupted while it replaced journal segments (or is running \
+        "{} is present: a `ledger recover` was interrupted while it replaced journal segments (or is running \
          now), so the journal may be incomplete; the original segments are in journal/ or under cut/ — run \
-         `ledger recover`, which puts them back first"
-    )]
+         `ledger recover`, which puts them back first", path_text::shown(.0))]
     RecoveryInterrupted(PathBuf),
     /// The journal's segments were replaced while a reader beside a lock holder read them
     /// (a `recover` swapped them): what it read may be neither history (exit 1).
@@ -627,10 +625,9 @@ pub enum OpenError {
     /// interrupted, or running now beside this reader. sled may still hold the records cut
     /// from the journal until `recover` puts them back (exit 1).
     #[error(
-        "{0} is present: a `ledger recover --truncate-after` was interrupted while it cut the journal (or is running \
+        "{} is present: a `ledger recover --truncate-after` was interrupted while it cut the journal (or is running \
          now), so sled may still hold records the journal no longer does; the cut bytes are under cut/ — run \
-         `ledger recover`, which puts them back first (then give `--truncate-after` again to cut)"
-    )]
+         `ledger recover`, which puts them back first (then give `--truncate-after` again to cut)", path_text::shown(.0))]
     CutInterrupted(PathBuf),
     /// `head.mark` names a head the journal does not hold, and no other copy holds it: the
     /// journal lost acknowledged records, so neither a writer nor a plain `recover` goes on
