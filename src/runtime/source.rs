@@ -225,19 +225,47 @@ fn statement_key(statement: &str) -> String {
     let trimmed = collapsed.strip_suffix(['.', '．', '｡', '。', '﹒']).unwrap_or(&collapsed).trim_end();
     let mut key = String::with_capacity(trimmed.len());
     for c in trimmed.chars() {
-        if c.is_ascii() || !c.is_alphabetic() {
+        if c.is_ascii() {
             key.push(c);
             continue;
         }
-        let form: String = std::iter::once(c).nfkc().collect();
-        if !form.is_empty() && form.bytes().all(|b| b.is_ascii_alphabetic()) {
-            key.push_str(&form);
-        } else {
-            let mut one = [0u8; 4];
-            key.extend(unicode_security::skeleton(c.encode_utf8(&mut one)));
+        let mut one = [0u8; 4];
+        let c_text: &str = c.encode_utf8(&mut one);
+        if c.is_alphabetic() {
+            let form: String = c_text.nfkc().collect();
+            if !form.is_empty() && form.bytes().all(|b| b.is_ascii_alphabetic()) {
+                key.push_str(&form);
+            } else {
+                key.extend(unicode_security::skeleton(c_text));
+            }
+            continue;
         }
+        key.push_str(&ascii_mark(c, c_text).unwrap_or_else(|| c_text.to_owned()));
     }
     key
+}
+
+/// The ASCII a non-letter outside ASCII is read as where a statement is compared: a
+/// full-width or mathematical digit or mark is the character it is a form of (NFKC, in those
+/// blocks only: a superscript or a fraction stays meaning — `2³` is not `23`, outside review
+/// 71), and a typographic apostrophe, quote, hyphen, dash, minus or slash the ASCII mark its
+/// confusable skeleton is (`’` `'`, `‐` `−` `–` `-`, `⁄` `/`, `“` `"`) — outside review 253
+/// F1: "Shouldn’t we …?" and "Shouldn't we …?", `3０` and `30`, took two answers.
+fn ascii_mark(c: char, c_text: &str) -> Option<String> {
+    use unicode_normalization::UnicodeNormalization;
+    if matches!(u32::from(c), 0xFF01..=0xFF5E | 0x1D400..=0x1D7FF) {
+        let form: String = c_text.nfkc().collect();
+        if !form.is_empty() && form.is_ascii() {
+            return Some(form);
+        }
+    }
+    let seen: String = unicode_security::skeleton(c_text).collect();
+    match seen.as_bytes() {
+        [b] if b.is_ascii_punctuation() => Some(char::from(*b).to_string()),
+        // (The skeleton of `"` itself, and of the curly double quotes.)
+        b"''" => Some("\"".to_owned()),
+        _ => None,
+    }
 }
 
 /// The fact, which must be at exactly `revision`.

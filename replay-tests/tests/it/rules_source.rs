@@ -112,6 +112,20 @@ fn a_statement_is_one_fact_of_a_goal() {
         assert_ne!(look_alike, stated);
         w.refused(propose(0x5e, GOAL, &look_alike), Rule::FactStatus);
     }
+    // Nor a typographic apostrophe, hyphen or minus, or a full-width or mathematical digit
+    // or mark (outside review 253 F1: each stood as a second fact).
+    w.ok(propose(0x5d, GOAL, "parse() can't take -1 or 30% of x_max"));
+    for look_alike in [
+        "parse() can\u{2019}t take -1 or 30% of x_max",
+        "parse() can't take \u{2212}1 or 30% of x_max",
+        "parse() can't take \u{2010}1 or 30% of x_max",
+        "parse() can't take -1 or 3\u{FF10}% of x_max",
+        "parse() can't take -1 or \u{1D7D1}0\u{FF05} of x\u{FF3F}max",
+        "parse\u{FF08}\u{FF09} can't take -1 or 30% of x_max",
+    ] {
+        assert_ne!(look_alike, stated);
+        w.refused(propose(0x5e, GOAL, &look_alike), Rule::FactStatus);
+    }
     w.ok(propose(0x5c, GOAL, "the cache is caf\u{e9}-safe"));
     w.refused(propose(0x5e, GOAL, "the cache is cafe\u{301}-safe"), Rule::FactStatus);
     // What differs in meaning stays apart (outside review 71): case in an identifier, a
@@ -492,6 +506,16 @@ fn a_goal_has_one_decision_per_question() {
         } else {
             w.refused(decision(id + 1, GOAL, second, "human:alice"), Rule::DecisionConflict);
         }
+    }
+    // A typographic apostrophe, a minus sign, full-width marks read as the ASCII they look
+    // like (outside review 253 F1: each took a second, opposite answer).
+    w.ok(decision(0x200, GOAL, "Shouldn't parse() keep x-y?", "human:alice"));
+    for (id, look_alike) in [
+        (0x201, "Shouldn\u{2019}t parse() keep x-y?"),
+        (0x202, "Shouldn't parse() keep x\u{2212}y?"),
+        (0x203, "Shouldn't parse\u{FF08}\u{FF09} keep x\u{2010}y?"),
+    ] {
+        w.refused(decision(id, GOAL, look_alike, "human:bob"), Rule::DecisionConflict);
     }
     w.ok(Command::CreateGoal(CreateGoal { goal_id: lid(0x5F), content: goal_content() }));
     w.ok(decision(0x60, 0x5F, question, "human:alice"));
