@@ -61,6 +61,36 @@ pub fn reading(t: &str) -> String {
     seen.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The ASCII a full-width, mathematical, circled or squared form of an ASCII letter, digit
+/// or mark is (its NFKC form, in those blocks only) — not a superscript, subscript, fraction,
+/// ligature or other compatibility form, which stays as written (`2³` is not `23`, `Aᵀ` not
+/// `AT`: outside reviews 71, 256 F1/F2).
+pub(super) fn width_form(c: char) -> Option<String> {
+    use unicode_normalization::UnicodeNormalization;
+    if !matches!(u32::from(c), 0xFF01..=0xFF5E | 0x1D400..=0x1D7FF | 0x24B6..=0x24E9 | 0x1F130..=0x1F189) {
+        return None;
+    }
+    let form: String = std::iter::once(c).nfkc().collect();
+    (!form.is_empty() && form.is_ascii()).then_some(form)
+}
+
+/// A goal text as [`judging_key`] reads it: as [`reading`], but NFC and [`width_form`]
+/// instead of NFKC — a superscript or a fraction is what the requirement says (outside review
+/// 256 F2: `2³ MB` revised to `23 MB` read as one goal, and bytes rejected under the first
+/// could not be judged under the second).
+fn judged_text(t: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut compatible = String::with_capacity(t.len());
+    for c in t.nfc() {
+        match width_form(c) {
+            Some(form) => compatible.push_str(&form),
+            None => compatible.push(c),
+        }
+    }
+    let seen: String = unicode_security::skeleton(&compatible).filter(|c| !super::invisible(*c)).collect();
+    seen.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// What a judgment of bytes is made against (`candidate::judged_failing`): the goal's
 /// content as a reader sees it — each text as its UTS #39 confusable skeleton after NFKC
 /// (so an NFD accent, a ligature or a letter from another script that looks the same
@@ -70,7 +100,7 @@ pub fn reading(t: &str) -> String {
 /// accent, a trailing or no-break space, the order of its criteria, a Cyrillic `а` or a
 /// `ﬁ` ligature re-opened rejected bytes). Case and every other visible change count.
 pub fn judging_key(c: &GoalContent) -> ledger_schema::Digest {
-    let text = reading;
+    let text = judged_text;
     let set = |v: &[String]| {
         let mut v: Vec<String> = v.iter().map(|t| text(t)).collect();
         v.sort();
@@ -158,5 +188,20 @@ mod tests {
         ] {
             assert_ne!(judging_key(&other), base, "{other:?}");
         }
+        // A full-width letter reads as its letter; a superscript or a fraction is what the
+        // requirement says (outside review 256 F2: `2³` and `23` were one goal).
+        let mb = judging_key(&content("Accept uploads up to 23 MB", &["a"]));
+        assert_eq!(judging_key(&content("Accept uploads up to \u{FF12}\u{FF13} MB", &["a"])), mb);
+        for other in [
+            "Accept uploads up to 2\u{B3} MB",
+            "Accept uploads up to 2\u{2083} MB",
+            "Accept uploads up to \u{BD}3 MB",
+        ] {
+            assert_ne!(judging_key(&content(other, &["a"])), mb, "{other}");
+        }
+        assert_ne!(
+            judging_key(&content("Return A\u{1D40}", &["a"])),
+            judging_key(&content("Return AT", &["a"]))
+        );
     }
 }

@@ -232,11 +232,9 @@ fn statement_key(statement: &str) -> String {
         let mut one = [0u8; 4];
         let c_text: &str = c.encode_utf8(&mut one);
         if c.is_alphabetic() {
-            let form: String = c_text.nfkc().collect();
-            if !form.is_empty() && form.bytes().all(|b| b.is_ascii_alphabetic()) {
-                key.push_str(&form);
-            } else {
-                key.extend(unicode_security::skeleton(c_text));
+            match super::goal::width_form(c).filter(|form| form.bytes().all(|b| b.is_ascii_alphabetic())) {
+                Some(form) => key.push_str(&form),
+                None => key.extend(unicode_security::skeleton(c_text)),
             }
             continue;
         }
@@ -248,22 +246,27 @@ fn statement_key(statement: &str) -> String {
 /// The ASCII a non-letter outside ASCII is read as where a statement is compared: a
 /// full-width or mathematical digit or mark is the character it is a form of (NFKC, in those
 /// blocks only: a superscript or a fraction stays meaning — `2³` is not `23`, outside review
-/// 71), and a typographic apostrophe, quote, hyphen, dash, minus or slash the ASCII mark its
-/// confusable skeleton is (`’` `'`, `‐` `−` `–` `-`, `⁄` `/`, `“` `"`) — outside review 253
-/// F1: "Shouldn’t we …?" and "Shouldn't we …?", `3０` and `30`, took two answers.
+/// 71), a typographic apostrophe, quote, hyphen, dash, minus, slash or ellipsis the ASCII
+/// marks its confusable skeleton is (`’` `'`, `‐` `−` `–` `-`, `⁄` `/`, `“` `"`, `…` `...`),
+/// an em dash `--` and German and French quotes `"` (what word processors type for them) —
+/// outside reviews 253 F1, 256 F3: "Shouldn’t we …?" and "Shouldn't we …?", `3０` and `30`,
+/// `parser—then` and `parser--then` took two answers.
 fn ascii_mark(c: char, c_text: &str) -> Option<String> {
-    use unicode_normalization::UnicodeNormalization;
-    if matches!(u32::from(c), 0xFF01..=0xFF5E | 0x1D400..=0x1D7FF) {
-        let form: String = c_text.nfkc().collect();
-        if !form.is_empty() && form.is_ascii() {
-            return Some(form);
-        }
+    if let Some(form) = super::goal::width_form(c) {
+        return Some(form);
+    }
+    match c {
+        // What a word processor types for `--` and `"` (outside review 256 F3).
+        '\u{2014}' => return Some("--".to_owned()),
+        '\u{201E}' | '\u{AB}' | '\u{BB}' => return Some("\"".to_owned()),
+        _ => {}
     }
     let seen: String = unicode_security::skeleton(c_text).collect();
     match seen.as_bytes() {
-        [b] if b.is_ascii_punctuation() => Some(char::from(*b).to_string()),
         // (The skeleton of `"` itself, and of the curly double quotes.)
         b"''" => Some("\"".to_owned()),
+        // One mark or a run of them (`…` is `...`).
+        marks if !marks.is_empty() && marks.iter().all(u8::is_ascii_punctuation) => Some(seen),
         _ => None,
     }
 }

@@ -125,6 +125,16 @@ fn a_statement_is_one_fact_of_a_goal() {
     ] {
         w.refused(propose(0x5e, GOAL, look_alike), Rule::FactStatus);
     }
+    // Nor what a word processor types for `--`, `...` and quotes (outside review 256 F3).
+    w.ok(propose(0x300, GOAL, "the parser--then \"strict\" mode reads 1...3"));
+    for look_alike in [
+        "the parser\u{2014}then \"strict\" mode reads 1...3",
+        "the parser--then \"strict\" mode reads 1\u{2026}3",
+        "the parser--then \u{201E}strict\u{201C} mode reads 1...3",
+        "the parser--then \u{AB}strict\u{BB} mode reads 1...3",
+    ] {
+        w.refused(propose(0x301, GOAL, look_alike), Rule::FactStatus);
+    }
     w.ok(propose(0x5c, GOAL, "the cache is caf\u{e9}-safe"));
     w.refused(propose(0x5e, GOAL, "the cache is cafe\u{301}-safe"), Rule::FactStatus);
     // What differs in meaning stays apart (outside review 71): case in an identifier, a
@@ -132,6 +142,10 @@ fn a_statement_is_one_fact_of_a_goal() {
     for (i, (a, b)) in (0u128..).zip([
         ("`Config` is the entry type", "`config` is the entry type"),
         ("the limit is 2\u{b3}", "the limit is 23"),
+        // Superscript and subscript letters too (outside review 256 F1: refused as one).
+        ("allocate 2\u{207F} slots", "allocate 2n slots"),
+        ("return A\u{1D40}", "return AT"),
+        ("read x\u{1D62}", "read xi"),
         ("the modern path is slow", "the modem path is slow"),
         ("level 1 is cached", "level l is cached"),
         ("x == y", "x == y?"),
