@@ -492,6 +492,10 @@ fn json_reports_survive_a_path_that_is_not_utf8() {
     let (code, _, err) = run(&[os("submit"), dir.as_os_str(), other.as_os_str()]);
     assert_eq!(code, 2);
     assert!(String::from_utf8_lossy(&err).contains("other\\xFE: "), "{}", String::from_utf8_lossy(&err));
+    // And `select`'s task input (outside review 258 F5).
+    let (code, _, err) = run(&[os("select"), dir.as_os_str(), os("--task-input"), other.as_os_str()]);
+    assert_eq!(code, 2);
+    assert!(String::from_utf8_lossy(&err).contains("other\\xFE: "), "{}", String::from_utf8_lossy(&err));
 }
 
 /// A command group without its subcommand lists that group's commands, not the top
@@ -553,7 +557,7 @@ fn usage_errors_say_where_and_what() {
     let (code, _, err) = ledger(&["recover", d, "--truncate-after", "abc"]);
     assert_eq!(code, 2);
     one_line_error(&err);
-    assert!(err.contains("`ledger recover --help`"), "{err}");
+    assert!(err.contains("`ledger recover DIR --help`"), "{err}");
     let (_, _, err) = ledger(&["profile", "mode", d, "bogus"]);
     assert!(err.contains("`ledger profile mode --help`"), "{err}");
     for n in ["-1", "+0", " 0"] {

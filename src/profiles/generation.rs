@@ -60,7 +60,7 @@ pub enum GenerationError {
     #[error("state root {path} is busy: locked by {holder}")]
     Busy { path: String, holder: String },
     #[error(
-        "state root {0} holds an interrupted transaction of this ledger: run `ledger profile recover --state-root {0}` first"
+        "state root {0} holds an interrupted transaction of this ledger: run `ledger profile recover DIR --state-root {0}` first"
     )]
     RecoveryRequired(String),
     /// A stage directory with no transaction that names it (outside review 52: the refusal
@@ -1217,7 +1217,7 @@ pub fn check_receipts(
             if forked {
                 not_ours(
                     "a revision of this ledger's id that this ledger does not hold: the ledger gave that revision up \
-                     (`ledger recover --truncate-after`, a torn tail cut) or a transaction of its own that never \
+                     (`ledger recover DIR --truncate-after`, a torn tail cut) or a transaction of its own that never \
                      committed left it (its `txn.json` moved out) — move the receipt out of the state root; or \
                      another copy of the ledger directory (copied or restored) manages this state root now — give \
                      this ledger a state root of its own (`ledger profile set DIR … --state-root NEW`), or keep using \

@@ -759,7 +759,7 @@ impl Pending {
     fn note(&self, dir: &Path) -> String {
         match self {
             Pending::Interrupted(p) => format!(
-                "a transaction of this ledger was interrupted in state root {}: run `ledger profile recover --state-root {}`",
+                "a transaction of this ledger was interrupted in state root {}: run `ledger profile recover DIR --state-root {}`",
                 shown_path(p),
                 shown_path(p)
             ),
@@ -771,7 +771,7 @@ impl Pending {
         format!(
             "state root {} — where the ledger's note ({}) says a transaction of this ledger was in flight — is missing, \
              not a directory, or holds no ownership marker (moved, unmounted?): \
-             restore it and run `ledger profile recover --state-root {}`, or remove the note to go on without it \
+             restore it and run `ledger profile recover DIR --state-root {}`, or remove the note to go on without it \
              (the transaction stays in that root, where `recover` would still finish it)",
             shown_path(p),
             shown_path(&dir.join(generation::PENDING_FILE)),

@@ -343,7 +343,7 @@ pub fn read_bounded(path: &Path, max: usize, what: &str) -> Result<Vec<u8>, Sele
     } else {
         std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut buf))
     };
-    read.map_err(|e| SelectError::Io(format!("read {what} {}: {e}", path.display())))?;
+    read.map_err(|e| SelectError::Io(format!("read {what} {}: {e}", super::scan::disp(path))))?;
     if buf.len() > max {
         return Err(SelectError::Input(format!("{what}: over {max} bytes")));
     }

@@ -230,7 +230,7 @@ pub enum Corruption {
     LinkBroken { next: u64, expected: Digest, found: Digest },
     #[error(
         "the copies hold different intact records for this frame and no later entry decides between them: \
-         neither is chosen (decide with `ledger recover --checkpoint FILE` or `--prefer journal|sled`)"
+         neither is chosen (decide with `ledger recover DIR --checkpoint FILE` or `--prefer journal|sled`)"
     )]
     CopiesDisagree,
     /// As `CopiesDisagree`, but sled holds records after its version (outside review 148
@@ -248,7 +248,7 @@ pub enum Corruption {
     #[error(
         "the copies hold different intact records for this frame; sled's later records link to sled's version, \
          but head.mark — the head the last writer left — names the journal's version of seq {mark_seq}: neither \
-         is chosen (`ledger recover --prefer journal` keeps the journal's and gives up sled's later records, \
+         is chosen (`ledger recover DIR --prefer journal` keeps the journal's and gives up sled's later records, \
          kept in the old sled moved aside; `--prefer sled` keeps sled's)"
     )]
     CopiesDisagreeMarkNamesJournal { mark_seq: u64 },
@@ -256,7 +256,7 @@ pub enum Corruption {
     #[error(
         "the copies hold different intact records for this frame and no later entry decides between them; \
          head.mark — the head the last writer left — names the {copy} copy's version of seq {mark_seq}: neither is \
-         chosen (decide with `ledger recover --prefer journal|sled` or `--checkpoint FILE`)"
+         chosen (decide with `ledger recover DIR --prefer journal|sled` or `--checkpoint FILE`)"
     )]
     CopiesDisagreeMarked { mark_seq: u64, copy: Replica },
     #[error(
@@ -570,7 +570,7 @@ pub enum OpenError {
         "the journal ends in a partial record of {bytes} bytes at offset {offset} of {} (seq {next} would be \
          next), and {sled}, so whether it was acknowledged cannot be checked; the journal was not changed \
          (sled's own open may rewrite the damaged end of its log). If it was never acknowledged (a crash \
-         during a commit), cut it with `ledger recover --truncate-after {last}` (the bytes are moved aside); \
+         during a commit), cut it with `ledger recover DIR --truncate-after {last}` (the bytes are moved aside); \
          else restore sled's files from a copy taken before any command opened them",
         segment.display(),
         last = next.saturating_sub(1)
@@ -625,7 +625,7 @@ pub enum OpenError {
     /// interrupted, or running now beside this reader. sled may still hold the records cut
     /// from the journal until `recover` puts them back (exit 1).
     #[error(
-        "{} is present: a `ledger recover --truncate-after` was interrupted while it cut the journal (or is running \
+        "{} is present: a `ledger recover DIR --truncate-after` was interrupted while it cut the journal (or is running \
          now), so sled may still hold records the journal no longer does; the cut bytes are under cut/ — run \
          `ledger recover`, which puts them back first (then give `--truncate-after` again to cut)", path_text::shown(.0))]
     CutInterrupted(PathBuf),
@@ -639,10 +639,10 @@ pub enum OpenError {
         "the ledger's head.mark names seq {mark_seq} ({mark_hash}) as a head it reached, and the journal does not \
          hold it (its head is seq {journal_seq}{}): {}, and {sled}; nothing was \
          changed. Copy the ledger directory aside first, then restore the journal (or sled) from a backup if there \
-         is one; `ledger recover --truncate-after {journal_seq}` accepts the loss (what it cuts or replaces is moved aside, kept)",
+         is one; `ledger recover DIR --truncate-after {journal_seq}` accepts the loss (what it cuts or replaces is moved aside, kept)",
         if mark_seq <= journal_seq { format!(", another entry at seq {mark_seq}") } else { String::new() },
         if mark_seq <= journal_seq {
-            "the journal's entry there was replaced — altered, or chosen by a `ledger recover --prefer` or \
+            "the journal's entry there was replaced — altered, or chosen by a `ledger recover DIR --prefer` or \
              `--checkpoint` killed before it rewrote the mark (run that same `recover` again: it completes)"
         } else {
             "the journal lost acknowledged records"

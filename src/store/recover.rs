@@ -26,7 +26,7 @@ pub const CUT_DIR: &str = "cut";
 /// The most sled records recovery restores into the journal in one run (bounds memory).
 const MAX_RESTORE_BYTES: usize = 256 << 20;
 
-/// What the operator decided (see `ledger recover --help`).
+/// What the operator decided (see `ledger recover DIR --help`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoverOptions {
     /// Cut the journal after this seq (a frame boundary), moving the rest aside.
@@ -1034,7 +1034,7 @@ fn recover_cut(
                         "sled — their only other copy — does not hold them either (it lags); a sled was moved aside \
                      (sled.broken-N) — by a writer's rebuild or a recover: only if it was an interrupted `recover \
                      --prefer journal` or `--checkpoint` (which gives up sled's history, kept there — check that it \
-                     holds seq {}) does `ledger recover --truncate-after {}` complete it rather than accept a loss",
+                     holds seq {}) does `ledger recover DIR --truncate-after {}` complete it rather than accept a loss",
                         mark_seq, whole.head.seq
                     )
                 }
@@ -1234,7 +1234,7 @@ fn recover_cut(
         // say so.)
         let earlier = if !root.join(SLED_DIR).exists() && root.join("sled.broken-1").exists() {
             "; if an earlier `ledger recover` moved sled aside (sled.broken-N) after writing the journal from it, \
-             `ledger recover --prefer journal` completes that (the journal holds the version it chose; a plain \
+             `ledger recover DIR --prefer journal` completes that (the journal holds the version it chose; a plain \
              `recover` may refuse while head.mark still names the other: outside review 239 F1)"
         } else {
             ""
@@ -1269,7 +1269,7 @@ fn recover_cut(
                     reason: Box::new(Corruption::HistoriesPart { newest: found.scan.head.seq }),
                     why: format!(
                         "a cut at or after seq {parted} keeps the journal's version of its newest record, which \
-                         sled holds otherwise — the choice `ledger recover --prefer journal` makes (sled's records \
+                         sled holds otherwise — the choice `ledger recover DIR --prefer journal` makes (sled's records \
                          after its own version given up, kept in the old sled moved aside); `--prefer sled` keeps \
                          sled's; nothing was changed"
                     ),
@@ -1544,7 +1544,7 @@ pub(super) fn rebuild_index(root: &Path) -> Result<(Option<PathBuf>, Scan), Open
 /// acknowledged (one wording for every refusal that names it).
 fn cut_hint(last: u64) -> String {
     format!(
-        "If the records after seq {last} were never acknowledged, cut them with `ledger recover --truncate-after \
+        "If the records after seq {last} were never acknowledged, cut them with `ledger recover DIR --truncate-after \
          {last}` (the cut bytes are moved aside)"
     )
 }
@@ -1560,7 +1560,7 @@ fn damage_hint(last: u64, reason: &Corruption) -> String {
         return format!(
             "The journal holds an intact record of seq {found} where seq {expected} should stand: records are \
              missing or out of order, not torn — they were written, and may have been acknowledged; restore the \
-             journal from a backup if there is one; `ledger recover --truncate-after {last}` keeps only the \
+             journal from a backup if there is one; `ledger recover DIR --truncate-after {last}` keeps only the \
              records before it (the cut bytes, those intact records included, are moved aside)"
         );
     }
@@ -1569,7 +1569,7 @@ fn damage_hint(last: u64, reason: &Corruption) -> String {
     match written_after(reason).filter(|from| *from > last) {
         Some(from) => format!(
             "Records after the damage are intact (from seq {from}), so the damaged record was committed before \
-             them: restore it from a backup of the journal if there is one; `ledger recover --truncate-after \
+             them: restore it from a backup of the journal if there is one; `ledger recover DIR --truncate-after \
              {last}` keeps only the records before it (the cut bytes, the intact records after it included, are \
              moved aside)"
         ),
@@ -1659,7 +1659,7 @@ fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: 
         why: format!(
             "sled holds {held}, written only after the journal had made {it} durable: {lost}, and any record it held past seq {last} (acknowledged while sled lagged) is lost with \
              them, with no copy to restore it or to tell; nothing was changed. To keep what sled holds, restore \
-             through seq {last} with `ledger recover --truncate-after {last}` (or give your newest checkpoint, \
+             through seq {last} with `ledger recover DIR --truncate-after {last}` (or give your newest checkpoint, \
              `--checkpoint FILE`: one at seq {last} or later is checked on the restored journal){cut_note}"
         ),
     }
@@ -1746,7 +1746,7 @@ fn broken_continuation(seq: u64, reason: Corruption, why: &str) -> OpenError {
             Some(_) => format!("{why}; nothing was changed. {}", damage_hint(last, &reason)),
             None => format!(
                 "{why}; nothing was changed. If the journal's records from seq {seq} on were never acknowledged, cut \
-                 them with `ledger recover --truncate-after {last}` (the cut bytes are moved aside)"
+                 them with `ledger recover DIR --truncate-after {last}` (the cut bytes are moved aside)"
             ),
         },
         reason: Box::new(reason),
@@ -2558,7 +2558,7 @@ fn rewrite_from(
             }),
             why: format!(
                 "{what}, past the last one the journal can hold (seq {last}): acknowledged, and not restorable; \
-                 nothing was changed. To give it up, cut with `ledger recover --truncate-after {last}` (the old \
+                 nothing was changed. To give it up, cut with `ledger recover DIR --truncate-after {last}` (the old \
                  sled is moved aside)"
             ),
         }

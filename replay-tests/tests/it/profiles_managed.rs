@@ -613,7 +613,10 @@ fn a_set_interrupted_in_another_root_is_seen_from_the_ledger() {
         ] {
             let (code, out, err) = s.run(words, &rest);
             assert_eq!(code, 1, "{boundary} {words:?}: {out}{err}");
-            assert!(err.contains(&format!("recover --state-root {b_text}")), "{boundary} {words:?}: {err}");
+            assert!(
+                err.contains(&format!("recover DIR --state-root {b_text}")),
+                "{boundary} {words:?}: {err}"
+            );
         }
         assert_eq!(s.head(), head, "{boundary}: nothing recorded");
         let r = ok(s.run(&["profile", "recover"], &["--state-root", b_text, "--json"]));
@@ -644,7 +647,10 @@ fn a_note_naming_a_missing_or_foreign_root() {
     let r = ok(s.run(&["profile", "recover"], &["--state-root", a_text, "--json"]));
     assert_eq!(r["outcome"], "nothing-to-recover");
     assert_eq!(r["recoveryRequired"], true, "{r}");
-    assert!(r["note"].as_str().is_some_and(|n| n.contains(&format!("recover --state-root {b_text}"))), "{r}");
+    assert!(
+        r["note"].as_str().is_some_and(|n| n.contains(&format!("recover DIR --state-root {b_text}"))),
+        "{r}"
+    );
     let (_, text, _) = s.run(&["profile", "status"], &[]);
     assert!(text.contains("RECOVERY REQUIRED: see the note") && text.contains(b_text), "{text}");
     // An unrelated root's `recover` names it too (outside review 105).

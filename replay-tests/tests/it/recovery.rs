@@ -1184,7 +1184,7 @@ fn prefer_sled_after_sled_was_moved_aside_names_the_way_on() {
     std::fs::rename(dir.join("sled"), dir.join("sled.broken-1")).unwrap();
     let (code, _, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "sled"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("`ledger recover --prefer journal` completes that"), "{err}");
+    assert!(err.contains("`ledger recover DIR --prefer journal` completes that"), "{err}");
     let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--prefer", "journal"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(verify_json(&dir, None).0, 0);
@@ -1333,7 +1333,7 @@ fn a_lost_journal_tail_is_restored_from_sled() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         err.contains("lost acknowledged bytes at its end")
-            && err.contains(&format!("`ledger recover --truncate-after {head}`"))
+            && err.contains(&format!("`ledger recover DIR --truncate-after {head}`"))
             && err.contains("nothing was changed"),
         "{err}"
     );
