@@ -388,13 +388,37 @@ struct Survey {
 
 /// The newest seq either copy holds, as far as the survey read the journal: its verified
 /// head or its newest record's first seq, and sled's last frame's last seq.
-fn newest_held(found: &Survey, sled: Option<&sled::Tree>) -> Result<u64, OpenError> {
-    let journal = found.newest.as_ref().map_or(0, |n| n.2).max(found.scan.head.seq);
+fn newest_held(found: &Survey, sled: Option<&sled::Tree>, journal: &Path) -> Result<u64, OpenError> {
+    let mut held = found.newest.as_ref().map_or(0, |n| n.2).max(found.scan.head.seq);
+    // Past damage, the intact records after it are held too: a cut there gives them up
+    // (outside review 257 F1: only sled's and the mark's seqs were counted, and a cut past
+    // damage gave up acknowledged records the journal still held intact, naming none).
+    if found.scan.damage.is_some() {
+        held = held.max(newest_intact_seq(journal)?);
+    }
     let sled = match sled {
         Some(tree) => sled_newest(tree)?.unwrap_or(0),
         None => 0,
     };
-    Ok(journal.max(sled))
+    Ok(held.max(sled))
+}
+
+/// The newest seq any intact record of the journal holds, damage between or not (every
+/// segment walked; nothing kept but the number).
+fn newest_intact_seq(journal: &Path) -> Result<u64, OpenError> {
+    let segments = list_segments(journal)?;
+    let count = segments.len();
+    let (mut newest, mut next_seq) = (0u64, 0u64);
+    for (i, (_, path)) in segments.into_iter().enumerate() {
+        let bytes = read_segment(&path)?;
+        walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
+            if let Piece::Record { header, .. } = piece {
+                newest = newest.max(header.last_seq());
+            }
+            Ok(())
+        })?;
+    }
+    Ok(newest)
 }
 
 fn survey(
@@ -1295,7 +1319,7 @@ fn recover_cut(
                     through.or(before).map_or("none".to_owned(), |h| h.seq.to_string()),
                 )));
             }
-            let last = newest_held(&found, usable)?;
+            let last = newest_held(&found, usable, &journal)?;
             report.truncated_seqs = (last > after).then_some((after.saturating_add(1), last));
             restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
         } else {
@@ -1330,7 +1354,7 @@ fn recover_cut(
                 .map(|(_, p)| p)
                 .filter(|p| p.file_name() > segment.file_name())
                 .collect();
-            let last = newest_held(&found, usable)?;
+            let last = newest_held(&found, usable, &journal)?;
             report.truncated_seqs = (last > after).then_some((after.saturating_add(1), last));
             // Nothing after the cut at all, nothing moved (outside review 149 F5: an empty
             // file was made and reported as cut), nor where only unwritten, zero-filled space

@@ -1364,6 +1364,30 @@ fn a_lost_journal_tail_is_restored_from_sled() {
     assert_eq!(all_entries(&dir), before);
 }
 
+/// A cut past damage names every seq it gives up, the intact records after the damage
+/// included, where neither sled nor the head mark holds them — what a writer killed after
+/// its receipts leaves (sled lagging, the mark behind) (outside review 257 F1, P1: the cut
+/// reported no `truncatedSeqs`, and acknowledged records were given up unnamed).
+#[test]
+fn a_cut_past_damage_names_the_intact_records_it_gives_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let (frames, _) = lagging_and_damaged(&dir, 7, &[7]);
+    std::fs::remove_file(dir.join("head.mark")).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--truncate-after 6"), "{err}");
+    let text = tmp.path().join("text");
+    copy_dir(&dir, &text);
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", "6", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["truncatedSeqs"], serde_json::json!([7, frames[8].first_seq]), "{report}");
+    let (code, out, err) = cli(&["recover", text.to_str().unwrap(), "--truncate-after", "6"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("gave up seqs 7 to 8, past the cut"), "{out}");
+}
+
 /// The journal's lost end is read past damage: a flipped byte in an earlier record does
 /// not switch the refusal off, and a last record whose end was lost to zeros (its end
 /// marker gone, part or whole) is a lost end, not a damaged record to restore in silence
