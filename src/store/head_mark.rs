@@ -96,13 +96,47 @@ pub(crate) fn write(root: &Path, head: &Head) -> Result<(), super::IoError> {
 
 /// The mark in `root`, if it is whole and names `ledger` (anything else is no evidence).
 pub(crate) fn read(root: &Path, ledger: Id) -> Option<Mark> {
-    read_whole(root).filter(|mark| mark.ledger == ledger)
+    let mark = read_whole(root)?;
+    if mark.ledger != ledger {
+        set_aside(format!("it names another ledger, {}", mark.ledger));
+        return None;
+    }
+    Some(mark)
 }
 
-/// The mark in `root`, if it is whole, whatever ledger it names.
+/// The mark in `root`, if it is whole, whatever ledger it names. One that is there but not
+/// whole is no evidence — and said so ([`set_aside_note`]): a writer writes the mark whole,
+/// so such a mark is damage or an edit, and the check it stands for is off until a writer
+/// writes it again (outside review 257 F2: one flipped byte switched the lost-end guard off
+/// without a word).
 pub(crate) fn read_whole(root: &Path) -> Option<Mark> {
-    let bytes = super::swap::marker_bytes(&root.join(MARK), MAX_MARK_BYTES).ok()?.ok()?;
-    Mark::parse(std::str::from_utf8(&bytes).ok()?)
+    let bytes = match super::swap::marker_bytes(&root.join(MARK), MAX_MARK_BYTES) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(why)) => {
+            set_aside(why);
+            return None;
+        }
+        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            set_aside(e.to_string());
+            return None;
+        }
+    };
+    let mark = std::str::from_utf8(&bytes).ok().and_then(Mark::parse);
+    if mark.is_none() {
+        set_aside("its check does not match what it says, or it is not the text a writer writes".to_owned());
+    }
+    mark
+}
+
+fn set_aside(why: String) {
+    SET_ASIDE.with(|set| set.replace(Some(why)));
+}
+
+/// Why a `head.mark` read on this thread was set aside as no evidence, if one was (reading
+/// it clears it): the CLI says so on stderr.
+pub fn set_aside_note() -> Option<String> {
+    SET_ASIDE.with(std::cell::Cell::take)
 }
 
 /// Writes the mark of `head` where it names an earlier head of this ledger, none, or no
@@ -119,6 +153,7 @@ pub(crate) fn write_best_effort(root: &Path, head: &Head, lower: bool) {
 
 thread_local! {
     static WRITE_FAILED: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
+    static SET_ASIDE: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
 }
 
 /// Why the last mark write on this thread failed, if one did (reading it clears it).

@@ -33,6 +33,7 @@ pub use disk::{
 };
 #[cfg(feature = "testkit")]
 pub use disk::{FaultPlan, FaultPoint};
+pub use head_mark::set_aside_note as head_mark_set_aside;
 pub use head_mark::write_failed as head_mark_write_failed;
 
 /// Makes the journal's newest bytes durable before a reader hands out a proof of them (a

@@ -26,7 +26,7 @@ pub const CUT_DIR: &str = "cut";
 /// The most sled records recovery restores into the journal in one run (bounds memory).
 const MAX_RESTORE_BYTES: usize = 256 << 20;
 
-/// What the operator decided (see `ledger recover DIR --help`).
+/// What the operator decided (see `ledger recover --help`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoverOptions {
     /// Cut the journal after this seq (a frame boundary), moving the rest aside.
