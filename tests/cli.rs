@@ -492,6 +492,17 @@ fn json_reports_survive_a_path_that_is_not_utf8() {
     let (code, _, err) = run(&[os("submit"), dir.as_os_str(), other.as_os_str()]);
     assert_eq!(code, 2);
     assert!(String::from_utf8_lossy(&err).contains("other\\xFE: "), "{}", String::from_utf8_lossy(&err));
+    // And a damaged record's place (outside review 257 F3: every verification failure
+    // printed the segment's path lossily).
+    let segment = dir.join("journal/00000000000000000000.clj");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    bytes[70] ^= 0x01;
+    std::fs::write(&segment, &bytes).unwrap();
+    let (code, _, err) = run(&[os("verify"), dir.as_os_str()]);
+    assert_eq!(code, 1);
+    assert!(String::from_utf8_lossy(&err).contains("bad\\xFF/journal/"), "{}", String::from_utf8_lossy(&err));
+    bytes[70] ^= 0x01;
+    std::fs::write(&segment, &bytes).unwrap();
     // And `select`'s task input (outside review 258 F5).
     let (code, _, err) = run(&[os("select"), dir.as_os_str(), os("--task-input"), other.as_os_str()]);
     assert_eq!(code, 2);

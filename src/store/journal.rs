@@ -49,7 +49,7 @@ pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, OpenError> {
             return Err(OpenError::Corrupt {
                 seq: 0,
                 replica: super::Replica::Journal,
-                reason: super::Corruption::JournalV1 { segment: path.display().to_string() },
+                reason: super::Corruption::JournalV1 { segment: crate::store::path_text::shown(&path) },
             });
         }
         let parsed = name

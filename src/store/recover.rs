@@ -643,7 +643,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             let refused = |why: String| {
                 Err(OpenError::Usage(format!(
                     "{}: journal/ is missing: {why}; nothing was changed",
-                    root.display()
+                    crate::store::path_text::shown(&root)
                 )))
             };
             if options.prefer == Some(Replica::Journal) {
@@ -1646,7 +1646,7 @@ fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: 
         journal_end.push_str(&format!(
             ", and a partial record follows at offset {} of {}",
             t.offset,
-            t.segment.display()
+            crate::store::path_text::shown(&t.segment)
         ));
     }
     // Damaged bytes where the next record begins (outside review 208 F1: a flipped header
@@ -1658,7 +1658,7 @@ fn journal_lost_its_tail(found: &Survey, end: Option<u64>, last: u64, cut_note: 
         journal_end.push_str(&format!(
             ", and damaged bytes follow at offset {} of {} ({}): no record is read from them",
             d.offset,
-            d.segment.display(),
+            crate::store::path_text::shown(&d.segment),
             match &d.kind {
                 DamageKind::Record(fault) => fault.to_string(),
                 DamageKind::Invalid { .. } => String::new(),
@@ -1705,7 +1705,7 @@ fn newest_cut(journal: &Path) -> String {
         Some(n) => format!(
             ". `{}` holds bytes an earlier `recover` moved aside: if a `recover --truncate-after` was \
              interrupted, the records past the journal's end may be there (this run does not read them)",
-            root.join(CUT_DIR).join(n.to_string()).display()
+            crate::store::path_text::shown(&root.join(CUT_DIR).join(n.to_string()))
         ),
         None => String::new(),
     }
@@ -1824,7 +1824,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                     found = found.take().or(Some((
                         h.last_seq().saturating_add(1),
                         super::DamagedAt {
-                            segment: path.display().to_string(),
+                            segment: crate::store::path_text::shown(&path),
                             offset: after as u64,
                             fault,
                             last_good: Some(h.last_seq()),
@@ -1838,7 +1838,7 @@ fn damage_past(journal: &Path, through: u64) -> Result<Option<(u64, super::Damag
                     let here = Some((
                         next_seq,
                         super::DamagedAt {
-                            segment: path.display().to_string(),
+                            segment: crate::store::path_text::shown(&path),
                             offset: offset as u64,
                             fault,
                             last_good: next_seq.checked_sub(1),
@@ -1995,7 +1995,7 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
     let segment = journal.join(&cut.segment);
     let len = match std::fs::symlink_metadata(&segment) {
         Ok(meta) if meta.is_file() => meta.len(),
-        _ => return Err(unresolved(format!("{} is not there", segment.display()))),
+        _ => return Err(unresolved(format!("{} is not there", crate::store::path_text::shown(&segment)))),
     };
     // Where the record of seq `after` ends in the segment now: a restore past earlier damage
     // that a cut made may have rewritten the segment, moving it (outside review 192 F7: the
@@ -2007,7 +2007,7 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
     if len < end {
         return Err(unresolved(format!(
             "{} is {len} bytes, shorter than the cut's offset {}",
-            segment.display(),
+            crate::store::path_text::shown(&segment),
             end
         )));
     }
@@ -2030,14 +2030,14 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
                     if journal.join(&*name).exists() {
                         return Err(unresolved(format!(
                             "journal/ holds {name} and so does {}",
-                            from.display()
+                            crate::store::path_text::shown(&from)
                         )));
                     }
                     later.push(path);
                 } else {
                     return Err(unresolved(format!(
                         "{} holds {}, which the cut did not move",
-                        from.display(),
+                        crate::store::path_text::shown(&from),
                         name
                     )));
                 }
@@ -2070,8 +2070,8 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
             } else {
                 return Err(unresolved(format!(
                     "{} holds bytes past offset {end} that are not those of {} (records written since the cut?)",
-                    segment.display(),
-                    tail.display()
+                    crate::store::path_text::shown(&segment),
+                    crate::store::path_text::shown(&tail)
                 )));
             }
         }
@@ -2079,7 +2079,7 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
             return Err(unresolved(format!(
                 "{} holds records past offset {end}, and the cut moved later segments (records written since the \
                  cut?)",
-                segment.display()
+                crate::store::path_text::shown(&segment)
             )));
         }
         None => false,

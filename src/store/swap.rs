@@ -204,17 +204,20 @@ pub(super) fn swap(
         return Err(OpenError::Usage(format!(
             "{} is not a regular file: move it out of the ledger directory (it counts recover's segment swaps); \
              nothing was changed",
-            counter.display()
+            crate::store::path_text::shown(&counter)
         )));
     }
-    let cut =
-        into.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).ok_or_else(|| {
-            OpenError::Usage(format!("{} is not a numbered cut/ directory", into.display()))
-        })?;
+    let cut = into.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).ok_or_else(|| {
+        OpenError::Usage(format!(
+            "{} is not a numbered cut/ directory",
+            crate::store::path_text::shown(&into)
+        ))
+    })?;
     let mut hashed = Vec::with_capacity(originals.len());
     for original in originals {
-        let digest = file_hash(original)?
-            .ok_or_else(|| OpenError::Usage(format!("{} is not a regular file", original.display())))?;
+        let digest = file_hash(original)?.ok_or_else(|| {
+            OpenError::Usage(format!("{} is not a regular file", crate::store::path_text::shown(&original)))
+        })?;
         hashed.push((file_name(original), digest));
     }
     let txn = Txn {
@@ -390,8 +393,8 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<(PathBuf, usize)
                 return Err(unresolved(format!(
                     "{} holds segment {name}, which the marker does not name and journal/ does not hold: the \
                      marker does not list the whole swap — put every segment of {} that journal/ lacks back by hand",
-                    into.display(),
-                    into.display()
+                    crate::store::path_text::shown(&into),
+                    crate::store::path_text::shown(&into)
                 )));
             }
         }
@@ -417,7 +420,7 @@ fn put_back(root: &Path, txn: &Txn, discard: Discard) -> Result<(PathBuf, usize)
         if !in_place && !moved_aside {
             return Err(unresolved(format!(
                 "the original segment {name} is in neither journal/ nor {} with the bytes the marker names",
-                into.display()
+                crate::store::path_text::shown(&into)
             )));
         }
     }

@@ -61,7 +61,7 @@ impl Damage {
                 self.seq,
                 Replica::Journal,
                 Corruption::Damaged(Box::new(crate::store::DamagedAt {
-                    segment: self.segment.display().to_string(),
+                    segment: crate::store::path_text::shown(&self.segment),
                     offset: self.offset,
                     fault: *fault,
                     last_good: self.seq.checked_sub(1),
@@ -258,14 +258,14 @@ pub(super) fn scan_records(
         let size = std::fs::metadata(&path).map_err(io("stat", &path))?.len();
         if size > MAX_SEGMENT_BYTES {
             let reason = Corruption::SegmentTooLarge {
-                segment: path.display().to_string(),
+                segment: crate::store::path_text::shown(&path),
                 len: size,
                 max: MAX_SEGMENT_BYTES,
             };
             return Err(corrupt(chain.next_seq(), Replica::Journal, reason));
         }
         let mut reader = SegmentReader::open(&path)?;
-        let segment = path.display().to_string();
+        let segment = crate::store::path_text::shown(&path);
         let segment_len = reader.len();
         let invalid = |offset: u64, seq: u64, reason: Corruption| Damage {
             segment: path.clone(),
@@ -483,7 +483,10 @@ pub(super) fn scan_records(
                 }
                 let seq = key_seq(&k).unwrap_or(chain.next_seq());
                 let mut journal_end = match &out.last_segment {
-                    Some((path, end)) => format!("the journal ends at offset {end} of {}", path.display()),
+                    Some((path, end)) => format!(
+                        "the journal ends at offset {end} of {}",
+                        crate::store::path_text::shown(&path)
+                    ),
                     None => "the journal holds no record".to_owned(),
                 };
                 // What follows there is part of the story: a partial record is the journal's
