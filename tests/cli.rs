@@ -474,39 +474,26 @@ fn json_reports_survive_a_path_that_is_not_utf8() {
     // Error lines name such a path with its bytes escaped too, so two names print apart
     // (outside review 255 F5: `verify`, `init`'s refusal and `submit`'s file error printed
     // U+FFFD for each byte).
-    let (code, _, err) = run(&[os("init"), dir.as_os_str()]);
-    assert_eq!(code, 2);
-    assert!(
-        String::from_utf8_lossy(&err).contains("bad\\xFF already exists"),
-        "{}",
-        String::from_utf8_lossy(&err)
-    );
+    let says = |args: &[&std::ffi::OsStr], code: i32, needle: &str| {
+        let (got, _, err) = run(args);
+        let err = String::from_utf8_lossy(&err);
+        assert!(got == code && err.contains(needle), "{args:?}: {got} {err}");
+    };
+    says(&[os("init"), dir.as_os_str()], 2, "bad\\xFF already exists");
     let other = tmp.path().join(std::ffi::OsStr::from_bytes(b"other\xfe"));
-    let (code, _, err) = run(&[os("verify"), other.as_os_str()]);
-    assert_eq!(code, 2);
-    assert!(
-        String::from_utf8_lossy(&err).contains("other\\xFE is not a ledger directory"),
-        "{}",
-        String::from_utf8_lossy(&err)
-    );
-    let (code, _, err) = run(&[os("submit"), dir.as_os_str(), other.as_os_str()]);
-    assert_eq!(code, 2);
-    assert!(String::from_utf8_lossy(&err).contains("other\\xFE: "), "{}", String::from_utf8_lossy(&err));
+    says(&[os("verify"), other.as_os_str()], 2, "other\\xFE is not a ledger directory");
+    says(&[os("submit"), dir.as_os_str(), other.as_os_str()], 2, "other\\xFE: ");
     // And a damaged record's place (outside review 257 F3: every verification failure
     // printed the segment's path lossily).
     let segment = dir.join("journal/00000000000000000000.clj");
     let mut bytes = std::fs::read(&segment).unwrap();
     bytes[70] ^= 0x01;
     std::fs::write(&segment, &bytes).unwrap();
-    let (code, _, err) = run(&[os("verify"), dir.as_os_str()]);
-    assert_eq!(code, 1);
-    assert!(String::from_utf8_lossy(&err).contains("bad\\xFF/journal/"), "{}", String::from_utf8_lossy(&err));
+    says(&[os("verify"), dir.as_os_str()], 1, "bad\\xFF/journal/");
     bytes[70] ^= 0x01;
     std::fs::write(&segment, &bytes).unwrap();
     // And `select`'s task input (outside review 258 F5).
-    let (code, _, err) = run(&[os("select"), dir.as_os_str(), os("--task-input"), other.as_os_str()]);
-    assert_eq!(code, 2);
-    assert!(String::from_utf8_lossy(&err).contains("other\\xFE: "), "{}", String::from_utf8_lossy(&err));
+    says(&[os("select"), dir.as_os_str(), os("--task-input"), other.as_os_str()], 2, "other\\xFE: ");
 }
 
 /// A command group without its subcommand lists that group's commands, not the top
