@@ -573,7 +573,7 @@ pub enum OpenError {
          (sled's own open may rewrite the damaged end of its log). If it was never acknowledged (a crash \
          during a commit), cut it with `ledger recover DIR --truncate-after {last}` (the bytes are moved aside); \
          else restore sled's files from a copy taken before any command opened them",
-        crate::store::path_text::shown(&segment),
+        crate::store::path_text::shown(segment),
         last = next.saturating_sub(1)
     )]
     TornUnchecked { segment: PathBuf, offset: u64, bytes: u64, next: u64, sled: String },
@@ -603,14 +603,14 @@ pub enum OpenError {
         "{}: cannot undo the interrupted segment swap it names: {why}; nothing more was changed and the marker \
          stays — no command reads the ledger until it is removed, after every original segment it lists is back \
          in journal/ from cut/N/ (if journal/ holds them all, just remove it; docs/format.md, `recover.txn`)",
-        crate::store::path_text::shown(&marker)
+        crate::store::path_text::shown(marker)
     )]
     SwapUnresolved { marker: PathBuf, why: String },
     /// A `recover` that first undid an interrupted swap, and then refused (exit as `source`).
     #[error(
         "an interrupted recover's segment swap was undone first (the original segments are back in journal/ from \
          {}); then: {source}",
-        crate::store::path_text::shown(&undone)
+        crate::store::path_text::shown(undone)
     )]
     AfterUndo { undone: PathBuf, source: Box<OpenError> },
     /// sled could not be opened on a read-only filesystem (its open writes): the journal was
@@ -655,14 +655,14 @@ pub enum OpenError {
         "{}: cannot put back the interrupted cut it names: {why}; nothing more was changed and the marker stays — \
          no command reads the ledger until it is removed, after the bytes it names are back in journal/ from cut/N/ \
          (docs/format.md, `recover.cut`)",
-        crate::store::path_text::shown(&marker)
+        crate::store::path_text::shown(marker)
     )]
     CutUnresolved { marker: PathBuf, why: String },
     /// A `recover` that first put back an interrupted cut, and then refused (exit as `source`).
     #[error(
         "an interrupted `recover --truncate-after {after}` was undone first (the cut bytes are back in journal/ from \
          {}); then: {source}",
-        crate::store::path_text::shown(&from)
+        crate::store::path_text::shown(from)
     )]
     AfterCutUndo { after: u64, from: PathBuf, source: Box<OpenError> },
     /// An operator request that cannot be carried out as given.
@@ -765,7 +765,7 @@ impl OpenError {
     pub(crate) fn index_reason(&self) -> String {
         match self {
             OpenError::Sled(e) => format!("sled failed: {}", sled_reason(e)),
-            OpenError::SledMissing(path) => format!("{} is missing", crate::store::path_text::shown(&path)),
+            OpenError::SledMissing(path) => format!("{} is missing", crate::store::path_text::shown(path)),
             other => other.to_string(),
         }
     }

@@ -643,7 +643,7 @@ pub fn recover(root: &Path, options: &RecoverOptions) -> Result<RecoverReport, O
             let refused = |why: String| {
                 Err(OpenError::Usage(format!(
                     "{}: journal/ is missing: {why}; nothing was changed",
-                    crate::store::path_text::shown(&root)
+                    crate::store::path_text::shown(root)
                 )))
             };
             if options.prefer == Some(Replica::Journal) {
@@ -2071,7 +2071,7 @@ fn undo_interrupted_cut(root: &Path) -> Result<Option<(u64, PathBuf)>, OpenError
                 return Err(unresolved(format!(
                     "{} holds bytes past offset {end} that are not those of {} (records written since the cut?)",
                     crate::store::path_text::shown(&segment),
-                    crate::store::path_text::shown(&tail)
+                    crate::store::path_text::shown(tail)
                 )));
             }
         }

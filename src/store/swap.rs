@@ -208,15 +208,12 @@ pub(super) fn swap(
         )));
     }
     let cut = into.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).ok_or_else(|| {
-        OpenError::Usage(format!(
-            "{} is not a numbered cut/ directory",
-            crate::store::path_text::shown(&into)
-        ))
+        OpenError::Usage(format!("{} is not a numbered cut/ directory", crate::store::path_text::shown(into)))
     })?;
     let mut hashed = Vec::with_capacity(originals.len());
     for original in originals {
         let digest = file_hash(original)?.ok_or_else(|| {
-            OpenError::Usage(format!("{} is not a regular file", crate::store::path_text::shown(&original)))
+            OpenError::Usage(format!("{} is not a regular file", crate::store::path_text::shown(original)))
         })?;
         hashed.push((file_name(original), digest));
     }

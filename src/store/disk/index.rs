@@ -366,7 +366,7 @@ pub fn inside_sled() -> bool {
 /// kinds of failure are left to sled's own open.
 fn refused_file(path: &Path) -> Result<(), OpenError> {
     let refused = |what: &Path, e: std::io::Error| {
-        let why = format!("{}: {e}", crate::store::path_text::shown(&what));
+        let why = format!("{}: {e}", crate::store::path_text::shown(what));
         OpenError::Sled(sled::Error::Io(std::io::Error::new(e.kind(), why)))
     };
     let denied = |e: &std::io::Error| e.kind() == std::io::ErrorKind::PermissionDenied;

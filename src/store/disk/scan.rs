@@ -485,7 +485,7 @@ pub(super) fn scan_records(
                 let mut journal_end = match &out.last_segment {
                     Some((path, end)) => format!(
                         "the journal ends at offset {end} of {}",
-                        crate::store::path_text::shown(&path)
+                        crate::store::path_text::shown(path)
                     ),
                     None => "the journal holds no record".to_owned(),
                 };
