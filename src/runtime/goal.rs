@@ -62,45 +62,89 @@ pub fn reading(t: &str) -> String {
 }
 
 /// The ASCII a full-width, mathematical, circled or squared form of an ASCII letter, digit
-/// or mark is (its NFKC form, in those blocks only) — not a superscript, subscript, fraction,
-/// ligature or other compatibility form, which stays as written (`2³` is not `23`, `Aᵀ` not
-/// `AT`: outside reviews 71, 256 F1/F2).
+/// or mark is, or a Roman numeral's letters (its NFKC form, in those blocks only) — not a
+/// superscript, subscript, fraction, ligature or other compatibility form, which stays as
+/// written (`2³` is not `23`, `Aᵀ` not `AT`: outside reviews 71, 256 F1/F2; `Ⅱ` is `II`:
+/// outside review 260 F1, the skeleton read it `ll`).
 pub(super) fn width_form(c: char) -> Option<String> {
     use unicode_normalization::UnicodeNormalization;
-    if !matches!(u32::from(c), 0xFF01..=0xFF5E | 0x1D400..=0x1D7FF | 0x24B6..=0x24E9 | 0x1F130..=0x1F189) {
+    let blocks = matches!(u32::from(c), 0xFF01..=0xFF5E | 0x1D400..=0x1D7FF | 0x24B6..=0x24E9 | 0x1F130..=0x1F189 | 0x2160..=0x217F);
+    if !blocks {
         return None;
     }
     let form: String = std::iter::once(c).nfkc().collect();
     (!form.is_empty() && form.is_ascii()).then_some(form)
 }
 
-/// A goal text as [`judging_key`] reads it: as [`reading`], but NFC and [`width_form`]
-/// instead of NFKC — a superscript or a fraction is what the requirement says (outside review
-/// 256 F2: `2³ MB` revised to `23 MB` read as one goal, and bytes rejected under the first
-/// could not be judged under the second).
-fn judged_text(t: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    let mut compatible = String::with_capacity(t.len());
-    for c in t.nfc() {
-        match width_form(c) {
-            Some(form) => compatible.push_str(&form),
-            None => compatible.push(c),
-        }
+/// The ASCII a non-letter outside ASCII is read as where a statement is compared: a
+/// full-width or mathematical digit or mark is the character it is a form of (NFKC, in those
+/// blocks only: a superscript or a fraction stays meaning — `2³` is not `23`, outside review
+/// 71), a typographic apostrophe, quote, hyphen, dash, minus, slash or ellipsis the ASCII
+/// marks its confusable skeleton is (`’` `'`, `‐` `−` `–` `-`, `⁄` `/`, `“` `"`, `…` `...`),
+/// an em dash `--` and German and French quotes `"` (what word processors type for them) —
+/// outside reviews 253 F1, 256 F3: "Shouldn’t we …?" and "Shouldn't we …?", `3０` and `30`,
+/// `parser—then` and `parser--then` took two answers.
+fn ascii_mark(c: char, c_text: &str) -> Option<String> {
+    if let Some(form) = width_form(c) {
+        return Some(form);
     }
-    let seen: String = unicode_security::skeleton(&compatible).filter(|c| !super::invisible(*c)).collect();
-    seen.split_whitespace().collect::<Vec<_>>().join(" ")
+    match c {
+        // What a word processor types for `--` and `"` (outside review 256 F3).
+        '\u{2014}' => return Some("--".to_owned()),
+        '\u{201E}' | '\u{AB}' | '\u{BB}' => return Some("\"".to_owned()),
+        _ => {}
+    }
+    let seen: String = unicode_security::skeleton(c_text).collect();
+    match seen.as_bytes() {
+        // (The skeleton of `"` itself, and of the curly double quotes.)
+        b"''" => Some("\"".to_owned()),
+        // One mark or a run of them (`…` is `...`).
+        marks if !marks.is_empty() && marks.iter().all(u8::is_ascii_punctuation) => Some(seen),
+        _ => None,
+    }
+}
+
+/// A text as a statement, a question's looks and a goal's judging key compare it: NFC,
+/// invisible characters dropped, white space collapsed and trimmed, ASCII as it is (`l`, `1`
+/// and `I`, `m` and `rn`, stay apart: outside reviews 71, 260 F2), each non-ASCII letter as
+/// the ASCII letter it is a width form of ([`width_form`]) or else its UTS #39 confusable
+/// skeleton (a Cyrillic `а`, a Greek `ο`, a ligature), each non-ASCII mark as [`ascii_mark`]
+/// reads it.
+pub(super) fn as_read(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let visible: String = text.nfc().filter(|c| !super::invisible(*c)).collect();
+    let collapsed = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut key = String::with_capacity(collapsed.len());
+    for c in collapsed.chars() {
+        if c.is_ascii() {
+            key.push(c);
+            continue;
+        }
+        let mut one = [0u8; 4];
+        let c_text: &str = c.encode_utf8(&mut one);
+        if c.is_alphabetic() {
+            match width_form(c).filter(|form| form.bytes().all(|b| b.is_ascii_alphabetic())) {
+                Some(form) => key.push_str(&form),
+                None => key.extend(unicode_security::skeleton(c_text)),
+            }
+            continue;
+        }
+        key.push_str(&ascii_mark(c, c_text).unwrap_or_else(|| c_text.to_owned()));
+    }
+    key
 }
 
 /// What a judgment of bytes is made against (`candidate::judged_failing`): the goal's
-/// content as a reader sees it — each text as its UTS #39 confusable skeleton after NFKC
-/// (so an NFD accent, a ligature or a letter from another script that looks the same
-/// reads the same), invisible characters dropped, white space collapsed and trimmed, and
-/// every list (a set) sorted and without repeats. Two revisions with equal keys are one
+/// content as a reader sees it — each text [`as_read`], as facts are compared (so an NFD
+/// accent, a ligature, a full-width form or a letter from another script that looks the same
+/// reads the same; ASCII is never mapped, so `-I` and `-l`, `modem` and `modern` are two
+/// requirements: outside review 260 F2; a superscript or fraction is what it says: 256 F2),
+/// and every list (a set) sorted and without repeats. Two revisions with equal keys are one
 /// goal to an auditor (outside reviews 49 and 51: a revision differing only in an NFD
 /// accent, a trailing or no-break space, the order of its criteria, a Cyrillic `а` or a
 /// `ﬁ` ligature re-opened rejected bytes). Case and every other visible change count.
 pub fn judging_key(c: &GoalContent) -> ledger_schema::Digest {
-    let text = judged_text;
+    let text = as_read;
     let set = |v: &[String]| {
         let mut v: Vec<String> = v.iter().map(|t| text(t)).collect();
         v.sort();
@@ -202,6 +246,18 @@ mod tests {
         assert_ne!(
             judging_key(&content("Return A\u{1D40}", &["a"])),
             judging_key(&content("Return AT", &["a"]))
+        );
+        // ASCII is never mapped (outside review 260 F2: `-I` and `-l`, `modem` and `modern`
+        // were one goal), a Roman numeral is its letters (260 F1).
+        for (a, b) in [
+            ("the build passes -I to cc", "the build passes -l to cc"),
+            ("keep the modem", "keep the modern"),
+        ] {
+            assert_ne!(judging_key(&content(a, &["x"])), judging_key(&content(b, &["x"])), "{a} / {b}");
+        }
+        assert_eq!(
+            judging_key(&content("Ship version \u{2161}", &["x"])),
+            judging_key(&content("Ship version II", &["x"]))
         );
     }
 }

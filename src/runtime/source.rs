@@ -218,57 +218,11 @@ pub fn apply_fact_proposed(state: &mut State, e: &FactProposed) -> Result<(), Ru
 /// enum?" with the opposite answer). ASCII itself is never mapped, so `l`, `1` and `I` stay
 /// three characters, and no superscript digit is (a digit is no letter: `2³` is not `23`).
 fn statement_key(statement: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    let visible: String = statement.nfc().filter(|c| !super::invisible(*c)).collect();
-    let collapsed = visible.split_whitespace().collect::<Vec<_>>().join(" ");
-    // A full stop in any of its forms (outside review 166 F2: `．`, `﹒`, `。` made another fact).
-    let trimmed = collapsed.strip_suffix(['.', '．', '｡', '。', '﹒']).unwrap_or(&collapsed).trim_end();
-    let mut key = String::with_capacity(trimmed.len());
-    for c in trimmed.chars() {
-        if c.is_ascii() {
-            key.push(c);
-            continue;
-        }
-        let mut one = [0u8; 4];
-        let c_text: &str = c.encode_utf8(&mut one);
-        if c.is_alphabetic() {
-            match super::goal::width_form(c).filter(|form| form.bytes().all(|b| b.is_ascii_alphabetic())) {
-                Some(form) => key.push_str(&form),
-                None => key.extend(unicode_security::skeleton(c_text)),
-            }
-            continue;
-        }
-        key.push_str(&ascii_mark(c, c_text).unwrap_or_else(|| c_text.to_owned()));
-    }
-    key
-}
-
-/// The ASCII a non-letter outside ASCII is read as where a statement is compared: a
-/// full-width or mathematical digit or mark is the character it is a form of (NFKC, in those
-/// blocks only: a superscript or a fraction stays meaning — `2³` is not `23`, outside review
-/// 71), a typographic apostrophe, quote, hyphen, dash, minus, slash or ellipsis the ASCII
-/// marks its confusable skeleton is (`’` `'`, `‐` `−` `–` `-`, `⁄` `/`, `“` `"`, `…` `...`),
-/// an em dash `--` and German and French quotes `"` (what word processors type for them) —
-/// outside reviews 253 F1, 256 F3: "Shouldn’t we …?" and "Shouldn't we …?", `3０` and `30`,
-/// `parser—then` and `parser--then` took two answers.
-fn ascii_mark(c: char, c_text: &str) -> Option<String> {
-    if let Some(form) = super::goal::width_form(c) {
-        return Some(form);
-    }
-    match c {
-        // What a word processor types for `--` and `"` (outside review 256 F3).
-        '\u{2014}' => return Some("--".to_owned()),
-        '\u{201E}' | '\u{AB}' | '\u{BB}' => return Some("\"".to_owned()),
-        _ => {}
-    }
-    let seen: String = unicode_security::skeleton(c_text).collect();
-    match seen.as_bytes() {
-        // (The skeleton of `"` itself, and of the curly double quotes.)
-        b"''" => Some("\"".to_owned()),
-        // One mark or a run of them (`…` is `...`).
-        marks if !marks.is_empty() && marks.iter().all(u8::is_ascii_punctuation) => Some(seen),
-        _ => None,
-    }
+    let read = super::goal::as_read(statement);
+    // A full stop in any of its forms (outside review 166 F2: `．`, `﹒`, `。` made another
+    // fact), after the reading, so a closing `…` is `...` as inside a text (outside review
+    // 260 F3: "the lock…" and "the lock..." were two facts).
+    read.strip_suffix(['.', '｡', '。', '﹒']).unwrap_or(&read).trim_end().to_owned()
 }
 
 /// The fact, which must be at exactly `revision`.

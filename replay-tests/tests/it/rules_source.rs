@@ -115,7 +115,7 @@ fn a_statement_is_one_fact_of_a_goal() {
     // Nor a typographic apostrophe, hyphen or minus, or a full-width or mathematical digit
     // or mark (outside review 253 F1: each stood as a second fact), nor what a word
     // processor types for `--`, `...` and quotes (outside review 256 F3).
-    let marks: [(u128, &str, &[&str]); 2] = [
+    let marks: [(u128, &str, &[&str]); 3] = [
         (
             0x5d,
             "parse() can't take -1 or 30% of x_max",
@@ -138,6 +138,8 @@ fn a_statement_is_one_fact_of_a_goal() {
                 "the parser--then \u{AB}strict\u{BB} mode reads 1...3",
             ],
         ),
+        // A closing ellipsis and a Roman numeral (outside review 260 F3, F1).
+        (0x310, "wait for version II of the lock...", &["wait for version \u{2161} of the lock\u{2026}"]),
     ];
     for (id, first, look_alikes) in marks {
         w.ok(propose(id, GOAL, first));
