@@ -719,7 +719,11 @@ fn a_damaged_head_mark_is_said() {
     for args in [vec!["verify", d], vec!["replay", d], vec!["status", d]] {
         let (code, _, err) = ledger(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
-        assert!(err.contains("ledger: note: head.mark is not whole"), "{args:?}: {err}");
+        assert!(
+            err.contains("ledger: note: head.mark is not whole")
+                && err.contains(&format!("({d}/head.mark: ")),
+            "{args:?}: {err}"
+        );
     }
     // A writer's open writes it whole again.
     let (code, _, err) = ledger(&["submit", d, example]);

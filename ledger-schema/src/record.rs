@@ -88,7 +88,8 @@ impl RecordVersion {
         }
     }
 
-    fn magic(self) -> [u8; 4] {
+    /// The magic a record of this version begins with.
+    pub fn magic(self) -> [u8; 4] {
         match self {
             RecordVersion::V2 => RECORD_MAGIC,
             RecordVersion::V3 => RECORD_MAGIC_V3,

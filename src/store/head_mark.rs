@@ -98,7 +98,7 @@ pub(crate) fn write(root: &Path, head: &Head) -> Result<(), super::IoError> {
 pub(crate) fn read(root: &Path, ledger: Id) -> Option<Mark> {
     let mark = read_whole(root)?;
     if mark.ledger != ledger {
-        set_aside(format!("it names another ledger, {}", mark.ledger));
+        set_aside(root, format!("it names another ledger, {}", mark.ledger));
         return None;
     }
     Some(mark)
@@ -113,24 +113,30 @@ pub(crate) fn read_whole(root: &Path) -> Option<Mark> {
     let bytes = match super::swap::marker_bytes(&root.join(MARK), MAX_MARK_BYTES) {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(why)) => {
-            set_aside(why);
+            set_aside(root, why);
             return None;
         }
         Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
-            set_aside(e.to_string());
+            set_aside(root, e.to_string());
             return None;
         }
     };
     let mark = std::str::from_utf8(&bytes).ok().and_then(Mark::parse);
     if mark.is_none() {
-        set_aside("its check does not match what it says, or it is not the text a writer writes".to_owned());
+        set_aside(
+            root,
+            "its check does not match what it says, or it is not the text a writer writes".to_owned(),
+        );
     }
     mark
 }
 
-fn set_aside(why: String) {
-    SET_ASIDE.with(|set| set.replace(Some(why)));
+/// Notes the mark in `root` set aside, naming it (outside review 259 F2: two ledgers checked
+/// in one loop could not be told apart).
+fn set_aside(root: &Path, why: String) {
+    let named = format!("{}: {why}", super::path_text::shown(&root.join(MARK)));
+    SET_ASIDE.with(|set| set.replace(Some(named)));
 }
 
 /// Why a `head.mark` read on this thread was set aside as no evidence, if one was (reading

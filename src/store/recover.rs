@@ -403,17 +403,40 @@ fn newest_held(found: &Survey, sled: Option<&sled::Tree>, journal: &Path) -> Res
     Ok(held.max(sled))
 }
 
-/// The newest seq any intact record of the journal holds, damage between or not (every
-/// segment walked; nothing kept but the number).
+/// The newest seq the journal's records name, damage between or not (every segment walked;
+/// nothing kept but the number): an intact record's last seq, a damaged record's whose
+/// header still checks, and — a damaged record whose header does not, where the record magic
+/// still stands — the seq it began at (outside review 259 F1: a damaged last record, its
+/// seq known from its own checked header, was given up unnamed).
 fn newest_intact_seq(journal: &Path) -> Result<u64, OpenError> {
     let segments = list_segments(journal)?;
     let count = segments.len();
     let (mut newest, mut next_seq) = (0u64, 0u64);
     for (i, (_, path)) in segments.into_iter().enumerate() {
         let bytes = read_segment(&path)?;
-        walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
-            if let Piece::Record { header, .. } = piece {
+        let version = RecordVersion::of_segment(&bytes);
+        let magic = version.magic();
+        // Every header that checks, wherever it stands — also past a damaged record the walk
+        // cannot skip (no intact record after it: outside review 259 F1, two damaged last
+        // records named one).
+        for (at, _) in bytes.windows(4).enumerate().filter(|(_, w)| *w == magic) {
+            if let Some(header) =
+                bytes.get(at..).and_then(|rest| ledger_schema::record::parse_header_as(version, rest).ok())
+            {
                 newest = newest.max(header.last_seq());
+            }
+        }
+        walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
+            match piece {
+                Piece::Record { header, .. } | Piece::Damaged { header: Some(header), .. } => {
+                    newest = newest.max(header.last_seq());
+                }
+                Piece::Damaged { offset, header: None, next_seq, .. }
+                    if bytes.get(offset..).is_some_and(|rest| rest.starts_with(&magic)) =>
+                {
+                    newest = newest.max(next_seq);
+                }
+                _ => {}
             }
             Ok(())
         })?;
