@@ -519,6 +519,16 @@ fn print_recover(
         };
         emit(out, format!("gave up {seqs}, {why}"))?;
     }
+    if let Some(at) = report.unreadable_record_given_up_at {
+        emit(
+            out,
+            format!(
+                "the damaged record at seq {at} given up with the cut has a header that cannot be read: how many seqs \
+                 it held is unknown, so seqs past {} may be given up with it (its bytes are kept under cut/)",
+                report.truncated_seqs.map_or(at, |(_, last)| last)
+            ),
+        )?;
+    }
     for cut in &report.cut {
         emit(out, format!("journal bytes moved aside (not deleted): {}", shown(cut)))?;
     }

@@ -120,6 +120,12 @@ pub struct RecoverReport {
     /// listed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sled_history_given_up_from: Option<u64>,
+    /// A `--truncate-after` past damage gave up a damaged record whose header cannot be
+    /// read — this seq is where it began: how many seqs it held is unknown, so any later seq
+    /// it held is given up with it, unnamed by `truncatedSeqs` (outside review 262 F1/F2:
+    /// the range read as exact, and a record whose magic was damaged named nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable_record_given_up_at: Option<u64>,
 }
 
 /// The entry a head mark named, which the ledger no longer holds at its seq
@@ -388,30 +394,40 @@ struct Survey {
 
 /// The newest seq either copy holds, as far as the survey read the journal: its verified
 /// head or its newest record's first seq, and sled's last frame's last seq.
-fn newest_held(found: &Survey, sled: Option<&sled::Tree>, journal: &Path) -> Result<u64, OpenError> {
+/// The newest seq either copy held, and where a damaged record whose header cannot be read
+/// began, if the journal holds one ([`newest_intact_seq`]).
+fn newest_held(
+    found: &Survey,
+    sled: Option<&sled::Tree>,
+    journal: &Path,
+) -> Result<(u64, Option<u64>), OpenError> {
     let mut held = found.newest.as_ref().map_or(0, |n| n.2).max(found.scan.head.seq);
     // Past damage, the intact records after it are held too: a cut there gives them up
     // (outside review 257 F1: only sled's and the mark's seqs were counted, and a cut past
     // damage gave up acknowledged records the journal still held intact, naming none).
+    let mut unreadable = None;
     if found.scan.damage.is_some() {
-        held = held.max(newest_intact_seq(journal)?);
+        let (newest, at) = newest_intact_seq(journal)?;
+        held = held.max(newest);
+        unreadable = at;
     }
     let sled = match sled {
         Some(tree) => sled_newest(tree)?.unwrap_or(0),
         None => 0,
     };
-    Ok(held.max(sled))
+    Ok((held.max(sled), unreadable))
 }
 
 /// The newest seq the journal's records name, damage between or not (every segment walked;
 /// nothing kept but the number): an intact record's last seq, a damaged record's whose
-/// header still checks, and — a damaged record whose header does not, where the record magic
-/// still stands — the seq it began at (outside review 259 F1: a damaged last record, its
-/// seq known from its own checked header, was given up unnamed).
-fn newest_intact_seq(journal: &Path) -> Result<u64, OpenError> {
+/// header still checks, and — a damaged record whose header does not, where a record's
+/// worth of written bytes stands (not a stray byte in unwritten space) — the seq it began
+/// at, which is also returned: how many seqs it held is unknown (outside reviews 259 F1,
+/// 262 F1/F2: a damaged last record was given up unnamed).
+fn newest_intact_seq(journal: &Path) -> Result<(u64, Option<u64>), OpenError> {
     let segments = list_segments(journal)?;
     let count = segments.len();
-    let (mut newest, mut next_seq) = (0u64, 0u64);
+    let (mut newest, mut next_seq, mut unreadable) = (0u64, 0u64, None);
     for (i, (_, path)) in segments.into_iter().enumerate() {
         let bytes = read_segment(&path)?;
         let version = RecordVersion::of_segment(&bytes);
@@ -431,17 +447,21 @@ fn newest_intact_seq(journal: &Path) -> Result<u64, OpenError> {
                 Piece::Record { header, .. } | Piece::Damaged { header: Some(header), .. } => {
                     newest = newest.max(header.last_seq());
                 }
-                Piece::Damaged { offset, header: None, next_seq, .. }
-                    if bytes.get(offset..).is_some_and(|rest| rest.starts_with(&magic)) =>
-                {
-                    newest = newest.max(next_seq);
+                Piece::Damaged { offset, header: None, next_seq, next_intact, .. } => {
+                    let end = next_intact.map_or(bytes.len(), |(at, _)| at);
+                    let region = bytes.get(offset..end).unwrap_or_default();
+                    let written = region.iter().filter(|b| **b != 0).count();
+                    if region.starts_with(&magic) || written >= ledger_schema::record::HEADER_BYTES {
+                        newest = newest.max(next_seq);
+                        unreadable = unreadable.max(Some(next_seq));
+                    }
                 }
                 _ => {}
             }
             Ok(())
         })?;
     }
-    Ok(newest)
+    Ok((newest, unreadable))
 }
 
 fn survey(
@@ -1049,6 +1069,7 @@ fn recover_cut(
         head_mark_replaced: None,
         preference_chose_nothing: false,
         sled_history_given_up_from: None,
+        unreadable_record_given_up_at: None,
     };
     report.cut.extend(zeros_cut);
     // Nothing to recover: both copies verify whole (sled at most lagging by a suffix) in
@@ -1342,7 +1363,7 @@ fn recover_cut(
                     through.or(before).map_or("none".to_owned(), |h| h.seq.to_string()),
                 )));
             }
-            let last = newest_held(&found, usable, &journal)?;
+            let (last, _) = newest_held(&found, usable, &journal)?;
             report.truncated_seqs = (last > after).then_some((after.saturating_add(1), last));
             restore_from_sled(root, &journal, tree, &found, options, &mut report)?;
         } else {
@@ -1377,8 +1398,9 @@ fn recover_cut(
                 .map(|(_, p)| p)
                 .filter(|p| p.file_name() > segment.file_name())
                 .collect();
-            let last = newest_held(&found, usable, &journal)?;
+            let (last, unreadable) = newest_held(&found, usable, &journal)?;
             report.truncated_seqs = (last > after).then_some((after.saturating_add(1), last));
+            report.unreadable_record_given_up_at = unreadable.filter(|at| *at > after);
             // Nothing after the cut at all, nothing moved (outside review 149 F5: an empty
             // file was made and reported as cut), nor where only unwritten, zero-filled space
             // of a v3 segment follows it (outside review 152 P2: preallocated zeros were moved

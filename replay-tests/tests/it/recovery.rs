@@ -1397,6 +1397,26 @@ fn a_cut_past_damage_names_the_intact_records_it_gives_up() {
         let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         assert_eq!(report["truncatedSeqs"], serde_json::json!(given_up), "{damaged:?}: {report}");
     }
+    // A last record whose header cannot be read (its count or its magic damaged): where it
+    // began is named, and that how many seqs it held is unknown (outside review 262 F1/F2:
+    // the range read as exact, or nothing was named).
+    for (what, at) in [("count", 19usize), ("magic", 0)] {
+        let dir = tmp.path().join(format!("header-{what}"));
+        let (frames, _) = lagging_and_damaged(&dir, 7, &[]);
+        std::fs::remove_file(dir.join("head.mark")).unwrap();
+        let mut bytes = std::fs::read(segment(&dir)).unwrap();
+        bytes[frames[8].range.start + at] ^= 0x01;
+        std::fs::write(segment(&dir), &bytes).unwrap();
+        let text = tmp.path().join(format!("header-{what}-text"));
+        copy_dir(&dir, &text);
+        let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", "7", "--json"]);
+        assert_eq!(code, 0, "{what}: {out}{err}");
+        let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(report["truncatedSeqs"], serde_json::json!([8, 8]), "{what}: {report}");
+        assert_eq!(report["unreadableRecordGivenUpAt"], 8, "{what}: {report}");
+        let (_, out, _) = cli(&["recover", text.to_str().unwrap(), "--truncate-after", "7"]);
+        assert!(out.contains("seqs past 8 may be given up with it"), "{what}: {out}");
+    }
 }
 
 /// The journal's lost end is read past damage: a flipped byte in an earlier record does
