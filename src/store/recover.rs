@@ -1779,7 +1779,12 @@ fn journal_end_seq(journal: &Path) -> Result<Option<u64>, OpenError> {
             match piece {
                 // (By its entries where they open: outside review 191 F3, a re-sealed header
                 // naming the seq before made the journal read as ending one short.)
-                Piece::Record { header, bytes, .. } => end = Some(record_last_seq(bytes, header.first_seq)),
+                // (The newest, not the last: an intact copy of an old record in the unwritten
+                // space past the head does not end the journal — outside review 262 F3, it read
+                // as the journal's end, and the advice cut intact acknowledged records.)
+                Piece::Record { header, bytes, .. } => {
+                    end = end.max(Some(record_last_seq(bytes, header.first_seq)));
+                }
                 Piece::Damaged { offset, header: Some(h), next_seq, .. } if h.first_seq == next_seq => {
                     // Written to its end, as the torn-tail rule reads it: a byte of its end
                     // marker survives (outside review 196 F1: one end-marker byte set to
@@ -1792,7 +1797,7 @@ fn journal_end_seq(journal: &Path) -> Result<Option<u64>, OpenError> {
                                 .is_some_and(|end| end.iter().any(|b| *b != 0))
                     });
                     if written {
-                        end = Some(h.last_seq());
+                        end = end.max(Some(h.last_seq()));
                     }
                 }
                 _ => {}

@@ -1419,6 +1419,31 @@ fn a_cut_past_damage_names_the_intact_records_it_gives_up() {
     }
 }
 
+/// An intact copy of an old record in the unwritten space past the head is damage past the
+/// head, not the journal's end: with sled lagging, `recover` names the cut at the head, which
+/// keeps every record (outside review 262 F3: it read the journal as ending at the copy's
+/// seq and named a cut giving up intact acknowledged records).
+#[test]
+fn an_old_records_copy_past_the_head_is_not_the_journals_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    let (frames, mut bytes) = lagging_and_damaged(&dir, 7, &[]);
+    std::fs::remove_file(dir.join("head.mark")).unwrap();
+    let before = all_entries(&dir);
+    let end = frames[8].range.end;
+    let copy = bytes[frames[3].range.clone()].to_vec();
+    assert!(bytes[end..end + 64 + copy.len()].iter().all(|b| *b == 0), "preallocated zeros past the head");
+    bytes[end + 64..end + 64 + copy.len()].copy_from_slice(&copy);
+    std::fs::write(segment(&dir), &bytes).unwrap();
+    let (code, _, err) = cli(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--truncate-after 8") && !err.contains("missing from the journal"), "{err}");
+    let (code, out, err) = cli(&["recover", dir.to_str().unwrap(), "--truncate-after", "8"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("gave up"), "{out}");
+    assert_eq!(all_entries(&dir), before, "every record kept");
+}
+
 /// The journal's lost end is read past damage: a flipped byte in an earlier record does
 /// not switch the refusal off, and a last record whose end was lost to zeros (its end
 /// marker gone, part or whole) is a lost end, not a damaged record to restore in silence
