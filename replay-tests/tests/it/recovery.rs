@@ -33,6 +33,17 @@ fn lagging_and_damaged(dir: &std::path::Path, lag_from: usize, damaged: &[usize]
     (frames, bytes)
 }
 
+/// `led` made afresh from `journal_side`'s ledger with `sled_side`'s sled in it: two
+/// histories, one in each copy.
+fn combine(led: &std::path::Path, journal_side: &std::path::Path, sled_side: &std::path::Path) {
+    if led.exists() {
+        std::fs::remove_dir_all(led).unwrap();
+    }
+    copy_dir(journal_side, led);
+    std::fs::remove_dir_all(led.join("sled")).unwrap();
+    copy_dir(&sled_side.join("sled"), &led.join("sled"));
+}
+
 fn break_sled_conf(dir: &std::path::Path) {
     std::fs::write(dir.join("sled").join("conf"), BROKEN_CONF).unwrap();
 }
@@ -987,14 +998,7 @@ fn the_head_mark_contradicts_a_longer_fork_in_sled() {
     let (sled_side, theirs) = fork("sled", &[&[5], &[6]]);
     assert_eq!(theirs.seq, acked.seq + 1);
     let led = tmp.path().join("led");
-    let build = || {
-        if led.exists() {
-            std::fs::remove_dir_all(&led).unwrap();
-        }
-        copy_dir(&journal_side, &led);
-        std::fs::remove_dir_all(led.join("sled")).unwrap();
-        copy_dir(&sled_side.join("sled"), &led.join("sled"));
-    };
+    let build = || combine(&led, &journal_side, &sled_side);
     build();
     let mark = std::fs::read_to_string(led.join("head.mark")).unwrap();
     assert!(mark.contains(&format!("seq {}\nhash {}", acked.seq, acked.hash)), "{mark}");
@@ -4436,12 +4440,7 @@ fn prefer_journal_gives_up_the_longer_history_that_parts_before_its_newest_recor
         let (sled_side, theirs) = fork(&format!("{case}-sled"), sled_records);
         assert!(theirs.seq > ours.seq, "{case}");
         let build = || {
-            if led.exists() {
-                std::fs::remove_dir_all(&led).unwrap();
-            }
-            copy_dir(&journal_side, &led);
-            std::fs::remove_dir_all(led.join("sled")).unwrap();
-            copy_dir(&sled_side.join("sled"), &led.join("sled"));
+            combine(&led, &journal_side, &sled_side);
             std::fs::copy(sled_side.join("head.mark"), led.join("head.mark")).unwrap();
         };
         build();
