@@ -442,21 +442,17 @@ fn newest_intact_seq(journal: &Path) -> Result<(u64, Option<u64>), OpenError> {
                 newest = newest.max(header.last_seq());
             }
         }
+        // (Every intact record's header, and every damaged one's that checks, was counted
+        // above; the walk adds the damaged records whose header does not.)
         walk_segment(&bytes, 0, i + 1 == count, &mut next_seq, |piece| {
-            match piece {
-                Piece::Record { header, .. } | Piece::Damaged { header: Some(header), .. } => {
-                    newest = newest.max(header.last_seq());
+            if let Piece::Damaged { offset, header: None, next_seq, next_intact, .. } = piece {
+                let end = next_intact.map_or(bytes.len(), |(at, _)| at);
+                let region = bytes.get(offset..end).unwrap_or_default();
+                let written = region.iter().filter(|b| **b != 0).count();
+                if region.starts_with(&magic) || written >= ledger_schema::record::HEADER_BYTES {
+                    newest = newest.max(next_seq);
+                    unreadable = unreadable.max(Some(next_seq));
                 }
-                Piece::Damaged { offset, header: None, next_seq, next_intact, .. } => {
-                    let end = next_intact.map_or(bytes.len(), |(at, _)| at);
-                    let region = bytes.get(offset..end).unwrap_or_default();
-                    let written = region.iter().filter(|b| **b != 0).count();
-                    if region.starts_with(&magic) || written >= ledger_schema::record::HEADER_BYTES {
-                        newest = newest.max(next_seq);
-                        unreadable = unreadable.max(Some(next_seq));
-                    }
-                }
-                _ => {}
             }
             Ok(())
         })?;
